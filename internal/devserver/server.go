@@ -1,0 +1,214 @@
+// Package devserver runs a real Temporal server inside the current process, backed by SQLite.
+// It is what `clusterflow dev` and the integration tests run, so nothing needs installing.
+package devserver
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	"github.com/google/uuid"
+	"go.temporal.io/server/common/cluster"
+	"go.temporal.io/server/common/config"
+	"go.temporal.io/server/common/dynamicconfig"
+	tlog "go.temporal.io/server/common/log"
+	"go.temporal.io/server/common/membership/static"
+	sqliteplugin "go.temporal.io/server/common/persistence/sql/sqlplugin/sqlite"
+	"go.temporal.io/server/common/primitives"
+	sqliteschema "go.temporal.io/server/schema/sqlite"
+	"go.temporal.io/server/temporal"
+	"go.uber.org/zap"
+)
+
+const clusterName = "active"
+
+// Options describe one embedded server.
+type Options struct {
+	// DBFile is the SQLite file holding all state. Empty means an in-memory database that
+	// disappears with the process (tests).
+	DBFile string
+	// Address is the frontend gRPC host:port. Port 0 picks a free port.
+	Address string
+	// Namespace is created when missing. Defaults to "default".
+	Namespace string
+	// Logger receives the server's own logs; nil discards them.
+	Logger *zap.Logger
+}
+
+// Server is a running embedded Temporal server.
+type Server struct {
+	server  temporal.Server
+	address string
+}
+
+// Start creates the database when needed and starts every Temporal service in-process.
+func Start(opts Options) (*Server, error) {
+	if opts.Namespace == "" {
+		opts.Namespace = "default"
+	}
+	host, frontendPort, err := splitAddress(opts.Address)
+	if err != nil {
+		return nil, err
+	}
+	if frontendPort == 0 {
+		if frontendPort, err = freePort(host); err != nil {
+			return nil, err
+		}
+	}
+	sqlConf, err := prepareDatabase(opts.DBFile, opts.Namespace)
+	if err != nil {
+		return nil, err
+	}
+
+	ports := map[primitives.ServiceName]int{primitives.FrontendService: frontendPort}
+	for _, svc := range []primitives.ServiceName{primitives.HistoryService, primitives.MatchingService, primitives.WorkerService} {
+		// Internal services stay on loopback whatever the frontend binds to.
+		if ports[svc], err = freePort("127.0.0.1"); err != nil {
+			return nil, err
+		}
+	}
+	address := net.JoinHostPort(host, strconv.Itoa(frontendPort))
+	conf := serverConfig(sqlConf, host, ports)
+
+	logger := tlog.NewNoopLogger()
+	if opts.Logger != nil {
+		logger = tlog.NewZapLogger(opts.Logger)
+	}
+	hosts := map[primitives.ServiceName]static.Hosts{}
+	for svc, port := range ports {
+		bind := "127.0.0.1"
+		if svc == primitives.FrontendService {
+			bind = host
+		}
+		hosts[svc] = static.SingleLocalHost(net.JoinHostPort(bind, strconv.Itoa(port)))
+	}
+	srv, err := temporal.NewServer(
+		temporal.WithConfig(conf),
+		temporal.ForServices(temporal.DefaultServices),
+		temporal.WithStaticHosts(hosts),
+		temporal.WithLogger(logger),
+		temporal.WithDynamicConfigClient(dynamicconfig.StaticClient{
+			// Lets an activity scheduled by a workflow task start on the same worker without a
+			// round trip through matching: it shortens every member's setup.
+			dynamicconfig.EnableActivityEagerExecution.Key(): true,
+		}),
+	)
+	if err != nil {
+		return nil, fmt.Errorf("create temporal server: %w", err)
+	}
+	if err := srv.Start(); err != nil {
+		return nil, fmt.Errorf("start temporal server on %s: %w", address, err)
+	}
+	return &Server{server: srv, address: address}, nil
+}
+
+// Address is the frontend gRPC address clients dial.
+func (s *Server) Address() string { return s.address }
+
+// Stop shuts every service down; state in a DB file is kept.
+func (s *Server) Stop() error { return s.server.Stop() }
+
+func prepareDatabase(file, namespace string) (*config.SQL, error) {
+	sqlConf := &config.SQL{PluginName: sqliteplugin.PluginName, ConnectAttributes: map[string]string{}}
+	if file == "" {
+		sqlConf.DatabaseName = uuid.NewString()
+		sqlConf.ConnectAttributes["mode"] = "memory"
+		sqlConf.ConnectAttributes["cache"] = "shared"
+	} else {
+		sqlConf.DatabaseName = file
+		sqlConf.ConnectAttributes["mode"] = "rwc"
+		if err := os.MkdirAll(filepath.Dir(file), 0o755); err != nil {
+			return nil, fmt.Errorf("create folder for %s: %w", file, err)
+		}
+	}
+	// The memory database is always new; a file needs its schema only the first time.
+	if _, err := os.Stat(file); file == "" || errors.Is(err, os.ErrNotExist) {
+		if err := sqliteschema.SetupSchema(sqlConf); err != nil {
+			return nil, fmt.Errorf("create temporal schema in %s: %w", describeDB(file), err)
+		}
+	}
+	ns, err := sqliteschema.NewNamespaceConfig(clusterName, namespace, false, nil)
+	if err != nil {
+		return nil, err
+	}
+	if err := sqliteschema.CreateNamespaces(sqlConf, ns); err != nil {
+		return nil, fmt.Errorf("create namespace %q in %s: %w", namespace, describeDB(file), err)
+	}
+	return sqlConf, nil
+}
+
+func serverConfig(sqlConf *config.SQL, host string, ports map[primitives.ServiceName]int) *config.Config {
+	frontend := net.JoinHostPort(host, strconv.Itoa(ports[primitives.FrontendService]))
+	conf := &config.Config{}
+	conf.Global.Membership = config.Membership{MaxJoinDuration: 30 * time.Second, BroadcastAddress: "127.0.0.1"}
+	conf.Persistence = config.Persistence{
+		DefaultStore:     sqliteplugin.PluginName,
+		VisibilityStore:  sqliteplugin.PluginName,
+		NumHistoryShards: 1,
+		DataStores:       map[string]config.DataStore{sqliteplugin.PluginName: {SQL: sqlConf}},
+	}
+	conf.ClusterMetadata = &cluster.Config{
+		FailoverVersionIncrement: 10,
+		MasterClusterName:        clusterName,
+		CurrentClusterName:       clusterName,
+		ClusterInformation: map[string]cluster.ClusterInformation{clusterName: {
+			Enabled: true, InitialFailoverVersion: 1, RPCAddress: frontend,
+		}},
+	}
+	conf.DCRedirectionPolicy.Policy = "noop"
+	conf.Services = map[string]config.Service{}
+	for svc, port := range ports {
+		bind := "127.0.0.1"
+		if svc == primitives.FrontendService {
+			bind = host
+		}
+		var s config.Service
+		s.RPC.GRPCPort = port
+		s.RPC.BindOnIP = bind
+		conf.Services[string(svc)] = s
+	}
+	conf.Archival.History.State = "disabled"
+	conf.Archival.Visibility.State = "disabled"
+	conf.NamespaceDefaults.Archival.History.State = "disabled"
+	conf.NamespaceDefaults.Archival.Visibility.State = "disabled"
+	conf.PublicClient.HostPort = frontend
+	return conf
+}
+
+func splitAddress(address string) (string, int, error) {
+	if address == "" {
+		return "127.0.0.1", 0, nil
+	}
+	host, portText, err := net.SplitHostPort(address)
+	if err != nil {
+		return "", 0, fmt.Errorf("address %q: %w", address, err)
+	}
+	port, err := strconv.Atoi(portText)
+	if err != nil || port < 0 || port > 65535 {
+		return "", 0, fmt.Errorf("address %q: port must be a number from 0 to 65535", address)
+	}
+	if host == "" {
+		host = "0.0.0.0"
+	}
+	return host, port, nil
+}
+
+func freePort(host string) (int, error) {
+	l, err := net.Listen("tcp", net.JoinHostPort(host, "0"))
+	if err != nil {
+		return 0, fmt.Errorf("find a free port on %s: %w", host, err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+func describeDB(file string) string {
+	if file == "" {
+		return "the in-memory database"
+	}
+	return file
+}

@@ -1,0 +1,231 @@
+package spec
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// draft is a spec as written: fields are pointers or nil slices so that "left out" can be
+// told apart from "set to zero" when defaults are applied.
+type draft struct {
+	Name  *string
+	Roles []draftRole
+	// Malformed marks a document too broken to check further.
+	Malformed bool
+	// RolesMalformed marks a roles field that is not a list (already reported).
+	RolesMalformed bool
+}
+
+type draftRole struct {
+	Name        *string
+	Members     *int
+	Cardinality *string
+	Startscript *string
+	Events      []string
+	EventsSet   bool
+	Env         map[string]string
+	Timeout     *time.Duration
+	MaxInFlight *int
+	DependsOn   []string
+}
+
+// decode walks the YAML tree by hand rather than unmarshalling into structs, so that every
+// problem (an unknown key, a wrong type) is reported with its field path, and all at once.
+func decode(data []byte, ps *problems) draft {
+	var d draft
+	var root yaml.Node
+	if err := yaml.Unmarshal(data, &root); err != nil {
+		ps.add("spec", "not valid YAML: %s", strings.TrimPrefix(err.Error(), "yaml: "))
+		d.Malformed = true
+		return d
+	}
+	if root.Kind == 0 || len(root.Content) == 0 {
+		ps.add("spec", "is empty")
+		d.Malformed = true
+		return d
+	}
+	w := walker{ps: ps}
+	w.mapping("", root.Content[0], map[string]func(string, *yaml.Node){
+		"name": func(p string, n *yaml.Node) { d.Name = w.str(p, n) },
+		"roles": func(p string, n *yaml.Node) {
+			d.RolesMalformed = !w.sequence(p, n, func(p string, n *yaml.Node) { d.Roles = append(d.Roles, w.role(p, n)) })
+		},
+	})
+	return d
+}
+
+type walker struct{ ps *problems }
+
+func (w walker) role(path string, n *yaml.Node) draftRole {
+	var r draftRole
+	w.mapping(path, n, map[string]func(string, *yaml.Node){
+		"name":        func(p string, n *yaml.Node) { r.Name = w.str(p, n) },
+		"members":     func(p string, n *yaml.Node) { r.Members = w.integer(p, n) },
+		"cardinality": func(p string, n *yaml.Node) { r.Cardinality = w.str(p, n) },
+		"startscript": func(p string, n *yaml.Node) { r.Startscript = w.str(p, n) },
+		"events":      func(p string, n *yaml.Node) { r.Events, r.EventsSet = w.strings(p, n), true },
+		"env":         func(p string, n *yaml.Node) { r.Env = w.stringMap(p, n) },
+		"timeout":     func(p string, n *yaml.Node) { r.Timeout = w.duration(p, n) },
+		"maxInFlight": func(p string, n *yaml.Node) { r.MaxInFlight = w.integer(p, n) },
+		"dependsOn":   func(p string, n *yaml.Node) { r.DependsOn = w.strings(p, n) },
+	})
+	return r
+}
+
+func (w walker) mapping(path string, n *yaml.Node, fields map[string]func(string, *yaml.Node)) {
+	if n.Kind != yaml.MappingNode {
+		w.ps.add(orSpec(path), "must be a mapping of fields, got %s", describe(n))
+		return
+	}
+	known := make([]string, 0, len(fields))
+	for k := range fields {
+		known = append(known, k)
+	}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		key, value := n.Content[i].Value, n.Content[i+1]
+		p := join(path, key)
+		handle, ok := fields[key]
+		if !ok {
+			w.ps.add(p, "unknown field%s", suggest(key, known))
+			continue
+		}
+		if value.Tag == "!!null" {
+			continue // "key:" with no value means the same as leaving it out
+		}
+		handle(p, value)
+	}
+}
+
+func (w walker) sequence(path string, n *yaml.Node, each func(string, *yaml.Node)) bool {
+	if n.Kind != yaml.SequenceNode {
+		w.ps.add(path, "must be a list, got %s", describe(n))
+		return false
+	}
+	for i, item := range n.Content {
+		each(fmt.Sprintf("%s[%d]", path, i), item)
+	}
+	return true
+}
+
+func (w walker) str(path string, n *yaml.Node) *string {
+	if n.Kind != yaml.ScalarNode {
+		w.ps.add(path, "must be a single value, got %s", describe(n))
+		return nil
+	}
+	return &n.Value
+}
+
+func (w walker) integer(path string, n *yaml.Node) *int {
+	s := w.str(path, n)
+	if s == nil {
+		return nil
+	}
+	v, err := strconv.Atoi(*s)
+	if err != nil || n.Tag != "!!int" {
+		w.ps.add(path, "%q is not a whole number", *s)
+		return nil
+	}
+	return &v
+}
+
+func (w walker) duration(path string, n *yaml.Node) *time.Duration {
+	s := w.str(path, n)
+	if s == nil {
+		return nil
+	}
+	v, err := time.ParseDuration(*s)
+	if err != nil {
+		w.ps.add(path, "%q is not a duration (write e.g. 90s, 10m or 1h30m)", *s)
+		return nil
+	}
+	return &v
+}
+
+func (w walker) strings(path string, n *yaml.Node) []string {
+	out := []string{}
+	w.sequence(path, n, func(p string, item *yaml.Node) {
+		if s := w.str(p, item); s != nil {
+			out = append(out, *s)
+		}
+	})
+	return out
+}
+
+func (w walker) stringMap(path string, n *yaml.Node) map[string]string {
+	if n.Kind != yaml.MappingNode {
+		w.ps.add(path, "must be a mapping of NAME: value, got %s", describe(n))
+		return nil
+	}
+	out := map[string]string{}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		key, value := n.Content[i].Value, n.Content[i+1]
+		if s := w.str(join(path, key), value); s != nil {
+			out[key] = *s
+		}
+	}
+	return out
+}
+
+func describe(n *yaml.Node) string {
+	switch n.Kind {
+	case yaml.MappingNode:
+		return "a mapping"
+	case yaml.SequenceNode:
+		return "a list"
+	case yaml.ScalarNode:
+		return fmt.Sprintf("%q", n.Value)
+	}
+	return "nothing"
+}
+
+func join(path, key string) string {
+	if path == "" {
+		return key
+	}
+	return path + "." + key
+}
+
+func orSpec(path string) string {
+	if path == "" {
+		return "spec"
+	}
+	return path
+}
+
+// suggest names the known field a typo most likely meant.
+func suggest(key string, known []string) string {
+	best, bestDistance := "", 3
+	for _, k := range known {
+		if d := editDistance(strings.ToLower(key), strings.ToLower(k)); d < bestDistance || (d == bestDistance && k < best) {
+			best, bestDistance = k, d
+		}
+	}
+	if best == "" {
+		return ""
+	}
+	return fmt.Sprintf(" (did you mean %q?)", best)
+}
+
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur := make([]int, len(b)+1)
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev = cur
+	}
+	return prev[len(b)]
+}

@@ -1,0 +1,27 @@
+package spec
+
+import (
+	"fmt"
+	"regexp"
+)
+
+var dns1123Label = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`)
+
+// CheckName reports why a name is not a DNS-1123 label. Cluster, role and member names all
+// become folder names and script arguments, so this is the gate that keeps them harmless.
+func CheckName(name string) error {
+	switch {
+	case name == "":
+		return fmt.Errorf("is empty")
+	case len(name) > 63:
+		return fmt.Errorf("%q is %d characters; a DNS-1123 label has at most 63", name, len(name))
+	case !dns1123Label.MatchString(name):
+		return fmt.Errorf("%q is not a DNS-1123 label (lower-case letters, digits and '-', starting and ending with a letter or digit)", name)
+	}
+	return nil
+}
+
+var envName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+
+// ReservedEnvPrefix marks the variables clusterflow itself sets for startscripts.
+const ReservedEnvPrefix = "CLUSTERFLOW_"

@@ -1,0 +1,87 @@
+// Package spec defines cluster specs: how they are written (YAML), validated and shipped to
+// the workflow (JSON, with startscript contents inlined so a cluster is self-contained).
+package spec
+
+import (
+	"fmt"
+	"slices"
+	"time"
+)
+
+// Event is a lifecycle event a startscript is run for.
+type Event string
+
+const (
+	EventConfigure Event = "configure"
+	EventAddNodes  Event = "addnodes"
+	EventDelNodes  Event = "delnodes"
+	EventTeardown  Event = "teardown"
+)
+
+// AllEvents is every event, in lifecycle order; it is also a role's default subscription.
+var AllEvents = []Event{EventConfigure, EventAddNodes, EventDelNodes, EventTeardown}
+
+// Defaults applied when a role leaves a field out.
+const (
+	DefaultTimeout     = 30 * time.Minute
+	DefaultCardinality = "0+"
+	// MaxScriptSize bounds one startscript; scripts travel inside workflow payloads.
+	MaxScriptSize = 256 << 10
+	// MaxTotalScriptSize bounds all distinct scripts of a cluster together, well under
+	// Temporal's 2 MiB payload limit.
+	MaxTotalScriptSize = 1 << 20
+)
+
+// Cluster is a validated spec, ready to be sent to the cluster workflow.
+type Cluster struct {
+	Name string `json:"name"`
+	// Origin says where the spec came from (a file path), for people reading status.
+	Origin string `json:"origin,omitempty"`
+	Roles  []Role `json:"roles"`
+	// Scripts holds each distinct startscript's content by its SHA-256, so roles sharing a
+	// script ship it once.
+	Scripts map[string]string `json:"scripts"`
+}
+
+// Role is one validated role, with defaults filled in.
+type Role struct {
+	Name        string      `json:"name"`
+	Members     int         `json:"members"`
+	Cardinality Cardinality `json:"cardinality"`
+	// Startscript is the path as written in the spec, for display.
+	Startscript string `json:"startscript"`
+	// ScriptHash keys the script's content in Cluster.Scripts.
+	ScriptHash  string            `json:"scriptHash"`
+	Events      []Event           `json:"events"`
+	Env         map[string]string `json:"env,omitempty"`
+	Timeout     time.Duration     `json:"timeout"`
+	MaxInFlight int               `json:"maxInFlight,omitempty"`
+	DependsOn   []string          `json:"dependsOn,omitempty"`
+}
+
+// Wants reports whether the role's startscript subscribes to the event.
+func (r Role) Wants(e Event) bool { return slices.Contains(r.Events, e) }
+
+// Role returns the role with the given name.
+func (c Cluster) Role(name string) (Role, bool) {
+	for _, r := range c.Roles {
+		if r.Name == name {
+			return r, true
+		}
+	}
+	return Role{}, false
+}
+
+// MemberName is the one place member names are formed: <cluster>-<role>-<ordinal>.
+func MemberName(cluster, role string, ordinal int) string {
+	return fmt.Sprintf("%s-%s-%d", cluster, role, ordinal)
+}
+
+// TotalMembers counts the members the spec asks for.
+func (c Cluster) TotalMembers() int {
+	n := 0
+	for _, r := range c.Roles {
+		n += r.Members
+	}
+	return n
+}

@@ -1,0 +1,203 @@
+package spec
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io/fs"
+	"slices"
+	"sort"
+	"strings"
+)
+
+// ScriptReader loads a startscript by the path written in the spec.
+type ScriptReader func(path string) ([]byte, error)
+
+// ErrScriptTooLarge is returned by script readers for files over MaxScriptSize.
+var ErrScriptTooLarge = fmt.Errorf("is larger than the %d KiB limit for startscripts", MaxScriptSize>>10)
+
+// Parse decodes and validates a spec, reading its startscripts with readScript. Every problem
+// is reported at once in an *InvalidError.
+func Parse(data []byte, origin string, readScript ScriptReader) (Cluster, error) {
+	var ps problems
+	d := decode(data, &ps)
+	var c Cluster
+	if !d.Malformed {
+		c = build(d, origin, readScript, &ps)
+	}
+	if len(ps) > 0 {
+		return Cluster{}, &InvalidError{Origin: origin, Problems: ps}
+	}
+	return c, nil
+}
+
+func build(d draft, origin string, readScript ScriptReader, ps *problems) Cluster {
+	c := Cluster{Origin: origin, Scripts: map[string]string{}}
+	if d.Name == nil {
+		ps.add("name", "is required")
+	} else {
+		c.Name = *d.Name
+		if err := CheckName(c.Name); err != nil {
+			ps.add("name", "%v", err)
+		}
+	}
+	if len(d.Roles) == 0 && !d.RolesMalformed {
+		ps.add("roles", "at least one role is required")
+	}
+	seen := map[string]int{}
+	for i, dr := range d.Roles {
+		r := buildRole(fmt.Sprintf("roles[%d]", i), dr, ps)
+		if r.Name != "" {
+			if first, dup := seen[r.Name]; dup {
+				ps.add(fmt.Sprintf("roles[%d].name", i), "%q is already the name of roles[%d]", r.Name, first)
+			} else {
+				seen[r.Name] = i
+			}
+		}
+		c.Roles = append(c.Roles, r)
+	}
+	for i, dr := range d.Roles {
+		checkDependsOn(fmt.Sprintf("roles[%d].dependsOn", i), c.Roles[i].Name, dr.DependsOn, seen, ps)
+	}
+	for _, cycle := range Cycles(c.Roles) {
+		ps.add("roles", "dependency cycle %s", strings.Join(cycle, " -> "))
+	}
+	loadScripts(&c, readScript, ps)
+	return c
+}
+
+func buildRole(path string, d draftRole, ps *problems) Role {
+	r := Role{Cardinality: DefaultCardinality, Events: slices.Clone(AllEvents), Timeout: DefaultTimeout, Env: d.Env}
+	if d.Name == nil {
+		ps.add(path+".name", "is required")
+	} else {
+		r.Name = *d.Name
+		if err := CheckName(r.Name); err != nil {
+			ps.add(path+".name", "%v", err)
+		}
+	}
+	if d.Cardinality != nil {
+		r.Cardinality = Cardinality(*d.Cardinality)
+	}
+	min, orMore, cardErr := ParseCardinality(string(r.Cardinality))
+	if cardErr != nil {
+		ps.add(path+".cardinality", "%v", cardErr)
+	}
+	switch {
+	case d.Members != nil:
+		r.Members = *d.Members
+	case cardErr == nil:
+		r.Members = min // leaving members out asks for the smallest count the role allows
+	}
+	if r.Members < 0 {
+		ps.add(path+".members", "is %d; it must be 0 or more", r.Members)
+	} else if cardErr == nil && ((orMore && r.Members < min) || (!orMore && r.Members != min)) {
+		ps.add(path+".cardinality", "%q but members is %d", r.Cardinality, r.Members)
+	}
+	if d.Startscript == nil || *d.Startscript == "" {
+		ps.add(path+".startscript", "is required")
+	} else {
+		r.Startscript = *d.Startscript
+	}
+	if d.EventsSet {
+		r.Events = checkEvents(path+".events", d.Events, ps)
+	}
+	for _, k := range sortedKeys(d.Env) {
+		switch {
+		case !envName.MatchString(k):
+			ps.add(path+".env."+k, "is not a valid environment variable name (letters, digits and '_', not starting with a digit)")
+		case strings.HasPrefix(k, ReservedEnvPrefix):
+			ps.add(path+".env."+k, "the %s prefix is reserved for variables clusterflow sets", ReservedEnvPrefix)
+		case strings.ContainsRune(d.Env[k], 0):
+			ps.add(path+".env."+k, "contains a NUL byte")
+		}
+	}
+	if d.Timeout != nil {
+		r.Timeout = *d.Timeout
+		if r.Timeout <= 0 {
+			ps.add(path+".timeout", "is %s; it must be positive", r.Timeout)
+		}
+	}
+	if d.MaxInFlight != nil {
+		r.MaxInFlight = *d.MaxInFlight
+		if r.MaxInFlight < 1 {
+			ps.add(path+".maxInFlight", "is %d; it must be at least 1 (leave it out to set up all members at once)", r.MaxInFlight)
+		}
+	}
+	r.DependsOn = d.DependsOn
+	return r
+}
+
+func checkEvents(path string, names []string, ps *problems) []Event {
+	var events []Event
+	for i, name := range names {
+		e := Event(name)
+		switch {
+		case !slices.Contains(AllEvents, e):
+			ps.add(fmt.Sprintf("%s[%d]", path, i), "unknown event %q (known: configure, addnodes, delnodes, teardown)", name)
+		case slices.Contains(events, e):
+			ps.add(fmt.Sprintf("%s[%d]", path, i), "%q is listed twice", name)
+		default:
+			events = append(events, e)
+		}
+	}
+	return events
+}
+
+func checkDependsOn(path, self string, deps []string, roles map[string]int, ps *problems) {
+	for i, dep := range deps {
+		p := fmt.Sprintf("%s[%d]", path, i)
+		switch {
+		case dep == self:
+			ps.add(p, "role %q cannot depend on itself", dep)
+		case slices.Contains(deps[:i], dep):
+			ps.add(p, "%q is listed twice", dep)
+		default:
+			if _, ok := roles[dep]; !ok {
+				ps.add(path, "unknown role %q", dep)
+			}
+		}
+	}
+}
+
+func loadScripts(c *Cluster, readScript ScriptReader, ps *problems) {
+	total := 0
+	for i, r := range c.Roles {
+		if r.Startscript == "" {
+			continue
+		}
+		path := fmt.Sprintf("roles[%d].startscript", i)
+		content, err := readScript(r.Startscript)
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+			ps.add(path, "%s: no such file", r.Startscript)
+			continue
+		case err != nil:
+			ps.add(path, "%s: %v", r.Startscript, err)
+			continue
+		case len(content) == 0:
+			ps.add(path, "%s: is empty", r.Startscript)
+			continue
+		}
+		sum := sha256.Sum256(content)
+		hash := hex.EncodeToString(sum[:])
+		if _, dup := c.Scripts[hash]; !dup {
+			c.Scripts[hash] = string(content)
+			total += len(content)
+		}
+		c.Roles[i].ScriptHash = hash
+	}
+	if total > MaxTotalScriptSize {
+		ps.add("roles", "startscripts total %d KiB; a cluster's distinct startscripts are limited to %d KiB together", total>>10, MaxTotalScriptSize>>10)
+	}
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}

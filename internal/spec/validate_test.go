@@ -1,0 +1,166 @@
+package spec
+
+import (
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+)
+
+// scripts is an in-memory ScriptReader for tests.
+func scripts(files map[string]string) ScriptReader {
+	return func(path string) ([]byte, error) {
+		content, ok := files[path]
+		if !ok {
+			return nil, fs.ErrNotExist
+		}
+		return []byte(content), nil
+	}
+}
+
+var testScripts = scripts(map[string]string{"s.sh": "#!/bin/sh\necho hi\n", "other.sh": "#!/bin/sh\necho other\n"})
+
+func TestParseAppliesDefaults(t *testing.T) {
+	c, err := Parse([]byte(`
+name: analytics
+roles:
+  - name: worker
+    startscript: s.sh
+    dependsOn: [controller]
+    members: 3
+    env: {KEY: value}
+  - name: controller
+    cardinality: "1"
+    startscript: s.sh
+    events: [configure, teardown]
+    timeout: 10m
+    maxInFlight: 4
+`), "cluster.yaml", testScripts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Name != "analytics" || c.Origin != "cluster.yaml" || len(c.Roles) != 2 {
+		t.Fatalf("unexpected cluster %+v", c)
+	}
+	worker, controller := c.Roles[0], c.Roles[1]
+	if worker.Cardinality != "0+" || worker.Timeout != 30*time.Minute || !slices.Equal(worker.Events, AllEvents) || worker.MaxInFlight != 0 {
+		t.Errorf("worker defaults not applied: %+v", worker)
+	}
+	if worker.Env["KEY"] != "value" {
+		t.Errorf("env lost: %+v", worker.Env)
+	}
+	if controller.Members != 1 {
+		t.Errorf("members left out should default to the cardinality's minimum, got %d", controller.Members)
+	}
+	if controller.Timeout != 10*time.Minute || controller.MaxInFlight != 4 || !slices.Equal(controller.Events, []Event{EventConfigure, EventTeardown}) {
+		t.Errorf("controller fields not parsed: %+v", controller)
+	}
+	if len(c.Scripts) != 1 || worker.ScriptHash != controller.ScriptHash || c.Scripts[worker.ScriptHash] != "#!/bin/sh\necho hi\n" {
+		t.Errorf("shared script should ship once: %+v", c.Scripts)
+	}
+	if c.TotalMembers() != 4 {
+		t.Errorf("TotalMembers = %d", c.TotalMembers())
+	}
+}
+
+func TestParseReportsEveryProblem(t *testing.T) {
+	tests := []struct {
+		name string
+		spec string
+		want []string
+	}{
+		{"bad cluster name", "name: ../x\nroles: [{name: a, startscript: s.sh}]", []string{`name: "../x" is not a DNS-1123 label`}},
+		{"long cluster name", "name: " + strings.Repeat("a", 64) + "\nroles: [{name: a, startscript: s.sh}]", []string{"name: \"" + strings.Repeat("a", 64) + "\" is 64 characters"}},
+		{"missing name and roles", "roles: []", []string{"name: is required", "roles: at least one role is required"}},
+		{"unknown dependency", "name: c\nroles: [{name: a, startscript: s.sh}, {name: b, startscript: s.sh, dependsOn: [nope]}]", []string{`roles[1].dependsOn: unknown role "nope"`}},
+		{"cycle", "name: c\nroles: [{name: b, startscript: s.sh, dependsOn: [a]}, {name: a, startscript: s.sh, dependsOn: [b]}]", []string{"roles: dependency cycle a -> b -> a"}},
+		{"self dependency", "name: c\nroles: [{name: a, startscript: s.sh, dependsOn: [a]}]", []string{`roles[0].dependsOn[0]: role "a" cannot depend on itself`}},
+		{"exact cardinality mismatch", "name: c\nroles: [{name: a, startscript: s.sh, cardinality: \"1\", members: 3}]", []string{`roles[0].cardinality: "1" but members is 3`}},
+		{"minimum cardinality mismatch", "name: c\nroles: [{name: a, startscript: s.sh, cardinality: \"2+\", members: 1}]", []string{`roles[0].cardinality: "2+" but members is 1`}},
+		{"bad cardinality", "name: c\nroles: [{name: a, startscript: s.sh, cardinality: \"many\"}]", []string{`roles[0].cardinality: "many" is not a cardinality`}},
+		{"missing script", "name: c\nroles: [{name: a, startscript: scripts/missing.sh}]", []string{"roles[0].startscript: scripts/missing.sh: no such file"}},
+		{"no script", "name: c\nroles: [{name: a}]", []string{"roles[0].startscript: is required"}},
+		{"negative members", "name: c\nroles: [{name: a, startscript: s.sh, members: -1}]", []string{"roles[0].members: is -1; it must be 0 or more"}},
+		{"members not a number", "name: c\nroles: [{name: a, startscript: s.sh, members: three}]", []string{`roles[0].members: "three" is not a whole number`}},
+		{"duplicate role", "name: c\nroles: [{name: a, startscript: s.sh}, {name: a, startscript: s.sh}]", []string{`roles[1].name: "a" is already the name of roles[0]`}},
+		{"bad role name", "name: c\nroles: [{name: Web_1, startscript: s.sh}]", []string{`roles[0].name: "Web_1" is not a DNS-1123 label`}},
+		{"unknown event", "name: c\nroles: [{name: a, startscript: s.sh, events: [configure, reboot]}]", []string{`roles[0].events[1]: unknown event "reboot"`}},
+		{"bad timeout", "name: c\nroles: [{name: a, startscript: s.sh, timeout: soon}]", []string{`roles[0].timeout: "soon" is not a duration`}},
+		{"negative timeout", "name: c\nroles: [{name: a, startscript: s.sh, timeout: -1s}]", []string{"roles[0].timeout: is -1s; it must be positive"}},
+		{"zero maxInFlight", "name: c\nroles: [{name: a, startscript: s.sh, maxInFlight: 0}]", []string{"roles[0].maxInFlight: is 0; it must be at least 1"}},
+		{"reserved env", "name: c\nroles: [{name: a, startscript: s.sh, env: {CLUSTERFLOW_ROLE: x, 1BAD: y}}]", []string{"roles[0].env.1BAD: is not a valid environment variable name", "roles[0].env.CLUSTERFLOW_ROLE: the CLUSTERFLOW_ prefix is reserved"}},
+		{"typo in field", "name: c\nroles: [{name: a, startscript: s.sh, dependson: [b]}]", []string{`roles[0].dependson: unknown field (did you mean "dependsOn"?)`}},
+		{"roles not a list", "name: C\nroles: {a: 1}", []string{"roles: must be a list, got a mapping", `name: "C" is not a DNS-1123 label`}},
+		{"not yaml", "name: [", []string{"spec: not valid YAML"}},
+		{"empty", "", []string{"spec: is empty"}},
+		{"many at once", "name: Bad\nroles: [{name: a, startscript: nope.sh, members: -2, dependsOn: [zz]}]", []string{
+			`name: "Bad" is not a DNS-1123 label`, "roles[0].members: is -2", `roles[0].dependsOn: unknown role "zz"`, "roles[0].startscript: nope.sh: no such file",
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := Parse([]byte(tt.spec), "", testScripts)
+			var invalid *InvalidError
+			if !errors.As(err, &invalid) {
+				t.Fatalf("want *InvalidError, got %v", err)
+			}
+			if len(invalid.Problems) != len(tt.want) {
+				t.Errorf("want %d problems, got %d:\n%v", len(tt.want), len(invalid.Problems), err)
+			}
+			for _, want := range tt.want {
+				if !strings.Contains(err.Error(), want) {
+					t.Errorf("missing %q in:\n%v", want, err)
+				}
+			}
+		})
+	}
+}
+
+func TestLoadReadsScriptsBesideTheSpec(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, content string) {
+		t.Helper()
+		if err := os.MkdirAll(filepath.Dir(filepath.Join(dir, name)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("scripts/a.sh", "#!/bin/sh\n")
+	write("scripts/big.sh", strings.Repeat("x", MaxScriptSize+1))
+	write("cluster.yaml", "name: c\nroles:\n- {name: a, startscript: scripts/a.sh}\n- {name: b, startscript: scripts/big.sh}\n- {name: d, startscript: scripts}\n")
+	_, err := Load(filepath.Join(dir, "cluster.yaml"))
+	for _, want := range []string{"roles[1].startscript: scripts/big.sh: is larger than the 256 KiB limit", "roles[2].startscript: scripts: is a folder, not a file"} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("want %q, got %v", want, err)
+		}
+	}
+	write("cluster.yaml", "name: c\nroles:\n- {name: a, startscript: scripts/a.sh}\n")
+	c, err := Load(filepath.Join(dir, "cluster.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Scripts[c.Roles[0].ScriptHash] != "#!/bin/sh\n" {
+		t.Errorf("script content not shipped: %+v", c.Scripts)
+	}
+	if _, err := Load(filepath.Join(dir, "missing.yaml")); err == nil || !strings.Contains(err.Error(), "spec: no such file") {
+		t.Errorf("missing spec file: %v", err)
+	}
+}
+
+func TestCardinalityAllows(t *testing.T) {
+	for _, tt := range []struct {
+		card Cardinality
+		n    int
+		ok   bool
+	}{{"1", 1, true}, {"1", 2, false}, {"1+", 0, false}, {"1+", 5, true}, {"0+", 0, true}, {"x", 1, false}} {
+		if err := tt.card.Allows(tt.n); (err == nil) != tt.ok {
+			t.Errorf("%q allows %d: got %v", tt.card, tt.n, err)
+		}
+	}
+}
