@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"go.temporal.io/api/enums/v1"
 	"go.temporal.io/server/common/cluster"
 	"go.temporal.io/server/common/config"
 	"go.temporal.io/server/common/dynamicconfig"
@@ -37,6 +38,9 @@ type Options struct {
 	Namespace string
 	// Logger receives the server's own logs; nil discards them.
 	Logger *zap.Logger
+	// SearchAttributes are registered with the namespace when it is created. (Adding them
+	// later through the OperatorService takes a namespace cache refresh to show.)
+	SearchAttributes map[string]enums.IndexedValueType
 }
 
 // Server is a running embedded Temporal server.
@@ -59,12 +63,17 @@ func Start(opts Options) (*Server, error) {
 			return nil, err
 		}
 	}
-	sqlConf, err := prepareDatabase(opts.DBFile, opts.Namespace)
+	sqlConf, err := prepareDatabase(opts.DBFile, opts.Namespace, opts.SearchAttributes)
 	if err != nil {
 		return nil, err
 	}
 
 	ports := map[primitives.ServiceName]int{primitives.FrontendService: frontendPort}
+	// The frontend's HTTP API (and Nexus) listens on loopback only.
+	httpPort, err := freePort("127.0.0.1")
+	if err != nil {
+		return nil, err
+	}
 	for _, svc := range []primitives.ServiceName{primitives.HistoryService, primitives.MatchingService, primitives.WorkerService} {
 		// Internal services stay on loopback whatever the frontend binds to.
 		if ports[svc], err = freePort("127.0.0.1"); err != nil {
@@ -72,9 +81,9 @@ func Start(opts Options) (*Server, error) {
 		}
 	}
 	address := net.JoinHostPort(host, strconv.Itoa(frontendPort))
-	conf := serverConfig(sqlConf, host, ports)
+	conf := serverConfig(sqlConf, host, ports, httpPort)
 
-	logger := tlog.NewNoopLogger()
+	var logger tlog.Logger = tlog.NewNoopLogger()
 	if opts.Logger != nil {
 		logger = tlog.NewZapLogger(opts.Logger)
 	}
@@ -112,7 +121,7 @@ func (s *Server) Address() string { return s.address }
 // Stop shuts every service down; state in a DB file is kept.
 func (s *Server) Stop() error { return s.server.Stop() }
 
-func prepareDatabase(file, namespace string) (*config.SQL, error) {
+func prepareDatabase(file, namespace string, searchAttributes map[string]enums.IndexedValueType) (*config.SQL, error) {
 	sqlConf := &config.SQL{PluginName: sqliteplugin.PluginName, ConnectAttributes: map[string]string{}}
 	if file == "" {
 		sqlConf.DatabaseName = uuid.NewString()
@@ -131,7 +140,7 @@ func prepareDatabase(file, namespace string) (*config.SQL, error) {
 			return nil, fmt.Errorf("create temporal schema in %s: %w", describeDB(file), err)
 		}
 	}
-	ns, err := sqliteschema.NewNamespaceConfig(clusterName, namespace, false, nil)
+	ns, err := sqliteschema.NewNamespaceConfig(clusterName, namespace, false, searchAttributes)
 	if err != nil {
 		return nil, err
 	}
@@ -141,7 +150,7 @@ func prepareDatabase(file, namespace string) (*config.SQL, error) {
 	return sqlConf, nil
 }
 
-func serverConfig(sqlConf *config.SQL, host string, ports map[primitives.ServiceName]int) *config.Config {
+func serverConfig(sqlConf *config.SQL, host string, ports map[primitives.ServiceName]int, httpPort int) *config.Config {
 	frontend := net.JoinHostPort(host, strconv.Itoa(ports[primitives.FrontendService]))
 	conf := &config.Config{}
 	conf.Global.Membership = config.Membership{MaxJoinDuration: 30 * time.Second, BroadcastAddress: "127.0.0.1"}
@@ -157,6 +166,7 @@ func serverConfig(sqlConf *config.SQL, host string, ports map[primitives.Service
 		CurrentClusterName:       clusterName,
 		ClusterInformation: map[string]cluster.ClusterInformation{clusterName: {
 			Enabled: true, InitialFailoverVersion: 1, RPCAddress: frontend,
+			HTTPAddress: net.JoinHostPort("127.0.0.1", strconv.Itoa(httpPort)),
 		}},
 	}
 	conf.DCRedirectionPolicy.Policy = "noop"
@@ -169,6 +179,9 @@ func serverConfig(sqlConf *config.SQL, host string, ports map[primitives.Service
 		var s config.Service
 		s.RPC.GRPCPort = port
 		s.RPC.BindOnIP = bind
+		if svc == primitives.FrontendService {
+			s.RPC.HTTPPort = httpPort
+		}
 		conf.Services[string(svc)] = s
 	}
 	conf.Archival.History.State = "disabled"

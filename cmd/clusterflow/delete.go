@@ -1,0 +1,38 @@
+package main
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/clusterflow/clusterflow/workflows"
+)
+
+func runDelete(ctx context.Context, args []string) error {
+	fs := newFlagSet("delete", "NAME [--wait] [--timeout D]")
+	var conn connection
+	conn.register(fs, "warn")
+	wait := fs.Bool("wait", false, "wait until every member is torn down and removed")
+	timeout := fs.Duration("timeout", 0, "with --wait, give up waiting after this long (0 waits forever)")
+	st, closeClient, err := clientCommand(ctx, fs, &conn, args)
+	if err != nil {
+		return err
+	}
+	defer closeClient()
+	name, err := oneName(fs, "delete")
+	if err != nil {
+		return err
+	}
+	status, err := st.Delete(ctx, name)
+	if err != nil {
+		return err
+	}
+	if status.Phase == workflows.PhaseDeleted {
+		fmt.Printf("Cluster %s is already deleted.\n", name)
+		return nil
+	}
+	fmt.Printf("Deleting cluster %s.\n", name)
+	if !*wait {
+		return nil
+	}
+	return waitForPhase(ctx, st, name, *timeout, func(p workflows.Phase) bool { return p == workflows.PhaseDeleted })
+}

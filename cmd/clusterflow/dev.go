@@ -1,0 +1,153 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"time"
+
+	"go.temporal.io/sdk/client"
+	"go.uber.org/zap"
+
+	"github.com/clusterflow/clusterflow/internal/backend"
+	"github.com/clusterflow/clusterflow/internal/devserver"
+	"github.com/clusterflow/clusterflow/internal/logging"
+	"github.com/clusterflow/clusterflow/internal/render"
+	"github.com/clusterflow/clusterflow/internal/spec"
+	"github.com/clusterflow/clusterflow/starter"
+	"github.com/clusterflow/clusterflow/worker"
+	"github.com/clusterflow/clusterflow/workflows"
+)
+
+func runDev(ctx context.Context, args []string) error {
+	fs := newFlagSet("dev", "[-f SPEC] [flags]")
+	var com common
+	com.register(fs, "info")
+	file := fs.StringP("file", "f", "", "cluster spec to deploy once everything is up")
+	db := fs.String("db", ".clusterflow/dev.db", "SQLite file holding Temporal's state")
+	data := fs.String("data", ".clusterflow/data", "folder for member sandboxes")
+	address := fs.String("address", "127.0.0.1:7233", "Temporal gRPC listen address")
+	uiAddress := fs.String("ui-address", "127.0.0.1:8233", "Web UI listen address")
+	noUI := fs.Bool("no-ui", false, "do not serve the Web UI")
+	noWorker := fs.Bool("no-worker", false, "do not run a worker (run `clusterflow worker` separately)")
+	namespace := fs.String("namespace", "default", "Temporal namespace to create and use")
+	if err := fs.Parse(args); err != nil {
+		return flagError(err)
+	}
+	logger, err := com.logger()
+	if err != nil {
+		return err
+	}
+	var cluster *spec.Cluster
+	if *file != "" {
+		c, err := spec.Load(*file)
+		if err != nil {
+			return err
+		}
+		cluster = &c
+	}
+	for _, a := range []string{*address, *uiAddress} {
+		if !isLoopback(a) {
+			fmt.Fprintf(os.Stderr, "WARNING: listening on %s: the embedded server has no authentication, so anyone who can reach it controls your clusters.\n", a)
+		}
+	}
+
+	srv, err := devserver.Start(devserver.Options{
+		DBFile: *db, Address: *address, Namespace: *namespace, Logger: serverLogger(logger),
+		SearchAttributes: workflows.SearchAttributeTypes(),
+	})
+	if err != nil {
+		return err
+	}
+	defer stopLogged(logger, "Temporal server", srv.Stop)
+	c, err := client.DialContext(ctx, client.Options{HostPort: srv.Address(), Namespace: *namespace, Logger: logging.SDK(logger)})
+	if err != nil {
+		return fmt.Errorf("connect to the embedded server: %w", err)
+	}
+	defer c.Close()
+	st := starter.New(c, com.taskQueue)
+	if _, err := st.Setup(ctx, *namespace); err != nil {
+		return err
+	}
+	fmt.Printf("Temporal server:  %s  (namespace %s, state in %s)\n", srv.Address(), *namespace, *db)
+	if !*noUI {
+		ui, err := devserver.StartUI(*uiAddress, srv.Address(), *namespace)
+		if err != nil {
+			return err
+		}
+		defer ui.Stop()
+		fmt.Printf("Temporal Web UI:  %s/namespaces/%s/workflows\n", ui.URL(), *namespace)
+	}
+
+	workerDone := make(chan error, 1)
+	if *noWorker {
+		workerDone <- nil
+	} else {
+		local, err := backend.NewLocal(*data)
+		if err != nil {
+			return err
+		}
+		fmt.Printf("Member sandboxes: %s\n", *data)
+		go func() { workerDone <- worker.Run(ctx, c, worker.Options{TaskQueue: com.taskQueue, Backend: local}) }()
+	}
+	fmt.Println("Ready. Press Ctrl-C to stop.")
+
+	if cluster != nil {
+		deployAndWatch(ctx, st, *cluster)
+	}
+	<-ctx.Done()
+	fmt.Println("\nStopping.")
+	return <-workerDone
+}
+
+// deployAndWatch deploys the spec given to dev, or picks up the cluster if a previous run
+// already deployed it, and shows its progress. Problems are printed; dev keeps serving.
+func deployAndWatch(ctx context.Context, st *starter.Starter, c spec.Cluster) {
+	err := st.Deploy(ctx, c)
+	var exists *starter.AlreadyExistsError
+	switch {
+	case errors.As(err, &exists):
+		fmt.Printf("Cluster %s already exists in this database; showing it.\n", c.Name)
+	case err != nil:
+		fmt.Fprintln(os.Stderr, "clusterflow:", err)
+		return
+	default:
+		fmt.Printf("Deploying %s.\n", workflows.Summary(c))
+	}
+	progress := render.NewProgress(os.Stdout)
+	final, err := st.Watch(ctx, c.Name, func(s workflows.ClusterStatus) bool { return s.Phase.Stable() }, progress.Update)
+	if err != nil {
+		if ctx.Err() == nil {
+			fmt.Fprintln(os.Stderr, "clusterflow:", err)
+		}
+		return
+	}
+	fmt.Println()
+	render.Status(os.Stdout, final, time.Now())
+}
+
+// serverLogger keeps the embedded server's own logs to warnings and above: its info logs
+// are about Temporal's internals, not the user's clusters.
+func serverLogger(l *zap.Logger) *zap.Logger {
+	return l.Named("temporal").WithOptions(zap.IncreaseLevel(zap.WarnLevel))
+}
+
+func stopLogged(l *zap.Logger, what string, stop func() error) {
+	if err := stop(); err != nil {
+		l.Warn("Stopping "+what, zap.Error(err))
+	}
+}
+
+func isLoopback(address string) bool {
+	host, _, err := net.SplitHostPort(address)
+	if err != nil {
+		return false
+	}
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}

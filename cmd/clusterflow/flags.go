@@ -1,0 +1,101 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+
+	"github.com/spf13/pflag"
+	"go.temporal.io/sdk/client"
+	"go.uber.org/zap"
+
+	"github.com/clusterflow/clusterflow/internal/logging"
+	"github.com/clusterflow/clusterflow/starter"
+	"github.com/clusterflow/clusterflow/workflows"
+)
+
+// common are the flags every command has.
+type common struct {
+	taskQueue, logFormat, logLevel string
+}
+
+func (c *common) register(fs *pflag.FlagSet, defaultLogLevel string) {
+	fs.StringVar(&c.taskQueue, "task-queue", workflows.DefaultTaskQueue, "Temporal task queue clusterflow workers poll")
+	fs.StringVar(&c.logFormat, "log-format", "console", "log format on stderr: console or json")
+	fs.StringVar(&c.logLevel, "log-level", defaultLogLevel, "log level: debug, info, warn or error")
+}
+
+func (c *common) logger() (*zap.Logger, error) {
+	l, err := logging.New(c.logFormat, c.logLevel)
+	if err != nil {
+		return nil, badInput{err}
+	}
+	return l, nil
+}
+
+// connection are the flags of commands that talk to an existing Temporal server.
+type connection struct {
+	common
+	address, namespace string
+}
+
+func (c *connection) register(fs *pflag.FlagSet, defaultLogLevel string) {
+	c.common.register(fs, defaultLogLevel)
+	fs.StringVar(&c.address, "address", "", "Temporal server host:port (default $TEMPORAL_ADDRESS, else 127.0.0.1:7233)")
+	fs.StringVar(&c.namespace, "namespace", "", "Temporal namespace (default $TEMPORAL_NAMESPACE, else default)")
+}
+
+// connect dials Temporal with the flags over the SDK's environment settings.
+func (c *connection) connect(ctx context.Context, logger *zap.Logger) (client.Client, error) {
+	return starter.Connect(ctx, starter.ConnectOptions{Address: c.address, Namespace: c.namespace, Logger: logging.SDK(logger)})
+}
+
+// clientCommand parses flags and connects, for the commands that only act as a client.
+func clientCommand(ctx context.Context, fs *pflag.FlagSet, conn *connection, args []string) (*starter.Starter, func(), error) {
+	if err := fs.Parse(args); err != nil {
+		return nil, nil, flagError(err)
+	}
+	logger, err := conn.logger()
+	if err != nil {
+		return nil, nil, err
+	}
+	c, err := conn.connect(ctx, logger)
+	if err != nil {
+		return nil, nil, err
+	}
+	return starter.New(c, conn.taskQueue), c.Close, nil
+}
+
+func newFlagSet(name, args string) *pflag.FlagSet {
+	fs := pflag.NewFlagSet(name, pflag.ContinueOnError)
+	fs.SortFlags = false
+	fs.Usage = func() {
+		fmt.Fprintf(os.Stderr, "Usage: clusterflow %s %s\n\nFlags:\n%s", name, args, fs.FlagUsages())
+	}
+	return fs
+}
+
+// flagError marks a flag problem as bad input; help is not an error.
+func flagError(err error) error {
+	if err == pflag.ErrHelp {
+		return err
+	}
+	return badInput{err}
+}
+
+// oneName takes the single NAME argument of a command.
+func oneName(fs *pflag.FlagSet, what string) (string, error) {
+	if fs.NArg() != 1 {
+		fs.Usage()
+		return "", badInput{fmt.Errorf("%s takes exactly one cluster NAME, got %d arguments", what, fs.NArg())}
+	}
+	return fs.Arg(0), nil
+}
+
+// output checks an -o value.
+func output(value string) error {
+	if value != "" && value != "json" && value != "table" {
+		return badInput{fmt.Errorf("-o: %q is not json or table", value)}
+	}
+	return nil
+}

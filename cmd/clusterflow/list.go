@@ -1,0 +1,38 @@
+package main
+
+import (
+	"context"
+	"os"
+	"time"
+
+	"github.com/clusterflow/clusterflow/internal/render"
+	"github.com/clusterflow/clusterflow/starter"
+)
+
+func runList(ctx context.Context, args []string) error {
+	fs := newFlagSet("list", "[-o json] [--all]")
+	var conn connection
+	conn.register(fs, "warn")
+	out := fs.StringP("output", "o", "table", "output format: table or json")
+	all := fs.Bool("all", false, "include deleted clusters")
+	st, closeClient, err := clientCommand(ctx, fs, &conn, args)
+	if err != nil {
+		return err
+	}
+	defer closeClient()
+	if err := output(*out); err != nil {
+		return err
+	}
+	clusters, err := st.List(ctx, *all)
+	if err != nil {
+		return err
+	}
+	if *out == "json" {
+		if clusters == nil {
+			clusters = []starter.ClusterSummary{}
+		}
+		return printJSON(clusters)
+	}
+	render.List(os.Stdout, clusters, time.Now())
+	return nil
+}

@@ -1,0 +1,44 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"time"
+
+	"github.com/clusterflow/clusterflow/internal/render"
+)
+
+func runStatus(ctx context.Context, args []string) error {
+	fs := newFlagSet("status", "NAME [-o json]")
+	var conn connection
+	conn.register(fs, "warn")
+	out := fs.StringP("output", "o", "table", "output format: table or json")
+	st, closeClient, err := clientCommand(ctx, fs, &conn, args)
+	if err != nil {
+		return err
+	}
+	defer closeClient()
+	name, err := oneName(fs, "status")
+	if err != nil {
+		return err
+	}
+	if err := output(*out); err != nil {
+		return err
+	}
+	status, err := st.Status(ctx, name)
+	if err != nil {
+		return err
+	}
+	if *out == "json" {
+		return printJSON(status)
+	}
+	render.Status(os.Stdout, status, time.Now())
+	return nil
+}
+
+func printJSON(v any) error {
+	enc := json.NewEncoder(os.Stdout)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}

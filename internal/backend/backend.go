@@ -1,0 +1,58 @@
+// Package backend is where members live: the local backend keeps each member in a sandbox
+// folder; others (containers, machines) can come later behind the same interface. Backends
+// know nothing of Temporal.
+package backend
+
+import (
+	"context"
+	"time"
+
+	"github.com/clusterflow/clusterflow/internal/runner"
+	"github.com/clusterflow/clusterflow/internal/spec"
+)
+
+// Backend creates, runs scripts in, and removes members.
+type Backend interface {
+	// WriteClusterFiles installs the cluster's startscripts and its configmeta.
+	WriteClusterFiles(ctx context.Context, files ClusterFiles) error
+	// CreateMember makes the member's sandbox. It is idempotent.
+	CreateMember(ctx context.Context, m Member) error
+	// RunScript runs the member's startscript for one event and waits for it, calling
+	// onProgress while it runs.
+	RunScript(ctx context.Context, run ScriptRun, onProgress func(runner.Progress)) (ScriptResult, error)
+	// RemoveMember stops whatever the member left running and deletes its sandbox. It is
+	// idempotent.
+	RemoveMember(ctx context.Context, m Member) error
+	// RemoveCluster deletes what is left of the cluster once its members are gone.
+	RemoveCluster(ctx context.Context, cluster string) error
+}
+
+// Member names one member.
+type Member struct {
+	Cluster string `json:"cluster"`
+	Role    string `json:"role"`
+	Name    string `json:"name"`
+}
+
+// ClusterFiles are the files every member of a cluster can read.
+type ClusterFiles struct {
+	Cluster string `json:"cluster"`
+	// Scripts maps SHA-256 to content; already installed scripts may be left out.
+	Scripts    map[string]string `json:"scripts,omitempty"`
+	ConfigMeta ConfigMeta        `json:"configMeta"`
+}
+
+// ScriptRun is one startscript run for one member and event.
+type ScriptRun struct {
+	Member     Member            `json:"member"`
+	Event      spec.Event        `json:"event"`
+	ScriptHash string            `json:"scriptHash"`
+	Env        map[string]string `json:"env,omitempty"`
+	Timeout    time.Duration     `json:"timeout"`
+	// NodesRole and Nodes say which members were added or removed (addnodes, delnodes).
+	NodesRole string   `json:"nodesRole,omitempty"`
+	Nodes     []string `json:"nodes,omitempty"`
+}
+
+// ScriptResult is how a run ended, with the tails of its output.
+type ScriptResult = runner.Result

@@ -1,0 +1,58 @@
+package backend
+
+import (
+	"bytes"
+	"encoding/json"
+)
+
+// ConfigMeta describes every role and member of a cluster to its startscripts; it is how a
+// worker finds its controller.
+type ConfigMeta struct {
+	Cluster string           `json:"cluster"`
+	Roles   []ConfigMetaRole `json:"roles"`
+	Members []ConfigMetaNode `json:"members"`
+}
+
+// ConfigMetaRole is one role and its member names.
+type ConfigMetaRole struct {
+	Name      string   `json:"name"`
+	DependsOn []string `json:"dependsOn"`
+	Members   []string `json:"members"`
+}
+
+// ConfigMetaNode is one member. Dir is filled in by the backend that writes the file.
+type ConfigMetaNode struct {
+	Name    string `json:"name"`
+	Role    string `json:"role"`
+	Ordinal int    `json:"ordinal"`
+	State   string `json:"state"`
+	Dir     string `json:"dir,omitempty"`
+}
+
+// Encode writes the JSON with each member on a line of its own, so that shell scripts
+// without a JSON parser can find a member with grep.
+func (m ConfigMeta) Encode() ([]byte, error) {
+	var b bytes.Buffer
+	head, err := json.Marshal(struct {
+		Cluster string           `json:"cluster"`
+		Roles   []ConfigMetaRole `json:"roles"`
+	}{m.Cluster, m.Roles})
+	if err != nil {
+		return nil, err
+	}
+	b.Write(head[:len(head)-1]) // reopen the object to append the members
+	b.WriteString(",\n\"members\": [")
+	for i, node := range m.Members {
+		line, err := json.Marshal(node)
+		if err != nil {
+			return nil, err
+		}
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteString("\n  ")
+		b.Write(line)
+	}
+	b.WriteString("\n]}\n")
+	return b.Bytes(), nil
+}

@@ -1,0 +1,294 @@
+package backend
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/clusterflow/clusterflow/internal/runner"
+	"github.com/clusterflow/clusterflow/internal/spec"
+)
+
+// Local keeps each member in a sandbox folder, <Root>/clusters/<cluster>/<member>/, and runs
+// its startscript there as a local process.
+type Local struct {
+	root string
+	// Grace is how long a script has between SIGTERM and SIGKILL when stopped.
+	Grace time.Duration
+	// ProgressEvery is how often a running script's progress is reported.
+	ProgressEvery time.Duration
+}
+
+// NewLocal returns a local backend keeping its data under root.
+func NewLocal(root string) (*Local, error) {
+	abs, err := filepath.Abs(root)
+	if err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(filepath.Join(abs, "clusters"), 0o755); err != nil {
+		return nil, fmt.Errorf("create data folder: %w", err)
+	}
+	return &Local{root: abs, Grace: 10 * time.Second, ProgressEvery: time.Second}, nil
+}
+
+// MemberDirEnv names the variable holding a member's sandbox; the local backend also uses it
+// to find processes a member left behind.
+const MemberDirEnv = "CLUSTERFLOW_MEMBER_DIR"
+
+// WriteClusterFiles implements Backend.
+func (l *Local) WriteClusterFiles(_ context.Context, files ClusterFiles) error {
+	dir, err := l.clusterDir(files.Cluster)
+	if err != nil {
+		return err
+	}
+	for _, hash := range sortedKeys(files.Scripts) {
+		path, err := l.scriptPath(files.Cluster, hash)
+		if err != nil {
+			return err
+		}
+		if _, err := os.Stat(path); err == nil {
+			continue // named by content hash, so an existing file is already right
+		}
+		if err := writeFileAtomic(path, []byte(files.Scripts[hash]), 0o755); err != nil {
+			return fmt.Errorf("install startscript: %w", err)
+		}
+	}
+	meta := files.ConfigMeta
+	meta.Members = slices.Clone(meta.Members)
+	for i, node := range meta.Members {
+		if memberDir, err := l.memberDir(Member{Cluster: files.Cluster, Role: node.Role, Name: node.Name}); err == nil {
+			meta.Members[i].Dir = memberDir
+		}
+	}
+	data, err := meta.Encode()
+	if err != nil {
+		return err
+	}
+	return writeFileAtomic(l.configMetaPath(dir), data, 0o644)
+}
+
+// CreateMember implements Backend.
+func (l *Local) CreateMember(_ context.Context, m Member) error {
+	dir, err := l.memberDir(m)
+	if err != nil {
+		return err
+	}
+	return os.MkdirAll(filepath.Join(dir, "logs"), 0o755)
+}
+
+// RunScript implements Backend.
+func (l *Local) RunScript(ctx context.Context, run ScriptRun, onProgress func(runner.Progress)) (ScriptResult, error) {
+	dir, err := l.memberDir(run.Member)
+	if err != nil {
+		return ScriptResult{}, err
+	}
+	if _, err := os.Stat(dir); err != nil {
+		return ScriptResult{}, fmt.Errorf("member %s has no sandbox at %s: %w", run.Member.Name, dir, err)
+	}
+	args, err := scriptArgs(run)
+	if err != nil {
+		return ScriptResult{}, err
+	}
+	script, err := l.scriptPath(run.Member.Cluster, run.ScriptHash)
+	if err != nil {
+		return ScriptResult{}, err
+	}
+	path, args, err := interpreter(script, args)
+	if err != nil {
+		return ScriptResult{}, err
+	}
+	logs := filepath.Join(dir, "logs")
+	if err := os.MkdirAll(logs, 0o755); err != nil {
+		return ScriptResult{}, err
+	}
+	clusterDir, _ := l.clusterDir(run.Member.Cluster)
+	return runner.Run(ctx, runner.Command{
+		Path: path, Args: args, Dir: dir,
+		Env: scriptEnv(run, map[string]string{
+			"CLUSTERFLOW_CLUSTER":    run.Member.Cluster,
+			"CLUSTERFLOW_ROLE":       run.Member.Role,
+			"CLUSTERFLOW_MEMBER":     run.Member.Name,
+			MemberDirEnv:             dir,
+			"CLUSTERFLOW_EVENT":      string(run.Event),
+			"CLUSTERFLOW_CONFIGMETA": l.configMetaPath(clusterDir),
+			"HOME":                   dir,
+		}),
+		StdoutFile:    filepath.Join(logs, string(run.Event)+".stdout"),
+		StderrFile:    filepath.Join(logs, string(run.Event)+".stderr"),
+		Timeout:       run.Timeout,
+		Grace:         l.Grace,
+		ProgressEvery: l.ProgressEvery,
+		OnProgress:    onProgress,
+	})
+}
+
+// RemoveMember implements Backend.
+func (l *Local) RemoveMember(_ context.Context, m Member) error {
+	dir, err := l.memberDir(m)
+	if err != nil {
+		return err
+	}
+	runner.KillTagged(MemberDirEnv + "=" + dir)
+	return os.RemoveAll(dir)
+}
+
+// RemoveCluster implements Backend.
+func (l *Local) RemoveCluster(_ context.Context, cluster string) error {
+	dir, err := l.clusterDir(cluster)
+	if err != nil {
+		return err
+	}
+	entries, _ := os.ReadDir(dir)
+	for _, e := range entries {
+		runner.KillTagged(MemberDirEnv + "=" + filepath.Join(dir, e.Name()))
+	}
+	return os.RemoveAll(dir)
+}
+
+// MemberDir is where a member's sandbox lives.
+func (l *Local) MemberDir(m Member) (string, error) { return l.memberDir(m) }
+
+func (l *Local) clusterDir(cluster string) (string, error) {
+	if err := spec.CheckName(cluster); err != nil {
+		return "", fmt.Errorf("cluster name %w", err)
+	}
+	return filepath.Join(l.root, "clusters", cluster), nil
+}
+
+// memberDir checks every name before it becomes part of a path.
+func (l *Local) memberDir(m Member) (string, error) {
+	clusterDir, err := l.clusterDir(m.Cluster)
+	if err != nil {
+		return "", err
+	}
+	if err := spec.CheckName(m.Role); err != nil {
+		return "", fmt.Errorf("role name %w", err)
+	}
+	if err := spec.CheckName(m.Name); err != nil || !strings.HasPrefix(m.Name, m.Cluster+"-"+m.Role+"-") {
+		return "", fmt.Errorf("member name %q is not <cluster>-<role>-<ordinal> for cluster %q, role %q", m.Name, m.Cluster, m.Role)
+	}
+	return filepath.Join(clusterDir, m.Name), nil
+}
+
+var sha256Hex = regexp.MustCompile(`^[0-9a-f]{64}$`)
+
+func (l *Local) scriptPath(cluster, hash string) (string, error) {
+	dir, err := l.clusterDir(cluster)
+	if err != nil {
+		return "", err
+	}
+	if !sha256Hex.MatchString(hash) {
+		return "", fmt.Errorf("script hash %q is not a SHA-256", hash)
+	}
+	// Member names cannot start with '.', so this folder never collides with a member.
+	return filepath.Join(dir, ".clusterflow", "scripts", hash), nil
+}
+
+func (l *Local) configMetaPath(clusterDir string) string {
+	return filepath.Join(clusterDir, ".clusterflow", "configmeta.json")
+}
+
+// scriptArgs builds the KubeDirector-style arguments for an event.
+func scriptArgs(run ScriptRun) ([]string, error) {
+	switch run.Event {
+	case spec.EventConfigure:
+		return []string{"--configure"}, nil
+	case spec.EventTeardown:
+		return []string{"--teardown"}, nil
+	case spec.EventAddNodes, spec.EventDelNodes:
+		if err := spec.CheckName(run.NodesRole); err != nil {
+			return nil, fmt.Errorf("%s role %w", run.Event, err)
+		}
+		if len(run.Nodes) == 0 {
+			return nil, fmt.Errorf("%s needs at least one node", run.Event)
+		}
+		for _, n := range run.Nodes {
+			if err := spec.CheckName(n); err != nil {
+				return nil, fmt.Errorf("%s node %w", run.Event, err)
+			}
+		}
+		return []string{"--" + string(run.Event), "--role", run.NodesRole, "--nodes", strings.Join(run.Nodes, ",")}, nil
+	}
+	return nil, fmt.Errorf("unknown event %q", run.Event)
+}
+
+// interpreter runs scripts with a #! line directly and others with /bin/sh.
+func interpreter(script string, args []string) (string, []string, error) {
+	f, err := os.Open(script)
+	if err != nil {
+		return "", nil, fmt.Errorf("startscript not installed: %w", err)
+	}
+	defer f.Close()
+	head := make([]byte, 2)
+	n, _ := f.Read(head)
+	if bytes.Equal(head[:n], []byte("#!")) {
+		return script, args, nil
+	}
+	return "/bin/sh", append([]string{script}, args...), nil
+}
+
+// passedThrough are the worker's variables a script inherits; anything else (credentials
+// such as TEMPORAL_API_KEY in particular) stays out of app scripts.
+var passedThrough = []string{"PATH", "LANG", "LC_ALL", "TZ", "TMPDIR", "USER", "LOGNAME", "SHELL"}
+
+func scriptEnv(run ScriptRun, own map[string]string) []string {
+	env := map[string]string{}
+	for _, k := range passedThrough {
+		if v, ok := os.LookupEnv(k); ok {
+			env[k] = v
+		}
+	}
+	if _, ok := env["PATH"]; !ok {
+		env["PATH"] = "/usr/local/bin:/usr/bin:/bin"
+	}
+	for k, v := range run.Env {
+		env[k] = v
+	}
+	for k, v := range own {
+		env[k] = v
+	}
+	out := make([]string, 0, len(env))
+	for _, k := range sortedKeys(env) {
+		out = append(out, k+"="+env[k])
+	}
+	return out
+}
+
+func writeFileAtomic(path string, data []byte, mode os.FileMode) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return err
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(path), ".tmp-*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name())
+	if _, err := tmp.Write(data); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Chmod(mode); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		return err
+	}
+	return os.Rename(tmp.Name(), path)
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}
+

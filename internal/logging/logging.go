@@ -1,0 +1,49 @@
+// Package logging builds clusterflow's zap logger and bridges it into the Temporal SDK, so
+// worker logs carry workflow and activity fields.
+package logging
+
+import (
+	"fmt"
+	"os"
+
+	"go.temporal.io/sdk/log"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+)
+
+// New returns a logger writing to stderr in the given format ("console" or "json") at the
+// given level ("debug", "info", "warn", "error").
+func New(format, level string) (*zap.Logger, error) {
+	var lvl zapcore.Level
+	if err := lvl.Set(level); err != nil {
+		return nil, fmt.Errorf("--log-level: %q is not one of debug, info, warn, error", level)
+	}
+	encoderConfig := zap.NewProductionEncoderConfig()
+	encoderConfig.EncodeTime = zapcore.ISO8601TimeEncoder
+	var encoder zapcore.Encoder
+	switch format {
+	case "json":
+		encoder = zapcore.NewJSONEncoder(encoderConfig)
+	case "console":
+		encoderConfig.EncodeLevel = zapcore.CapitalLevelEncoder
+		encoder = zapcore.NewConsoleEncoder(encoderConfig)
+	default:
+		return nil, fmt.Errorf("--log-format: %q is not json or console", format)
+	}
+	return zap.New(zapcore.NewCore(encoder, zapcore.Lock(os.Stderr), lvl)), nil
+}
+
+// SDK adapts a zap logger to the Temporal SDK's logger interface.
+func SDK(z *zap.Logger) log.Logger { return sdkLogger{z.WithOptions(zap.AddCallerSkip(1)).Sugar()} }
+
+type sdkLogger struct{ s *zap.SugaredLogger }
+
+func (l sdkLogger) Debug(msg string, keyvals ...any) { l.s.Debugw(msg, keyvals...) }
+func (l sdkLogger) Info(msg string, keyvals ...any)  { l.s.Infow(msg, keyvals...) }
+func (l sdkLogger) Warn(msg string, keyvals ...any)  { l.s.Warnw(msg, keyvals...) }
+func (l sdkLogger) Error(msg string, keyvals ...any) { l.s.Errorw(msg, keyvals...) }
+
+// With lets the SDK attach workflow and activity fields once per logger.
+func (l sdkLogger) With(keyvals ...any) log.Logger { return sdkLogger{l.s.With(keyvals...)} }
+
+var _ log.WithLogger = sdkLogger{}

@@ -1,0 +1,122 @@
+// Package render prints clusters for people: status tables, lists and live progress.
+package render
+
+import (
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/clusterflow/clusterflow/workflows"
+)
+
+// tailLines is how many lines of a failed script's output the human status shows; the
+// JSON output has the whole 4 KiB tail.
+const tailLines = 10
+
+// Status prints a cluster's status as a table.
+func Status(w io.Writer, s workflows.ClusterStatus, now time.Time) {
+	fmt.Fprintf(w, "Cluster:  %s", s.Name)
+	if s.Origin != "" {
+		fmt.Fprintf(w, " (from %s)", s.Origin)
+	}
+	fmt.Fprintf(w, "\nPhase:    %s", s.Phase)
+	if s.Message != "" {
+		fmt.Fprintf(w, " (%s)", s.Message)
+	}
+	fmt.Fprintf(w, "\nLevels:   %s\n\n", Plan(s.Levels))
+
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "ROLE\tLEVEL\tREADY\tMEMBERS")
+	for _, r := range s.Roles {
+		fmt.Fprintf(tw, "%s\t%d\t%d/%d\t%s\n", r.Name, r.Level, r.Ready, r.Desired, RoleCounts(r.Members))
+	}
+	tw.Flush()
+	fmt.Fprintln(w)
+
+	tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "MEMBER\tSTATE\tSINCE\tDETAIL")
+	var failed []workflows.Member
+	for _, r := range s.Roles {
+		for _, m := range r.Members {
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", m.Name, m.State, Ago(m.Since, now), m.Detail)
+			if m.StdoutTail != "" || m.StderrTail != "" {
+				failed = append(failed, m)
+			}
+		}
+	}
+	tw.Flush()
+	for _, m := range failed {
+		Tails(w, m)
+	}
+}
+
+// Tails prints the end of a member's script output.
+func Tails(w io.Writer, m workflows.Member) {
+	for _, t := range []struct{ name, text string }{{"stdout", m.StdoutTail}, {"stderr", m.StderrTail}} {
+		lines := strings.Split(strings.TrimRight(t.text, "\n"), "\n")
+		if strings.TrimSpace(t.text) == "" {
+			continue
+		}
+		fmt.Fprintf(w, "\n%s %s (last lines of %s):\n", m.Name, t.name, m.Event)
+		if len(lines) > tailLines {
+			lines = lines[len(lines)-tailLines:]
+		}
+		for _, line := range lines {
+			fmt.Fprintf(w, "  | %s\n", line)
+		}
+	}
+}
+
+// Plan shows dependency levels as "controller → worker, gateway → edge".
+func Plan(levels [][]string) string {
+	parts := make([]string, len(levels))
+	for i, level := range levels {
+		parts[i] = strings.Join(level, ", ")
+	}
+	return strings.Join(parts, " → ")
+}
+
+// stateOrder is the order states are counted in, following a member's life.
+var stateOrder = []workflows.MemberState{
+	workflows.MemberPending, workflows.MemberCreating, workflows.MemberConfiguring, workflows.MemberReady,
+	workflows.MemberConfigError, workflows.MemberDeleting, workflows.MemberDeleted,
+}
+
+// RoleCounts summarises members by state, e.g. "3 ready, 5 configuring".
+func RoleCounts(members []workflows.Member) string {
+	counts := map[workflows.MemberState]int{}
+	for _, m := range members {
+		counts[m.State]++
+	}
+	var parts []string
+	for _, state := range stateOrder {
+		if counts[state] > 0 {
+			parts = append(parts, fmt.Sprintf("%d %s", counts[state], state))
+		}
+	}
+	if len(parts) == 0 {
+		return "none"
+	}
+	return strings.Join(parts, ", ")
+}
+
+// Ago renders how long ago t was, coarsely.
+func Ago(t, now time.Time) string {
+	if t.IsZero() {
+		return "-"
+	}
+	d := now.Sub(t)
+	switch {
+	case d < time.Second:
+		return "just now"
+	case d < time.Minute:
+		return fmt.Sprintf("%ds ago", int(d.Seconds()))
+	case d < time.Hour:
+		return fmt.Sprintf("%dm ago", int(d.Minutes()))
+	case d < 48*time.Hour:
+		return fmt.Sprintf("%dh ago", int(d.Hours()))
+	}
+	return fmt.Sprintf("%dd ago", int(d.Hours()/24))
+}

@@ -1,0 +1,58 @@
+package runner
+
+import (
+	"errors"
+	"os"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// waitGroupGone polls until no live process is left in the group, or the limit passes.
+func waitGroupGone(pgid int, limit time.Duration) {
+	for end := time.Now().Add(limit); time.Now().Before(end); time.Sleep(20 * time.Millisecond) {
+		if !GroupAlive(pgid) {
+			return
+		}
+	}
+}
+
+// GroupAlive reports whether any process of the group is still running. Zombies do not
+// count: when PID 1 does not reap orphans (as in some containers) they linger forever but
+// run nothing.
+func GroupAlive(pgid int) bool {
+	if err := syscall.Kill(-pgid, 0); errors.Is(err, syscall.ESRCH) {
+		return false
+	}
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return true // no /proc to look closer; the group exists
+	}
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		if state, group, ok := procState(pid); ok && group == pgid && state != "Z" {
+			return true
+		}
+	}
+	return false
+}
+
+// procState reads a process's state letter and process group from /proc/PID/stat.
+func procState(pid int) (state string, pgid int, ok bool) {
+	data, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return "", 0, false
+	}
+	// The command name is in parentheses and may contain spaces; fields follow the last ')'.
+	text := string(data)
+	fields := strings.Fields(text[strings.LastIndexByte(text, ')')+1:])
+	if len(fields) < 3 {
+		return "", 0, false
+	}
+	pgid, err = strconv.Atoi(fields[2])
+	return fields[0], pgid, err == nil
+}

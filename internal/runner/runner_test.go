@@ -1,0 +1,122 @@
+package runner
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+func script(t *testing.T, body string) Command {
+	t.Helper()
+	dir := t.TempDir()
+	path := filepath.Join(dir, "script.sh")
+	if err := os.WriteFile(path, []byte("#!/bin/sh\n"+body), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return Command{
+		Path: path, Dir: dir, Env: []string{"PATH=" + os.Getenv("PATH")},
+		StdoutFile: filepath.Join(dir, "out"), StderrFile: filepath.Join(dir, "err"),
+		Timeout: time.Minute, Grace: 5 * time.Second,
+	}
+}
+
+func TestRunReportsExitAndTails(t *testing.T) {
+	c := script(t, "echo first; echo oops >&2; exit 3\n")
+	res, err := Run(context.Background(), c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Outcome != Exited || res.ExitCode != 3 || res.StdoutTail != "first\n" || res.StderrTail != "oops\n" {
+		t.Errorf("unexpected result %+v", res)
+	}
+	// A second run appends to the logs, but its tails hold only its own output.
+	res, _ = Run(context.Background(), c)
+	if res.StdoutTail != "first\n" {
+		t.Errorf("tail mixes runs: %q", res.StdoutTail)
+	}
+	if data, _ := os.ReadFile(c.StdoutFile); string(data) != "first\nfirst\n" {
+		t.Errorf("log not appended: %q", data)
+	}
+}
+
+func TestRunKeepsOnlyTheTail(t *testing.T) {
+	c := script(t, "i=0; while [ $i -lt 2000 ]; do echo line$i; i=$((i+1)); done\n")
+	res, err := Run(context.Background(), c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.StdoutTail) > TailSize || !strings.HasPrefix(res.StdoutTail, "line") || !strings.HasSuffix(res.StdoutTail, "line1999\n") {
+		t.Errorf("bad tail (%d bytes): %q...", len(res.StdoutTail), res.StdoutTail[:20])
+	}
+}
+
+func TestRunTimeoutKillsTheWholeGroup(t *testing.T) {
+	c := script(t, "sleep 60 & echo $! > child.pid; trap '' TERM; sleep 60\n")
+	c.Timeout, c.Grace = 300*time.Millisecond, 200*time.Millisecond
+	res, err := Run(context.Background(), c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Outcome != TimedOut || res.ExitCode == 0 {
+		t.Errorf("want a timed-out result, got %+v", res)
+	}
+	assertGone(t, filepath.Join(c.Dir, "child.pid"))
+}
+
+func TestRunCancelStopsTheScript(t *testing.T) {
+	c := script(t, "sleep 60 & echo $! > child.pid; echo started; wait\n")
+	ctx, cancel := context.WithCancel(context.Background())
+	var mu sync.Mutex
+	var seen []Progress
+	c.ProgressEvery = 50 * time.Millisecond
+	c.OnProgress = func(p Progress) {
+		mu.Lock()
+		defer mu.Unlock()
+		seen = append(seen, p)
+		if p.LastLine == "started" {
+			cancel()
+		}
+	}
+	res, err := Run(ctx, c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Outcome != Canceled {
+		t.Errorf("want canceled, got %+v", res)
+	}
+	if len(seen) == 0 || seen[len(seen)-1].LastLine != "started" {
+		t.Errorf("progress did not show the last line: %+v", seen)
+	}
+	assertGone(t, filepath.Join(c.Dir, "child.pid"))
+}
+
+func TestRunFailsWhenTheScriptCannotStart(t *testing.T) {
+	c := script(t, "")
+	c.Path = filepath.Join(c.Dir, "missing")
+	if _, err := Run(context.Background(), c); err == nil {
+		t.Error("want an error for a missing script")
+	}
+}
+
+func assertGone(t *testing.T, pidFile string) {
+	t.Helper()
+	data, err := os.ReadFile(pidFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid, _ := strconv.Atoi(strings.TrimSpace(string(data)))
+	if err := syscall.Kill(pid, 0); !errors.Is(err, syscall.ESRCH) {
+		// A zombie is gone for every practical purpose; check it is not still running.
+		stat, _ := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+		if !strings.Contains(string(stat), ") Z ") {
+			t.Errorf("child %d still running after the group was stopped: %s", pid, stat)
+		}
+	}
+}

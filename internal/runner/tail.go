@@ -1,0 +1,52 @@
+package runner
+
+import (
+	"os"
+	"strings"
+)
+
+// readTail reads the last limit bytes of a file written after offset from, as valid UTF-8.
+func readTail(path string, from, limit int64) string {
+	f, err := os.Open(path)
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	info, err := f.Stat()
+	if err != nil {
+		return ""
+	}
+	start := max(from, info.Size()-limit)
+	buf := make([]byte, info.Size()-start)
+	n, _ := f.ReadAt(buf, start)
+	text := string(buf[:n])
+	if start > from {
+		// Cut at a line start so the tail does not begin mid-line or mid-character.
+		if i := strings.IndexByte(text, '\n'); i >= 0 && i < len(text)-1 {
+			text = text[i+1:]
+		}
+	}
+	return strings.ToValidUTF8(text, "\uFFFD")
+}
+
+// lastLine returns the last non-empty line written by this run to whichever stream was
+// written to most recently.
+func lastLine(stdout, stderr *logFile) string {
+	newest := stdout
+	if modTime(stderr) > modTime(stdout) {
+		newest = stderr
+	}
+	text := strings.TrimRight(readTail(newest.file.Name(), newest.start, 1024), "\n")
+	if i := strings.LastIndexByte(text, '\n'); i >= 0 {
+		text = text[i+1:]
+	}
+	return strings.TrimSpace(text)
+}
+
+func modTime(l *logFile) int64 {
+	info, err := l.file.Stat()
+	if err != nil || info.Size() == l.start {
+		return 0
+	}
+	return info.ModTime().UnixNano()
+}

@@ -1,0 +1,61 @@
+package starter
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"go.temporal.io/api/enums/v1"
+	"go.temporal.io/api/serviceerror"
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/temporal"
+
+	"github.com/clusterflow/clusterflow/internal/spec"
+	"github.com/clusterflow/clusterflow/workflows"
+)
+
+// Deploy starts the workflow of a new cluster. The spec must come from spec.Load or
+// spec.Parse, which validated it.
+func (s *Starter) Deploy(ctx context.Context, c spec.Cluster) error {
+	_, err := s.client.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
+		ID:        workflows.ClusterWorkflowID(c.Name),
+		TaskQueue: s.taskQueue,
+		// A deleted cluster's name may be used again; a live one may not.
+		WorkflowIDReusePolicy:    enums.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE,
+		WorkflowIDConflictPolicy: enums.WORKFLOW_ID_CONFLICT_POLICY_FAIL,
+		// Without this the SDK hands back the running workflow as if it had just started.
+		WorkflowExecutionErrorWhenAlreadyStarted: true,
+		TypedSearchAttributes: temporal.NewSearchAttributes(
+			workflows.ClusterNameKey.ValueSet(c.Name),
+			workflows.ClusterPhaseKey.ValueSet(string(workflows.PhaseDeploying)),
+		),
+		Memo:          map[string]any{"spec": c.Name, "origin": c.Origin},
+		StaticSummary: workflows.Summary(c),
+		StaticDetails: details(c),
+	}, workflows.ClusterWorkflowName, workflows.ClusterInput{Spec: c})
+	var started *serviceerror.WorkflowExecutionAlreadyStarted
+	switch {
+	case errors.As(err, &started):
+		return &AlreadyExistsError{Name: c.Name}
+	case missingSearchAttribute(err):
+		return fmt.Errorf("deploy %s: %w (run `clusterflow setup` once against this Temporal namespace)", c.Name, err)
+	case err != nil:
+		return fmt.Errorf("deploy %s: %w", c.Name, err)
+	}
+	return nil
+}
+
+// details lists the roles for the workflow's static details in the Web UI.
+func details(c spec.Cluster) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "Cluster **%s**", c.Name)
+	if c.Origin != "" {
+		fmt.Fprintf(&b, " from `%s`", c.Origin)
+	}
+	b.WriteString("\n\n| role | members | cardinality | depends on | startscript |\n|---|---|---|---|---|\n")
+	for _, r := range c.Roles {
+		fmt.Fprintf(&b, "| %s | %d | %s | %s | `%s` |\n", r.Name, r.Members, r.Cardinality, strings.Join(r.DependsOn, ", "), r.Startscript)
+	}
+	return b.String()
+}

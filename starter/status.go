@@ -1,0 +1,33 @@
+package starter
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/clusterflow/clusterflow/workflows"
+)
+
+// queryTimeout bounds a status query, which needs a running worker to answer.
+const queryTimeout = 15 * time.Second
+
+// Status asks the cluster's workflow for its status.
+func (s *Starter) Status(ctx context.Context, name string) (workflows.ClusterStatus, error) {
+	ctx, cancel := context.WithTimeout(ctx, queryTimeout)
+	defer cancel()
+	var status workflows.ClusterStatus
+	resp, err := s.client.QueryWorkflow(ctx, workflows.ClusterWorkflowID(name), "", workflows.StatusQuery)
+	switch {
+	case isNotFound(err):
+		return status, &NotFoundError{Name: name}
+	case errors.Is(err, context.DeadlineExceeded) || errors.Is(ctx.Err(), context.DeadlineExceeded):
+		return status, &NoWorkerError{TaskQueue: s.taskQueue, Err: err}
+	case err != nil:
+		return status, fmt.Errorf("query status of %s: %w", name, err)
+	}
+	if err := resp.Get(&status); err != nil {
+		return status, fmt.Errorf("decode status of %s: %w", name, err)
+	}
+	return status, nil
+}

@@ -1,0 +1,62 @@
+// Package worker wires clusterflow's workflows and activities into a Temporal worker.
+package worker
+
+import (
+	"context"
+	"fmt"
+
+	"go.temporal.io/sdk/client"
+	sdkworker "go.temporal.io/sdk/worker"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/clusterflow/clusterflow/activities"
+	"github.com/clusterflow/clusterflow/internal/backend"
+	"github.com/clusterflow/clusterflow/workflows"
+)
+
+// Options configure a worker.
+type Options struct {
+	// TaskQueue defaults to workflows.DefaultTaskQueue.
+	TaskQueue string
+	// Backend is where members live.
+	Backend backend.Backend
+}
+
+// Run polls the task queue until ctx ends, then stops gracefully.
+func Run(ctx context.Context, c client.Client, opts Options) error {
+	w, err := New(c, opts)
+	if err != nil {
+		return err
+	}
+	stop := make(chan any)
+	go func() {
+		<-ctx.Done()
+		close(stop)
+	}()
+	if err := w.Run(stop); err != nil {
+		return fmt.Errorf("worker on task queue %q: %w", opts.TaskQueue, err)
+	}
+	return nil
+}
+
+// New returns a worker with every workflow and activity registered, not yet started.
+func New(c client.Client, opts Options) (sdkworker.Worker, error) {
+	if opts.Backend == nil {
+		return nil, fmt.Errorf("worker needs a member backend")
+	}
+	if opts.TaskQueue == "" {
+		opts.TaskQueue = workflows.DefaultTaskQueue
+	}
+	w := sdkworker.New(c, opts.TaskQueue, sdkworker.Options{})
+	RegisterWorkflows(w)
+	w.RegisterActivity(&activities.Activities{Backend: opts.Backend})
+	return w, nil
+}
+
+// RegisterWorkflows adds clusterflow's workflows to a worker or a replayer.
+func RegisterWorkflows(r interface {
+	RegisterWorkflowWithOptions(any, workflow.RegisterOptions)
+}) {
+	r.RegisterWorkflowWithOptions(workflows.ClusterWorkflow, workflow.RegisterOptions{Name: workflows.ClusterWorkflowName})
+	r.RegisterWorkflowWithOptions(workflows.RoleWorkflow, workflow.RegisterOptions{Name: workflows.RoleWorkflowName})
+}

@@ -1,0 +1,65 @@
+package workflows
+
+import (
+	"fmt"
+	"strings"
+
+	"go.temporal.io/sdk/workflow"
+)
+
+// delete tears the cluster down in reverse dependency order and removes every member. It
+// runs on a disconnected context: once started, nothing can stop it halfway and leave debris.
+func (w *clusterWorkflow) delete(parent workflow.Context) {
+	ctx, _ := workflow.NewDisconnectedContext(parent)
+	w.state.Operations++
+	w.setPhase(ctx, PhaseDeleting, "")
+	if err := w.writeClusterFiles(ctx, true); err != nil {
+		w.logger.Warn("Could not reinstall startscripts; teardown scripts may fail", "Error", err)
+	}
+	for i := len(w.state.Levels) - 1; i >= 0; i-- {
+		var names []string
+		var futures []workflow.ChildWorkflowFuture
+		for _, name := range w.state.Levels[i] {
+			rs := w.state.Role(name)
+			var present []Member
+			for j, m := range rs.Members {
+				switch m.State {
+				case MemberDeleted:
+				case MemberPending:
+					// Never created: nothing to tear down or remove.
+					rs.Members[j].State, rs.Members[j].Since = MemberDeleted, workflow.Now(ctx)
+				default:
+					present = append(present, m)
+				}
+			}
+			if len(present) > 0 {
+				names = append(names, name)
+				futures = append(futures, w.startRole(ctx, OpTeardown, name, present))
+			}
+		}
+		w.touch(ctx)
+		for j, f := range futures {
+			w.finishRole(ctx, names[j], f)
+		}
+	}
+	if err := workflow.ExecuteActivity(withQuickActivity(ctx, "remove "+w.state.Name), acts.RemoveCluster, w.state.Name).Get(ctx, nil); err != nil {
+		w.logger.Warn("Could not remove the cluster's folder", "Error", err)
+	}
+	w.setPhase(ctx, PhaseDeleted, w.leftovers())
+}
+
+// leftovers names members whose removal failed, so a user knows what to clean by hand.
+func (w *clusterWorkflow) leftovers() string {
+	var left []string
+	for _, r := range w.state.Roles {
+		for _, m := range r.Members {
+			if m.State != MemberDeleted {
+				left = append(left, m.Name)
+			}
+		}
+	}
+	if len(left) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("could not remove %s; see their details", strings.Join(left, ", "))
+}

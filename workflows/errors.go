@@ -1,0 +1,38 @@
+package workflows
+
+import (
+	"errors"
+
+	"go.temporal.io/sdk/temporal"
+
+	"github.com/clusterflow/clusterflow/activities"
+)
+
+// rootCause unwraps Temporal's activity and child-workflow wrappers down to what failed.
+func rootCause(err error) error {
+	for {
+		next := errors.Unwrap(err)
+		if next == nil {
+			return err
+		}
+		err = next
+	}
+}
+
+func isCanceled(err error) bool {
+	var canceled *temporal.CanceledError
+	return errors.As(err, &canceled)
+}
+
+// scriptTails returns the output tails carried by a failed script's error, if any.
+func scriptTails(err error) (stdout, stderr string) {
+	var appErr *temporal.ApplicationError
+	if !errors.As(err, &appErr) || !appErr.HasDetails() {
+		return "", ""
+	}
+	var res activities.ScriptResult
+	if appErr.Details(&res) != nil {
+		return "", ""
+	}
+	return res.StdoutTail, res.StderrTail
+}

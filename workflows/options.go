@@ -1,0 +1,55 @@
+package workflows
+
+import (
+	"fmt"
+	"time"
+
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/clusterflow/clusterflow/activities"
+	"github.com/clusterflow/clusterflow/internal/spec"
+)
+
+// acts names activity methods for ExecuteActivity; only its method values are used.
+var acts *activities.Activities
+
+const (
+	// scriptHeartbeatTimeout is how long a running script may go unheard before the member
+	// or worker running it is taken for lost.
+	scriptHeartbeatTimeout = 30 * time.Second
+	// scriptStopAllowance covers a cancelled or timed-out script's grace period on top of
+	// its own timeout.
+	scriptStopAllowance = 2 * time.Minute
+)
+
+// withQuickActivity suits short backend calls: retried a few times, then reported.
+func withQuickActivity(ctx workflow.Context, summary string) workflow.Context {
+	return workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+		StartToCloseTimeout: time.Minute,
+		RetryPolicy: &temporal.RetryPolicy{
+			InitialInterval:    time.Second,
+			BackoffCoefficient: 2,
+			MaximumInterval:    30 * time.Second,
+			MaximumAttempts:    5,
+		},
+		Summary: summary,
+	})
+}
+
+// withScriptActivity suits one startscript run. It heartbeats, so a lost worker is noticed
+// within the heartbeat timeout, and it waits for a cancelled script to be stopped.
+func withScriptActivity(ctx workflow.Context, role spec.Role, event spec.Event, member string) workflow.Context {
+	return workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+		StartToCloseTimeout: role.Timeout + scriptStopAllowance,
+		HeartbeatTimeout:    scriptHeartbeatTimeout,
+		WaitForCancellation: true,
+		RetryPolicy: &temporal.RetryPolicy{
+			InitialInterval:        time.Second,
+			BackoffCoefficient:     2,
+			MaximumAttempts:        3,
+			NonRetryableErrorTypes: []string{activities.ErrScriptFailed, activities.ErrScriptTimedOut},
+		},
+		Summary: fmt.Sprintf("%s %s", event, member),
+	})
+}

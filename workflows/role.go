@@ -1,0 +1,210 @@
+package workflows
+
+import (
+	"fmt"
+	"time"
+
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/clusterflow/clusterflow/activities"
+	"github.com/clusterflow/clusterflow/internal/spec"
+)
+
+// RoleWorkflow runs one operation (configure or teardown) over members of one role. Its
+// result holds every member's final state; while it runs it reports changes to its parent
+// cluster workflow, coalesced so the parent's history stays small.
+func RoleWorkflow(ctx workflow.Context, in RoleInput) (RoleResult, error) {
+	r := newRoleWorkflow(ctx, in)
+	r.setup(ctx)
+	return r.run(ctx)
+}
+
+type roleWorkflow struct {
+	in      RoleInput
+	members []Member
+	// changed lists members changed since the last progress report, by index.
+	changed []int
+	done    bool
+	started time.Time
+}
+
+func newRoleWorkflow(ctx workflow.Context, in RoleInput) *roleWorkflow {
+	return &roleWorkflow{in: in, members: append([]Member(nil), in.Members...), started: workflow.Now(ctx)}
+}
+
+func (r *roleWorkflow) setup(ctx workflow.Context) {
+	if parent := workflow.GetInfo(ctx).ParentWorkflowExecution; parent != nil {
+		workflow.Go(ctx, func(ctx workflow.Context) { r.reportProgress(ctx, parent.ID) })
+	}
+}
+
+func (r *roleWorkflow) run(ctx workflow.Context) (RoleResult, error) {
+	switch r.in.Operation {
+	case OpConfigure:
+		r.configureAll(ctx)
+	case OpTeardown:
+		r.teardownAll(ctx)
+	default:
+		return RoleResult{}, fmt.Errorf("unknown role operation %q", r.in.Operation)
+	}
+	r.done = true
+	return RoleResult{Members: r.members}, nil
+}
+
+// configureAll sets members up, at most maxInFlight at once. After the first failure no
+// further member starts; those already running finish.
+func (r *roleWorkflow) configureAll(ctx workflow.Context) {
+	limit := r.in.Role.MaxInFlight
+	if limit <= 0 || limit > len(r.members) {
+		limit = len(r.members)
+	}
+	inFlight, stopped := 0, ""
+	// Waiting must outlive a cancel: running members still need to report how they ended.
+	waitCtx, _ := workflow.NewDisconnectedContext(ctx)
+	wg := workflow.NewWaitGroup(waitCtx)
+	next := 0
+	for ; next < len(r.members); next++ {
+		if err := workflow.Await(ctx, func() bool { return inFlight < limit || stopped != "" }); err != nil {
+			stopped = "canceled"
+		}
+		if stopped != "" {
+			break
+		}
+		i := next
+		inFlight++
+		wg.Add(1)
+		workflow.Go(ctx, func(ctx workflow.Context) {
+			defer wg.Done()
+			r.configure(ctx, i)
+			inFlight--
+			if r.members[i].State == MemberConfigError && stopped == "" && ctx.Err() == nil {
+				stopped = r.members[i].Name + " failed"
+			}
+		})
+	}
+	wg.Wait(waitCtx)
+	for i := next; i < len(r.members); i++ {
+		r.members[i].Detail = "not started: " + stopped
+		r.changed = append(r.changed, i)
+	}
+}
+
+func (r *roleWorkflow) configure(ctx workflow.Context, i int) {
+	m := &r.members[i]
+	r.set(ctx, i, MemberCreating, "", "")
+	if err := workflow.ExecuteActivity(withQuickActivity(ctx, "create "+m.Name), acts.CreateMember, r.ref(i)).Get(ctx, nil); err != nil {
+		r.fail(ctx, i, "create sandbox", err)
+		return
+	}
+	if !r.in.Role.Wants(spec.EventConfigure) {
+		r.set(ctx, i, MemberReady, "", "not subscribed to configure")
+		return
+	}
+	r.set(ctx, i, MemberConfiguring, spec.EventConfigure, "running configure")
+	res, err := r.runScript(ctx, i, spec.EventConfigure)
+	if err != nil {
+		r.fail(ctx, i, "configure", err)
+		return
+	}
+	r.set(ctx, i, MemberReady, spec.EventConfigure, fmt.Sprintf("configured in %s", res.Duration.Round(time.Millisecond)))
+}
+
+// teardownAll tears members down in parallel. Teardown is best effort: a failing teardown
+// script is recorded, and the member is removed all the same.
+func (r *roleWorkflow) teardownAll(ctx workflow.Context) {
+	wg := workflow.NewWaitGroup(ctx)
+	for i := range r.members {
+		wg.Add(1)
+		workflow.Go(ctx, func(ctx workflow.Context) {
+			defer wg.Done()
+			r.teardown(ctx, i)
+		})
+	}
+	wg.Wait(ctx)
+}
+
+func (r *roleWorkflow) teardown(ctx workflow.Context, i int) {
+	m := &r.members[i]
+	// Only members whose configure ran can have something to tear down.
+	configured := m.State == MemberReady || (m.State == MemberConfigError && m.Event == spec.EventConfigure)
+	var teardownErr error
+	if configured && r.in.Role.Wants(spec.EventTeardown) {
+		r.set(ctx, i, MemberDeleting, spec.EventTeardown, "running teardown")
+		_, teardownErr = r.runScript(ctx, i, spec.EventTeardown)
+	} else {
+		r.set(ctx, i, MemberDeleting, m.Event, "removing")
+	}
+	if err := workflow.ExecuteActivity(withQuickActivity(ctx, "remove "+m.Name), acts.RemoveMember, r.ref(i)).Get(ctx, nil); err != nil {
+		r.set(ctx, i, MemberDeleting, m.Event, "could not remove sandbox: "+errorMessage(err))
+		return
+	}
+	r.set(ctx, i, MemberDeleted, m.Event, "")
+	if teardownErr != nil {
+		m.Detail = "teardown failed (ignored): " + errorMessage(teardownErr)
+		m.StdoutTail, m.StderrTail = scriptTails(teardownErr)
+	}
+}
+
+func (r *roleWorkflow) runScript(ctx workflow.Context, i int, event spec.Event) (activities.ScriptResult, error) {
+	m := r.members[i]
+	var res activities.ScriptResult
+	err := workflow.ExecuteActivity(withScriptActivity(ctx, r.in.Role, event, m.Name), acts.RunStartscript, activities.ScriptRun{
+		Member:     r.ref(i),
+		Event:      event,
+		ScriptHash: r.in.Role.ScriptHash,
+		Env:        r.in.Role.Env,
+		Timeout:    r.in.Role.Timeout,
+	}).Get(ctx, &res)
+	return res, err
+}
+
+// fail puts a member in config_error, keeping the script's output tails when there are any.
+func (r *roleWorkflow) fail(ctx workflow.Context, i int, step string, err error) {
+	detail := step + ": " + errorMessage(err)
+	if isCanceled(err) {
+		detail = "canceled"
+	}
+	r.set(ctx, i, MemberConfigError, r.members[i].Event, detail)
+	r.members[i].StdoutTail, r.members[i].StderrTail = scriptTails(err)
+}
+
+func (r *roleWorkflow) set(ctx workflow.Context, i int, state MemberState, event spec.Event, detail string) {
+	m := &r.members[i]
+	m.State, m.Event, m.Detail, m.Since = state, event, detail, workflow.Now(ctx)
+	m.StdoutTail, m.StderrTail = "", ""
+	r.changed = append(r.changed, i)
+}
+
+func (r *roleWorkflow) ref(i int) activities.MemberRef {
+	return activities.MemberRef{Cluster: r.in.Cluster, Role: r.in.Role.Name, Name: r.members[i].Name}
+}
+
+// reportProgress sends member changes to the parent. It waits a moment after a change so
+// that a burst of changes becomes one signal, and a role that finishes quickly sends none:
+// its result carries everything.
+func (r *roleWorkflow) reportProgress(ctx workflow.Context, parentID string) {
+	for {
+		if err := workflow.Await(ctx, func() bool { return len(r.changed) > 0 || r.done }); err != nil || r.done {
+			return
+		}
+		if err := workflow.Sleep(ctx, r.reportInterval(ctx)); err != nil || r.done {
+			return
+		}
+		progress := RoleProgress{Role: r.in.Role.Name, Operation: workflow.GetInfo(ctx).WorkflowExecution.ID}
+		seen := map[int]bool{}
+		for _, i := range r.changed {
+			if !seen[i] {
+				seen[i] = true
+				progress.Members = append(progress.Members, r.members[i])
+			}
+		}
+		r.changed = nil
+		_ = workflow.SignalExternalWorkflow(ctx, parentID, "", RoleProgressSignal, progress).Get(ctx, nil)
+	}
+}
+
+// reportInterval grows with the operation's age: fresh detail early on, and a long
+// operation's history still grows only slowly.
+func (r *roleWorkflow) reportInterval(ctx workflow.Context) time.Duration {
+	return min(max(workflow.Now(ctx).Sub(r.started)/20, time.Second), 10*time.Second)
+}
