@@ -1,7 +1,6 @@
 package workflows
 
 import (
-
 	"go.temporal.io/sdk/log"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
@@ -191,4 +190,3 @@ func countMembers(roles []RoleStatus, states ...MemberState) (matching, total in
 	}
 	return matching, total
 }
-
