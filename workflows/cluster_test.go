@@ -1,0 +1,253 @@
+package workflows_test
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"go.temporal.io/sdk/testsuite"
+
+	"github.com/clusterflow/clusterflow/activities"
+	"github.com/clusterflow/clusterflow/internal/backend"
+	"github.com/clusterflow/clusterflow/internal/runner"
+	"github.com/clusterflow/clusterflow/internal/spec"
+	"github.com/clusterflow/clusterflow/worker"
+	"github.com/clusterflow/clusterflow/workflows"
+)
+
+const script = "#!/bin/sh\n"
+
+func testSpec(t *testing.T, yaml string) spec.Cluster {
+	t.Helper()
+	c, err := spec.Parse([]byte(yaml), "test.yaml", func(string) ([]byte, error) { return []byte(script), nil })
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+const threeLevels = `
+name: c
+roles:
+  - {name: edge, members: 2, dependsOn: [worker], startscript: s.sh}
+  - {name: worker, members: 3, dependsOn: [controller], startscript: s.sh}
+  - {name: controller, cardinality: "1", startscript: s.sh}
+`
+
+func newEnv(t *testing.T, fake *fakeBackend) *testsuite.TestWorkflowEnvironment {
+	var suite testsuite.WorkflowTestSuite
+	env := suite.NewTestWorkflowEnvironment()
+	worker.RegisterWorkflows(env)
+	env.RegisterActivity(&activities.Activities{Backend: fake})
+	env.SetTestTimeout(30 * time.Second)
+	return env
+}
+
+func query(t *testing.T, env *testsuite.TestWorkflowEnvironment) workflows.ClusterStatus {
+	t.Helper()
+	v, err := env.QueryWorkflow(workflows.StatusQuery)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var s workflows.ClusterStatus
+	if err := v.Get(&s); err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// indexOf returns the position of the first call with the given prefix, or -1.
+func indexOf(calls []string, prefix string) int {
+	return slices.IndexFunc(calls, func(c string) bool { return strings.HasPrefix(c, prefix) })
+}
+
+func lastIndexOf(calls []string, prefix string) int {
+	for i := len(calls) - 1; i >= 0; i-- {
+		if strings.HasPrefix(calls[i], prefix) {
+			return i
+		}
+	}
+	return -1
+}
+
+func TestDeployRunsLevelsInOrder(t *testing.T) {
+	fake := newFakeBackend()
+	env := newEnv(t, fake)
+	var status workflows.ClusterStatus
+	env.RegisterDelayedCallback(func() { status = query(t, env) }, time.Hour)
+	env.ExecuteWorkflow(workflows.ClusterWorkflowName, workflows.ClusterInput{Spec: testSpec(t, threeLevels)})
+
+	if status.Phase != workflows.PhaseReady {
+		t.Fatalf("phase %s (%s), want ready", status.Phase, status.Message)
+	}
+	if !slices.Equal(status.Levels[0], []string{"controller"}) || !slices.Equal(status.Levels[2], []string{"edge"}) {
+		t.Errorf("levels %v", status.Levels)
+	}
+	calls := fake.Calls()
+	// Every configure of a level precedes every configure of the next.
+	if lastIndexOf(calls, "configure c-controller") > indexOf(calls, "configure c-worker") ||
+		lastIndexOf(calls, "configure c-worker") > indexOf(calls, "configure c-edge") {
+		t.Errorf("levels overlap: %v", calls)
+	}
+	for _, r := range status.Roles {
+		if r.Ready != r.Desired {
+			t.Errorf("role %s: %d/%d ready", r.Name, r.Ready, r.Desired)
+		}
+		for i, m := range r.Members {
+			if m.Name != spec.MemberName("c", r.Name, i) || m.State != workflows.MemberReady {
+				t.Errorf("member %+v", m)
+			}
+			if n := countCalls(calls, "configure "+m.Name); n != 1 {
+				t.Errorf("%s configured %d times", m.Name, n)
+			}
+		}
+	}
+	if !env.IsWorkflowCompleted() {
+		// A ready cluster lives on, waiting for operations.
+		env.CancelWorkflow()
+	}
+}
+
+func countCalls(calls []string, exact string) int {
+	n := 0
+	for _, c := range calls {
+		if c == exact {
+			n++
+		}
+	}
+	return n
+}
+
+func TestMaxInFlightLimitsConcurrentSetup(t *testing.T) {
+	fake := newFakeBackend()
+	fake.delay = 20 * time.Millisecond
+	env := newEnv(t, fake)
+	var status workflows.ClusterStatus
+	env.RegisterDelayedCallback(func() { status = query(t, env) }, time.Hour)
+	env.ExecuteWorkflow(workflows.ClusterWorkflowName, workflows.ClusterInput{Spec: testSpec(t, `
+name: c
+roles:
+  - {name: worker, members: 6, maxInFlight: 2, startscript: s.sh}
+  - {name: free, members: 6, startscript: s.sh}
+`)})
+	if status.Phase != workflows.PhaseReady {
+		t.Fatalf("phase %s", status.Phase)
+	}
+	if fake.peak["worker"] > 2 {
+		t.Errorf("worker ran %d scripts at once, maxInFlight is 2", fake.peak["worker"])
+	}
+	if fake.peak["free"] < 3 {
+		t.Errorf("a role without maxInFlight ran only %d scripts at once", fake.peak["free"])
+	}
+}
+
+func TestFailedConfigureStopsLaterLevels(t *testing.T) {
+	fake := newFakeBackend()
+	fake.outcome = func(_ context.Context, run backend.ScriptRun) runner.Result {
+		if run.Member.Name == "c-worker-1" {
+			return runner.Result{Outcome: runner.Exited, ExitCode: 3, StdoutTail: "trying\n", StderrTail: "boom: no controller\n"}
+		}
+		return runner.Result{Outcome: runner.Exited}
+	}
+	env := newEnv(t, fake)
+	var status workflows.ClusterStatus
+	env.RegisterDelayedCallback(func() { status = query(t, env) }, time.Hour)
+	env.ExecuteWorkflow(workflows.ClusterWorkflowName, workflows.ClusterInput{Spec: testSpec(t, threeLevels)})
+
+	if status.Phase != workflows.PhaseFailed || !strings.Contains(status.Message, "role worker failed") {
+		t.Fatalf("phase %s (%s), want failed naming worker", status.Phase, status.Message)
+	}
+	failed := status.Role("worker").Members[1]
+	if failed.State != workflows.MemberConfigError || failed.StderrTail != "boom: no controller\n" || failed.StdoutTail != "trying\n" {
+		t.Errorf("failed member lacks its tails: %+v", failed)
+	}
+	if !strings.Contains(failed.Detail, "exited with status 3: boom: no controller") {
+		t.Errorf("detail %q", failed.Detail)
+	}
+	if i := indexOf(fake.Calls(), "configure c-edge"); i >= 0 {
+		t.Errorf("edge configured although worker failed: %v", fake.Calls())
+	}
+	for _, m := range status.Role("edge").Members {
+		if m.State != workflows.MemberPending || !strings.Contains(m.Detail, "not started") {
+			t.Errorf("edge member %+v", m)
+		}
+	}
+}
+
+func TestDeleteTearsDownInReverseOrder(t *testing.T) {
+	fake := newFakeBackend()
+	env := newEnv(t, fake)
+	env.RegisterDelayedCallback(func() {
+		env.UpdateWorkflow(workflows.DeleteUpdate, "delete-1", &testsuite.TestUpdateCallback{
+			OnReject: func(err error) { t.Errorf("delete rejected: %v", err) },
+		})
+	}, time.Hour)
+	env.ExecuteWorkflow(workflows.ClusterWorkflowName, workflows.ClusterInput{Spec: testSpec(t, threeLevels)})
+
+	var final workflows.ClusterStatus
+	if err := env.GetWorkflowResult(&final); err != nil {
+		t.Fatal(err)
+	}
+	if final.Phase != workflows.PhaseDeleted {
+		t.Fatalf("phase %s, want deleted", final.Phase)
+	}
+	calls := fake.Calls()
+	if lastIndexOf(calls, "teardown c-edge") > indexOf(calls, "teardown c-worker") ||
+		lastIndexOf(calls, "teardown c-worker") > indexOf(calls, "teardown c-controller") {
+		t.Errorf("teardown not in reverse dependency order: %v", calls)
+	}
+	for _, r := range final.Roles {
+		for _, m := range r.Members {
+			if m.State != workflows.MemberDeleted || countCalls(calls, "remove "+m.Name) != 1 {
+				t.Errorf("member %s: %s, removed %d times", m.Name, m.State, countCalls(calls, "remove "+m.Name))
+			}
+		}
+	}
+	if calls[len(calls)-1] != "remove cluster c" {
+		t.Errorf("cluster folder not removed last: %v", calls)
+	}
+}
+
+func TestDeleteMidSetupCancelsAndSkipsLaterLevels(t *testing.T) {
+	fake := newFakeBackend()
+	fake.outcome = func(ctx context.Context, run backend.ScriptRun) runner.Result {
+		if run.Event == spec.EventConfigure && run.Member.Role == "controller" {
+			<-ctx.Done() // a long configure, stopped only by cancellation
+			return runner.Result{Outcome: runner.Canceled, ExitCode: 143}
+		}
+		return runner.Result{Outcome: runner.Exited}
+	}
+	env := newEnv(t, fake)
+	env.SetTestTimeout(10 * time.Second)
+	env.RegisterDelayedCallback(func() {
+		env.UpdateWorkflow(workflows.DeleteUpdate, "delete-1", &testsuite.TestUpdateCallback{
+			OnReject: func(err error) { t.Errorf("delete rejected: %v", err) },
+		})
+	}, time.Second)
+	env.ExecuteWorkflow(workflows.ClusterWorkflowName, workflows.ClusterInput{Spec: testSpec(t, threeLevels)})
+
+	var final workflows.ClusterStatus
+	if err := env.GetWorkflowResult(&final); err != nil {
+		t.Fatal(err)
+	}
+	if final.Phase != workflows.PhaseDeleted {
+		t.Fatalf("phase %s, want deleted", final.Phase)
+	}
+	calls := fake.Calls()
+	if indexOf(calls, "configure c-worker") >= 0 || indexOf(calls, "create c-worker") >= 0 {
+		t.Errorf("a later level was set up during delete: %v", calls)
+	}
+	if countCalls(calls, "remove c-controller-0") != 1 {
+		t.Errorf("controller not removed: %v", calls)
+	}
+	controller := final.Role("controller").Members[0]
+	if controller.State != workflows.MemberDeleted {
+		t.Errorf("controller %+v", controller)
+	}
+	// A cancelled configure may have started something, so teardown still runs (best effort).
+	if countCalls(calls, "teardown c-controller-0") != 1 {
+		t.Errorf("cancelled controller not torn down once: %v", calls)
+	}
+}

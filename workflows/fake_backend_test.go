@@ -1,0 +1,90 @@
+package workflows_test
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/clusterflow/clusterflow/internal/backend"
+	"github.com/clusterflow/clusterflow/internal/runner"
+)
+
+// fakeBackend records what the workflows ask of members, in order, and plays scripted
+// outcomes. It stands in for real processes in the workflow unit tests.
+type fakeBackend struct {
+	mu      sync.Mutex
+	calls   []string
+	running map[string]int // role -> scripts running now
+	peak    map[string]int // role -> most scripts running at once
+	// outcome decides a run's result; nil means success.
+	outcome func(ctx context.Context, run backend.ScriptRun) runner.Result
+	delay   time.Duration
+	files   []backend.ClusterFiles
+}
+
+func newFakeBackend() *fakeBackend {
+	return &fakeBackend{running: map[string]int{}, peak: map[string]int{}}
+}
+
+func (f *fakeBackend) record(format string, args ...any) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.calls = append(f.calls, fmt.Sprintf(format, args...))
+}
+
+func (f *fakeBackend) WriteClusterFiles(_ context.Context, files backend.ClusterFiles) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.files = append(f.files, files)
+	return nil
+}
+
+func (f *fakeBackend) CreateMember(_ context.Context, m backend.Member) error {
+	f.record("create %s", m.Name)
+	return nil
+}
+
+func (f *fakeBackend) RunScript(ctx context.Context, run backend.ScriptRun, _ func(runner.Progress)) (backend.ScriptResult, error) {
+	f.mu.Lock()
+	f.running[run.Member.Role]++
+	f.peak[run.Member.Role] = max(f.peak[run.Member.Role], f.running[run.Member.Role])
+	f.mu.Unlock()
+	defer func() {
+		f.mu.Lock()
+		f.running[run.Member.Role]--
+		f.mu.Unlock()
+	}()
+	f.record("%s %s%s", run.Event, run.Member.Name, nodes(run))
+	time.Sleep(f.delay)
+	res := runner.Result{Outcome: runner.Exited}
+	if f.outcome != nil {
+		res = f.outcome(ctx, run)
+	}
+	return res, nil
+}
+
+func (f *fakeBackend) RemoveMember(_ context.Context, m backend.Member) error {
+	f.record("remove %s", m.Name)
+	return nil
+}
+
+func (f *fakeBackend) RemoveCluster(_ context.Context, cluster string) error {
+	f.record("remove cluster %s", cluster)
+	return nil
+}
+
+func (f *fakeBackend) Calls() []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]string(nil), f.calls...)
+}
+
+func nodes(run backend.ScriptRun) string {
+	if len(run.Nodes) == 0 {
+		return ""
+	}
+	return fmt.Sprintf(" %s=%v", run.NodesRole, run.Nodes)
+}
+
+var _ backend.Backend = (*fakeBackend)(nil)
