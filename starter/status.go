@@ -6,6 +6,9 @@ import (
 	"fmt"
 	"time"
 
+	"google.golang.org/grpc/codes"
+	grpcstatus "google.golang.org/grpc/status"
+
 	"github.com/clusterflow/clusterflow/workflows"
 )
 
@@ -14,14 +17,16 @@ const queryTimeout = 15 * time.Second
 
 // Status asks the cluster's workflow for its status.
 func (s *Starter) Status(ctx context.Context, name string) (workflows.ClusterStatus, error) {
-	ctx, cancel := context.WithTimeout(ctx, queryTimeout)
+	queryCtx, cancel := context.WithTimeout(ctx, queryTimeout)
 	defer cancel()
 	var status workflows.ClusterStatus
-	resp, err := s.client.QueryWorkflow(ctx, workflows.ClusterWorkflowID(name), "", workflows.StatusQuery)
+	resp, err := s.client.QueryWorkflow(queryCtx, workflows.ClusterWorkflowID(name), "", workflows.StatusQuery)
 	switch {
+	case err != nil && ctx.Err() != nil:
+		return status, ctx.Err()
 	case isNotFound(err):
 		return status, &NotFoundError{Name: name}
-	case errors.Is(err, context.DeadlineExceeded) || errors.Is(ctx.Err(), context.DeadlineExceeded):
+	case errors.Is(err, context.DeadlineExceeded) || grpcstatus.Code(err) == codes.DeadlineExceeded:
 		return status, &NoWorkerError{TaskQueue: s.taskQueue, Err: err}
 	case err != nil:
 		return status, fmt.Errorf("query status of %s: %w", name, err)

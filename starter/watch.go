@@ -21,7 +21,9 @@ func (s *Starter) Watch(ctx context.Context, name string, done func(workflows.Cl
 		status, err := s.Status(ctx, name)
 		var noWorker *NoWorkerError
 		switch {
-		case errors.As(err, &noWorker) && ctx.Err() == nil:
+		case ctx.Err() != nil:
+			return last, ctx.Err()
+		case errors.As(err, &noWorker):
 			// A worker restarting is normal during a long deploy; keep waiting.
 		case err != nil:
 			return last, err

@@ -4,6 +4,7 @@ package worker
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"go.temporal.io/sdk/client"
 	sdkworker "go.temporal.io/sdk/worker"
@@ -13,6 +14,8 @@ import (
 	"github.com/clusterflow/clusterflow/internal/backend"
 	"github.com/clusterflow/clusterflow/workflows"
 )
+
+const heartbeatThrottle = 2 * time.Second
 
 // Options configure a worker.
 type Options struct {
@@ -47,7 +50,12 @@ func New(c client.Client, opts Options) (sdkworker.Worker, error) {
 	if opts.TaskQueue == "" {
 		opts.TaskQueue = workflows.DefaultTaskQueue
 	}
-	w := sdkworker.New(c, opts.TaskQueue, sdkworker.Options{})
+	w := sdkworker.New(c, opts.TaskQueue, sdkworker.Options{
+		// Cancellation reaches a running script only through a heartbeat response, so send
+		// heartbeats often enough for a delete or cancel to land within seconds.
+		MaxHeartbeatThrottleInterval:     heartbeatThrottle,
+		DefaultHeartbeatThrottleInterval: heartbeatThrottle,
+	})
 	RegisterWorkflows(w)
 	w.RegisterActivity(&activities.Activities{Backend: opts.Backend})
 	return w, nil

@@ -134,8 +134,9 @@ func prepareDatabase(file, namespace string, searchAttributes map[string]enums.I
 			return nil, fmt.Errorf("create folder for %s: %w", file, err)
 		}
 	}
-	// The memory database is always new; a file needs its schema only the first time.
-	if _, err := os.Stat(file); file == "" || errors.Is(err, os.ErrNotExist) {
+	// A file needs its schema the first time; the SQLite plugin sets up a memory database
+	// itself.
+	if _, err := os.Stat(file); file != "" && errors.Is(err, os.ErrNotExist) {
 		if err := sqliteschema.SetupSchema(sqlConf); err != nil {
 			return nil, fmt.Errorf("create temporal schema in %s: %w", describeDB(file), err)
 		}

@@ -1,0 +1,75 @@
+// Package e2e drives clusterflow end to end: the built CLI against a real in-process
+// Temporal server, with real startscript processes.
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/clusterflow/clusterflow/internal/testenv"
+)
+
+// Shared by every test in the package: one server, one `clusterflow worker` process.
+var (
+	server  *testenv.Server
+	dataDir string
+	// cliEnv points the CLI at the shared server.
+	cliEnv []string
+)
+
+func TestMain(m *testing.M) {
+	os.Exit(runMain(m))
+}
+
+func runMain(m *testing.M) int {
+	if _, err := testenv.Binary(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	var err error
+	if server, err = testenv.StartServer(); err != nil {
+		fmt.Fprintln(os.Stderr, "start server:", err)
+		return 1
+	}
+	defer server.Stop()
+	tmp, err := os.MkdirTemp("", "clusterflow-e2e-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer os.RemoveAll(tmp)
+	dataDir = filepath.Join(tmp, "data")
+	defer testenv.KillMemberProcesses(dataDir)
+	cliEnv = []string{"TEMPORAL_ADDRESS=" + server.Address(), "TEMPORAL_NAMESPACE=default"}
+	worker, err := testenv.Start(tmp, tmp, "worker", cliEnv, "worker", "--data", dataDir)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "start worker:", err)
+		return 1
+	}
+	defer worker.Stop()
+	if err := worker.WaitFor("Worker starting", 30*time.Second); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	code := m.Run()
+	if code != 0 {
+		fmt.Fprintln(os.Stderr, "worker output:\n"+worker.Output())
+	}
+	return code
+}
+
+// cli runs the clusterflow binary against the shared server.
+func cli(t *testing.T, args ...string) testenv.Result {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	res, err := testenv.Run(ctx, t.TempDir(), cliEnv, args...)
+	if err != nil {
+		t.Fatalf("clusterflow %v: %v", args, err)
+	}
+	return res
+}

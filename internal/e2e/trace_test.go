@@ -1,0 +1,99 @@
+package e2e
+
+import (
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// traceScript is a startscript that records when each run starts and ends, checks what a
+// member is promised (its folder as working directory, configmeta with its dependencies
+// ready), and fails or dawdles on request.
+const traceScript = `#!/bin/sh
+now() { date +%s.%N; }
+echo "start $(now) $CLUSTERFLOW_MEMBER $CLUSTERFLOW_EVENT $*" >> "$TRACE"
+echo "running $CLUSTERFLOW_EVENT for $CLUSTERFLOW_MEMBER of $CLUSTERFLOW_ROLE in $CLUSTERFLOW_CLUSTER"
+if [ "$CLUSTERFLOW_EVENT" = configure ]; then
+  [ "$(pwd -P)" = "$(cd "$CLUSTERFLOW_MEMBER_DIR" && pwd -P)" ] || { echo "wrong working directory $(pwd)" >&2; exit 9; }
+  [ -f "$CLUSTERFLOW_CONFIGMETA" ] || { echo "no configmeta at $CLUSTERFLOW_CONFIGMETA" >&2; exit 9; }
+  for dep in ${DEPS:-}; do
+    grep "\"role\":\"$dep\"" "$CLUSTERFLOW_CONFIGMETA" | grep -q '"state":"ready"' || { echo "$dep not ready in configmeta" >&2; exit 9; }
+  done
+fi
+if [ "$CLUSTERFLOW_EVENT" = configure ] && [ "$CLUSTERFLOW_MEMBER" = "${FAIL_MEMBER:-}" ]; then
+  echo "about to fail"
+  echo "boom: $CLUSTERFLOW_MEMBER cannot start" >&2
+  echo "end $(now) $CLUSTERFLOW_MEMBER $CLUSTERFLOW_EVENT failed" >> "$TRACE"
+  exit 3
+fi
+[ "$CLUSTERFLOW_EVENT" != configure ] || sleep "${SLEEP:-0}"
+echo "end $(now) $CLUSTERFLOW_MEMBER $CLUSTERFLOW_EVENT ok" >> "$TRACE"
+`
+
+// scriptRun is one startscript run as the trace recorded it.
+type scriptRun struct {
+	Member, Event string
+	Start, End    float64
+	Outcome       string
+}
+
+// writeCluster writes a spec and the trace script into a fresh folder and returns the spec
+// path and the trace file the scripts append to. In roles, TRACE stands for that file.
+func writeCluster(t *testing.T, spec string) (specPath, tracePath string) {
+	t.Helper()
+	dir := t.TempDir()
+	tracePath = filepath.Join(dir, "trace.log")
+	if err := os.WriteFile(filepath.Join(dir, "trace.sh"), []byte(traceScript), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	specPath = filepath.Join(dir, "cluster.yaml")
+	if err := os.WriteFile(specPath, []byte(strings.ReplaceAll(spec, "TRACE_FILE", tracePath)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return specPath, tracePath
+}
+
+// readTrace pairs start and end lines into runs, in start order.
+func readTrace(t *testing.T, path string) []scriptRun {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil && !os.IsNotExist(err) {
+		t.Fatal(err)
+	}
+	var runs []scriptRun
+	open := map[string]int{}
+	for _, line := range strings.Split(strings.TrimSpace(string(data)), "\n") {
+		f := strings.Fields(line)
+		if len(f) < 4 {
+			continue
+		}
+		ts, err := strconv.ParseFloat(f[1], 64)
+		if err != nil {
+			t.Fatalf("bad trace line %q", line)
+		}
+		key := f[2] + " " + f[3]
+		switch f[0] {
+		case "start":
+			open[key] = len(runs)
+			runs = append(runs, scriptRun{Member: f[2], Event: f[3], Start: ts})
+		case "end":
+			if i, ok := open[key]; ok {
+				runs[i].End, runs[i].Outcome = ts, f[4]
+				delete(open, key)
+			}
+		}
+	}
+	return runs
+}
+
+func runsOf(runs []scriptRun, memberPrefix, event string) []scriptRun {
+	var out []scriptRun
+	for _, r := range runs {
+		if strings.HasPrefix(r.Member, memberPrefix) && (event == "" || r.Event == event) {
+			out = append(out, r)
+		}
+	}
+	return out
+}

@@ -1,0 +1,41 @@
+package testenv
+
+import (
+	"bytes"
+	"os"
+	"strconv"
+	"syscall"
+)
+
+// MemberProcesses lists running processes started for members whose sandboxes lie under
+// dataDir, found by the CLUSTERFLOW_MEMBER_DIR variable every startscript inherits.
+func MemberProcesses(dataDir string) []int {
+	want := []byte("CLUSTERFLOW_MEMBER_DIR=" + dataDir + "/")
+	var pids []int
+	entries, _ := os.ReadDir("/proc")
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		stat, _ := os.ReadFile("/proc/" + e.Name() + "/stat")
+		if i := bytes.LastIndexByte(stat, ')'); i < 0 || bytes.HasPrefix(bytes.TrimSpace(stat[i+1:]), []byte("Z")) {
+			continue // gone, or a zombie nobody reaped: not running
+		}
+		environ, _ := os.ReadFile("/proc/" + e.Name() + "/environ")
+		for _, kv := range bytes.Split(environ, []byte{0}) {
+			if bytes.HasPrefix(kv, want) {
+				pids = append(pids, pid)
+				break
+			}
+		}
+	}
+	return pids
+}
+
+// KillMemberProcesses kills what MemberProcesses finds; for test cleanups.
+func KillMemberProcesses(dataDir string) {
+	for _, pid := range MemberProcesses(dataDir) {
+		_ = syscall.Kill(pid, syscall.SIGKILL)
+	}
+}

@@ -1,0 +1,222 @@
+// Package testenv gives integration tests and benchmarks the real thing: an embedded Temporal
+// server, the clusterflow binary built from this checkout, and processes run from it.
+package testenv
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"go.temporal.io/sdk/client"
+
+	"github.com/clusterflow/clusterflow/internal/devserver"
+	"github.com/clusterflow/clusterflow/workflows"
+)
+
+// Server is an in-memory Temporal server with clusterflow's search attributes registered.
+type Server struct {
+	*devserver.Server
+	Client client.Client
+}
+
+// StartServer starts a throwaway server on a free loopback port.
+func StartServer() (*Server, error) {
+	srv, err := devserver.Start(devserver.Options{Address: "127.0.0.1:0", SearchAttributes: workflows.SearchAttributeTypes()})
+	if err != nil {
+		return nil, err
+	}
+	c, err := client.Dial(client.Options{HostPort: srv.Address(), Logger: quietLogger{}})
+	if err != nil {
+		srv.Stop()
+		return nil, err
+	}
+	return &Server{Server: srv, Client: c}, nil
+}
+
+// Stop closes the client and the server.
+func (s *Server) Stop() {
+	s.Client.Close()
+	_ = s.Server.Stop()
+}
+
+var (
+	buildOnce sync.Once
+	binary    string
+	buildErr  error
+)
+
+// Binary builds cmd/clusterflow from this checkout once per test process and returns its path.
+func Binary() (string, error) {
+	buildOnce.Do(func() {
+		root, err := ModuleRoot()
+		if err != nil {
+			buildErr = err
+			return
+		}
+		dir, err := os.MkdirTemp("", "clusterflow-bin-")
+		if err != nil {
+			buildErr = err
+			return
+		}
+		binary = filepath.Join(dir, "clusterflow")
+		cmd := exec.Command("go", "build", "-o", binary, "./cmd/clusterflow")
+		cmd.Dir = root
+		if out, err := cmd.CombinedOutput(); err != nil {
+			buildErr = fmt.Errorf("go build ./cmd/clusterflow: %v\n%s", err, out)
+		}
+	})
+	return binary, buildErr
+}
+
+// ModuleRoot is the folder holding go.mod.
+func ModuleRoot() (string, error) {
+	out, err := exec.Command("go", "env", "GOMOD").Output()
+	if err != nil {
+		return "", fmt.Errorf("go env GOMOD: %w", err)
+	}
+	gomod := strings.TrimSpace(string(out))
+	if gomod == "" || gomod == os.DevNull {
+		return "", fmt.Errorf("not inside the clusterflow module")
+	}
+	return filepath.Dir(gomod), nil
+}
+
+// Result is a finished CLI run.
+type Result struct {
+	Stdout, Stderr string
+	Code           int
+}
+
+func (r Result) String() string {
+	return fmt.Sprintf("exit %d\nstdout:\n%s\nstderr:\n%s", r.Code, r.Stdout, r.Stderr)
+}
+
+// Run runs the binary to completion with extra environment variables, in dir.
+func Run(ctx context.Context, dir string, env []string, args ...string) (Result, error) {
+	bin, err := Binary()
+	if err != nil {
+		return Result{}, err
+	}
+	var stdout, stderr bytes.Buffer
+	cmd := exec.CommandContext(ctx, bin, args...)
+	cmd.Dir, cmd.Env = dir, append(os.Environ(), env...)
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	err = cmd.Run()
+	res := Result{Stdout: stdout.String(), Stderr: stderr.String(), Code: cmd.ProcessState.ExitCode()}
+	if _, isExit := err.(*exec.ExitError); err != nil && !isExit {
+		return res, err
+	}
+	return res, nil
+}
+
+// Process is a clusterflow process running in the background, its output going to files
+// (never to the test's own stdout or stderr, which would keep `go test` waiting).
+type Process struct {
+	cmd    *exec.Cmd
+	Stdout string
+	Stderr string
+	done   chan struct{}
+	err    error
+}
+
+// Start starts the binary in the background; logDir receives its stdout and stderr files.
+func Start(dir, logDir, name string, env []string, args ...string) (*Process, error) {
+	bin, err := Binary()
+	if err != nil {
+		return nil, err
+	}
+	p := &Process{Stdout: filepath.Join(logDir, name+".stdout"), Stderr: filepath.Join(logDir, name+".stderr"), done: make(chan struct{})}
+	stdout, err := os.Create(p.Stdout)
+	if err != nil {
+		return nil, err
+	}
+	stderr, err := os.Create(p.Stderr)
+	if err != nil {
+		stdout.Close()
+		return nil, err
+	}
+	p.cmd = exec.Command(bin, args...)
+	p.cmd.Dir, p.cmd.Env = dir, append(os.Environ(), env...)
+	p.cmd.Stdout, p.cmd.Stderr = stdout, stderr
+	// Dies with the test process even if the test is killed.
+	p.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := p.cmd.Start(); err != nil {
+		stdout.Close()
+		stderr.Close()
+		return nil, err
+	}
+	go func() {
+		p.err = p.cmd.Wait()
+		stdout.Close()
+		stderr.Close()
+		close(p.done)
+	}()
+	return p, nil
+}
+
+// Pid is the process ID.
+func (p *Process) Pid() int { return p.cmd.Process.Pid }
+
+// Output reads what the process printed so far.
+func (p *Process) Output() string {
+	out, _ := os.ReadFile(p.Stdout)
+	errOut, _ := os.ReadFile(p.Stderr)
+	return "stdout:\n" + string(out) + "\nstderr:\n" + string(errOut)
+}
+
+// WaitFor waits until the process prints text on stdout or stderr.
+func (p *Process) WaitFor(text string, limit time.Duration) error {
+	deadline := time.Now().Add(limit)
+	for time.Now().Before(deadline) {
+		out, _ := os.ReadFile(p.Stdout)
+		errOut, _ := os.ReadFile(p.Stderr)
+		if bytes.Contains(out, []byte(text)) || bytes.Contains(errOut, []byte(text)) {
+			return nil
+		}
+		select {
+		case <-p.done:
+			return fmt.Errorf("process exited before printing %q: %v\n%s", text, p.err, p.Output())
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+	return fmt.Errorf("%q not printed within %s\n%s", text, limit, p.Output())
+}
+
+// Signal sends a signal and waits up to limit for the process to exit, killing it after.
+// It returns the exit code (-1 when killed).
+func (p *Process) Signal(sig syscall.Signal, limit time.Duration) (int, error) {
+	_ = p.cmd.Process.Signal(sig)
+	select {
+	case <-p.done:
+		return p.cmd.ProcessState.ExitCode(), nil
+	case <-time.After(limit):
+		_ = p.cmd.Process.Kill()
+		<-p.done
+		return -1, fmt.Errorf("did not exit within %s of %s", limit, sig)
+	}
+}
+
+// Stop ends the process however it can; for cleanups.
+func (p *Process) Stop() {
+	select {
+	case <-p.done:
+	default:
+		_, _ = p.Signal(syscall.SIGTERM, 10*time.Second)
+	}
+}
+
+// quietLogger drops the SDK client's logs in tests.
+type quietLogger struct{}
+
+func (quietLogger) Debug(string, ...any) {}
+func (quietLogger) Info(string, ...any)  {}
+func (quietLogger) Warn(string, ...any)  {}
+func (quietLogger) Error(string, ...any) {}
