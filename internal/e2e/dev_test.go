@@ -1,0 +1,154 @@
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/clusterflow/clusterflow/internal/testenv"
+	"github.com/clusterflow/clusterflow/workflows"
+)
+
+// TestDevRunsTheExampleAndKeepsStateAcrossRestarts is the README's first command: `dev -f`
+// with the example app, on a SQLite file, with the Web UI.
+func TestDevRunsTheExampleAndKeepsStateAcrossRestarts(t *testing.T) {
+	root, err := testenv.ModuleRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	data := filepath.Join(dir, "data")
+	t.Cleanup(func() { testenv.KillMemberProcesses(data) })
+	grpcAddr, uiAddr := freeAddress(t), freeAddress(t)
+	args := []string{"dev", "-f", filepath.Join(root, "examples/registry/cluster.yaml"),
+		"--db", filepath.Join(dir, "dev.db"), "--data", data, "--address", grpcAddr, "--ui-address", uiAddr}
+	env := []string{"TEMPORAL_ADDRESS=" + grpcAddr}
+
+	dev := startDev(t, dir, "dev-1", args)
+	if err := dev.WaitFor("Phase:    ready", 2*time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	out, _ := os.ReadFile(dev.Stdout)
+	for _, want := range []string{"Temporal server:  " + grpcAddr, "Temporal Web UI:  http://" + uiAddr, "controller → worker → edge"} {
+		if !strings.Contains(string(out), want) {
+			t.Errorf("dev output lacks %q:\n%s", want, out)
+		}
+	}
+	// The Web UI serves its pages and lists the cluster's workflow.
+	if page := httpGet(t, "http://"+uiAddr+"/namespaces/default/workflows"); !strings.Contains(page, "<html") {
+		t.Errorf("UI page is not HTML: %.200s", page)
+	}
+	query := url.QueryEscape(fmt.Sprintf("WorkflowId = %q AND ClusterPhase = %q", "cluster/demo", "ready"))
+	if list := httpGet(t, "http://"+uiAddr+"/api/v1/namespaces/default/workflows?query="+query); !strings.Contains(list, "cluster/demo") {
+		t.Errorf("UI API does not list cluster/demo as ready: %.500s", list)
+	}
+	if services := testenv.MemberProcesses(data); len(services) == 0 {
+		t.Error("the controller's registry service is not running")
+	}
+	if code, err := dev.Signal(syscall.SIGINT, 30*time.Second); err != nil || code != 0 {
+		t.Fatalf("dev did not stop cleanly on SIGINT: exit %d, %v\n%s", code, err, dev.Output())
+	}
+
+	// Same database: the cluster is still there, and dev shows it rather than failing.
+	dev = startDev(t, dir, "dev-2", args)
+	if err := dev.WaitFor("already exists in this database", time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	if err := dev.WaitFor("Phase:    ready", time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	res, err := testenv.Run(ctx, dir, env, "status", "demo", "-o", "json")
+	if err != nil || res.Code != 0 {
+		t.Fatalf("status: %v %s", err, res)
+	}
+	var s workflows.ClusterStatus
+	if err := json.Unmarshal([]byte(res.Stdout), &s); err != nil || s.Phase != workflows.PhaseReady || len(s.Roles) != 3 {
+		t.Fatalf("status after restart: %v %+v", err, s)
+	}
+	if res, err = testenv.Run(ctx, dir, env, "delete", "demo", "--wait"); err != nil || res.Code != 0 {
+		t.Fatalf("delete: %v %s", err, res)
+	}
+	if left := testenv.MemberProcesses(data); len(left) > 0 {
+		t.Errorf("processes left after delete: %v", left)
+	}
+	if exists(filepath.Join(data, "clusters", "demo")) {
+		t.Error("sandboxes left after delete")
+	}
+	if code, err := dev.Signal(syscall.SIGTERM, 30*time.Second); err != nil || code != 0 {
+		t.Fatalf("dev did not stop cleanly on SIGTERM: exit %d, %v\n%s", code, err, dev.Output())
+	}
+}
+
+// TestExampleNeedsItsDependencyOrder shows the example is honest: without dependsOn, its
+// workers come up beside the controller and fail.
+func TestExampleNeedsItsDependencyOrder(t *testing.T) {
+	root, err := testenv.ModuleRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	if err := os.CopyFS(dir, os.DirFS(filepath.Join(root, "examples/registry"))); err != nil {
+		t.Fatal(err)
+	}
+	specText, err := os.ReadFile(filepath.Join(dir, "cluster.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	unordered := strings.Replace(strings.Replace(string(specText), "name: demo", "name: unordered", 1), "dependsOn: [controller]", "", 1)
+	if err := os.WriteFile(filepath.Join(dir, "cluster.yaml"), []byte(unordered), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	res := cli(t, "deploy", "-f", filepath.Join(dir, "cluster.yaml"), "--wait")
+	if res.Code != 1 || !strings.Contains(res.Stdout, "no ready controller") {
+		t.Fatalf("workers should fail without their controller: %s", res)
+	}
+	if res := cli(t, "delete", "unordered", "--wait"); res.Code != 0 {
+		t.Fatalf("delete: %s", res)
+	}
+}
+
+func startDev(t *testing.T, dir, name string, args []string) *testenv.Process {
+	t.Helper()
+	p, err := testenv.Start(dir, dir, name, nil, args...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(p.Stop)
+	return p
+}
+
+func freeAddress(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().String()
+}
+
+func httpGet(t *testing.T, u string) string {
+	t.Helper()
+	resp, err := http.Get(u)
+	if err != nil {
+		t.Fatalf("GET %s: %v", u, err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET %s: %s\n%s", u, resp.Status, body)
+	}
+	return string(body)
+}
