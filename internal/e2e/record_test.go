@@ -1,0 +1,70 @@
+package e2e
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/clusterflow/clusterflow/internal/testenv"
+	"github.com/clusterflow/clusterflow/workflows"
+)
+
+// TestRecordHistories records real histories for the replay tests in workflows/testdata.
+// Run it when workflow code changes on purpose (behind workflow.GetVersion):
+//
+//	CLUSTERFLOW_RECORD_HISTORIES=1 go test ./internal/e2e -run TestRecordHistories
+func TestRecordHistories(t *testing.T) {
+	if os.Getenv("CLUSTERFLOW_RECORD_HISTORIES") == "" {
+		t.Skip("set CLUSTERFLOW_RECORD_HISTORIES=1 to record replay histories")
+	}
+	root, err := testenv.ModuleRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(root, "workflows", "testdata")
+	record := func(scenario, cluster string) {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		dir := filepath.Join(out, scenario)
+		if err := os.RemoveAll(dir); err != nil {
+			t.Fatal(err)
+		}
+		files, err := testenv.ExportHistories(ctx, server.Client, workflows.ClusterWorkflowID(cluster), dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("%s: recorded %d histories", scenario, len(files))
+	}
+
+	specPath, _ := writeCluster(t, threeLevelSpec("rec-ok", ""))
+	mustSucceed(t, "deploy", "-f", specPath, "--wait")
+	mustSucceed(t, "delete", "rec-ok", "--wait")
+	record("deploy-then-delete", "rec-ok")
+
+	specPath, _ = writeCluster(t, threeLevelSpec("rec-failed", "rec-failed-worker-1"))
+	if res := cli(t, "deploy", "-f", specPath, "--wait"); res.Code != 1 {
+		t.Fatalf("deploy should fail: %s", res)
+	}
+	mustSucceed(t, "delete", "rec-failed", "--wait")
+	record("failed-deploy", "rec-failed")
+
+	specPath, trace := writeCluster(t, `
+name: rec-midway
+roles:
+  - {name: controller, cardinality: "1", startscript: trace.sh, env: {TRACE: TRACE_FILE, SLEEP: "60"}}
+  - {name: worker, members: 2, dependsOn: [controller], startscript: trace.sh, env: {TRACE: TRACE_FILE}}
+`)
+	mustSucceed(t, "deploy", "-f", specPath)
+	waitFor(t, "the controller's configure to start", func() bool { return len(readTrace(t, trace)) > 0 })
+	mustSucceed(t, "delete", "rec-midway", "--wait")
+	record("delete-mid-setup", "rec-midway")
+}
+
+func mustSucceed(t *testing.T, args ...string) {
+	t.Helper()
+	if res := cli(t, args...); res.Code != 0 {
+		t.Fatalf("clusterflow %v: %s", args, res)
+	}
+}
