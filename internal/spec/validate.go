@@ -176,9 +176,6 @@ func loadScripts(c *Cluster, readScript ScriptReader, ps *problems) {
 		case err != nil:
 			ps.add(path, "%s: %v", r.Startscript, err)
 			continue
-		case len(content) == 0:
-			ps.add(path, "%s: is empty", r.Startscript)
-			continue
 		}
 		sum := sha256.Sum256(content)
 		hash := hex.EncodeToString(sum[:])

@@ -1,0 +1,87 @@
+#!/usr/bin/env bash
+# Orchestration overhead of a deploy on the embedded default.
+#
+# Deploys a 3-level cluster (1 controller -> 8 workers -> 2 edge) whose startscripts do
+# nothing, through `clusterflow dev`, and in the same run times the same script run
+# directly by a shell, level by level (each level's members in parallel). Prints both,
+# their ratio, and the overhead per level. Target: at most 100 ms per level.
+#
+#   bench/deploy.sh            # 5 rounds; RUNS=20 bench/deploy.sh for more
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+runs=${RUNS:-5}
+levels=3
+tmp=$(mktemp -d)
+dev_pid=
+cleanup() {
+  [ -n "$dev_pid" ] && kill "$dev_pid" 2>/dev/null && wait "$dev_pid" 2>/dev/null
+  rm -rf "$tmp"
+}
+trap cleanup EXIT
+
+echo "building clusterflow..." >&2
+(cd "$root" && go build -o "$tmp/clusterflow" ./cmd/clusterflow)
+port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+export TEMPORAL_ADDRESS=127.0.0.1:$port
+(cd "$tmp" && exec ./clusterflow dev --no-ui --db "$tmp/dev.db" --data "$tmp/data" --address "$TEMPORAL_ADDRESS" --log-level warn > dev.log 2>&1) &
+dev_pid=$!
+for _ in $(seq 100); do grep -q "^Ready" "$tmp/dev.log" 2>/dev/null && break; sleep 0.1; done
+grep -q "^Ready" "$tmp/dev.log" || { cat "$tmp/dev.log"; exit 1; }
+
+printf '#!/bin/sh\nexit 0\n' > "$tmp/noop.sh"
+chmod +x "$tmp/noop.sh"
+spec() {
+  cat <<YAML
+name: $1
+roles:
+  - {name: controller, members: 1, startscript: $tmp/noop.sh}
+  - {name: worker, members: 8, dependsOn: [controller], startscript: $tmp/noop.sh}
+  - {name: edge, members: 2, dependsOn: [worker], startscript: $tmp/noop.sh}
+YAML
+}
+
+ms() { date +%s%3N; }
+# The workflow's own clock: from its start to the moment it became ready.
+workflow_ms() {
+  "$tmp/clusterflow" status "$1" -o json | python3 -c '
+import json, sys
+from datetime import datetime
+s = json.load(sys.stdin)
+p = lambda t: datetime.fromisoformat(t.replace("Z", "+00:00"))
+print(round((p(s["updatedAt"]) - p(s["createdAt"])).total_seconds() * 1000))'
+}
+
+# run_level N runs the script N times in parallel, as one level of members.
+run_level() {
+  local pids=()
+  for _ in $(seq "$1"); do (cd "$tmp" && ./noop.sh --configure) & pids+=($!); done
+  wait "${pids[@]}"
+}
+
+median() { sort -n | awk '{a[NR]=$1} END {print (NR % 2) ? a[(NR+1)/2] : int((a[NR/2] + a[NR/2+1]) / 2)}'; }
+
+# Warm up the worker and server once before measuring.
+spec warmup > "$tmp/warmup.yaml"
+"$tmp/clusterflow" deploy -f "$tmp/warmup.yaml" --wait > /dev/null
+
+: > "$tmp/cli"; : > "$tmp/workflow"; : > "$tmp/shell"
+for i in $(seq "$runs"); do
+  spec "bench-$i" > "$tmp/bench-$i.yaml"
+  start=$(ms)
+  "$tmp/clusterflow" deploy -f "$tmp/bench-$i.yaml" --wait > /dev/null
+  echo $(( $(ms) - start )) >> "$tmp/cli"
+  workflow_ms "bench-$i" >> "$tmp/workflow"
+
+  start=$(ms)
+  run_level 1; run_level 8; run_level 2
+  echo $(( $(ms) - start )) >> "$tmp/shell"
+done
+
+shell=$(median < "$tmp/shell")
+workflow=$(median < "$tmp/workflow")
+cli=$(median < "$tmp/cli")
+echo "3 levels (1 -> 8 -> 2 members), no-op startscripts, median of $runs runs"
+printf '  shell, level by level:         %5d ms\n' "$shell"
+printf '  clusterflow (workflow clock):  %5d ms   ratio %.1fx   overhead %d ms/level\n' "$workflow" \
+  "$(echo "$workflow / ($shell + 0.001)" | bc -l)" $(( (workflow - shell) / levels ))
+printf '  clusterflow deploy --wait:     %5d ms   (adds CLI start-up and status polling)\n' "$cli"

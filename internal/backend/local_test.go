@@ -1,0 +1,157 @@
+package backend
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/clusterflow/clusterflow/internal/runner"
+	"github.com/clusterflow/clusterflow/internal/spec"
+)
+
+const scriptHash = "0000000000000000000000000000000000000000000000000000000000000000"
+
+func newLocal(t *testing.T, script string) *Local {
+	t.Helper()
+	l, err := NewLocal(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = l.WriteClusterFiles(context.Background(), ClusterFiles{
+		Cluster: "c",
+		Scripts: map[string]string{scriptHash: script},
+		ConfigMeta: ConfigMeta{Cluster: "c", Roles: []ConfigMetaRole{{Name: "w", DependsOn: []string{}, Members: []string{"c-w-0"}}},
+			Members: []ConfigMetaNode{{Name: "c-w-0", Role: "w", State: "pending"}}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l
+}
+
+func TestRunScriptGivesTheScriptItsSandboxAndEnvironment(t *testing.T) {
+	t.Setenv("TEMPORAL_API_KEY", "secret")
+	l := newLocal(t, "#!/bin/sh\necho \"$@\"; env | sort; pwd -P\n")
+	m := Member{Cluster: "c", Role: "w", Name: "c-w-0"}
+	if err := l.CreateMember(context.Background(), m); err != nil {
+		t.Fatal(err)
+	}
+	res, err := l.RunScript(context.Background(), ScriptRun{
+		Member: m, Event: spec.EventAddNodes, NodesRole: "w", Nodes: []string{"c-w-1", "c-w-2"},
+		ScriptHash: scriptHash, Env: map[string]string{"APP": "x"}, Timeout: time.Minute,
+	}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir, _ := l.MemberDir(m)
+	realDir, _ := filepath.EvalSymlinks(dir)
+	for _, want := range []string{
+		"--addnodes --role w --nodes c-w-1,c-w-2\n", "APP=x\n", "CLUSTERFLOW_CLUSTER=c\n", "CLUSTERFLOW_ROLE=w\n",
+		"CLUSTERFLOW_MEMBER=c-w-0\n", "CLUSTERFLOW_EVENT=addnodes\n", "CLUSTERFLOW_MEMBER_DIR=" + dir + "\n", "\n" + realDir + "\n",
+	} {
+		if !strings.Contains(res.StdoutTail, want) {
+			t.Errorf("script output lacks %q:\n%s", want, res.StdoutTail)
+		}
+	}
+	if strings.Contains(res.StdoutTail, "TEMPORAL_API_KEY") {
+		t.Error("the worker's Temporal credentials leaked into the script's environment")
+	}
+	if _, err := os.Stat(filepath.Join(dir, "logs", "addnodes.stdout")); err != nil {
+		t.Errorf("stdout not kept in the sandbox: %v", err)
+	}
+}
+
+func TestScriptsWithoutShebangRunWithSh(t *testing.T) {
+	l := newLocal(t, "echo plain sh\n")
+	m := Member{Cluster: "c", Role: "w", Name: "c-w-0"}
+	_ = l.CreateMember(context.Background(), m)
+	res, err := l.RunScript(context.Background(), ScriptRun{Member: m, Event: spec.EventConfigure, ScriptHash: scriptHash, Timeout: time.Minute}, nil)
+	if err != nil || res.ExitCode != 0 || res.StdoutTail != "plain sh\n" {
+		t.Fatalf("%+v %v", res, err)
+	}
+}
+
+func TestNamesCannotEscapeTheDataFolder(t *testing.T) {
+	l := newLocal(t, "#!/bin/sh\n")
+	bad := []Member{
+		{Cluster: "..", Role: "w", Name: "c-w-0"},
+		{Cluster: "c", Role: "../w", Name: "c-w-0"},
+		{Cluster: "c", Role: "w", Name: "../../etc"},
+		{Cluster: "c", Role: "w", Name: "c-other-0"},
+	}
+	for _, m := range bad {
+		if err := l.CreateMember(context.Background(), m); err == nil {
+			t.Errorf("CreateMember accepted %+v", m)
+		}
+		if err := l.RemoveMember(context.Background(), m); err == nil {
+			t.Errorf("RemoveMember accepted %+v", m)
+		}
+	}
+	m := Member{Cluster: "c", Role: "w", Name: "c-w-0"}
+	_ = l.CreateMember(context.Background(), m)
+	for _, run := range []ScriptRun{
+		{Member: m, Event: "reboot", ScriptHash: scriptHash},
+		{Member: m, Event: spec.EventAddNodes, NodesRole: "w", Nodes: []string{"x; rm -rf /"}, ScriptHash: scriptHash},
+		{Member: m, Event: spec.EventConfigure, ScriptHash: "../../bin/sh"},
+	} {
+		if _, err := l.RunScript(context.Background(), run, func(runner.Progress) {}); err == nil {
+			t.Errorf("RunScript accepted %+v", run)
+		}
+	}
+}
+
+func TestConfigMetaHasOneMemberPerLine(t *testing.T) {
+	l := newLocal(t, "#!/bin/sh\n")
+	data, err := os.ReadFile(filepath.Join(l.root, "clusters", "c", ".clusterflow", "configmeta.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var meta ConfigMeta
+	if err := json.Unmarshal(data, &meta); err != nil {
+		t.Fatalf("configmeta is not JSON: %v\n%s", err, data)
+	}
+	dir, _ := l.MemberDir(Member{Cluster: "c", Role: "w", Name: "c-w-0"})
+	if len(meta.Members) != 1 || meta.Members[0].Dir != dir {
+		t.Errorf("members %+v", meta.Members)
+	}
+	line := `{"name":"c-w-0","role":"w","ordinal":0,"state":"pending","dir":"` + dir + `"}`
+	if !strings.Contains(string(data), "\n  "+line) {
+		t.Errorf("member not on a line of its own:\n%s", data)
+	}
+}
+
+func TestRemoveMemberStopsWhatTheMemberLeftRunning(t *testing.T) {
+	l := newLocal(t, "#!/bin/sh\nsleep 60 > /dev/null 2>&1 &\necho $! > daemon.pid\n")
+	m := Member{Cluster: "c", Role: "w", Name: "c-w-0"}
+	_ = l.CreateMember(context.Background(), m)
+	if _, err := l.RunScript(context.Background(), ScriptRun{Member: m, Event: spec.EventConfigure, ScriptHash: scriptHash, Timeout: time.Minute}, nil); err != nil {
+		t.Fatal(err)
+	}
+	dir, _ := l.MemberDir(m)
+	pidText, err := os.ReadFile(filepath.Join(dir, "daemon.pid"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid := strings.TrimSpace(string(pidText))
+	if err := l.RemoveMember(context.Background(), m); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(dir); !os.IsNotExist(err) {
+		t.Errorf("sandbox still there: %v", err)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		stat, err := os.ReadFile("/proc/" + pid + "/stat")
+		if err != nil || strings.Contains(string(stat), ") Z ") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("daemon %s still running after RemoveMember", pid)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
