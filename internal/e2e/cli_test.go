@@ -1,0 +1,63 @@
+package e2e
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestEveryCommandHasHelp(t *testing.T) {
+	for _, cmd := range []string{"dev", "worker", "setup", "deploy", "status", "list", "delete"} {
+		res := cli(t, cmd, "-h")
+		if res.Code != 0 || !strings.Contains(res.Stderr, "Usage: clusterflow "+cmd) || !strings.Contains(res.Stderr, "--") {
+			t.Errorf("%s -h: %s", cmd, res)
+		}
+	}
+	if res := cli(t); res.Code != 2 || !strings.Contains(res.Stderr, "Commands:") {
+		t.Errorf("no arguments: %s", res)
+	}
+	if res := cli(t, "frobnicate"); res.Code != 2 || !strings.Contains(res.Stderr, `unknown command "frobnicate"`) {
+		t.Errorf("unknown command: %s", res)
+	}
+	if res := cli(t, "status"); res.Code != 2 || !strings.Contains(res.Stderr, "exactly one cluster NAME") {
+		t.Errorf("status without a name: %s", res)
+	}
+	if res := cli(t, "deploy", "--bogus"); res.Code != 2 || !strings.Contains(res.Stderr, "unknown flag: --bogus") {
+		t.Errorf("unknown flag: %s", res)
+	}
+	if res := cli(t, "list", "--log-format", "xml"); res.Code != 2 || !strings.Contains(res.Stderr, `--log-format: "xml" is not json or console`) {
+		t.Errorf("bad log format: %s", res)
+	}
+}
+
+func TestSetupIsIdempotent(t *testing.T) {
+	// The shared server registered the attributes when it was created.
+	res := cli(t, "setup")
+	if res.Code != 0 || !strings.Contains(res.Stdout, "Already present") || !strings.Contains(res.Stdout, "ClusterName, ClusterPhase") {
+		t.Errorf("setup: %s", res)
+	}
+}
+
+func TestListShowsClustersAndDeleteTwiceIsFine(t *testing.T) {
+	specPath, _ := writeCluster(t, `
+name: listed
+roles:
+  - {name: only, members: 2, startscript: trace.sh, env: {TRACE: TRACE_FILE}}
+`)
+	mustSucceed(t, "deploy", "-f", specPath, "--wait")
+	waitFor(t, "list to show the cluster as ready", func() bool {
+		res := cli(t, "list")
+		return res.Code == 0 && strings.Contains(res.Stdout, "listed") && strings.Contains(res.Stdout, "ready")
+	})
+	mustSucceed(t, "delete", "listed", "--wait")
+	res := cli(t, "delete", "listed")
+	if res.Code != 0 || !strings.Contains(res.Stdout, "already deleted") {
+		t.Errorf("second delete: %s", res)
+	}
+	waitFor(t, "list to drop the deleted cluster", func() bool {
+		res := cli(t, "list", "-o", "json")
+		return res.Code == 0 && !strings.Contains(res.Stdout, `"listed"`)
+	})
+	if res := cli(t, "list", "--all"); !strings.Contains(res.Stdout, "deleted") {
+		t.Errorf("list --all should show the deleted cluster: %s", res)
+	}
+}
