@@ -13,15 +13,18 @@ func runDelete(ctx context.Context, args []string) error {
 	conn.register(fs, "warn")
 	wait := fs.Bool("wait", false, "wait until every member is torn down and removed")
 	timeout := fs.Duration("timeout", 0, "with --wait, give up waiting after this long (0 waits forever)")
-	st, closeClient, err := clientCommand(ctx, fs, &conn, args)
-	if err != nil {
-		return err
+	if err := fs.Parse(args); err != nil {
+		return flagError(err)
 	}
-	defer closeClient()
 	name, err := oneName(fs, "delete")
 	if err != nil {
 		return err
 	}
+	st, closeClient, err := conn.starter(ctx)
+	if err != nil {
+		return err
+	}
+	defer closeClient()
 	status, err := st.Delete(ctx, name)
 	if err != nil {
 		return err

@@ -50,20 +50,17 @@ func (c *connection) connect(ctx context.Context, logger *zap.Logger) (client.Cl
 	return starter.Connect(ctx, starter.ConnectOptions{Address: c.address, Namespace: c.namespace, Logger: logging.SDK(logger)})
 }
 
-// clientCommand parses flags and connects, for the commands that only act as a client.
-func clientCommand(ctx context.Context, fs *pflag.FlagSet, conn *connection, args []string) (*starter.Starter, func(), error) {
-	if err := fs.Parse(args); err != nil {
-		return nil, nil, flagError(err)
-	}
-	logger, err := conn.logger()
+// starter connects and returns a Starter for the commands that act as a client.
+func (c *connection) starter(ctx context.Context) (*starter.Starter, func(), error) {
+	logger, err := c.logger()
 	if err != nil {
 		return nil, nil, err
 	}
-	c, err := conn.connect(ctx, logger)
+	cl, err := c.connect(ctx, logger)
 	if err != nil {
 		return nil, nil, err
 	}
-	return starter.New(c, conn.taskQueue), c.Close, nil
+	return starter.New(cl, c.taskQueue), cl.Close, nil
 }
 
 func newFlagSet(name, args string) *pflag.FlagSet {

@@ -15,14 +15,17 @@ func runList(ctx context.Context, args []string) error {
 	conn.register(fs, "warn")
 	out := fs.StringP("output", "o", "table", "output format: table or json")
 	all := fs.Bool("all", false, "include deleted clusters")
-	st, closeClient, err := clientCommand(ctx, fs, &conn, args)
+	if err := fs.Parse(args); err != nil {
+		return flagError(err)
+	}
+	if err := output(*out); err != nil {
+		return err
+	}
+	st, closeClient, err := conn.starter(ctx)
 	if err != nil {
 		return err
 	}
 	defer closeClient()
-	if err := output(*out); err != nil {
-		return err
-	}
 	clusters, err := st.List(ctx, *all)
 	if err != nil {
 		return err

@@ -12,7 +12,10 @@ func runSetup(ctx context.Context, args []string) error {
 	fs := newFlagSet("setup", "")
 	var conn connection
 	conn.register(fs, "warn")
-	st, closeClient, err := clientCommand(ctx, fs, &conn, args)
+	if err := fs.Parse(args); err != nil {
+		return flagError(err)
+	}
+	st, closeClient, err := conn.starter(ctx)
 	if err != nil {
 		return err
 	}

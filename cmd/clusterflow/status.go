@@ -14,11 +14,9 @@ func runStatus(ctx context.Context, args []string) error {
 	var conn connection
 	conn.register(fs, "warn")
 	out := fs.StringP("output", "o", "table", "output format: table or json")
-	st, closeClient, err := clientCommand(ctx, fs, &conn, args)
-	if err != nil {
-		return err
+	if err := fs.Parse(args); err != nil {
+		return flagError(err)
 	}
-	defer closeClient()
 	name, err := oneName(fs, "status")
 	if err != nil {
 		return err
@@ -26,6 +24,11 @@ func runStatus(ctx context.Context, args []string) error {
 	if err := output(*out); err != nil {
 		return err
 	}
+	st, closeClient, err := conn.starter(ctx)
+	if err != nil {
+		return err
+	}
+	defer closeClient()
 	status, err := st.Status(ctx, name)
 	if err != nil {
 		return err
