@@ -110,6 +110,26 @@ func TestDeployRunsLevelsInOrder(t *testing.T) {
 	}
 }
 
+// deployThenDelete deploys the three-level spec, asks for a delete after the given
+// (workflow) time, and returns the deleted cluster's final status.
+func deployThenDelete(t *testing.T, env *testsuite.TestWorkflowEnvironment, after time.Duration) workflows.ClusterStatus {
+	t.Helper()
+	env.RegisterDelayedCallback(func() {
+		env.UpdateWorkflow(workflows.DeleteUpdate, "delete-1", &testsuite.TestUpdateCallback{
+			OnReject: func(err error) { t.Errorf("delete rejected: %v", err) },
+		})
+	}, after)
+	env.ExecuteWorkflow(workflows.ClusterWorkflowName, workflows.ClusterInput{Spec: testSpec(t, threeLevels)})
+	var final workflows.ClusterStatus
+	if err := env.GetWorkflowResult(&final); err != nil {
+		t.Fatal(err)
+	}
+	if final.Phase != workflows.PhaseDeleted {
+		t.Fatalf("phase %s, want deleted", final.Phase)
+	}
+	return final
+}
+
 func countCalls(calls []string, exact string) int {
 	n := 0
 	for _, c := range calls {
@@ -179,20 +199,7 @@ func TestFailedConfigureStopsLaterLevels(t *testing.T) {
 func TestDeleteTearsDownInReverseOrder(t *testing.T) {
 	fake := newFakeBackend()
 	env := newEnv(t, fake)
-	env.RegisterDelayedCallback(func() {
-		env.UpdateWorkflow(workflows.DeleteUpdate, "delete-1", &testsuite.TestUpdateCallback{
-			OnReject: func(err error) { t.Errorf("delete rejected: %v", err) },
-		})
-	}, time.Hour)
-	env.ExecuteWorkflow(workflows.ClusterWorkflowName, workflows.ClusterInput{Spec: testSpec(t, threeLevels)})
-
-	var final workflows.ClusterStatus
-	if err := env.GetWorkflowResult(&final); err != nil {
-		t.Fatal(err)
-	}
-	if final.Phase != workflows.PhaseDeleted {
-		t.Fatalf("phase %s, want deleted", final.Phase)
-	}
+	final := deployThenDelete(t, env, time.Hour)
 	calls := fake.Calls()
 	if lastIndexOf(calls, "teardown c-edge") > indexOf(calls, "teardown c-worker") ||
 		lastIndexOf(calls, "teardown c-worker") > indexOf(calls, "teardown c-controller") {
@@ -221,20 +228,7 @@ func TestDeleteMidSetupCancelsAndSkipsLaterLevels(t *testing.T) {
 	}
 	env := newEnv(t, fake)
 	env.SetTestTimeout(10 * time.Second)
-	env.RegisterDelayedCallback(func() {
-		env.UpdateWorkflow(workflows.DeleteUpdate, "delete-1", &testsuite.TestUpdateCallback{
-			OnReject: func(err error) { t.Errorf("delete rejected: %v", err) },
-		})
-	}, time.Second)
-	env.ExecuteWorkflow(workflows.ClusterWorkflowName, workflows.ClusterInput{Spec: testSpec(t, threeLevels)})
-
-	var final workflows.ClusterStatus
-	if err := env.GetWorkflowResult(&final); err != nil {
-		t.Fatal(err)
-	}
-	if final.Phase != workflows.PhaseDeleted {
-		t.Fatalf("phase %s, want deleted", final.Phase)
-	}
+	final := deployThenDelete(t, env, time.Second)
 	calls := fake.Calls()
 	if indexOf(calls, "configure c-worker") >= 0 || indexOf(calls, "create c-worker") >= 0 {
 		t.Errorf("a later level was set up during delete: %v", calls)

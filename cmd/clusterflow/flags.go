@@ -89,10 +89,21 @@ func oneName(fs *pflag.FlagSet, what string) (string, error) {
 	return fs.Arg(0), nil
 }
 
-// output checks an -o value.
-func output(value string) error {
-	if value != "" && value != "json" && value != "table" {
-		return badInput{fmt.Errorf("-o: %q is not json or table", value)}
+// outputFlag adds -o; pflag refuses values other than json and table.
+func outputFlag(fs *pflag.FlagSet) *string {
+	out := outputFormat("table")
+	fs.VarP(&out, "output", "o", "output format: table or json")
+	return (*string)(&out)
+}
+
+type outputFormat string
+
+func (o *outputFormat) String() string { return string(*o) }
+func (o *outputFormat) Type() string   { return "format" }
+func (o *outputFormat) Set(value string) error {
+	if value != "json" && value != "table" {
+		return fmt.Errorf("%q is not json or table", value)
 	}
+	*o = outputFormat(value)
 	return nil
 }

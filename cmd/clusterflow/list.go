@@ -13,13 +13,10 @@ func runList(ctx context.Context, args []string) error {
 	fs := newFlagSet("list", "[-o json] [--all]")
 	var conn connection
 	conn.register(fs, "warn")
-	out := fs.StringP("output", "o", "table", "output format: table or json")
+	out := outputFlag(fs)
 	all := fs.Bool("all", false, "include deleted clusters")
 	if err := fs.Parse(args); err != nil {
 		return flagError(err)
-	}
-	if err := output(*out); err != nil {
-		return err
 	}
 	st, closeClient, err := conn.starter(ctx)
 	if err != nil {

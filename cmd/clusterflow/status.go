@@ -13,15 +13,12 @@ func runStatus(ctx context.Context, args []string) error {
 	fs := newFlagSet("status", "NAME [-o json]")
 	var conn connection
 	conn.register(fs, "warn")
-	out := fs.StringP("output", "o", "table", "output format: table or json")
+	out := outputFlag(fs)
 	if err := fs.Parse(args); err != nil {
 		return flagError(err)
 	}
 	name, err := oneName(fs, "status")
 	if err != nil {
-		return err
-	}
-	if err := output(*out); err != nil {
 		return err
 	}
 	st, closeClient, err := conn.starter(ctx)
