@@ -1,0 +1,53 @@
+package e2e
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"go.temporal.io/api/enums/v1"
+
+	"github.com/clusterflow/clusterflow/workflows"
+)
+
+// TestClusterHistoryGrowsWithRolesNotMembers deploys a large role and checks that the
+// cluster workflow's own history stays small: per-member work lives in the role's child.
+func TestClusterHistoryGrowsWithRolesNotMembers(t *testing.T) {
+	specPath, trace := writeCluster(t, `
+name: wide
+roles:
+  - {name: controller, members: 1, startscript: trace.sh, env: {TRACE: TRACE_FILE}}
+  - {name: worker, members: 300, dependsOn: [controller], startscript: trace.sh, env: {TRACE: TRACE_FILE, SLEEP: "1"}}
+`)
+	mustSucceed(t, "deploy", "-f", specPath, "--wait")
+	if runs := runsOf(readTrace(t, trace), "wide-worker-", "configure"); len(runs) != 300 {
+		t.Fatalf("want 300 worker configures, got %d", len(runs))
+	}
+	clusterEvents := countEvents(t, workflows.ClusterWorkflowID("wide"))
+	roleEvents := countEvents(t, workflows.ClusterWorkflowID("wide")+"/configure-1/worker")
+	t.Logf("history events: cluster %d, worker role %d", clusterEvents, roleEvents)
+	// About 60 events: two levels, and a few coalesced progress reports. Per-member events
+	// would be thousands.
+	if clusterEvents > 150 {
+		t.Errorf("the cluster workflow has %d history events for 2 roles; it should not grow with members", clusterEvents)
+	}
+	if roleEvents < 300 {
+		t.Errorf("the worker role's history has only %d events; per-member work should be there", roleEvents)
+	}
+	mustSucceed(t, "delete", "wide", "--wait")
+}
+
+func countEvents(t *testing.T, workflowID string) int {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	iter := server.Client.GetWorkflowHistory(ctx, workflowID, "", false, enums.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+	n := 0
+	for iter.HasNext() {
+		if _, err := iter.Next(); err != nil {
+			t.Fatal(err)
+		}
+		n++
+	}
+	return n
+}
