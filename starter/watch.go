@@ -11,12 +11,24 @@ import (
 // WatchInterval is how often Watch polls the status query.
 const WatchInterval = 250 * time.Millisecond
 
-// Watch polls a cluster's status, calling onChange whenever it changes, until done says the
-// wait is over or ctx ends. It returns the last status seen.
-func (s *Starter) Watch(ctx context.Context, name string, done func(workflows.ClusterStatus) bool, onChange func(workflows.ClusterStatus)) (workflows.ClusterStatus, error) {
+// WatchOptions say when a watch ends and what to tell the watcher meanwhile.
+type WatchOptions struct {
+	// Until says the wait is over.
+	Until func(workflows.ClusterStatus) bool
+	// OnChange is called with each status that differs from the last.
+	OnChange func(workflows.ClusterStatus)
+	// OnNoWorker, if set, is called once when no worker answers; Watch keeps waiting.
+	OnNoWorker func(error)
+}
+
+// Watch polls a cluster's status until opts.Until accepts it or ctx ends, and returns the
+// last status seen. A worker that does not answer (restarting, or not started yet) is waited
+// for.
+func (s *Starter) Watch(ctx context.Context, name string, opts WatchOptions) (workflows.ClusterStatus, error) {
 	var last workflows.ClusterStatus
 	ticker := time.NewTicker(WatchInterval)
 	defer ticker.Stop()
+	toldNoWorker := false
 	for first := true; ; first = false {
 		status, err := s.Status(ctx, name)
 		var noWorker *NoWorkerError
@@ -24,15 +36,18 @@ func (s *Starter) Watch(ctx context.Context, name string, done func(workflows.Cl
 		case ctx.Err() != nil:
 			return last, ctx.Err()
 		case errors.As(err, &noWorker):
-			// A worker restarting is normal during a long deploy; keep waiting.
+			if opts.OnNoWorker != nil && !toldNoWorker {
+				opts.OnNoWorker(err)
+				toldNoWorker = true
+			}
 		case err != nil:
 			return last, err
 		default:
 			if first || !status.UpdatedAt.Equal(last.UpdatedAt) || status.Phase != last.Phase {
-				onChange(status)
+				opts.OnChange(status)
 			}
 			last = status
-			if done(status) {
+			if opts.Until(status) {
 				return status, nil
 			}
 		}

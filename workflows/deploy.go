@@ -20,7 +20,9 @@ func (w *clusterWorkflow) deploy(ctx workflow.Context) {
 			return
 		}
 		if err := w.writeClusterFiles(ctx, i == 0); err != nil {
-			w.setPhase(ctx, PhaseFailed, "could not write the cluster's files: "+errorMessage(err))
+			if ctx.Err() == nil { // a delete cancelled it: not a failure
+				w.setPhase(ctx, PhaseFailed, "could not write the cluster's files: "+errorMessage(err))
+			}
 			return
 		}
 		var roles []*RoleStatus

@@ -37,5 +37,6 @@ func runDelete(ctx context.Context, args []string) error {
 	if !*wait {
 		return nil
 	}
-	return waitForPhase(ctx, st, name, *timeout, func(p workflows.Phase) bool { return p == workflows.PhaseDeleted })
+	_, err = waitForPhase(ctx, st, name, *timeout, func(p workflows.Phase) bool { return p == workflows.PhaseDeleted })
+	return err
 }

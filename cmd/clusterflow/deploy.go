@@ -44,24 +44,31 @@ func runDeploy(ctx context.Context, args []string) error {
 		fmt.Printf("Follow it with `clusterflow status %s`.\n", c.Name)
 		return nil
 	}
-	return waitForPhase(ctx, st, c.Name, *timeout, workflows.Phase.Stable)
+	_, err = waitForPhase(ctx, st, c.Name, *timeout, workflows.Phase.Stable)
+	return err
 }
 
 // waitForPhase shows progress until the cluster reaches a phase done accepts, and turns a
 // failed cluster into exit status 1 with the failing members' output.
-func waitForPhase(ctx context.Context, st *starter.Starter, name string, timeout time.Duration, done func(workflows.Phase) bool) error {
+func waitForPhase(ctx context.Context, st *starter.Starter, name string, timeout time.Duration, done func(workflows.Phase) bool) (workflows.ClusterStatus, error) {
 	if timeout > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, timeout)
 		defer cancel()
 	}
 	progress := render.NewProgress(os.Stdout)
-	final, err := st.Watch(ctx, name, func(s workflows.ClusterStatus) bool { return done(s.Phase) }, progress.Update)
+	final, err := st.Watch(ctx, name, starter.WatchOptions{
+		Until:    func(s workflows.ClusterStatus) bool { return done(s.Phase) },
+		OnChange: progress.Update,
+		OnNoWorker: func(err error) {
+			fmt.Fprintf(os.Stderr, "Waiting: %v\n", err)
+		},
+	})
 	if err != nil {
 		if ctx.Err() != nil {
-			return failure{fmt.Sprintf("stopped waiting for %s in phase %s: %v (it carries on; see `clusterflow status %s`)", name, final.Phase, ctx.Err(), name)}
+			return final, failure{fmt.Sprintf("stopped waiting for %s in phase %s: %v (it carries on; see `clusterflow status %s`)", name, final.Phase, ctx.Err(), name)}
 		}
-		return err
+		return final, err
 	}
 	if final.Phase == workflows.PhaseFailed {
 		for _, r := range final.Roles {
@@ -72,7 +79,7 @@ func waitForPhase(ctx context.Context, st *starter.Starter, name string, timeout
 				}
 			}
 		}
-		return failure{fmt.Sprintf("cluster %s failed: %s", name, final.Message)}
+		return final, failure{fmt.Sprintf("cluster %s failed: %s", name, final.Message)}
 	}
-	return nil
+	return final, nil
 }

@@ -116,16 +116,17 @@ func deployAndWatch(ctx context.Context, st *starter.Starter, c spec.Cluster) {
 	default:
 		fmt.Printf("Deploying %s.\n", workflows.Summary(c))
 	}
-	progress := render.NewProgress(os.Stdout)
-	final, err := st.Watch(ctx, c.Name, func(s workflows.ClusterStatus) bool { return s.Phase.Stable() }, progress.Update)
-	if err != nil {
-		if ctx.Err() == nil {
-			fmt.Fprintln(os.Stderr, "clusterflow:", err)
-		}
+	final, err := waitForPhase(ctx, st, c.Name, 0, workflows.Phase.Stable)
+	if ctx.Err() != nil {
 		return
 	}
-	fmt.Println()
-	render.Status(os.Stdout, final, time.Now())
+	if final.Name != "" {
+		fmt.Println()
+		render.Status(os.Stdout, final, time.Now())
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "clusterflow:", err)
+	}
 }
 
 // serverLogger keeps the embedded server's own logs to warnings and above: its info logs
