@@ -6,8 +6,7 @@ import (
 	"fmt"
 	"time"
 
-	"google.golang.org/grpc/codes"
-	grpcstatus "google.golang.org/grpc/status"
+	"go.temporal.io/api/serviceerror"
 
 	"github.com/clusterflow/clusterflow/workflows"
 )
@@ -26,7 +25,7 @@ func (s *Starter) Status(ctx context.Context, name string) (workflows.ClusterSta
 		return status, ctx.Err()
 	case isNotFound(err):
 		return status, &NotFoundError{Name: name}
-	case errors.Is(err, context.DeadlineExceeded) || grpcstatus.Code(err) == codes.DeadlineExceeded:
+	case noAnswer(err):
 		return status, &NoWorkerError{TaskQueue: s.taskQueue, Err: err}
 	case err != nil:
 		return status, fmt.Errorf("query status of %s: %w", name, err)
@@ -35,4 +34,11 @@ func (s *Starter) Status(ctx context.Context, name string) (workflows.ClusterSta
 		return status, fmt.Errorf("decode status of %s: %w", name, err)
 	}
 	return status, nil
+}
+
+// noAnswer recognises a query that no worker picked up in time.
+func noAnswer(err error) bool {
+	var deadline *serviceerror.DeadlineExceeded
+	var notReady *serviceerror.WorkflowNotReady
+	return errors.Is(err, context.DeadlineExceeded) || errors.As(err, &deadline) || errors.As(err, &notReady)
 }

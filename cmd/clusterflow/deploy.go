@@ -66,7 +66,11 @@ func waitForPhase(ctx context.Context, st *starter.Starter, name string, timeout
 	})
 	if err != nil {
 		if ctx.Err() != nil {
-			return final, failure{fmt.Sprintf("stopped waiting for %s in phase %s: %v (it carries on; see `clusterflow status %s`)", name, final.Phase, ctx.Err(), name)}
+			where := "before any worker answered"
+			if final.Phase != "" {
+				where = "in phase " + string(final.Phase)
+			}
+			return final, failure{fmt.Sprintf("stopped waiting for %s %s: %v (it carries on; see `clusterflow status %s`)", name, where, ctx.Err(), name)}
 		}
 		return final, err
 	}
