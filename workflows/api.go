@@ -55,11 +55,9 @@ func ClusterNameFromWorkflowID(id string) (string, bool) {
 	return name, ok && !strings.Contains(name, "/")
 }
 
-// ClusterInput starts (or continues) a cluster workflow.
+// ClusterInput starts a cluster workflow.
 type ClusterInput struct {
 	Spec spec.Cluster `json:"spec"`
-	// State is carried across continue-as-new; it is nil for a new cluster.
-	State *ClusterStatus `json:"state,omitempty"`
 }
 
 // RoleOperation is what a role child workflow does to its members.

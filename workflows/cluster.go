@@ -36,10 +36,6 @@ type clusterWorkflow struct {
 
 func newClusterWorkflow(ctx workflow.Context, in ClusterInput) (*clusterWorkflow, error) {
 	w := &clusterWorkflow{spec: in.Spec, logger: workflow.GetLogger(ctx), activeOps: map[string]string{}}
-	if in.State != nil {
-		w.state = *in.State
-		return w, nil
-	}
 	levels, err := spec.Levels(in.Spec.Roles)
 	if err != nil {
 		return nil, temporal.NewNonRetryableApplicationError("invalid spec: "+err.Error(), "InvalidSpec", nil)
@@ -86,12 +82,10 @@ func (w *clusterWorkflow) setup(ctx workflow.Context) error {
 }
 
 func (w *clusterWorkflow) run(ctx workflow.Context) (ClusterStatus, error) {
-	if w.state.Phase == PhaseDeploying {
-		opCtx, cancel := workflow.WithCancel(ctx)
-		w.cancelOperation = cancel
-		w.deploy(opCtx)
-		w.cancelOperation = nil
-	}
+	opCtx, cancel := workflow.WithCancel(ctx)
+	w.cancelOperation = cancel
+	w.deploy(opCtx)
+	w.cancelOperation = nil
 	if err := workflow.Await(ctx, func() bool { return w.deleteRequested }); err != nil {
 		return w.snapshot(), err
 	}
