@@ -245,3 +245,22 @@ func TestDeleteMidSetupCancelsAndSkipsLaterLevels(t *testing.T) {
 		t.Errorf("cancelled controller not torn down once: %v", calls)
 	}
 }
+
+func TestEmptyRoleDoesNotHoldUpItsDependents(t *testing.T) {
+	fake := newFakeBackend()
+	env := newEnv(t, fake)
+	var status workflows.ClusterStatus
+	env.RegisterDelayedCallback(func() { status = query(t, env) }, time.Hour)
+	env.ExecuteWorkflow(workflows.ClusterWorkflowName, workflows.ClusterInput{Spec: testSpec(t, `
+name: c
+roles:
+  - {name: gateway, members: 0, startscript: s.sh}
+  - {name: edge, members: 1, dependsOn: [gateway], startscript: s.sh}
+`)})
+	if status.Phase != workflows.PhaseReady {
+		t.Fatalf("phase %s (%s), want ready", status.Phase, status.Message)
+	}
+	if calls := fake.Calls(); !slices.Equal(calls, []string{"create c-edge-0", "configure c-edge-0"}) {
+		t.Errorf("calls %v", calls)
+	}
+}

@@ -20,7 +20,8 @@ func (w *clusterWorkflow) deploy(ctx workflow.Context) {
 			return
 		}
 		if err := w.writeClusterFiles(ctx, i == 0); err != nil {
-			if ctx.Err() == nil { // a delete cancelled it: not a failure
+			// Cancelled by a delete is not a failure; anything else is.
+			if ctx.Err() == nil {
 				w.setPhase(ctx, PhaseFailed, "could not write the cluster's files: "+errorMessage(err))
 			}
 			return
@@ -29,6 +30,9 @@ func (w *clusterWorkflow) deploy(ctx workflow.Context) {
 		var futures []workflow.ChildWorkflowFuture
 		for _, name := range level {
 			rs := w.state.Role(name)
+			if len(rs.Members) == 0 {
+				continue // nothing to set up: ready as it is
+			}
 			roles = append(roles, rs)
 			futures = append(futures, w.startRole(ctx, OpConfigure, rs.Name, rs.Members))
 		}
