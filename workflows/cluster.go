@@ -87,9 +87,13 @@ func (w *clusterWorkflow) run(ctx workflow.Context) (ClusterStatus, error) {
 	w.deploy(opCtx)
 	w.cancelOperation = nil
 	if err := workflow.Await(ctx, func() bool { return w.deleteRequested }); err != nil {
-		return w.snapshot(), err
+		// The workflow itself was cancelled (say from the Web UI): leave nothing behind.
+		w.logger.Info("Cluster workflow cancelled; deleting the cluster")
 	}
 	w.delete(ctx)
+	if ctx.Err() != nil {
+		return w.snapshot(), ctx.Err()
+	}
 	// Let the delete update that got us here return before the workflow closes.
 	_ = workflow.Await(ctx, func() bool { return workflow.AllHandlersFinished(ctx) })
 	return w.snapshot(), nil

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/testsuite"
 
 	"github.com/clusterflow/clusterflow/activities"
@@ -261,6 +262,33 @@ roles:
 		t.Fatalf("phase %s (%s), want ready", status.Phase, status.Message)
 	}
 	if calls := fake.Calls(); !slices.Equal(calls, []string{"create c-edge-0", "configure c-edge-0"}) {
+		t.Errorf("calls %v", calls)
+	}
+}
+
+func TestCancellingTheWorkflowCleansUpLikeADelete(t *testing.T) {
+	fake := newFakeBackend()
+	fake.outcome = func(ctx context.Context, run backend.ScriptRun) runner.Result {
+		if run.Event == spec.EventConfigure && run.Member.Role == "worker" {
+			<-ctx.Done()
+			return runner.Result{Outcome: runner.Canceled, ExitCode: 143}
+		}
+		return runner.Result{Outcome: runner.Exited}
+	}
+	env := newEnv(t, fake)
+	env.RegisterDelayedCallback(env.CancelWorkflow, time.Second)
+	env.ExecuteWorkflow(workflows.ClusterWorkflowName, workflows.ClusterInput{Spec: testSpec(t, threeLevels)})
+
+	if err := env.GetWorkflowError(); !temporal.IsCanceledError(err) {
+		t.Fatalf("want the workflow cancelled, got %v", err)
+	}
+	calls := fake.Calls()
+	for _, m := range []string{"c-controller-0", "c-worker-0", "c-worker-1", "c-worker-2"} {
+		if countCalls(calls, "remove "+m) != 1 {
+			t.Errorf("%s not removed after cancel: %v", m, calls)
+		}
+	}
+	if indexOf(calls, "create c-edge") >= 0 || calls[len(calls)-1] != "remove cluster c" {
 		t.Errorf("calls %v", calls)
 	}
 }

@@ -24,7 +24,7 @@ func (w *clusterWorkflow) delete(parent workflow.Context) {
 			var present []Member
 			for j, m := range rs.Members {
 				switch m.State {
-				case MemberDeleted:
+				case MemberDeleted: // already gone
 				case MemberPending:
 					// Never created: nothing to tear down or remove.
 					rs.Members[j].State, rs.Members[j].Since = MemberDeleted, workflow.Now(ctx)
@@ -42,14 +42,13 @@ func (w *clusterWorkflow) delete(parent workflow.Context) {
 			w.finishRole(ctx, names[j], f)
 		}
 	}
-	if err := workflow.ExecuteActivity(withQuickActivity(ctx, "remove "+w.state.Name), acts.RemoveCluster, w.state.Name).Get(ctx, nil); err != nil {
-		w.logger.Warn("Could not remove the cluster's folder", "Error", err)
-	}
-	w.setPhase(ctx, PhaseDeleted, w.leftovers())
+	err := workflow.ExecuteActivity(withQuickActivity(ctx, "remove "+w.state.Name), acts.RemoveCluster, w.state.Name).Get(ctx, nil)
+	w.setPhase(ctx, PhaseDeleted, w.leftovers(err))
 }
 
-// leftovers names members whose removal failed, so a user knows what to clean by hand.
-func (w *clusterWorkflow) leftovers() string {
+// leftovers says what could not be removed, so a user knows what to clean by hand.
+func (w *clusterWorkflow) leftovers(removeClusterErr error) string {
+	var notes []string
 	var left []string
 	for _, r := range w.state.Roles {
 		for _, m := range r.Members {
@@ -58,8 +57,11 @@ func (w *clusterWorkflow) leftovers() string {
 			}
 		}
 	}
-	if len(left) == 0 {
-		return ""
+	if len(left) > 0 {
+		notes = append(notes, fmt.Sprintf("could not remove %s; see their details", strings.Join(left, ", ")))
 	}
-	return fmt.Sprintf("could not remove %s; see their details", strings.Join(left, ", "))
+	if removeClusterErr != nil {
+		notes = append(notes, "could not remove the cluster's folder: "+errorMessage(removeClusterErr))
+	}
+	return strings.Join(notes, "; ")
 }
