@@ -141,7 +141,7 @@ func countCalls(calls []string, exact string) int {
 	return n
 }
 
-func TestMaxInFlightLimitsConcurrentSetup(t *testing.T) {
+func TestMaxInFlightAndSameLevelConcurrency(t *testing.T) {
 	fake := newFakeBackend()
 	fake.delay = 20 * time.Millisecond
 	env := newEnv(t, fake)
@@ -161,6 +161,10 @@ roles:
 	}
 	if fake.peak["free"] < 3 {
 		t.Errorf("a role without maxInFlight ran only %d scripts at once", fake.peak["free"])
+	}
+	// Both roles are in level 0, so they run side by side.
+	if fake.peakAll <= fake.peak["free"] {
+		t.Errorf("roles of one level did not run concurrently: peak %d across roles, %d in one", fake.peakAll, fake.peak["free"])
 	}
 }
 

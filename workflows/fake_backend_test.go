@@ -17,6 +17,8 @@ type fakeBackend struct {
 	calls   []string
 	running map[string]int // role -> scripts running now
 	peak    map[string]int // role -> most scripts running at once
+	// runningAll and peakAll count across roles.
+	runningAll, peakAll int
 	// outcome decides a run's result; nil means success.
 	outcome func(ctx context.Context, run backend.ScriptRun) runner.Result
 	delay   time.Duration
@@ -49,10 +51,13 @@ func (f *fakeBackend) RunScript(ctx context.Context, run backend.ScriptRun, _ fu
 	f.mu.Lock()
 	f.running[run.Member.Role]++
 	f.peak[run.Member.Role] = max(f.peak[run.Member.Role], f.running[run.Member.Role])
+	f.runningAll++
+	f.peakAll = max(f.peakAll, f.runningAll)
 	f.mu.Unlock()
 	defer func() {
 		f.mu.Lock()
 		f.running[run.Member.Role]--
+		f.runningAll--
 		f.mu.Unlock()
 	}()
 	f.record("%s %s%s", run.Event, run.Member.Name, nodes(run))

@@ -248,3 +248,24 @@ func exists(path string) bool {
 	_, err := os.Stat(path)
 	return err == nil
 }
+
+func TestConfigureTimeoutFailsTheMember(t *testing.T) {
+	specPath, _ := writeCluster(t, `
+name: slow
+roles:
+  - {name: only, members: 1, timeout: 1s, startscript: trace.sh, env: {TRACE: TRACE_FILE, SLEEP: "30"}}
+`)
+	res := cli(t, "deploy", "-f", specPath, "--wait")
+	if res.Code != 1 {
+		t.Fatalf("a configure past its timeout should fail the deploy: %s", res)
+	}
+	s := statusJSON(t, "slow")
+	m := s.Role("only").Members[0]
+	if m.State != workflows.MemberConfigError || !strings.Contains(m.Detail, "configure timed out after 1s") || !strings.Contains(m.StdoutTail, "running configure") {
+		t.Errorf("member %+v", m)
+	}
+	if pids := testenv.MemberProcesses(filepath.Join(dataDir, "clusters", "slow")); len(pids) > 0 {
+		t.Errorf("the timed-out script is still running: %v", pids)
+	}
+	mustSucceed(t, "delete", "slow", "--wait")
+}
