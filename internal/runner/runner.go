@@ -118,21 +118,28 @@ loop:
 	return result, nil
 }
 
-// stopGroup sends SIGTERM to the whole group, then SIGKILL once the grace period is over,
-// and returns the script's wait error.
+// stopGroup sends SIGTERM to the whole group, gives the group the grace period to exit,
+// then sends SIGKILL to whatever is left. It returns the script's wait error.
 func stopGroup(pgid int, exited <-chan error, grace time.Duration) error {
 	_ = syscall.Kill(-pgid, syscall.SIGTERM)
-	timer := time.NewTimer(grace)
-	defer timer.Stop()
 	var waitErr error
-	select {
-	case waitErr = <-exited:
-	case <-timer.C:
-		_ = syscall.Kill(-pgid, syscall.SIGKILL)
+	scriptDone := false
+	for deadline := time.Now().Add(grace); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		if !scriptDone {
+			select {
+			case waitErr = <-exited:
+				scriptDone = true
+			default:
+			}
+		}
+		if scriptDone && !GroupAlive(pgid) {
+			return waitErr
+		}
+	}
+	_ = syscall.Kill(-pgid, syscall.SIGKILL)
+	if !scriptDone {
 		waitErr = <-exited
 	}
-	// Children may outlive the script itself; they get no longer than the script did.
-	_ = syscall.Kill(-pgid, syscall.SIGKILL)
 	waitGroupGone(pgid, 2*time.Second)
 	return waitErr
 }

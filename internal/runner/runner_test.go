@@ -120,3 +120,31 @@ func assertGone(t *testing.T, pidFile string) {
 		}
 	}
 }
+
+func TestStopGivesChildrenTheirGracePeriod(t *testing.T) {
+	// The child needs a moment after SIGTERM to finish up; the script itself exits at once.
+	c := script(t, `sh -c 'trap "sleep 0.3; echo cleaned > cleaned; exit 0" TERM; while :; do sleep 0.05; done' &
+echo $! > child.pid
+echo started
+wait
+`)
+	c.Grace = 5 * time.Second
+	ctx, cancel := context.WithCancel(context.Background())
+	c.ProgressEvery = 20 * time.Millisecond
+	c.OnProgress = func(p Progress) {
+		if p.LastLine == "started" {
+			cancel()
+		}
+	}
+	res, err := Run(ctx, c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Outcome != Canceled {
+		t.Errorf("want canceled, got %+v", res)
+	}
+	if _, err := os.Stat(filepath.Join(c.Dir, "cleaned")); err != nil {
+		t.Errorf("the child was killed before its grace period was over: %v", err)
+	}
+	assertGone(t, filepath.Join(c.Dir, "child.pid"))
+}
