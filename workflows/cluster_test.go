@@ -2,6 +2,7 @@ package workflows_test
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"strings"
 	"testing"
@@ -59,6 +60,16 @@ func query(t *testing.T, env *testsuite.TestWorkflowEnvironment) workflows.Clust
 	return s
 }
 
+// deployAndQuery deploys a spec and returns the status once the workflow has settled
+// (ready or failed, waiting for operations).
+func deployAndQuery(t *testing.T, env *testsuite.TestWorkflowEnvironment, yaml string) workflows.ClusterStatus {
+	t.Helper()
+	var status workflows.ClusterStatus
+	env.RegisterDelayedCallback(func() { status = query(t, env) }, time.Hour)
+	env.ExecuteWorkflow(workflows.ClusterWorkflowName, workflows.ClusterInput{Spec: testSpec(t, yaml)})
+	return status
+}
+
 // indexOf returns the position of the first call with the given prefix, or -1.
 func indexOf(calls []string, prefix string) int {
 	return slices.IndexFunc(calls, func(c string) bool { return strings.HasPrefix(c, prefix) })
@@ -76,9 +87,7 @@ func lastIndexOf(calls []string, prefix string) int {
 func TestDeployRunsLevelsInOrder(t *testing.T) {
 	fake := newFakeBackend()
 	env := newEnv(t, fake)
-	var status workflows.ClusterStatus
-	env.RegisterDelayedCallback(func() { status = query(t, env) }, time.Hour)
-	env.ExecuteWorkflow(workflows.ClusterWorkflowName, workflows.ClusterInput{Spec: testSpec(t, threeLevels)})
+	status := deployAndQuery(t, env, threeLevels)
 
 	if status.Phase != workflows.PhaseReady {
 		t.Fatalf("phase %s (%s), want ready", status.Phase, status.Message)
@@ -105,9 +114,10 @@ func TestDeployRunsLevelsInOrder(t *testing.T) {
 			}
 		}
 	}
-	if !env.IsWorkflowCompleted() {
-		// A ready cluster lives on, waiting for operations.
-		env.CancelWorkflow()
+	// A ready cluster lives on, waiting for operations, until the test suite times it out.
+	var timeout *temporal.TimeoutError
+	if err := env.GetWorkflowError(); !errors.As(err, &timeout) {
+		t.Errorf("a ready cluster should still be running; it ended with %v", err)
 	}
 }
 
@@ -131,6 +141,17 @@ func deployThenDelete(t *testing.T, env *testsuite.TestWorkflowEnvironment, afte
 	return final
 }
 
+// configureHangs makes the role's configure run until it is cancelled.
+func configureHangs(role string) func(context.Context, backend.ScriptRun) runner.Result {
+	return func(ctx context.Context, run backend.ScriptRun) runner.Result {
+		if run.Event == spec.EventConfigure && run.Member.Role == role {
+			<-ctx.Done()
+			return runner.Result{Outcome: runner.Canceled, ExitCode: 143}
+		}
+		return runner.Result{Outcome: runner.Exited}
+	}
+}
+
 func countCalls(calls []string, exact string) int {
 	n := 0
 	for _, c := range calls {
@@ -145,14 +166,12 @@ func TestMaxInFlightAndSameLevelConcurrency(t *testing.T) {
 	fake := newFakeBackend()
 	fake.delay = 20 * time.Millisecond
 	env := newEnv(t, fake)
-	var status workflows.ClusterStatus
-	env.RegisterDelayedCallback(func() { status = query(t, env) }, time.Hour)
-	env.ExecuteWorkflow(workflows.ClusterWorkflowName, workflows.ClusterInput{Spec: testSpec(t, `
+	status := deployAndQuery(t, env, `
 name: c
 roles:
   - {name: worker, members: 6, maxInFlight: 2, startscript: s.sh}
   - {name: free, members: 6, startscript: s.sh}
-`)})
+`)
 	if status.Phase != workflows.PhaseReady {
 		t.Fatalf("phase %s", status.Phase)
 	}
@@ -177,9 +196,7 @@ func TestFailedConfigureStopsLaterLevels(t *testing.T) {
 		return runner.Result{Outcome: runner.Exited}
 	}
 	env := newEnv(t, fake)
-	var status workflows.ClusterStatus
-	env.RegisterDelayedCallback(func() { status = query(t, env) }, time.Hour)
-	env.ExecuteWorkflow(workflows.ClusterWorkflowName, workflows.ClusterInput{Spec: testSpec(t, threeLevels)})
+	status := deployAndQuery(t, env, threeLevels)
 
 	if status.Phase != workflows.PhaseFailed || !strings.Contains(status.Message, "role worker failed") {
 		t.Fatalf("phase %s (%s), want failed naming worker", status.Phase, status.Message)
@@ -224,13 +241,7 @@ func TestDeleteTearsDownInReverseOrder(t *testing.T) {
 
 func TestDeleteMidSetupCancelsAndSkipsLaterLevels(t *testing.T) {
 	fake := newFakeBackend()
-	fake.outcome = func(ctx context.Context, run backend.ScriptRun) runner.Result {
-		if run.Event == spec.EventConfigure && run.Member.Role == "controller" {
-			<-ctx.Done() // a long configure, stopped only by cancellation
-			return runner.Result{Outcome: runner.Canceled, ExitCode: 143}
-		}
-		return runner.Result{Outcome: runner.Exited}
-	}
+	fake.outcome = configureHangs("controller")
 	env := newEnv(t, fake)
 	env.SetTestTimeout(10 * time.Second)
 	final := deployThenDelete(t, env, time.Second)
@@ -254,14 +265,12 @@ func TestDeleteMidSetupCancelsAndSkipsLaterLevels(t *testing.T) {
 func TestEmptyRoleDoesNotHoldUpItsDependents(t *testing.T) {
 	fake := newFakeBackend()
 	env := newEnv(t, fake)
-	var status workflows.ClusterStatus
-	env.RegisterDelayedCallback(func() { status = query(t, env) }, time.Hour)
-	env.ExecuteWorkflow(workflows.ClusterWorkflowName, workflows.ClusterInput{Spec: testSpec(t, `
+	status := deployAndQuery(t, env, `
 name: c
 roles:
   - {name: gateway, members: 0, startscript: s.sh}
   - {name: edge, members: 1, dependsOn: [gateway], startscript: s.sh}
-`)})
+`)
 	if status.Phase != workflows.PhaseReady {
 		t.Fatalf("phase %s (%s), want ready", status.Phase, status.Message)
 	}
@@ -272,13 +281,7 @@ roles:
 
 func TestCancellingTheWorkflowCleansUpLikeADelete(t *testing.T) {
 	fake := newFakeBackend()
-	fake.outcome = func(ctx context.Context, run backend.ScriptRun) runner.Result {
-		if run.Event == spec.EventConfigure && run.Member.Role == "worker" {
-			<-ctx.Done()
-			return runner.Result{Outcome: runner.Canceled, ExitCode: 143}
-		}
-		return runner.Result{Outcome: runner.Exited}
-	}
+	fake.outcome = configureHangs("worker")
 	env := newEnv(t, fake)
 	env.RegisterDelayedCallback(env.CancelWorkflow, time.Second)
 	env.ExecuteWorkflow(workflows.ClusterWorkflowName, workflows.ClusterInput{Spec: testSpec(t, threeLevels)})

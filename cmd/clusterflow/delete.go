@@ -13,14 +13,7 @@ func runDelete(ctx context.Context, args []string) error {
 	conn.register(fs, "warn")
 	wait := fs.Bool("wait", false, "wait until every member is torn down and removed")
 	timeout := fs.Duration("timeout", 0, "with --wait, give up waiting after this long (0 waits forever)")
-	if err := fs.Parse(args); err != nil {
-		return flagError(err)
-	}
-	name, err := oneName(fs, "delete")
-	if err != nil {
-		return err
-	}
-	st, closeClient, err := conn.starter(ctx)
+	name, st, closeClient, err := clusterCommand(ctx, fs, &conn, args)
 	if err != nil {
 		return err
 	}

@@ -80,6 +80,20 @@ func flagError(err error) error {
 	return badInput{err}
 }
 
+// clusterCommand parses the flags of a command that acts on one cluster, takes its NAME,
+// and connects; bad input is refused before connecting.
+func clusterCommand(ctx context.Context, fs *pflag.FlagSet, conn *connection, args []string) (string, *starter.Starter, func(), error) {
+	if err := fs.Parse(args); err != nil {
+		return "", nil, nil, flagError(err)
+	}
+	name, err := oneName(fs, fs.Name())
+	if err != nil {
+		return "", nil, nil, err
+	}
+	st, closeClient, err := conn.starter(ctx)
+	return name, st, closeClient, err
+}
+
 // oneName takes the single NAME argument of a command.
 func oneName(fs *pflag.FlagSet, what string) (string, error) {
 	if fs.NArg() != 1 {

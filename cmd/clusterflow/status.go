@@ -14,14 +14,7 @@ func runStatus(ctx context.Context, args []string) error {
 	var conn connection
 	conn.register(fs, "warn")
 	out := outputFlag(fs)
-	if err := fs.Parse(args); err != nil {
-		return flagError(err)
-	}
-	name, err := oneName(fs, "status")
-	if err != nil {
-		return err
-	}
-	st, closeClient, err := conn.starter(ctx)
+	name, st, closeClient, err := clusterCommand(ctx, fs, &conn, args)
 	if err != nil {
 		return err
 	}
