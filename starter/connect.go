@@ -41,13 +41,9 @@ func ClientOptions(opts ConnectOptions) (client.Options, error) {
 	return co, nil
 }
 
-// Connect dials Temporal and checks the connection, so a wrong address fails here with a
-// clear message rather than later.
-func Connect(ctx context.Context, opts ConnectOptions) (client.Client, error) {
-	co, err := ClientOptions(opts)
-	if err != nil {
-		return nil, err
-	}
+// Dial connects with resolved options and checks the connection, so a wrong address fails
+// here with a clear message rather than later.
+func Dial(ctx context.Context, co client.Options) (client.Client, error) {
 	c, err := client.DialContext(ctx, co)
 	if err != nil {
 		return nil, fmt.Errorf("connect to Temporal at %s (namespace %q): %w", co.HostPort, co.Namespace, err)

@@ -31,7 +31,7 @@ func runDeploy(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	st, closeClient, err := conn.starter(ctx)
+	st, _, closeClient, err := conn.starter(ctx)
 	if err != nil {
 		return err
 	}

@@ -45,22 +45,28 @@ func (c *connection) register(fs *pflag.FlagSet, defaultLogLevel string) {
 	fs.StringVar(&c.namespace, "namespace", "", "Temporal namespace (default $TEMPORAL_NAMESPACE, else default)")
 }
 
-// connect dials Temporal with the flags over the SDK's environment settings.
-func (c *connection) connect(ctx context.Context, logger *zap.Logger) (client.Client, error) {
-	return starter.Connect(ctx, starter.ConnectOptions{Address: c.address, Namespace: c.namespace, Logger: logging.SDK(logger)})
+// connect resolves the flags over the SDK's environment settings and dials Temporal. It
+// returns the options it used, so callers can tell which namespace they reached.
+func (c *connection) connect(ctx context.Context, logger *zap.Logger) (client.Client, client.Options, error) {
+	co, err := starter.ClientOptions(starter.ConnectOptions{Address: c.address, Namespace: c.namespace, Logger: logging.SDK(logger)})
+	if err != nil {
+		return nil, co, err
+	}
+	cl, err := starter.Dial(ctx, co)
+	return cl, co, err
 }
 
 // starter connects and returns a Starter for the commands that act as a client.
-func (c *connection) starter(ctx context.Context) (*starter.Starter, func(), error) {
+func (c *connection) starter(ctx context.Context) (*starter.Starter, client.Options, func(), error) {
 	logger, err := c.logger()
 	if err != nil {
-		return nil, nil, err
+		return nil, client.Options{}, nil, err
 	}
-	cl, err := c.connect(ctx, logger)
+	cl, co, err := c.connect(ctx, logger)
 	if err != nil {
-		return nil, nil, err
+		return nil, co, nil, err
 	}
-	return starter.New(cl, c.taskQueue), cl.Close, nil
+	return starter.New(cl, c.taskQueue), co, cl.Close, nil
 }
 
 func newFlagSet(name, args string) *pflag.FlagSet {
@@ -90,7 +96,7 @@ func clusterCommand(ctx context.Context, fs *pflag.FlagSet, conn *connection, ar
 	if err != nil {
 		return "", nil, nil, err
 	}
-	st, closeClient, err := conn.starter(ctx)
+	st, _, closeClient, err := conn.starter(ctx)
 	return name, st, closeClient, err
 }
 

@@ -18,7 +18,7 @@ func runList(ctx context.Context, args []string) error {
 	if err := fs.Parse(args); err != nil {
 		return flagError(err)
 	}
-	st, closeClient, err := conn.starter(ctx)
+	st, _, closeClient, err := conn.starter(ctx)
 	if err != nil {
 		return err
 	}

@@ -4,8 +4,6 @@ import (
 	"context"
 	"fmt"
 	"strings"
-
-	"github.com/clusterflow/clusterflow/starter"
 )
 
 func runSetup(ctx context.Context, args []string) error {
@@ -15,15 +13,11 @@ func runSetup(ctx context.Context, args []string) error {
 	if err := fs.Parse(args); err != nil {
 		return flagError(err)
 	}
-	st, closeClient, err := conn.starter(ctx)
+	st, co, closeClient, err := conn.starter(ctx)
 	if err != nil {
 		return err
 	}
 	defer closeClient()
-	co, err := starter.ClientOptions(starter.ConnectOptions{Address: conn.address, Namespace: conn.namespace})
-	if err != nil {
-		return err
-	}
 	res, err := st.Setup(ctx, co.Namespace)
 	if err != nil {
 		return err

@@ -25,15 +25,11 @@ func runWorker(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	c, err := conn.connect(ctx, logger)
+	c, co, err := conn.connect(ctx, logger)
 	if err != nil {
 		return err
 	}
 	defer c.Close()
-	co, err := starter.ClientOptions(starter.ConnectOptions{Address: conn.address, Namespace: conn.namespace})
-	if err != nil {
-		return err
-	}
 	missing, err := starter.New(c, conn.taskQueue).MissingSearchAttributes(ctx, co.Namespace)
 	switch {
 	case err != nil:

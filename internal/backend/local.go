@@ -151,9 +151,6 @@ func (l *Local) RemoveCluster(_ context.Context, cluster string) error {
 	return os.RemoveAll(dir)
 }
 
-// MemberDir is where a member's sandbox lives.
-func (l *Local) MemberDir(m Member) (string, error) { return l.memberDir(m) }
-
 func (l *Local) clusterDir(cluster string) (string, error) {
 	if err := spec.CheckName(cluster); err != nil {
 		return "", fmt.Errorf("cluster name %w", err)

@@ -47,7 +47,7 @@ func TestRunScriptGivesTheScriptItsSandboxAndEnvironment(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	dir, _ := l.MemberDir(m)
+	dir, _ := l.memberDir(m)
 	realDir, _ := filepath.EvalSymlinks(dir)
 	for _, want := range []string{
 		"--addnodes --role w --nodes c-w-1,c-w-2\n", "APP=x\n", "CLUSTERFLOW_CLUSTER=c\n", "CLUSTERFLOW_ROLE=w\n",
@@ -114,7 +114,7 @@ func TestConfigMetaHasOneMemberPerLine(t *testing.T) {
 	if err := json.Unmarshal(data, &meta); err != nil {
 		t.Fatalf("configmeta is not JSON: %v\n%s", err, data)
 	}
-	dir, _ := l.MemberDir(Member{Cluster: "c", Role: "w", Name: "c-w-0"})
+	dir, _ := l.memberDir(Member{Cluster: "c", Role: "w", Name: "c-w-0"})
 	if len(meta.Members) != 1 || meta.Members[0].Dir != dir {
 		t.Errorf("members %+v", meta.Members)
 	}
@@ -131,7 +131,7 @@ func TestRemoveMemberStopsWhatTheMemberLeftRunning(t *testing.T) {
 	if _, err := l.RunScript(context.Background(), ScriptRun{Member: m, Event: spec.EventConfigure, ScriptHash: scriptHash, Timeout: time.Minute}, nil); err != nil {
 		t.Fatal(err)
 	}
-	dir, _ := l.MemberDir(m)
+	dir, _ := l.memberDir(m)
 	pidText, err := os.ReadFile(filepath.Join(dir, "daemon.pid"))
 	if err != nil {
 		t.Fatal(err)

@@ -12,16 +12,16 @@ import (
 // waitGroupGone polls until no live process is left in the group, or the limit passes.
 func waitGroupGone(pgid int, limit time.Duration) {
 	for end := time.Now().Add(limit); time.Now().Before(end); time.Sleep(20 * time.Millisecond) {
-		if !GroupAlive(pgid) {
+		if !groupAlive(pgid) {
 			return
 		}
 	}
 }
 
-// GroupAlive reports whether any process of the group is still running. Zombies do not
+// groupAlive reports whether any process of the group is still running. Zombies do not
 // count: when PID 1 does not reap orphans (as in some containers) they linger forever but
 // run nothing.
-func GroupAlive(pgid int) bool {
+func groupAlive(pgid int) bool {
 	if err := syscall.Kill(-pgid, 0); errors.Is(err, syscall.ESRCH) {
 		return false
 	}

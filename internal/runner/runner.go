@@ -132,7 +132,7 @@ func stopGroup(pgid int, exited <-chan error, grace time.Duration) error {
 			default:
 			}
 		}
-		if scriptDone && !GroupAlive(pgid) {
+		if scriptDone && !groupAlive(pgid) {
 			return waitErr
 		}
 	}

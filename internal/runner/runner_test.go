@@ -72,18 +72,13 @@ func TestRunTimeoutKillsTheWholeGroup(t *testing.T) {
 
 func TestRunCancelStopsTheScript(t *testing.T) {
 	c := script(t, "sleep 60 & echo $! > child.pid; echo started; wait\n")
-	ctx, cancel := context.WithCancel(context.Background())
 	var mu sync.Mutex
 	var seen []Progress
-	c.ProgressEvery = 50 * time.Millisecond
-	c.OnProgress = func(p Progress) {
+	ctx := cancelWhenStarted(&c, func(p Progress) {
 		mu.Lock()
 		defer mu.Unlock()
 		seen = append(seen, p)
-		if p.LastLine == "started" {
-			cancel()
-		}
-	}
+	})
 	res, err := Run(ctx, c)
 	if err != nil {
 		t.Fatal(err)
@@ -103,6 +98,22 @@ func TestRunFailsWhenTheScriptCannotStart(t *testing.T) {
 	if _, err := Run(context.Background(), c); err == nil {
 		t.Error("want an error for a missing script")
 	}
+}
+
+// cancelWhenStarted returns a context cancelled once the script prints "started", as seen
+// through its progress reports, which are also passed to observe.
+func cancelWhenStarted(c *Command, observe func(Progress)) context.Context {
+	ctx, cancel := context.WithCancel(context.Background())
+	c.ProgressEvery = 20 * time.Millisecond
+	c.OnProgress = func(p Progress) {
+		if observe != nil {
+			observe(p)
+		}
+		if p.LastLine == "started" {
+			cancel()
+		}
+	}
+	return ctx
 }
 
 func assertGone(t *testing.T, pidFile string) {
@@ -129,13 +140,7 @@ echo started
 wait
 `)
 	c.Grace = 5 * time.Second
-	ctx, cancel := context.WithCancel(context.Background())
-	c.ProgressEvery = 20 * time.Millisecond
-	c.OnProgress = func(p Progress) {
-		if p.LastLine == "started" {
-			cancel()
-		}
-	}
+	ctx := cancelWhenStarted(&c, nil)
 	res, err := Run(ctx, c)
 	if err != nil {
 		t.Fatal(err)

@@ -14,11 +14,11 @@ func Load(file string) (Cluster, error) {
 	if err != nil {
 		return Cluster{}, &InvalidError{Origin: file, Problems: []Problem{{Path: "spec", Message: describeReadError(err)}}}
 	}
-	return Parse(data, file, FileScriptReader(filepath.Dir(file)))
+	return Parse(data, file, fileScriptReader(filepath.Dir(file)))
 }
 
-// FileScriptReader reads startscripts from disk, resolving relative paths against dir.
-func FileScriptReader(dir string) ScriptReader {
+// fileScriptReader reads startscripts from disk, resolving relative paths against dir.
+func fileScriptReader(dir string) ScriptReader {
 	return func(path string) ([]byte, error) {
 		if !filepath.IsAbs(path) {
 			path = filepath.Join(dir, path)

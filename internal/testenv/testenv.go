@@ -162,9 +162,6 @@ func Start(dir, logDir, name string, env []string, args ...string) (*Process, er
 	return p, nil
 }
 
-// Pid is the process ID.
-func (p *Process) Pid() int { return p.cmd.Process.Pid }
-
 // Output reads what the process printed so far.
 func (p *Process) Output() string {
 	out, _ := os.ReadFile(p.Stdout)
