@@ -43,16 +43,22 @@ func groupAlive(pgid int) bool {
 
 // procState reads a process's state letter and process group from /proc/PID/stat.
 func procState(pid int) (state string, pgid int, ok bool) {
+	fields, ok := statFields(pid)
+	if !ok || len(fields) < 3 {
+		return "", 0, false
+	}
+	pgid, err := strconv.Atoi(fields[2])
+	return fields[0], pgid, err == nil
+}
+
+// statFields returns the fields of /proc/PID/stat after the command name, starting with
+// the state letter.
+func statFields(pid int) ([]string, bool) {
 	data, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
 	if err != nil {
-		return "", 0, false
+		return nil, false
 	}
 	// The command name is in parentheses and may contain spaces; fields follow the last ')'.
 	text := string(data)
-	fields := strings.Fields(text[strings.LastIndexByte(text, ')')+1:])
-	if len(fields) < 3 {
-		return "", 0, false
-	}
-	pgid, err = strconv.Atoi(fields[2])
-	return fields[0], pgid, err == nil
+	return strings.Fields(text[strings.LastIndexByte(text, ')')+1:]), true
 }

@@ -28,25 +28,3 @@ func readTail(path string, from, limit int64) string {
 	}
 	return strings.ToValidUTF8(text, "\uFFFD")
 }
-
-// lastLine returns the last non-empty line written by this run to whichever stream was
-// written to most recently.
-func lastLine(stdout, stderr *logFile) string {
-	newest := stdout
-	if modTime(stderr) > modTime(stdout) {
-		newest = stderr
-	}
-	text := strings.TrimRight(readTail(newest.file.Name(), newest.start, 1024), "\n")
-	if i := strings.LastIndexByte(text, '\n'); i >= 0 {
-		text = text[i+1:]
-	}
-	return strings.TrimSpace(text)
-}
-
-func modTime(l *logFile) int64 {
-	info, err := l.file.Stat()
-	if err != nil || info.Size() == l.start {
-		return 0
-	}
-	return info.ModTime().UnixNano()
-}

@@ -1,0 +1,159 @@
+package runner
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// Spec is a script to start.
+type Spec struct {
+	Path string
+	Args []string
+	Dir  string
+	Env  []string
+	// StdoutFile and StderrFile receive the output; they are appended to, and the tails
+	// cover only this run.
+	StdoutFile, StderrFile string
+	// ExitFile receives the script's exit status once it ends, written by a small shell
+	// wrapper, so the status survives the death of whoever started the script.
+	ExitFile string
+}
+
+// Handle finds a started script again, from any process. It is plain data, so it can be
+// kept on disk.
+type Handle struct {
+	// PID is the wrapper's, which leads the script's session and process group.
+	PID int `json:"pid"`
+	// StartTicks is the wrapper's start time in /proc, to tell a reused PID apart.
+	StartTicks uint64 `json:"startTicks"`
+	StdoutFile string `json:"stdoutFile"`
+	StderrFile string `json:"stderrFile"`
+	StdoutFrom int64  `json:"stdoutFrom"`
+	StderrFrom int64  `json:"stderrFrom"`
+	ExitFile   string `json:"exitFile"`
+}
+
+// wrapper runs the script and writes its exit status. It survives SIGTERM (the trap only
+// defers it until the script ends) so a stopped script still gets its status written;
+// the trap is reset for the script itself.
+const wrapper = `x=$1; shift; trap : TERM INT HUP; "$@"; c=$?; echo $c >"$x.tmp" && mv "$x.tmp" "$x"`
+
+// Spawn starts the script in its own session, detached from the caller: killing the caller
+// leaves the script running. The caller's own child is reaped in the background.
+func Spawn(s Spec) (Handle, error) {
+	_ = os.Remove(s.ExitFile)
+	h := Handle{StdoutFile: s.StdoutFile, StderrFile: s.StderrFile, ExitFile: s.ExitFile}
+	stdout, from, err := openLog(s.StdoutFile)
+	if err != nil {
+		return h, err
+	}
+	defer stdout.Close()
+	h.StdoutFrom = from
+	stderr, from, err := openLog(s.StderrFile)
+	if err != nil {
+		return h, err
+	}
+	defer stderr.Close()
+	h.StderrFrom = from
+
+	args := append([]string{"-c", wrapper, "clusterflow-run", s.ExitFile, s.Path}, s.Args...)
+	cmd := exec.Command("/bin/sh", args...)
+	cmd.Dir, cmd.Env = s.Dir, s.Env
+	cmd.Stdout, cmd.Stderr = stdout, stderr
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	if err := cmd.Start(); err != nil {
+		return h, fmt.Errorf("start %s: %w", s.Path, err)
+	}
+	go func() { _ = cmd.Wait() }()
+	h.PID = cmd.Process.Pid
+	h.StartTicks, _ = startTicks(h.PID)
+	return h, nil
+}
+
+// ExitCode returns the exit status the wrapper wrote, if the script has ended.
+func (h Handle) ExitCode() (int, bool) {
+	data, err := os.ReadFile(h.ExitFile)
+	if err != nil {
+		return 0, false
+	}
+	code, err := strconv.Atoi(strings.TrimSpace(string(data)))
+	return code, err == nil
+}
+
+// Running reports whether anything of the script's process group still runs.
+func (h Handle) Running() bool {
+	if ticks, ok := startTicks(h.PID); ok && h.StartTicks != 0 && ticks != h.StartTicks {
+		return false // the PID now belongs to someone else, so the group is long gone
+	}
+	return groupAlive(h.PID)
+}
+
+// Stop sends SIGTERM to the whole group, gives it the grace period to exit, then sends
+// SIGKILL to whatever is left and waits briefly for it to go.
+func (h Handle) Stop(grace time.Duration) {
+	if !h.Running() {
+		return
+	}
+	_ = syscall.Kill(-h.PID, syscall.SIGTERM)
+	waitGroupGone(h.PID, grace)
+	if groupAlive(h.PID) {
+		_ = syscall.Kill(-h.PID, syscall.SIGKILL)
+		waitGroupGone(h.PID, 2*time.Second)
+	}
+}
+
+// Tails returns up to TailSize bytes of what this run wrote to each stream.
+func (h Handle) Tails() (stdout, stderr string) {
+	return readTail(h.StdoutFile, h.StdoutFrom, TailSize), readTail(h.StderrFile, h.StderrFrom, TailSize)
+}
+
+// LastLine returns the last non-empty line this run wrote to whichever stream was written
+// most recently.
+func (h Handle) LastLine() string {
+	path, from := h.StdoutFile, h.StdoutFrom
+	if modTime(h.StderrFile, h.StderrFrom) > modTime(h.StdoutFile, h.StdoutFrom) {
+		path, from = h.StderrFile, h.StderrFrom
+	}
+	text := strings.TrimRight(readTail(path, from, 1024), "\n")
+	if i := strings.LastIndexByte(text, '\n'); i >= 0 {
+		text = text[i+1:]
+	}
+	return strings.TrimSpace(text)
+}
+
+func modTime(path string, from int64) int64 {
+	info, err := os.Stat(path)
+	if err != nil || info.Size() == from {
+		return 0
+	}
+	return info.ModTime().UnixNano()
+}
+
+func openLog(path string) (*os.File, int64, error) {
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return nil, 0, err
+	}
+	info, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, 0, err
+	}
+	return f, info.Size(), nil
+}
+
+// startTicks reads a process's start time (field 22 of /proc/PID/stat).
+func startTicks(pid int) (uint64, bool) {
+	fields, ok := statFields(pid)
+	if !ok || len(fields) < 20 {
+		return 0, false
+	}
+	ticks, err := strconv.ParseUint(fields[19], 10, 64)
+	return ticks, err == nil
+}
+

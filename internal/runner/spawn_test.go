@@ -1,0 +1,196 @@
+package runner
+
+import (
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+func script(t *testing.T, body string) Spec {
+	t.Helper()
+	dir := t.TempDir()
+	path := filepath.Join(dir, "script.sh")
+	if err := os.WriteFile(path, []byte("#!/bin/sh\n"+body), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return Spec{
+		Path: path, Dir: dir, Env: []string{"PATH=" + os.Getenv("PATH")},
+		StdoutFile: filepath.Join(dir, "out"), StderrFile: filepath.Join(dir, "err"),
+		ExitFile: filepath.Join(dir, "exit"),
+	}
+}
+
+// spawn starts the script and stops whatever is left of it when the test ends.
+func spawn(t *testing.T, s Spec) Handle {
+	t.Helper()
+	h, err := Spawn(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { h.Stop(0) })
+	return h
+}
+
+func waitExit(t *testing.T, h Handle) int {
+	t.Helper()
+	for end := time.Now().Add(10 * time.Second); time.Now().Before(end); time.Sleep(10 * time.Millisecond) {
+		if code, ok := h.ExitCode(); ok {
+			return code
+		}
+	}
+	t.Fatal("the script wrote no exit status")
+	return 0
+}
+
+func waitLine(t *testing.T, h Handle, line string) {
+	t.Helper()
+	for end := time.Now().Add(10 * time.Second); time.Now().Before(end); time.Sleep(10 * time.Millisecond) {
+		if h.LastLine() == line {
+			return
+		}
+	}
+	t.Fatalf("the script never printed %q; last line %q", line, h.LastLine())
+}
+
+func TestSpawnRecordsExitStatusAndTails(t *testing.T) {
+	s := script(t, "echo first; echo oops >&2; exit 3\n")
+	h := spawn(t, s)
+	if code := waitExit(t, h); code != 3 {
+		t.Errorf("exit status %d, want 3", code)
+	}
+	if out, errOut := h.Tails(); out != "first\n" || errOut != "oops\n" {
+		t.Errorf("tails %q %q", out, errOut)
+	}
+	// A second run appends to the logs, but its tails hold only its own output.
+	h = spawn(t, s)
+	waitExit(t, h)
+	if out, _ := h.Tails(); out != "first\n" {
+		t.Errorf("tail mixes runs: %q", out)
+	}
+	if data, _ := os.ReadFile(s.StdoutFile); string(data) != "first\nfirst\n" {
+		t.Errorf("log not appended: %q", data)
+	}
+}
+
+func TestTailKeepsOnlyTheEnd(t *testing.T) {
+	h := spawn(t, script(t, "i=0; while [ $i -lt 2000 ]; do echo line$i; i=$((i+1)); done\n"))
+	waitExit(t, h)
+	out, _ := h.Tails()
+	if len(out) > TailSize || !strings.HasPrefix(out, "line") || !strings.HasSuffix(out, "line1999\n") {
+		t.Errorf("bad tail (%d bytes): %q...", len(out), out[:20])
+	}
+}
+
+func TestAStoredHandleFollowsTheRun(t *testing.T) {
+	// A restarted agent has only the handle it stored on disk.
+	h := spawn(t, script(t, "echo started; sleep 0.3; echo done; exit 4\n"))
+	data, err := json.Marshal(h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stored Handle
+	if err := json.Unmarshal(data, &stored); err != nil {
+		t.Fatal(err)
+	}
+	waitLine(t, stored, "started")
+	if !stored.Running() {
+		t.Fatal("run not seen as running")
+	}
+	if code := waitExit(t, stored); code != 4 {
+		t.Errorf("exit status %d, want 4", code)
+	}
+	waitGone(t, stored)
+}
+
+func TestStopReachesTheWholeGroupAndKeepsTheExitStatus(t *testing.T) {
+	s := script(t, "sleep 60 & echo $! > child.pid; echo started; wait\n")
+	h := spawn(t, s)
+	waitLine(t, h, "started")
+	h.Stop(5 * time.Second)
+	if h.Running() {
+		t.Error("group still running after Stop")
+	}
+	// The wrapper outlives SIGTERM long enough to record how the script ended.
+	if code := waitExit(t, h); code != 128+int(syscall.SIGTERM) {
+		t.Errorf("exit status %d, want %d", code, 128+int(syscall.SIGTERM))
+	}
+	assertGone(t, filepath.Join(s.Dir, "child.pid"))
+}
+
+func TestStopKillsWhatIgnoresTerm(t *testing.T) {
+	s := script(t, "sleep 60 & echo $! > child.pid; trap '' TERM; echo started; sleep 60\n")
+	h := spawn(t, s)
+	waitLine(t, h, "started")
+	h.Stop(200 * time.Millisecond)
+	if h.Running() {
+		t.Error("group still running after Stop")
+	}
+	assertGone(t, filepath.Join(s.Dir, "child.pid"))
+}
+
+func TestStopGivesChildrenTheirGracePeriod(t *testing.T) {
+	// The child needs a moment after SIGTERM to finish up; the script itself exits at once.
+	s := script(t, `sh -c 'trap "sleep 0.3; echo cleaned > cleaned; exit 0" TERM; while :; do sleep 0.05; done' &
+echo $! > child.pid
+echo started
+wait
+`)
+	h := spawn(t, s)
+	waitLine(t, h, "started")
+	h.Stop(5 * time.Second)
+	if _, err := os.Stat(filepath.Join(s.Dir, "cleaned")); err != nil {
+		t.Errorf("the child was killed before its grace period was over: %v", err)
+	}
+	assertGone(t, filepath.Join(s.Dir, "child.pid"))
+}
+
+func TestAMissingScriptExitsWith127(t *testing.T) {
+	s := script(t, "")
+	s.Path = filepath.Join(s.Dir, "missing")
+	h := spawn(t, s)
+	if code := waitExit(t, h); code != 127 {
+		t.Errorf("exit status %d, want 127", code)
+	}
+}
+
+func TestAReusedPIDIsNotTakenForTheRun(t *testing.T) {
+	h := spawn(t, script(t, "exit 0\n"))
+	waitExit(t, h)
+	waitGone(t, h)
+	h.PID = os.Getpid() // alive, but started at another time than the run
+	if h.Running() {
+		t.Error("a different process with the run's PID was taken for the run")
+	}
+}
+
+func waitGone(t *testing.T, h Handle) {
+	t.Helper()
+	for end := time.Now().Add(5 * time.Second); time.Now().Before(end); time.Sleep(10 * time.Millisecond) {
+		if !h.Running() {
+			return
+		}
+	}
+	t.Fatal("run still seen as running after it ended")
+}
+
+func assertGone(t *testing.T, pidFile string) {
+	t.Helper()
+	data, err := os.ReadFile(pidFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid, _ := strconv.Atoi(strings.TrimSpace(string(data)))
+	if err := syscall.Kill(pid, 0); !errors.Is(err, syscall.ESRCH) {
+		// A zombie is gone for every practical purpose; check it is not still running.
+		stat, _ := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+		if !strings.Contains(string(stat), ") Z ") {
+			t.Errorf("child %d still running after the group was stopped: %s", pid, stat)
+		}
+	}
+}
