@@ -3,18 +3,18 @@ package activities
 import (
 	"context"
 	"fmt"
-	"strings"
 
 	"go.temporal.io/sdk/activity"
-	"go.temporal.io/sdk/temporal"
 
+	"github.com/clusterflow/clusterflow/internal/agent"
 	"github.com/clusterflow/clusterflow/internal/backend"
-	"github.com/clusterflow/clusterflow/internal/runner"
 )
 
 // Activities performs member operations through a backend.
 type Activities struct {
 	Backend backend.Backend
+	// Connection is how the agent that completes script activities reaches Temporal.
+	Connection agent.Connection
 }
 
 // WriteClusterFiles installs startscripts and writes the configmeta every member reads.
@@ -37,37 +37,22 @@ func (a *Activities) RemoveCluster(ctx context.Context, cluster string) error {
 	return a.Backend.RemoveCluster(ctx, cluster)
 }
 
-// RunStartscript runs one startscript event for one member, heartbeating its progress. A
-// script that exits non-zero or times out fails the activity with a non-retryable error whose
-// details are the ScriptResult, tails included.
+// RunStartscript hands one startscript event for one member to the member's agent and
+// returns at once, holding no slot, goroutine or process while the script runs. The agent
+// heartbeats its progress and completes the activity: with the ScriptResult on exit 0, and
+// otherwise with a non-retryable error whose details are the ScriptResult, tails included.
 func (a *Activities) RunStartscript(ctx context.Context, run ScriptRun) (ScriptResult, error) {
-	res, err := a.Backend.RunScript(ctx, run, func(p runner.Progress) {
-		activity.RecordHeartbeat(ctx, p)
+	info := activity.GetInfo(ctx)
+	err := a.Backend.LaunchScript(ctx, run, backend.Completion{
+		Key: agent.Key{
+			WorkflowID: info.WorkflowExecution.ID, RunID: info.WorkflowExecution.RunID, ActivityID: info.ActivityID,
+		},
+		TaskToken:  info.TaskToken,
+		Attempt:    info.Attempt,
+		Connection: a.Connection,
 	})
 	if err != nil {
-		return res, err
+		return ScriptResult{}, fmt.Errorf("launch %s on %s: %w", run.Event, run.Member.Name, err)
 	}
-	switch {
-	case res.Outcome == runner.Canceled:
-		return res, ctx.Err()
-	case res.Outcome == runner.TimedOut:
-		return res, temporal.NewNonRetryableApplicationError(
-			fmt.Sprintf("%s timed out after %s%s", run.Event, run.Timeout, lastLineOf(res)), ErrScriptTimedOut, nil, res)
-	case res.ExitCode != 0:
-		return res, temporal.NewNonRetryableApplicationError(
-			fmt.Sprintf("%s exited with status %d%s", run.Event, res.ExitCode, lastLineOf(res)), ErrScriptFailed, nil, res)
-	}
-	return res, nil
-}
-
-// lastLineOf quotes the script's last line of stderr (or stdout) so the one-line error
-// already says what went wrong.
-func lastLineOf(res ScriptResult) string {
-	for _, tail := range []string{res.StderrTail, res.StdoutTail} {
-		lines := strings.Split(strings.TrimSpace(tail), "\n")
-		if last := strings.TrimSpace(lines[len(lines)-1]); last != "" {
-			return ": " + last
-		}
-	}
-	return ""
+	return ScriptResult{}, activity.ErrResultPending
 }

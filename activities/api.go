@@ -3,6 +3,7 @@
 package activities
 
 import (
+	"github.com/clusterflow/clusterflow/internal/agent"
 	"github.com/clusterflow/clusterflow/internal/backend"
 )
 
@@ -18,6 +19,6 @@ type (
 // Error types of failed startscripts. Both are non-retryable: running a failing script
 // again rarely helps, and a user wants to see the failure now.
 const (
-	ErrScriptFailed   = "ScriptFailed"
-	ErrScriptTimedOut = "ScriptTimedOut"
+	ErrScriptFailed   = agent.ErrScriptFailed
+	ErrScriptTimedOut = agent.ErrScriptTimedOut
 )

@@ -18,27 +18,41 @@ type ConnectOptions struct {
 	Logger    log.Logger
 }
 
-// ClientOptions resolves the connection settings: flags over environment over profile file
-// over defaults (127.0.0.1:7233, namespace "default").
-func ClientOptions(opts ConnectOptions) (client.Options, error) {
-	co, err := envconfig.LoadDefaultClientOptions()
+// Settings resolves the connection settings: flags over environment over profile file
+// over defaults (127.0.0.1:7233, namespace "default"). The result is plain data, so it can
+// be handed on, as workers do to the agent that completes script activities.
+func Settings(opts ConnectOptions) (envconfig.ClientConfigProfile, error) {
+	p, err := envconfig.LoadClientConfigProfile(envconfig.LoadClientConfigProfileOptions{})
 	if err != nil {
-		return client.Options{}, fmt.Errorf("read Temporal client settings from the environment: %w", err)
+		return p, fmt.Errorf("read Temporal client settings from the environment: %w", err)
 	}
 	if opts.Address != "" {
-		co.HostPort = opts.Address
+		p.Address = opts.Address
 	}
-	if co.HostPort == "" {
-		co.HostPort = client.DefaultHostPort
+	if p.Address == "" {
+		p.Address = client.DefaultHostPort
 	}
 	if opts.Namespace != "" {
-		co.Namespace = opts.Namespace
+		p.Namespace = opts.Namespace
 	}
-	if co.Namespace == "" {
-		co.Namespace = client.DefaultNamespace
+	if p.Namespace == "" {
+		p.Namespace = client.DefaultNamespace
+	}
+	return p, nil
+}
+
+// ClientOptions resolves the settings and turns them into client options.
+func ClientOptions(opts ConnectOptions) (client.Options, envconfig.ClientConfigProfile, error) {
+	p, err := Settings(opts)
+	if err != nil {
+		return client.Options{}, p, err
+	}
+	co, err := p.ToClientOptions(envconfig.ToClientOptionsRequest{})
+	if err != nil {
+		return co, p, fmt.Errorf("Temporal client settings: %w", err)
 	}
 	co.Logger = opts.Logger
-	return co, nil
+	return co, p, nil
 }
 
 // Dial connects with resolved options and checks the connection, so a wrong address fails

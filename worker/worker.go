@@ -4,18 +4,16 @@ package worker
 import (
 	"context"
 	"fmt"
-	"time"
 
 	"go.temporal.io/sdk/client"
 	sdkworker "go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/clusterflow/clusterflow/activities"
+	"github.com/clusterflow/clusterflow/internal/agent"
 	"github.com/clusterflow/clusterflow/internal/backend"
 	"github.com/clusterflow/clusterflow/workflows"
 )
-
-const heartbeatThrottle = 2 * time.Second
 
 // Options configure a worker.
 type Options struct {
@@ -23,6 +21,14 @@ type Options struct {
 	TaskQueue string
 	// Backend is where members live.
 	Backend backend.Backend
+	// Connection is how the agent that completes script activities reaches Temporal: the
+	// settings the worker itself connected with.
+	Connection agent.Connection
+}
+
+// agentKeeper is a backend whose agent the worker keeps running while runs need it.
+type agentKeeper interface {
+	KeepAgentAlive(ctx context.Context)
 }
 
 // Run polls the task queue until ctx ends, then stops gracefully.
@@ -30,6 +36,9 @@ func Run(ctx context.Context, c client.Client, opts Options) error {
 	w, err := New(c, opts)
 	if err != nil {
 		return err
+	}
+	if keeper, ok := opts.Backend.(agentKeeper); ok {
+		go keeper.KeepAgentAlive(ctx)
 	}
 	stop := make(chan any)
 	go func() {
@@ -50,14 +59,9 @@ func New(c client.Client, opts Options) (sdkworker.Worker, error) {
 	if opts.TaskQueue == "" {
 		opts.TaskQueue = workflows.DefaultTaskQueue
 	}
-	w := sdkworker.New(c, opts.TaskQueue, sdkworker.Options{
-		// Cancellation reaches a running script only through a heartbeat response, so send
-		// heartbeats often enough for a delete or cancel to land within seconds.
-		MaxHeartbeatThrottleInterval:     heartbeatThrottle,
-		DefaultHeartbeatThrottleInterval: heartbeatThrottle,
-	})
+	w := sdkworker.New(c, opts.TaskQueue, sdkworker.Options{})
 	RegisterWorkflows(w)
-	w.RegisterActivity(&activities.Activities{Backend: opts.Backend})
+	w.RegisterActivity(&activities.Activities{Backend: opts.Backend, Connection: opts.Connection})
 	return w, nil
 }
 

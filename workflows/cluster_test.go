@@ -3,6 +3,7 @@ package workflows_test
 import (
 	"context"
 	"errors"
+	"go.temporal.io/sdk/activity"
 	"slices"
 	"strings"
 	"testing"
@@ -43,6 +44,7 @@ func newEnv(t *testing.T, fake *fakeBackend) *testsuite.TestWorkflowEnvironment 
 	env := suite.NewTestWorkflowEnvironment()
 	worker.RegisterWorkflows(env)
 	env.RegisterActivity(&activities.Activities{Backend: fake})
+	env.RegisterActivityWithOptions(fake.RunStartscript, activity.RegisterOptions{Name: "RunStartscript", DisableAlreadyRegisteredCheck: true})
 	env.SetTestTimeout(30 * time.Second)
 	return env
 }

@@ -3,6 +3,7 @@ package workflows_test
 import (
 	"context"
 	"fmt"
+	"github.com/clusterflow/clusterflow/internal/agent"
 	"sync"
 	"time"
 
@@ -47,7 +48,14 @@ func (f *fakeBackend) CreateMember(_ context.Context, m backend.Member) error {
 	return nil
 }
 
-func (f *fakeBackend) RunScript(ctx context.Context, run backend.ScriptRun, _ func(runner.Progress)) (backend.ScriptResult, error) {
+// LaunchScript is not used: RunStartscript below stands in for the launch and the agent.
+func (f *fakeBackend) LaunchScript(context.Context, backend.ScriptRun, backend.Completion) error {
+	return fmt.Errorf("the fake backend runs scripts in RunStartscript")
+}
+
+// RunStartscript replaces the activity of the same name: it plays the outcome synchronously
+// and fails the way the agent would, so the workflow logic is tested without the agent.
+func (f *fakeBackend) RunStartscript(ctx context.Context, run backend.ScriptRun) (backend.ScriptResult, error) {
 	f.mu.Lock()
 	f.running[run.Member.Role]++
 	f.peak[run.Member.Role] = max(f.peak[run.Member.Role], f.running[run.Member.Role])
@@ -66,7 +74,10 @@ func (f *fakeBackend) RunScript(ctx context.Context, run backend.ScriptRun, _ fu
 	if f.outcome != nil {
 		res = f.outcome(ctx, run)
 	}
-	return res, nil
+	if res.Outcome == runner.Canceled {
+		return res, ctx.Err()
+	}
+	return res, agent.ResultError(string(run.Event), run.Timeout, res)
 }
 
 func (f *fakeBackend) RemoveMember(_ context.Context, m backend.Member) error {

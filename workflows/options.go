@@ -15,9 +15,6 @@ import (
 var acts *activities.Activities
 
 const (
-	// scriptHeartbeatTimeout is how long a running script may go unheard before the member
-	// or worker running it is taken for lost.
-	scriptHeartbeatTimeout = 30 * time.Second
 	// scriptStopAllowance covers a cancelled or timed-out script's grace period on top of
 	// its own timeout.
 	scriptStopAllowance = 2 * time.Minute
@@ -37,12 +34,17 @@ func withQuickActivity(ctx workflow.Context, summary string) workflow.Context {
 	})
 }
 
-// withScriptActivity suits one startscript run. It heartbeats, so a lost worker is noticed
-// within the heartbeat timeout, and it waits for a cancelled script to be stopped.
+// withScriptActivity suits one startscript run. The member's agent heartbeats it, so a lost
+// agent or member is noticed within the heartbeat timeout; a retry then re-attaches to the
+// run if it is still there. It waits for a cancelled script to be stopped.
 func withScriptActivity(ctx workflow.Context, role spec.Role, event spec.Event, member string) workflow.Context {
+	heartbeatTimeout := role.HeartbeatTimeout
+	if heartbeatTimeout == 0 {
+		heartbeatTimeout = spec.DefaultHeartbeatTimeout
+	}
 	return workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
 		StartToCloseTimeout: role.Timeout + scriptStopAllowance,
-		HeartbeatTimeout:    scriptHeartbeatTimeout,
+		HeartbeatTimeout:    heartbeatTimeout,
 		WaitForCancellation: true,
 		RetryPolicy: &temporal.RetryPolicy{
 			InitialInterval:        time.Second,

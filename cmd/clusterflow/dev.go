@@ -11,7 +11,7 @@ import (
 	"go.temporal.io/sdk/client"
 	"go.uber.org/zap"
 
-	"github.com/clusterflow/clusterflow/internal/backend"
+	"github.com/clusterflow/clusterflow/internal/agent"
 	"github.com/clusterflow/clusterflow/internal/devserver"
 	"github.com/clusterflow/clusterflow/internal/logging"
 	"github.com/clusterflow/clusterflow/internal/render"
@@ -85,12 +85,14 @@ func runDev(ctx context.Context, args []string) error {
 	if *noWorker {
 		workerDone <- nil
 	} else {
-		local, err := backend.NewLocal(*data)
+		local, err := localBackend(*data, com)
 		if err != nil {
 			return err
 		}
 		fmt.Printf("Member sandboxes: %s\n", *data)
-		go func() { workerDone <- worker.Run(ctx, c, worker.Options{TaskQueue: com.taskQueue, Backend: local}) }()
+		opts := worker.Options{TaskQueue: com.taskQueue, Backend: local,
+			Connection: agent.Connection{Address: srv.Address(), Namespace: *namespace}}
+		go func() { workerDone <- worker.Run(ctx, c, opts) }()
 	}
 	fmt.Println("Ready. Press Ctrl-C to stop.")
 

@@ -7,6 +7,7 @@ import (
 
 	"github.com/spf13/pflag"
 	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/contrib/envconfig"
 	"go.uber.org/zap"
 
 	"github.com/clusterflow/clusterflow/internal/logging"
@@ -46,21 +47,21 @@ func (c *connection) register(fs *pflag.FlagSet, defaultLogLevel string) {
 }
 
 // connect resolves the flags over the SDK's environment settings and dials Temporal. It
-// returns the options it used, so callers can tell which namespace they reached.
-func (c *connection) connect(ctx context.Context, logger *zap.Logger) (client.Client, client.Options, error) {
-	co, err := starter.ClientOptions(starter.ConnectOptions{Address: c.address, Namespace: c.namespace, Logger: logging.SDK(logger)})
+// returns the settings it used, so callers can tell which namespace they reached.
+func (c *connection) connect(ctx context.Context, logger *zap.Logger) (client.Client, envconfig.ClientConfigProfile, error) {
+	co, settings, err := starter.ClientOptions(starter.ConnectOptions{Address: c.address, Namespace: c.namespace, Logger: logging.SDK(logger)})
 	if err != nil {
-		return nil, co, err
+		return nil, settings, badInput{err}
 	}
 	cl, err := starter.Dial(ctx, co)
-	return cl, co, err
+	return cl, settings, err
 }
 
 // starter connects and returns a Starter for the commands that act as a client.
-func (c *connection) starter(ctx context.Context) (*starter.Starter, client.Options, func(), error) {
+func (c *connection) starter(ctx context.Context) (*starter.Starter, envconfig.ClientConfigProfile, func(), error) {
 	logger, err := c.logger()
 	if err != nil {
-		return nil, client.Options{}, nil, err
+		return nil, envconfig.ClientConfigProfile{}, nil, err
 	}
 	cl, co, err := c.connect(ctx, logger)
 	if err != nil {

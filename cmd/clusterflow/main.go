@@ -23,6 +23,7 @@ type command struct {
 var commands = []command{
 	{"dev", "[-f SPEC]", "run an embedded Temporal server, its Web UI and a worker; deploy SPEC if given", runDev},
 	{"worker", "", "run a worker against an existing Temporal server", runWorker},
+	{"agent", "", "run the member agent (workers start it when needed)", runAgent},
 	{"setup", "", "register clusterflow's search attributes on an existing Temporal server", runSetup},
 	{"deploy", "-f SPEC [--wait]", "deploy a new cluster", runDeploy},
 	{"status", "NAME [-o json]", "show a cluster's phase, roles and members", runStatus},

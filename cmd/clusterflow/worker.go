@@ -8,7 +8,6 @@ import (
 
 	"go.uber.org/zap"
 
-	"github.com/clusterflow/clusterflow/internal/backend"
 	"github.com/clusterflow/clusterflow/starter"
 	"github.com/clusterflow/clusterflow/worker"
 )
@@ -42,11 +41,11 @@ func runWorker(ctx context.Context, args []string) error {
 		slices.Sort(names)
 		return fmt.Errorf("namespace %q lacks the search attributes %s: run `clusterflow setup` once against it", co.Namespace, strings.Join(names, ", "))
 	}
-	local, err := backend.NewLocal(*data)
+	local, err := localBackend(*data, conn.common)
 	if err != nil {
 		return err
 	}
-	logger.Info("Worker starting", zap.String("address", co.HostPort), zap.String("namespace", co.Namespace),
+	logger.Info("Worker starting", zap.String("address", co.Address), zap.String("namespace", co.Namespace),
 		zap.String("taskQueue", conn.taskQueue), zap.String("data", *data))
-	return worker.Run(ctx, c, worker.Options{TaskQueue: conn.taskQueue, Backend: local})
+	return worker.Run(ctx, c, worker.Options{TaskQueue: conn.taskQueue, Backend: local, Connection: co})
 }

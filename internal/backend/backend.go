@@ -5,6 +5,7 @@ package backend
 
 import (
 	"context"
+	"github.com/clusterflow/clusterflow/internal/agent"
 	"time"
 
 	"github.com/clusterflow/clusterflow/internal/runner"
@@ -17,9 +18,10 @@ type Backend interface {
 	WriteClusterFiles(ctx context.Context, files ClusterFiles) error
 	// CreateMember makes the member's sandbox. It is idempotent.
 	CreateMember(ctx context.Context, m Member) error
-	// RunScript runs the member's startscript for one event and waits for it, calling
-	// onProgress while it runs.
-	RunScript(ctx context.Context, run ScriptRun, onProgress func(runner.Progress)) (ScriptResult, error)
+	// LaunchScript hands the member's startscript run for one event to whatever runs
+	// scripts for the member (for the local backend, the host's agent) and returns once it
+	// has been taken. The run's result goes to the completion, not to the caller.
+	LaunchScript(ctx context.Context, run ScriptRun, to Completion) error
 	// RemoveMember stops whatever the member left running and deletes its sandbox. It is
 	// idempotent.
 	RemoveMember(ctx context.Context, m Member) error
@@ -56,3 +58,12 @@ type ScriptRun struct {
 
 // ScriptResult is how a run ended, with the tails of its output.
 type ScriptResult = runner.Result
+
+// Completion says where a script run's result must go: the Temporal activity waiting for
+// it. Backends pass it through untouched.
+type Completion struct {
+	Key        agent.Key        `json:"key"`
+	TaskToken  []byte           `json:"taskToken"`
+	Attempt    int32            `json:"attempt"`
+	Connection agent.Connection `json:"connection"`
+}

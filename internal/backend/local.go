@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"github.com/clusterflow/clusterflow/internal/agent"
+	"github.com/clusterflow/clusterflow/internal/atomicfile"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -16,17 +18,18 @@ import (
 )
 
 // Local keeps each member in a sandbox folder, <Root>/clusters/<cluster>/<member>/, and runs
-// its startscript there as a local process.
+// its startscripts there through the host's agent, which keeps its own state in
+// <Root>/agent/.
 type Local struct {
-	root string
+	root  string
+	agent *agent.Client
 	// Grace is how long a script has between SIGTERM and SIGKILL when stopped.
 	Grace time.Duration
-	// ProgressEvery is how often a running script's progress is reported.
-	ProgressEvery time.Duration
 }
 
-// NewLocal returns a local backend keeping its data under root.
-func NewLocal(root string) (*Local, error) {
+// NewLocal returns a local backend keeping its data under root. agentCommand starts the
+// agent when none is running; its last argument is followed by the agent's folder.
+func NewLocal(root string, agentCommand ...string) (*Local, error) {
 	abs, err := filepath.Abs(root)
 	if err != nil {
 		return nil, err
@@ -34,8 +37,20 @@ func NewLocal(root string) (*Local, error) {
 	if err := os.MkdirAll(filepath.Join(abs, "clusters"), 0o755); err != nil {
 		return nil, fmt.Errorf("create data folder: %w", err)
 	}
-	return &Local{root: abs, Grace: 10 * time.Second, ProgressEvery: time.Second}, nil
+	agentDir := AgentDir(abs)
+	var command []string
+	if len(agentCommand) > 0 {
+		command = append(slices.Clone(agentCommand), agentDir)
+	}
+	return &Local{root: abs, agent: &agent.Client{Dir: agentDir, Command: command}, Grace: 10 * time.Second}, nil
 }
+
+// AgentDir is the folder of the agent serving a local backend rooted at root.
+func AgentDir(root string) string { return filepath.Join(root, "agent") }
+
+// KeepAgentAlive restarts the agent whenever it is down while runs still need it, until
+// ctx ends.
+func (l *Local) KeepAgentAlive(ctx context.Context) { l.agent.KeepAlive(ctx, 2*time.Second) }
 
 // MemberDirEnv names the variable holding a member's sandbox; the local backend also uses it
 // to find processes a member left behind.
@@ -55,7 +70,7 @@ func (l *Local) WriteClusterFiles(_ context.Context, files ClusterFiles) error {
 		if _, err := os.Stat(path); err == nil {
 			continue // named by content hash, so an existing file is already right
 		}
-		if err := writeFileAtomic(path, []byte(files.Scripts[hash]), 0o755); err != nil {
+		if err := atomicfile.Write(path, []byte(files.Scripts[hash]), 0o755); err != nil {
 			return fmt.Errorf("install startscript: %w", err)
 		}
 	}
@@ -70,7 +85,7 @@ func (l *Local) WriteClusterFiles(_ context.Context, files ClusterFiles) error {
 	if err != nil {
 		return err
 	}
-	return writeFileAtomic(l.configMetaPath(dir), data, 0o644)
+	return atomicfile.Write(l.configMetaPath(dir), data, 0o644)
 }
 
 // CreateMember implements Backend.
@@ -82,50 +97,54 @@ func (l *Local) CreateMember(_ context.Context, m Member) error {
 	return os.MkdirAll(filepath.Join(dir, "logs"), 0o755)
 }
 
-// RunScript implements Backend.
-func (l *Local) RunScript(ctx context.Context, run ScriptRun, onProgress func(runner.Progress)) (ScriptResult, error) {
+// LaunchScript implements Backend.
+func (l *Local) LaunchScript(ctx context.Context, run ScriptRun, to Completion) error {
 	dir, err := l.memberDir(run.Member)
 	if err != nil {
-		return ScriptResult{}, err
+		return err
 	}
 	if _, err := os.Stat(dir); err != nil {
-		return ScriptResult{}, fmt.Errorf("member %s has no sandbox at %s: %w", run.Member.Name, dir, err)
+		return fmt.Errorf("member %s has no sandbox at %s: %w", run.Member.Name, dir, err)
 	}
 	args, err := scriptArgs(run)
 	if err != nil {
-		return ScriptResult{}, err
+		return err
 	}
 	script, err := l.scriptPath(run.Member.Cluster, run.ScriptHash)
 	if err != nil {
-		return ScriptResult{}, err
+		return err
 	}
 	path, args, err := interpreter(script, args)
 	if err != nil {
-		return ScriptResult{}, err
+		return err
 	}
 	logs := filepath.Join(dir, "logs")
 	if err := os.MkdirAll(logs, 0o755); err != nil {
-		return ScriptResult{}, err
+		return err
 	}
 	clusterDir, _ := l.clusterDir(run.Member.Cluster)
-	return runner.Run(ctx, runner.Command{
-		Path: path, Args: args, Dir: dir,
-		Env: scriptEnv(run, map[string]string{
-			"CLUSTERFLOW_CLUSTER":    run.Member.Cluster,
-			"CLUSTERFLOW_ROLE":       run.Member.Role,
-			"CLUSTERFLOW_MEMBER":     run.Member.Name,
-			MemberDirEnv:             dir,
-			"CLUSTERFLOW_EVENT":      string(run.Event),
-			"CLUSTERFLOW_CONFIGMETA": l.configMetaPath(clusterDir),
-			"HOME":                   dir,
-		}),
-		StdoutFile:    filepath.Join(logs, string(run.Event)+".stdout"),
-		StderrFile:    filepath.Join(logs, string(run.Event)+".stderr"),
-		Timeout:       run.Timeout,
-		Grace:         l.Grace,
-		ProgressEvery: l.ProgressEvery,
-		OnProgress:    onProgress,
+	_, err = l.agent.Launch(ctx, agent.Launch{
+		Key: to.Key, TaskToken: to.TaskToken, Attempt: to.Attempt, Connection: to.Connection,
+		Member: run.Member.Name, Event: string(run.Event),
+		Script: agent.Script{
+			Path: path, Args: args, Dir: dir,
+			Env: scriptEnv(run, map[string]string{
+				"CLUSTERFLOW_CLUSTER":    run.Member.Cluster,
+				"CLUSTERFLOW_ROLE":       run.Member.Role,
+				"CLUSTERFLOW_MEMBER":     run.Member.Name,
+				MemberDirEnv:             dir,
+				"CLUSTERFLOW_EVENT":      string(run.Event),
+				"CLUSTERFLOW_CONFIGMETA": l.configMetaPath(clusterDir),
+				"HOME":                   dir,
+			}),
+			StdoutFile: filepath.Join(logs, string(run.Event)+".stdout"),
+			StderrFile: filepath.Join(logs, string(run.Event)+".stderr"),
+		},
+		Timeout:   run.Timeout,
+		Grace:     l.Grace,
+		RecordDir: filepath.Join(dir, ".clusterflow", "runs"),
 	})
+	return err
 }
 
 // RemoveMember implements Backend.
@@ -255,29 +274,6 @@ func scriptEnv(run ScriptRun, own map[string]string) []string {
 		out = append(out, k+"="+env[k])
 	}
 	return out
-}
-
-func writeFileAtomic(path string, data []byte, mode os.FileMode) error {
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return err
-	}
-	tmp, err := os.CreateTemp(filepath.Dir(path), ".tmp-*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name())
-	if _, err := tmp.Write(data); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Chmod(mode); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	return os.Rename(tmp.Name(), path)
 }
 
 func sortedKeys[V any](m map[string]V) []string {

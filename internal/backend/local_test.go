@@ -3,6 +3,7 @@ package backend
 import (
 	"context"
 	"encoding/json"
+	"github.com/clusterflow/clusterflow/internal/agent"
 	"os"
 	"path/filepath"
 	"strings"
@@ -21,6 +22,17 @@ func newLocal(t *testing.T, script string) *Local {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// An in-process agent runs the scripts. No Temporal answers at its address, so it keeps
+	// results on disk, where runScript reads them.
+	ctx, stop := context.WithCancel(context.Background())
+	served := make(chan error, 1)
+	go func() { served <- agent.Serve(ctx, agent.Options{Dir: AgentDir(l.root)}) }()
+	t.Cleanup(func() {
+		stop()
+		if err := <-served; err != nil {
+			t.Errorf("agent: %v", err)
+		}
+	})
 	err = l.WriteClusterFiles(context.Background(), ClusterFiles{
 		Cluster: "c",
 		Scripts: map[string]string{scriptHash: script},
@@ -40,13 +52,10 @@ func TestRunScriptGivesTheScriptItsSandboxAndEnvironment(t *testing.T) {
 	if err := l.CreateMember(context.Background(), m); err != nil {
 		t.Fatal(err)
 	}
-	res, err := l.RunScript(context.Background(), ScriptRun{
+	res := runScript(t, l, ScriptRun{
 		Member: m, Event: spec.EventAddNodes, NodesRole: "w", Nodes: []string{"c-w-1", "c-w-2"},
 		ScriptHash: scriptHash, Env: map[string]string{"APP": "x"}, Timeout: time.Minute,
-	}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	})
 	dir, _ := l.memberDir(m)
 	realDir, _ := filepath.EvalSymlinks(dir)
 	for _, want := range []string{
@@ -69,9 +78,9 @@ func TestScriptsWithoutShebangRunWithSh(t *testing.T) {
 	l := newLocal(t, "echo plain sh\n")
 	m := Member{Cluster: "c", Role: "w", Name: "c-w-0"}
 	_ = l.CreateMember(context.Background(), m)
-	res, err := l.RunScript(context.Background(), ScriptRun{Member: m, Event: spec.EventConfigure, ScriptHash: scriptHash, Timeout: time.Minute}, nil)
-	if err != nil || res.ExitCode != 0 || res.StdoutTail != "plain sh\n" {
-		t.Fatalf("%+v %v", res, err)
+	res := runScript(t, l, ScriptRun{Member: m, Event: spec.EventConfigure, ScriptHash: scriptHash, Timeout: time.Minute})
+	if res.ExitCode != 0 || res.StdoutTail != "plain sh\n" {
+		t.Fatalf("%+v", res)
 	}
 }
 
@@ -98,8 +107,8 @@ func TestNamesCannotEscapeTheDataFolder(t *testing.T) {
 		{Member: m, Event: spec.EventAddNodes, NodesRole: "w", Nodes: []string{"x; rm -rf /"}, ScriptHash: scriptHash},
 		{Member: m, Event: spec.EventConfigure, ScriptHash: "../../bin/sh"},
 	} {
-		if _, err := l.RunScript(context.Background(), run, func(runner.Progress) {}); err == nil {
-			t.Errorf("RunScript accepted %+v", run)
+		if err := l.LaunchScript(context.Background(), run, completion(run)); err == nil {
+			t.Errorf("LaunchScript accepted %+v", run)
 		}
 	}
 }
@@ -128,9 +137,7 @@ func TestRemoveMemberStopsWhatTheMemberLeftRunning(t *testing.T) {
 	l := newLocal(t, "#!/bin/sh\nsleep 60 > /dev/null 2>&1 &\necho $! > daemon.pid\n")
 	m := Member{Cluster: "c", Role: "w", Name: "c-w-0"}
 	_ = l.CreateMember(context.Background(), m)
-	if _, err := l.RunScript(context.Background(), ScriptRun{Member: m, Event: spec.EventConfigure, ScriptHash: scriptHash, Timeout: time.Minute}, nil); err != nil {
-		t.Fatal(err)
-	}
+	runScript(t, l, ScriptRun{Member: m, Event: spec.EventConfigure, ScriptHash: scriptHash, Timeout: time.Minute})
 	dir, _ := l.memberDir(m)
 	pidText, err := os.ReadFile(filepath.Join(dir, "daemon.pid"))
 	if err != nil {
@@ -154,4 +161,32 @@ func TestRemoveMemberStopsWhatTheMemberLeftRunning(t *testing.T) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+}
+
+// completion names a run uniquely; nothing listens for its result.
+func completion(run ScriptRun) Completion {
+	return Completion{
+		Key:        agent.Key{WorkflowID: "test/" + run.Member.Name, ActivityID: string(run.Event)},
+		TaskToken:  []byte("token"),
+		Connection: agent.Connection{Address: "127.0.0.1:1"},
+	}
+}
+
+// runScript launches the run through the agent and waits for the result it records.
+func runScript(t *testing.T, l *Local, run ScriptRun) runner.Result {
+	t.Helper()
+	to := completion(run)
+	if err := l.LaunchScript(context.Background(), run, to); err != nil {
+		t.Fatal(err)
+	}
+	dir, _ := l.memberDir(run.Member)
+	path := filepath.Join(dir, ".clusterflow", "runs", to.Key.ID(), "record.json")
+	for end := time.Now().Add(10 * time.Second); time.Now().Before(end); time.Sleep(20 * time.Millisecond) {
+		var rec struct{ Result *runner.Result }
+		if data, err := os.ReadFile(path); err == nil && json.Unmarshal(data, &rec) == nil && rec.Result != nil {
+			return *rec.Result
+		}
+	}
+	t.Fatalf("no result recorded at %s", path)
+	return runner.Result{}
 }

@@ -156,4 +156,3 @@ func startTicks(pid int) (uint64, bool) {
 	ticks, err := strconv.ParseUint(fields[19], 10, 64)
 	return ticks, err == nil
 }
-

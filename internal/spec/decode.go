@@ -29,6 +29,7 @@ type draftRole struct {
 	EventsSet   bool
 	Env         map[string]string
 	Timeout     *time.Duration
+	Heartbeat   *time.Duration
 	MaxInFlight *int
 	DependsOn   []string
 }
@@ -63,15 +64,16 @@ type walker struct{ ps *problems }
 func (w walker) role(path string, n *yaml.Node) draftRole {
 	var r draftRole
 	w.mapping(path, n, map[string]func(string, *yaml.Node){
-		"name":        func(p string, n *yaml.Node) { r.Name = w.str(p, n) },
-		"members":     func(p string, n *yaml.Node) { r.Members = w.integer(p, n) },
-		"cardinality": func(p string, n *yaml.Node) { r.Cardinality = w.str(p, n) },
-		"startscript": func(p string, n *yaml.Node) { r.Startscript = w.str(p, n) },
-		"events":      func(p string, n *yaml.Node) { r.Events, r.EventsSet = w.strings(p, n), true },
-		"env":         func(p string, n *yaml.Node) { r.Env = w.stringMap(p, n) },
-		"timeout":     func(p string, n *yaml.Node) { r.Timeout = w.duration(p, n) },
-		"maxInFlight": func(p string, n *yaml.Node) { r.MaxInFlight = w.integer(p, n) },
-		"dependsOn":   func(p string, n *yaml.Node) { r.DependsOn = w.strings(p, n) },
+		"name":             func(p string, n *yaml.Node) { r.Name = w.str(p, n) },
+		"members":          func(p string, n *yaml.Node) { r.Members = w.integer(p, n) },
+		"cardinality":      func(p string, n *yaml.Node) { r.Cardinality = w.str(p, n) },
+		"startscript":      func(p string, n *yaml.Node) { r.Startscript = w.str(p, n) },
+		"events":           func(p string, n *yaml.Node) { r.Events, r.EventsSet = w.strings(p, n), true },
+		"env":              func(p string, n *yaml.Node) { r.Env = w.stringMap(p, n) },
+		"timeout":          func(p string, n *yaml.Node) { r.Timeout = w.duration(p, n) },
+		"heartbeatTimeout": func(p string, n *yaml.Node) { r.Heartbeat = w.duration(p, n) },
+		"maxInFlight":      func(p string, n *yaml.Node) { r.MaxInFlight = w.integer(p, n) },
+		"dependsOn":        func(p string, n *yaml.Node) { r.DependsOn = w.strings(p, n) },
 	})
 	return r
 }

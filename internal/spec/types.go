@@ -23,8 +23,13 @@ var AllEvents = []Event{EventConfigure, EventAddNodes, EventDelNodes, EventTeard
 
 // Defaults applied when a role leaves a field out.
 const (
-	DefaultTimeout     = 30 * time.Minute
-	DefaultCardinality = "0+"
+	DefaultTimeout = 30 * time.Minute
+	// DefaultHeartbeatTimeout is how long a running script may go unheard before its
+	// member or agent is taken for lost; agents report at least every 2s.
+	DefaultHeartbeatTimeout = 30 * time.Second
+	// MinHeartbeatTimeout leaves room for a few missed reports.
+	MinHeartbeatTimeout = 5 * time.Second
+	DefaultCardinality  = "0+"
 	// MaxScriptSize bounds one startscript; scripts travel inside workflow payloads.
 	MaxScriptSize = 256 << 10
 	// MaxTotalScriptSize bounds all distinct scripts of a cluster together, well under
@@ -51,12 +56,15 @@ type Role struct {
 	// Startscript is the path as written in the spec, for display.
 	Startscript string `json:"startscript"`
 	// ScriptHash keys the script's content in Cluster.Scripts.
-	ScriptHash  string            `json:"scriptHash"`
-	Events      []Event           `json:"events"`
-	Env         map[string]string `json:"env,omitempty"`
-	Timeout     time.Duration     `json:"timeout"`
-	MaxInFlight int               `json:"maxInFlight,omitempty"`
-	DependsOn   []string          `json:"dependsOn,omitempty"`
+	ScriptHash string            `json:"scriptHash"`
+	Events     []Event           `json:"events"`
+	Env        map[string]string `json:"env,omitempty"`
+	Timeout    time.Duration     `json:"timeout"`
+	// HeartbeatTimeout is zero in specs sent before it existed; the workflow then uses
+	// DefaultHeartbeatTimeout.
+	HeartbeatTimeout time.Duration `json:"heartbeatTimeout,omitempty"`
+	MaxInFlight      int           `json:"maxInFlight,omitempty"`
+	DependsOn        []string      `json:"dependsOn,omitempty"`
 }
 
 // Wants reports whether the role's startscript subscribes to the event.

@@ -68,7 +68,7 @@ func build(d draft, origin string, readScript ScriptReader, ps *problems) Cluste
 }
 
 func buildRole(path string, d draftRole, ps *problems) Role {
-	r := Role{Cardinality: DefaultCardinality, Events: slices.Clone(AllEvents), Timeout: DefaultTimeout, Env: d.Env}
+	r := Role{Cardinality: DefaultCardinality, Events: slices.Clone(AllEvents), Timeout: DefaultTimeout, HeartbeatTimeout: DefaultHeartbeatTimeout, Env: d.Env}
 	if d.Name == nil {
 		ps.add(path+".name", "is required")
 	} else {
@@ -117,6 +117,12 @@ func buildRole(path string, d draftRole, ps *problems) Role {
 		r.Timeout = *d.Timeout
 		if r.Timeout <= 0 {
 			ps.add(path+".timeout", "is %s; it must be positive", r.Timeout)
+		}
+	}
+	if d.Heartbeat != nil {
+		r.HeartbeatTimeout = *d.Heartbeat
+		if r.HeartbeatTimeout < MinHeartbeatTimeout {
+			ps.add(path+".heartbeatTimeout", "is %s; it must be at least %s, as agents report every 1-2s", r.HeartbeatTimeout, MinHeartbeatTimeout)
 		}
 	}
 	if d.MaxInFlight != nil {

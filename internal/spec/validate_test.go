@@ -38,6 +38,7 @@ roles:
     startscript: s.sh
     events: [configure, teardown]
     timeout: 10m
+    heartbeatTimeout: 45s
     maxInFlight: 4
 `), "cluster.yaml", testScripts)
 	if err != nil {
@@ -47,7 +48,7 @@ roles:
 		t.Fatalf("unexpected cluster %+v", c)
 	}
 	worker, controller := c.Roles[0], c.Roles[1]
-	if worker.Cardinality != "0+" || worker.Timeout != 30*time.Minute || !slices.Equal(worker.Events, AllEvents) || worker.MaxInFlight != 0 {
+	if worker.Cardinality != "0+" || worker.Timeout != 30*time.Minute || worker.HeartbeatTimeout != 30*time.Second || !slices.Equal(worker.Events, AllEvents) || worker.MaxInFlight != 0 {
 		t.Errorf("worker defaults not applied: %+v", worker)
 	}
 	if worker.Env["KEY"] != "value" {
@@ -56,7 +57,7 @@ roles:
 	if controller.Members != 1 {
 		t.Errorf("members left out should default to the cardinality's minimum, got %d", controller.Members)
 	}
-	if controller.Timeout != 10*time.Minute || controller.MaxInFlight != 4 || !slices.Equal(controller.Events, []Event{EventConfigure, EventTeardown}) {
+	if controller.Timeout != 10*time.Minute || controller.HeartbeatTimeout != 45*time.Second || controller.MaxInFlight != 4 || !slices.Equal(controller.Events, []Event{EventConfigure, EventTeardown}) {
 		t.Errorf("controller fields not parsed: %+v", controller)
 	}
 	if len(c.Scripts) != 1 || worker.ScriptHash != controller.ScriptHash || c.Scripts[worker.ScriptHash] != "#!/bin/sh\necho hi\n" {
@@ -91,6 +92,7 @@ func TestParseReportsEveryProblem(t *testing.T) {
 		{"unknown event", "name: c\nroles: [{name: a, startscript: s.sh, events: [configure, reboot]}]", []string{`roles[0].events[1]: unknown event "reboot"`}},
 		{"bad timeout", "name: c\nroles: [{name: a, startscript: s.sh, timeout: soon}]", []string{`roles[0].timeout: "soon" is not a duration`}},
 		{"negative timeout", "name: c\nroles: [{name: a, startscript: s.sh, timeout: -1s}]", []string{"roles[0].timeout: is -1s; it must be positive"}},
+		{"short heartbeat timeout", "name: c\nroles: [{name: a, startscript: s.sh, heartbeatTimeout: 1s}]", []string{"roles[0].heartbeatTimeout: is 1s; it must be at least 5s"}},
 		{"zero maxInFlight", "name: c\nroles: [{name: a, startscript: s.sh, maxInFlight: 0}]", []string{"roles[0].maxInFlight: is 0; it must be at least 1"}},
 		{"reserved env", "name: c\nroles: [{name: a, startscript: s.sh, env: {CLUSTERFLOW_ROLE: x, 1BAD: y}}]", []string{"roles[0].env.1BAD: is not a valid environment variable name", "roles[0].env.CLUSTERFLOW_ROLE: the CLUSTERFLOW_ prefix is reserved"}},
 		{"typo in field", "name: c\nroles: [{name: a, startscript: s.sh, dependson: [b]}]", []string{`roles[0].dependson: unknown field (did you mean "dependsOn"?)`}},

@@ -1,0 +1,174 @@
+package agent
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"sync"
+	"syscall"
+	"time"
+
+	"go.uber.org/zap"
+)
+
+// Options configure an agent.
+type Options struct {
+	// Dir holds the agent's socket, lock, log, run index and connection settings.
+	Dir    string
+	Logger *zap.Logger
+	// HeartbeatEvery is how often a running script's progress is sent (default 1s).
+	HeartbeatEvery time.Duration
+	// IdleExit ends the agent once it has had nothing to do for this long; zero never does.
+	IdleExit time.Duration
+}
+
+// ErrAlreadyRunning means another agent serves the folder.
+var ErrAlreadyRunning = errors.New("another agent is already running for this folder")
+
+// Agent supervises startscript runs.
+type Agent struct {
+	opts    Options
+	log     *zap.Logger
+	clients *clients
+	// ctx ends when the agent stops; scripts keep running, and the next agent adopts them.
+	ctx context.Context
+
+	mu       sync.Mutex
+	runs     map[string]*run
+	idleFrom time.Time
+	stopping bool
+}
+
+// Serve runs the agent until ctx ends or it has been idle for IdleExit. It re-adopts the
+// runs a previous agent left before it takes new ones.
+func Serve(ctx context.Context, opts Options) error {
+	if opts.HeartbeatEvery <= 0 {
+		opts.HeartbeatEvery = time.Second
+	}
+	if opts.Logger == nil {
+		opts.Logger = zap.NewNop()
+	}
+	dir, err := filepath.Abs(opts.Dir)
+	if err != nil {
+		return err
+	}
+	opts.Dir = dir
+	if err := os.MkdirAll(filepath.Join(dir, indexDir), 0o755); err != nil {
+		return err
+	}
+	unlock, err := lock(filepath.Join(dir, "agent.lock"))
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	_ = os.WriteFile(filepath.Join(dir, "agent.pid"), fmt.Appendf(nil, "%d\n", os.Getpid()), 0o644)
+
+	ctx, stop := context.WithCancel(ctx)
+	defer stop()
+	a := &Agent{opts: opts, log: opts.Logger, ctx: ctx, runs: map[string]*run{}, idleFrom: time.Now()}
+	a.clients = newClients(dir, a.log)
+	defer a.clients.close()
+	a.readopt()
+
+	sock := SocketPath(dir)
+	_ = os.Remove(sock) // left by an agent that died; the lock says none is running now
+	ln, err := net.Listen("unix", sock)
+	if err != nil {
+		return fmt.Errorf("listen on %s: %w", sock, err)
+	}
+	go func() {
+		<-ctx.Done()
+		ln.Close()
+	}()
+	if opts.IdleExit > 0 {
+		go a.exitWhenIdle(stop)
+	}
+	a.log.Info("Agent serving", zap.String("dir", dir), zap.Int("adopted", len(a.runs)))
+	for {
+		conn, err := ln.Accept()
+		if err != nil {
+			if ctx.Err() != nil {
+				a.log.Info("Agent stopping; running scripts carry on and are adopted by the next agent")
+				return nil
+			}
+			return err
+		}
+		go a.serveConn(conn)
+	}
+}
+
+// SocketPath is where the agent for dir listens.
+func SocketPath(dir string) string { return filepath.Join(dir, "agent.sock") }
+
+// lock takes the folder's lock file so that one agent serves it.
+func lock(path string) (func(), error) {
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		f.Close()
+		if errors.Is(err, syscall.EWOULDBLOCK) {
+			return nil, ErrAlreadyRunning
+		}
+		return nil, err
+	}
+	return func() { f.Close() }, nil
+}
+
+func (a *Agent) serveConn(conn net.Conn) {
+	defer conn.Close()
+	_ = conn.SetDeadline(time.Now().Add(30 * time.Second))
+	var l Launch
+	reply := Reply{}
+	if err := json.NewDecoder(bufio.NewReader(conn)).Decode(&l); err != nil {
+		reply.Error = "bad launch request: " + err.Error()
+	} else if action, err := a.launch(l); err != nil {
+		reply.Error = err.Error()
+	} else {
+		reply.Action = action
+	}
+	_ = json.NewEncoder(conn).Encode(reply)
+}
+
+// exitWhenIdle stops the agent once no run has needed it for IdleExit.
+func (a *Agent) exitWhenIdle(stop func()) {
+	tick := time.NewTicker(min(a.opts.IdleExit/4+time.Millisecond, 5*time.Second))
+	defer tick.Stop()
+	for {
+		select {
+		case <-a.ctx.Done():
+			return
+		case <-tick.C:
+		}
+		a.mu.Lock()
+		idle := len(a.runs) == 0 && time.Since(a.idleFrom) >= a.opts.IdleExit
+		if idle {
+			a.stopping = true
+		}
+		a.mu.Unlock()
+		if idle {
+			a.log.Info("Agent idle; exiting", zap.Duration("idleFor", a.opts.IdleExit))
+			stop()
+			return
+		}
+	}
+}
+
+// forget drops a run that needs nothing more from the agent.
+func (a *Agent) forget(r *run) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.runs[r.id] == r {
+		delete(a.runs, r.id)
+	}
+	if len(a.runs) == 0 {
+		a.idleFrom = time.Now()
+	}
+	_ = os.Remove(filepath.Join(a.opts.Dir, indexDir, r.id))
+}

@@ -1,0 +1,94 @@
+// Package agent is the member-side agent: one long-lived process per host that runs
+// startscripts on behalf of workers, heartbeats their progress to Temporal and completes
+// their activities itself. It keeps a small record of every run on disk, so a restarted
+// agent re-adopts live runs and delivers results it had not delivered yet, and a relaunch
+// of a run it already has attaches to it instead of running the script twice.
+//
+// The agent knows Temporal only as a client that heartbeats and completes activities.
+package agent
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"time"
+
+	"go.temporal.io/sdk/contrib/envconfig"
+)
+
+// Connection is how the agent reaches Temporal: the SDK's client profile, as the worker
+// that launched the run resolved it.
+type Connection = envconfig.ClientConfigProfile
+
+// Key identifies a run across activity attempts: a retried activity keeps its workflow ID
+// and activity ID, so its relaunch finds the run the first attempt started.
+type Key struct {
+	WorkflowID string `json:"workflowId"`
+	RunID      string `json:"runId"`
+	ActivityID string `json:"activityId"`
+}
+
+// ID names the run's record folder.
+func (k Key) ID() string {
+	sum := sha256.Sum256([]byte(k.WorkflowID + "\x00" + k.ActivityID))
+	return hex.EncodeToString(sum[:10])
+}
+
+// Launch asks the agent to run a startscript, or to attach to the run it already has.
+type Launch struct {
+	Key       Key    `json:"key"`
+	TaskToken []byte `json:"taskToken"`
+	Attempt   int32  `json:"attempt"`
+	// Connection is kept apart from the run record, readable by the agent's user only.
+	Connection Connection `json:"connection"`
+	Member     string     `json:"member"`
+	Event      string     `json:"event"`
+	Script     Script     `json:"script"`
+	// Timeout bounds the script; Grace is its time between SIGTERM and SIGKILL when stopped.
+	Timeout time.Duration `json:"timeout"`
+	Grace   time.Duration `json:"grace"`
+	// RecordDir holds the run's record; it lives in the member's sandbox, so removing the
+	// member removes its records.
+	RecordDir string `json:"recordDir"`
+}
+
+// Script is the process to run.
+type Script struct {
+	Path       string   `json:"path"`
+	Args       []string `json:"args,omitempty"`
+	Dir        string   `json:"dir"`
+	Env        []string `json:"env,omitempty"`
+	StdoutFile string   `json:"stdoutFile"`
+	StderrFile string   `json:"stderrFile"`
+}
+
+// Reply says what the agent did with a launch.
+type Reply struct {
+	// Action is started, attached (the run was already going) or delivering (the run had
+	// finished; its stored result is being delivered).
+	Action string `json:"action,omitempty"`
+	Error  string `json:"error,omitempty"`
+}
+
+const (
+	ActionStarted    = "started"
+	ActionAttached   = "attached"
+	ActionDelivering = "delivering"
+)
+
+// Progress is what the agent heartbeats while a script runs; the Web UI shows it as the
+// pending activity's heartbeat details.
+type Progress struct {
+	Member   string `json:"member"`
+	Event    string `json:"event"`
+	Elapsed  string `json:"elapsed"`
+	LastLine string `json:"lastLine,omitempty"`
+}
+
+// Error types the agent fails activities with. A failed or timed-out script is not retried;
+// a lost run (its process vanished without an exit status) is, because only then is
+// running the script again the right thing.
+const (
+	ErrScriptFailed   = "ScriptFailed"
+	ErrScriptTimedOut = "ScriptTimedOut"
+	ErrScriptLost     = "ScriptLost"
+)

@@ -1,0 +1,138 @@
+package agent
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"syscall"
+	"time"
+)
+
+// Client hands runs to the agent serving a folder, and starts that agent when none is
+// running: whoever needs the agent starts it.
+type Client struct {
+	// Dir is the agent's folder.
+	Dir string
+	// Command starts an agent for Dir, e.g. ["clusterflow", "agent", "--dir", Dir].
+	Command []string
+}
+
+// startWait bounds how long a launch waits for a freshly started agent to listen.
+const startWait = 15 * time.Second
+
+// Launch hands a run to the agent.
+func (c *Client) Launch(ctx context.Context, l Launch) (Reply, error) {
+	ctx, cancel := context.WithTimeout(ctx, startWait+30*time.Second)
+	defer cancel()
+	started := time.Time{}
+	for wait := 10 * time.Millisecond; ; wait = min(wait*2, 500*time.Millisecond) {
+		reply, err := c.send(ctx, l)
+		if err == nil && reply.Error == errStopping.Error() {
+			err = errStopping
+		}
+		if err == nil {
+			if reply.Error != "" {
+				return reply, errors.New(reply.Error)
+			}
+			return reply, nil
+		}
+		if !errors.Is(err, syscall.ECONNREFUSED) && !errors.Is(err, syscall.ENOENT) && !errors.Is(err, errStopping) {
+			return reply, fmt.Errorf("agent at %s: %w", SocketPath(c.Dir), err)
+		}
+		if started.IsZero() || time.Since(started) > startWait/3 {
+			if err := c.start(); err != nil {
+				return reply, err
+			}
+			if started.IsZero() {
+				started = time.Now()
+			}
+		}
+		if time.Since(started) > startWait {
+			return reply, fmt.Errorf("agent did not come up within %s; see %s", startWait, c.logPath())
+		}
+		select {
+		case <-ctx.Done():
+			return reply, ctx.Err()
+		case <-time.After(wait):
+		}
+	}
+}
+
+func (c *Client) send(ctx context.Context, l Launch) (Reply, error) {
+	var d net.Dialer
+	conn, err := d.DialContext(ctx, "unix", SocketPath(c.Dir))
+	if err != nil {
+		return Reply{}, err
+	}
+	defer conn.Close()
+	if deadline, ok := ctx.Deadline(); ok {
+		_ = conn.SetDeadline(deadline)
+	}
+	if err := json.NewEncoder(conn).Encode(l); err != nil {
+		return Reply{}, err
+	}
+	var reply Reply
+	if err := json.NewDecoder(conn).Decode(&reply); err != nil {
+		return Reply{}, fmt.Errorf("read agent reply: %w", err)
+	}
+	return reply, nil
+}
+
+// Running reports whether an agent answers on the folder's socket.
+func (c *Client) Running() bool {
+	conn, err := net.DialTimeout("unix", SocketPath(c.Dir), time.Second)
+	if err != nil {
+		return false
+	}
+	conn.Close()
+	return true
+}
+
+// KeepAlive restarts the agent whenever it is down while runs still need it (a run still
+// going, or a result not yet delivered), until ctx ends. This is how a killed agent comes
+// back without waiting for a heartbeat timeout and a relaunch.
+func (c *Client) KeepAlive(ctx context.Context, every time.Duration) {
+	tick := time.NewTicker(every)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		if entries, _ := os.ReadDir(filepath.Join(c.Dir, indexDir)); len(entries) > 0 && !c.Running() {
+			_ = c.start()
+		}
+	}
+}
+
+// start launches an agent detached from the caller (its own session), with its output in
+// the folder's log. If another agent wins the race for the lock, the spare one exits.
+func (c *Client) start() error {
+	if len(c.Command) == 0 {
+		return fmt.Errorf("no agent is running for %s, and none can be started here", c.Dir)
+	}
+	if err := os.MkdirAll(c.Dir, 0o755); err != nil {
+		return err
+	}
+	log, err := os.OpenFile(c.logPath(), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return err
+	}
+	defer log.Close()
+	cmd := exec.Command(c.Command[0], c.Command[1:]...)
+	cmd.Stdout, cmd.Stderr = log, log
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("start agent: %w", err)
+	}
+	go func() { _ = cmd.Wait() }()
+	return nil
+}
+
+func (c *Client) logPath() string { return filepath.Join(c.Dir, "agent.log") }

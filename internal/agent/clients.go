@@ -1,0 +1,91 @@
+package agent
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/contrib/envconfig"
+	"go.uber.org/zap"
+
+	"github.com/clusterflow/clusterflow/internal/atomicfile"
+	"github.com/clusterflow/clusterflow/internal/logging"
+)
+
+// clients keeps one Temporal client per connection the agent was handed. Connections are
+// stored apart from run records, readable by the agent's user only, because they may hold
+// an API key or a TLS key.
+type clients struct {
+	dir string
+	log *zap.Logger
+
+	mu   sync.Mutex
+	byID map[string]client.Client
+}
+
+func newClients(agentDir string, log *zap.Logger) *clients {
+	return &clients{dir: filepath.Join(agentDir, "connections"), log: log, byID: map[string]client.Client{}}
+}
+
+// save stores the connection once and returns its ID.
+func (c *clients) save(conn Connection) (string, error) {
+	data, err := json.Marshal(conn)
+	if err != nil {
+		return "", err
+	}
+	sum := sha256.Sum256(data)
+	id := hex.EncodeToString(sum[:8])
+	path := filepath.Join(c.dir, id+".json")
+	if _, err := os.Stat(path); err == nil {
+		return id, nil
+	}
+	if err := os.MkdirAll(c.dir, 0o700); err != nil {
+		return "", err
+	}
+	return id, atomicfile.Write(path, data, 0o600)
+}
+
+// get returns the client for a stored connection. Clients connect lazily, so an agent
+// whose server is down still starts, and delivers once the server is back.
+func (c *clients) get(id string) (client.Client, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if cl, ok := c.byID[id]; ok {
+		return cl, nil
+	}
+	data, err := os.ReadFile(filepath.Join(c.dir, id+".json"))
+	if err != nil {
+		return nil, fmt.Errorf("connection settings %s: %w", id, err)
+	}
+	var profile envconfig.ClientConfigProfile
+	if err := json.Unmarshal(data, &profile); err != nil {
+		return nil, fmt.Errorf("connection settings %s: %w", id, err)
+	}
+	opts, err := profile.ToClientOptions(envconfig.ToClientOptionsRequest{})
+	if err != nil {
+		return nil, fmt.Errorf("connection settings %s: %w", id, err)
+	}
+	if opts.HostPort == "" {
+		opts.HostPort = client.DefaultHostPort
+	}
+	opts.Logger = logging.SDK(c.log)
+	cl, err := client.NewLazyClient(opts)
+	if err != nil {
+		return nil, err
+	}
+	c.byID[id] = cl
+	return cl, nil
+}
+
+func (c *clients) close() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, cl := range c.byID {
+		cl.Close()
+	}
+}

@@ -1,0 +1,54 @@
+package agent
+
+import (
+	"encoding/json"
+	"fmt"
+	"github.com/clusterflow/clusterflow/internal/atomicfile"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/clusterflow/clusterflow/internal/runner"
+)
+
+// record is what the agent keeps on disk about one run: enough to adopt it after a
+// restart and to deliver its result however late.
+type record struct {
+	Key          Key           `json:"key"`
+	TaskToken    []byte        `json:"taskToken"`
+	Attempt      int32         `json:"attempt"`
+	ConnectionID string        `json:"connectionId"`
+	Member       string        `json:"member"`
+	Event        string        `json:"event"`
+	Timeout      time.Duration `json:"timeout"`
+	Grace        time.Duration `json:"grace"`
+	Started      time.Time     `json:"started"`
+	Handle       runner.Handle `json:"handle"`
+	// Result is set once the run has ended; Lost when its process vanished without an
+	// exit status.
+	Result    *runner.Result `json:"result,omitempty"`
+	Lost      bool           `json:"lost,omitempty"`
+	Delivered bool           `json:"delivered,omitempty"`
+}
+
+const recordFile = "record.json"
+
+func loadRecord(dir string) (*record, error) {
+	data, err := os.ReadFile(filepath.Join(dir, recordFile))
+	if err != nil {
+		return nil, err
+	}
+	var r record
+	if err := json.Unmarshal(data, &r); err != nil {
+		return nil, fmt.Errorf("run record %s: %w", dir, err)
+	}
+	return &r, nil
+}
+
+func (r *record) save(dir string) error {
+	data, err := json.MarshalIndent(r, "", "  ")
+	if err != nil {
+		return err
+	}
+	return atomicfile.Write(filepath.Join(dir, recordFile), data, 0o600)
+}

@@ -1,0 +1,168 @@
+package agent
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/clusterflow/clusterflow/internal/atomicfile"
+	"github.com/clusterflow/clusterflow/internal/runner"
+)
+
+// indexDir lists, by run ID, the record folders of runs that still need the agent: running,
+// or finished with a result not yet delivered. A restarted agent starts from it.
+const indexDir = "runs"
+
+var errStopping = errors.New("agent is stopping; retry with the next one")
+
+// run is one run the agent looks after.
+type run struct {
+	id, dir string
+	log     *zap.Logger
+
+	mu  sync.Mutex
+	rec *record
+	// canceled is closed when a heartbeat answers that the activity was cancelled.
+	canceled   chan struct{}
+	cancelOnce sync.Once
+	// retokened wakes a waiting delivery when a relaunch brings a fresh task token.
+	retokened chan struct{}
+}
+
+func (r *run) snapshot() record {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return *r.rec
+}
+
+func (r *run) update(change func(*record)) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	change(r.rec)
+	if err := r.rec.save(r.dir); err != nil && !errors.Is(err, os.ErrNotExist) {
+		// The member may have been removed under us; the run is then moot.
+		r.log.Warn("Could not save run record", zap.String("dir", r.dir), zap.Error(err))
+	}
+}
+
+func (r *run) cancel() { r.cancelOnce.Do(func() { close(r.canceled) }) }
+
+// launch starts a run, or attaches a relaunch to the run it repeats. Only a run that is
+// truly lost (its process ended without an exit status) is started again.
+func (a *Agent) launch(l Launch) (string, error) {
+	if err := l.check(); err != nil {
+		return "", err
+	}
+	connID, err := a.clients.save(l.Connection)
+	if err != nil {
+		return "", err
+	}
+	id := l.Key.ID()
+	dir := filepath.Join(l.RecordDir, id)
+	retoken := func(rec *record) {
+		rec.TaskToken, rec.Attempt, rec.ConnectionID, rec.Delivered = l.TaskToken, l.Attempt, connID, false
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.stopping {
+		return "", errStopping
+	}
+	if r := a.runs[id]; r != nil {
+		r.update(retoken)
+		select {
+		case r.retokened <- struct{}{}:
+		default:
+		}
+		if rec := r.snapshot(); rec.Result != nil || rec.Lost {
+			return ActionDelivering, nil
+		}
+		return ActionAttached, nil
+	}
+	if rec, err := loadRecord(dir); err == nil && !rec.Lost {
+		if rec.Result != nil {
+			r := a.track(id, dir, rec, retoken)
+			go a.deliver(r)
+			return ActionDelivering, nil
+		}
+		if _, exited := rec.Handle.ExitCode(); exited || rec.Handle.Running() {
+			r := a.track(id, dir, rec, retoken)
+			go a.supervise(r)
+			return ActionAttached, nil
+		}
+	}
+	rec := &record{
+		Key: l.Key, Member: l.Member, Event: l.Event, Timeout: l.Timeout, Grace: l.Grace,
+		Started: time.Now(),
+	}
+	s := l.Script
+	rec.Handle, err = runner.Spawn(runner.Spec{
+		Path: s.Path, Args: s.Args, Dir: s.Dir, Env: s.Env,
+		StdoutFile: s.StdoutFile, StderrFile: s.StderrFile, ExitFile: filepath.Join(dir, "exit"),
+	})
+	if err != nil {
+		return "", err
+	}
+	r := a.track(id, dir, rec, retoken)
+	a.log.Debug("Started script", zap.String("member", l.Member), zap.String("event", l.Event), zap.Int("pid", rec.Handle.PID))
+	go a.supervise(r)
+	return ActionStarted, nil
+}
+
+// track records the run on disk and in the index, and looks after it from now on.
+func (a *Agent) track(id, dir string, rec *record, change func(*record)) *run {
+	r := &run{id: id, dir: dir, log: a.log, rec: rec, canceled: make(chan struct{}), retokened: make(chan struct{}, 1)}
+	r.update(change)
+	if err := atomicfile.Write(filepath.Join(a.opts.Dir, indexDir, id), []byte(dir), 0o644); err != nil {
+		a.log.Warn("Could not index run; a restarted agent will not adopt it", zap.String("dir", dir), zap.Error(err))
+	}
+	a.runs[id] = r
+	return r
+}
+
+// readopt takes over the runs a previous agent left: it supervises those still running and
+// delivers the results not yet delivered.
+func (a *Agent) readopt() {
+	entries, _ := os.ReadDir(filepath.Join(a.opts.Dir, indexDir))
+	for _, e := range entries {
+		entry := filepath.Join(a.opts.Dir, indexDir, e.Name())
+		dir, err := os.ReadFile(entry)
+		if err != nil {
+			continue
+		}
+		rec, err := loadRecord(string(dir))
+		if err != nil {
+			_ = os.Remove(entry) // the member, and its records, are gone
+			continue
+		}
+		r := &run{id: e.Name(), dir: string(dir), log: a.log, rec: rec, canceled: make(chan struct{}), retokened: make(chan struct{}, 1)}
+		a.runs[r.id] = r
+		if rec.Result != nil || rec.Lost {
+			go a.deliver(r)
+		} else {
+			go a.supervise(r)
+		}
+		a.log.Info("Adopted run", zap.String("member", rec.Member), zap.String("event", rec.Event),
+			zap.Bool("finished", rec.Result != nil || rec.Lost))
+	}
+}
+
+func (l Launch) check() error {
+	switch {
+	case l.Key.WorkflowID == "" || l.Key.ActivityID == "":
+		return fmt.Errorf("launch needs a workflow ID and an activity ID")
+	case len(l.TaskToken) == 0:
+		return fmt.Errorf("launch needs a task token")
+	case l.Script.Path == "" || l.Script.StdoutFile == "" || l.Script.StderrFile == "":
+		return fmt.Errorf("launch needs a script path and output files")
+	case !filepath.IsAbs(l.RecordDir):
+		return fmt.Errorf("launch record folder %q is not absolute", l.RecordDir)
+	case l.Timeout <= 0:
+		return fmt.Errorf("launch needs a timeout")
+	}
+	return nil
+}

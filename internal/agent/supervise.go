@@ -1,0 +1,116 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"os"
+	"time"
+
+	"go.temporal.io/api/serviceerror"
+	"go.temporal.io/sdk/temporal"
+	"go.uber.org/zap"
+
+	"github.com/clusterflow/clusterflow/internal/runner"
+)
+
+// pollEvery is how often a run is checked for its end; it bounds how late the workflow
+// learns that a script exited.
+const pollEvery = 50 * time.Millisecond
+
+// supervise watches a running script until it ends, times out or is cancelled, then
+// delivers its result. If the agent stops meanwhile, the script carries on.
+func (a *Agent) supervise(r *run) {
+	ctx, stopHeartbeats := context.WithCancel(a.ctx)
+	defer stopHeartbeats()
+	go a.heartbeat(ctx, r)
+	poll := time.NewTicker(pollEvery)
+	defer poll.Stop()
+	rec := r.snapshot()
+	deadline := time.NewTimer(time.Until(rec.Started.Add(rec.Timeout)))
+	defer deadline.Stop()
+	h := rec.Handle
+	for {
+		select {
+		case <-a.ctx.Done():
+			return
+		case <-r.canceled:
+			h.Stop(rec.Grace)
+			a.finish(r, runner.Canceled)
+			return
+		case <-deadline.C:
+			h.Stop(rec.Grace)
+			a.finish(r, runner.TimedOut)
+			return
+		case <-poll.C:
+		}
+		if _, ok := h.ExitCode(); ok {
+			a.finish(r, runner.Exited)
+			return
+		}
+		if !h.Running() {
+			if _, ok := h.ExitCode(); ok { // it ended between the two looks
+				a.finish(r, runner.Exited)
+				return
+			}
+			if _, err := os.Stat(r.dir); err != nil {
+				a.log.Info("Member removed while its script ran; dropping the run", zap.String("member", rec.Member))
+				a.forget(r)
+				return
+			}
+			a.log.Warn("Script vanished without an exit status; reporting it lost so it runs again",
+				zap.String("member", rec.Member), zap.String("event", rec.Event))
+			r.update(func(rec *record) { rec.Lost = true })
+			go a.deliver(r)
+			return
+		}
+	}
+}
+
+// finish stores how the run ended, then delivers it.
+func (a *Agent) finish(r *run, outcome runner.Outcome) {
+	rec := r.snapshot()
+	code, ok := rec.Handle.ExitCode()
+	if !ok {
+		code = 128 + 9 // killed with the rest of its group before it could say
+	}
+	res := runner.Result{Outcome: outcome, ExitCode: code, Duration: time.Since(rec.Started)}
+	res.StdoutTail, res.StderrTail = rec.Handle.Tails()
+	r.update(func(rec *record) { rec.Result = &res })
+	a.deliver(r)
+}
+
+// heartbeat reports progress until ctx ends. A heartbeat answered with a cancellation
+// cancels the run.
+func (a *Agent) heartbeat(ctx context.Context, r *run) {
+	tick := time.NewTicker(a.opts.HeartbeatEvery)
+	defer tick.Stop()
+	for {
+		rec := r.snapshot()
+		c, err := a.clients.get(rec.ConnectionID)
+		if err == nil {
+			callCtx, cancel := context.WithTimeout(ctx, 5*time.Second)
+			err = c.RecordActivityHeartbeat(callCtx, rec.TaskToken, Progress{
+				Member: rec.Member, Event: rec.Event,
+				Elapsed:  time.Since(rec.Started).Round(100 * time.Millisecond).String(),
+				LastLine: rec.Handle.LastLine(),
+			})
+			cancel()
+		}
+		var notFound *serviceerror.NotFound
+		switch {
+		case temporal.IsCanceledError(err):
+			r.cancel()
+			return
+		case errors.As(err, &notFound):
+			// This attempt is over (timed out, or its workflow ended). A retry brings a fresh
+			// token; until then the script carries on.
+		case err != nil && ctx.Err() == nil:
+			a.log.Debug("Heartbeat not delivered", zap.String("member", rec.Member), zap.Error(err))
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+	}
+}
