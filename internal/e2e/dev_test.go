@@ -28,7 +28,7 @@ func TestDevRunsTheExampleAndKeepsStateAcrossRestarts(t *testing.T) {
 	}
 	dir := t.TempDir()
 	data := filepath.Join(dir, "data")
-	t.Cleanup(func() { testenv.KillMemberProcesses(data) })
+	t.Cleanup(func() { testenv.StopAll(data) })
 	grpcAddr, uiAddr := freeAddress(t), freeAddress(t)
 	args := []string{"dev", "-f", filepath.Join(root, "examples/registry/cluster.yaml"),
 		"--db", filepath.Join(dir, "dev.db"), "--data", data, "--address", grpcAddr, "--ui-address", uiAddr}

@@ -43,7 +43,7 @@ func runMain(m *testing.M) int {
 	}
 	defer os.RemoveAll(tmp)
 	dataDir = filepath.Join(tmp, "data")
-	defer testenv.KillMemberProcesses(dataDir)
+	defer testenv.StopAll(dataDir)
 	cliEnv = []string{"TEMPORAL_ADDRESS=" + server.Address(), "TEMPORAL_NAMESPACE=default"}
 	worker, err := testenv.Start(tmp, tmp, "worker", cliEnv, "worker", "--data", dataDir)
 	if err != nil {

@@ -33,7 +33,14 @@ func MemberProcesses(dataDir string) []int {
 	return pids
 }
 
-// KillMemberProcesses kills what MemberProcesses finds; for test cleanups.
+// StopAll stops the agent serving dataDir, then every member process left under it; for
+// test cleanups.
+func StopAll(dataDir string) {
+	StopAgent(dataDir)
+	KillMemberProcesses(dataDir)
+}
+
+// KillMemberProcesses kills what MemberProcesses finds.
 func KillMemberProcesses(dataDir string) {
 	for _, pid := range MemberProcesses(dataDir) {
 		_ = syscall.Kill(pid, syscall.SIGKILL)
