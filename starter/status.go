@@ -33,6 +33,7 @@ func (s *Starter) Status(ctx context.Context, name string) (workflows.ClusterSta
 	if err := resp.Get(&status); err != nil {
 		return status, fmt.Errorf("decode status of %s: %w", name, err)
 	}
+	s.addLastLines(queryCtx, &status)
 	return status, nil
 }
 

@@ -39,10 +39,15 @@ type Member struct {
 	Detail  string      `json:"detail,omitempty"`
 	// Event is the startscript event running now, or the last one run.
 	Event spec.Event `json:"event,omitempty"`
-	// Since is when the member entered its state.
-	Since      time.Time `json:"since"`
-	StdoutTail string    `json:"stdoutTail,omitempty"`
-	StderrTail string    `json:"stderrTail,omitempty"`
+	// Since is when the member entered its state, which for a running script is when the
+	// script started.
+	Since time.Time `json:"since"`
+	// LastLine is a running script's latest line of output. The workflow never sees it
+	// (it travels in the script activity's heartbeats), so the status query leaves it
+	// empty and starter.Status fills it in.
+	LastLine   string `json:"lastLine,omitempty"`
+	StdoutTail string `json:"stdoutTail,omitempty"`
+	StderrTail string `json:"stderrTail,omitempty"`
 }
 
 // RoleStatus is one role's desired size and its members.

@@ -7,18 +7,26 @@ import (
 	"time"
 
 	"github.com/clusterflow/clusterflow/internal/render"
+	"github.com/clusterflow/clusterflow/workflows"
 )
 
 func runStatus(ctx context.Context, args []string) error {
-	fs := newFlagSet("status", "NAME [-o json]")
+	fs := newFlagSet("status", "NAME [-o json] [--wait [--timeout D]]")
 	var conn connection
 	conn.register(fs, "warn")
 	out := outputFlag(fs)
+	wait := fs.Bool("wait", false, "first wait until the cluster is ready, failed or deleted, showing progress")
+	timeout := fs.Duration("timeout", 0, "with --wait, give up waiting after this long (0 waits forever)")
 	name, st, closeClient, err := clusterCommand(ctx, fs, &conn, args)
 	if err != nil {
 		return err
 	}
 	defer closeClient()
+	if *wait {
+		if _, err := waitForPhase(ctx, st, name, *timeout, workflows.Phase.Stable); err != nil {
+			return err
+		}
+	}
 	status, err := st.Status(ctx, name)
 	if err != nil {
 		return err

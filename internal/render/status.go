@@ -40,7 +40,11 @@ func Status(w io.Writer, s workflows.ClusterStatus, now time.Time) {
 	var failed []workflows.Member
 	for _, r := range s.Roles {
 		for _, m := range r.Members {
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", m.Name, m.State, Ago(m.Since, now), m.Detail)
+			detail := m.Detail
+			if m.LastLine != "" {
+				detail += ": " + m.LastLine
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", m.Name, m.State, Ago(m.Since, now), detail)
 			if m.StdoutTail != "" || m.StderrTail != "" {
 				failed = append(failed, m)
 			}

@@ -1,0 +1,85 @@
+package e2e
+
+import (
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/clusterflow/clusterflow/internal/testenv"
+)
+
+// slowController is a cluster whose controller takes about 6s to configure, long enough to
+// kill something while it runs; the workers check the controller is ready first.
+const slowController = `
+name: slow
+roles:
+  - {name: controller, cardinality: "1", startscript: trace.sh, env: {TRACE: TRACE_FILE, SLEEP: "6"}}
+  - {name: worker, members: 2, dependsOn: [controller], startscript: trace.sh, env: {TRACE: TRACE_FILE, DEPS: controller}}
+`
+
+// deployAndInterrupt deploys slowController, calls interrupt while the controller's
+// configure runs, and checks the cluster still becomes ready with every configure run
+// exactly once, the workers' after the controller's.
+func deployAndInterrupt(t *testing.T, s *stack, interrupt func()) {
+	specPath, trace := writeCluster(t, slowController)
+	if res := s.cli("deploy", "-f", specPath); res.Code != 0 {
+		t.Fatalf("deploy: %s", res)
+	}
+	waitFor(t, "the controller's configure to start", func() bool { return len(readTrace(t, trace)) > 0 })
+	interrupt()
+	res := s.cli("status", "slow", "--wait", "--timeout", "90s")
+	if res.Code != 0 || !strings.Contains(res.Stdout, "ready") {
+		t.Fatalf("cluster did not become ready: %s\nworker: %s\ndev: %s", res, s.worker.Output(), s.dev.Output())
+	}
+	runs := readTrace(t, trace)
+	controller := runsOf(runs, "slow-controller-", "configure")
+	if len(controller) != 1 || controller[0].Outcome != "ok" {
+		t.Fatalf("the controller's configure should have run once, to its end: %+v", runs)
+	}
+	workers := runsOf(runs, "slow-worker-", "configure")
+	if len(workers) != 2 {
+		t.Fatalf("want one configure per worker, got %+v", workers)
+	}
+	for _, w := range workers {
+		if w.Start < controller[0].End || w.Outcome != "ok" {
+			t.Errorf("worker configure %+v not after the controller's (ended %.3f)", w, controller[0].End)
+		}
+	}
+}
+
+func TestAScriptSurvivesItsWorkerBeingKilled(t *testing.T) {
+	t.Parallel()
+	s := newStack(t)
+	deployAndInterrupt(t, s, func() {
+		s.kill(s.worker)
+		if len(testenv.MemberProcesses(s.data)) == 0 {
+			t.Error("killing the worker killed the running script")
+		}
+		s.startWorker()
+	})
+}
+
+func TestADeployResumesAfterTheServerIsKilled(t *testing.T) {
+	t.Parallel()
+	s := newStack(t)
+	deployAndInterrupt(t, s, func() {
+		s.kill(s.dev)
+		s.startDev()
+	})
+}
+
+func TestARestartedAgentReadoptsItsRun(t *testing.T) {
+	t.Parallel()
+	s := newStack(t)
+	deployAndInterrupt(t, s, func() {
+		first, ok := testenv.AgentPID(s.data)
+		if !ok {
+			t.Fatal("no agent running the script")
+		}
+		if err := syscall.Kill(first, syscall.SIGKILL); err != nil {
+			t.Fatal(err)
+		}
+		// The worker brings a new agent up, and it carries on with the run.
+		waitFor(t, "a new agent", func() bool { pid, ok := testenv.AgentPID(s.data); return ok && pid != first })
+	})
+}

@@ -1,0 +1,76 @@
+package e2e
+
+import (
+	"context"
+	"path/filepath"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/clusterflow/clusterflow/internal/testenv"
+)
+
+// stack is a private `clusterflow dev --no-worker` server plus a separate `clusterflow
+// worker`, for tests that kill and restart them.
+type stack struct {
+	t                 *testing.T
+	dir, data, db     string
+	address           string
+	env               []string
+	dev, worker       *testenv.Process
+	devRuns, workRuns int
+}
+
+func newStack(t *testing.T) *stack {
+	dir := t.TempDir()
+	s := &stack{t: t, dir: dir, data: filepath.Join(dir, "data"), db: filepath.Join(dir, "dev.db"), address: freeAddress(t)}
+	s.env = []string{"TEMPORAL_ADDRESS=" + s.address, "TEMPORAL_NAMESPACE=default"}
+	t.Cleanup(func() { testenv.StopAll(s.data) })
+	s.startDev()
+	s.startWorker()
+	return s
+}
+
+func (s *stack) startDev() {
+	s.t.Helper()
+	s.devRuns++
+	s.dev = s.start("dev", s.devRuns, "Ready.", "dev", "--no-worker", "--no-ui", "--db", s.db, "--address", s.address)
+}
+
+func (s *stack) startWorker() {
+	s.t.Helper()
+	s.workRuns++
+	s.worker = s.start("worker", s.workRuns, "Worker starting", "worker", "--data", s.data)
+}
+
+func (s *stack) start(name string, n int, ready string, args ...string) *testenv.Process {
+	s.t.Helper()
+	p, err := testenv.Start(s.dir, s.dir, name+"-"+string(rune('0'+n)), s.env, args...)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	s.t.Cleanup(p.Stop)
+	if err := p.WaitFor(ready, time.Minute); err != nil {
+		s.t.Fatal(err)
+	}
+	return p
+}
+
+// kill ends a process with SIGKILL: no chance to clean up.
+func (s *stack) kill(p *testenv.Process) {
+	s.t.Helper()
+	if _, err := p.Signal(syscall.SIGKILL, 10*time.Second); err != nil {
+		s.t.Fatal(err)
+	}
+}
+
+func (s *stack) cli(args ...string) testenv.Result {
+	s.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	res, err := testenv.Run(ctx, s.t.TempDir(), s.env, args...)
+	if err != nil {
+		s.t.Fatalf("clusterflow %v: %v", args, err)
+	}
+	return res
+}
