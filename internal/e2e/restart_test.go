@@ -45,6 +45,15 @@ func deployAndInterrupt(t *testing.T, s *stack, interrupt func()) {
 			t.Errorf("worker configure %+v not after the controller's (ended %.3f)", w, controller[0].End)
 		}
 	}
+	// The first attempt's result arrived: nothing waited for a heartbeat timeout and a retry.
+	for _, e := range s.history("cluster/slow/configure-1/controller") {
+		if started := e.GetActivityTaskStartedEventAttributes(); started != nil && started.GetAttempt() != 1 {
+			t.Errorf("the controller's configure needed attempt %d: %v", started.GetAttempt(), started.GetLastFailure())
+		}
+		if e.GetActivityTaskTimedOutEventAttributes() != nil {
+			t.Errorf("the controller's configure timed out: %v", e.GetActivityTaskTimedOutEventAttributes().GetFailure())
+		}
+	}
 }
 
 func TestAScriptSurvivesItsWorkerBeingKilled(t *testing.T) {

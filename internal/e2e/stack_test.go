@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	historypb "go.temporal.io/api/history/v1"
 	"path/filepath"
 	"syscall"
 	"testing"
@@ -73,4 +74,21 @@ func (s *stack) cli(args ...string) testenv.Result {
 		s.t.Fatalf("clusterflow %v: %v", args, err)
 	}
 	return res
+}
+
+// history reads a workflow's history from the stack's server.
+func (s *stack) history(workflowID string) []*historypb.HistoryEvent {
+	s.t.Helper()
+	c, err := testenv.Dial(s.address)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	hist, err := testenv.History(ctx, c, workflowID)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	return hist.Events
 }

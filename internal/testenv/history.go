@@ -19,7 +19,7 @@ func ExportHistories(ctx context.Context, c client.Client, workflowID, dir strin
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
-	hist, err := history(ctx, c, workflowID)
+	hist, err := History(ctx, c, workflowID)
 	if err != nil {
 		return nil, err
 	}
@@ -44,7 +44,8 @@ func ExportHistories(ctx context.Context, c client.Client, workflowID, dir strin
 	return files, nil
 }
 
-func history(ctx context.Context, c client.Client, workflowID string) (*historypb.History, error) {
+// History reads a workflow's whole history.
+func History(ctx context.Context, c client.Client, workflowID string) (*historypb.History, error) {
 	iter := c.GetWorkflowHistory(ctx, workflowID, "", false, enums.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
 	hist := &historypb.History{}
 	for iter.HasNext() {

@@ -32,12 +32,17 @@ func StartServer() (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	c, err := client.Dial(client.Options{HostPort: srv.Address(), Logger: quietLogger{}})
+	c, err := Dial(srv.Address())
 	if err != nil {
 		srv.Stop()
 		return nil, err
 	}
 	return &Server{Server: srv, Client: c}, nil
+}
+
+// Dial connects a quiet client to a server started by another process.
+func Dial(address string) (client.Client, error) {
+	return client.Dial(client.Options{HostPort: address, Logger: quietLogger{}})
 }
 
 // Stop closes the client and the server.
