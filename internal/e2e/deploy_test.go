@@ -3,6 +3,8 @@ package e2e
 import (
 	"encoding/json"
 	"fmt"
+	"github.com/clusterflow/clusterflow/internal/runner"
+	"go.temporal.io/sdk/converter"
 	"os"
 	"path/filepath"
 	"strings"
@@ -208,6 +210,15 @@ roles:
 		t.Fatalf("deploy: %s", res)
 	}
 	waitFor(t, "the controller's configure to start", func() bool { return len(readTrace(t, trace)) > 0 })
+	// While it runs, status shows the event, its start and the script's latest output.
+	waitFor(t, "status to show the script's last line", func() bool {
+		s := statusJSON(t, "midway")
+		return s.Role("controller").Members[0].LastLine == "running configure for midway-controller-0 of controller in midway"
+	})
+	running := statusJSON(t, "midway")
+	if m := running.Role("controller").Members[0]; m.Event != "configure" || m.State != workflows.MemberConfiguring || m.Since.IsZero() {
+		t.Errorf("running member %+v", m)
+	}
 	res := cli(t, "delete", "midway", "--wait", "--timeout", "60s")
 	if res.Code != 0 {
 		t.Fatalf("delete --wait: %s", res)
@@ -227,6 +238,20 @@ roles:
 	}
 	if s := statusJSON(t, "midway"); s.Phase != workflows.PhaseDeleted {
 		t.Errorf("phase %s, want deleted", s.Phase)
+	}
+	// The agent learnt of the cancel from a heartbeat, stopped the script and said so.
+	canceled := false
+	for _, e := range history(t, "cluster/midway/configure-1/controller") {
+		if attrs := e.GetActivityTaskCanceledEventAttributes(); attrs != nil {
+			var res runner.Result
+			if err := converter.GetDefaultDataConverter().FromPayloads(attrs.GetDetails(), &res); err != nil || res.Outcome != runner.Canceled {
+				t.Errorf("cancellation details %+v (%v)", res, err)
+			}
+			canceled = true
+		}
+	}
+	if !canceled {
+		t.Error("the controller's configure was not reported cancelled")
 	}
 }
 

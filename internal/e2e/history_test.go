@@ -2,6 +2,8 @@ package e2e
 
 import (
 	"context"
+	"github.com/clusterflow/clusterflow/internal/testenv"
+	historypb "go.temporal.io/api/history/v1"
 	"testing"
 	"time"
 
@@ -50,4 +52,16 @@ func countEvents(t *testing.T, workflowID string) int {
 		n++
 	}
 	return n
+}
+
+// history reads a workflow's history from the shared server.
+func history(t *testing.T, workflowID string) []*historypb.HistoryEvent {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	hist, err := testenv.History(ctx, server.Client, workflowID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return hist.Events
 }
