@@ -18,7 +18,7 @@ func runAgent(ctx context.Context, args []string) error {
 	data := fs.String("data", ".clusterflow/data", "the worker's data folder; the agent keeps its state in its agent/ folder")
 	dir := fs.String("dir", "", "the agent's own folder (default DATA/agent)")
 	idle := fs.Duration("idle-exit", 10*time.Minute, "exit after having nothing to do for this long (0: never)")
-	heartbeat := fs.Duration("heartbeat", time.Second, "how often running scripts report progress to Temporal")
+	heartbeat := fs.Duration("heartbeat", 2*time.Second, "how often running scripts report progress to Temporal")
 	if err := fs.Parse(args); err != nil {
 		return flagError(err)
 	}

@@ -21,7 +21,7 @@ type Options struct {
 	// Dir holds the agent's socket, lock, log, run index and connection settings.
 	Dir    string
 	Logger *zap.Logger
-	// HeartbeatEvery is how often a running script's progress is sent (default 1s).
+	// HeartbeatEvery is how often a running script's progress is sent (default 2s).
 	HeartbeatEvery time.Duration
 	// IdleExit ends the agent once it has had nothing to do for this long; zero never does.
 	IdleExit time.Duration
@@ -48,7 +48,7 @@ type Agent struct {
 // runs a previous agent left before it takes new ones.
 func Serve(ctx context.Context, opts Options) error {
 	if opts.HeartbeatEvery <= 0 {
-		opts.HeartbeatEvery = time.Second
+		opts.HeartbeatEvery = 2 * time.Second
 	}
 	if opts.Logger == nil {
 		opts.Logger = zap.NewNop()

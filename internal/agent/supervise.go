@@ -82,9 +82,16 @@ func (a *Agent) finish(r *run, outcome runner.Outcome) {
 // heartbeat reports progress until ctx ends. A heartbeat answered with a cancellation
 // cancels the run.
 func (a *Agent) heartbeat(ctx context.Context, r *run) {
+	// The first report waits a full interval: the activity has only just started, and
+	// every heartbeat is a write on the server, which adds up over hundreds of scripts.
 	tick := time.NewTicker(a.opts.HeartbeatEvery)
 	defer tick.Stop()
 	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
 		rec := r.snapshot()
 		c, err := a.clients.get(rec.ConnectionID)
 		if err == nil {
@@ -106,11 +113,6 @@ func (a *Agent) heartbeat(ctx context.Context, r *run) {
 			// token; until then the script carries on.
 		case err != nil && ctx.Err() == nil:
 			a.log.Debug("Heartbeat not delivered", zap.String("member", rec.Member), zap.Error(err))
-		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-tick.C:
 		}
 	}
 }

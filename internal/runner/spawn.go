@@ -87,10 +87,14 @@ func (h Handle) ExitCode() (int, bool) {
 
 // Running reports whether anything of the script's process group still runs.
 func (h Handle) Running() bool {
+	fields, ok := statFields(h.PID)
+	if ok && len(fields) >= 20 && (h.StartTicks == 0 || fields[19] == strconv.FormatUint(h.StartTicks, 10)) && fields[0] != "Z" {
+		return true // the wrapper lives as long as the script: the cheap, common answer
+	}
 	if ticks, ok := startTicks(h.PID); ok && h.StartTicks != 0 && ticks != h.StartTicks {
 		return false // the PID now belongs to someone else, so the group is long gone
 	}
-	return groupAlive(h.PID)
+	return groupAlive(h.PID) // the wrapper is gone; something it started may linger
 }
 
 // Stop sends SIGTERM to the whole group, gives it the grace period to exit, then sends

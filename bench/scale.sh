@@ -1,0 +1,91 @@
+#!/usr/bin/env bash
+# Scale of detached startscripts on the embedded default.
+#
+# Deploys one role of 200 members whose configure sleeps 3s through `clusterflow dev`, and
+# in the same run starts 200 `sleep 3` from a shell as the baseline. Prints both wall
+# times and their ratio, the peak RSS of all clusterflow processes (server + worker in the
+# dev process, and the agent), and how long after each script's exit the workflow saw it.
+# Targets: deploy under 4.5s (must be under 12s), peak RSS under 300 MiB (must be under
+# 1.5 GiB), exit-to-workflow under 1s.
+#
+#   bench/scale.sh            # MEMBERS=500 SLEEP=5 bench/scale.sh for other sizes
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+members=${MEMBERS:-200}
+sleep_s=${SLEEP:-3}
+source "$root/bench/lib.sh"
+
+start_bg dev "^Ready" dev --no-ui --db "$tmp/dev.db" --data "$tmp/data" --address "$TEMPORAL_ADDRESS" --log-level warn
+
+# Peak RSS: sum VmRSS over every process running this binary, sampled every 50ms.
+python3 - "$cf" "$tmp/rss.stop" > "$tmp/rss" <<'PY' &
+import os, sys, time
+binary, stop = os.path.realpath(sys.argv[1]), sys.argv[2]
+peak = 0
+while not os.path.exists(stop):
+    total = 0
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            if os.path.realpath(f"/proc/{pid}/exe") != binary:
+                continue
+            for line in open(f"/proc/{pid}/status"):
+                if line.startswith("VmRSS:"):
+                    total += int(line.split()[1])
+        except OSError:
+            pass
+    peak = max(peak, total)
+    time.sleep(0.05)
+print(peak // 1024)
+PY
+rss_pid=$!
+
+spec() {
+  cat <<YAML
+name: $1
+roles:
+  - name: worker
+    members: $2
+    startscript: $tmp/trace.sh
+    env: {TRACE: $tmp/$1.trace, SLEEP: "$3"}
+YAML
+}
+# Warm up (and start the agent) with a small cluster first.
+spec warmup 5 0 > "$tmp/warmup.yaml"
+"$cf" deploy -f "$tmp/warmup.yaml" --wait > /dev/null
+
+spec scale "$members" "$sleep_s" > "$tmp/scale.yaml"
+start=$(ms)
+"$cf" deploy -f "$tmp/scale.yaml" --wait > "$tmp/deploy.out" || { cat "$tmp/deploy.out"; exit 1; }
+deploy_ms=$(( $(ms) - start ))
+touch "$tmp/rss.stop"
+wait "$rss_pid"
+"$cf" status scale -o json > "$tmp/status.json"
+
+start=$(ms)
+pids=()
+for _ in $(seq "$members"); do sleep "$sleep_s" & pids+=($!); done
+wait "${pids[@]}"
+shell_ms=$(( $(ms) - start ))
+
+python3 - "$tmp/status.json" "$tmp/scale.trace" "$deploy_ms" "$shell_ms" "$(cat "$tmp/rss")" "$members" "$sleep_s" <<'PY'
+import json, sys
+from datetime import datetime
+status, trace, deploy_ms, shell_ms, rss, members, sleep_s = sys.argv[1:]
+s = json.load(open(status))
+ts = lambda t: datetime.fromisoformat(t.replace("Z", "+00:00")).timestamp()
+ends = {}
+for line in open(trace):
+    kind, at, member, _ = line.split()
+    if kind == "end":
+        ends[member] = float(at)
+ready = {m["name"]: ts(m["since"]) for r in s["roles"] for m in r["members"] if m["state"] == "ready"}
+lat = sorted((ready[m] - ends[m]) * 1000 for m in ready if m in ends)
+workflow_ms = (ts(s["updatedAt"]) - ts(s["createdAt"])) * 1000
+pct = lambda p: lat[min(len(lat) - 1, int(p * len(lat)))]
+print(f"{members} members, configure sleeps {sleep_s}s, one role, on the embedded default")
+print(f"  shell, {members} x sleep {sleep_s} in parallel:  {int(shell_ms):6d} ms")
+print(f"  clusterflow (workflow clock):        {int(workflow_ms):6d} ms   ratio {workflow_ms / int(shell_ms):.2f}x")
+print(f"  clusterflow deploy --wait:           {int(deploy_ms):6d} ms   (adds CLI start-up and polling)")
+print(f"  peak RSS of clusterflow processes:   {int(rss):6d} MiB  (server + worker + agent)")
+print(f"  script exit -> workflow saw it:      median {pct(0.5):.0f} ms, p90 {pct(0.9):.0f} ms, max {lat[-1]:.0f} ms ({len(lat)} members)")
+PY
