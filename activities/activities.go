@@ -3,6 +3,7 @@ package activities
 import (
 	"context"
 	"fmt"
+	"github.com/clusterflow/clusterflow/internal/spec"
 
 	"go.temporal.io/sdk/activity"
 
@@ -42,6 +43,13 @@ func (a *Activities) RemoveCluster(ctx context.Context, cluster string) error {
 // heartbeats its progress and completes the activity: with the ScriptResult on exit 0, and
 // otherwise with a non-retryable error whose details are the ScriptResult, tails included.
 func (a *Activities) RunStartscript(ctx context.Context, run ScriptRun) (ScriptResult, error) {
+	if run.Event == spec.EventConfigure {
+		// A member's first event creates its sandbox (idempotently), sparing a wide role
+		// an activity per member.
+		if err := a.Backend.CreateMember(ctx, run.Member); err != nil {
+			return ScriptResult{}, fmt.Errorf("create sandbox of %s: %w", run.Member.Name, err)
+		}
+	}
 	info := activity.GetInfo(ctx)
 	err := a.Backend.LaunchScript(ctx, run, backend.Completion{
 		Key: agent.Key{

@@ -59,7 +59,12 @@ func New(c client.Client, opts Options) (sdkworker.Worker, error) {
 	if opts.TaskQueue == "" {
 		opts.TaskQueue = workflows.DefaultTaskQueue
 	}
-	w := sdkworker.New(c, opts.TaskQueue, sdkworker.Options{})
+	w := sdkworker.New(c, opts.TaskQueue, sdkworker.Options{
+		// A wide role schedules hundreds of short activities at once; more pollers take
+		// them off the queue in parallel instead of two at a time.
+		MaxConcurrentActivityTaskPollers: 8,
+		MaxConcurrentWorkflowTaskPollers: 4,
+	})
 	RegisterWorkflows(w)
 	w.RegisterActivity(&activities.Activities{Backend: opts.Backend, Connection: opts.Connection})
 	return w, nil

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"github.com/clusterflow/clusterflow/internal/agent"
+	"github.com/clusterflow/clusterflow/internal/spec"
 	"sync"
 	"time"
 
@@ -56,6 +57,9 @@ func (f *fakeBackend) LaunchScript(context.Context, backend.ScriptRun, backend.C
 // RunStartscript replaces the activity of the same name: it plays the outcome synchronously
 // and fails the way the agent would, so the workflow logic is tested without the agent.
 func (f *fakeBackend) RunStartscript(ctx context.Context, run backend.ScriptRun) (backend.ScriptResult, error) {
+	if run.Event == spec.EventConfigure {
+		_ = f.CreateMember(ctx, run.Member) // as the real activity does
+	}
 	f.mu.Lock()
 	f.running[run.Member.Role]++
 	f.peak[run.Member.Role] = max(f.peak[run.Member.Role], f.running[run.Member.Role])

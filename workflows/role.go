@@ -91,12 +91,15 @@ func (r *roleWorkflow) configureAll(ctx workflow.Context) {
 
 func (r *roleWorkflow) configure(ctx workflow.Context, i int) {
 	m := &r.members[i]
-	r.set(ctx, i, MemberCreating, "", "")
-	if err := workflow.ExecuteActivity(withQuickActivity(ctx, "create "+m.Name), acts.CreateMember, r.ref(i)).Get(ctx, nil); err != nil {
-		r.fail(ctx, i, "create sandbox", err)
-		return
+	wantsConfigure := r.in.Role.Wants(spec.EventConfigure)
+	if !wantsConfigure || workflow.GetVersion(ctx, changeLaunchCreatesSandbox, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
+		r.set(ctx, i, MemberCreating, "", "")
+		if err := workflow.ExecuteActivity(withQuickActivity(ctx, "create "+m.Name), acts.CreateMember, r.ref(i)).Get(ctx, nil); err != nil {
+			r.fail(ctx, i, "create sandbox", err)
+			return
+		}
 	}
-	if !r.in.Role.Wants(spec.EventConfigure) {
+	if !wantsConfigure {
 		r.set(ctx, i, MemberReady, "", "not subscribed to configure")
 		return
 	}

@@ -32,6 +32,9 @@ type run struct {
 	cancelOnce sync.Once
 	// retokened wakes a waiting delivery when a relaunch brings a fresh task token.
 	retokened chan struct{}
+	// exited is closed when the script's wrapper exits, for runs this agent started; runs
+	// adopted from a previous agent are polled instead.
+	exited <-chan struct{}
 }
 
 func (r *run) snapshot() record {
@@ -100,7 +103,8 @@ func (a *Agent) launch(l Launch) (string, error) {
 		Started: time.Now(),
 	}
 	s := l.Script
-	rec.Handle, err = runner.Spawn(runner.Spec{
+	var exited <-chan struct{}
+	rec.Handle, exited, err = runner.Spawn(runner.Spec{
 		Path: s.Path, Args: s.Args, Dir: s.Dir, Env: s.Env,
 		StdoutFile: s.StdoutFile, StderrFile: s.StderrFile, ExitFile: filepath.Join(dir, "exit"),
 	})
@@ -108,6 +112,7 @@ func (a *Agent) launch(l Launch) (string, error) {
 		return "", err
 	}
 	r := a.track(id, dir, rec, retoken)
+	r.exited = exited
 	a.log.Debug("Started script", zap.String("member", l.Member), zap.String("event", l.Event), zap.Int("pid", rec.Handle.PID))
 	go a.supervise(r)
 	return ActionStarted, nil

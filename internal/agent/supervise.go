@@ -13,9 +13,13 @@ import (
 	"github.com/clusterflow/clusterflow/internal/runner"
 )
 
-// pollEvery is how often a run is checked for its end; it bounds how late the workflow
-// learns that a script exited.
-const pollEvery = 50 * time.Millisecond
+// How often a run is checked for its end. A run this agent started tells it when its
+// wrapper exits, so polling is only a backstop; an adopted run is polled, which bounds how
+// late the workflow learns that its script exited.
+const (
+	pollOwnEvery     = time.Second
+	pollAdoptedEvery = 50 * time.Millisecond
+)
 
 // supervise watches a running script until it ends, times out or is cancelled, then
 // delivers its result. If the agent stops meanwhile, the script carries on.
@@ -23,7 +27,11 @@ func (a *Agent) supervise(r *run) {
 	ctx, stopHeartbeats := context.WithCancel(a.ctx)
 	defer stopHeartbeats()
 	go a.heartbeat(ctx, r)
-	poll := time.NewTicker(pollEvery)
+	every := pollAdoptedEvery
+	if r.exited != nil {
+		every = pollOwnEvery
+	}
+	poll := time.NewTicker(every)
 	defer poll.Stop()
 	rec := r.snapshot()
 	deadline := time.NewTimer(time.Until(rec.Started.Add(rec.Timeout)))
@@ -42,6 +50,8 @@ func (a *Agent) supervise(r *run) {
 			a.finish(r, runner.TimedOut)
 			return
 		case <-poll.C:
+		case <-r.exited:
+			r.exited = nil // closed for good; keep checking by polling
 		}
 		if _, ok := h.ExitCode(); ok {
 			a.finish(r, runner.Exited)

@@ -44,19 +44,20 @@ type Handle struct {
 const wrapper = `x=$1; shift; trap : TERM INT HUP; "$@"; c=$?; echo $c >"$x.tmp" && mv "$x.tmp" "$x"`
 
 // Spawn starts the script in its own session, detached from the caller: killing the caller
-// leaves the script running. The caller's own child is reaped in the background.
-func Spawn(s Spec) (Handle, error) {
+// leaves the script running. The caller's own child is reaped in the background, and the
+// returned channel is closed when the wrapper exits, so the caller need not poll.
+func Spawn(s Spec) (Handle, <-chan struct{}, error) {
 	_ = os.Remove(s.ExitFile)
 	h := Handle{StdoutFile: s.StdoutFile, StderrFile: s.StderrFile, ExitFile: s.ExitFile}
 	stdout, from, err := openLog(s.StdoutFile)
 	if err != nil {
-		return h, err
+		return h, nil, err
 	}
 	defer stdout.Close()
 	h.StdoutFrom = from
 	stderr, from, err := openLog(s.StderrFile)
 	if err != nil {
-		return h, err
+		return h, nil, err
 	}
 	defer stderr.Close()
 	h.StderrFrom = from
@@ -67,12 +68,16 @@ func Spawn(s Spec) (Handle, error) {
 	cmd.Stdout, cmd.Stderr = stdout, stderr
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	if err := cmd.Start(); err != nil {
-		return h, fmt.Errorf("start %s: %w", s.Path, err)
+		return h, nil, fmt.Errorf("start %s: %w", s.Path, err)
 	}
-	go func() { _ = cmd.Wait() }()
+	exited := make(chan struct{})
+	go func() {
+		_ = cmd.Wait()
+		close(exited)
+	}()
 	h.PID = cmd.Process.Pid
 	h.StartTicks, _ = startTicks(h.PID)
-	return h, nil
+	return h, exited, nil
 }
 
 // ExitCode returns the exit status the wrapper wrote, if the script has ended.

@@ -29,7 +29,7 @@ func script(t *testing.T, body string) Spec {
 // spawn starts the script and stops whatever is left of it when the test ends.
 func spawn(t *testing.T, s Spec) Handle {
 	t.Helper()
-	h, err := Spawn(s)
+	h, _, err := Spawn(s)
 	if err != nil {
 		t.Fatal(err)
 	}
