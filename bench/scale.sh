@@ -17,25 +17,38 @@ source "$root/bench/lib.sh"
 
 start_bg dev "^Ready" dev --no-ui --db "$tmp/dev.db" --data "$tmp/data" --address "$TEMPORAL_ADDRESS" --log-level warn
 
-# Peak RSS: sum VmRSS over every process running this binary, sampled every 50ms.
+# Peak memory of the server + worker (the dev process) and the agent, sampled every 50ms;
+# the CLI waiting on the deploy is a client and is left out. RSS counts the binary's pages
+# once per process although the processes share them; PSS splits shared pages between
+# them, so the PSS sum is what they really take together.
 python3 - "$cf" "$tmp/rss.stop" > "$tmp/rss" <<'PY' &
 import os, sys, time
 binary, stop = os.path.realpath(sys.argv[1]), sys.argv[2]
-peak = 0
+peak = {"rss": 0, "pss": 0}
+each = {}
+def kb(path, key):
+    for line in open(path):
+        if line.startswith(key):
+            return int(line.split()[1])
+    return 0
 while not os.path.exists(stop):
-    total = 0
+    total = {"rss": 0, "pss": 0}
     for pid in filter(str.isdigit, os.listdir("/proc")):
         try:
             if os.path.realpath(f"/proc/{pid}/exe") != binary:
                 continue
-            for line in open(f"/proc/{pid}/status"):
-                if line.startswith("VmRSS:"):
-                    total += int(line.split()[1])
-        except OSError:
+            role = open(f"/proc/{pid}/cmdline").read().split("\0")[1]
+            if role not in ("dev", "worker", "agent"):
+                continue
+            rss, pss = kb(f"/proc/{pid}/status", "VmRSS:"), kb(f"/proc/{pid}/smaps_rollup", "Pss:")
+            total["rss"] += rss
+            total["pss"] += pss
+            each[role] = max(each.get(role, 0), rss)
+        except (OSError, IndexError):
             pass
-    peak = max(peak, total)
+    peak = {k: max(peak[k], total[k]) for k in peak}
     time.sleep(0.05)
-print(peak // 1024)
+print(peak["rss"] // 1024, peak["pss"] // 1024, " ".join(f"{k} {v // 1024}" for k, v in sorted(each.items())))
 PY
 rss_pid=$!
 
@@ -71,6 +84,8 @@ python3 - "$tmp/status.json" "$tmp/scale.trace" "$deploy_ms" "$shell_ms" "$(cat 
 import json, sys
 from datetime import datetime
 status, trace, deploy_ms, shell_ms, rss, members, sleep_s = sys.argv[1:]
+rss, pss, *each = rss.split()
+each = ", ".join(f"{each[i]} {each[i + 1]} MiB" for i in range(0, len(each), 2))
 s = json.load(open(status))
 ts = lambda t: datetime.fromisoformat(t.replace("Z", "+00:00")).timestamp()
 ends = {}
@@ -86,6 +101,6 @@ print(f"{members} members, configure sleeps {sleep_s}s, one role, on the embedde
 print(f"  shell, {members} x sleep {sleep_s} in parallel:  {int(shell_ms):6d} ms")
 print(f"  clusterflow (workflow clock):        {int(workflow_ms):6d} ms   ratio {workflow_ms / int(shell_ms):.2f}x")
 print(f"  clusterflow deploy --wait:           {int(deploy_ms):6d} ms   (adds CLI start-up and polling)")
-print(f"  peak RSS of clusterflow processes:   {int(rss):6d} MiB  (server + worker + agent)")
+print(f"  peak memory, server+worker+agent:    {int(pss):6d} MiB PSS, {int(rss)} MiB RSS summed (RSS alone: {each})")
 print(f"  script exit -> workflow saw it:      median {pct(0.5):.0f} ms, p90 {pct(0.9):.0f} ms, max {lat[-1]:.0f} ms ({len(lat)} members)")
 PY

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sync"
 	"syscall"
 	"time"
 )
@@ -20,6 +21,10 @@ type Client struct {
 	Dir string
 	// Command starts an agent for Dir, e.g. ["clusterflow", "agent", "--dir", Dir].
 	Command []string
+
+	// startMu makes concurrent launches that find no agent start one, not one each.
+	startMu   sync.Mutex
+	lastStart time.Time
 }
 
 // startWait bounds how long a launch waits for a freshly started agent to listen.
@@ -29,7 +34,7 @@ const startWait = 15 * time.Second
 func (c *Client) Launch(ctx context.Context, l Launch) (Reply, error) {
 	ctx, cancel := context.WithTimeout(ctx, startWait+30*time.Second)
 	defer cancel()
-	started := time.Time{}
+	var waitingSince time.Time
 	for wait := 10 * time.Millisecond; ; wait = min(wait*2, 500*time.Millisecond) {
 		reply, err := c.send(ctx, l)
 		if err == nil && reply.Error == errStopping.Error() {
@@ -44,15 +49,13 @@ func (c *Client) Launch(ctx context.Context, l Launch) (Reply, error) {
 		if !errors.Is(err, syscall.ECONNREFUSED) && !errors.Is(err, syscall.ENOENT) && !errors.Is(err, errStopping) {
 			return reply, fmt.Errorf("agent at %s: %w", SocketPath(c.Dir), err)
 		}
-		if started.IsZero() || time.Since(started) > startWait/3 {
-			if err := c.start(); err != nil {
-				return reply, err
-			}
-			if started.IsZero() {
-				started = time.Now()
-			}
+		if waitingSince.IsZero() {
+			waitingSince = time.Now()
 		}
-		if time.Since(started) > startWait {
+		if err := c.startOnce(); err != nil {
+			return reply, err
+		}
+		if time.Since(waitingSince) > startWait {
 			return reply, fmt.Errorf("agent did not come up within %s; see %s", startWait, c.logPath())
 		}
 		select {
@@ -105,10 +108,22 @@ func (c *Client) KeepAlive(ctx context.Context, every time.Duration) {
 			return
 		case <-tick.C:
 		}
-		if entries, _ := os.ReadDir(filepath.Join(c.Dir, indexDir)); len(entries) > 0 && !c.Running() {
-			_ = c.start()
+		if entries, _ := os.ReadDir(filepath.Join(c.Dir, indexDir)); len(entries) > 0 {
+			_ = c.startOnce()
 		}
 	}
+}
+
+// startOnce starts an agent unless one answers, or one was started moments ago and may
+// still be coming up.
+func (c *Client) startOnce() error {
+	c.startMu.Lock()
+	defer c.startMu.Unlock()
+	if time.Since(c.lastStart) < startWait/3 || c.Running() {
+		return nil
+	}
+	c.lastStart = time.Now()
+	return c.start()
 }
 
 // start launches an agent detached from the caller (its own session), with its output in
