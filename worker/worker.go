@@ -4,6 +4,7 @@ package worker
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"go.temporal.io/sdk/client"
 	sdkworker "go.temporal.io/sdk/worker"
@@ -64,6 +65,12 @@ func New(c client.Client, opts Options) (sdkworker.Worker, error) {
 		// them off the queue in parallel instead of two at a time.
 		MaxConcurrentActivityTaskPollers: 8,
 		MaxConcurrentWorkflowTaskPollers: 4,
+		// When a worker dies, work waiting on its sticky queue moves to any worker after
+		// this long, once per workflow (a role child, then its cluster), so the SDK's 5s
+		// made a replacement worker resume 10s late. A live worker picks sticky tasks up
+		// within milliseconds; one that is slower replays from history instead.
+		StickyScheduleToStartTimeout: time.Second,
+		BuildID:                      buildID(),
 	})
 	RegisterWorkflows(w)
 	w.RegisterActivity(&activities.Activities{Backend: opts.Backend, Connection: opts.Connection})
