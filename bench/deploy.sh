@@ -11,22 +11,8 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 runs=${RUNS:-5}
 levels=3
-tmp=$(mktemp -d)
-dev_pid=
-cleanup() {
-  [ -n "$dev_pid" ] && kill "$dev_pid" 2>/dev/null && wait "$dev_pid" 2>/dev/null
-  rm -rf "$tmp"
-}
-trap cleanup EXIT
-
-echo "building clusterflow..." >&2
-(cd "$root" && go build -o "$tmp/clusterflow" ./cmd/clusterflow)
-port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
-export TEMPORAL_ADDRESS=127.0.0.1:$port
-(cd "$tmp" && exec ./clusterflow dev --no-ui --db "$tmp/dev.db" --data "$tmp/data" --address "$TEMPORAL_ADDRESS" --log-level warn > dev.log 2>&1) &
-dev_pid=$!
-for _ in $(seq 100); do grep -q "^Ready" "$tmp/dev.log" 2>/dev/null && break; sleep 0.1; done
-grep -q "^Ready" "$tmp/dev.log" || { cat "$tmp/dev.log"; exit 1; }
+source "$root/bench/lib.sh"
+start_bg dev "^Ready" dev --no-ui --db "$tmp/dev.db" --data "$tmp/data" --address "$TEMPORAL_ADDRESS" --log-level warn
 
 printf '#!/bin/sh\nexit 0\n' > "$tmp/noop.sh"
 chmod +x "$tmp/noop.sh"
@@ -40,10 +26,9 @@ roles:
 YAML
 }
 
-ms() { date +%s%3N; }
 # The workflow's own clock: from its start to the moment it became ready.
 workflow_ms() {
-  "$tmp/clusterflow" status "$1" -o json | python3 -c '
+  "$cf" status "$1" -o json | python3 -c '
 import json, sys
 from datetime import datetime
 s = json.load(sys.stdin)
@@ -58,17 +43,16 @@ run_level() {
   wait "${pids[@]}"
 }
 
-median() { sort -n | awk '{a[NR]=$1} END {print (NR % 2) ? a[(NR+1)/2] : int((a[NR/2] + a[NR/2+1]) / 2)}'; }
 
 # Warm up the worker and server once before measuring.
 spec warmup > "$tmp/warmup.yaml"
-"$tmp/clusterflow" deploy -f "$tmp/warmup.yaml" --wait > /dev/null
+"$cf" deploy -f "$tmp/warmup.yaml" --wait > /dev/null
 
 : > "$tmp/cli"; : > "$tmp/workflow"; : > "$tmp/shell"
 for i in $(seq "$runs"); do
   spec "bench-$i" > "$tmp/bench-$i.yaml"
   start=$(ms)
-  "$tmp/clusterflow" deploy -f "$tmp/bench-$i.yaml" --wait > /dev/null
+  "$cf" deploy -f "$tmp/bench-$i.yaml" --wait > /dev/null
   echo $(( $(ms) - start )) >> "$tmp/cli"
   workflow_ms "bench-$i" >> "$tmp/workflow"
 

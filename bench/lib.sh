@@ -32,7 +32,7 @@ start_bg() {
 }
 
 ms() { date +%s%3N; }
-median() { sort -n | awk '{a[NR]=$1} END {print (NR % 2) ? a[(NR+1)/2] : (a[NR/2] + a[NR/2+1]) / 2}'; }
+median() { sort -n | awk '{a[NR]=$1} END {printf "%d\n", (NR % 2) ? a[(NR+1)/2] : (a[NR/2] + a[NR/2+1]) / 2}'; }
 
 # A startscript that logs its start and end (epoch seconds) to $TRACE and sleeps $SLEEP.
 cat > "$tmp/trace.sh" <<'SH'
