@@ -12,10 +12,10 @@ import (
 )
 
 // TestReplayRecordedHistories replays histories recorded from real deploys, deletes and
-// failures (see internal/e2e/record_test.go). A change to workflow code that would break
+// failures (see internal/e2e/record_test.go), one folder per generation of workflow code. A change to workflow code that would break
 // running workflows fails here; make such changes behind workflow.GetVersion.
 func TestReplayRecordedHistories(t *testing.T) {
-	files, err := filepath.Glob("testdata/*/*.json")
+	files, err := filepath.Glob("testdata/*/*/*.json")
 	if err != nil {
 		t.Fatal(err)
 	}

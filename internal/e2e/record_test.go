@@ -11,19 +11,21 @@ import (
 	"github.com/clusterflow/clusterflow/workflows"
 )
 
-// TestRecordHistories records real histories for the replay tests in workflows/testdata.
-// Run it when workflow code changes on purpose (behind workflow.GetVersion):
+// TestRecordHistories records real histories for the replay tests in
+// workflows/testdata/GENERATION. Run it when workflow code changes on purpose (behind
+// workflow.GetVersion), naming a new generation so the older histories keep being replayed:
 //
-//	CLUSTERFLOW_RECORD_HISTORIES=1 go test ./internal/e2e -run TestRecordHistories
+//	CLUSTERFLOW_RECORD_HISTORIES=v3-resize go test ./internal/e2e -run TestRecordHistories
 func TestRecordHistories(t *testing.T) {
-	if os.Getenv("CLUSTERFLOW_RECORD_HISTORIES") == "" {
-		t.Skip("set CLUSTERFLOW_RECORD_HISTORIES=1 to record replay histories")
+	generation := os.Getenv("CLUSTERFLOW_RECORD_HISTORIES")
+	if generation == "" {
+		t.Skip("set CLUSTERFLOW_RECORD_HISTORIES=GENERATION to record replay histories")
 	}
 	root, err := testenv.ModuleRoot()
 	if err != nil {
 		t.Fatal(err)
 	}
-	out := filepath.Join(root, "workflows", "testdata")
+	out := filepath.Join(root, "workflows", "testdata", generation)
 	record := func(scenario, cluster string) {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
