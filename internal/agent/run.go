@@ -30,11 +30,17 @@ type run struct {
 	// canceled is closed when a heartbeat answers that the activity was cancelled.
 	canceled   chan struct{}
 	cancelOnce sync.Once
-	// retokened wakes a waiting delivery when a relaunch brings a fresh task token.
-	retokened chan struct{}
+	// retokened wakes a waiting delivery, and heartbeatNow the heartbeat loop, when a
+	// relaunch brings a fresh task token: the new attempt's heartbeat clock is running.
+	retokened, heartbeatNow chan struct{}
 	// exited is closed when the script's wrapper exits, for runs this agent started; runs
 	// adopted from a previous agent are polled instead.
 	exited <-chan struct{}
+}
+
+func (a *Agent) newRun(id, dir string, rec *record) *run {
+	return &run{id: id, dir: dir, log: a.log, rec: rec, canceled: make(chan struct{}),
+		retokened: make(chan struct{}, 1), heartbeatNow: make(chan struct{}, 1)}
 }
 
 func (r *run) snapshot() record {
@@ -77,9 +83,11 @@ func (a *Agent) launch(l Launch) (string, error) {
 	}
 	if r := a.runs[id]; r != nil {
 		r.update(retoken)
-		select {
-		case r.retokened <- struct{}{}:
-		default:
+		for _, wake := range []chan struct{}{r.retokened, r.heartbeatNow} {
+			select {
+			case wake <- struct{}{}:
+			default:
+			}
 		}
 		if rec := r.snapshot(); rec.Result != nil || rec.Lost {
 			return ActionDelivering, nil
@@ -120,7 +128,7 @@ func (a *Agent) launch(l Launch) (string, error) {
 
 // track records the run on disk and in the index, and looks after it from now on.
 func (a *Agent) track(id, dir string, rec *record, change func(*record)) *run {
-	r := &run{id: id, dir: dir, log: a.log, rec: rec, canceled: make(chan struct{}), retokened: make(chan struct{}, 1)}
+	r := a.newRun(id, dir, rec)
 	r.update(change)
 	if err := atomicfile.Write(filepath.Join(a.opts.Dir, indexDir, id), []byte(dir), 0o644); err != nil {
 		a.log.Warn("Could not index run; a restarted agent will not adopt it", zap.String("dir", dir), zap.Error(err))
@@ -144,7 +152,7 @@ func (a *Agent) readopt() {
 			_ = os.Remove(entry) // the member, and its records, are gone
 			continue
 		}
-		r := &run{id: e.Name(), dir: string(dir), log: a.log, rec: rec, canceled: make(chan struct{}), retokened: make(chan struct{}, 1)}
+		r := a.newRun(e.Name(), string(dir), rec)
 		a.runs[r.id] = r
 		if rec.Result != nil || rec.Lost {
 			go a.deliver(r)

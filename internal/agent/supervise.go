@@ -101,6 +101,7 @@ func (a *Agent) heartbeat(ctx context.Context, r *run) {
 		case <-ctx.Done():
 			return
 		case <-tick.C:
+		case <-r.heartbeatNow:
 		}
 		rec := r.snapshot()
 		c, err := a.clients.get(rec.ConnectionID)

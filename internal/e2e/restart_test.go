@@ -4,6 +4,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/clusterflow/clusterflow/internal/testenv"
 )
@@ -91,4 +92,46 @@ func TestARestartedAgentReadoptsItsRun(t *testing.T) {
 		// The worker brings a new agent up, and it carries on with the run.
 		waitFor(t, "a new agent", func() bool { pid, ok := testenv.AgentPID(s.data); return ok && pid != first })
 	})
+}
+
+func TestARetriedLaunchAttachesToTheRunningScript(t *testing.T) {
+	t.Parallel()
+	s := newStack(t)
+	specPath, trace := writeCluster(t, `
+name: frozen
+roles:
+  - {name: controller, cardinality: "1", heartbeatTimeout: 5s, startscript: trace.sh, env: {TRACE: TRACE_FILE, SLEEP: "12"}}
+`)
+	if res := s.cli("deploy", "-f", specPath); res.Code != 0 {
+		t.Fatalf("deploy: %s", res)
+	}
+	waitFor(t, "the controller's configure to start", func() bool { return len(readTrace(t, trace)) > 0 })
+	// A frozen agent sends no heartbeats, so the attempt times out and is retried; the
+	// relaunch reaches the agent once it thaws, and must attach to the script still running.
+	agentPID, ok := testenv.AgentPID(s.data)
+	if !ok {
+		t.Fatal("no agent")
+	}
+	if err := syscall.Kill(agentPID, syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(9 * time.Second)
+	if err := syscall.Kill(agentPID, syscall.SIGCONT); err != nil {
+		t.Fatal(err)
+	}
+	if res := s.cli("status", "frozen", "--wait", "--timeout", "60s"); res.Code != 0 || !strings.Contains(res.Stdout, "ready") {
+		t.Fatalf("cluster did not become ready: %s", res)
+	}
+	if runs := runsOf(readTrace(t, trace), "frozen-controller-", "configure"); len(runs) != 1 || runs[0].Outcome != "ok" {
+		t.Fatalf("the controller's configure should have run once, to its end: %+v", runs)
+	}
+	retried := false
+	for _, e := range s.history("cluster/frozen/configure-1/controller") {
+		if started := e.GetActivityTaskStartedEventAttributes(); started != nil && started.GetAttempt() > 1 {
+			retried = true
+		}
+	}
+	if !retried {
+		t.Error("the configure was never retried, so no relaunch was tested")
+	}
 }
