@@ -23,6 +23,7 @@ roles:
 // exactly once, the workers' after the controller's.
 func deployAndInterrupt(t *testing.T, s *stack, interrupt func()) {
 	specPath, trace := writeCluster(t, slowController)
+	s.trace = trace
 	if res := s.cli("deploy", "-f", specPath); res.Code != 0 {
 		t.Fatalf("deploy: %s", res)
 	}
@@ -74,6 +75,12 @@ func TestADeployResumesAfterTheServerIsKilled(t *testing.T) {
 	s := newStack(t)
 	deployAndInterrupt(t, s, func() {
 		s.kill(s.dev)
+		// The script ends while the server is down: the agent keeps its result and
+		// delivers it once the server is back.
+		waitFor(t, "the controller's configure to end", func() bool {
+			runs := readTrace(t, s.trace)
+			return len(runs) > 0 && runs[0].Outcome != ""
+		})
 		s.startDev()
 	})
 }

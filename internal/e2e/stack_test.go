@@ -14,11 +14,13 @@ import (
 // stack is a private `clusterflow dev --no-worker` server plus a separate `clusterflow
 // worker`, for tests that kill and restart them.
 type stack struct {
-	t                 *testing.T
-	dir, data, db     string
-	address           string
-	env               []string
-	dev, worker       *testenv.Process
+	t             *testing.T
+	dir, data, db string
+	address       string
+	env           []string
+	dev, worker   *testenv.Process
+	// trace is the trace file of the cluster under test, once deployed.
+	trace             string
 	devRuns, workRuns int
 }
 
