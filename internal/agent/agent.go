@@ -164,9 +164,10 @@ func (a *Agent) exitWhenIdle(stop func()) {
 func (a *Agent) forget(r *run) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	if a.runs[r.id] == r {
-		delete(a.runs, r.id)
+	if a.runs[r.id] != r {
+		return // replaced by a relaunch, which owns the index entry now
 	}
+	delete(a.runs, r.id)
 	if len(a.runs) == 0 {
 		a.idleFrom = time.Now()
 	}

@@ -39,6 +39,8 @@ func (a *Agent) deliver(r *run) {
 		select {
 		case <-a.ctx.Done():
 			return // the index keeps it for the next agent
+		case <-r.dropped:
+			return
 		case <-r.retokened:
 			backoff = 100 * time.Millisecond
 		case <-time.After(backoff):

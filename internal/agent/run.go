@@ -33,13 +33,15 @@ type run struct {
 	// retokened wakes a waiting delivery, and heartbeatNow the heartbeat loop, when a
 	// relaunch brings a fresh task token: the new attempt's heartbeat clock is running.
 	retokened, heartbeatNow chan struct{}
+	// dropped is closed when a relaunch replaces this run, ending its delivery.
+	dropped chan struct{}
 	// exited is closed when the script's wrapper exits, for runs this agent started; runs
 	// adopted from a previous agent are polled instead.
 	exited <-chan struct{}
 }
 
 func (a *Agent) newRun(id, dir string, rec *record) *run {
-	return &run{id: id, dir: dir, log: a.log, rec: rec, canceled: make(chan struct{}),
+	return &run{id: id, dir: dir, log: a.log, rec: rec, canceled: make(chan struct{}), dropped: make(chan struct{}),
 		retokened: make(chan struct{}, 1), heartbeatNow: make(chan struct{}, 1)}
 }
 
@@ -81,7 +83,11 @@ func (a *Agent) launch(l Launch) (string, error) {
 	if a.stopping {
 		return "", errStopping
 	}
-	if r := a.runs[id]; r != nil {
+	if r := a.runs[id]; r != nil && r.snapshot().Lost {
+		// Still reporting the loss; the relaunch runs the script again instead.
+		delete(a.runs, id)
+		close(r.dropped)
+	} else if r != nil {
 		r.update(retoken)
 		for _, wake := range []chan struct{}{r.retokened, r.heartbeatNow} {
 			select {

@@ -33,6 +33,9 @@ func newLocal(t *testing.T, script string) *Local {
 			t.Errorf("agent: %v", err)
 		}
 	})
+	for !l.agent.Running() {
+		time.Sleep(5 * time.Millisecond)
+	}
 	err = l.WriteClusterFiles(context.Background(), ClusterFiles{
 		Cluster: "c",
 		Scripts: map[string]string{scriptHash: script},

@@ -1,0 +1,181 @@
+package agent
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/clusterflow/clusterflow/internal/runner"
+)
+
+// These tests run the agent in-process with no Temporal at its address (port 1 refuses),
+// so results stay on disk, where the tests read them.
+
+type fixture struct {
+	t      *testing.T
+	dir    string
+	client *Client
+	stop   func()
+}
+
+func newFixture(t *testing.T) *fixture {
+	f := &fixture{t: t, dir: t.TempDir()}
+	f.client = &Client{Dir: filepath.Join(f.dir, "agent")}
+	f.start()
+	return f
+}
+
+// start serves the agent folder until the test ends or stop is called.
+func (f *fixture) start() {
+	ctx, cancel := context.WithCancel(context.Background())
+	served := make(chan error, 1)
+	go func() { served <- Serve(ctx, Options{Dir: f.client.Dir}) }()
+	f.stop = func() {
+		cancel()
+		if err := <-served; err != nil {
+			f.t.Errorf("agent: %v", err)
+		}
+	}
+	f.t.Cleanup(func() {
+		if ctx.Err() == nil {
+			f.stop()
+		}
+	})
+	for !f.client.Running() {
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// launch launches body as the run for activity id, with its own member folder.
+func (f *fixture) launch(id, token, body string) string {
+	f.t.Helper()
+	member := filepath.Join(f.dir, "member")
+	if err := os.MkdirAll(member, 0o755); err != nil {
+		f.t.Fatal(err)
+	}
+	script := filepath.Join(member, "script.sh")
+	if err := os.WriteFile(script, []byte("#!/bin/sh\n"+body), 0o755); err != nil {
+		f.t.Fatal(err)
+	}
+	reply, err := f.client.Launch(context.Background(), Launch{
+		Key: Key{WorkflowID: "wf", ActivityID: id}, TaskToken: []byte(token),
+		Connection: Connection{Address: "127.0.0.1:1"}, Member: "m", Event: "configure",
+		Script: Script{Path: script, Dir: member, Env: []string{"PATH=" + os.Getenv("PATH")},
+			StdoutFile: filepath.Join(member, "out"), StderrFile: filepath.Join(member, "err")},
+		Timeout: time.Minute, Grace: time.Second, RecordDir: filepath.Join(member, "runs"),
+	})
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	return reply.Action
+}
+
+func (f *fixture) record(id string) *record {
+	rec, _ := loadRecord(filepath.Join(f.dir, "member", "runs", Key{WorkflowID: "wf", ActivityID: id}.ID()))
+	return rec
+}
+
+func (f *fixture) waitResult(id string) runner.Result {
+	f.t.Helper()
+	for end := time.Now().Add(10 * time.Second); time.Now().Before(end); time.Sleep(10 * time.Millisecond) {
+		if rec := f.record(id); rec != nil && rec.Result != nil {
+			return *rec.Result
+		}
+	}
+	f.t.Fatal("no result recorded")
+	return runner.Result{}
+}
+
+func (f *fixture) runs() int {
+	data, _ := os.ReadFile(filepath.Join(f.dir, "member", "count"))
+	return strings.Count(string(data), "run\n")
+}
+
+const countingScript = "echo run >> count; sleep ${SLEEP:-0.5}; echo done\n"
+
+func TestARelaunchAttachesToTheRunningScript(t *testing.T) {
+	f := newFixture(t)
+	if action := f.launch("1", "attempt-1", countingScript); action != ActionStarted {
+		t.Fatalf("first launch: %s", action)
+	}
+	if action := f.launch("1", "attempt-2", countingScript); action != ActionAttached {
+		t.Fatalf("relaunch while running: %s", action)
+	}
+	if res := f.waitResult("1"); res.ExitCode != 0 || res.StdoutTail != "done\n" {
+		t.Errorf("result %+v", res)
+	}
+	if string(f.record("1").TaskToken) != "attempt-2" {
+		t.Error("the result would go to the old attempt")
+	}
+	if action := f.launch("1", "attempt-3", countingScript); action != ActionDelivering {
+		t.Fatalf("relaunch after the end: %s", action)
+	}
+	if n := f.runs(); n != 1 {
+		t.Errorf("script ran %d times, want once", n)
+	}
+}
+
+func TestARestartedAgentAdoptsARunThatEndedWhileItWasDown(t *testing.T) {
+	f := newFixture(t)
+	f.launch("1", "t", countingScript)
+	f.stop()
+	// The script carries on and ends without any agent; its wrapper keeps the status.
+	time.Sleep(time.Second)
+	if rec := f.record("1"); rec.Result != nil {
+		t.Fatal("a stopped agent recorded a result")
+	}
+	f.start()
+	if res := f.waitResult("1"); res.ExitCode != 0 || res.Outcome != runner.Exited {
+		t.Errorf("result %+v", res)
+	}
+	if n := f.runs(); n != 1 {
+		t.Errorf("script ran %d times, want once", n)
+	}
+}
+
+func TestOnlyALostRunRunsAgain(t *testing.T) {
+	f := newFixture(t)
+	f.launch("1", "t", "echo run >> count; sleep 30\n")
+	for f.runs() == 0 {
+		time.Sleep(10 * time.Millisecond)
+	}
+	// The script's whole group dies without a trace, as with a machine reboot.
+	if err := syscall.Kill(-f.record("1").Handle.PID, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	for end := time.Now().Add(10 * time.Second); !f.record("1").Lost; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(end) {
+			t.Fatal("the run was not found lost")
+		}
+	}
+	if action := f.launch("1", "t2", countingScript); action != ActionStarted {
+		t.Fatalf("relaunch of a lost run: %s", action)
+	}
+	f.waitResult("1")
+	if n := f.runs(); n != 2 {
+		t.Errorf("script ran %d times, want twice (once lost, once again)", n)
+	}
+}
+
+func TestATimedOutScriptIsStopped(t *testing.T) {
+	f := newFixture(t)
+	f.launch("1", "t", "echo run >> count; sleep 30\n")
+	// Shorten the deadline the way a record from a long-running agent would have it.
+	f.stop()
+	rec := f.record("1")
+	rec.Timeout = 100 * time.Millisecond
+	if err := rec.save(filepath.Join(f.dir, "member", "runs", rec.Key.ID())); err != nil {
+		t.Fatal(err)
+	}
+	f.start()
+	if res := f.waitResult("1"); res.Outcome != runner.TimedOut {
+		t.Errorf("result %+v", res)
+	}
+	if f.record("1").Handle.Running() {
+		t.Error("script still running after its timeout")
+	}
+}
