@@ -29,6 +29,8 @@ func (s *Starter) Deploy(ctx context.Context, c spec.Cluster) error {
 		TypedSearchAttributes: temporal.NewSearchAttributes(
 			workflows.ClusterNameKey.ValueSet(c.Name),
 			workflows.ClusterPhaseKey.ValueSet(string(workflows.PhaseDeploying)),
+			workflows.ClusterRolesKey.ValueSet(roleNames(c)),
+			workflows.ClusterMembersKey.ValueSet(int64(c.TotalMembers())),
 		),
 		Memo:          map[string]any{"spec": c.Name, "origin": c.Origin},
 		StaticSummary: workflows.Summary(c),
@@ -47,6 +49,14 @@ func (s *Starter) Deploy(ctx context.Context, c spec.Cluster) error {
 }
 
 // details lists the roles for the workflow's static details in the Web UI.
+func roleNames(c spec.Cluster) []string {
+	names := make([]string, len(c.Roles))
+	for i, r := range c.Roles {
+		names[i] = r.Name
+	}
+	return names
+}
+
 func details(c spec.Cluster) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "Cluster **%s**", c.Name)

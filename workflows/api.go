@@ -33,8 +33,11 @@ const (
 var (
 	ClusterNameKey  = temporal.NewSearchAttributeKeyKeyword("ClusterName")
 	ClusterPhaseKey = temporal.NewSearchAttributeKeyKeyword("ClusterPhase")
+	// ClusterRolesKey lists the cluster's roles; ClusterMembersKey counts its desired members.
+	ClusterRolesKey   = temporal.NewSearchAttributeKeyKeywordList("ClusterRoles")
+	ClusterMembersKey = temporal.NewSearchAttributeKeyInt64("ClusterMembers")
 	// SearchAttributes lists the custom search attributes a namespace must have registered.
-	SearchAttributes = []temporal.SearchAttributeKey{ClusterNameKey, ClusterPhaseKey}
+	SearchAttributes = []temporal.SearchAttributeKey{ClusterNameKey, ClusterPhaseKey, ClusterRolesKey, ClusterMembersKey}
 )
 
 // SearchAttributeTypes maps each custom search attribute to its type, for registration.

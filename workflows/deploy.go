@@ -72,6 +72,7 @@ func (w *clusterWorkflow) startRole(ctx workflow.Context, op RoleOperation, role
 		ParentClosePolicy:   enums.PARENT_CLOSE_POLICY_REQUEST_CANCEL,
 		WaitForCancellation: true,
 		StaticSummary:       fmt.Sprintf("%s %s/%s: %d %s", op, w.state.Name, role, len(members), plural(len(members), "member")),
+		StaticDetails:       roleDetails(op, r, members),
 	})
 	return workflow.ExecuteChildWorkflow(ctx, RoleWorkflowName, RoleInput{
 		Cluster: w.state.Name, Operation: op, Role: r, Members: members,

@@ -22,6 +22,20 @@ func Summary(c spec.Cluster) string {
 	return text
 }
 
+// roleDetails is the Markdown the Web UI shows on a role operation's page.
+func roleDetails(op RoleOperation, r spec.Role, members []Member) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "**%s** of role **%s**, startscript `%s`", op, r.Name, r.Startscript)
+	if len(r.DependsOn) > 0 {
+		fmt.Fprintf(&b, ", after %s", strings.Join(r.DependsOn, ", "))
+	}
+	b.WriteString("\n\nMembers:")
+	for _, m := range members {
+		fmt.Fprintf(&b, " `%s`", m.Name)
+	}
+	return b.String()
+}
+
 func plural(n int, word string) string {
 	if n == 1 {
 		return word

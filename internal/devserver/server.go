@@ -41,6 +41,18 @@ type Options struct {
 	// SearchAttributes are registered with the namespace when it is created. (Adding them
 	// later through the OperatorService takes a namespace cache refresh to show.)
 	SearchAttributes map[string]enums.IndexedValueType
+	// TLS, when set, makes the frontend require mutual TLS.
+	TLS *TLS
+}
+
+// TLS is the frontend's certificate and the CA its clients' certificates must chain to.
+// The certificate also serves as the client certificate of the server's own system
+// workers, so it needs both server and client key usages, and 127.0.0.1 or the frontend
+// host among its names.
+type TLS struct {
+	CertFile, KeyFile, ClientCAFile string
+	// ServerName is the name the system workers verify the certificate against.
+	ServerName string
 }
 
 // Server is a running embedded Temporal server.
@@ -82,6 +94,15 @@ func Start(opts Options) (*Server, error) {
 	}
 	address := net.JoinHostPort(host, strconv.Itoa(frontendPort))
 	conf := serverConfig(sqlConf, host, ports, httpPort)
+	if t := opts.TLS; t != nil {
+		conf.Global.TLS.Frontend.Server = config.ServerTLS{
+			CertFile: t.CertFile, KeyFile: t.KeyFile, ClientCAFiles: []string{t.ClientCAFile}, RequireClientAuth: true,
+		}
+		conf.Global.TLS.SystemWorker = config.WorkerTLS{
+			CertFile: t.CertFile, KeyFile: t.KeyFile,
+			Client: config.ClientTLS{ServerName: t.ServerName, RootCAFiles: []string{t.ClientCAFile}},
+		}
+	}
 
 	var logger tlog.Logger = tlog.NewNoopLogger()
 	if opts.Logger != nil {

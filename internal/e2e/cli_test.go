@@ -6,7 +6,7 @@ import (
 )
 
 func TestEveryCommandHasHelp(t *testing.T) {
-	for _, cmd := range []string{"dev", "worker", "setup", "deploy", "status", "list", "delete"} {
+	for _, cmd := range []string{"dev", "worker", "agent", "setup", "deploy", "status", "list", "delete"} {
 		res := cli(t, cmd, "-h")
 		if res.Code != 0 || !strings.Contains(res.Stderr, "Usage: clusterflow "+cmd) || !strings.Contains(res.Stderr, "--") {
 			t.Errorf("%s -h: %s", cmd, res)
@@ -32,7 +32,7 @@ func TestEveryCommandHasHelp(t *testing.T) {
 func TestSetupIsIdempotent(t *testing.T) {
 	// The shared server registered the attributes when it was created.
 	res := cli(t, "setup")
-	if res.Code != 0 || !strings.Contains(res.Stdout, "Already present") || !strings.Contains(res.Stdout, "ClusterName, ClusterPhase") {
+	if res.Code != 0 || !strings.Contains(res.Stdout, "Already present") || !strings.Contains(res.Stdout, "ClusterName, ClusterPhase, ClusterRoles, ClusterMembers") {
 		t.Errorf("setup: %s", res)
 	}
 }

@@ -26,11 +26,33 @@ type Server struct {
 	Client client.Client
 }
 
-// StartServer starts a throwaway server on a free loopback port.
-func StartServer() (*Server, error) {
-	srv, err := devserver.Start(devserver.Options{Address: "127.0.0.1:0", SearchAttributes: workflows.SearchAttributeTypes()})
+// ServerOption changes how StartServer sets the server up.
+type ServerOption func(*devserver.Options)
+
+// WithoutSearchAttributes leaves clusterflow's search attributes unregistered, as on a
+// fresh server.
+func WithoutSearchAttributes() ServerOption {
+	return func(o *devserver.Options) { o.SearchAttributes = nil }
+}
+
+// WithTLS makes the server require mutual TLS; Server.Client is then nil.
+func WithTLS(t devserver.TLS) ServerOption {
+	return func(o *devserver.Options) { o.TLS = &t }
+}
+
+// StartServer starts a throwaway in-memory server on a free loopback port, with
+// clusterflow's search attributes registered.
+func StartServer(opts ...ServerOption) (*Server, error) {
+	o := devserver.Options{Address: "127.0.0.1:0", SearchAttributes: workflows.SearchAttributeTypes()}
+	for _, opt := range opts {
+		opt(&o)
+	}
+	srv, err := devserver.Start(o)
 	if err != nil {
 		return nil, err
+	}
+	if o.TLS != nil {
+		return &Server{Server: srv}, nil
 	}
 	c, err := Dial(srv.Address())
 	if err != nil {
@@ -47,7 +69,9 @@ func Dial(address string) (client.Client, error) {
 
 // Stop closes the client and the server.
 func (s *Server) Stop() {
-	s.Client.Close()
+	if s.Client != nil {
+		s.Client.Close()
+	}
 	_ = s.Server.Stop()
 }
 
