@@ -16,6 +16,8 @@ type ConnectOptions struct {
 	Address   string
 	Namespace string
 	Logger    log.Logger
+	// MetricsHandler, if set, receives the client's and its workers' metrics.
+	MetricsHandler client.MetricsHandler
 }
 
 // Settings resolves the connection settings: flags over environment over profile file
@@ -52,6 +54,7 @@ func ClientOptions(opts ConnectOptions) (client.Options, envconfig.ClientConfigP
 		return co, p, fmt.Errorf("Temporal client settings: %w", err)
 	}
 	co.Logger = opts.Logger
+	co.MetricsHandler = opts.MetricsHandler
 	return co, p, nil
 }
 

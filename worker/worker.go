@@ -25,6 +25,10 @@ type Options struct {
 	// Connection is how the agent that completes script activities reaches Temporal: the
 	// settings the worker itself connected with.
 	Connection agent.Connection
+	// StopTimeout is how long in-flight activity tasks may take to finish once ctx ends
+	// and polling stops (default: the SDK's, none). Script activities return at once, so
+	// this covers the quick backend calls.
+	StopTimeout time.Duration
 }
 
 // agentKeeper is a backend whose agent the worker keeps running while runs need it.
@@ -32,7 +36,8 @@ type agentKeeper interface {
 	KeepAgentAlive(ctx context.Context)
 }
 
-// Run polls the task queue until ctx ends, then stops gracefully.
+// Run polls the task queue until ctx ends, then stops gracefully: it stops polling and lets
+// in-flight activity tasks finish within StopTimeout.
 func Run(ctx context.Context, c client.Client, opts Options) error {
 	w, err := New(c, opts)
 	if err != nil {
@@ -71,6 +76,7 @@ func New(c client.Client, opts Options) (sdkworker.Worker, error) {
 		// within milliseconds; one that is slower replays from history instead.
 		StickyScheduleToStartTimeout: time.Second,
 		BuildID:                      buildID(),
+		WorkerStopTimeout:            opts.StopTimeout,
 	})
 	RegisterWorkflows(w)
 	w.RegisterActivity(&activities.Activities{Backend: opts.Backend, Connection: opts.Connection})

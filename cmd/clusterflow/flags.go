@@ -38,6 +38,8 @@ func (c *common) logger() (*zap.Logger, error) {
 type connection struct {
 	common
 	address, namespace string
+	// metrics, when set before connect, receives the client's and workers' metrics.
+	metrics client.MetricsHandler
 }
 
 func (c *connection) register(fs *pflag.FlagSet, defaultLogLevel string) {
@@ -49,7 +51,9 @@ func (c *connection) register(fs *pflag.FlagSet, defaultLogLevel string) {
 // connect resolves the flags over the SDK's environment settings and dials Temporal. It
 // returns the settings it used, so callers can tell which namespace they reached.
 func (c *connection) connect(ctx context.Context, logger *zap.Logger) (client.Client, envconfig.ClientConfigProfile, error) {
-	co, settings, err := starter.ClientOptions(starter.ConnectOptions{Address: c.address, Namespace: c.namespace, Logger: logging.SDK(logger)})
+	co, settings, err := starter.ClientOptions(starter.ConnectOptions{
+		Address: c.address, Namespace: c.namespace, Logger: logging.SDK(logger), MetricsHandler: c.metrics,
+	})
 	if err != nil {
 		return nil, settings, badInput{err}
 	}

@@ -5,9 +5,11 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"go.uber.org/zap"
 
+	"github.com/clusterflow/clusterflow/internal/metrics"
 	"github.com/clusterflow/clusterflow/starter"
 	"github.com/clusterflow/clusterflow/worker"
 )
@@ -17,12 +19,21 @@ func runWorker(ctx context.Context, args []string) error {
 	var conn connection
 	conn.register(fs, "info")
 	data := fs.String("data", ".clusterflow/data", "folder for member sandboxes")
+	metricsAddress := fs.String("metrics-address", "", "serve Prometheus metrics at http://ADDRESS/metrics (default off)")
+	stopTimeout := fs.Duration("shutdown-timeout", 30*time.Second, "on SIGTERM, how long in-flight activity tasks may take to finish")
 	if err := fs.Parse(args); err != nil {
 		return flagError(err)
 	}
 	logger, err := conn.logger()
 	if err != nil {
 		return err
+	}
+	if *metricsAddress != "" {
+		// Served until the process exits, so that the worker's shutdown is reported too.
+		if conn.metrics, err = metrics.Serve(context.WithoutCancel(ctx), *metricsAddress); err != nil {
+			return badInput{err}
+		}
+		logger.Info("Serving metrics", zap.String("url", "http://"+*metricsAddress+"/metrics"))
 	}
 	c, co, err := conn.connect(ctx, logger)
 	if err != nil {
@@ -47,5 +58,7 @@ func runWorker(ctx context.Context, args []string) error {
 	}
 	logger.Info("Worker starting", zap.String("address", co.Address), zap.String("namespace", co.Namespace),
 		zap.String("taskQueue", conn.taskQueue), zap.String("data", *data))
-	return worker.Run(ctx, c, worker.Options{TaskQueue: conn.taskQueue, Backend: local, Connection: co})
+	err = worker.Run(ctx, c, worker.Options{TaskQueue: conn.taskQueue, Backend: local, Connection: co, StopTimeout: *stopTimeout})
+	logger.Info("Worker stopped")
+	return err
 }

@@ -131,12 +131,20 @@ func startDev(t *testing.T, dir, name string, args []string) *testenv.Process {
 
 func freeAddress(t *testing.T) string {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	address, err := freePort()
 	if err != nil {
 		t.Fatal(err)
 	}
+	return address
+}
+
+func freePort() (string, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
 	defer l.Close()
-	return l.Addr().String()
+	return l.Addr().String(), nil
 }
 
 func httpGet(t *testing.T, u string) string {

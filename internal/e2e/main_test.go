@@ -19,6 +19,8 @@ var (
 	dataDir string
 	// cliEnv points the CLI at the shared server.
 	cliEnv []string
+	// metricsURL is where the shared worker serves its Prometheus metrics.
+	metricsURL string
 )
 
 func TestMain(m *testing.M) {
@@ -45,7 +47,13 @@ func runMain(m *testing.M) int {
 	dataDir = filepath.Join(tmp, "data")
 	defer testenv.StopAll(dataDir)
 	cliEnv = []string{"TEMPORAL_ADDRESS=" + server.Address(), "TEMPORAL_NAMESPACE=default"}
-	worker, err := testenv.Start(tmp, tmp, "worker", cliEnv, "worker", "--data", dataDir)
+	metricsAddress, err := freePort()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	metricsURL = "http://" + metricsAddress + "/metrics"
+	worker, err := testenv.Start(tmp, tmp, "worker", cliEnv, "worker", "--data", dataDir, "--metrics-address", metricsAddress)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "start worker:", err)
 		return 1
