@@ -3,7 +3,6 @@ package e2e
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -48,9 +47,15 @@ func TestDevRunsTheExampleAndKeepsStateAcrossRestarts(t *testing.T) {
 	if page := httpGet(t, "http://"+uiAddr+"/namespaces/default/workflows"); !strings.Contains(page, "<html") {
 		t.Errorf("UI page is not HTML: %.200s", page)
 	}
-	query := url.QueryEscape(fmt.Sprintf("WorkflowId = %q AND ClusterPhase = %q", "cluster/demo", "ready"))
-	if list := httpGet(t, "http://"+uiAddr+"/api/v1/namespaces/default/workflows?query="+query); !strings.Contains(list, "cluster/demo") {
-		t.Errorf("UI API does not list cluster/demo as ready: %.500s", list)
+	// The UI's list API filters on every cluster search attribute.
+	listAPI := func(query string) string {
+		return httpGet(t, "http://"+uiAddr+"/api/v1/namespaces/default/workflows?query="+url.QueryEscape(query))
+	}
+	if list := listAPI(`ClusterName = "demo" AND ClusterPhase = "ready" AND ClusterRoles = "edge" AND ClusterMembers = 5`); !strings.Contains(list, "cluster/demo") {
+		t.Errorf("UI API does not list cluster/demo by its search attributes: %.500s", list)
+	}
+	if list := listAPI(`ClusterName = "demo" AND ClusterPhase = "failed"`); strings.Contains(list, "cluster/demo") {
+		t.Errorf("UI API lists the ready cluster/demo as failed: %.500s", list)
 	}
 	if services := testenv.MemberProcesses(data); len(services) == 0 {
 		t.Error("the controller's registry service is not running")

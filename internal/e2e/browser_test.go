@@ -1,0 +1,163 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+
+	"github.com/clusterflow/clusterflow/internal/testenv"
+)
+
+// browserRequired makes a missing Chromium fail the browser test rather than skip it;
+// .ci/run sets it after installing Chromium.
+const browserRequired = "CLUSTERFLOW_BROWSER_REQUIRED"
+
+// TestWebUIShowsClustersInARealBrowser drives the Web UI that `clusterflow dev` serves in
+// headless Chromium: the workflow list filtered by the cluster search attributes, and the
+// cluster's workflow page with its summary, details and status query. Screenshots of each
+// step are kept in a folder named in the log when the test fails.
+func TestWebUIShowsClustersInARealBrowser(t *testing.T) {
+	t.Parallel()
+	chromium := findChromium()
+	if chromium == "" {
+		if os.Getenv(browserRequired) != "" {
+			t.Fatalf("Chromium not found, and %s is set", browserRequired)
+		}
+		t.Skip("Chromium not installed (apt-get install chromium); CI installs it")
+	}
+	root, err := testenv.ModuleRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	data := filepath.Join(dir, "data")
+	t.Cleanup(func() { testenv.StopAll(data) })
+	uiAddr := freeAddress(t)
+	dev := startDev(t, dir, "dev-ui", []string{"dev", "-f", filepath.Join(root, "examples/registry/cluster.yaml"),
+		"--db", filepath.Join(dir, "dev.db"), "--data", data, "--address", freeAddress(t), "--ui-address", uiAddr})
+	if err := dev.WaitFor("Phase:    ready", 2*time.Minute); err != nil {
+		t.Fatal(err)
+	}
+
+	shots, err := os.MkdirTemp("", "clusterflow-ui-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("screenshots kept in %s", shots)
+		} else {
+			os.RemoveAll(shots)
+		}
+	})
+	ctx := newBrowser(t, chromium)
+	base := "http://" + uiAddr + "/namespaces/default/workflows"
+	list := func(query string) string { return base + "?query=" + url.QueryEscape(query) }
+
+	// The list, filtered by the cluster's search attributes, shows it.
+	step(t, ctx, shots, "list-filtered",
+		chromedp.Navigate(list(`ClusterName="demo" AND ClusterPhase="ready" AND ClusterRoles="worker" AND ClusterMembers=5`)),
+		waitText(`a[href*="cluster%2Fdemo"]`, "cluster/demo"),
+	)
+	// A filter that matches nothing leaves it out.
+	step(t, ctx, shots, "list-failed",
+		chromedp.Navigate(list(`ClusterName="demo" AND ClusterPhase="failed"`)),
+		waitText("body", "No Workflows"),
+	)
+	links, err := chromedp.Run(ctx, chromedp.Evaluate[int](`document.querySelectorAll('a[href*="cluster%2Fdemo"]').length`))
+	if err != nil || links != 0 {
+		t.Errorf("a failed-phase filter listed the ready cluster (%d links, %v)", links, err)
+	}
+	// Following the link opens the workflow page; its User Metadata tab shows the cluster's
+	// summary, details and current details, and its Queries tab offers the status query.
+	step(t, ctx, shots, "workflow-page",
+		chromedp.Navigate(list(`ClusterName="demo"`)),
+		chromedp.Click(chromedp.CSS(`a[href*="cluster%2Fdemo"]`)),
+		waitText("h1", "cluster/demo"),
+	)
+	step(t, ctx, shots, "workflow-metadata",
+		clickText("User Metadata"),
+		waitText("body", "demo: 3 roles, 5 members (controller → worker → edge)"),
+		waitText("body", "examples/registry/cluster.yaml"),
+		waitText("body", "members ready"),
+	)
+	step(t, ctx, shots, "workflow-queries",
+		clickText("Queries"),
+		poll(`[...document.querySelectorAll("[role=option]")].some(e => e.textContent.includes("status"))`),
+		clickText("Run Query"),
+		waitText("body", `"phase": "ready"`),
+	)
+}
+
+// step runs browser actions, then saves a screenshot of the page named after the step,
+// whether the actions succeeded or not.
+func step(t *testing.T, ctx context.Context, dir, name string, actions ...chromedp.Action[chromedp.Void]) {
+	t.Helper()
+	err := chromedp.Do(ctx, actions...)
+	if shot, shotErr := chromedp.Run(ctx, chromedp.FullScreenshot(100)); shotErr == nil {
+		_ = os.WriteFile(filepath.Join(dir, name+".png"), shot, 0o644)
+	}
+	if err != nil {
+		text, _ := chromedp.Run(ctx, chromedp.Text(chromedp.CSS("body")))
+		t.Fatalf("%s: %v\npage text:\n%.2000s", name, err, text)
+	}
+}
+
+// waitText waits until an element matching selector contains text, in the page or in the
+// iframes the UI renders Markdown (summaries and details) into.
+func waitText(selector, text string) chromedp.Action[chromedp.Void] {
+	return poll(fmt.Sprintf(`[document, ...[...document.querySelectorAll("iframe")].map(f => f.contentDocument)]
+		.filter(d => d).some(d => [...d.querySelectorAll(%q)].some(e => e.innerText.includes(%q)))`, selector, text))
+}
+
+// clickText clicks the link or button whose text is exactly text, once there is one.
+func clickText(text string) chromedp.Action[chromedp.Void] {
+	return poll(fmt.Sprintf(`(() => {
+		const e = [...document.querySelectorAll("a, button")].find(e => e.innerText.trim() === %q);
+		if (e) { e.click(); }
+		return !!e;
+	})()`, text))
+}
+
+func poll(predicate string) chromedp.Action[chromedp.Void] {
+	return chromedp.Poll[chromedp.Void](predicate,
+		chromedp.WithPollingTimeout(30*time.Second), chromedp.WithPollingInterval(200*time.Millisecond))
+}
+
+func newBrowser(t *testing.T, chromium string) context.Context {
+	t.Helper()
+	opts := append(chromedp.DefaultExecAllocatorOptions[:],
+		chromedp.ExecPath(chromium),
+		chromedp.NoSandbox,
+		chromedp.DisableGPU,
+		// The machine's network is closed; without these Chromium keeps trying to reach out.
+		chromedp.Flag("disable-background-networking", true),
+		chromedp.Flag("disable-quic", true),
+		chromedp.Flag("disable-component-update", true),
+		chromedp.Flag("disable-sync", true),
+		chromedp.WindowSize(1400, 1000),
+	)
+	allocCtx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
+	ctx, cancelBrowser := chromedp.NewContext(allocCtx)
+	t.Cleanup(func() {
+		cancelBrowser() // closes the browser and waits for it
+		cancelAlloc()
+	})
+	return ctx
+}
+
+func findChromium() string {
+	for _, name := range []string{"chromium", "chromium-browser", "google-chrome"} {
+		if path, err := exec.LookPath(name); err == nil {
+			return path
+		}
+	}
+	return ""
+}
