@@ -43,6 +43,9 @@ type Options struct {
 	SearchAttributes map[string]enums.IndexedValueType
 	// TLS, when set, makes the frontend require mutual TLS.
 	TLS *TLS
+	// APIKey, when set (with TLS), makes the frontend require it as a bearer token from
+	// every caller but the server's own system workers.
+	APIKey string
 }
 
 // TLS is the frontend's certificate and the CA its clients' certificates must chain to.
@@ -116,7 +119,13 @@ func Start(opts Options) (*Server, error) {
 		}
 		hosts[svc] = static.SingleLocalHost(net.JoinHostPort(bind, strconv.Itoa(port)))
 	}
-	srv, err := temporal.NewServer(
+	var extra []temporal.ServerOption
+	if opts.APIKey != "" {
+		if extra, err = apiKeyOptions(opts.APIKey, opts.TLS); err != nil {
+			return nil, err
+		}
+	}
+	srv, err := temporal.NewServer(append([]temporal.ServerOption{
 		temporal.WithConfig(conf),
 		temporal.ForServices(temporal.DefaultServices),
 		temporal.WithStaticHosts(hosts),
@@ -132,7 +141,7 @@ func Start(opts Options) (*Server, error) {
 			dynamicconfig.TimerProcessorMaxPollRPS.Key():      1000,
 			dynamicconfig.VisibilityProcessorMaxPollRPS.Key(): 1000,
 		}),
-	)
+	}, extra...)...)
 	if err != nil {
 		return nil, fmt.Errorf("create temporal server: %w", err)
 	}

@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"fmt"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -57,26 +58,62 @@ func TestSetupRegistersSearchAttributesOnAFreshServer(t *testing.T) {
 
 func TestWorkerAndCLIConnectWithMutualTLS(t *testing.T) {
 	t.Parallel()
+	srv, plain, env := startTLSServer(t)
+	// Without a client certificate the server turns the CLI away.
+	if res := run(t, slices.Concat(plain, []string{"TEMPORAL_TLS_SERVER_CA_CERT_PATH=" + caOf(env)}), "list"); res.Code == 0 {
+		t.Fatalf("list without a client certificate should fail: %s", res)
+	}
+	deployOver(t, srv, env, "secure")
+}
+
+func TestWorkerAndCLIConnectWithAnAPIKey(t *testing.T) {
+	t.Parallel()
+	srv, _, env := startTLSServer(t, testenv.WithAPIKey("s3cret"))
+	for _, bad := range [][]string{env, slices.Concat(env, []string{"TEMPORAL_API_KEY=wrong"})} {
+		if res := run(t, bad, "list"); res.Code == 0 || !strings.Contains(res.Stderr, "PermissionDenied") && !strings.Contains(res.Stderr, "unauthorized") {
+			t.Fatalf("list without the right API key should be refused: %s", res)
+		}
+	}
+	// The key reaches the CLI, the worker and the agent through the environment.
+	deployOver(t, srv, slices.Concat(env, []string{"TEMPORAL_API_KEY=s3cret"}), "keyed")
+}
+
+// startTLSServer starts a server requiring mutual TLS, and returns the environment that
+// names only its address, and the one that also holds a CA, certificate and key.
+func startTLSServer(t *testing.T, opts ...testenv.ServerOption) (srv *testenv.Server, plain, env []string) {
+	t.Helper()
 	certs, err := testenv.GenerateCerts(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := startServer(t, testenv.WithTLS(devserver.TLS{
+	srv = startServer(t, append(opts, testenv.WithTLS(devserver.TLS{
 		CertFile: certs.ServerCert, KeyFile: certs.ServerKey, ClientCAFile: certs.CA, ServerName: "localhost",
-	}))
-	plain := []string{"TEMPORAL_ADDRESS=" + srv.Address()}
-	env := slices.Concat(plain, []string{
+	}))...)
+	plain = []string{"TEMPORAL_ADDRESS=" + srv.Address()}
+	env = slices.Concat(plain, []string{
 		"TEMPORAL_TLS_SERVER_CA_CERT_PATH=" + certs.CA,
 		"TEMPORAL_TLS_CLIENT_CERT_PATH=" + certs.ClientCert,
 		"TEMPORAL_TLS_CLIENT_KEY_PATH=" + certs.ClientKey,
 		"TEMPORAL_TLS_SERVER_NAME=localhost",
 	})
-	// Without a client certificate the server turns the CLI away.
-	if res := run(t, slices.Concat(plain, []string{"TEMPORAL_TLS_SERVER_CA_CERT_PATH=" + certs.CA}), "list"); res.Code == 0 {
-		t.Fatalf("list without a client certificate should fail: %s", res)
+	return srv, plain, env
+}
+
+func caOf(env []string) string {
+	for _, kv := range env {
+		if v, ok := strings.CutPrefix(kv, "TEMPORAL_TLS_SERVER_CA_CERT_PATH="); ok {
+			return v
+		}
 	}
+	return ""
+}
+
+// deployOver runs setup, a worker, and a deploy and delete of a small cluster, all with the
+// given environment: the worker's agent must reach the server with it too.
+func deployOver(t *testing.T, srv *testenv.Server, env []string, name string) {
+	t.Helper()
 	if res := run(t, env, "setup"); res.Code != 0 {
-		t.Fatalf("setup over mTLS: %s", res)
+		t.Fatalf("setup: %s", res)
 	}
 	dir := t.TempDir()
 	data := filepath.Join(dir, "data")
@@ -89,16 +126,15 @@ func TestWorkerAndCLIConnectWithMutualTLS(t *testing.T) {
 	if err := worker.WaitFor("Started Worker", time.Minute); err != nil {
 		t.Fatal(err)
 	}
-	// The deploy needs the worker and the agent it starts to reach the server over mTLS too.
-	specPath, _ := writeCluster(t, `
-name: secure
+	specPath, _ := writeCluster(t, fmt.Sprintf(`
+name: %s
 roles:
   - {name: only, members: 2, startscript: trace.sh, env: {TRACE: TRACE_FILE}}
-`)
+`, name))
 	if res := run(t, env, "deploy", "-f", specPath, "--wait", "--timeout", "90s"); res.Code != 0 {
-		t.Fatalf("deploy over mTLS: %s\nworker: %s", res, worker.Output())
+		t.Fatalf("deploy at %s: %s\nworker: %s", srv.Address(), res, worker.Output())
 	}
-	if res := run(t, env, "delete", "secure", "--wait"); res.Code != 0 {
-		t.Fatalf("delete over mTLS: %s", res)
+	if res := run(t, env, "delete", name, "--wait"); res.Code != 0 {
+		t.Fatalf("delete: %s", res)
 	}
 }

@@ -40,6 +40,11 @@ func WithTLS(t devserver.TLS) ServerOption {
 	return func(o *devserver.Options) { o.TLS = &t }
 }
 
+// WithAPIKey makes the server require the API key (it needs WithTLS too).
+func WithAPIKey(key string) ServerOption {
+	return func(o *devserver.Options) { o.APIKey = key }
+}
+
 // StartServer starts a throwaway in-memory server on a free loopback port, with
 // clusterflow's search attributes registered.
 func StartServer(opts ...ServerOption) (*Server, error) {
