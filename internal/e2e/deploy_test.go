@@ -128,6 +128,31 @@ func TestFailedConfigureShowsOutputAndStopsDependents(t *testing.T) {
 			t.Errorf("edge member %s is %s, want pending", m.Name, m.State)
 		}
 	}
+	// In the Web UI, the failed activity names the member and event, and its details are
+	// plain JSON holding the output tails: readable without a codec.
+	scheduled := map[int64]string{}
+	found := false
+	for _, e := range history(t, "cluster/failing/configure-1/worker") {
+		if e.GetActivityTaskScheduledEventAttributes() != nil {
+			scheduled[e.GetEventId()] = string(e.GetUserMetadata().GetSummary().GetData())
+		}
+		failure := e.GetActivityTaskFailedEventAttributes().GetFailure()
+		if failure == nil {
+			continue
+		}
+		found = true
+		if summary := scheduled[e.GetActivityTaskFailedEventAttributes().GetScheduledEventId()]; !strings.Contains(summary, "configure failing-worker-1") {
+			t.Errorf("failed activity's summary %s", summary)
+		}
+		details := failure.GetApplicationFailureInfo().GetDetails().GetPayloads()
+		if len(details) != 1 || string(details[0].GetMetadata()["encoding"]) != "json/plain" ||
+			!strings.Contains(string(details[0].GetData()), `"stderrTail":"boom: failing-worker-1 cannot start\n"`) {
+			t.Errorf("failed activity's details are not plain JSON with the tails: %v", details)
+		}
+	}
+	if !found {
+		t.Error("no failed activity in the worker role's history")
+	}
 
 	// A failed cluster can be deleted, and nothing of it stays behind.
 	if res := cli(t, "delete", "failing", "--wait"); res.Code != 0 {
