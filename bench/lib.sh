@@ -3,13 +3,14 @@
 tmp=$(mktemp -d)
 cf=$tmp/clusterflow
 bg_pids=()
+# cleanup must not stop at a process that is already gone, which set -e would do.
 cleanup() {
+  set +e
   for pid in "${bg_pids[@]}"; do kill "$pid" 2>/dev/null; wait "$pid" 2>/dev/null; done
   # The agent is detached from the worker on purpose; stop it and anything left.
   for data in "$tmp"/data*; do
     [ -f "$data/agent/agent.pid" ] && kill -9 "$(cat "$data/agent/agent.pid")" 2>/dev/null
   done
-  pkill -9 -f "CLUSTERFLOW_MEMBER_DIR=$tmp" 2>/dev/null
   [ -n "${KEEP:-}" ] && echo "kept $tmp" >&2 || rm -rf "$tmp"
 }
 trap cleanup EXIT
