@@ -48,7 +48,6 @@ func (s *Starter) Deploy(ctx context.Context, c spec.Cluster) error {
 	return nil
 }
 
-// details lists the roles for the workflow's static details in the Web UI.
 func roleNames(c spec.Cluster) []string {
 	names := make([]string, len(c.Roles))
 	for i, r := range c.Roles {
@@ -57,6 +56,7 @@ func roleNames(c spec.Cluster) []string {
 	return names
 }
 
+// details lists the roles for the workflow's static details in the Web UI.
 func details(c spec.Cluster) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "Cluster **%s**", c.Name)

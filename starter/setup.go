@@ -3,9 +3,14 @@ package starter
 import (
 	"context"
 	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"time"
 
 	"go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/operatorservice/v1"
+	"go.temporal.io/api/workflowservice/v1"
 
 	"github.com/clusterflow/clusterflow/workflows"
 )
@@ -42,7 +47,40 @@ func (s *Starter) Setup(ctx context.Context, namespace string) (SetupResult, err
 	if err != nil {
 		return res, fmt.Errorf("register search attributes %v in namespace %q: %w", res.Added, namespace, err)
 	}
-	return res, nil
+	return res, s.waitUsable(ctx, namespace, toAdd)
+}
+
+// usableWait bounds how long Setup waits for new attributes to be usable.
+const usableWait = 30 * time.Second
+
+// waitUsable waits until the server accepts queries on newly registered attributes. A
+// server takes them into use at its next namespace cache refresh, and until then refuses
+// to start workflows that set them, so a deploy right after setup would fail.
+func (s *Starter) waitUsable(ctx context.Context, namespace string, added map[string]enums.IndexedValueType) error {
+	var terms []string
+	for _, name := range slices.Sorted(maps.Keys(added)) {
+		value := `""`
+		if added[name] == enums.INDEXED_VALUE_TYPE_INT {
+			value = "0"
+		}
+		terms = append(terms, name+" = "+value)
+	}
+	query := strings.Join(terms, " AND ")
+	deadline := time.Now().Add(usableWait)
+	for {
+		_, err := s.client.CountWorkflow(ctx, &workflowservice.CountWorkflowExecutionsRequest{Namespace: namespace, Query: query})
+		if err == nil {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("search attributes registered in namespace %q, but the server still refuses them after %s: %w", namespace, usableWait, err)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(250 * time.Millisecond):
+		}
+	}
 }
 
 // MissingSearchAttributes returns the custom search attributes clusterflow needs that the

@@ -50,6 +50,16 @@ func TestSetupRegistersSearchAttributesOnAFreshServer(t *testing.T) {
 	if res.Code != 0 || !strings.Contains(res.Stdout, `Registered search attributes in namespace "default": `+all) {
 		t.Errorf("first setup: %s", res)
 	}
+	// Setup returns once the server takes the attributes into use: a deploy right after it
+	// is accepted (it starts the workflow; no worker is needed for that).
+	specPath, _ := writeCluster(t, `
+name: fresh
+roles:
+  - {name: only, members: 1, startscript: trace.sh, env: {TRACE: TRACE_FILE}}
+`)
+	if res := run(t, env, "deploy", "-f", specPath); res.Code != 0 {
+		t.Errorf("deploy right after setup: %s", res)
+	}
 	res = run(t, env, "setup")
 	if res.Code != 0 || !strings.Contains(res.Stdout, `Already present in namespace "default": `+all) || strings.Contains(res.Stdout, "Registered") {
 		t.Errorf("second setup: %s", res)
