@@ -12,6 +12,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/clusterflow/clusterflow/internal/agent"
+	"github.com/clusterflow/clusterflow/internal/backend"
 	"github.com/clusterflow/clusterflow/internal/devserver"
 	"github.com/clusterflow/clusterflow/internal/logging"
 	"github.com/clusterflow/clusterflow/internal/render"
@@ -82,10 +83,11 @@ func runDev(ctx context.Context, args []string) error {
 	}
 
 	workerDone := make(chan error, 1)
+	var local *backend.Local
 	if *noWorker {
 		workerDone <- nil
 	} else {
-		local, err := localBackend(*data, com)
+		local, err = localBackend(*data, com)
 		if err != nil {
 			return err
 		}
@@ -101,7 +103,14 @@ func runDev(ctx context.Context, args []string) error {
 	}
 	<-ctx.Done()
 	fmt.Println("\nStopping.")
-	return <-workerDone
+	err = <-workerDone
+	if local != nil {
+		if pid, ok := local.AgentPID(); ok {
+			// Detached on purpose, so that stopping dev never kills a script mid-run.
+			fmt.Printf("The member agent (pid %d) carries on with any running scripts; it exits after 10 minutes with nothing to do.\n", pid)
+		}
+	}
+	return err
 }
 
 // deployAndWatch deploys the spec given to dev, or picks up the cluster if a previous run

@@ -9,6 +9,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -94,6 +96,16 @@ func (c *Client) Running() bool {
 	}
 	conn.Close()
 	return true
+}
+
+// PID returns the process ID of the agent serving the folder, if one answers.
+func (c *Client) PID() (int, bool) {
+	data, err := os.ReadFile(filepath.Join(c.Dir, "agent.pid"))
+	if err != nil || !c.Running() {
+		return 0, false
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(data)))
+	return pid, err == nil
 }
 
 // KeepAlive restarts the agent whenever it is down while runs still need it (a run still

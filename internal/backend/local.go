@@ -48,6 +48,9 @@ func NewLocal(root string, agentCommand ...string) (*Local, error) {
 // AgentDir is the folder of the agent serving a local backend rooted at root.
 func AgentDir(root string) string { return filepath.Join(root, "agent") }
 
+// AgentPID returns the process ID of the running agent, if there is one.
+func (l *Local) AgentPID() (int, bool) { return l.agent.PID() }
+
 // KeepAgentAlive restarts the agent whenever it is down while runs still need it, until
 // ctx ends.
 func (l *Local) KeepAgentAlive(ctx context.Context) { l.agent.KeepAlive(ctx, 2*time.Second) }

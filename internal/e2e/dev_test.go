@@ -63,6 +63,9 @@ func TestDevRunsTheExampleAndKeepsStateAcrossRestarts(t *testing.T) {
 	if code, err := dev.Signal(syscall.SIGINT, 30*time.Second); err != nil || code != 0 {
 		t.Fatalf("dev did not stop cleanly on SIGINT: exit %d, %v\n%s", code, err, dev.Output())
 	}
+	if out, _ := os.ReadFile(dev.Stdout); !strings.Contains(string(out), "The member agent (pid") {
+		t.Errorf("dev did not say its agent carries on:\n%s", out)
+	}
 
 	// Same database: the cluster is still there, and dev shows it rather than failing.
 	dev = startDev(t, dir, "dev-2", args)
