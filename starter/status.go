@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"go.temporal.io/api/serviceerror"
@@ -37,9 +38,12 @@ func (s *Starter) Status(ctx context.Context, name string) (workflows.ClusterSta
 	return status, nil
 }
 
-// noAnswer recognises a query that no worker picked up in time.
+// noAnswer recognises a query that no worker picked up in time, or that the server did not
+// even dispatch because no worker has polled lately (say, right after a server restart).
 func noAnswer(err error) bool {
 	var deadline *serviceerror.DeadlineExceeded
 	var notReady *serviceerror.WorkflowNotReady
-	return errors.Is(err, context.DeadlineExceeded) || errors.As(err, &deadline) || errors.As(err, &notReady)
+	var precondition *serviceerror.FailedPrecondition
+	return errors.Is(err, context.DeadlineExceeded) || errors.As(err, &deadline) || errors.As(err, &notReady) ||
+		errors.As(err, &precondition) && strings.Contains(precondition.Error(), "no poller seen")
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"io"
-	"net"
 	"net/http"
 	"net/url"
 	"os"
@@ -139,20 +138,11 @@ func startDev(t *testing.T, dir, name string, args []string) *testenv.Process {
 
 func freeAddress(t *testing.T) string {
 	t.Helper()
-	address, err := freePort()
+	address, err := testenv.FreeAddress()
 	if err != nil {
 		t.Fatal(err)
 	}
 	return address
-}
-
-func freePort() (string, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", err
-	}
-	defer l.Close()
-	return l.Addr().String(), nil
 }
 
 func httpGet(t *testing.T, u string) string {

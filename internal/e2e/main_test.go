@@ -47,7 +47,7 @@ func runMain(m *testing.M) int {
 	dataDir = filepath.Join(tmp, "data")
 	defer testenv.StopAll(dataDir)
 	cliEnv = []string{"TEMPORAL_ADDRESS=" + server.Address(), "TEMPORAL_NAMESPACE=default"}
-	metricsAddress, err := freePort()
+	metricsAddress, err := testenv.FreeAddress()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
