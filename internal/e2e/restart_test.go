@@ -107,7 +107,7 @@ func TestARetriedLaunchAttachesToTheRunningScript(t *testing.T) {
 	specPath, trace := writeCluster(t, `
 name: frozen
 roles:
-  - {name: controller, cardinality: "1", heartbeatTimeout: 5s, startscript: trace.sh, env: {TRACE: TRACE_FILE, SLEEP: "12"}}
+  - {name: controller, cardinality: "1", heartbeatTimeout: 8s, startscript: trace.sh, env: {TRACE: TRACE_FILE, SLEEP: "18"}}
 `)
 	if res := s.cli("deploy", "-f", specPath); res.Code != 0 {
 		t.Fatalf("deploy: %s", res)
@@ -122,7 +122,10 @@ roles:
 	if err := syscall.Kill(agentPID, syscall.SIGSTOP); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(9 * time.Second)
+	// The first attempt times out at 8s and the retry starts about a second later, with its
+	// own 8s: thawing at 12s leaves the server time to notice the first timeout, even when
+	// busy, and the agent time to heartbeat for the retry.
+	time.Sleep(12 * time.Second)
 	if err := syscall.Kill(agentPID, syscall.SIGCONT); err != nil {
 		t.Fatal(err)
 	}
