@@ -3,12 +3,12 @@ package activities
 import (
 	"context"
 	"fmt"
-	"github.com/clusterflow/clusterflow/internal/spec"
 
 	"go.temporal.io/sdk/activity"
 
 	"github.com/clusterflow/clusterflow/internal/agent"
 	"github.com/clusterflow/clusterflow/internal/backend"
+	"github.com/clusterflow/clusterflow/internal/spec"
 )
 
 // Activities performs member operations through a backend.
@@ -52,11 +52,8 @@ func (a *Activities) RunStartscript(ctx context.Context, run ScriptRun) (ScriptR
 	}
 	info := activity.GetInfo(ctx)
 	err := a.Backend.LaunchScript(ctx, run, backend.Completion{
-		Key: agent.Key{
-			WorkflowID: info.WorkflowExecution.ID, RunID: info.WorkflowExecution.RunID, ActivityID: info.ActivityID,
-		},
+		Key:        agent.Key{WorkflowID: info.WorkflowExecution.ID, ActivityID: info.ActivityID},
 		TaskToken:  info.TaskToken,
-		Attempt:    info.Attempt,
 		Connection: a.Connection,
 	})
 	if err != nil {

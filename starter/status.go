@@ -15,8 +15,18 @@ import (
 // queryTimeout bounds a status query, which needs a running worker to answer.
 const queryTimeout = 15 * time.Second
 
-// Status asks the cluster's workflow for its status.
+// Status asks the cluster's workflow for its status, and adds running scripts' latest
+// lines of output.
 func (s *Starter) Status(ctx context.Context, name string) (workflows.ClusterStatus, error) {
+	status, err := s.query(ctx, name)
+	if err == nil {
+		s.addLastLines(ctx, &status)
+	}
+	return status, err
+}
+
+// query asks the cluster's workflow for its status, as the status query answers it.
+func (s *Starter) query(ctx context.Context, name string) (workflows.ClusterStatus, error) {
 	queryCtx, cancel := context.WithTimeout(ctx, queryTimeout)
 	defer cancel()
 	var status workflows.ClusterStatus
@@ -34,7 +44,6 @@ func (s *Starter) Status(ctx context.Context, name string) (workflows.ClusterSta
 	if err := resp.Get(&status); err != nil {
 		return status, fmt.Errorf("decode status of %s: %w", name, err)
 	}
-	s.addLastLines(queryCtx, &status)
 	return status, nil
 }
 

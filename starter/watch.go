@@ -30,7 +30,8 @@ func (s *Starter) Watch(ctx context.Context, name string, opts WatchOptions) (wo
 	defer ticker.Stop()
 	toldNoWorker := false
 	for first := true; ; first = false {
-		status, err := s.Status(ctx, name)
+		// Progress shows member states; last lines would cost more calls on every poll.
+		status, err := s.query(ctx, name)
 		var noWorker *NoWorkerError
 		switch {
 		case ctx.Err() != nil:

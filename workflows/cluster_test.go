@@ -3,12 +3,12 @@ package workflows_test
 import (
 	"context"
 	"errors"
-	"go.temporal.io/sdk/activity"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/testsuite"
 

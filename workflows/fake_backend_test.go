@@ -3,13 +3,13 @@ package workflows_test
 import (
 	"context"
 	"fmt"
-	"github.com/clusterflow/clusterflow/internal/agent"
-	"github.com/clusterflow/clusterflow/internal/spec"
 	"sync"
 	"time"
 
+	"github.com/clusterflow/clusterflow/internal/agent"
 	"github.com/clusterflow/clusterflow/internal/backend"
 	"github.com/clusterflow/clusterflow/internal/runner"
+	"github.com/clusterflow/clusterflow/internal/spec"
 )
 
 // fakeBackend records what the workflows ask of members, in order, and plays scripted

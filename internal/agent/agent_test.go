@@ -179,3 +179,37 @@ func TestATimedOutScriptIsStopped(t *testing.T) {
 		t.Error("script still running after its timeout")
 	}
 }
+
+func TestAnIdleAgentExitsOnlyOnceItsRunsAreDone(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "agent")
+	served := make(chan error, 1)
+	go func() { served <- Serve(context.Background(), Options{Dir: dir, IdleExit: 300 * time.Millisecond}) }()
+	f := &fixture{t: t, dir: filepath.Dir(dir), client: &Client{Dir: dir}}
+	for !f.client.Running() {
+		time.Sleep(5 * time.Millisecond)
+	}
+	// A run that outlasts the idle time keeps the agent up; once it is done, the agent goes.
+	// (With no Temporal to take the result, the run is done only because its member is
+	// removed: a result waiting for delivery would keep the agent up too.)
+	start := time.Now()
+	f.launch("1", "t", "touch ../started; sleep 1\n")
+	for _, err := os.Stat(filepath.Join(f.dir, "started")); err != nil; _, err = os.Stat(filepath.Join(f.dir, "started")) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	if err := os.RemoveAll(filepath.Join(f.dir, "member")); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-served:
+		if elapsed := time.Since(start); elapsed < time.Second {
+			t.Fatalf("agent exited after %s, while its run still needed it (%v)", elapsed, err)
+		} else if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("idle agent did not exit")
+	}
+	if f.client.Running() {
+		t.Error("agent still answers after exiting")
+	}
+}

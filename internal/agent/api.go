@@ -23,7 +23,6 @@ type Connection = envconfig.ClientConfigProfile
 // and activity ID, so its relaunch finds the run the first attempt started.
 type Key struct {
 	WorkflowID string `json:"workflowId"`
-	RunID      string `json:"runId"`
 	ActivityID string `json:"activityId"`
 }
 
@@ -37,7 +36,6 @@ func (k Key) ID() string {
 type Launch struct {
 	Key       Key    `json:"key"`
 	TaskToken []byte `json:"taskToken"`
-	Attempt   int32  `json:"attempt"`
 	// Connection is kept apart from the run record, readable by the agent's user only.
 	Connection Connection `json:"connection"`
 	Member     string     `json:"member"`

@@ -25,7 +25,6 @@ func (a *Agent) deliver(r *run) {
 		var notFound *serviceerror.NotFound
 		switch {
 		case err == nil:
-			r.update(func(rec *record) { rec.Delivered = true })
 			a.forget(r)
 			return
 		case errors.As(err, &notFound):

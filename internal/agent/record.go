@@ -3,11 +3,11 @@ package agent
 import (
 	"encoding/json"
 	"fmt"
-	"github.com/clusterflow/clusterflow/internal/atomicfile"
 	"os"
 	"path/filepath"
 	"time"
 
+	"github.com/clusterflow/clusterflow/internal/atomicfile"
 	"github.com/clusterflow/clusterflow/internal/runner"
 )
 
@@ -16,7 +16,6 @@ import (
 type record struct {
 	Key          Key           `json:"key"`
 	TaskToken    []byte        `json:"taskToken"`
-	Attempt      int32         `json:"attempt"`
 	ConnectionID string        `json:"connectionId"`
 	Member       string        `json:"member"`
 	Event        string        `json:"event"`
@@ -26,9 +25,8 @@ type record struct {
 	Handle       runner.Handle `json:"handle"`
 	// Result is set once the run has ended; Lost when its process vanished without an
 	// exit status.
-	Result    *runner.Result `json:"result,omitempty"`
-	Lost      bool           `json:"lost,omitempty"`
-	Delivered bool           `json:"delivered,omitempty"`
+	Result *runner.Result `json:"result,omitempty"`
+	Lost   bool           `json:"lost,omitempty"`
 }
 
 const recordFile = "record.json"

@@ -76,7 +76,7 @@ func (a *Agent) launch(l Launch) (string, error) {
 	id := l.Key.ID()
 	dir := filepath.Join(l.RecordDir, id)
 	retoken := func(rec *record) {
-		rec.TaskToken, rec.Attempt, rec.ConnectionID, rec.Delivered = l.TaskToken, l.Attempt, connID, false
+		rec.TaskToken, rec.ConnectionID = l.TaskToken, connID
 	}
 	a.mu.Lock()
 	defer a.mu.Unlock()

@@ -5,9 +5,9 @@ package backend
 
 import (
 	"context"
-	"github.com/clusterflow/clusterflow/internal/agent"
 	"time"
 
+	"github.com/clusterflow/clusterflow/internal/agent"
 	"github.com/clusterflow/clusterflow/internal/runner"
 	"github.com/clusterflow/clusterflow/internal/spec"
 )
@@ -64,6 +64,5 @@ type ScriptResult = runner.Result
 type Completion struct {
 	Key        agent.Key        `json:"key"`
 	TaskToken  []byte           `json:"taskToken"`
-	Attempt    int32            `json:"attempt"`
 	Connection agent.Connection `json:"connection"`
 }

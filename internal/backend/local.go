@@ -4,8 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"github.com/clusterflow/clusterflow/internal/agent"
-	"github.com/clusterflow/clusterflow/internal/atomicfile"
+	"maps"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -13,6 +12,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/clusterflow/clusterflow/internal/agent"
+	"github.com/clusterflow/clusterflow/internal/atomicfile"
 	"github.com/clusterflow/clusterflow/internal/runner"
 	"github.com/clusterflow/clusterflow/internal/spec"
 )
@@ -65,7 +66,7 @@ func (l *Local) WriteClusterFiles(_ context.Context, files ClusterFiles) error {
 	if err != nil {
 		return err
 	}
-	for _, hash := range sortedKeys(files.Scripts) {
+	for _, hash := range slices.Sorted(maps.Keys(files.Scripts)) {
 		path, err := l.scriptPath(files.Cluster, hash)
 		if err != nil {
 			return err
@@ -127,7 +128,7 @@ func (l *Local) LaunchScript(ctx context.Context, run ScriptRun, to Completion) 
 	}
 	clusterDir, _ := l.clusterDir(run.Member.Cluster)
 	_, err = l.agent.Launch(ctx, agent.Launch{
-		Key: to.Key, TaskToken: to.TaskToken, Attempt: to.Attempt, Connection: to.Connection,
+		Key: to.Key, TaskToken: to.TaskToken, Connection: to.Connection,
 		Member: run.Member.Name, Event: string(run.Event),
 		Script: agent.Script{
 			Path: path, Args: args, Dir: dir,
@@ -273,17 +274,8 @@ func scriptEnv(run ScriptRun, own map[string]string) []string {
 		env[k] = v
 	}
 	out := make([]string, 0, len(env))
-	for _, k := range sortedKeys(env) {
+	for _, k := range slices.Sorted(maps.Keys(env)) {
 		out = append(out, k+"="+env[k])
 	}
 	return out
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
 }

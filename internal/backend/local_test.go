@@ -3,13 +3,13 @@ package backend
 import (
 	"context"
 	"encoding/json"
-	"github.com/clusterflow/clusterflow/internal/agent"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/clusterflow/clusterflow/internal/agent"
 	"github.com/clusterflow/clusterflow/internal/runner"
 	"github.com/clusterflow/clusterflow/internal/spec"
 )

@@ -11,8 +11,6 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
-
-	"github.com/clusterflow/clusterflow/internal/testenv"
 )
 
 // browserRequired makes a missing Chromium fail the browser test rather than skip it;
@@ -32,16 +30,9 @@ func TestWebUIShowsClustersInARealBrowser(t *testing.T) {
 		}
 		t.Skip("Chromium not installed (apt-get install chromium); CI installs it")
 	}
-	root, err := testenv.ModuleRoot()
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := t.TempDir()
-	data := filepath.Join(dir, "data")
-	t.Cleanup(func() { testenv.StopAll(data) })
-	uiAddr := freeAddress(t)
-	dev := startDev(t, dir, "dev-ui", []string{"dev", "-f", filepath.Join(root, "examples/registry/cluster.yaml"),
-		"--db", filepath.Join(dir, "dev.db"), "--data", data, "--address", freeAddress(t), "--ui-address", uiAddr})
+	example := newExampleDev(t)
+	uiAddr := example.uiAddr
+	dev := startDev(t, example.dir, "dev-ui", example.args)
 	if err := dev.WaitFor("Phase:    ready", 2*time.Minute); err != nil {
 		t.Fatal(err)
 	}

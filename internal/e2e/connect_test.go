@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"context"
 	"fmt"
 	"path/filepath"
 	"slices"
@@ -22,18 +21,6 @@ func startServer(t *testing.T, opts ...testenv.ServerOption) *testenv.Server {
 	}
 	t.Cleanup(srv.Stop)
 	return srv
-}
-
-// run runs the CLI with exactly the given environment on top of the test's own.
-func run(t *testing.T, env []string, args ...string) testenv.Result {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	res, err := testenv.Run(ctx, t.TempDir(), env, args...)
-	if err != nil {
-		t.Fatalf("clusterflow %v: %v", args, err)
-	}
-	return res
 }
 
 func TestSetupRegistersSearchAttributesOnAFreshServer(t *testing.T) {

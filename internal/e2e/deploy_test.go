@@ -3,13 +3,14 @@ package e2e
 import (
 	"encoding/json"
 	"fmt"
-	"github.com/clusterflow/clusterflow/internal/runner"
-	"go.temporal.io/sdk/converter"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"go.temporal.io/sdk/converter"
+
+	"github.com/clusterflow/clusterflow/internal/runner"
 	"github.com/clusterflow/clusterflow/internal/testenv"
 	"github.com/clusterflow/clusterflow/workflows"
 )

@@ -20,16 +20,8 @@ import (
 // TestDevRunsTheExampleAndKeepsStateAcrossRestarts is the README's first command: `dev -f`
 // with the example app, on a SQLite file, with the Web UI.
 func TestDevRunsTheExampleAndKeepsStateAcrossRestarts(t *testing.T) {
-	root, err := testenv.ModuleRoot()
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := t.TempDir()
-	data := filepath.Join(dir, "data")
-	t.Cleanup(func() { testenv.StopAll(data) })
-	grpcAddr, uiAddr := freeAddress(t), freeAddress(t)
-	args := []string{"dev", "-f", filepath.Join(root, "examples/registry/cluster.yaml"),
-		"--db", filepath.Join(dir, "dev.db"), "--data", data, "--address", grpcAddr, "--ui-address", uiAddr}
+	example := newExampleDev(t)
+	dir, data, grpcAddr, uiAddr, args := example.dir, example.data, example.grpcAddr, example.uiAddr, example.args
 	env := []string{"TEMPORAL_ADDRESS=" + grpcAddr}
 
 	dev := startDev(t, dir, "dev-1", args)
@@ -124,6 +116,27 @@ func TestExampleNeedsItsDependencyOrder(t *testing.T) {
 	if res := cli(t, "delete", "unordered", "--wait"); res.Code != 0 {
 		t.Fatalf("delete: %s", res)
 	}
+}
+
+// exampleDev is the README's first command, `clusterflow dev -f` with the example app, set
+// up in a fresh folder with free addresses; its agent and services are stopped at the end.
+type exampleDev struct {
+	dir, data, grpcAddr, uiAddr string
+	args                        []string
+}
+
+func newExampleDev(t *testing.T) exampleDev {
+	t.Helper()
+	root, err := testenv.ModuleRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := exampleDev{dir: t.TempDir(), grpcAddr: freeAddress(t), uiAddr: freeAddress(t)}
+	d.data = filepath.Join(d.dir, "data")
+	t.Cleanup(func() { testenv.StopAll(d.data) })
+	d.args = []string{"dev", "-f", filepath.Join(root, "examples/registry/cluster.yaml"),
+		"--db", filepath.Join(d.dir, "dev.db"), "--data", d.data, "--address", d.grpcAddr, "--ui-address", d.uiAddr}
+	return d
 }
 
 func startDev(t *testing.T, dir, name string, args []string) *testenv.Process {

@@ -2,13 +2,13 @@ package e2e
 
 import (
 	"context"
-	"github.com/clusterflow/clusterflow/internal/testenv"
-	historypb "go.temporal.io/api/history/v1"
 	"testing"
 	"time"
 
 	"go.temporal.io/api/enums/v1"
+	historypb "go.temporal.io/api/history/v1"
 
+	"github.com/clusterflow/clusterflow/internal/testenv"
 	"github.com/clusterflow/clusterflow/workflows"
 )
 

@@ -70,14 +70,20 @@ func runMain(m *testing.M) int {
 	return code
 }
 
-// cli runs the clusterflow binary against the shared server.
-func cli(t *testing.T, args ...string) testenv.Result {
+// run runs the clusterflow binary with env added to the test's own environment.
+func run(t *testing.T, env []string, args ...string) testenv.Result {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	res, err := testenv.Run(ctx, t.TempDir(), cliEnv, args...)
+	res, err := testenv.Run(ctx, t.TempDir(), env, args...)
 	if err != nil {
 		t.Fatalf("clusterflow %v: %v", args, err)
 	}
 	return res
+}
+
+// cli runs the clusterflow binary against the shared server.
+func cli(t *testing.T, args ...string) testenv.Result {
+	t.Helper()
+	return run(t, cliEnv, args...)
 }

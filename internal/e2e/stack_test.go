@@ -2,11 +2,12 @@ package e2e
 
 import (
 	"context"
-	historypb "go.temporal.io/api/history/v1"
 	"path/filepath"
 	"syscall"
 	"testing"
 	"time"
+
+	historypb "go.temporal.io/api/history/v1"
 
 	"github.com/clusterflow/clusterflow/internal/testenv"
 )
@@ -69,13 +70,7 @@ func (s *stack) kill(p *testenv.Process) {
 
 func (s *stack) cli(args ...string) testenv.Result {
 	s.t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	res, err := testenv.Run(ctx, s.t.TempDir(), s.env, args...)
-	if err != nil {
-		s.t.Fatalf("clusterflow %v: %v", args, err)
-	}
-	return res
+	return run(s.t, s.env, args...)
 }
 
 // history reads a workflow's history from the stack's server.

@@ -5,12 +5,6 @@ package runner
 
 import "time"
 
-// Progress is what a running script shows of itself.
-type Progress struct {
-	Elapsed  time.Duration `json:"elapsed"`
-	LastLine string        `json:"lastLine,omitempty"`
-}
-
 // Outcome says how a run ended.
 type Outcome string
 
