@@ -23,8 +23,16 @@ const (
 	StatusQuery = "status"
 	// DeleteUpdate starts deleting a cluster and returns its status once accepted.
 	DeleteUpdate = "delete"
+	// ResizeUpdate sets role member counts; it returns a ChangeResult once accepted.
+	ResizeUpdate = "resize"
+	// ApplyUpdate replaces the desired spec; it returns a ChangeResult once accepted.
+	ApplyUpdate = "apply"
+	// CancelUpdate stops the operation in progress and returns the status once accepted.
+	CancelUpdate = "cancel"
 	// RoleProgressSignal carries member changes from a role child to its cluster.
 	RoleProgressSignal = "role-progress"
+	// StopMembersSignal tells a role child to stop configuring members no longer wanted.
+	StopMembersSignal = "stop-members"
 
 	clusterIDPrefix = "cluster/"
 )
@@ -58,9 +66,68 @@ func ClusterNameFromWorkflowID(id string) (string, bool) {
 	return name, ok && !strings.Contains(name, "/")
 }
 
-// ClusterInput starts a cluster workflow.
+// ClusterInput starts a cluster workflow, or continues one as new.
 type ClusterInput struct {
+	// Spec is the desired spec.
 	Spec spec.Cluster `json:"spec"`
+	// ContinueAsNewEvery, when positive, continues the workflow as new after that many
+	// operations even if Temporal does not suggest it yet (tests set it to 1).
+	ContinueAsNewEvery int `json:"continueAsNewEvery,omitempty"`
+	// Carried is the state a previous run handed over when it continued as new.
+	Carried *Carried `json:"carried,omitempty"`
+}
+
+// Carried is what a cluster workflow hands to its next run when it continues as new.
+type Carried struct {
+	State ClusterStatus `json:"state"`
+	// Unannounced are membership changes the cluster's members have not been told about yet.
+	Unannounced Announcements `json:"unannounced"`
+	// Retiring are roles an apply removed whose members are not all gone yet.
+	Retiring []spec.Role `json:"retiring,omitempty"`
+}
+
+// Announcements are membership changes waiting for their addnodes/delnodes notifications,
+// one group per role, in the order they happened.
+type Announcements struct {
+	Added   []NodeGroup `json:"added,omitempty"`
+	Removed []NodeGroup `json:"removed,omitempty"`
+}
+
+// NodeGroup names members of one role.
+type NodeGroup struct {
+	Role  string   `json:"role"`
+	Nodes []string `json:"nodes"`
+}
+
+// RoleCount is one ROLE=N of a resize.
+type RoleCount struct {
+	Role    string `json:"role"`
+	Members int    `json:"members"`
+}
+
+// ResizeRequest sets the member count of some roles; the others keep theirs.
+type ResizeRequest struct {
+	Counts []RoleCount `json:"counts"`
+}
+
+// ApplyRequest replaces the desired spec of an existing cluster.
+type ApplyRequest struct {
+	Spec spec.Cluster `json:"spec"`
+}
+
+// ChangeResult says what an accepted resize or apply became.
+type ChangeResult struct {
+	// Generation is the desired generation the change created, or the current one when it
+	// changed nothing.
+	Generation int  `json:"generation"`
+	Changed    bool `json:"changed"`
+	// Summary describes the change, e.g. "worker 2 → 4".
+	Summary string `json:"summary"`
+}
+
+// StopMembers names members a role child must stop configuring.
+type StopMembers struct {
+	Members []string `json:"members"`
 }
 
 // RoleOperation is what a role child workflow does to its members.
@@ -69,6 +136,9 @@ type RoleOperation string
 const (
 	OpConfigure RoleOperation = "configure"
 	OpTeardown  RoleOperation = "teardown"
+	// OpAddNodes and OpDelNodes notify members of other members joining or leaving.
+	OpAddNodes RoleOperation = "addnodes"
+	OpDelNodes RoleOperation = "delnodes"
 )
 
 // RoleInput starts a role child workflow.
@@ -78,6 +148,8 @@ type RoleInput struct {
 	Role      spec.Role     `json:"role"`
 	// Members are the members to act on, in ordinal order.
 	Members []Member `json:"members"`
+	// Nodes are the members joining or leaving, for OpAddNodes and OpDelNodes.
+	Nodes *NodeGroup `json:"nodes,omitempty"`
 }
 
 // RoleResult is every member's state once a role operation is over.

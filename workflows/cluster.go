@@ -9,8 +9,9 @@ import (
 )
 
 // ClusterWorkflow is the entity workflow of one cluster, with ID cluster/<name>. It holds
-// the desired spec and every member's observed state, deploys the roles level by level, and
-// answers the status query until it is deleted.
+// the desired spec and every member's observed state, converges the members to the spec
+// whenever it changes (deploy, resize, apply), and lives until the cluster is deleted,
+// continuing as new between operations to keep its history small.
 func ClusterWorkflow(ctx workflow.Context, in ClusterInput) (ClusterStatus, error) {
 	w, err := newClusterWorkflow(ctx, in)
 	if err != nil {
@@ -22,20 +23,48 @@ func ClusterWorkflow(ctx workflow.Context, in ClusterInput) (ClusterStatus, erro
 	return w.run(ctx)
 }
 
+// defaultContinueAsNewEvery bounds a run's operations even when Temporal does not yet
+// suggest continuing as new.
+const defaultContinueAsNewEvery = 100
+
 type clusterWorkflow struct {
-	spec   spec.Cluster
-	state  ClusterStatus
-	logger log.Logger
+	// spec is the desired state; its generation is state.Generation.
+	spec spec.Cluster
+	// retiring holds roles an apply removed, until their members are gone.
+	retiring    []spec.Role
+	state       ClusterStatus
+	unannounced Announcements
+	logger      log.Logger
+
+	continueAsNewEvery int
+	operationsThisRun  int
 
 	deleteRequested bool
-	// cancelOperation stops the operation in progress, so a delete need not wait for it.
+	cancelRequested bool
+	// cancelOperation stops the operation in progress, for a cancel or a delete.
 	cancelOperation workflow.CancelFunc
-	// activeOps maps a role to the child workflow whose progress reports are current.
-	activeOps map[string]string
+	// activeOps maps a role to the child workflow acting on its members now.
+	activeOps map[string]activeOp
+}
+
+type activeOp struct {
+	id     string
+	op     RoleOperation
+	future workflow.ChildWorkflowFuture
 }
 
 func newClusterWorkflow(ctx workflow.Context, in ClusterInput) (*clusterWorkflow, error) {
-	w := &clusterWorkflow{spec: in.Spec, logger: workflow.GetLogger(ctx), activeOps: map[string]string{}}
+	w := &clusterWorkflow{
+		spec: in.Spec, logger: workflow.GetLogger(ctx), activeOps: map[string]activeOp{},
+		continueAsNewEvery: in.ContinueAsNewEvery,
+	}
+	if w.continueAsNewEvery <= 0 {
+		w.continueAsNewEvery = defaultContinueAsNewEvery
+	}
+	if in.Carried != nil {
+		w.state, w.unannounced, w.retiring = in.Carried.State, in.Carried.Unannounced, in.Carried.Retiring
+		return w, nil
+	}
 	levels, err := spec.Levels(in.Spec.Roles)
 	if err != nil {
 		return nil, temporal.NewNonRetryableApplicationError("invalid spec: "+err.Error(), "InvalidSpec", nil)
@@ -43,18 +72,12 @@ func newClusterWorkflow(ctx workflow.Context, in ClusterInput) (*clusterWorkflow
 	now := workflow.Now(ctx)
 	w.state = ClusterStatus{
 		Name: in.Spec.Name, Phase: PhaseDeploying, Origin: in.Spec.Origin,
-		Levels: levels, CreatedAt: now, UpdatedAt: now,
+		Levels: levels, CreatedAt: now, UpdatedAt: now, Generation: 1,
 	}
 	for _, r := range in.Spec.Roles {
-		rs := RoleStatus{Name: r.Name, Level: levelOf(levels, r.Name), DependsOn: r.DependsOn, Desired: r.Members}
-		for ordinal := 0; ordinal < r.Members; ordinal++ {
-			rs.Members = append(rs.Members, Member{
-				Name: spec.MemberName(in.Spec.Name, r.Name, ordinal), Role: r.Name, Ordinal: ordinal,
-				State: MemberPending, Since: now,
-			})
-		}
-		w.state.Roles = append(w.state.Roles, rs)
+		w.state.Roles = append(w.state.Roles, RoleStatus{Name: r.Name, Level: levelOf(levels, r.Name), DependsOn: r.DependsOn, Desired: r.Members})
 	}
+	w.addPendingMembers(ctx)
 	return w, nil
 }
 
@@ -64,9 +87,7 @@ func (w *clusterWorkflow) setup(ctx workflow.Context) error {
 	}, workflow.QueryHandlerOptions{Description: "The cluster's phase, roles and members, as `clusterflow status -o json` prints them"}); err != nil {
 		return err
 	}
-	if err := workflow.SetUpdateHandlerWithOptions(ctx, DeleteUpdate, w.onDelete, workflow.UpdateHandlerOptions{
-		Description: "Delete the cluster: stop what runs, tear members down and remove them",
-	}); err != nil {
+	if err := w.setUpdateHandlers(ctx); err != nil {
 		return err
 	}
 	progress := workflow.GetSignalChannel(ctx, RoleProgressSignal)
@@ -81,14 +102,25 @@ func (w *clusterWorkflow) setup(ctx workflow.Context) error {
 		ClusterNameKey.ValueSet(w.state.Name), ClusterPhaseKey.ValueSet(string(w.state.Phase)))
 }
 
+// run converges the cluster each time its desired generation moves on, until a delete.
 func (w *clusterWorkflow) run(ctx workflow.Context) (ClusterStatus, error) {
-	opCtx, cancel := workflow.WithCancel(ctx)
-	w.cancelOperation = cancel
-	w.deploy(opCtx)
-	w.cancelOperation = nil
-	if err := workflow.Await(ctx, func() bool { return w.deleteRequested }); err != nil {
-		// The workflow itself was cancelled (say from the Web UI): leave nothing behind.
-		w.logger.Info("Cluster workflow cancelled; deleting the cluster")
+	for {
+		err := workflow.Await(ctx, func() bool {
+			return w.deleteRequested || w.changePending() || w.continueAsNewDue(ctx)
+		})
+		if err != nil {
+			// The workflow itself was cancelled (say from the Web UI): leave nothing behind.
+			w.logger.Info("Cluster workflow cancelled; deleting the cluster")
+			break
+		}
+		if w.deleteRequested {
+			break
+		}
+		if w.changePending() {
+			w.operate(ctx)
+			continue
+		}
+		return ClusterStatus{}, w.continueAsNew(ctx)
 	}
 	w.delete(ctx)
 	if ctx.Err() != nil {
@@ -99,15 +131,41 @@ func (w *clusterWorkflow) run(ctx workflow.Context) (ClusterStatus, error) {
 	return w.snapshot(), nil
 }
 
-// onDelete accepts a delete in any phase. A second delete while one runs changes nothing.
-func (w *clusterWorkflow) onDelete(ctx workflow.Context) (ClusterStatus, error) {
-	if !w.deleteRequested {
-		w.deleteRequested = true
-		if w.cancelOperation != nil {
-			w.cancelOperation()
-		}
+func (w *clusterWorkflow) changePending() bool {
+	return w.state.Generation > w.state.AttemptedGeneration
+}
+
+// operate runs one operation, converging to the desired generation, on a context a cancel
+// or a delete can stop.
+func (w *clusterWorkflow) operate(ctx workflow.Context) {
+	opCtx, cancel := workflow.WithCancel(ctx)
+	w.cancelOperation = cancel
+	w.converge(opCtx)
+	w.cancelOperation = nil
+	w.operationsThisRun++
+	if w.cancelRequested && !w.deleteRequested {
+		w.cancelRequested = false
+		w.setPhase(ctx, PhaseCanceled, w.canceledMessage())
 	}
-	return w.snapshot(), nil
+}
+
+// continueAsNewDue says the history has grown enough to start afresh, which happens only
+// between operations.
+func (w *clusterWorkflow) continueAsNewDue(ctx workflow.Context) bool {
+	return workflow.GetInfo(ctx).GetContinueAsNewSuggested() || w.operationsThisRun >= w.continueAsNewEvery
+}
+
+// continueAsNew hands the whole state to a fresh run once no update handler is midway.
+func (w *clusterWorkflow) continueAsNew(ctx workflow.Context) error {
+	if err := workflow.Await(ctx, func() bool { return workflow.AllHandlersFinished(ctx) }); err != nil {
+		return err
+	}
+	w.logger.Info("Continuing as new", "Operations", w.state.Operations, "Generation", w.state.Generation)
+	return workflow.NewContinueAsNewError(ctx, ClusterWorkflowName, ClusterInput{
+		Spec:               w.spec,
+		ContinueAsNewEvery: w.continueAsNewEvery,
+		Carried:            &Carried{State: w.state, Unannounced: w.unannounced, Retiring: w.retiring},
+	})
 }
 
 // setPhase records a phase change where operators look: status, search attributes, details.
@@ -130,7 +188,7 @@ func (w *clusterWorkflow) touch(ctx workflow.Context) {
 }
 
 func (w *clusterWorkflow) applyProgress(ctx workflow.Context, p RoleProgress) {
-	if w.activeOps[p.Role] != p.Operation {
+	if w.activeOps[p.Role].id != p.Operation {
 		return // the operation already finished and its result is applied
 	}
 	w.applyMembers(p.Role, p.Members)
@@ -161,6 +219,20 @@ func (w *clusterWorkflow) snapshot() ClusterStatus {
 		s.Roles[i] = r
 	}
 	return s
+}
+
+// roleSpec finds a role of the desired spec, or one an apply removed whose members are not
+// gone yet.
+func (w *clusterWorkflow) roleSpec(name string) (spec.Role, bool) {
+	if r, ok := w.spec.Role(name); ok {
+		return r, true
+	}
+	for _, r := range w.retiring {
+		if r.Name == name {
+			return r, true
+		}
+	}
+	return spec.Role{}, false
 }
 
 func levelOf(levels [][]string, role string) int {

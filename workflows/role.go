@@ -2,6 +2,9 @@ package workflows
 
 import (
 	"fmt"
+	"maps"
+	"slices"
+	"strings"
 	"time"
 
 	"go.temporal.io/sdk/workflow"
@@ -26,15 +29,44 @@ type roleWorkflow struct {
 	changed []int
 	done    bool
 	started time.Time
+	// unwanted marks members the cluster no longer wants; cancelMember stops one that runs.
+	unwanted     map[string]bool
+	cancelMember map[int]workflow.CancelFunc
 }
 
 func newRoleWorkflow(ctx workflow.Context, in RoleInput) *roleWorkflow {
-	return &roleWorkflow{in: in, members: append([]Member(nil), in.Members...), started: workflow.Now(ctx)}
+	return &roleWorkflow{
+		in: in, members: append([]Member(nil), in.Members...), started: workflow.Now(ctx),
+		unwanted: map[string]bool{}, cancelMember: map[int]workflow.CancelFunc{},
+	}
 }
 
 func (r *roleWorkflow) setup(ctx workflow.Context) {
 	if parent := workflow.GetInfo(ctx).ParentWorkflowExecution; parent != nil {
 		workflow.Go(ctx, func(ctx workflow.Context) { r.reportProgress(ctx, parent.ID) })
+	}
+	stops := workflow.GetSignalChannel(ctx, StopMembersSignal)
+	workflow.Go(ctx, func(ctx workflow.Context) {
+		for {
+			var stop StopMembers
+			if !stops.Receive(ctx, &stop) {
+				return
+			}
+			r.stop(stop.Members)
+		}
+	})
+}
+
+// stop drops members the cluster no longer wants: those not started never start, and
+// those running are cancelled, which kills their scripts.
+func (r *roleWorkflow) stop(names []string) {
+	for _, name := range names {
+		r.unwanted[name] = true
+	}
+	for _, i := range slices.Sorted(maps.Keys(r.cancelMember)) {
+		if r.unwanted[r.members[i].Name] {
+			r.cancelMember[i]()
+		}
 	}
 }
 
@@ -44,6 +76,8 @@ func (r *roleWorkflow) run(ctx workflow.Context) (RoleResult, error) {
 		r.configureAll(ctx)
 	case OpTeardown:
 		r.teardownAll(ctx)
+	case OpAddNodes, OpDelNodes:
+		r.notifyAll(ctx)
 	default:
 		return RoleResult{}, fmt.Errorf("unknown role operation %q", r.in.Operation)
 	}
@@ -63,6 +97,10 @@ func (r *roleWorkflow) configureAll(ctx workflow.Context) {
 	waitCtx, _ := workflow.NewDisconnectedContext(ctx)
 	wg := workflow.NewWaitGroup(waitCtx)
 	next := 0
+	var notStarted []int
+	// A context per member lets one member be stopped; it changes the order in which a
+	// cancel reaches activities and timers, hence the version check.
+	stoppable := workflow.GetVersion(ctx, changeStoppableMembers, workflow.DefaultVersion, 1) >= 1
 	for ; next < len(r.members); next++ {
 		if err := workflow.Await(ctx, func() bool { return inFlight < limit || stopped != "" }); err != nil {
 			stopped = "canceled"
@@ -71,12 +109,23 @@ func (r *roleWorkflow) configureAll(ctx workflow.Context) {
 			break
 		}
 		i := next
+		if r.unwanted[r.members[i].Name] {
+			notStarted = append(notStarted, i)
+			continue
+		}
 		inFlight++
 		wg.Add(1)
-		workflow.Go(ctx, func(ctx workflow.Context) {
+		memberCtx := ctx
+		if stoppable {
+			var cancel workflow.CancelFunc
+			memberCtx, cancel = workflow.WithCancel(ctx)
+			r.cancelMember[i] = cancel
+		}
+		workflow.Go(memberCtx, func(ctx workflow.Context) {
 			defer wg.Done()
 			r.configure(ctx, i)
 			inFlight--
+			delete(r.cancelMember, i)
 			if r.members[i].State == MemberConfigError && stopped == "" && ctx.Err() == nil {
 				stopped = r.members[i].Name + " failed"
 			}
@@ -84,7 +133,13 @@ func (r *roleWorkflow) configureAll(ctx workflow.Context) {
 	}
 	wg.Wait(waitCtx)
 	for i := next; i < len(r.members); i++ {
+		notStarted = append(notStarted, i)
+	}
+	for _, i := range notStarted {
 		r.members[i].Detail = "not started: " + stopped
+		if r.unwanted[r.members[i].Name] {
+			r.members[i].Detail = "not started: no longer wanted"
+		}
 		r.changed = append(r.changed, i)
 	}
 }
@@ -148,16 +203,42 @@ func (r *roleWorkflow) teardown(ctx workflow.Context, i int) {
 	}
 }
 
+// notifyAll runs addnodes or delnodes on every member at once. A member whose
+// notification fails goes to config_error with its output; the others carry on.
+func (r *roleWorkflow) notifyAll(ctx workflow.Context) {
+	event := spec.Event(r.in.Operation)
+	about := fmt.Sprintf("%s: %s", r.in.Nodes.Role, strings.Join(r.in.Nodes.Nodes, ", "))
+	wg := workflow.NewWaitGroup(ctx)
+	for i := range r.members {
+		wg.Add(1)
+		workflow.Go(ctx, func(ctx workflow.Context) {
+			defer wg.Done()
+			r.set(ctx, i, MemberReady, event, fmt.Sprintf("running %s (%s)", event, about))
+			res, err := r.runScript(ctx, i, event)
+			if err != nil {
+				r.fail(ctx, i, string(event), err)
+				return
+			}
+			r.set(ctx, i, MemberReady, event, fmt.Sprintf("%s (%s) done in %s", event, about, res.Duration.Round(time.Millisecond)))
+		})
+	}
+	wg.Wait(ctx)
+}
+
 func (r *roleWorkflow) runScript(ctx workflow.Context, i int, event spec.Event) (activities.ScriptResult, error) {
 	m := r.members[i]
-	var res activities.ScriptResult
-	err := workflow.ExecuteActivity(withScriptActivity(ctx, r.in.Role, event, m.Name), acts.RunStartscript, activities.ScriptRun{
+	run := activities.ScriptRun{
 		Member:     r.ref(i),
 		Event:      event,
 		ScriptHash: r.in.Role.ScriptHash,
 		Env:        r.in.Role.Env,
 		Timeout:    r.in.Role.Timeout,
-	}).Get(ctx, &res)
+	}
+	if r.in.Nodes != nil && (event == spec.EventAddNodes || event == spec.EventDelNodes) {
+		run.NodesRole, run.Nodes = r.in.Nodes.Role, r.in.Nodes.Nodes
+	}
+	var res activities.ScriptResult
+	err := workflow.ExecuteActivity(withScriptActivity(ctx, r.in.Role, event, m.Name), acts.RunStartscript, run).Get(ctx, &res)
 	return res, err
 }
 

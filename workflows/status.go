@@ -11,10 +11,14 @@ type Phase string
 
 const (
 	PhaseDeploying Phase = "deploying"
-	PhaseReady     Phase = "ready"
-	PhaseFailed    Phase = "failed"
-	PhaseDeleting  Phase = "deleting"
-	PhaseDeleted   Phase = "deleted"
+	// PhaseUpdating is any later operation: a resize or an apply converging.
+	PhaseUpdating Phase = "updating"
+	PhaseReady    Phase = "ready"
+	PhaseFailed   Phase = "failed"
+	// PhaseCanceled follows a cancel: the operation stopped where it was.
+	PhaseCanceled Phase = "canceled"
+	PhaseDeleting Phase = "deleting"
+	PhaseDeleted  Phase = "deleted"
 )
 
 // MemberState is where a member is in its life.
@@ -74,6 +78,12 @@ type ClusterStatus struct {
 	UpdatedAt time.Time    `json:"updatedAt"`
 	// Operations counts the operations started, to give each role child a unique ID.
 	Operations int `json:"operations"`
+	// Generation is the desired state's generation: 1 at deploy, one more for every
+	// accepted change. AttemptedGeneration is the latest one an operation worked toward,
+	// and ReachedGeneration the latest one an operation fully reached.
+	Generation          int `json:"generation"`
+	AttemptedGeneration int `json:"attemptedGeneration"`
+	ReachedGeneration   int `json:"reachedGeneration"`
 }
 
 // Role returns the named role's status.
@@ -81,6 +91,16 @@ func (s *ClusterStatus) Role(name string) *RoleStatus {
 	for i := range s.Roles {
 		if s.Roles[i].Name == name {
 			return &s.Roles[i]
+		}
+	}
+	return nil
+}
+
+// Member returns the named member of the role.
+func (r *RoleStatus) Member(name string) *Member {
+	for i := range r.Members {
+		if r.Members[i].Name == name {
+			return &r.Members[i]
 		}
 	}
 	return nil
@@ -98,4 +118,12 @@ func CountReady(members []Member) int {
 }
 
 // Stable reports whether the phase is one that lasts until someone acts.
-func (p Phase) Stable() bool { return p == PhaseReady || p == PhaseFailed || p == PhaseDeleted }
+func (p Phase) Stable() bool {
+	return p == PhaseReady || p == PhaseFailed || p == PhaseCanceled || p == PhaseDeleted
+}
+
+// Settled reports whether the cluster is stable and done with generation g, however that
+// ended: reached, failed or canceled.
+func (s ClusterStatus) Settled(g int) bool {
+	return s.Phase.Stable() && (s.AttemptedGeneration >= g || s.Phase == PhaseDeleted)
+}

@@ -23,11 +23,14 @@ func Summary(c spec.Cluster) string {
 }
 
 // roleDetails is the Markdown the Web UI shows on a role operation's page.
-func roleDetails(op RoleOperation, r spec.Role, members []Member) string {
+func roleDetails(op RoleOperation, r spec.Role, members []Member, nodes *NodeGroup) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "**%s** of role **%s**, startscript `%s`", op, r.Name, r.Startscript)
 	if len(r.DependsOn) > 0 {
 		fmt.Fprintf(&b, ", after %s", strings.Join(r.DependsOn, ", "))
+	}
+	if nodes != nil {
+		fmt.Fprintf(&b, "\n\nNodes of role **%s**: `%s`", nodes.Role, strings.Join(nodes.Nodes, "`, `"))
 	}
 	b.WriteString("\n\nMembers:")
 	for _, m := range members {

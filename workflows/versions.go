@@ -6,4 +6,7 @@ const (
 	// changeLaunchCreatesSandbox: the configure launch creates the member's sandbox itself,
 	// one activity per member instead of two (CreateMember, then RunStartscript).
 	changeLaunchCreatesSandbox = "launch-creates-sandbox"
+	// changeStoppableMembers: each configure runs on its own cancellable context, so a
+	// resize can stop members no longer wanted while the others carry on.
+	changeStoppableMembers = "stoppable-members"
 )

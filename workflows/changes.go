@@ -1,0 +1,308 @@
+package workflows
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/clusterflow/clusterflow/internal/spec"
+)
+
+// RefusedErrorType marks an update a validator refused: nothing was written to the
+// history and nothing changed.
+const RefusedErrorType = "Refused"
+
+func refused(format string, args ...any) error {
+	return temporal.NewNonRetryableApplicationError(fmt.Sprintf(format, args...), RefusedErrorType, nil)
+}
+
+// setUpdateHandlers registers resize, apply, cancel and delete. Each is accepted at any
+// moment, including midway through another operation; the handlers only record the new
+// desired state and leave the work to run's operation loop.
+func (w *clusterWorkflow) setUpdateHandlers(ctx workflow.Context) error {
+	handlers := []struct {
+		name        string
+		handler     any
+		validator   any
+		description string
+	}{
+		{ResizeUpdate, w.onResize, w.validateResize, "Set the member count of roles, e.g. worker=4; returns the new generation"},
+		{ApplyUpdate, w.onApply, w.validateApply, "Change member counts, add or remove roles by a new spec; returns the new generation"},
+		{CancelUpdate, w.onCancel, w.validateCancel, "Stop the operation in progress; running scripts are killed"},
+		{DeleteUpdate, w.onDelete, nil, "Delete the cluster: stop what runs, tear members down and remove them"},
+	}
+	for _, h := range handlers {
+		if err := workflow.SetUpdateHandlerWithOptions(ctx, h.name, h.handler, workflow.UpdateHandlerOptions{
+			Validator: h.validator, Description: h.description,
+		}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (w *clusterWorkflow) refuseWhileDeleting(what string) error {
+	if w.deleteRequested {
+		return refused("%s refused: cluster %s is being deleted", what, w.state.Name)
+	}
+	return nil
+}
+
+// validateResize refuses unknown roles, negative counts and counts the role's cardinality
+// does not allow, naming every problem at once.
+func (w *clusterWorkflow) validateResize(req ResizeRequest) error {
+	if err := w.refuseWhileDeleting("resize"); err != nil {
+		return err
+	}
+	if len(req.Counts) == 0 {
+		return refused("resize refused: give at least one ROLE=N")
+	}
+	var problems []string
+	seen := map[string]bool{}
+	for _, c := range req.Counts {
+		asked := fmt.Sprintf("%s=%d refused: ", c.Role, c.Members)
+		r, ok := w.spec.Role(c.Role)
+		switch {
+		case !ok:
+			problems = append(problems, asked+fmt.Sprintf("cluster %s has no role %q (its roles: %s)", w.state.Name, c.Role, strings.Join(w.roleNames(), ", ")))
+		case seen[c.Role]:
+			problems = append(problems, asked+fmt.Sprintf("role %s is named more than once", c.Role))
+		case c.Members < 0:
+			problems = append(problems, asked+"a member count cannot be negative")
+		case r.Cardinality.Allows(c.Members) != nil:
+			problems = append(problems, asked+fmt.Sprintf("role %s has cardinality %q", c.Role, r.Cardinality))
+		}
+		seen[c.Role] = true
+	}
+	if len(problems) > 0 {
+		return refused("%s", strings.Join(problems, "; "))
+	}
+	return nil
+}
+
+func (w *clusterWorkflow) onResize(ctx workflow.Context, req ResizeRequest) (ChangeResult, error) {
+	next := w.spec
+	next.Roles = slices.Clone(w.spec.Roles)
+	for _, c := range req.Counts {
+		for i := range next.Roles {
+			if next.Roles[i].Name == c.Role {
+				next.Roles[i].Members = c.Members
+			}
+		}
+	}
+	return w.change(ctx, next), nil
+}
+
+// validateApply allows what changes membership (member counts, new roles, removed roles)
+// and refuses any other change to a role that has members: reconfiguring running members
+// is a different operation.
+func (w *clusterWorkflow) validateApply(req ApplyRequest) error {
+	if err := w.refuseWhileDeleting("apply"); err != nil {
+		return err
+	}
+	next := req.Spec
+	if next.Name != w.spec.Name {
+		return refused("apply refused: the spec is for cluster %q, not %q", next.Name, w.spec.Name)
+	}
+	if _, err := spec.Levels(next.Roles); err != nil {
+		return refused("apply refused: %v", err)
+	}
+	var problems []string
+	for _, r := range next.Roles {
+		if err := r.Cardinality.Allows(r.Members); err != nil {
+			problems = append(problems, fmt.Sprintf("role %s refused: %v", r.Name, err))
+		}
+		if _, ok := next.Scripts[r.ScriptHash]; !ok {
+			problems = append(problems, fmt.Sprintf("role %s refused: its startscript is missing from the spec", r.Name))
+		}
+	}
+	for _, old := range w.spec.Roles {
+		r, kept := next.Role(old.Name)
+		hasMembers := w.hasMembers(old.Name)
+		switch {
+		case !kept && old.Cardinality.Allows(0) != nil:
+			problems = append(problems, fmt.Sprintf("removing role %s refused: its cardinality %q does not allow 0 members", old.Name, old.Cardinality))
+		case !kept:
+			if dependents := dependentsOf(next.Roles, old.Name); len(dependents) > 0 {
+				problems = append(problems, fmt.Sprintf("removing role %s refused: %s depend on it", old.Name, strings.Join(dependents, ", ")))
+			}
+		case hasMembers:
+			if changed := reconfigured(old, r); len(changed) > 0 {
+				problems = append(problems, fmt.Sprintf("role %s refused: it has members, so its %s cannot change (apply changes member counts and adds or removes roles; reconfiguring running members is not supported)", old.Name, strings.Join(changed, ", ")))
+			}
+		}
+	}
+	if len(problems) > 0 {
+		return refused("%s", strings.Join(problems, "; "))
+	}
+	return nil
+}
+
+func (w *clusterWorkflow) onApply(ctx workflow.Context, req ApplyRequest) (ChangeResult, error) {
+	for _, old := range w.spec.Roles {
+		if _, kept := req.Spec.Role(old.Name); !kept && w.hasMembers(old.Name) {
+			w.retiring = append(w.retiring, old)
+		}
+	}
+	next := req.Spec
+	// Roles with members keep their scripts, which are installed already and may have been
+	// left out of a spec that only changes counts.
+	next.Scripts = maps.Clone(req.Spec.Scripts)
+	for _, r := range w.retiring {
+		if content, ok := w.spec.Scripts[r.ScriptHash]; ok {
+			next.Scripts[r.ScriptHash] = content
+		}
+	}
+	w.state.Origin = next.Origin
+	return w.change(ctx, next), nil
+}
+
+// change makes next the desired spec. A change that asks for nothing new keeps the
+// generation; any other starts the next one, and members it no longer wants stop setting
+// up at once.
+func (w *clusterWorkflow) change(ctx workflow.Context, next spec.Cluster) ChangeResult {
+	summary := describeChange(w.spec, next)
+	if summary == "" {
+		return ChangeResult{Generation: w.state.Generation, Summary: "no change"}
+	}
+	w.spec = next
+	w.state.Generation++
+	w.syncDesired()
+	w.touch(ctx)
+	if err := workflow.UpsertTypedSearchAttributes(ctx,
+		ClusterRolesKey.ValueSet(w.roleNames()), ClusterMembersKey.ValueSet(int64(w.spec.TotalMembers()))); err != nil {
+		w.logger.Warn("Could not upsert the ClusterRoles and ClusterMembers search attributes", "Error", err)
+	}
+	w.stopUnwanted(ctx)
+	w.logger.Info("Desired state changed", "Generation", w.state.Generation, "Change", summary)
+	return ChangeResult{Generation: w.state.Generation, Changed: true, Summary: summary}
+}
+
+// stopUnwanted tells role children still configuring members that are no longer wanted to
+// stop them, killing their scripts, rather than finish a setup that would be torn down.
+func (w *clusterWorkflow) stopUnwanted(ctx workflow.Context) {
+	for _, role := range slices.Sorted(maps.Keys(w.activeOps)) {
+		op := w.activeOps[role]
+		rs := w.state.Role(role)
+		if op.op != OpConfigure || rs == nil {
+			continue
+		}
+		_, unwanted := w.splitWanted(rs)
+		var names []string
+		for _, m := range unwanted {
+			names = append(names, m.Name)
+		}
+		if len(names) > 0 {
+			op.future.SignalChildWorkflow(ctx, StopMembersSignal, StopMembers{Members: names})
+		}
+	}
+}
+
+func (w *clusterWorkflow) validateCancel() error {
+	if err := w.refuseWhileDeleting("cancel"); err != nil {
+		return err
+	}
+	if w.cancelOperation == nil {
+		return refused("cancel refused: nothing to cancel, cluster %s is %s", w.state.Name, w.state.Phase)
+	}
+	return nil
+}
+
+// onCancel stops the operation in progress. Its running scripts are killed, and the
+// cluster settles in phase canceled.
+func (w *clusterWorkflow) onCancel(ctx workflow.Context) (ClusterStatus, error) {
+	if w.cancelOperation != nil { // the validator ran in this same workflow task
+		w.cancelRequested = true
+		w.cancelOperation()
+	}
+	return w.snapshot(), nil
+}
+
+// onDelete accepts a delete in any phase. A second delete while one runs changes nothing.
+func (w *clusterWorkflow) onDelete(ctx workflow.Context) (ClusterStatus, error) {
+	if !w.deleteRequested {
+		w.deleteRequested = true
+		if w.cancelOperation != nil {
+			w.cancelOperation()
+		}
+	}
+	return w.snapshot(), nil
+}
+
+func (w *clusterWorkflow) hasMembers(role string) bool {
+	rs := w.state.Role(role)
+	return rs != nil && slices.ContainsFunc(rs.Members, func(m Member) bool { return m.State != MemberDeleted })
+}
+
+func (w *clusterWorkflow) roleNames() []string {
+	names := make([]string, len(w.spec.Roles))
+	for i, r := range w.spec.Roles {
+		names[i] = r.Name
+	}
+	return names
+}
+
+func dependentsOf(roles []spec.Role, name string) []string {
+	var dependents []string
+	for _, r := range roles {
+		if slices.Contains(r.DependsOn, name) {
+			dependents = append(dependents, r.Name)
+		}
+	}
+	return dependents
+}
+
+// reconfigured lists what changes about a role beyond its member count and maxInFlight.
+func reconfigured(old, next spec.Role) []string {
+	var changed []string
+	check := func(field string, same bool) {
+		if !same {
+			changed = append(changed, field)
+		}
+	}
+	check("startscript", old.ScriptHash == next.ScriptHash)
+	check("env", maps.Equal(old.Env, next.Env))
+	check("dependsOn", slices.Equal(sortedCopy(old.DependsOn), sortedCopy(next.DependsOn)))
+	check("events", slices.Equal(old.Events, next.Events))
+	check("cardinality", old.Cardinality == next.Cardinality)
+	check("timeout", old.Timeout == next.Timeout)
+	check("heartbeatTimeout", old.HeartbeatTimeout == next.HeartbeatTimeout)
+	return changed
+}
+
+func sortedCopy(s []string) []string {
+	c := slices.Clone(s)
+	slices.Sort(c)
+	return c
+}
+
+// describeChange sums up how next differs from the current spec, e.g. "worker 2 → 4, +edge
+// (2)"; it is empty when nothing that matters changed.
+func describeChange(current, next spec.Cluster) string {
+	var parts []string
+	for _, r := range next.Roles {
+		old, ok := current.Role(r.Name)
+		switch {
+		case !ok:
+			parts = append(parts, fmt.Sprintf("+%s (%d)", r.Name, r.Members))
+		case old.Members != r.Members:
+			parts = append(parts, fmt.Sprintf("%s %d → %d", r.Name, old.Members, r.Members))
+		case !roleEqual(old, r):
+			parts = append(parts, r.Name+" settings")
+		}
+	}
+	for _, r := range current.Roles {
+		if _, ok := next.Role(r.Name); !ok {
+			parts = append(parts, "-"+r.Name)
+		}
+	}
+	return strings.Join(parts, ", ")
+}
+
+func roleEqual(a, b spec.Role) bool {
+	return len(reconfigured(a, b)) == 0 && a.MaxInFlight == b.MaxInFlight && a.Startscript == b.Startscript
+}

@@ -1,0 +1,172 @@
+package workflows
+
+import (
+	"fmt"
+	"strings"
+
+	"go.temporal.io/sdk/workflow"
+)
+
+// converge brings the members to the desired generation: a deploy is the first
+// convergence, and every resize or apply a later one. A change arriving midway restarts
+// it at the next level boundary, so the newest desired state wins and requests apply in
+// the order they arrived. ctx is cancelled by a cancel or a delete.
+func (w *clusterWorkflow) converge(ctx workflow.Context) {
+	for {
+		w.state.Operations++
+		w.state.AttemptedGeneration = w.state.Generation
+		if w.state.ReachedGeneration > 0 {
+			w.setPhase(ctx, PhaseUpdating, fmt.Sprintf("generation %d", w.state.Generation))
+		}
+		if !w.convergeOnce(ctx) {
+			return
+		}
+	}
+}
+
+// convergeOnce makes one pass: remove what is no longer wanted (dependents first), set new
+// members up level by level, then tell the members that were there what changed. It
+// reports whether the desired state changed meanwhile and another pass is needed.
+func (w *clusterWorkflow) convergeOnce(ctx workflow.Context) (again bool) {
+	generation := w.state.Generation
+	changed := func() bool { return w.state.Generation != generation }
+
+	w.removeUnwanted(ctx)
+	if ctx.Err() != nil {
+		return false
+	}
+	if changed() {
+		return true
+	}
+	w.reshape(ctx)
+	for i, level := range w.state.Levels {
+		if ctx.Err() != nil {
+			return false
+		}
+		if err := w.writeClusterFiles(ctx, i == 0); err != nil {
+			// Cancelled by a delete is not a failure; anything else is.
+			if ctx.Err() == nil {
+				w.setPhase(ctx, PhaseFailed, "could not write the cluster's files: "+errorMessage(err))
+			}
+			return false
+		}
+		w.configureLevel(ctx, level)
+		if ctx.Err() != nil {
+			return false
+		}
+		if changed() {
+			return true
+		}
+		if failed := w.unhealthy(level); len(failed) > 0 {
+			w.skipLaterLevels(i, strings.Join(level, ", "))
+			w.announce(ctx)
+			w.setPhase(ctx, PhaseFailed, strings.Join(failed, "; "))
+			return false
+		}
+	}
+	if err := w.writeClusterFiles(ctx, false); err != nil {
+		w.logger.Warn("Could not refresh configmeta after deploy", "Error", err)
+	}
+	w.announce(ctx)
+	if ctx.Err() != nil {
+		return false
+	}
+	w.state.ReachedGeneration = generation
+	ready, total := countMembers(w.state.Roles, MemberReady)
+	w.setPhase(ctx, PhaseReady, fmt.Sprintf("%d/%d members ready", ready, total))
+	return false
+}
+
+// configureLevel sets up the pending members of one level's roles, each role in a child
+// workflow, all roles at once. Members that become ready wait to be announced.
+func (w *clusterWorkflow) configureLevel(ctx workflow.Context, level []string) {
+	type started struct {
+		role    string
+		members []Member
+		future  workflow.ChildWorkflowFuture
+	}
+	var children []started
+	for _, name := range level {
+		rs := w.state.Role(name)
+		wanted, _ := w.splitWanted(rs)
+		var pending []Member
+		for _, m := range wanted {
+			if m.State == MemberPending {
+				pending = append(pending, m)
+			}
+		}
+		if len(pending) == 0 {
+			continue // nothing to set up: ready as it is
+		}
+		children = append(children, started{name, pending, w.startRole(ctx, OpConfigure, name, pending, nil)})
+	}
+	w.touch(ctx)
+	for _, c := range children {
+		w.finishRole(ctx, c.role, c.future)
+		var ready []string
+		for _, m := range c.members {
+			if member := w.state.Role(c.role).Member(m.Name); member != nil && member.State == MemberReady {
+				ready = append(ready, m.Name)
+			}
+		}
+		w.unannounced.Added = addToGroup(w.unannounced.Added, c.role, ready)
+	}
+}
+
+// unhealthy explains why a level's roles are not all ready, if they are not.
+func (w *clusterWorkflow) unhealthy(level []string) []string {
+	var failed []string
+	for _, name := range level {
+		wanted, _ := w.splitWanted(w.state.Role(name))
+		if n := countState(wanted, MemberConfigError); n > 0 {
+			failed = append(failed, fmt.Sprintf("role %s failed: %d of %d members in config_error", name, n, len(wanted)))
+		} else if ready := CountReady(wanted); ready < len(wanted) {
+			failed = append(failed, fmt.Sprintf("role %s: %d of %d members ready", name, ready, len(wanted)))
+		}
+	}
+	return failed
+}
+
+// skipLaterLevels says why members of roles after a failed level never started.
+func (w *clusterWorkflow) skipLaterLevels(failedLevel int, failedRoles string) {
+	for _, level := range w.state.Levels[failedLevel+1:] {
+		for _, name := range level {
+			rs := w.state.Role(name)
+			for i := range rs.Members {
+				if rs.Members[i].State == MemberPending {
+					rs.Members[i].Detail = "not started: level with " + failedRoles + " failed"
+				}
+			}
+		}
+	}
+}
+
+// canceledMessage sums up what a cancel left behind.
+func (w *clusterWorkflow) canceledMessage() string {
+	canceled, notStarted := 0, 0
+	for _, r := range w.state.Roles {
+		for _, m := range r.Members {
+			switch {
+			case m.State == MemberConfigError && m.Detail == "canceled":
+				canceled++
+			case m.State == MemberPending:
+				notStarted++
+			}
+		}
+	}
+	return fmt.Sprintf("canceled at generation %d: %d %s canceled, %d not started", w.state.Generation, canceled, plural(canceled, "member"), notStarted)
+}
+
+func countState(members []Member, state MemberState) int {
+	n := 0
+	for _, m := range members {
+		if m.State == state {
+			n++
+		}
+	}
+	return n
+}
+
+func errorMessage(err error) string {
+	return rootCause(err).Error()
+}

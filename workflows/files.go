@@ -1,0 +1,36 @@
+package workflows
+
+import (
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/clusterflow/clusterflow/internal/backend"
+)
+
+// writeClusterFiles refreshes the configmeta members read, and installs the startscripts
+// when asked (once per operation, to keep scripts out of every activity input).
+func (w *clusterWorkflow) writeClusterFiles(ctx workflow.Context, withScripts bool) error {
+	files := backend.ClusterFiles{Cluster: w.state.Name, ConfigMeta: w.configMeta()}
+	if withScripts {
+		files.Scripts = w.spec.Scripts
+	}
+	return workflow.ExecuteActivity(withQuickActivity(ctx, "write files of "+w.state.Name), acts.WriteClusterFiles, files).Get(ctx, nil)
+}
+
+func (w *clusterWorkflow) configMeta() backend.ConfigMeta {
+	meta := backend.ConfigMeta{Cluster: w.state.Name}
+	for _, r := range w.state.Roles {
+		role := backend.ConfigMetaRole{Name: r.Name, DependsOn: r.DependsOn, Members: []string{}}
+		if role.DependsOn == nil {
+			role.DependsOn = []string{}
+		}
+		for _, m := range r.Members {
+			if m.State == MemberDeleted {
+				continue
+			}
+			role.Members = append(role.Members, m.Name)
+			meta.Members = append(meta.Members, backend.ConfigMetaNode{Name: m.Name, Role: r.Name, Ordinal: m.Ordinal, State: string(m.State)})
+		}
+		meta.Roles = append(meta.Roles, role)
+	}
+	return meta
+}

@@ -1,0 +1,124 @@
+package workflows
+
+import (
+	"slices"
+
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/clusterflow/clusterflow/internal/spec"
+)
+
+// A role's members are kept in ordinal order. The desired spec says how many a role wants;
+// the lowest ordinals stay and the highest leave first.
+
+// desiredCount is how many members the desired spec wants in a role; none for a role it
+// no longer has.
+func (w *clusterWorkflow) desiredCount(role string) int {
+	r, ok := w.spec.Role(role)
+	if !ok {
+		return 0
+	}
+	return r.Members
+}
+
+// splitWanted divides a role's existing (not deleted) members into those the desired spec
+// keeps and those it no longer wants.
+func (w *clusterWorkflow) splitWanted(rs *RoleStatus) (wanted, unwanted []Member) {
+	keep := w.desiredCount(rs.Name)
+	for _, m := range rs.Members {
+		switch {
+		case m.State == MemberDeleted:
+		case len(wanted) < keep:
+			wanted = append(wanted, m)
+		default:
+			unwanted = append(unwanted, m)
+		}
+	}
+	return wanted, unwanted
+}
+
+// reshape makes the observed state match the desired spec's shape: roles an apply added,
+// the dependency plan, and a pending member for every member a role is short of.
+func (w *clusterWorkflow) reshape(ctx workflow.Context) {
+	for _, r := range w.spec.Roles {
+		if w.state.Role(r.Name) == nil {
+			w.state.Roles = append(w.state.Roles, RoleStatus{Name: r.Name, DependsOn: r.DependsOn})
+		}
+	}
+	w.state.Levels = w.plan()
+	for i := range w.state.Roles {
+		rs := &w.state.Roles[i]
+		rs.Level = levelOf(w.state.Levels, rs.Name)
+		rs.Desired = w.desiredCount(rs.Name)
+	}
+	w.addPendingMembers(ctx)
+}
+
+// plan is the desired spec's dependency levels, with any role still winding down after an
+// apply removed it placed last, so that a delete still reaches it.
+func (w *clusterWorkflow) plan() [][]string {
+	levels, err := spec.Levels(w.spec.Roles)
+	if err != nil {
+		// Validators refuse specs with cycles or unknown roles; keep the last good plan.
+		w.logger.Error("Cannot plan the desired spec; keeping the current plan", "Error", err)
+		return w.state.Levels
+	}
+	var leftover []string
+	for _, rs := range w.state.Roles {
+		if levelOf(levels, rs.Name) < 0 {
+			leftover = append(leftover, rs.Name)
+		}
+	}
+	if len(leftover) > 0 {
+		slices.Sort(leftover)
+		if len(levels) == 0 {
+			levels = append(levels, nil)
+		}
+		levels[len(levels)-1] = append(levels[len(levels)-1], leftover...)
+	}
+	return levels
+}
+
+// addPendingMembers adds members, with the next ordinals, to every role that has fewer than
+// it wants.
+func (w *clusterWorkflow) addPendingMembers(ctx workflow.Context) {
+	now := workflow.Now(ctx)
+	for i := range w.state.Roles {
+		rs := &w.state.Roles[i]
+		wanted, _ := w.splitWanted(rs)
+		next := 0
+		if n := len(rs.Members); n > 0 {
+			next = rs.Members[n-1].Ordinal + 1
+		}
+		for missing := w.desiredCount(rs.Name) - len(wanted); missing > 0; missing-- {
+			rs.Members = append(rs.Members, Member{
+				Name: spec.MemberName(w.state.Name, rs.Name, next), Role: rs.Name, Ordinal: next,
+				State: MemberPending, Since: now,
+			})
+			next++
+		}
+	}
+}
+
+// dropRemoved forgets members that are gone, and roles that are gone with them.
+func (w *clusterWorkflow) dropRemoved() {
+	roles := w.state.Roles[:0]
+	for _, rs := range w.state.Roles {
+		rs.Members = slices.DeleteFunc(rs.Members, func(m Member) bool { return m.State == MemberDeleted })
+		if _, wanted := w.spec.Role(rs.Name); wanted || len(rs.Members) > 0 {
+			roles = append(roles, rs)
+		}
+	}
+	w.state.Roles = roles
+	for i, level := range w.state.Levels {
+		w.state.Levels[i] = slices.DeleteFunc(level, func(name string) bool { return w.state.Role(name) == nil })
+	}
+	w.retiring = slices.DeleteFunc(w.retiring, func(r spec.Role) bool { return w.state.Role(r.Name) == nil })
+}
+
+// syncDesired shows a change's desired counts in status at once, before any operation.
+func (w *clusterWorkflow) syncDesired() {
+	for i := range w.state.Roles {
+		w.state.Roles[i].Desired = w.desiredCount(w.state.Roles[i].Name)
+	}
+}

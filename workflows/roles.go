@@ -1,0 +1,60 @@
+package workflows
+
+import (
+	"fmt"
+
+	"go.temporal.io/api/enums/v1"
+	"go.temporal.io/sdk/workflow"
+)
+
+// startRole runs one role operation as a child workflow, so that per-member events land in
+// the child's history rather than the cluster's. nodes names the members joining or
+// leaving, for a notification.
+func (w *clusterWorkflow) startRole(ctx workflow.Context, op RoleOperation, role string, members []Member, nodes *NodeGroup) workflow.ChildWorkflowFuture {
+	r, _ := w.roleSpec(role)
+	step := fmt.Sprintf("%s-%d", op, w.state.Operations)
+	if nodes != nil {
+		step += "-" + nodes.Role // a pass may notify a role about several roles' members
+	}
+	id := fmt.Sprintf("%s/%s/%s", ClusterWorkflowID(w.state.Name), step, role)
+	ctx = workflow.WithChildOptions(ctx, workflow.ChildWorkflowOptions{
+		WorkflowID: id,
+		// A cluster workflow that goes away stops its roles' scripts rather than orphaning them.
+		ParentClosePolicy:   enums.PARENT_CLOSE_POLICY_REQUEST_CANCEL,
+		WaitForCancellation: true,
+		StaticSummary:       fmt.Sprintf("%s %s/%s: %d %s", op, w.state.Name, role, len(members), plural(len(members), "member")),
+		StaticDetails:       roleDetails(op, r, members, nodes),
+	})
+	f := workflow.ExecuteChildWorkflow(ctx, RoleWorkflowName, RoleInput{
+		Cluster: w.state.Name, Operation: op, Role: r, Members: members, Nodes: nodes,
+	})
+	w.activeOps[role] = activeOp{id: id, op: op, future: f}
+	return f
+}
+
+// finishRole waits for a role operation and applies its final member states.
+func (w *clusterWorkflow) finishRole(ctx workflow.Context, role string, f workflow.ChildWorkflowFuture) {
+	var res RoleResult
+	err := f.Get(ctx, &res)
+	delete(w.activeOps, role)
+	if err != nil {
+		// The role workflow reports member failures in its result; an error here means the
+		// child itself broke (terminated, timed out), so mark what it was doing.
+		w.markUnfinished(ctx, role, "role operation ended without a result: "+errorMessage(err))
+		return
+	}
+	w.applyMembers(role, res.Members)
+	w.touch(ctx)
+}
+
+// markUnfinished puts members caught mid-operation into config_error.
+func (w *clusterWorkflow) markUnfinished(ctx workflow.Context, role, why string) {
+	rs := w.state.Role(role)
+	for i := range rs.Members {
+		switch rs.Members[i].State {
+		case MemberCreating, MemberConfiguring, MemberDeleting:
+			rs.Members[i].State, rs.Members[i].Detail, rs.Members[i].Since = MemberConfigError, why, workflow.Now(ctx)
+		}
+	}
+	w.touch(ctx)
+}
