@@ -15,9 +15,16 @@ import (
 	"github.com/clusterflow/clusterflow/workflows"
 )
 
+// DeployOptions tune a new cluster's workflow.
+type DeployOptions struct {
+	// ContinueAsNewEvery, when positive, continues the workflow as new after that many
+	// operations; tests use it to prove no state is lost.
+	ContinueAsNewEvery int
+}
+
 // Deploy starts the workflow of a new cluster. The spec must come from spec.Load or
 // spec.Parse, which validated it.
-func (s *Starter) Deploy(ctx context.Context, c spec.Cluster) error {
+func (s *Starter) Deploy(ctx context.Context, c spec.Cluster, opts DeployOptions) error {
 	_, err := s.client.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
 		ID:        workflows.ClusterWorkflowID(c.Name),
 		TaskQueue: s.taskQueue,
@@ -35,7 +42,7 @@ func (s *Starter) Deploy(ctx context.Context, c spec.Cluster) error {
 		Memo:          map[string]any{"spec": c.Name, "origin": c.Origin},
 		StaticSummary: workflows.Summary(c),
 		StaticDetails: details(c),
-	}, workflows.ClusterWorkflowName, workflows.ClusterInput{Spec: c})
+	}, workflows.ClusterWorkflowName, workflows.ClusterInput{Spec: c, ContinueAsNewEvery: opts.ContinueAsNewEvery})
 	var started *serviceerror.WorkflowExecutionAlreadyStarted
 	switch {
 	case errors.As(err, &started):

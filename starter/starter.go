@@ -57,7 +57,9 @@ func (e *NoWorkerError) Unwrap() error { return e.Err }
 func IsBadInput(err error) bool {
 	var notFound *NotFoundError
 	var exists *AlreadyExistsError
-	return errors.As(err, &notFound) || errors.As(err, &exists)
+	var refused *RefusedError
+	var deleted *DeletedError
+	return errors.As(err, &notFound) || errors.As(err, &exists) || errors.As(err, &refused) || errors.As(err, &deleted)
 }
 
 func isNotFound(err error) bool {

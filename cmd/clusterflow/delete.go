@@ -30,6 +30,6 @@ func runDelete(ctx context.Context, args []string) error {
 	if !*wait {
 		return nil
 	}
-	_, err = waitForPhase(ctx, st, name, *timeout, func(p workflows.Phase) bool { return p == workflows.PhaseDeleted })
+	_, err = waitFor(ctx, st, name, *timeout, func(s workflows.ClusterStatus) bool { return s.Phase == workflows.PhaseDeleted })
 	return err
 }

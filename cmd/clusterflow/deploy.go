@@ -19,6 +19,8 @@ func runDeploy(ctx context.Context, args []string) error {
 	file := fs.StringP("file", "f", "", "cluster spec (YAML)")
 	wait := fs.Bool("wait", false, "wait until the cluster is ready or failed, showing progress")
 	timeout := fs.Duration("timeout", 0, "with --wait, give up waiting after this long (0 waits forever)")
+	continueAsNewEvery := fs.Int("continue-as-new-every", 0, "continue the cluster workflow as new after every N operations (for testing; default: when Temporal suggests it, or every 100)")
+	_ = fs.MarkHidden("continue-as-new-every")
 	if err := fs.Parse(args); err != nil {
 		return flagError(err)
 	}
@@ -36,7 +38,7 @@ func runDeploy(ctx context.Context, args []string) error {
 		return err
 	}
 	defer closeClient()
-	if err := st.Deploy(ctx, c); err != nil {
+	if err := st.Deploy(ctx, c, starter.DeployOptions{ContinueAsNewEvery: *continueAsNewEvery}); err != nil {
 		return err
 	}
 	fmt.Printf("Deploying %s (workflow %s).\n", workflows.Summary(c), workflows.ClusterWorkflowID(c.Name))
@@ -44,13 +46,11 @@ func runDeploy(ctx context.Context, args []string) error {
 		fmt.Printf("Follow it with `clusterflow status %s`.\n", c.Name)
 		return nil
 	}
-	_, err = waitForPhase(ctx, st, c.Name, *timeout, workflows.Phase.Stable)
-	return err
+	return waitSettled(ctx, st, c.Name, *timeout, 1)
 }
 
-// waitForPhase shows progress until the cluster reaches a phase done accepts, and turns a
-// failed cluster into exit status 1 with the failing members' output.
-func waitForPhase(ctx context.Context, st *starter.Starter, name string, timeout time.Duration, done func(workflows.Phase) bool) (workflows.ClusterStatus, error) {
+// waitFor shows progress until done accepts the cluster's status.
+func waitFor(ctx context.Context, st *starter.Starter, name string, timeout time.Duration, done func(workflows.ClusterStatus) bool) (workflows.ClusterStatus, error) {
 	if timeout > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, timeout)
@@ -58,23 +58,27 @@ func waitForPhase(ctx context.Context, st *starter.Starter, name string, timeout
 	}
 	progress := render.NewProgress(os.Stdout)
 	final, err := st.Watch(ctx, name, starter.WatchOptions{
-		Until:    func(s workflows.ClusterStatus) bool { return done(s.Phase) },
+		Until:    done,
 		OnChange: progress.Update,
 		OnNoWorker: func(err error) {
 			fmt.Fprintf(os.Stderr, "Waiting: %v\n", err)
 		},
 	})
-	if err != nil {
-		if ctx.Err() != nil {
-			where := "before any worker answered"
-			if final.Phase != "" {
-				where = "in phase " + string(final.Phase)
-			}
-			return final, failure{fmt.Sprintf("stopped waiting for %s %s: %v (it carries on; see `clusterflow status %s`)", name, where, ctx.Err(), name)}
+	if err != nil && ctx.Err() != nil {
+		where := "before any worker answered"
+		if final.Phase != "" {
+			where = "in phase " + string(final.Phase)
 		}
-		return final, err
+		return final, failure{fmt.Sprintf("stopped waiting for %s %s: %v (it carries on; see `clusterflow status %s`)", name, where, ctx.Err(), name)}
 	}
-	if final.Phase == workflows.PhaseFailed {
+	return final, err
+}
+
+// settled turns a cluster that failed or was canceled into exit status 1, showing the
+// failing members' output.
+func settled(final workflows.ClusterStatus) error {
+	switch final.Phase {
+	case workflows.PhaseFailed:
 		for _, r := range final.Roles {
 			for _, m := range r.Members {
 				if m.State == workflows.MemberConfigError {
@@ -83,7 +87,18 @@ func waitForPhase(ctx context.Context, st *starter.Starter, name string, timeout
 				}
 			}
 		}
-		return final, failure{fmt.Sprintf("cluster %s failed: %s", name, final.Message)}
+		return failure{fmt.Sprintf("cluster %s failed: %s", final.Name, final.Message)}
+	case workflows.PhaseCanceled:
+		return failure{fmt.Sprintf("cluster %s was %s", final.Name, final.Message)}
 	}
-	return final, nil
+	return nil
+}
+
+// waitSettled waits until the cluster is done with generation g and reports how it ended.
+func waitSettled(ctx context.Context, st *starter.Starter, name string, timeout time.Duration, g int) error {
+	final, err := waitFor(ctx, st, name, timeout, func(s workflows.ClusterStatus) bool { return s.Settled(g) })
+	if err != nil {
+		return err
+	}
+	return settled(final)
 }

@@ -116,7 +116,7 @@ func runDev(ctx context.Context, args []string) error {
 // deployAndWatch deploys the spec given to dev, or picks up the cluster if a previous run
 // already deployed it, and shows its progress. Problems are printed; dev keeps serving.
 func deployAndWatch(ctx context.Context, st *starter.Starter, c spec.Cluster) {
-	err := st.Deploy(ctx, c)
+	err := st.Deploy(ctx, c, starter.DeployOptions{})
 	var exists *starter.AlreadyExistsError
 	switch {
 	case errors.As(err, &exists):
@@ -127,7 +127,10 @@ func deployAndWatch(ctx context.Context, st *starter.Starter, c spec.Cluster) {
 	default:
 		fmt.Printf("Deploying %s.\n", workflows.Summary(c))
 	}
-	final, err := waitForPhase(ctx, st, c.Name, 0, workflows.Phase.Stable)
+	final, err := waitFor(ctx, st, c.Name, 0, func(s workflows.ClusterStatus) bool { return s.Settled(s.Generation) })
+	if err == nil {
+		err = settled(final)
+	}
 	if ctx.Err() != nil {
 		return
 	}

@@ -26,6 +26,9 @@ var commands = []command{
 	{"agent", "", "run the member agent (workers start it when needed)", runAgent},
 	{"setup", "", "register clusterflow's search attributes on an existing Temporal server", runSetup},
 	{"deploy", "-f SPEC [--wait]", "deploy a new cluster", runDeploy},
+	{"resize", "NAME ROLE=N... [--wait]", "change the member count of roles", runResize},
+	{"apply", "-f SPEC [--wait]", "change an existing cluster to match a spec", runApply},
+	{"cancel", "NAME [--wait]", "stop the operation in progress", runCancel},
 	{"status", "NAME [-o json]", "show a cluster's phase, roles and members", runStatus},
 	{"list", "[-o json] [--all]", "list clusters", runList},
 	{"delete", "NAME [--wait]", "tear a cluster down and remove its members", runDelete},
@@ -59,7 +62,7 @@ func run(ctx context.Context, args []string) int {
 func usage() {
 	fmt.Fprintln(os.Stderr, "Usage: clusterflow COMMAND [flags]\n\nCommands:")
 	for _, c := range commands {
-		fmt.Fprintf(os.Stderr, "  %-7s %-22s %s\n", c.name, c.args, c.summary)
+		fmt.Fprintf(os.Stderr, "  %-7s %-25s %s\n", c.name, c.args, c.summary)
 	}
 	fmt.Fprintln(os.Stderr, "\nRun `clusterflow COMMAND -h` for a command's flags.")
 }

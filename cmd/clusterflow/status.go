@@ -23,7 +23,11 @@ func runStatus(ctx context.Context, args []string) error {
 	}
 	defer closeClient()
 	if *wait {
-		if _, err := waitForPhase(ctx, st, name, *timeout, workflows.Phase.Stable); err != nil {
+		final, err := waitFor(ctx, st, name, *timeout, func(s workflows.ClusterStatus) bool { return s.Settled(s.Generation) })
+		if err == nil {
+			err = settled(final)
+		}
+		if err != nil {
 			return err
 		}
 	}

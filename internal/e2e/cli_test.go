@@ -6,7 +6,7 @@ import (
 )
 
 func TestEveryCommandHasHelp(t *testing.T) {
-	for _, cmd := range []string{"dev", "worker", "agent", "setup", "deploy", "status", "list", "delete"} {
+	for _, cmd := range []string{"dev", "worker", "agent", "setup", "deploy", "resize", "apply", "cancel", "status", "list", "delete"} {
 		res := cli(t, cmd, "-h")
 		if res.Code != 0 || !strings.Contains(res.Stderr, "Usage: clusterflow "+cmd) || !strings.Contains(res.Stderr, "--") {
 			t.Errorf("%s -h: %s", cmd, res)

@@ -8,9 +8,9 @@ import (
 	"testing"
 )
 
-// traceScript is a startscript that records when each run starts and ends, checks what a
-// member is promised (its folder as working directory, configmeta with its dependencies
-// ready), and fails or dawdles on request.
+// traceScript is a startscript that records when each run starts and ends, with its
+// arguments, checks what a member is promised (its folder as working directory, configmeta
+// with its dependencies ready), and fails or dawdles on request.
 const traceScript = `#!/bin/sh
 now() { date +%s.%N; }
 echo "start $(now) $CLUSTERFLOW_MEMBER $CLUSTERFLOW_EVENT $*" >> "$TRACE"
@@ -29,14 +29,20 @@ if [ "$CLUSTERFLOW_EVENT" = configure ] && [ "$CLUSTERFLOW_MEMBER" = "${FAIL_MEM
   exit 3
 fi
 [ "$CLUSTERFLOW_EVENT" != configure ] || sleep "${SLEEP:-0}"
+# HOLD names a file: while it exists, configure waits.
+if [ "$CLUSTERFLOW_EVENT" = configure ] && [ -n "${HOLD:-}" ]; then
+  while [ -e "$HOLD" ]; do sleep 0.1; done
+fi
 echo "end $(now) $CLUSTERFLOW_MEMBER $CLUSTERFLOW_EVENT ok" >> "$TRACE"
 `
 
 // scriptRun is one startscript run as the trace recorded it.
 type scriptRun struct {
 	Member, Event string
-	Start, End    float64
-	Outcome       string
+	// Args are the script's arguments, e.g. "--addnodes --role worker --nodes a,b".
+	Args       string
+	Start, End float64
+	Outcome    string
 }
 
 // writeCluster writes a spec and the trace script into a fresh folder and returns the spec
@@ -77,7 +83,7 @@ func readTrace(t *testing.T, path string) []scriptRun {
 		switch f[0] {
 		case "start":
 			open[key] = len(runs)
-			runs = append(runs, scriptRun{Member: f[2], Event: f[3], Start: ts})
+			runs = append(runs, scriptRun{Member: f[2], Event: f[3], Args: strings.Join(f[4:], " "), Start: ts})
 		case "end":
 			if i, ok := open[key]; ok {
 				runs[i].End, runs[i].Outcome = ts, f[4]

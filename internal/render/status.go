@@ -25,7 +25,12 @@ func Status(w io.Writer, s workflows.ClusterStatus, now time.Time) {
 	if s.Message != "" {
 		fmt.Fprintf(w, " (%s)", s.Message)
 	}
-	fmt.Fprintf(w, "\nLevels:   %s\n\n", Plan(s.Levels))
+	fmt.Fprintf(w, "\nLevels:   %s", Plan(s.Levels))
+	fmt.Fprintf(w, "\nGeneration: %d desired, %d reached", s.Generation, s.ReachedGeneration)
+	if s.AttemptedGeneration > s.ReachedGeneration {
+		fmt.Fprintf(w, ", %d attempted", s.AttemptedGeneration)
+	}
+	fmt.Fprint(w, "\n\n")
 
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "ROLE\tLEVEL\tREADY\tMEMBERS")

@@ -1,0 +1,55 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/clusterflow/clusterflow/internal/spec"
+	"github.com/clusterflow/clusterflow/starter"
+	"github.com/clusterflow/clusterflow/workflows"
+)
+
+func runApply(ctx context.Context, args []string) error {
+	fs := newFlagSet("apply", "-f SPEC [--wait] [--timeout D]")
+	var conn connection
+	conn.register(fs, "warn")
+	file := fs.StringP("file", "f", "", "the cluster's new spec (YAML)")
+	wait := fs.Bool("wait", false, "wait until the cluster matches the spec (or fails), showing progress")
+	timeout := fs.Duration("timeout", 0, "with --wait, give up waiting after this long (0 waits forever)")
+	if err := fs.Parse(args); err != nil {
+		return flagError(err)
+	}
+	if *file == "" {
+		fs.Usage()
+		return badInput{fmt.Errorf("-f SPEC is required")}
+	}
+	c, err := spec.Load(*file)
+	if err != nil {
+		return err
+	}
+	st, _, closeClient, err := conn.starter(ctx)
+	if err != nil {
+		return err
+	}
+	defer closeClient()
+	res, err := st.Apply(ctx, c)
+	if err != nil {
+		return err
+	}
+	return reportChange(ctx, st, c.Name, res, *wait, *timeout)
+}
+
+// reportChange says what an accepted resize or apply became, and waits for it if asked.
+func reportChange(ctx context.Context, st *starter.Starter, name string, res workflows.ChangeResult, wait bool, timeout time.Duration) error {
+	if !res.Changed {
+		fmt.Printf("Cluster %s already has that size and shape (generation %d); nothing to do.\n", name, res.Generation)
+		return nil
+	}
+	fmt.Printf("Cluster %s: %s (generation %d).\n", name, res.Summary, res.Generation)
+	if !wait {
+		fmt.Printf("Follow it with `clusterflow status %s`.\n", name)
+		return nil
+	}
+	return waitSettled(ctx, st, name, timeout, res.Generation)
+}

@@ -1,0 +1,55 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/clusterflow/clusterflow/workflows"
+)
+
+func runResize(ctx context.Context, args []string) error {
+	fs := newFlagSet("resize", "NAME ROLE=N [ROLE=N ...] [--wait] [--timeout D]")
+	var conn connection
+	conn.register(fs, "warn")
+	wait := fs.Bool("wait", false, "wait until the cluster reaches the new size (or fails), showing progress")
+	timeout := fs.Duration("timeout", 0, "with --wait, give up waiting after this long (0 waits forever)")
+	if err := fs.Parse(args); err != nil {
+		return flagError(err)
+	}
+	if fs.NArg() < 2 {
+		fs.Usage()
+		return badInput{fmt.Errorf("resize takes a cluster NAME and at least one ROLE=N")}
+	}
+	counts, err := parseCounts(fs.Args()[1:])
+	if err != nil {
+		return err
+	}
+	name := fs.Arg(0)
+	st, _, closeClient, err := conn.starter(ctx)
+	if err != nil {
+		return err
+	}
+	defer closeClient()
+	res, err := st.Resize(ctx, name, counts)
+	if err != nil {
+		return err
+	}
+	return reportChange(ctx, st, name, res, *wait, *timeout)
+}
+
+// parseCounts reads ROLE=N arguments. Whether the role and count are allowed is the
+// cluster's to say, so a negative N goes through to be refused there.
+func parseCounts(args []string) ([]workflows.RoleCount, error) {
+	var counts []workflows.RoleCount
+	for _, arg := range args {
+		role, n, ok := strings.Cut(arg, "=")
+		members, err := strconv.Atoi(n)
+		if !ok || role == "" || err != nil {
+			return nil, badInput{fmt.Errorf("%q is not ROLE=N (for example worker=4)", arg)}
+		}
+		counts = append(counts, workflows.RoleCount{Role: role, Members: members})
+	}
+	return counts, nil
+}

@@ -1,0 +1,324 @@
+package e2e
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/clusterflow/clusterflow/internal/testenv"
+	"github.com/clusterflow/clusterflow/workflows"
+)
+
+// resizableSpec is a controller and two workers that subscribe to every event. While the
+// file TRACE_FILE.hold exists, configures wait.
+func resizableSpec(name string) string {
+	return fmt.Sprintf(`
+name: %s
+roles:
+  - {name: controller, cardinality: "1", startscript: trace.sh, env: {TRACE: TRACE_FILE, HOLD: TRACE_FILE.hold}}
+  - {name: worker, cardinality: "1+", members: 2, dependsOn: [controller], startscript: trace.sh, env: {TRACE: TRACE_FILE, DEPS: controller, HOLD: TRACE_FILE.hold}}
+`, name)
+}
+
+// writeSpec writes another spec next to one writeCluster wrote, sharing its trace.
+func writeSpec(t *testing.T, specPath, file, spec string) string {
+	t.Helper()
+	trace := filepath.Join(filepath.Dir(specPath), "trace.log")
+	path := filepath.Join(filepath.Dir(specPath), file)
+	if err := os.WriteFile(path, []byte(strings.ReplaceAll(spec, "TRACE_FILE", trace)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+func memberNames(runs []scriptRun) []string {
+	var names []string
+	for _, r := range runs {
+		names = append(names, r.Member)
+	}
+	slices.Sort(names)
+	return names
+}
+
+// expectRuns checks that exactly the given members ran the event, each once, with args.
+func expectRuns(t *testing.T, runs []scriptRun, event, args string, members ...string) {
+	t.Helper()
+	got := runsOf(runs, "", event)
+	slices.Sort(members)
+	if !slices.Equal(memberNames(got), members) {
+		t.Errorf("%s ran on %v, want exactly %v", event, memberNames(got), members)
+	}
+	for _, r := range got {
+		if args != "" && r.Args != args {
+			t.Errorf("%s on %s had arguments %q, want %q", event, r.Member, r.Args, args)
+		}
+		if r.Outcome != "ok" {
+			t.Errorf("%s on %s did not finish: %+v", event, r.Member, r)
+		}
+	}
+}
+
+func memberStates(s workflows.ClusterStatus, role string) []string {
+	var states []string
+	for _, m := range s.Role(role).Members {
+		states = append(states, m.Name+"="+string(m.State))
+	}
+	return states
+}
+
+// TestResizeGrowsAndShrinksWithNotifications runs twice: as is, and with the cluster
+// workflow continuing as new after every operation, which must change nothing users see.
+func TestResizeGrowsAndShrinksWithNotifications(t *testing.T) {
+	for _, tc := range []struct {
+		name               string
+		continueAsNewEvery string
+	}{{"resized", "0"}, {"resized-can", "1"}} {
+		t.Run(tc.name, func(t *testing.T) {
+			n := tc.name
+			specPath, trace := writeCluster(t, resizableSpec(n))
+			mustSucceed(t, "deploy", "-f", specPath, "--wait", "--continue-as-new-every", tc.continueAsNewEvery)
+
+			res := cli(t, "resize", n, "worker=4", "--wait", "--timeout", "90s")
+			if res.Code != 0 || !strings.Contains(res.Stdout, "worker 2 → 4 (generation 2)") {
+				t.Fatalf("resize worker=4: %s", res)
+			}
+			runs := readTrace(t, trace)
+			expectRuns(t, runs, "configure", "--configure", n+"-controller-0", n+"-worker-0", n+"-worker-1", n+"-worker-2", n+"-worker-3")
+			expectRuns(t, runs, "addnodes", fmt.Sprintf("--addnodes --role worker --nodes %s-worker-2,%s-worker-3", n, n),
+				n+"-controller-0", n+"-worker-0", n+"-worker-1")
+			s := statusJSON(t, n)
+			if s.Phase != workflows.PhaseReady || s.Generation != 2 || s.ReachedGeneration != 2 || s.Role("worker").Ready != 4 || s.Role("worker").Desired != 4 {
+				t.Errorf("after growing: phase %s, generation %d reached %d, workers %v", s.Phase, s.Generation, s.ReachedGeneration, memberStates(s, "worker"))
+			}
+
+			res = cli(t, "resize", n, "worker=1", "--wait", "--timeout", "90s")
+			if res.Code != 0 || !strings.Contains(res.Stdout, "worker 4 → 1 (generation 3)") {
+				t.Fatalf("resize worker=1: %s", res)
+			}
+			runs = readTrace(t, trace)
+			expectRuns(t, runs, "teardown", "--teardown", n+"-worker-1", n+"-worker-2", n+"-worker-3")
+			expectRuns(t, runs, "delnodes", fmt.Sprintf("--delnodes --role worker --nodes %s-worker-1,%s-worker-2,%s-worker-3", n, n, n),
+				n+"-controller-0", n+"-worker-0")
+			for _, teardown := range runsOf(runs, "", "teardown") {
+				for _, delnodes := range runsOf(runs, "", "delnodes") {
+					if delnodes.Start < teardown.End {
+						t.Errorf("delnodes on %s started before %s was torn down", delnodes.Member, teardown.Member)
+					}
+				}
+			}
+			s = statusJSON(t, n)
+			if s.Phase != workflows.PhaseReady || s.Generation != 3 || s.ReachedGeneration != 3 ||
+				!slices.Equal(memberStates(s, "worker"), []string{n + "-worker-0=ready"}) {
+				t.Errorf("after shrinking: phase %s, generation %d reached %d, workers %v", s.Phase, s.Generation, s.ReachedGeneration, memberStates(s, "worker"))
+			}
+			clusterDir := filepath.Join(dataDir, "clusters", n)
+			for i, want := range []bool{true, false, false, false} {
+				if got := exists(filepath.Join(clusterDir, fmt.Sprintf("%s-worker-%d", n, i))); got != want {
+					t.Errorf("sandbox of worker-%d exists: %v, want %v", i, got, want)
+				}
+			}
+			if tc.continueAsNewEvery == "1" {
+				started := history(t, workflows.ClusterWorkflowID(n))[0].GetWorkflowExecutionStartedEventAttributes()
+				if started.GetContinuedExecutionRunId() == "" {
+					t.Error("the cluster workflow never continued as new")
+				}
+			}
+			mustSucceed(t, "delete", n, "--wait")
+			if exists(clusterDir) {
+				t.Error("sandboxes left after delete")
+			}
+		})
+	}
+}
+
+func TestBadResizesAreRefusedAndChangeNothing(t *testing.T) {
+	specPath, _ := writeCluster(t, resizableSpec("refusing"))
+	mustSucceed(t, "deploy", "-f", specPath, "--wait")
+	before := statusJSON(t, "refusing")
+	events := countEvents(t, workflows.ClusterWorkflowID("refusing"))
+	for _, tc := range []struct{ arg, want string }{
+		{"controller=2", `controller=2 refused: role controller has cardinality "1"`},
+		{"worker=0", `worker=0 refused: role worker has cardinality "1+"`},
+		{"db=1", `db=1 refused: cluster refusing has no role "db" (its roles: controller, worker)`},
+		{"worker=-1", "worker=-1 refused: a member count cannot be negative"},
+		{"worker=many", `"worker=many" is not ROLE=N`},
+	} {
+		if res := cli(t, "resize", "refusing", tc.arg); res.Code != 2 || !strings.Contains(res.Stderr, tc.want) {
+			t.Errorf("resize %s: want exit 2 and %q, got %s", tc.arg, tc.want, res)
+		}
+	}
+	after := statusJSON(t, "refusing")
+	if after.Generation != before.Generation || after.Operations != before.Operations ||
+		!slices.Equal(memberStates(after, "worker"), memberStates(before, "worker")) || !after.UpdatedAt.Equal(before.UpdatedAt) {
+		t.Errorf("refused resizes changed the status:\nbefore %+v\nafter  %+v", before, after)
+	}
+	if n := countEvents(t, workflows.ClusterWorkflowID("refusing")); n != events {
+		t.Errorf("refused resizes wrote %d events to the history", n-events)
+	}
+	if res := cli(t, "resize", "no-such-cluster", "worker=1"); res.Code != 2 || !strings.Contains(res.Stderr, "not found") {
+		t.Errorf("resize of an unknown cluster: %s", res)
+	}
+	mustSucceed(t, "delete", "refusing", "--wait")
+	if res := cli(t, "resize", "refusing", "worker=3"); res.Code != 2 || !strings.Contains(res.Stderr, "is deleted") {
+		t.Errorf("resize of a deleted cluster: %s", res)
+	}
+}
+
+func TestResizeDuringALongConfigureIsAcceptedAtOnce(t *testing.T) {
+	specPath, trace := writeCluster(t, resizableSpec("growing"))
+	hold := trace + ".hold"
+	if err := os.WriteFile(hold, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	mustSucceed(t, "deploy", "-f", specPath)
+	waitFor(t, "the controller's configure to start", func() bool { return len(readTrace(t, trace)) > 0 })
+	res := cli(t, "resize", "growing", "worker=3")
+	if res.Code != 0 || !strings.Contains(res.Stdout, "worker 2 → 3 (generation 2)") {
+		t.Fatalf("resize during the controller's configure: %s", res)
+	}
+	if c := runsOf(readTrace(t, trace), "growing-controller-0", "configure"); len(c) != 1 || c[0].Outcome != "" {
+		t.Fatalf("the resize should be accepted while the controller's configure runs: %+v", c)
+	}
+	s := statusJSON(t, "growing")
+	if s.Generation != 2 || s.ReachedGeneration != 0 || s.Role("worker").Desired != 3 {
+		t.Errorf("status during setup: generation %d reached %d, desired workers %d", s.Generation, s.ReachedGeneration, s.Role("worker").Desired)
+	}
+	if err := os.Remove(hold); err != nil {
+		t.Fatal(err)
+	}
+	mustSucceed(t, "status", "growing", "--wait", "--timeout", "90s")
+	runs := readTrace(t, trace)
+	expectRuns(t, runs, "configure", "--configure", "growing-controller-0", "growing-worker-0", "growing-worker-1", "growing-worker-2")
+	controller := runsOf(runs, "growing-controller-0", "configure")[0]
+	for _, w := range runsOf(runs, "growing-worker-", "configure") {
+		if w.Start < controller.End {
+			t.Errorf("%s started at %.3f, before the controller finished at %.3f", w.Member, w.Start, controller.End)
+		}
+	}
+	if n := len(runsOf(runs, "", "addnodes")); n != 0 {
+		t.Errorf("%d addnodes ran; members set up together learn of each other from configmeta", n)
+	}
+	s = statusJSON(t, "growing")
+	if s.Phase != workflows.PhaseReady || s.ReachedGeneration != 2 || s.Role("worker").Ready != 3 {
+		t.Errorf("final: phase %s, reached %d, workers %v", s.Phase, s.ReachedGeneration, memberStates(s, "worker"))
+	}
+	mustSucceed(t, "delete", "growing", "--wait")
+}
+
+func TestCancelLeavesAStableClusterThatCanBeResizedAndDeleted(t *testing.T) {
+	specPath, trace := writeCluster(t, resizableSpec("canceled"))
+	mustSucceed(t, "deploy", "-f", specPath, "--wait")
+	if res := cli(t, "cancel", "canceled"); res.Code != 2 || !strings.Contains(res.Stderr, "nothing to cancel, cluster canceled is ready") {
+		t.Errorf("cancel with nothing running: %s", res)
+	}
+	hold := trace + ".hold"
+	if err := os.WriteFile(hold, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	mustSucceed(t, "resize", "canceled", "worker=4")
+	waitFor(t, "the new workers' configures to start", func() bool {
+		return len(runsOf(readTrace(t, trace), "", "configure")) == 5
+	})
+	res := cli(t, "cancel", "canceled", "--wait", "--timeout", "60s")
+	if res.Code != 0 || !strings.Contains(res.Stdout, "is canceled: canceled at generation 2: 2 members canceled") {
+		t.Fatalf("cancel --wait: %s", res)
+	}
+	s := statusJSON(t, "canceled")
+	want := []string{"canceled-worker-0=ready", "canceled-worker-1=ready", "canceled-worker-2=config_error", "canceled-worker-3=config_error"}
+	if s.Phase != workflows.PhaseCanceled || !slices.Equal(memberStates(s, "worker"), want) {
+		t.Errorf("after cancel: phase %s, workers %v, want %v", s.Phase, memberStates(s, "worker"), want)
+	}
+	for _, m := range s.Role("worker").Members[2:] {
+		if m.Detail != "canceled" {
+			t.Errorf("%s detail %q, want canceled", m.Name, m.Detail)
+		}
+		if pids := testenv.MemberProcesses(filepath.Join(dataDir, "clusters", "canceled", m.Name)); len(pids) > 0 {
+			t.Errorf("%s still has processes after cancel: %v", m.Name, pids)
+		}
+	}
+	if err := os.Remove(hold); err != nil {
+		t.Fatal(err)
+	}
+	mustSucceed(t, "resize", "canceled", "worker=2", "--wait", "--timeout", "90s")
+	s = statusJSON(t, "canceled")
+	if s.Phase != workflows.PhaseReady || !slices.Equal(memberStates(s, "worker"), want[:2]) {
+		t.Errorf("resize after cancel: phase %s (%s), workers %v", s.Phase, s.Message, memberStates(s, "worker"))
+	}
+	mustSucceed(t, "delete", "canceled", "--wait")
+	if exists(filepath.Join(dataDir, "clusters", "canceled")) {
+		t.Error("sandboxes left after delete")
+	}
+}
+
+func TestApplyAddsAndRemovesRolesAndRefusesReconfiguring(t *testing.T) {
+	specPath, trace := writeCluster(t, `
+name: applied
+roles:
+  - {name: controller, cardinality: "1", startscript: trace.sh, env: {TRACE: TRACE_FILE}}
+  - {name: worker, members: 1, dependsOn: [controller], startscript: trace.sh, env: {TRACE: TRACE_FILE, DEPS: controller}}
+`)
+	mustSucceed(t, "deploy", "-f", specPath, "--wait")
+	grown := writeSpec(t, specPath, "grown.yaml", `
+name: applied
+roles:
+  - {name: controller, cardinality: "1", startscript: trace.sh, env: {TRACE: TRACE_FILE}}
+  - {name: worker, members: 2, dependsOn: [controller], startscript: trace.sh, env: {TRACE: TRACE_FILE, DEPS: controller}}
+  - {name: edge, members: 2, dependsOn: [worker], startscript: trace.sh, env: {TRACE: TRACE_FILE, DEPS: "controller worker"}}
+`)
+	res := cli(t, "apply", "-f", grown, "--wait", "--timeout", "90s")
+	if res.Code != 0 || !strings.Contains(res.Stdout, "worker 1 → 2, +edge (2) (generation 2)") {
+		t.Fatalf("apply grown.yaml: %s", res)
+	}
+	runs := readTrace(t, trace)
+	expectRuns(t, runs, "configure", "--configure", "applied-controller-0", "applied-worker-0", "applied-worker-1", "applied-edge-0", "applied-edge-1")
+	newWorker := runsOf(runs, "applied-worker-1", "configure")[0]
+	for _, e := range runsOf(runs, "applied-edge-", "configure") {
+		if e.Start < newWorker.End {
+			t.Errorf("%s started before the new worker was ready", e.Member)
+		}
+	}
+	// The members that were there hear of both roles' newcomers; newcomers hear of none.
+	addnodes := runsOf(runs, "", "addnodes")
+	if got := memberNames(addnodes); !slices.Equal(got, []string{"applied-controller-0", "applied-controller-0", "applied-worker-0", "applied-worker-0"}) {
+		t.Errorf("addnodes ran on %v", got)
+	}
+	for _, args := range []string{"--addnodes --role worker --nodes applied-worker-1", "--addnodes --role edge --nodes applied-edge-0,applied-edge-1"} {
+		if n := len(slices.DeleteFunc(slices.Clone(addnodes), func(r scriptRun) bool { return r.Args != args })); n != 2 {
+			t.Errorf("%d runs of %q, want 2", n, args)
+		}
+	}
+
+	reconfigured := writeSpec(t, specPath, "reconfigured.yaml", `
+name: applied
+roles:
+  - {name: controller, cardinality: "1", startscript: trace.sh, env: {TRACE: TRACE_FILE}}
+  - {name: worker, members: 2, dependsOn: [controller], startscript: trace.sh, env: {TRACE: TRACE_FILE, DEPS: controller, HEAP: 4g}}
+  - {name: edge, members: 2, dependsOn: [worker], startscript: trace.sh, env: {TRACE: TRACE_FILE, DEPS: "controller worker"}}
+`)
+	if res := cli(t, "apply", "-f", reconfigured); res.Code != 2 || !strings.Contains(res.Stderr, "role worker refused: it has members, so its env cannot change") {
+		t.Errorf("apply changing a running role's env: %s", res)
+	}
+	if s := statusJSON(t, "applied"); s.Generation != 2 {
+		t.Errorf("a refused apply moved the generation to %d", s.Generation)
+	}
+
+	shrunk := writeSpec(t, specPath, "shrunk.yaml", `
+name: applied
+roles:
+  - {name: controller, cardinality: "1", startscript: trace.sh, env: {TRACE: TRACE_FILE}}
+  - {name: worker, members: 2, dependsOn: [controller], startscript: trace.sh, env: {TRACE: TRACE_FILE, DEPS: controller}}
+`)
+	mustSucceed(t, "apply", "-f", shrunk, "--wait", "--timeout", "90s")
+	runs = readTrace(t, trace)
+	expectRuns(t, runs, "teardown", "--teardown", "applied-edge-0", "applied-edge-1")
+	expectRuns(t, runs, "delnodes", "--delnodes --role edge --nodes applied-edge-0,applied-edge-1",
+		"applied-controller-0", "applied-worker-0", "applied-worker-1")
+	s := statusJSON(t, "applied")
+	if s.Phase != workflows.PhaseReady || s.Role("edge") != nil || len(s.Levels) != 2 {
+		t.Errorf("after removing edge: phase %s, levels %v, edge %+v", s.Phase, s.Levels, s.Role("edge"))
+	}
+	mustSucceed(t, "delete", "applied", "--wait")
+}
