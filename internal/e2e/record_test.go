@@ -15,7 +15,7 @@ import (
 // workflows/testdata/GENERATION. Run it when workflow code changes on purpose (behind
 // workflow.GetVersion), naming a new generation so the older histories keep being replayed:
 //
-//	CLUSTERFLOW_RECORD_HISTORIES=v3-resize go test ./internal/e2e -run TestRecordHistories
+//	CLUSTERFLOW_RECORD_HISTORIES=v4-something go test ./internal/e2e -run TestRecordHistories
 func TestRecordHistories(t *testing.T) {
 	generation := os.Getenv("CLUSTERFLOW_RECORD_HISTORIES")
 	if generation == "" {
@@ -62,6 +62,40 @@ roles:
 	waitFor(t, "the controller's configure to start", func() bool { return len(readTrace(t, trace)) > 0 })
 	mustSucceed(t, "delete", "rec-midway", "--wait")
 	record("delete-mid-setup", "rec-midway")
+
+	// A resize while the controller's configure holds, a grow and a shrink with their
+	// notifications, a cancel, and a continue-as-new after every operation.
+	specPath, trace = writeCluster(t, resizableSpec("rec-resize"))
+	hold := trace + ".hold-controller"
+	if err := os.WriteFile(hold, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	mustSucceed(t, "deploy", "-f", specPath, "--continue-as-new-every", "1")
+	waitFor(t, "the controller's configure to start", func() bool { return len(readTrace(t, trace)) > 0 })
+	mustSucceed(t, "resize", "rec-resize", "worker=3")
+	if err := os.Remove(hold); err != nil {
+		t.Fatal(err)
+	}
+	mustSucceed(t, "status", "rec-resize", "--wait")
+	mustSucceed(t, "resize", "rec-resize", "worker=4", "--wait")
+	mustSucceed(t, "resize", "rec-resize", "worker=1", "--wait")
+	hold = trace + ".hold"
+	if err := os.WriteFile(hold, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	mustSucceed(t, "resize", "rec-resize", "worker=2")
+	waitFor(t, "the new worker's configure to start", func() bool { return len(runsOf(readTrace(t, trace), "", "configure")) == 6 })
+	mustSucceed(t, "cancel", "rec-resize", "--wait")
+	if err := os.Remove(hold); err != nil {
+		t.Fatal(err)
+	}
+	mustSucceed(t, "delete", "rec-resize", "--wait")
+	record("resize-during-deploy-then-grow-shrink-cancel", "rec-resize")
+
+	// Members no longer wanted are stopped midway.
+	shrinkDuringSetup(t, "rec-shrink-midway")
+	mustSucceed(t, "delete", "rec-shrink-midway", "--wait")
+	record("shrink-during-setup", "rec-shrink-midway")
 }
 
 func mustSucceed(t *testing.T, args ...string) {

@@ -13,12 +13,13 @@ import (
 )
 
 // resizableSpec is a controller and two workers that subscribe to every event. While the
-// file TRACE_FILE.hold exists, configures wait.
+// file TRACE_FILE.hold-controller exists, the controller's configure waits; while
+// TRACE_FILE.hold exists, the workers' configures wait.
 func resizableSpec(name string) string {
 	return fmt.Sprintf(`
 name: %s
 roles:
-  - {name: controller, cardinality: "1", startscript: trace.sh, env: {TRACE: TRACE_FILE, HOLD: TRACE_FILE.hold}}
+  - {name: controller, cardinality: "1", startscript: trace.sh, env: {TRACE: TRACE_FILE, HOLD: TRACE_FILE.hold-controller}}
   - {name: worker, cardinality: "1+", members: 2, dependsOn: [controller], startscript: trace.sh, env: {TRACE: TRACE_FILE, DEPS: controller, HOLD: TRACE_FILE.hold}}
 `, name)
 }
@@ -169,7 +170,7 @@ func TestBadResizesAreRefusedAndChangeNothing(t *testing.T) {
 
 func TestResizeDuringALongConfigureIsAcceptedAtOnce(t *testing.T) {
 	specPath, trace := writeCluster(t, resizableSpec("growing"))
-	hold := trace + ".hold"
+	hold := trace + ".hold-controller"
 	if err := os.WriteFile(hold, nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -321,4 +322,50 @@ roles:
 		t.Errorf("after removing edge: phase %s, levels %v, edge %+v", s.Phase, s.Levels, s.Role("edge"))
 	}
 	mustSucceed(t, "delete", "applied", "--wait")
+}
+
+// shrinkDuringSetup deploys four workers whose configures hold, shrinks to one while they
+// run, checks that the three no longer wanted are stopped at once, then lets setup finish.
+func shrinkDuringSetup(t *testing.T, name string) []scriptRun {
+	t.Helper()
+	specPath, trace := writeCluster(t, strings.Replace(resizableSpec(name), "members: 2", "members: 4", 1))
+	hold := trace + ".hold"
+	if err := os.WriteFile(hold, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	mustSucceed(t, "deploy", "-f", specPath)
+	waitFor(t, "the workers' configures to start", func() bool { return len(runsOf(readTrace(t, trace), "", "configure")) == 5 })
+	mustSucceed(t, "resize", name, "worker=1")
+	waitFor(t, "the unwanted workers to be stopped", func() bool {
+		states := memberStates(statusJSON(t, name), "worker")
+		return slices.Equal(states[1:], []string{name + "-worker-1=config_error", name + "-worker-2=config_error", name + "-worker-3=config_error"})
+	})
+	for i := 1; i <= 3; i++ {
+		if pids := testenv.MemberProcesses(filepath.Join(dataDir, "clusters", name, fmt.Sprintf("%s-worker-%d", name, i))); len(pids) > 0 {
+			t.Errorf("worker-%d still runs after it was no longer wanted: %v", i, pids)
+		}
+	}
+	if s := statusJSON(t, name); s.Role("worker").Members[0].State != workflows.MemberConfiguring {
+		t.Errorf("the wanted worker should still be configuring: %+v", s.Role("worker").Members[0])
+	}
+	if err := os.Remove(hold); err != nil {
+		t.Fatal(err)
+	}
+	mustSucceed(t, "status", name, "--wait", "--timeout", "90s")
+	return readTrace(t, trace)
+}
+
+func TestShrinkDuringSetupStopsMembersNoLongerWanted(t *testing.T) {
+	runs := shrinkDuringSetup(t, "shrinking")
+	s := statusJSON(t, "shrinking")
+	if s.Phase != workflows.PhaseReady || !slices.Equal(memberStates(s, "worker"), []string{"shrinking-worker-0=ready"}) {
+		t.Errorf("final: phase %s (%s), workers %v", s.Phase, s.Message, memberStates(s, "worker"))
+	}
+	for _, r := range runsOf(runs, "shrinking-worker-", "configure") {
+		if finished := r.Outcome == "ok"; finished != (r.Member == "shrinking-worker-0") {
+			t.Errorf("configure of %s: outcome %q; only worker-0's should finish", r.Member, r.Outcome)
+		}
+	}
+	expectRuns(t, runs, "teardown", "--teardown", "shrinking-worker-1", "shrinking-worker-2", "shrinking-worker-3")
+	mustSucceed(t, "delete", "shrinking", "--wait")
 }

@@ -13,40 +13,57 @@ import (
 	"go.temporal.io/sdk/client"
 )
 
-// ExportHistories writes the history of a workflow and, recursively, of every child it
-// started, as JSON files in dir (the format replay tests read). It returns the files.
+// ExportHistories writes the history of a workflow, of each run it continued as new from,
+// and, recursively, of every child they started, as JSON files in dir (the format replay
+// tests read). It returns the files.
 func ExportHistories(ctx context.Context, c client.Client, workflowID, dir string) ([]string, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
-	hist, err := History(ctx, c, workflowID)
-	if err != nil {
-		return nil, err
-	}
-	data, err := temporalproto.CustomJSONMarshalOptions{Indent: "  "}.Marshal(hist)
-	if err != nil {
-		return nil, err
-	}
-	file := filepath.Join(dir, strings.ReplaceAll(workflowID, "/", "_")+".json")
-	if err := os.WriteFile(file, data, 0o644); err != nil {
-		return nil, err
-	}
-	files := []string{file}
-	for _, e := range hist.Events {
-		if started := e.GetChildWorkflowExecutionStartedEventAttributes(); started != nil {
-			more, err := ExportHistories(ctx, c, started.GetWorkflowExecution().GetWorkflowId(), dir)
-			if err != nil {
-				return nil, err
+	var files []string
+	for runID, run := "", 0; ; run++ {
+		hist, err := RunHistory(ctx, c, workflowID, runID)
+		if err != nil {
+			return nil, err
+		}
+		data, err := temporalproto.CustomJSONMarshalOptions{Indent: "  "}.Marshal(hist)
+		if err != nil {
+			return nil, err
+		}
+		name := strings.ReplaceAll(workflowID, "/", "_")
+		if run > 0 {
+			name += fmt.Sprintf("_previous-run-%d", run)
+		}
+		file := filepath.Join(dir, name+".json")
+		if err := os.WriteFile(file, data, 0o644); err != nil {
+			return nil, err
+		}
+		files = append(files, file)
+		for _, e := range hist.Events {
+			if started := e.GetChildWorkflowExecutionStartedEventAttributes(); started != nil {
+				more, err := ExportHistories(ctx, c, started.GetWorkflowExecution().GetWorkflowId(), dir)
+				if err != nil {
+					return nil, err
+				}
+				files = append(files, more...)
 			}
-			files = append(files, more...)
+		}
+		runID = hist.Events[0].GetWorkflowExecutionStartedEventAttributes().GetContinuedExecutionRunId()
+		if runID == "" {
+			return files, nil
 		}
 	}
-	return files, nil
 }
 
-// History reads a workflow's whole history.
+// History reads the whole history of a workflow's latest run.
 func History(ctx context.Context, c client.Client, workflowID string) (*historypb.History, error) {
-	iter := c.GetWorkflowHistory(ctx, workflowID, "", false, enums.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+	return RunHistory(ctx, c, workflowID, "")
+}
+
+// RunHistory reads the whole history of one run of a workflow; an empty runID means the
+// latest.
+func RunHistory(ctx context.Context, c client.Client, workflowID, runID string) (*historypb.History, error) {
+	iter := c.GetWorkflowHistory(ctx, workflowID, runID, false, enums.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
 	hist := &historypb.History{}
 	for iter.HasNext() {
 		e, err := iter.Next()
