@@ -71,6 +71,15 @@ func (w *clusterWorkflow) convergeOnce(ctx workflow.Context) (again bool) {
 	if ctx.Err() != nil {
 		return false
 	}
+	// A failed notification leaves its member in config_error, and the cluster failed.
+	var failed []string
+	for _, level := range w.state.Levels {
+		failed = append(failed, w.unhealthy(level)...)
+	}
+	if len(failed) > 0 {
+		w.setPhase(ctx, PhaseFailed, strings.Join(failed, "; "))
+		return false
+	}
 	w.state.ReachedGeneration = generation
 	ready, total := countMembers(w.state.Roles, MemberReady)
 	w.setPhase(ctx, PhaseReady, fmt.Sprintf("%d/%d members ready", ready, total))

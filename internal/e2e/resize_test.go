@@ -369,3 +369,33 @@ func TestShrinkDuringSetupStopsMembersNoLongerWanted(t *testing.T) {
 	expectRuns(t, runs, "teardown", "--teardown", "shrinking-worker-1", "shrinking-worker-2", "shrinking-worker-3")
 	mustSucceed(t, "delete", "shrinking", "--wait")
 }
+
+func TestAFailedNotificationMarksItsMemberAndIsNotRetried(t *testing.T) {
+	specPath, trace := writeCluster(t, `
+name: notified
+roles:
+  - {name: controller, cardinality: "1", startscript: trace.sh, env: {TRACE: TRACE_FILE}}
+  - {name: worker, members: 2, dependsOn: [controller], startscript: trace.sh, env: {TRACE: TRACE_FILE, FAIL_EVENT: addnodes, FAIL_MEMBER: notified-worker-0}}
+`)
+	mustSucceed(t, "deploy", "-f", specPath, "--wait")
+	res := cli(t, "resize", "notified", "worker=3", "--wait", "--timeout", "90s")
+	if res.Code != 1 || !strings.Contains(res.Stderr, "cluster notified failed: role worker failed: 1 of 3 members in config_error") ||
+		!strings.Contains(res.Stdout, "boom: notified-worker-0 cannot start") {
+		t.Fatalf("resize with a failing addnodes: want exit 1 with the output, got %s", res)
+	}
+	runs := readTrace(t, trace)
+	if failed := runsOf(runs, "notified-worker-0", "addnodes"); len(failed) != 1 || failed[0].Outcome != "failed" {
+		t.Errorf("the failing addnodes should run exactly once: %+v", failed)
+	}
+	expectRuns(t, runsOf(runs, "notified-controller-", ""), "addnodes", "--addnodes --role worker --nodes notified-worker-2", "notified-controller-0")
+	s := statusJSON(t, "notified")
+	m := s.Role("worker").Members[0]
+	if s.Phase != workflows.PhaseFailed || m.State != workflows.MemberConfigError || m.Event != "addnodes" ||
+		!strings.HasPrefix(m.Detail, "addnodes: ") || !strings.Contains(m.StderrTail, "boom") {
+		t.Errorf("after a failed addnodes: phase %s, worker-0 %+v", s.Phase, m)
+	}
+	if s.Role("worker").Ready != 2 {
+		t.Errorf("the new worker and worker-1 should be ready: %v", memberStates(s, "worker"))
+	}
+	mustSucceed(t, "delete", "notified", "--wait")
+}

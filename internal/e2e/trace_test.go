@@ -22,7 +22,8 @@ if [ "$CLUSTERFLOW_EVENT" = configure ]; then
     grep "\"role\":\"$dep\"" "$CLUSTERFLOW_CONFIGMETA" | grep -q '"state":"ready"' || { echo "$dep not ready in configmeta" >&2; exit 9; }
   done
 fi
-if [ "$CLUSTERFLOW_EVENT" = configure ] && [ "$CLUSTERFLOW_MEMBER" = "${FAIL_MEMBER:-}" ]; then
+# FAIL_MEMBER fails its FAIL_EVENT (configure unless set).
+if [ "$CLUSTERFLOW_EVENT" = "${FAIL_EVENT:-configure}" ] && [ "$CLUSTERFLOW_MEMBER" = "${FAIL_MEMBER:-}" ]; then
   echo "about to fail"
   echo "boom: $CLUSTERFLOW_MEMBER cannot start" >&2
   echo "end $(now) $CLUSTERFLOW_MEMBER $CLUSTERFLOW_EVENT failed" >> "$TRACE"
