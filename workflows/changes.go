@@ -108,9 +108,6 @@ func (w *clusterWorkflow) validateApply(req ApplyRequest) error {
 	if next.Name != w.spec.Name {
 		return refused("apply refused: the spec is for cluster %q, not %q", next.Name, w.spec.Name)
 	}
-	if _, err := spec.Levels(next.Roles); err != nil {
-		return refused("apply refused: %v", err)
-	}
 	var problems []string
 	for _, r := range next.Roles {
 		if err := r.Cardinality.Allows(r.Members); err != nil {
@@ -124,11 +121,12 @@ func (w *clusterWorkflow) validateApply(req ApplyRequest) error {
 		r, kept := next.Role(old.Name)
 		hasMembers := w.hasMembers(old.Name)
 		switch {
-		case !kept && old.Cardinality.Allows(0) != nil:
-			problems = append(problems, fmt.Sprintf("removing role %s refused: its cardinality %q does not allow 0 members", old.Name, old.Cardinality))
 		case !kept:
+			if err := old.Cardinality.Allows(0); err != nil {
+				problems = append(problems, fmt.Sprintf("removing role %s refused: its cardinality %q does not allow 0 members", old.Name, old.Cardinality))
+			}
 			if dependents := dependentsOf(next.Roles, old.Name); len(dependents) > 0 {
-				problems = append(problems, fmt.Sprintf("removing role %s refused: %s depend on it", old.Name, strings.Join(dependents, ", ")))
+				problems = append(problems, fmt.Sprintf("removing role %s refused: %s still depend on it", old.Name, strings.Join(dependents, ", ")))
 			}
 		case hasMembers:
 			if changed := reconfigured(old, r); len(changed) > 0 {
@@ -138,6 +136,9 @@ func (w *clusterWorkflow) validateApply(req ApplyRequest) error {
 	}
 	if len(problems) > 0 {
 		return refused("%s", strings.Join(problems, "; "))
+	}
+	if _, err := spec.Levels(next.Roles); err != nil {
+		return refused("apply refused: %v", err)
 	}
 	return nil
 }
