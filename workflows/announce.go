@@ -2,40 +2,72 @@ package workflows
 
 import (
 	"fmt"
+	"slices"
 
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/clusterflow/clusterflow/internal/spec"
 )
 
-// announce tells ready members about members that left (delnodes), then about members
-// that joined (addnodes), one role's group at a time. Members that joined learnt about
-// everyone from configmeta when they configured, so none of them is told about any other.
-// Groups not yet announced stay queued if a cancel or delete interrupts.
+// announce tells ready members about members that left (delnodes) and members that
+// joined (addnodes), a role's members at a time. Each member hears only about what it
+// does not know: a member knows the members listed in the configmeta it configured with,
+// and those an earlier addnodes announced. So members set up together hear nothing about
+// each other, and a member set up before a change arrived midway hears of what the change
+// added. What a cancel or delete interrupts stays to be announced.
 func (w *clusterWorkflow) announce(ctx workflow.Context) {
-	for len(w.unannounced.Removed) > 0 && ctx.Err() == nil {
-		w.notify(ctx, OpDelNodes, w.unannounced.Removed[0])
+	for len(w.removed) > 0 && ctx.Err() == nil {
+		role := w.removed[0].Role
+		var left, rest []RemovedNode
+		for _, n := range w.removed {
+			if n.Role == role {
+				left = append(left, n)
+			} else {
+				rest = append(rest, n)
+			}
+		}
+		nodes := make([]Member, len(left))
+		for i, n := range left {
+			nodes[i] = Member{Name: n.Name, ListedIn: n.ListedIn, Announced: n.Announced}
+		}
+		w.notify(ctx, OpDelNodes, role, nodes)
 		if ctx.Err() == nil {
-			w.unannounced.Removed = w.unannounced.Removed[1:]
+			w.removed = rest
 		}
 	}
-	// Added groups leave the queue only at the end, so that isAdded keeps every newcomer
-	// out of the recipients throughout.
-	done := 0
-	for ; done < len(w.unannounced.Added) && ctx.Err() == nil; done++ {
-		w.notify(ctx, OpAddNodes, w.unannounced.Added[done])
+	for i := range w.state.Roles {
+		if ctx.Err() != nil {
+			return
+		}
+		rs := &w.state.Roles[i]
+		var joined []Member
+		for _, m := range rs.Members {
+			if m.State == MemberReady && !m.Announced {
+				joined = append(joined, m)
+			}
+		}
+		if len(joined) == 0 {
+			continue
+		}
+		w.notify(ctx, OpAddNodes, rs.Name, joined)
+		if ctx.Err() == nil {
+			for _, m := range joined {
+				rs.Member(m.Name).Announced = true
+			}
+		}
 	}
-	if ctx.Err() != nil {
-		done-- // the group that was interrupted is announced again next time
-	}
-	w.unannounced.Added = w.unannounced.Added[max(done, 0):]
 }
 
-// notify runs the event on every ready member subscribed to it, a child workflow per role,
-// all roles at once. A failing notification puts its member in config_error; it is not
-// retried.
-func (w *clusterWorkflow) notify(ctx workflow.Context, op RoleOperation, group NodeGroup) {
+// notify runs the event on every ready member subscribed to it that does not know (for
+// addnodes) or knew (for delnodes) some of the nodes, telling each about those nodes: a
+// child workflow per role, all roles at once. A failing notification puts its member in
+// config_error; it is not retried.
+func (w *clusterWorkflow) notify(ctx workflow.Context, op RoleOperation, nodesRole string, nodes []Member) {
 	event := spec.Event(op)
+	group := &NodeGroup{Role: nodesRole}
+	for _, n := range nodes {
+		group.Nodes = append(group.Nodes, n.Name)
+	}
 	var roles []string
 	var futures []workflow.ChildWorkflowFuture
 	for _, rs := range w.state.Roles {
@@ -44,14 +76,25 @@ func (w *clusterWorkflow) notify(ctx workflow.Context, op RoleOperation, group N
 			continue
 		}
 		var recipients []Member
+		var told [][]string
 		for _, m := range rs.Members {
-			if m.State == MemberReady && !(op == OpAddNodes && w.unannounced.isAdded(m.Name)) {
+			if m.State != MemberReady {
+				continue
+			}
+			var about []string
+			for _, n := range nodes {
+				if n.Name != m.Name && m.knows(n) == (op == OpDelNodes) {
+					about = append(about, n.Name)
+				}
+			}
+			if len(about) > 0 {
 				recipients = append(recipients, m)
+				told = append(told, about)
 			}
 		}
 		if len(recipients) > 0 {
 			roles = append(roles, rs.Name)
-			futures = append(futures, w.startRole(ctx, op, rs.Name, recipients, &group))
+			futures = append(futures, w.startRole(ctx, op, rs.Name, recipients, group, told))
 		}
 	}
 	if len(futures) == 0 {
@@ -61,5 +104,5 @@ func (w *clusterWorkflow) notify(ctx workflow.Context, op RoleOperation, group N
 	for i, f := range futures {
 		w.finishRole(ctx, roles[i], f)
 	}
-	w.logger.Info("Announced membership change", "Event", event, "Role", group.Role, "Nodes", fmt.Sprint(group.Nodes), "Roles", fmt.Sprint(roles))
+	w.logger.Info("Announced membership change", "Event", event, "Role", nodesRole, "Nodes", fmt.Sprint(group.Nodes), "Roles", fmt.Sprint(slices.Clone(roles)))
 }

@@ -80,17 +80,18 @@ type ClusterInput struct {
 // Carried is what a cluster workflow hands to its next run when it continues as new.
 type Carried struct {
 	State ClusterStatus `json:"state"`
-	// Unannounced are membership changes the cluster's members have not been told about yet.
-	Unannounced Announcements `json:"unannounced"`
+	// Removed are members that left and that other members have not been told about yet.
+	Removed []RemovedNode `json:"removed,omitempty"`
 	// Retiring are roles an apply removed whose members are not all gone yet.
 	Retiring []spec.Role `json:"retiring,omitempty"`
 }
 
-// Announcements are membership changes waiting for their addnodes/delnodes notifications,
-// one group per role, in the order they happened.
-type Announcements struct {
-	Added   []NodeGroup `json:"added,omitempty"`
-	Removed []NodeGroup `json:"removed,omitempty"`
+// RemovedNode is a member that left, with what the cluster knew of who knew it.
+type RemovedNode struct {
+	Role      string `json:"role"`
+	Name      string `json:"name"`
+	ListedIn  int    `json:"listedIn"`
+	Announced bool   `json:"announced,omitempty"`
 }
 
 // NodeGroup names members of one role.
@@ -150,6 +151,9 @@ type RoleInput struct {
 	Members []Member `json:"members"`
 	// Nodes are the members joining or leaving, for OpAddNodes and OpDelNodes.
 	Nodes *NodeGroup `json:"nodes,omitempty"`
+	// MemberNodes, aligned with Members, are the nodes each member is told about: those of
+	// Nodes it does not know yet.
+	MemberNodes [][]string `json:"memberNodes,omitempty"`
 }
 
 // RoleResult is every member's state once a role operation is over.

@@ -195,7 +195,10 @@ func (w *clusterWorkflow) stopUnwanted(ctx workflow.Context) {
 		_, unwanted := w.splitWanted(rs)
 		var names []string
 		for _, m := range unwanted {
-			names = append(names, m.Name)
+			if slices.Contains(op.members, m.Name) && !m.Leaving {
+				rs.Member(m.Name).Leaving = true
+				names = append(names, m.Name)
+			}
 		}
 		if len(names) > 0 {
 			op.future.SignalChildWorkflow(ctx, StopMembersSignal, StopMembers{Members: names})

@@ -31,10 +31,11 @@ type clusterWorkflow struct {
 	// spec is the desired state; its generation is state.Generation.
 	spec spec.Cluster
 	// retiring holds roles an apply removed, until their members are gone.
-	retiring    []spec.Role
-	state       ClusterStatus
-	unannounced Announcements
-	logger      log.Logger
+	retiring []spec.Role
+	state    ClusterStatus
+	// removed are members that left and that others are still to be told about.
+	removed []RemovedNode
+	logger  log.Logger
 
 	continueAsNewEvery int
 	operationsThisRun  int
@@ -44,25 +45,27 @@ type clusterWorkflow struct {
 	// cancelOperation stops the operation in progress, for a cancel or a delete.
 	cancelOperation workflow.CancelFunc
 	// activeOps maps a role to the child workflow acting on its members now.
-	activeOps map[string]activeOp
+	activeOps map[string]*activeOp
 }
 
 type activeOp struct {
 	id     string
 	op     RoleOperation
 	future workflow.ChildWorkflowFuture
+	// members names the members the child acts on, including any added while it runs.
+	members []string
 }
 
 func newClusterWorkflow(ctx workflow.Context, in ClusterInput) (*clusterWorkflow, error) {
 	w := &clusterWorkflow{
-		spec: in.Spec, logger: workflow.GetLogger(ctx), activeOps: map[string]activeOp{},
+		spec: in.Spec, logger: workflow.GetLogger(ctx), activeOps: map[string]*activeOp{},
 		continueAsNewEvery: in.ContinueAsNewEvery,
 	}
 	if w.continueAsNewEvery <= 0 {
 		w.continueAsNewEvery = defaultContinueAsNewEvery
 	}
 	if in.Carried != nil {
-		w.state, w.unannounced, w.retiring = in.Carried.State, in.Carried.Unannounced, in.Carried.Retiring
+		w.state, w.removed, w.retiring = in.Carried.State, in.Carried.Removed, in.Carried.Retiring
 		return w, nil
 	}
 	levels, err := spec.Levels(in.Spec.Roles)
@@ -164,7 +167,7 @@ func (w *clusterWorkflow) continueAsNew(ctx workflow.Context) error {
 	return workflow.NewContinueAsNewError(ctx, ClusterWorkflowName, ClusterInput{
 		Spec:               w.spec,
 		ContinueAsNewEvery: w.continueAsNewEvery,
-		Carried:            &Carried{State: w.state, Unannounced: w.unannounced, Retiring: w.retiring},
+		Carried:            &Carried{State: w.state, Removed: w.removed, Retiring: w.retiring},
 	})
 }
 
@@ -188,7 +191,7 @@ func (w *clusterWorkflow) touch(ctx workflow.Context) {
 }
 
 func (w *clusterWorkflow) applyProgress(ctx workflow.Context, p RoleProgress) {
-	if w.activeOps[p.Role].id != p.Operation {
+	if op := w.activeOps[p.Role]; op == nil || op.id != p.Operation {
 		return // the operation already finished and its result is applied
 	}
 	w.applyMembers(p.Role, p.Members)
@@ -202,10 +205,10 @@ func (w *clusterWorkflow) applyMembers(role string, members []Member) {
 		return
 	}
 	for _, m := range members {
-		for i := range rs.Members {
-			if rs.Members[i].Name == m.Name {
-				rs.Members[i] = m
-			}
+		if current := rs.Member(m.Name); current != nil {
+			// Who leaves and who knows whom are the cluster's to track, not the role's.
+			m.Leaving, m.ListedIn, m.KnowsUpTo, m.Announced = current.Leaving, current.ListedIn, current.KnowsUpTo, current.Announced
+			*current = m
 		}
 	}
 }

@@ -87,38 +87,31 @@ func (w *clusterWorkflow) convergeOnce(ctx workflow.Context) (again bool) {
 }
 
 // configureLevel sets up the pending members of one level's roles, each role in a child
-// workflow, all roles at once. Members that become ready wait to be announced.
+// workflow, all roles at once.
 func (w *clusterWorkflow) configureLevel(ctx workflow.Context, level []string) {
-	type started struct {
-		role    string
-		members []Member
-		future  workflow.ChildWorkflowFuture
-	}
-	var children []started
+	var children []*activeOp
+	var roles []string
 	for _, name := range level {
 		rs := w.state.Role(name)
 		wanted, _ := w.splitWanted(rs)
 		var pending []Member
 		for _, m := range wanted {
 			if m.State == MemberPending {
-				pending = append(pending, m)
+				// It configures with the configmeta just written, and so knows its members.
+				rs.Member(m.Name).KnowsUpTo = w.state.ConfigMetaVersion
+				pending = append(pending, *rs.Member(m.Name))
 			}
 		}
 		if len(pending) == 0 {
 			continue // nothing to set up: ready as it is
 		}
-		children = append(children, started{name, pending, w.startRole(ctx, OpConfigure, name, pending, nil)})
+		w.startRole(ctx, OpConfigure, name, pending, nil, nil)
+		children = append(children, w.activeOps[name])
+		roles = append(roles, name)
 	}
 	w.touch(ctx)
-	for _, c := range children {
-		w.finishRole(ctx, c.role, c.future)
-		var ready []string
-		for _, m := range c.members {
-			if member := w.state.Role(c.role).Member(m.Name); member != nil && member.State == MemberReady {
-				ready = append(ready, m.Name)
-			}
-		}
-		w.unannounced.Added = addToGroup(w.unannounced.Added, c.role, ready)
+	for i, c := range children {
+		w.finishRole(ctx, roles[i], c.future)
 	}
 }
 

@@ -34,7 +34,7 @@ func (w *clusterWorkflow) delete(parent workflow.Context) {
 			}
 			if len(present) > 0 {
 				names = append(names, name)
-				futures = append(futures, w.startRole(ctx, OpTeardown, name, present, nil))
+				futures = append(futures, w.startRole(ctx, OpTeardown, name, present, nil, nil))
 			}
 		}
 		w.touch(ctx)

@@ -9,6 +9,14 @@ import (
 // writeClusterFiles refreshes the configmeta members read, and installs the startscripts
 // when asked (once per operation, to keep scripts out of every activity input).
 func (w *clusterWorkflow) writeClusterFiles(ctx workflow.Context, withScripts bool) error {
+	w.state.ConfigMetaVersion++
+	for i := range w.state.Roles {
+		for j := range w.state.Roles[i].Members {
+			if m := &w.state.Roles[i].Members[j]; m.ListedIn == 0 && m.State != MemberDeleted {
+				m.ListedIn = w.state.ConfigMetaVersion
+			}
+		}
+	}
 	files := backend.ClusterFiles{Cluster: w.state.Name, ConfigMeta: w.configMeta()}
 	if withScripts {
 		files.Scripts = w.spec.Scripts

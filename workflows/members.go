@@ -28,7 +28,7 @@ func (w *clusterWorkflow) splitWanted(rs *RoleStatus) (wanted, unwanted []Member
 	for _, m := range rs.Members {
 		switch {
 		case m.State == MemberDeleted:
-		case len(wanted) < keep:
+		case !m.Leaving && len(wanted) < keep:
 			wanted = append(wanted, m)
 		default:
 			unwanted = append(unwanted, m)
@@ -82,22 +82,28 @@ func (w *clusterWorkflow) plan() [][]string {
 // addPendingMembers adds members, with the next ordinals, to every role that has fewer than
 // it wants.
 func (w *clusterWorkflow) addPendingMembers(ctx workflow.Context) {
-	now := workflow.Now(ctx)
 	for i := range w.state.Roles {
-		rs := &w.state.Roles[i]
-		wanted, _ := w.splitWanted(rs)
-		next := 0
-		if n := len(rs.Members); n > 0 {
-			next = rs.Members[n-1].Ordinal + 1
-		}
-		for missing := w.desiredCount(rs.Name) - len(wanted); missing > 0; missing-- {
-			rs.Members = append(rs.Members, Member{
-				Name: spec.MemberName(w.state.Name, rs.Name, next), Role: rs.Name, Ordinal: next,
-				State: MemberPending, Since: now,
-			})
-			next++
-		}
+		w.addPendingTo(ctx, &w.state.Roles[i])
 	}
+}
+
+// addPendingTo adds the members a role is short of, and returns them.
+func (w *clusterWorkflow) addPendingTo(ctx workflow.Context, rs *RoleStatus) []Member {
+	wanted, _ := w.splitWanted(rs)
+	next := 0
+	if n := len(rs.Members); n > 0 {
+		next = rs.Members[n-1].Ordinal + 1
+	}
+	var added []Member
+	for missing := w.desiredCount(rs.Name) - len(wanted); missing > 0; missing-- {
+		added = append(added, Member{
+			Name: spec.MemberName(w.state.Name, rs.Name, next), Role: rs.Name, Ordinal: next,
+			State: MemberPending, Since: workflow.Now(ctx),
+		})
+		next++
+	}
+	rs.Members = append(rs.Members, added...)
+	return added
 }
 
 // dropRemoved forgets members that are gone, and roles that are gone with them.

@@ -1,8 +1,6 @@
 package workflows
 
 import (
-	"slices"
-
 	"go.temporal.io/sdk/workflow"
 )
 
@@ -31,7 +29,7 @@ func (w *clusterWorkflow) removeUnwanted(ctx workflow.Context) {
 			if len(present) > 0 {
 				names = append(names, name)
 				leaving = append(leaving, present)
-				futures = append(futures, w.startRole(ctx, OpTeardown, name, present, nil))
+				futures = append(futures, w.startRole(ctx, OpTeardown, name, present, nil, nil))
 			}
 		}
 		w.touch(ctx)
@@ -45,64 +43,11 @@ func (w *clusterWorkflow) removeUnwanted(ctx workflow.Context) {
 }
 
 // noteRemoved queues a delnodes announcement for the torn-down members that are now gone.
-// A member whose arrival was never announced leaves unannounced too.
 func (w *clusterWorkflow) noteRemoved(role string, tornDown []Member) {
-	var removed []string
 	rs := w.state.Role(role)
 	for _, m := range tornDown {
-		if now := rs.Member(m.Name); now == nil || now.State != MemberDeleted {
-			continue
-		}
-		if w.unannounced.forget(role, m.Name) {
-			continue
-		}
-		removed = append(removed, m.Name)
-	}
-	w.unannounced.Removed = addToGroup(w.unannounced.Removed, role, removed)
-}
-
-// addToGroup adds nodes to the role's group, creating it at the end when it is new.
-func addToGroup(groups []NodeGroup, role string, nodes []string) []NodeGroup {
-	if len(nodes) == 0 {
-		return groups
-	}
-	for i := range groups {
-		if groups[i].Role == role {
-			for _, n := range nodes {
-				if !slices.Contains(groups[i].Nodes, n) {
-					groups[i].Nodes = append(groups[i].Nodes, n)
-				}
-			}
-			return groups
+		if now := rs.Member(m.Name); now != nil && now.State == MemberDeleted {
+			w.removed = append(w.removed, RemovedNode{Role: role, Name: m.Name, ListedIn: now.ListedIn, Announced: now.Announced})
 		}
 	}
-	return append(groups, NodeGroup{Role: role, Nodes: slices.Clone(nodes)})
-}
-
-// forget takes a member out of the pending addnodes announcements, reporting whether it
-// was there.
-func (a *Announcements) forget(role, member string) bool {
-	for i := range a.Added {
-		if a.Added[i].Role != role {
-			continue
-		}
-		if j := slices.Index(a.Added[i].Nodes, member); j >= 0 {
-			a.Added[i].Nodes = slices.Delete(a.Added[i].Nodes, j, j+1)
-			if len(a.Added[i].Nodes) == 0 {
-				a.Added = slices.Delete(a.Added, i, i+1)
-			}
-			return true
-		}
-	}
-	return false
-}
-
-// isAdded reports whether a member's arrival is still to be announced.
-func (a *Announcements) isAdded(member string) bool {
-	for _, g := range a.Added {
-		if slices.Contains(g.Nodes, member) {
-			return true
-		}
-	}
-	return false
 }

@@ -207,12 +207,12 @@ func (r *roleWorkflow) teardown(ctx workflow.Context, i int) {
 // notification fails goes to config_error with its output; the others carry on.
 func (r *roleWorkflow) notifyAll(ctx workflow.Context) {
 	event := spec.Event(r.in.Operation)
-	about := fmt.Sprintf("%s: %s", r.in.Nodes.Role, strings.Join(r.in.Nodes.Nodes, ", "))
 	wg := workflow.NewWaitGroup(ctx)
 	for i := range r.members {
 		wg.Add(1)
 		workflow.Go(ctx, func(ctx workflow.Context) {
 			defer wg.Done()
+			about := fmt.Sprintf("%s: %s", r.in.Nodes.Role, strings.Join(r.nodesFor(i), ", "))
 			r.set(ctx, i, MemberReady, event, fmt.Sprintf("running %s (%s)", event, about))
 			res, err := r.runScript(ctx, i, event)
 			if err != nil {
@@ -225,6 +225,14 @@ func (r *roleWorkflow) notifyAll(ctx workflow.Context) {
 	wg.Wait(ctx)
 }
 
+// nodesFor is what member i is told about in a notification.
+func (r *roleWorkflow) nodesFor(i int) []string {
+	if i < len(r.in.MemberNodes) {
+		return r.in.MemberNodes[i]
+	}
+	return r.in.Nodes.Nodes
+}
+
 func (r *roleWorkflow) runScript(ctx workflow.Context, i int, event spec.Event) (activities.ScriptResult, error) {
 	m := r.members[i]
 	run := activities.ScriptRun{
@@ -235,7 +243,7 @@ func (r *roleWorkflow) runScript(ctx workflow.Context, i int, event spec.Event) 
 		Timeout:    r.in.Role.Timeout,
 	}
 	if r.in.Nodes != nil && (event == spec.EventAddNodes || event == spec.EventDelNodes) {
-		run.NodesRole, run.Nodes = r.in.Nodes.Role, r.in.Nodes.Nodes
+		run.NodesRole, run.Nodes = r.in.Nodes.Role, r.nodesFor(i)
 	}
 	var res activities.ScriptResult
 	err := workflow.ExecuteActivity(withScriptActivity(ctx, r.in.Role, event, m.Name), acts.RunStartscript, run).Get(ctx, &res)

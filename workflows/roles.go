@@ -8,9 +8,9 @@ import (
 )
 
 // startRole runs one role operation as a child workflow, so that per-member events land in
-// the child's history rather than the cluster's. nodes names the members joining or
-// leaving, for a notification.
-func (w *clusterWorkflow) startRole(ctx workflow.Context, op RoleOperation, role string, members []Member, nodes *NodeGroup) workflow.ChildWorkflowFuture {
+// the child's history rather than the cluster's. For a notification, nodes names the
+// members joining or leaving, and memberNodes those each member is told about.
+func (w *clusterWorkflow) startRole(ctx workflow.Context, op RoleOperation, role string, members []Member, nodes *NodeGroup, memberNodes [][]string) workflow.ChildWorkflowFuture {
 	r, _ := w.roleSpec(role)
 	step := fmt.Sprintf("%s-%d", op, w.state.Operations)
 	if nodes != nil {
@@ -26,9 +26,13 @@ func (w *clusterWorkflow) startRole(ctx workflow.Context, op RoleOperation, role
 		StaticDetails:       roleDetails(op, r, members, nodes),
 	})
 	f := workflow.ExecuteChildWorkflow(ctx, RoleWorkflowName, RoleInput{
-		Cluster: w.state.Name, Operation: op, Role: r, Members: members, Nodes: nodes,
+		Cluster: w.state.Name, Operation: op, Role: r, Members: members, Nodes: nodes, MemberNodes: memberNodes,
 	})
-	w.activeOps[role] = activeOp{id: id, op: op, future: f}
+	names := make([]string, len(members))
+	for i, m := range members {
+		names[i] = m.Name
+	}
+	w.activeOps[role] = &activeOp{id: id, op: op, future: f, members: names}
 	return f
 }
 

@@ -52,6 +52,20 @@ type Member struct {
 	LastLine   string `json:"lastLine,omitempty"`
 	StdoutTail string `json:"stdoutTail,omitempty"`
 	StderrTail string `json:"stderrTail,omitempty"`
+	// Leaving marks a member a change stopped while it was being set up: it is removed
+	// next, even if a later change asks for more members again (they get new ordinals).
+	Leaving bool `json:"leaving,omitempty"`
+	// Who knows whom: ListedIn is the first configmeta version listing the member,
+	// KnowsUpTo the version the member configured with (it knows every member listed up
+	// to it), and Announced says every member has been told of it by addnodes.
+	ListedIn  int  `json:"listedIn,omitempty"`
+	KnowsUpTo int  `json:"knowsUpTo,omitempty"`
+	Announced bool `json:"announced,omitempty"`
+}
+
+// knows reports whether the member has learnt of other, from configmeta or addnodes.
+func (m Member) knows(other Member) bool {
+	return other.Announced || (other.ListedIn > 0 && m.KnowsUpTo >= other.ListedIn)
 }
 
 // RoleStatus is one role's desired size and its members.
@@ -84,6 +98,8 @@ type ClusterStatus struct {
 	Generation          int `json:"generation"`
 	AttemptedGeneration int `json:"attemptedGeneration"`
 	ReachedGeneration   int `json:"reachedGeneration"`
+	// ConfigMetaVersion counts the configmeta files written, for Member.ListedIn.
+	ConfigMetaVersion int `json:"configMetaVersion"`
 }
 
 // Role returns the named role's status.
