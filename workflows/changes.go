@@ -158,8 +158,14 @@ func (w *clusterWorkflow) onApply(ctx workflow.Context, req ApplyRequest) (Chang
 			next.Scripts[r.ScriptHash] = content
 		}
 	}
-	w.state.Origin = next.Origin
-	return w.change(ctx, next), nil
+	result := w.change(ctx, next)
+	if result.Changed && next.Origin != w.state.Origin {
+		w.state.Origin = next.Origin
+		if err := workflow.UpsertMemo(ctx, map[string]any{"origin": next.Origin}); err != nil {
+			w.logger.Warn("Could not update the origin in the memo", "Error", err)
+		}
+	}
+	return result, nil
 }
 
 // change makes next the desired spec. A change that asks for nothing new keeps the
