@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/clusterflow/clusterflow/internal/spec"
 	"github.com/clusterflow/clusterflow/starter"
 	"github.com/clusterflow/clusterflow/workflows"
 )
@@ -15,20 +14,8 @@ func runApply(ctx context.Context, args []string) error {
 	var conn connection
 	conn.register(fs, "warn")
 	file := fs.StringP("file", "f", "", "the cluster's new spec (YAML)")
-	wait := fs.Bool("wait", false, "wait until the cluster matches the spec (or fails), showing progress")
-	timeout := fs.Duration("timeout", 0, "with --wait, give up waiting after this long (0 waits forever)")
-	if err := fs.Parse(args); err != nil {
-		return flagError(err)
-	}
-	if *file == "" {
-		fs.Usage()
-		return badInput{fmt.Errorf("-f SPEC is required")}
-	}
-	c, err := spec.Load(*file)
-	if err != nil {
-		return err
-	}
-	st, _, closeClient, err := conn.starter(ctx)
+	wait, timeout := waitFlags(fs, "wait until the cluster matches the spec (or fails), showing progress")
+	c, st, closeClient, err := specCommand(ctx, fs, &conn, file, args)
 	if err != nil {
 		return err
 	}

@@ -11,8 +11,7 @@ func runCancel(ctx context.Context, args []string) error {
 	fs := newFlagSet("cancel", "NAME [--wait] [--timeout D]")
 	var conn connection
 	conn.register(fs, "warn")
-	wait := fs.Bool("wait", false, "wait until the running scripts are stopped and the cluster is stable")
-	timeout := fs.Duration("timeout", 0, "with --wait, give up waiting after this long (0 waits forever)")
+	wait, timeout := waitFlags(fs, "wait until the running scripts are stopped and the cluster is stable")
 	name, st, closeClient, err := clusterCommand(ctx, fs, &conn, args)
 	if err != nil {
 		return err

@@ -11,8 +11,7 @@ func runDelete(ctx context.Context, args []string) error {
 	fs := newFlagSet("delete", "NAME [--wait] [--timeout D]")
 	var conn connection
 	conn.register(fs, "warn")
-	wait := fs.Bool("wait", false, "wait until every member is torn down and removed")
-	timeout := fs.Duration("timeout", 0, "with --wait, give up waiting after this long (0 waits forever)")
+	wait, timeout := waitFlags(fs, "wait until every member is torn down and removed")
 	name, st, closeClient, err := clusterCommand(ctx, fs, &conn, args)
 	if err != nil {
 		return err

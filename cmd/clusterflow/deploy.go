@@ -3,11 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
-	"os"
-	"time"
 
-	"github.com/clusterflow/clusterflow/internal/render"
-	"github.com/clusterflow/clusterflow/internal/spec"
 	"github.com/clusterflow/clusterflow/starter"
 	"github.com/clusterflow/clusterflow/workflows"
 )
@@ -17,23 +13,10 @@ func runDeploy(ctx context.Context, args []string) error {
 	var conn connection
 	conn.register(fs, "warn")
 	file := fs.StringP("file", "f", "", "cluster spec (YAML)")
-	wait := fs.Bool("wait", false, "wait until the cluster is ready or failed, showing progress")
-	timeout := fs.Duration("timeout", 0, "with --wait, give up waiting after this long (0 waits forever)")
+	wait, timeout := waitFlags(fs, "wait until the cluster is ready or failed, showing progress")
 	continueAsNewEvery := fs.Int("continue-as-new-every", 0, "continue the cluster workflow as new after every N operations (for testing; default: when Temporal suggests it, or every 100)")
 	_ = fs.MarkHidden("continue-as-new-every")
-	if err := fs.Parse(args); err != nil {
-		return flagError(err)
-	}
-	if *file == "" {
-		fs.Usage()
-		return badInput{fmt.Errorf("-f SPEC is required")}
-	}
-	// Validate before connecting: an invalid spec starts nothing, server or not.
-	c, err := spec.Load(*file)
-	if err != nil {
-		return err
-	}
-	st, _, closeClient, err := conn.starter(ctx)
+	c, st, closeClient, err := specCommand(ctx, fs, &conn, file, args)
 	if err != nil {
 		return err
 	}
@@ -47,58 +30,4 @@ func runDeploy(ctx context.Context, args []string) error {
 		return nil
 	}
 	return waitSettled(ctx, st, c.Name, *timeout, 1)
-}
-
-// waitFor shows progress until done accepts the cluster's status.
-func waitFor(ctx context.Context, st *starter.Starter, name string, timeout time.Duration, done func(workflows.ClusterStatus) bool) (workflows.ClusterStatus, error) {
-	if timeout > 0 {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, timeout)
-		defer cancel()
-	}
-	progress := render.NewProgress(os.Stdout)
-	final, err := st.Watch(ctx, name, starter.WatchOptions{
-		Until:    done,
-		OnChange: progress.Update,
-		OnNoWorker: func(err error) {
-			fmt.Fprintf(os.Stderr, "Waiting: %v\n", err)
-		},
-	})
-	if err != nil && ctx.Err() != nil {
-		where := "before any worker answered"
-		if final.Phase != "" {
-			where = "in phase " + string(final.Phase)
-		}
-		return final, failure{fmt.Sprintf("stopped waiting for %s %s: %v (it carries on; see `clusterflow status %s`)", name, where, ctx.Err(), name)}
-	}
-	return final, err
-}
-
-// settled turns a cluster that failed or was canceled into exit status 1, showing the
-// failing members' output.
-func settled(final workflows.ClusterStatus) error {
-	switch final.Phase {
-	case workflows.PhaseFailed:
-		for _, r := range final.Roles {
-			for _, m := range r.Members {
-				if m.State == workflows.MemberConfigError {
-					fmt.Printf("\n%s: %s\n", m.Name, m.Detail)
-					render.Tails(os.Stdout, m)
-				}
-			}
-		}
-		return failure{fmt.Sprintf("cluster %s failed: %s", final.Name, final.Message)}
-	case workflows.PhaseCanceled:
-		return failure{fmt.Sprintf("cluster %s was %s", final.Name, final.Message)}
-	}
-	return nil
-}
-
-// waitSettled waits until the cluster is done with generation g and reports how it ended.
-func waitSettled(ctx context.Context, st *starter.Starter, name string, timeout time.Duration, g int) error {
-	final, err := waitFor(ctx, st, name, timeout, func(s workflows.ClusterStatus) bool { return s.Settled(g) })
-	if err != nil {
-		return err
-	}
-	return settled(final)
 }

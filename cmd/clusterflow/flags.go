@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"time"
 
 	"github.com/spf13/pflag"
 	"go.temporal.io/sdk/client"
@@ -11,6 +12,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/clusterflow/clusterflow/internal/logging"
+	"github.com/clusterflow/clusterflow/internal/spec"
 	"github.com/clusterflow/clusterflow/starter"
 	"github.com/clusterflow/clusterflow/workflows"
 )
@@ -103,6 +105,31 @@ func clusterCommand(ctx context.Context, fs *pflag.FlagSet, conn *connection, ar
 	}
 	st, _, closeClient, err := conn.starter(ctx)
 	return name, st, closeClient, err
+}
+
+// waitFlags adds --wait, described by what, and --timeout.
+func waitFlags(fs *pflag.FlagSet, what string) (wait *bool, timeout *time.Duration) {
+	wait = fs.Bool("wait", false, what)
+	timeout = fs.Duration("timeout", 0, "with --wait, give up waiting after this long (0 waits forever)")
+	return wait, timeout
+}
+
+// specCommand parses a command's flags, then loads and validates the spec its -f names
+// before connecting, so that an invalid spec starts nothing, server or not.
+func specCommand(ctx context.Context, fs *pflag.FlagSet, conn *connection, file *string, args []string) (spec.Cluster, *starter.Starter, func(), error) {
+	if err := fs.Parse(args); err != nil {
+		return spec.Cluster{}, nil, nil, flagError(err)
+	}
+	if *file == "" {
+		fs.Usage()
+		return spec.Cluster{}, nil, nil, badInput{fmt.Errorf("-f SPEC is required")}
+	}
+	c, err := spec.Load(*file)
+	if err != nil {
+		return spec.Cluster{}, nil, nil, err
+	}
+	st, _, closeClient, err := conn.starter(ctx)
+	return c, st, closeClient, err
 }
 
 // oneName takes the single NAME argument of a command.

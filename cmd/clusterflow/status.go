@@ -15,8 +15,7 @@ func runStatus(ctx context.Context, args []string) error {
 	var conn connection
 	conn.register(fs, "warn")
 	out := outputFlag(fs)
-	wait := fs.Bool("wait", false, "first wait until the cluster is ready, failed or deleted, showing progress")
-	timeout := fs.Duration("timeout", 0, "with --wait, give up waiting after this long (0 waits forever)")
+	wait, timeout := waitFlags(fs, "first wait until the cluster is ready, failed or deleted, showing progress")
 	name, st, closeClient, err := clusterCommand(ctx, fs, &conn, args)
 	if err != nil {
 		return err

@@ -1,0 +1,66 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/clusterflow/clusterflow/internal/render"
+	"github.com/clusterflow/clusterflow/starter"
+	"github.com/clusterflow/clusterflow/workflows"
+)
+
+// waitFor shows progress until done accepts the cluster's status.
+func waitFor(ctx context.Context, st *starter.Starter, name string, timeout time.Duration, done func(workflows.ClusterStatus) bool) (workflows.ClusterStatus, error) {
+	if timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, timeout)
+		defer cancel()
+	}
+	progress := render.NewProgress(os.Stdout)
+	final, err := st.Watch(ctx, name, starter.WatchOptions{
+		Until:    done,
+		OnChange: progress.Update,
+		OnNoWorker: func(err error) {
+			fmt.Fprintf(os.Stderr, "Waiting: %v\n", err)
+		},
+	})
+	if err != nil && ctx.Err() != nil {
+		where := "before any worker answered"
+		if final.Phase != "" {
+			where = "in phase " + string(final.Phase)
+		}
+		return final, failure{fmt.Sprintf("stopped waiting for %s %s: %v (it carries on; see `clusterflow status %s`)", name, where, ctx.Err(), name)}
+	}
+	return final, err
+}
+
+// settled turns a cluster that failed or was canceled into exit status 1, showing the
+// failing members' output.
+func settled(final workflows.ClusterStatus) error {
+	switch final.Phase {
+	case workflows.PhaseFailed:
+		for _, r := range final.Roles {
+			for _, m := range r.Members {
+				if m.State == workflows.MemberConfigError {
+					fmt.Printf("\n%s: %s\n", m.Name, m.Detail)
+					render.Tails(os.Stdout, m)
+				}
+			}
+		}
+		return failure{fmt.Sprintf("cluster %s failed: %s", final.Name, final.Message)}
+	case workflows.PhaseCanceled:
+		return failure{fmt.Sprintf("cluster %s was %s", final.Name, final.Message)}
+	}
+	return nil
+}
+
+// waitSettled waits until the cluster is done with generation g and reports how it ended.
+func waitSettled(ctx context.Context, st *starter.Starter, name string, timeout time.Duration, g int) error {
+	final, err := waitFor(ctx, st, name, timeout, func(s workflows.ClusterStatus) bool { return s.Settled(g) })
+	if err != nil {
+		return err
+	}
+	return settled(final)
+}
