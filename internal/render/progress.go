@@ -58,7 +58,7 @@ func progressLines(s workflows.ClusterStatus) []progressLine {
 		width = max(width, len(r.Name))
 	}
 	for _, r := range s.Roles {
-		text := fmt.Sprintf("  %-*s  level %d  %d/%d ready  (%s)", width, r.Name, r.Level, r.Ready, r.Desired, RoleCounts(r.Members))
+		text := fmt.Sprintf("  %-*s  level %d  %d/%d ready  (%s)", width, r.Name, r.Level, r.Ready, r.Desired, RoleCounts(r))
 		lines = append(lines, progressLine{r.Name, text})
 	}
 	return lines

@@ -35,7 +35,7 @@ func Status(w io.Writer, s workflows.ClusterStatus, now time.Time) {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "ROLE\tLEVEL\tREADY\tMEMBERS")
 	for _, r := range s.Roles {
-		fmt.Fprintf(tw, "%s\t%d\t%d/%d\t%s\n", r.Name, r.Level, r.Ready, r.Desired, RoleCounts(r.Members))
+		fmt.Fprintf(tw, "%s\t%d\t%d/%d\t%s\n", r.Name, r.Level, r.Ready, r.Desired, RoleCounts(r))
 	}
 	tw.Flush()
 	fmt.Fprintln(w)
@@ -94,9 +94,9 @@ var stateOrder = []workflows.MemberState{
 }
 
 // RoleCounts summarises members by state, e.g. "3 ready, 5 configuring".
-func RoleCounts(members []workflows.Member) string {
+func RoleCounts(r workflows.RoleStatus) string {
 	counts := map[workflows.MemberState]int{}
-	for _, m := range members {
+	for _, m := range r.Members {
 		counts[m.State]++
 	}
 	var parts []string
@@ -104,6 +104,10 @@ func RoleCounts(members []workflows.Member) string {
 		if counts[state] > 0 {
 			parts = append(parts, fmt.Sprintf("%d %s", counts[state], state))
 		}
+	}
+	// A shrink in progress: say so rather than leave "5/2 ready" unexplained.
+	if extra := len(r.Members) - counts[workflows.MemberDeleted] - r.Desired; extra > 0 && r.Desired >= 0 {
+		parts = append(parts, fmt.Sprintf("%d to remove", extra))
 	}
 	if len(parts) == 0 {
 		return "none"
