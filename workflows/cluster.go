@@ -25,7 +25,7 @@ func ClusterWorkflow(ctx workflow.Context, in ClusterInput) (ClusterStatus, erro
 
 // defaultContinueAsNewEvery bounds a run's operations even when Temporal does not yet
 // suggest continuing as new.
-const defaultContinueAsNewEvery = 100
+const defaultContinueAsNewEvery = 50
 
 type clusterWorkflow struct {
 	// spec is the desired state; its generation is state.Generation.

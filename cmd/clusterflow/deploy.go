@@ -14,7 +14,7 @@ func runDeploy(ctx context.Context, args []string) error {
 	conn.register(fs, "warn")
 	file := fs.StringP("file", "f", "", "cluster spec (YAML)")
 	wait, timeout := waitFlags(fs, "wait until the cluster is ready or failed, showing progress")
-	continueAsNewEvery := fs.Int("continue-as-new-every", 0, "continue the cluster workflow as new after every N operations (for testing; default: when Temporal suggests it, or every 100)")
+	continueAsNewEvery := fs.Int("continue-as-new-every", 0, "continue the cluster workflow as new after every N operations (for testing; default: when Temporal suggests it, or every 50)")
 	_ = fs.MarkHidden("continue-as-new-every")
 	c, st, closeClient, err := specCommand(ctx, fs, &conn, file, args)
 	if err != nil {
