@@ -1,5 +1,5 @@
-// Package starter is clusterflow's client library: it deploys, deletes, watches and queries
-// clusters through Temporal. The CLI is a thin shell around it.
+// Package starter is clusterflow's client library: it deploys, resizes, changes, cancels,
+// deletes, watches and queries clusters through Temporal. The CLI is a thin shell around it.
 package starter
 
 import (

@@ -156,7 +156,7 @@ func (w *clusterWorkflow) canceledMessage() string {
 			}
 		}
 	}
-	return fmt.Sprintf("canceled at generation %d: %d %s canceled, %d not started", w.state.Generation, canceled, plural(canceled, "member"), notStarted)
+	return fmt.Sprintf("stopped at generation %d by a cancel: %d %s canceled, %d not started", w.state.Generation, canceled, plural(canceled, "member"), notStarted)
 }
 
 func countState(members []Member, state MemberState) int {

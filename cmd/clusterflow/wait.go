@@ -51,7 +51,7 @@ func settled(final workflows.ClusterStatus) error {
 		}
 		return failure{fmt.Sprintf("cluster %s failed: %s", final.Name, final.Message)}
 	case workflows.PhaseCanceled:
-		return failure{fmt.Sprintf("cluster %s was %s", final.Name, final.Message)}
+		return failure{fmt.Sprintf("cluster %s was canceled: %s", final.Name, final.Message)}
 	}
 	return nil
 }

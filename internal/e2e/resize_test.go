@@ -176,15 +176,20 @@ func TestResizeDuringALongConfigureIsAcceptedAtOnce(t *testing.T) {
 	}
 	mustSucceed(t, "deploy", "-f", specPath)
 	waitFor(t, "the controller's configure to start", func() bool { return len(readTrace(t, trace)) > 0 })
-	res := cli(t, "resize", "growing", "worker=3")
-	if res.Code != 0 || !strings.Contains(res.Stdout, "worker 2 → 3 (generation 2)") {
+	// Two resizes in a row: they apply in the order they arrived, so the last one wins.
+	res := cli(t, "resize", "growing", "worker=5")
+	if res.Code != 0 || !strings.Contains(res.Stdout, "worker 2 → 5 (generation 2)") {
 		t.Fatalf("resize during the controller's configure: %s", res)
 	}
+	res = cli(t, "resize", "growing", "worker=3")
+	if res.Code != 0 || !strings.Contains(res.Stdout, "worker 5 → 3 (generation 3)") {
+		t.Fatalf("second resize during the controller's configure: %s", res)
+	}
 	if c := runsOf(readTrace(t, trace), "growing-controller-0", "configure"); len(c) != 1 || c[0].Outcome != "" {
-		t.Fatalf("the resize should be accepted while the controller's configure runs: %+v", c)
+		t.Fatalf("the resizes should be accepted while the controller's configure runs: %+v", c)
 	}
 	s := statusJSON(t, "growing")
-	if s.Generation != 2 || s.ReachedGeneration != 0 || s.Role("worker").Desired != 3 {
+	if s.Generation != 3 || s.ReachedGeneration != 0 || s.Role("worker").Desired != 3 {
 		t.Errorf("status during setup: generation %d reached %d, desired workers %d", s.Generation, s.ReachedGeneration, s.Role("worker").Desired)
 	}
 	if err := os.Remove(hold); err != nil {
@@ -203,7 +208,7 @@ func TestResizeDuringALongConfigureIsAcceptedAtOnce(t *testing.T) {
 	// configured together and know each other from configmeta.
 	expectRuns(t, runs, "addnodes", "--addnodes --role worker --nodes growing-worker-2", "growing-controller-0")
 	s = statusJSON(t, "growing")
-	if s.Phase != workflows.PhaseReady || s.ReachedGeneration != 2 || s.Role("worker").Ready != 3 {
+	if s.Phase != workflows.PhaseReady || s.ReachedGeneration != 3 || s.Role("worker").Ready != 3 {
 		t.Errorf("final: phase %s, reached %d, workers %v", s.Phase, s.ReachedGeneration, memberStates(s, "worker"))
 	}
 	mustSucceed(t, "delete", "growing", "--wait")
@@ -224,7 +229,7 @@ func TestCancelLeavesAStableClusterThatCanBeResizedAndDeleted(t *testing.T) {
 		return len(runsOf(readTrace(t, trace), "", "configure")) == 5
 	})
 	res := cli(t, "cancel", "canceled", "--wait", "--timeout", "60s")
-	if res.Code != 0 || !strings.Contains(res.Stdout, "is canceled: canceled at generation 2: 2 members canceled") {
+	if res.Code != 0 || !strings.Contains(res.Stdout, "is canceled: stopped at generation 2 by a cancel: 2 members canceled, 0 not started") {
 		t.Fatalf("cancel --wait: %s", res)
 	}
 	s := statusJSON(t, "canceled")
