@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"os"
 	"strings"
 	"syscall"
 	"testing"
@@ -144,4 +145,40 @@ roles:
 	if !retried {
 		t.Error("the configure was never retried, so no relaunch was tested")
 	}
+}
+
+func TestAResizeSurvivesItsWorkerAndServerBeingKilled(t *testing.T) {
+	t.Parallel()
+	s := newStack(t)
+	specPath, trace := writeCluster(t, resizableSpec("survivor"))
+	if res := s.cli("deploy", "-f", specPath, "--wait"); res.Code != 0 {
+		t.Fatalf("deploy: %s", res)
+	}
+	hold := trace + ".hold"
+	if err := os.WriteFile(hold, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if res := s.cli("resize", "survivor", "worker=4"); res.Code != 0 {
+		t.Fatalf("resize: %s", res)
+	}
+	waitFor(t, "the new workers' configures to start", func() bool { return len(runsOf(readTrace(t, trace), "", "configure")) == 5 })
+	s.kill(s.worker)
+	s.kill(s.dev)
+	// The new workers finish while nothing of clusterflow but the agent runs.
+	if err := os.Remove(hold); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the new workers' configures to end", func() bool {
+		runs := runsOf(readTrace(t, trace), "", "configure")
+		return len(runs) == 5 && runs[3].Outcome != "" && runs[4].Outcome != ""
+	})
+	s.startDev()
+	s.startWorker()
+	if res := s.cli("status", "survivor", "--wait", "--timeout", "90s"); res.Code != 0 || !strings.Contains(res.Stdout, "ready") {
+		t.Fatalf("cluster did not become ready: %s\nworker: %s", res, s.worker.Output())
+	}
+	runs := readTrace(t, trace)
+	expectRuns(t, runs, "configure", "--configure", "survivor-controller-0", "survivor-worker-0", "survivor-worker-1", "survivor-worker-2", "survivor-worker-3")
+	expectRuns(t, runs, "addnodes", "--addnodes --role worker --nodes survivor-worker-2,survivor-worker-3",
+		"survivor-controller-0", "survivor-worker-0", "survivor-worker-1")
 }
