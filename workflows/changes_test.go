@@ -1,12 +1,15 @@
 package workflows_test
 
 import (
+	"errors"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/testsuite"
+	"go.temporal.io/sdk/workflow"
 
 	"github.com/clusterflow/clusterflow/internal/spec"
 	"github.com/clusterflow/clusterflow/workflows"
@@ -85,4 +88,106 @@ func TestApplyThatChangesNothingKeepsTheGeneration(t *testing.T) {
 	if result.Changed || result.Generation != 1 || result.Summary != "no change" {
 		t.Errorf("result %+v, want no change at generation 1", result)
 	}
+}
+
+// resizeAt sends a resize at the given workflow time, failing the test if it is refused.
+func resizeAt(t *testing.T, env *testsuite.TestWorkflowEnvironment, at time.Duration, counts ...workflows.RoleCount) {
+	env.RegisterDelayedCallback(func() {
+		env.UpdateWorkflow(workflows.ResizeUpdate, at.String(), &testsuite.TestUpdateCallback{
+			OnReject:   func(err error) { t.Errorf("resize %v refused: %v", counts, err) },
+			OnAccept:   func() {},
+			OnComplete: func(any, error) {},
+		}, workflows.ResizeRequest{Counts: counts})
+	}, at)
+}
+
+func TestGrowThenShrinkNotifiesTheMembersThatStay(t *testing.T) {
+	fake := newFakeBackend()
+	env := newEnv(t, fake)
+	resizeAt(t, env, time.Hour, workflows.RoleCount{Role: "worker", Members: 5})
+	var grown []string
+	env.RegisterDelayedCallback(func() { grown = fake.Calls() }, 2*time.Hour)
+	resizeAt(t, env, 3*time.Hour, workflows.RoleCount{Role: "worker", Members: 1})
+	var final workflows.ClusterStatus
+	env.RegisterDelayedCallback(func() { final = query(t, env) }, 4*time.Hour)
+	env.ExecuteWorkflow(workflows.ClusterWorkflowName, workflows.ClusterInput{Spec: testSpec(t, threeLevels)})
+
+	added := " worker=[c-worker-3 c-worker-4]"
+	for _, m := range []string{"c-controller-0", "c-worker-0", "c-worker-1", "c-worker-2", "c-edge-0", "c-edge-1"} {
+		if countCalls(grown, "addnodes "+m+added) != 1 {
+			t.Errorf("%s was not told once of the new workers: %v", m, grown)
+		}
+	}
+	for _, m := range []string{"c-worker-3", "c-worker-4"} {
+		if countCalls(grown, "configure "+m) != 1 || indexOf(grown, "addnodes "+m) >= 0 {
+			t.Errorf("%s: want one configure and no addnodes: %v", m, grown)
+		}
+		if indexOf(grown, "addnodes") < lastIndexOf(grown, "configure "+m) {
+			t.Errorf("addnodes ran before %s was ready: %v", m, grown)
+		}
+	}
+	calls := fake.Calls()[len(grown):]
+	removed := " worker=[c-worker-1 c-worker-2 c-worker-3 c-worker-4]"
+	for _, m := range []string{"c-worker-1", "c-worker-2", "c-worker-3", "c-worker-4"} {
+		if countCalls(calls, "teardown "+m) != 1 || countCalls(calls, "remove "+m) != 1 {
+			t.Errorf("%s: want one teardown and one removal: %v", m, calls)
+		}
+		if lastIndexOf(calls, "remove "+m) > indexOf(calls, "delnodes") {
+			t.Errorf("delnodes ran before %s was removed: %v", m, calls)
+		}
+	}
+	for _, m := range []string{"c-controller-0", "c-worker-0", "c-edge-0", "c-edge-1"} {
+		if countCalls(calls, "delnodes "+m+removed) != 1 {
+			t.Errorf("%s was not told once of the removed workers: %v", m, calls)
+		}
+	}
+	if final.Phase != workflows.PhaseReady || final.Generation != 3 || final.ReachedGeneration != 3 || len(final.Role("worker").Members) != 1 {
+		t.Errorf("final: phase %s, generation %d reached %d, workers %+v", final.Phase, final.Generation, final.ReachedGeneration, final.Role("worker").Members)
+	}
+}
+
+// TestContinueAsNewKeepsTheState runs a cluster that continues as new after its deploy,
+// starts the next run from what it handed over, and compares what status says.
+func TestContinueAsNewKeepsTheState(t *testing.T) {
+	env := newEnv(t, newFakeBackend())
+	env.ExecuteWorkflow(workflows.ClusterWorkflowName, workflows.ClusterInput{Spec: testSpec(t, threeLevels), ContinueAsNewEvery: 1})
+	var can *workflow.ContinueAsNewError
+	if err := env.GetWorkflowError(); !errors.As(err, &can) {
+		t.Fatalf("want continue-as-new after one operation, got %v", err)
+	}
+	var next workflows.ClusterInput
+	if err := converter.GetDefaultDataConverter().FromPayloads(can.Input, &next); err != nil {
+		t.Fatal(err)
+	}
+	if next.Carried == nil || next.ContinueAsNewEvery != 1 {
+		t.Fatalf("handed over %+v", next)
+	}
+	before := next.Carried.State
+
+	fake := newFakeBackend()
+	env = newEnv(t, fake)
+	resizeAt(t, env, time.Hour, workflows.RoleCount{Role: "edge", Members: 3})
+	var after workflows.ClusterStatus
+	env.RegisterDelayedCallback(func() { after = query(t, env) }, 30*time.Minute)
+	env.ExecuteWorkflow(workflows.ClusterWorkflowName, next)
+	if after.Phase != workflows.PhaseReady || after.Operations != before.Operations || !slices.Equal(memberNames(after), memberNames(before)) {
+		t.Errorf("the next run's status differs:\nbefore %+v\nafter  %+v", before, after)
+	}
+	// The next run carries on: the resize gets ordinal 2 and no one is set up twice.
+	if calls := fake.Calls(); countCalls(calls, "configure c-edge-2") != 1 || indexOf(calls, "configure c-edge-0") >= 0 || indexOf(calls, "configure c-worker") >= 0 {
+		t.Errorf("calls after continue-as-new: %v", calls)
+	}
+	if err := env.GetWorkflowError(); !errors.As(err, &can) {
+		t.Errorf("want the next run to continue as new after its operation, got %v", err)
+	}
+}
+
+func memberNames(s workflows.ClusterStatus) []string {
+	var names []string
+	for _, r := range s.Roles {
+		for _, m := range r.Members {
+			names = append(names, m.Name+"="+string(m.State))
+		}
+	}
+	return names
 }
