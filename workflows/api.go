@@ -33,6 +33,8 @@ const (
 	RoleProgressSignal = "role-progress"
 	// StopMembersSignal tells a role child to stop configuring members no longer wanted.
 	StopMembersSignal = "stop-members"
+	// AddMembersSignal gives a role child that is configuring more members to set up.
+	AddMembersSignal = "add-members"
 
 	clusterIDPrefix = "cluster/"
 )
@@ -129,6 +131,11 @@ type ChangeResult struct {
 // StopMembers names members a role child must stop configuring.
 type StopMembers struct {
 	Members []string `json:"members"`
+}
+
+// AddMembers are more members for a role child that is configuring.
+type AddMembers struct {
+	Members []Member `json:"members"`
 }
 
 // RoleOperation is what a role child workflow does to its members.

@@ -94,7 +94,9 @@ func (w *clusterWorkflow) onResize(ctx workflow.Context, req ResizeRequest) (Cha
 			}
 		}
 	}
-	return w.change(ctx, next), nil
+	result := w.change(ctx, next)
+	w.growActive(ctx)
+	return result, nil
 }
 
 // validateApply allows what changes membership (member counts, new roles, removed roles)
@@ -159,6 +161,7 @@ func (w *clusterWorkflow) onApply(ctx workflow.Context, req ApplyRequest) (Chang
 		}
 	}
 	result := w.change(ctx, next)
+	w.growActive(ctx)
 	if result.Changed && next.Origin != w.state.Origin {
 		w.state.Origin = next.Origin
 		if err := workflow.UpsertMemo(ctx, map[string]any{"origin": next.Origin}); err != nil {
@@ -209,6 +212,46 @@ func (w *clusterWorkflow) stopUnwanted(ctx workflow.Context) {
 		if len(names) > 0 {
 			op.future.SignalChildWorkflow(ctx, StopMembersSignal, StopMembers{Members: names})
 		}
+	}
+}
+
+// growActive hands the members a change adds to a role that is configuring now to its
+// child, so they start at once rather than when the level ends. They are listed in
+// configmeta first, as every member is before it configures.
+func (w *clusterWorkflow) growActive(ctx workflow.Context) {
+	type growth struct {
+		op    *activeOp
+		role  string
+		added []Member
+	}
+	var grown []growth
+	for _, role := range slices.Sorted(maps.Keys(w.activeOps)) {
+		op := w.activeOps[role]
+		if rs := w.state.Role(role); op.op == OpConfigure && rs != nil {
+			if added := w.addPendingTo(ctx, rs); len(added) > 0 {
+				grown = append(grown, growth{op, role, added})
+			}
+		}
+	}
+	if len(grown) == 0 {
+		return
+	}
+	w.touch(ctx)
+	if err := w.writeClusterFiles(ctx, false); err != nil {
+		w.logger.Warn("Could not list new members in configmeta; they start once the running level ends", "Error", err)
+		return
+	}
+	for _, g := range grown {
+		if w.activeOps[g.role] != g.op {
+			continue // the child ended meanwhile; the operation sets them up itself
+		}
+		rs := w.state.Role(g.role)
+		for i := range g.added {
+			rs.Member(g.added[i].Name).KnowsUpTo = w.state.ConfigMetaVersion
+			g.added[i].KnowsUpTo = w.state.ConfigMetaVersion
+			g.op.members = append(g.op.members, g.added[i].Name)
+		}
+		g.op.future.SignalChildWorkflow(ctx, AddMembersSignal, AddMembers{Members: g.added})
 	}
 }
 

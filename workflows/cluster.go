@@ -46,6 +46,9 @@ type clusterWorkflow struct {
 	cancelOperation workflow.CancelFunc
 	// activeOps maps a role to the child workflow acting on its members now.
 	activeOps map[string]*activeOp
+	// filesLock keeps configmeta writes in order: the operation and an update that grows a
+	// role midway both write it.
+	filesLock workflow.Mutex
 }
 
 type activeOp struct {
@@ -59,7 +62,7 @@ type activeOp struct {
 func newClusterWorkflow(ctx workflow.Context, in ClusterInput) (*clusterWorkflow, error) {
 	w := &clusterWorkflow{
 		spec: in.Spec, logger: workflow.GetLogger(ctx), activeOps: map[string]*activeOp{},
-		continueAsNewEvery: in.ContinueAsNewEvery,
+		continueAsNewEvery: in.ContinueAsNewEvery, filesLock: workflow.NewMutex(ctx),
 	}
 	if w.continueAsNewEvery <= 0 {
 		w.continueAsNewEvery = defaultContinueAsNewEvery

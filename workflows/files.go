@@ -9,6 +9,10 @@ import (
 // writeClusterFiles refreshes the configmeta members read, and installs the startscripts
 // when asked (once per operation, to keep scripts out of every activity input).
 func (w *clusterWorkflow) writeClusterFiles(ctx workflow.Context, withScripts bool) error {
+	if err := w.filesLock.Lock(ctx); err != nil {
+		return err
+	}
+	defer w.filesLock.Unlock()
 	w.state.ConfigMetaVersion++
 	for i := range w.state.Roles {
 		for j := range w.state.Roles[i].Members {

@@ -32,6 +32,9 @@ type roleWorkflow struct {
 	// unwanted marks members the cluster no longer wants; cancelMember stops one that runs.
 	unwanted     map[string]bool
 	cancelMember map[int]workflow.CancelFunc
+	// queueClosed is set once configureAll takes no more members; the cluster sets up
+	// members it adds after that itself.
+	queueClosed bool
 }
 
 func newRoleWorkflow(ctx workflow.Context, in RoleInput) *roleWorkflow {
@@ -53,6 +56,16 @@ func (r *roleWorkflow) setup(ctx workflow.Context) {
 				return
 			}
 			r.stop(stop.Members)
+		}
+	})
+	adds := workflow.GetSignalChannel(ctx, AddMembersSignal)
+	workflow.Go(ctx, func(ctx workflow.Context) {
+		for {
+			var add AddMembers
+			adds.Receive(ctx, &add)
+			if r.in.Operation == OpConfigure && !r.queueClosed {
+				r.members = append(r.members, add.Members...)
+			}
 		}
 	})
 }
@@ -85,13 +98,11 @@ func (r *roleWorkflow) run(ctx workflow.Context) (RoleResult, error) {
 	return RoleResult{Members: r.members}, nil
 }
 
-// configureAll sets members up, at most maxInFlight at once. After the first failure no
-// further member starts; those already running finish.
+// configureAll sets members up, at most maxInFlight at once, including members the
+// cluster adds while it runs. After the first failure no further member starts; those
+// already running finish.
 func (r *roleWorkflow) configureAll(ctx workflow.Context) {
-	limit := r.in.Role.MaxInFlight
-	if limit <= 0 || limit > len(r.members) {
-		limit = len(r.members)
-	}
+	limit := r.in.Role.MaxInFlight // 0: all at once
 	inFlight, stopped := 0, ""
 	// Waiting must outlive a cancel: running members still need to report how they ended.
 	waitCtx, _ := workflow.NewDisconnectedContext(ctx)
@@ -101,14 +112,20 @@ func (r *roleWorkflow) configureAll(ctx workflow.Context) {
 	// A context per member lets one member be stopped; it changes the order in which a
 	// cancel reaches activities and timers, hence the version check.
 	stoppable := workflow.GetVersion(ctx, changeStoppableMembers, workflow.DefaultVersion, 1) >= 1
-	for ; next < len(r.members); next++ {
-		if err := workflow.Await(ctx, func() bool { return inFlight < limit || stopped != "" }); err != nil {
+	for {
+		// Wait for a free slot, or for everything started to end with nothing queued.
+		err := workflow.Await(ctx, func() bool {
+			queued := next < len(r.members)
+			return stopped != "" || queued && (limit <= 0 || inFlight < limit) || !queued && inFlight == 0
+		})
+		if err != nil {
 			stopped = "canceled"
 		}
-		if stopped != "" {
+		if stopped != "" || next == len(r.members) {
 			break
 		}
 		i := next
+		next++
 		if r.unwanted[r.members[i].Name] {
 			notStarted = append(notStarted, i)
 			continue
@@ -131,6 +148,7 @@ func (r *roleWorkflow) configureAll(ctx workflow.Context) {
 			}
 		})
 	}
+	r.queueClosed = true
 	wg.Wait(waitCtx)
 	for i := next; i < len(r.members); i++ {
 		notStarted = append(notStarted, i)

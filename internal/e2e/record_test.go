@@ -96,6 +96,11 @@ roles:
 	shrinkDuringSetup(t, "rec-shrink-midway")
 	mustSucceed(t, "delete", "rec-shrink-midway", "--wait")
 	record("shrink-during-setup", "rec-shrink-midway")
+
+	// Members added to a role while it configures start at once.
+	growDuringSetup(t, "rec-grow-midway")
+	mustSucceed(t, "delete", "rec-grow-midway", "--wait")
+	record("grow-during-setup", "rec-grow-midway")
 }
 
 func mustSucceed(t *testing.T, args ...string) {

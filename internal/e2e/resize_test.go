@@ -404,3 +404,37 @@ roles:
 	}
 	mustSucceed(t, "delete", "notified", "--wait")
 }
+
+// growDuringSetup deploys two workers whose configures hold, grows to four while they
+// run, checks that the new ones start at once, then lets setup finish.
+func growDuringSetup(t *testing.T, name string) []scriptRun {
+	t.Helper()
+	specPath, trace := writeCluster(t, resizableSpec(name))
+	hold := trace + ".hold"
+	if err := os.WriteFile(hold, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	mustSucceed(t, "deploy", "-f", specPath)
+	waitFor(t, "the workers' configures to start", func() bool { return len(runsOf(readTrace(t, trace), "", "configure")) == 3 })
+	mustSucceed(t, "resize", name, "worker=4")
+	// The first two workers still hold, yet the new ones start: they need not wait for them.
+	waitFor(t, "the new workers' configures to start", func() bool { return len(runsOf(readTrace(t, trace), "", "configure")) == 5 })
+	if err := os.Remove(hold); err != nil {
+		t.Fatal(err)
+	}
+	mustSucceed(t, "status", name, "--wait", "--timeout", "90s")
+	return readTrace(t, trace)
+}
+
+func TestGrowDuringSetupStartsTheNewMembersAtOnce(t *testing.T) {
+	runs := growDuringSetup(t, "joining")
+	expectRuns(t, runs, "configure", "--configure", "joining-controller-0", "joining-worker-0", "joining-worker-1", "joining-worker-2", "joining-worker-3")
+	// Those that configured before the resize hear of the new workers; these knew everyone.
+	expectRuns(t, runs, "addnodes", "--addnodes --role worker --nodes joining-worker-2,joining-worker-3",
+		"joining-controller-0", "joining-worker-0", "joining-worker-1")
+	s := statusJSON(t, "joining")
+	if s.Phase != workflows.PhaseReady || s.Role("worker").Ready != 4 || s.ReachedGeneration != 2 {
+		t.Errorf("final: phase %s (%s), reached %d, workers %v", s.Phase, s.Message, s.ReachedGeneration, memberStates(s, "worker"))
+	}
+	mustSucceed(t, "delete", "joining", "--wait")
+}

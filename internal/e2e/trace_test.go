@@ -10,7 +10,7 @@ import (
 
 // traceScript is a startscript that records when each run starts and ends, with its
 // arguments, checks what a member is promised (its folder as working directory, configmeta
-// with its dependencies ready), and fails or dawdles on request.
+// listing it and its dependencies ready), and fails or dawdles on request.
 const traceScript = `#!/bin/sh
 now() { date +%s.%N; }
 echo "start $(now) $CLUSTERFLOW_MEMBER $CLUSTERFLOW_EVENT $*" >> "$TRACE"
@@ -18,6 +18,7 @@ echo "running $CLUSTERFLOW_EVENT for $CLUSTERFLOW_MEMBER of $CLUSTERFLOW_ROLE in
 if [ "$CLUSTERFLOW_EVENT" = configure ]; then
   [ "$(pwd -P)" = "$(cd "$CLUSTERFLOW_MEMBER_DIR" && pwd -P)" ] || { echo "wrong working directory $(pwd)" >&2; exit 9; }
   [ -f "$CLUSTERFLOW_CONFIGMETA" ] || { echo "no configmeta at $CLUSTERFLOW_CONFIGMETA" >&2; exit 9; }
+  grep -q "\"name\":\"$CLUSTERFLOW_MEMBER\"" "$CLUSTERFLOW_CONFIGMETA" || { echo "$CLUSTERFLOW_MEMBER not in configmeta" >&2; exit 9; }
   for dep in ${DEPS:-}; do
     grep "\"role\":\"$dep\"" "$CLUSTERFLOW_CONFIGMETA" | grep -q '"state":"ready"' || { echo "$dep not ready in configmeta" >&2; exit 9; }
   done
