@@ -118,6 +118,9 @@ func (w *clusterWorkflow) validateApply(req ApplyRequest) error {
 		if _, ok := next.Scripts[r.ScriptHash]; !ok {
 			problems = append(problems, fmt.Sprintf("role %s refused: its startscript is missing from the spec", r.Name))
 		}
+		if _, current := w.spec.Role(r.Name); !current && w.hasMembers(r.Name) {
+			problems = append(problems, fmt.Sprintf("role %s refused: it is still being removed; apply again once its members are gone", r.Name))
+		}
 	}
 	for _, old := range w.spec.Roles {
 		r, kept := next.Role(old.Name)
@@ -152,8 +155,8 @@ func (w *clusterWorkflow) onApply(ctx workflow.Context, req ApplyRequest) (Chang
 		}
 	}
 	next := req.Spec
-	// Roles with members keep their scripts, which are installed already and may have been
-	// left out of a spec that only changes counts.
+	// Retiring roles keep their scripts: a delete reinstalls scripts from the spec before
+	// it tears members down.
 	next.Scripts = maps.Clone(req.Spec.Scripts)
 	for _, r := range w.retiring {
 		if content, ok := w.spec.Scripts[r.ScriptHash]; ok {
