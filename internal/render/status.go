@@ -49,7 +49,11 @@ func Status(w io.Writer, s workflows.ClusterStatus, now time.Time) {
 			if m.LastLine != "" {
 				detail += ": " + m.LastLine
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", m.Name, m.State, Ago(m.Since, now), detail)
+			state := string(m.State)
+			if m.Leaving {
+				state += " (leaving)"
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", m.Name, state, Ago(m.Since, now), detail)
 			if m.StdoutTail != "" || m.StderrTail != "" {
 				failed = append(failed, m)
 			}
