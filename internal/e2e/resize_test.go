@@ -438,3 +438,42 @@ func TestGrowDuringSetupStartsTheNewMembersAtOnce(t *testing.T) {
 	}
 	mustSucceed(t, "delete", "joining", "--wait")
 }
+
+func TestChangesToAClusterBeingDeletedAreRefused(t *testing.T) {
+	specPath, trace := writeCluster(t, `
+name: leaving
+roles:
+  - {name: controller, cardinality: "1", startscript: trace.sh, env: {TRACE: TRACE_FILE, HOLD_TEARDOWN: TRACE_FILE.hold}}
+  - {name: worker, members: 2, dependsOn: [controller], startscript: trace.sh, env: {TRACE: TRACE_FILE}}
+`)
+	mustSucceed(t, "deploy", "-f", specPath, "--wait")
+	hold := trace + ".hold"
+	if err := os.WriteFile(hold, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	mustSucceed(t, "delete", "leaving")
+	waitFor(t, "the controller's teardown to start", func() bool { return len(runsOf(readTrace(t, trace), "leaving-controller-0", "teardown")) == 1 })
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"resize", "leaving", "worker=3"}, "resize refused: cluster leaving is being deleted"},
+		{[]string{"apply", "-f", specPath}, "apply refused: cluster leaving is being deleted"},
+		{[]string{"cancel", "leaving"}, "cancel refused: cluster leaving is being deleted"},
+	} {
+		if res := cli(t, tc.args...); res.Code != 2 || !strings.Contains(res.Stderr, tc.want) {
+			t.Errorf("%v: want exit 2 and %q, got %s", tc.args, tc.want, res)
+		}
+	}
+	// A second delete is accepted and changes nothing.
+	if res := cli(t, "delete", "leaving"); res.Code != 0 || !strings.Contains(res.Stdout, "Deleting cluster leaving") {
+		t.Errorf("second delete: %s", res)
+	}
+	if err := os.Remove(hold); err != nil {
+		t.Fatal(err)
+	}
+	mustSucceed(t, "delete", "leaving", "--wait")
+	if n := len(runsOf(readTrace(t, trace), "", "teardown")); n != 3 {
+		t.Errorf("%d teardowns ran, want one per member", n)
+	}
+}

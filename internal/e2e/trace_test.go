@@ -31,9 +31,12 @@ if [ "$CLUSTERFLOW_EVENT" = "${FAIL_EVENT:-configure}" ] && [ "$CLUSTERFLOW_MEMB
   exit 3
 fi
 [ "$CLUSTERFLOW_EVENT" != configure ] || sleep "${SLEEP:-0}"
-# HOLD names a file: while it exists, configure waits.
+# HOLD names a file: while it exists, configure waits; HOLD_TEARDOWN does the same for teardown.
 if [ "$CLUSTERFLOW_EVENT" = configure ] && [ -n "${HOLD:-}" ]; then
   while [ -e "$HOLD" ]; do sleep 0.1; done
+fi
+if [ "$CLUSTERFLOW_EVENT" = teardown ] && [ -n "${HOLD_TEARDOWN:-}" ]; then
+  while [ -e "$HOLD_TEARDOWN" ]; do sleep 0.1; done
 fi
 echo "end $(now) $CLUSTERFLOW_MEMBER $CLUSTERFLOW_EVENT ok" >> "$TRACE"
 `
