@@ -26,7 +26,9 @@ type ClusterSummary struct {
 // List returns the clusters known to the namespace, newest first. Deleted clusters are
 // included only when all is set.
 func (s *Starter) List(ctx context.Context, all bool) ([]ClusterSummary, error) {
-	query := fmt.Sprintf("WorkflowType = '%s'", workflows.ClusterWorkflowName)
+	// A cluster that continued as new has a closed run per operation batch; only its
+	// latest run stands for it.
+	query := fmt.Sprintf("WorkflowType = '%s' AND ExecutionStatus != 'ContinuedAsNew'", workflows.ClusterWorkflowName)
 	if !all {
 		query += " AND ExecutionStatus = 'Running'"
 	}

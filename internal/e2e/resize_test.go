@@ -127,6 +127,11 @@ func TestResizeGrowsAndShrinksWithNotifications(t *testing.T) {
 					t.Error("the cluster workflow never continued as new")
 				}
 			}
+			// However many runs the workflow had, the cluster is listed once.
+			waitFor(t, "list to show the cluster once, ready", func() bool {
+				res := cli(t, "list", "--all")
+				return res.Code == 0 && strings.Count(res.Stdout, n+" ") == 1 && strings.Contains(res.Stdout, "ready")
+			})
 			mustSucceed(t, "delete", n, "--wait")
 			if exists(clusterDir) {
 				t.Error("sandboxes left after delete")
