@@ -67,28 +67,20 @@ roles:
 	// notifications, a cancel, and a continue-as-new after every operation.
 	specPath, trace = writeCluster(t, resizableSpec("rec-resize"))
 	hold := trace + ".hold-controller"
-	if err := os.WriteFile(hold, nil, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	holdOn(t, hold)
 	mustSucceed(t, "deploy", "-f", specPath, "--continue-as-new-every", "1")
 	waitFor(t, "the controller's configure to start", func() bool { return len(readTrace(t, trace)) > 0 })
 	mustSucceed(t, "resize", "rec-resize", "worker=3")
-	if err := os.Remove(hold); err != nil {
-		t.Fatal(err)
-	}
+	release(t, hold)
 	mustSucceed(t, "status", "rec-resize", "--wait")
 	mustSucceed(t, "resize", "rec-resize", "worker=4", "--wait")
 	mustSucceed(t, "resize", "rec-resize", "worker=1", "--wait")
 	hold = trace + ".hold"
-	if err := os.WriteFile(hold, nil, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	holdOn(t, hold)
 	mustSucceed(t, "resize", "rec-resize", "worker=2")
 	waitFor(t, "the new worker's configure to start", func() bool { return len(runsOf(readTrace(t, trace), "", "configure")) == 6 })
 	mustSucceed(t, "cancel", "rec-resize", "--wait")
-	if err := os.Remove(hold); err != nil {
-		t.Fatal(err)
-	}
+	release(t, hold)
 	mustSucceed(t, "delete", "rec-resize", "--wait")
 	record("resize-during-deploy-then-grow-shrink-cancel", "rec-resize")
 

@@ -176,9 +176,7 @@ func TestBadResizesAreRefusedAndChangeNothing(t *testing.T) {
 func TestResizeDuringALongConfigureIsAcceptedAtOnce(t *testing.T) {
 	specPath, trace := writeCluster(t, resizableSpec("growing"))
 	hold := trace + ".hold-controller"
-	if err := os.WriteFile(hold, nil, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	holdOn(t, hold)
 	mustSucceed(t, "deploy", "-f", specPath)
 	waitFor(t, "the controller's configure to start", func() bool { return len(readTrace(t, trace)) > 0 })
 	// Two resizes in a row: they apply in the order they arrived, so the last one wins.
@@ -197,9 +195,7 @@ func TestResizeDuringALongConfigureIsAcceptedAtOnce(t *testing.T) {
 	if s.Generation != 3 || s.ReachedGeneration != 0 || s.Role("worker").Desired != 3 {
 		t.Errorf("status during setup: generation %d reached %d, desired workers %d", s.Generation, s.ReachedGeneration, s.Role("worker").Desired)
 	}
-	if err := os.Remove(hold); err != nil {
-		t.Fatal(err)
-	}
+	release(t, hold)
 	mustSucceed(t, "status", "growing", "--wait", "--timeout", "90s")
 	runs := readTrace(t, trace)
 	expectRuns(t, runs, "configure", "--configure", "growing-controller-0", "growing-worker-0", "growing-worker-1", "growing-worker-2")
@@ -226,9 +222,7 @@ func TestCancelLeavesAStableClusterThatCanBeResizedAndDeleted(t *testing.T) {
 		t.Errorf("cancel with nothing running: %s", res)
 	}
 	hold := trace + ".hold"
-	if err := os.WriteFile(hold, nil, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	holdOn(t, hold)
 	mustSucceed(t, "resize", "canceled", "worker=4")
 	waitFor(t, "the new workers' configures to start", func() bool {
 		return len(runsOf(readTrace(t, trace), "", "configure")) == 5
@@ -250,9 +244,7 @@ func TestCancelLeavesAStableClusterThatCanBeResizedAndDeleted(t *testing.T) {
 			t.Errorf("%s still has processes after cancel: %v", m.Name, pids)
 		}
 	}
-	if err := os.Remove(hold); err != nil {
-		t.Fatal(err)
-	}
+	release(t, hold)
 	mustSucceed(t, "resize", "canceled", "worker=2", "--wait", "--timeout", "90s")
 	s = statusJSON(t, "canceled")
 	if s.Phase != workflows.PhaseReady || !slices.Equal(memberStates(s, "worker"), want[:2]) {
@@ -340,9 +332,7 @@ func shrinkDuringSetup(t *testing.T, name string) []scriptRun {
 	t.Helper()
 	specPath, trace := writeCluster(t, strings.Replace(resizableSpec(name), "members: 2", "members: 4", 1))
 	hold := trace + ".hold"
-	if err := os.WriteFile(hold, nil, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	holdOn(t, hold)
 	mustSucceed(t, "deploy", "-f", specPath)
 	waitFor(t, "the workers' configures to start", func() bool { return len(runsOf(readTrace(t, trace), "", "configure")) == 5 })
 	mustSucceed(t, "resize", name, "worker=1")
@@ -358,9 +348,7 @@ func shrinkDuringSetup(t *testing.T, name string) []scriptRun {
 	if s := statusJSON(t, name); s.Role("worker").Members[0].State != workflows.MemberConfiguring {
 		t.Errorf("the wanted worker should still be configuring: %+v", s.Role("worker").Members[0])
 	}
-	if err := os.Remove(hold); err != nil {
-		t.Fatal(err)
-	}
+	release(t, hold)
 	mustSucceed(t, "status", name, "--wait", "--timeout", "90s")
 	return readTrace(t, trace)
 }
@@ -416,17 +404,13 @@ func growDuringSetup(t *testing.T, name string) []scriptRun {
 	t.Helper()
 	specPath, trace := writeCluster(t, resizableSpec(name))
 	hold := trace + ".hold"
-	if err := os.WriteFile(hold, nil, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	holdOn(t, hold)
 	mustSucceed(t, "deploy", "-f", specPath)
 	waitFor(t, "the workers' configures to start", func() bool { return len(runsOf(readTrace(t, trace), "", "configure")) == 3 })
 	mustSucceed(t, "resize", name, "worker=4")
 	// The first two workers still hold, yet the new ones start: they need not wait for them.
 	waitFor(t, "the new workers' configures to start", func() bool { return len(runsOf(readTrace(t, trace), "", "configure")) == 5 })
-	if err := os.Remove(hold); err != nil {
-		t.Fatal(err)
-	}
+	release(t, hold)
 	mustSucceed(t, "status", name, "--wait", "--timeout", "90s")
 	return readTrace(t, trace)
 }
@@ -453,9 +437,7 @@ roles:
 `)
 	mustSucceed(t, "deploy", "-f", specPath, "--wait")
 	hold := trace + ".hold"
-	if err := os.WriteFile(hold, nil, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	holdOn(t, hold)
 	mustSucceed(t, "delete", "leaving")
 	waitFor(t, "the controller's teardown to start", func() bool { return len(runsOf(readTrace(t, trace), "leaving-controller-0", "teardown")) == 1 })
 	for _, tc := range []struct {
@@ -474,9 +456,7 @@ roles:
 	if res := cli(t, "delete", "leaving"); res.Code != 0 || !strings.Contains(res.Stdout, "Deleting cluster leaving") {
 		t.Errorf("second delete: %s", res)
 	}
-	if err := os.Remove(hold); err != nil {
-		t.Fatal(err)
-	}
+	release(t, hold)
 	mustSucceed(t, "delete", "leaving", "--wait")
 	if n := len(runsOf(readTrace(t, trace), "", "teardown")); n != 3 {
 		t.Errorf("%d teardowns ran, want one per member", n)

@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"os"
 	"strings"
 	"syscall"
 	"testing"
@@ -155,9 +154,7 @@ func TestAResizeSurvivesItsWorkerAndServerBeingKilled(t *testing.T) {
 		t.Fatalf("deploy: %s", res)
 	}
 	hold := trace + ".hold"
-	if err := os.WriteFile(hold, nil, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	holdOn(t, hold)
 	if res := s.cli("resize", "survivor", "worker=4"); res.Code != 0 {
 		t.Fatalf("resize: %s", res)
 	}
@@ -165,9 +162,7 @@ func TestAResizeSurvivesItsWorkerAndServerBeingKilled(t *testing.T) {
 	s.kill(s.worker)
 	s.kill(s.dev)
 	// The new workers finish while nothing of clusterflow but the agent runs.
-	if err := os.Remove(hold); err != nil {
-		t.Fatal(err)
-	}
+	release(t, hold)
 	waitFor(t, "the new workers' configures to end", func() bool {
 		runs := runsOf(readTrace(t, trace), "", "configure")
 		return len(runs) == 5 && runs[3].Outcome != "" && runs[4].Outcome != ""

@@ -108,3 +108,18 @@ func runsOf(runs []scriptRun, memberPrefix, event string) []scriptRun {
 	}
 	return out
 }
+
+// holdOn creates a HOLD file: scripts told to wait on it wait until release removes it.
+func holdOn(t *testing.T, path string) {
+	t.Helper()
+	if err := os.WriteFile(path, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func release(t *testing.T, path string) {
+	t.Helper()
+	if err := os.Remove(path); err != nil {
+		t.Fatal(err)
+	}
+}
