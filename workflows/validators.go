@@ -1,0 +1,152 @@
+package workflows
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+
+	"go.temporal.io/sdk/temporal"
+
+	"github.com/clusterflow/clusterflow/internal/spec"
+)
+
+// RefusedErrorType marks an update a validator refused: nothing was written to the
+// history and nothing changed.
+const RefusedErrorType = "Refused"
+
+func refused(format string, args ...any) error {
+	return temporal.NewNonRetryableApplicationError(fmt.Sprintf(format, args...), RefusedErrorType, nil)
+}
+
+func (w *clusterWorkflow) refuseWhileDeleting(what string) error {
+	if w.deleteRequested {
+		return refused("%s refused: cluster %s is being deleted", what, w.state.Name)
+	}
+	return nil
+}
+
+// validateResize refuses unknown roles, negative counts and counts the role's cardinality
+// does not allow, naming every problem at once.
+func (w *clusterWorkflow) validateResize(req ResizeRequest) error {
+	if err := w.refuseWhileDeleting("resize"); err != nil {
+		return err
+	}
+	if len(req.Counts) == 0 {
+		return refused("resize refused: give at least one ROLE=N")
+	}
+	var problems []string
+	seen := map[string]bool{}
+	for _, c := range req.Counts {
+		asked := fmt.Sprintf("%s=%d refused: ", c.Role, c.Members)
+		r, ok := w.spec.Role(c.Role)
+		switch {
+		case !ok:
+			problems = append(problems, asked+fmt.Sprintf("cluster %s has no role %q (its roles: %s)", w.state.Name, c.Role, strings.Join(w.roleNames(), ", ")))
+		case seen[c.Role]:
+			problems = append(problems, asked+fmt.Sprintf("role %s is named more than once", c.Role))
+		case c.Members < 0:
+			problems = append(problems, asked+"a member count cannot be negative")
+		case r.Cardinality.Allows(c.Members) != nil:
+			problems = append(problems, asked+fmt.Sprintf("role %s has cardinality %q", c.Role, r.Cardinality))
+		}
+		seen[c.Role] = true
+	}
+	if len(problems) > 0 {
+		return refused("%s", strings.Join(problems, "; "))
+	}
+	return nil
+}
+
+// validateApply allows what changes membership (member counts, new roles, removed roles)
+// and refuses any other change to a role that has members: reconfiguring running members
+// is a different operation.
+func (w *clusterWorkflow) validateApply(req ApplyRequest) error {
+	if err := w.refuseWhileDeleting("apply"); err != nil {
+		return err
+	}
+	next := req.Spec
+	if next.Name != w.spec.Name {
+		return refused("apply refused: the spec is for cluster %q, not %q", next.Name, w.spec.Name)
+	}
+	var problems []string
+	for _, r := range next.Roles {
+		if err := r.Cardinality.Allows(r.Members); err != nil {
+			problems = append(problems, fmt.Sprintf("role %s refused: %v", r.Name, err))
+		}
+		if _, ok := next.Scripts[r.ScriptHash]; !ok {
+			problems = append(problems, fmt.Sprintf("role %s refused: its startscript is missing from the spec", r.Name))
+		}
+		if _, current := w.spec.Role(r.Name); !current && w.hasMembers(r.Name) {
+			problems = append(problems, fmt.Sprintf("role %s refused: it is still being removed; apply again once its members are gone", r.Name))
+		}
+	}
+	for _, old := range w.spec.Roles {
+		r, kept := next.Role(old.Name)
+		hasMembers := w.hasMembers(old.Name)
+		switch {
+		case !kept:
+			if err := old.Cardinality.Allows(0); err != nil {
+				problems = append(problems, fmt.Sprintf("removing role %s refused: its cardinality %q does not allow 0 members", old.Name, old.Cardinality))
+			}
+			if dependents := dependentsOf(next.Roles, old.Name); len(dependents) > 0 {
+				problems = append(problems, fmt.Sprintf("removing role %s refused: %s still depend on it", old.Name, strings.Join(dependents, ", ")))
+			}
+		case hasMembers:
+			if changed := reconfigured(old, r); len(changed) > 0 {
+				problems = append(problems, fmt.Sprintf("role %s refused: it has members, so its %s cannot change (apply changes member counts and adds or removes roles; reconfiguring running members is not supported)", old.Name, strings.Join(changed, ", ")))
+			}
+		}
+	}
+	if len(problems) > 0 {
+		return refused("%s", strings.Join(problems, "; "))
+	}
+	if _, err := spec.Levels(next.Roles); err != nil {
+		return refused("apply refused: %v", err)
+	}
+	return nil
+}
+
+func (w *clusterWorkflow) validateCancel() error {
+	if err := w.refuseWhileDeleting("cancel"); err != nil {
+		return err
+	}
+	if w.cancelOperation == nil {
+		return refused("cancel refused: nothing to cancel, cluster %s is %s", w.state.Name, w.state.Phase)
+	}
+	return nil
+}
+
+func dependentsOf(roles []spec.Role, name string) []string {
+	var dependents []string
+	for _, r := range roles {
+		if slices.Contains(r.DependsOn, name) {
+			dependents = append(dependents, r.Name)
+		}
+	}
+	return dependents
+}
+
+// reconfigured lists what changes about a role beyond its member count and maxInFlight.
+func reconfigured(old, next spec.Role) []string {
+	var changed []string
+	check := func(field string, same bool) {
+		if !same {
+			changed = append(changed, field)
+		}
+	}
+	check("startscript", old.ScriptHash == next.ScriptHash)
+	check("env", maps.Equal(old.Env, next.Env))
+	check("dependsOn", slices.Equal(sortedCopy(old.DependsOn), sortedCopy(next.DependsOn)))
+	check("events", slices.Equal(old.Events, next.Events))
+	check("cardinality", old.Cardinality == next.Cardinality)
+	check("timeout", old.Timeout == next.Timeout)
+	check("heartbeatTimeout", old.HeartbeatTimeout == next.HeartbeatTimeout)
+	return changed
+}
+
+func sortedCopy(s []string) []string {
+	c := slices.Clone(s)
+	slices.Sort(c)
+	return c
+}
