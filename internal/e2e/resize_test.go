@@ -462,3 +462,34 @@ roles:
 		t.Errorf("%d teardowns ran, want one per member", n)
 	}
 }
+
+func TestApplyCannotBringBackARoleStillBeingRemoved(t *testing.T) {
+	withEdge := `
+name: returning
+roles:
+  - {name: controller, cardinality: "1", startscript: trace.sh, env: {TRACE: TRACE_FILE}}
+  - {name: edge, members: 1, dependsOn: [controller], startscript: trace.sh, env: {TRACE: TRACE_FILE, HOLD_TEARDOWN: TRACE_FILE.hold}}
+`
+	specPath, trace := writeCluster(t, withEdge)
+	mustSucceed(t, "deploy", "-f", specPath, "--wait")
+	hold := trace + ".hold"
+	holdOn(t, hold)
+	withoutEdge := writeSpec(t, specPath, "without-edge.yaml", `
+name: returning
+roles:
+  - {name: controller, cardinality: "1", startscript: trace.sh, env: {TRACE: TRACE_FILE}}
+`)
+	mustSucceed(t, "apply", "-f", withoutEdge)
+	waitFor(t, "the edge's teardown to start", func() bool { return len(runsOf(readTrace(t, trace), "returning-edge-0", "teardown")) == 1 })
+	if res := cli(t, "apply", "-f", specPath); res.Code != 2 || !strings.Contains(res.Stderr, "role edge refused: it is still being removed") {
+		t.Errorf("apply bringing the edge back during its teardown: %s", res)
+	}
+	release(t, hold)
+	mustSucceed(t, "status", "returning", "--wait", "--timeout", "60s")
+	if s := statusJSON(t, "returning"); s.Role("edge") != nil || s.Generation != 2 {
+		t.Errorf("after removing the edge: generation %d, edge %+v", s.Generation, s.Role("edge"))
+	}
+	// Once it is gone, it may come back.
+	mustSucceed(t, "apply", "-f", specPath, "--wait", "--timeout", "60s")
+	mustSucceed(t, "delete", "returning", "--wait")
+}
