@@ -2,7 +2,6 @@ package workflows
 
 import (
 	"fmt"
-	"slices"
 
 	"go.temporal.io/sdk/workflow"
 
@@ -104,5 +103,5 @@ func (w *clusterWorkflow) notify(ctx workflow.Context, op RoleOperation, nodesRo
 	for i, f := range futures {
 		w.finishRole(ctx, roles[i], f)
 	}
-	w.logger.Info("Announced membership change", "Event", event, "Role", nodesRole, "Nodes", fmt.Sprint(group.Nodes), "Roles", fmt.Sprint(slices.Clone(roles)))
+	w.logger.Info("Announced membership change", "Event", event, "Role", nodesRole, "Nodes", fmt.Sprint(group.Nodes), "Roles", fmt.Sprint(roles))
 }

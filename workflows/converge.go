@@ -89,8 +89,8 @@ func (w *clusterWorkflow) convergeOnce(ctx workflow.Context) (again bool) {
 // configureLevel sets up the pending members of one level's roles, each role in a child
 // workflow, all roles at once.
 func (w *clusterWorkflow) configureLevel(ctx workflow.Context, level []string) {
-	var children []*activeOp
 	var roles []string
+	var futures []workflow.ChildWorkflowFuture
 	for _, name := range level {
 		rs := w.state.Role(name)
 		wanted, _ := w.splitWanted(rs)
@@ -105,13 +105,12 @@ func (w *clusterWorkflow) configureLevel(ctx workflow.Context, level []string) {
 		if len(pending) == 0 {
 			continue // nothing to set up: ready as it is
 		}
-		w.startRole(ctx, OpConfigure, name, pending, nil, nil)
-		children = append(children, w.activeOps[name])
 		roles = append(roles, name)
+		futures = append(futures, w.startRole(ctx, OpConfigure, name, pending, nil, nil))
 	}
 	w.touch(ctx)
-	for i, c := range children {
-		w.finishRole(ctx, roles[i], c.future)
+	for i, f := range futures {
+		w.finishRole(ctx, roles[i], f)
 	}
 }
 

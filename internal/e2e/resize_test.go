@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"fmt"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -22,17 +21,6 @@ roles:
   - {name: controller, cardinality: "1", startscript: trace.sh, env: {TRACE: TRACE_FILE, HOLD: TRACE_FILE.hold-controller}}
   - {name: worker, cardinality: "1+", members: 2, dependsOn: [controller], startscript: trace.sh, env: {TRACE: TRACE_FILE, DEPS: controller, HOLD: TRACE_FILE.hold}}
 `, name)
-}
-
-// writeSpec writes another spec next to one writeCluster wrote, sharing its trace.
-func writeSpec(t *testing.T, specPath, file, spec string) string {
-	t.Helper()
-	trace := filepath.Join(filepath.Dir(specPath), "trace.log")
-	path := filepath.Join(filepath.Dir(specPath), file)
-	if err := os.WriteFile(path, []byte(strings.ReplaceAll(spec, "TRACE_FILE", trace)), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	return path
 }
 
 func memberNames(runs []scriptRun) []string {

@@ -51,19 +51,26 @@ type scriptRun struct {
 }
 
 // writeCluster writes a spec and the trace script into a fresh folder and returns the spec
-// path and the trace file the scripts append to. In roles, TRACE stands for that file.
+// path and the trace file the scripts append to. In roles, TRACE_FILE stands for that file.
 func writeCluster(t *testing.T, spec string) (specPath, tracePath string) {
 	t.Helper()
 	dir := t.TempDir()
-	tracePath = filepath.Join(dir, "trace.log")
 	if err := os.WriteFile(filepath.Join(dir, "trace.sh"), []byte(traceScript), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	specPath = filepath.Join(dir, "cluster.yaml")
-	if err := os.WriteFile(specPath, []byte(strings.ReplaceAll(spec, "TRACE_FILE", tracePath)), 0o644); err != nil {
+	specPath = writeSpec(t, filepath.Join(dir, "cluster.yaml"), "cluster.yaml", spec)
+	return specPath, filepath.Join(dir, "trace.log")
+}
+
+// writeSpec writes another spec next to one writeCluster wrote, sharing its trace.
+func writeSpec(t *testing.T, specPath, file, spec string) string {
+	t.Helper()
+	trace := filepath.Join(filepath.Dir(specPath), "trace.log")
+	path := filepath.Join(filepath.Dir(specPath), file)
+	if err := os.WriteFile(path, []byte(strings.ReplaceAll(spec, "TRACE_FILE", trace)), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	return specPath, tracePath
+	return path
 }
 
 // readTrace pairs start and end lines into runs, in start order.
