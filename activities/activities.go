@@ -33,6 +33,11 @@ func (a *Activities) RemoveMember(ctx context.Context, m MemberRef) error {
 	return a.Backend.RemoveMember(ctx, m)
 }
 
+// ListMembers lists the members the backend has for the cluster, for reconciling.
+func (a *Activities) ListMembers(ctx context.Context, cluster string) ([]MemberRef, error) {
+	return a.Backend.ListMembers(ctx, cluster)
+}
+
 // RemoveCluster removes the cluster's remaining files.
 func (a *Activities) RemoveCluster(ctx context.Context, cluster string) error {
 	return a.Backend.RemoveCluster(ctx, cluster)

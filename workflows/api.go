@@ -5,6 +5,7 @@ package workflows
 
 import (
 	"strings"
+	"time"
 
 	"go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/temporal"
@@ -35,6 +36,19 @@ const (
 	StopMembersSignal = "stop-members"
 	// AddMembersSignal gives a role child that is configuring more members to set up.
 	AddMembersSignal = "add-members"
+
+	// MemberEventSignal carries a MemberEvent from any external service (plain JSON, so any
+	// Temporal SDK can send it). Events about unknown members are logged and ignored.
+	MemberEventSignal = "member-event"
+	// MemberEventUpdate takes the same MemberEvent, refuses unknown members and events by
+	// name, and returns the MemberEventResult.
+	MemberEventUpdate = "report-member-event"
+	// ResumeUpdate lifts paused replacement (the meltdown guard) and flapping marks; it
+	// returns a ResumeResult.
+	ResumeUpdate = "resume"
+	// ReconcileUpdate compares the members with what the backend has now and returns a
+	// ReconcileReport.
+	ReconcileUpdate = "reconcile"
 
 	clusterIDPrefix = "cluster/"
 )
@@ -136,6 +150,45 @@ type StopMembers struct {
 // AddMembers are more members for a role child that is configuring.
 type AddMembers struct {
 	Members []Member `json:"members"`
+}
+
+// MemberEvent is a health report about one member.
+type MemberEvent struct {
+	Member string      `json:"member"`
+	Event  HealthEvent `json:"event"`
+	Reason string      `json:"reason,omitempty"`
+	// Source names the reporting service, e.g. "prometheus" or "cli".
+	Source string `json:"source,omitempty"`
+	// At is when the source saw it; the workflow's own clock drives the timers.
+	At time.Time `json:"at,omitzero"`
+}
+
+// MemberEventResult is the transition a MemberEvent caused, or why it caused none.
+type MemberEventResult struct {
+	Member string      `json:"member"`
+	From   MemberState `json:"from"`
+	To     MemberState `json:"to"`
+	// Ignored explains an event the state machine has no transition for.
+	Ignored string `json:"ignored,omitempty"`
+}
+
+// ResumeResult says what a resume lifted.
+type ResumeResult struct {
+	// Roles had automatic replacement paused; Members were flapping.
+	Roles   []string `json:"roles,omitempty"`
+	Members []string `json:"members,omitempty"`
+}
+
+// ReconcileReport is what comparing the members with the backend found.
+type ReconcileReport struct {
+	// Listed counts the members the backend has.
+	Listed int `json:"listed"`
+	// Rogues are backend members the cluster did not know; they are being removed.
+	Rogues []string `json:"rogues,omitempty"`
+	// Gone are known members the backend no longer has; they are treated as gone.
+	Gone []string `json:"gone,omitempty"`
+	// Deferred says why rogues were not looked for this time, if they were not.
+	Deferred string `json:"deferred,omitempty"`
 }
 
 // RoleOperation is what a role child workflow does to its members.

@@ -11,7 +11,7 @@ import (
 	"github.com/clusterflow/clusterflow/internal/spec"
 )
 
-// setUpdateHandlers registers resize, apply, cancel and delete. Each is accepted at any
+// setUpdateHandlers registers resize, apply, cancel, delete and the member-health updates. Each is accepted at any
 // moment, including midway through another operation; the handlers only record the new
 // desired state and leave the work to run's operation loop.
 func (w *clusterWorkflow) setUpdateHandlers(ctx workflow.Context) error {
@@ -25,6 +25,9 @@ func (w *clusterWorkflow) setUpdateHandlers(ctx workflow.Context) error {
 		{ApplyUpdate, w.onApply, w.validateApply, "Change member counts, add or remove roles by a new spec; returns the new generation"},
 		{CancelUpdate, w.onCancel, w.validateCancel, "Stop the operation in progress; running scripts are killed"},
 		{DeleteUpdate, w.onDelete, nil, "Delete the cluster: stop what runs, tear members down and remove them"},
+		{MemberEventUpdate, w.onMemberEvent, w.validateMemberEvent, "Report a member's health: {member, event: down|up|gone|unhealthy, reason, source, at}; returns the transition"},
+		{ResumeUpdate, w.onResume, w.validateResume, "Lift paused replacement (the meltdown guard) and flapping marks"},
+		{ReconcileUpdate, w.onReconcile, w.validateReconcile, "Compare the members with what the backend has now: remove rogues, replace members gone"},
 	}
 	for _, h := range handlers {
 		if err := workflow.SetUpdateHandlerWithOptions(ctx, h.name, h.handler, workflow.UpdateHandlerOptions{

@@ -12,6 +12,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/clusterflow/clusterflow/internal/spec"
+	"github.com/clusterflow/clusterflow/internal/backend"
 	"github.com/clusterflow/clusterflow/workflows"
 )
 
@@ -165,6 +166,11 @@ func TestContinueAsNewKeepsTheState(t *testing.T) {
 	before := next.Carried.State
 
 	fake := newFakeBackend()
+	for _, r := range before.Roles {
+		for _, m := range r.Members {
+			fake.setSandbox(backend.Member{Cluster: "c", Role: r.Name, Name: m.Name}, true) // or reconcile finds them gone
+		}
+	}
 	env = newEnv(t, fake)
 	resizeAt(t, env, time.Hour, workflows.RoleCount{Role: "edge", Members: 3})
 	var after workflows.ClusterStatus

@@ -49,6 +49,13 @@ type clusterWorkflow struct {
 	// filesLock keeps configmeta writes in order: the operation and an update that grows a
 	// role midway both write it.
 	filesLock workflow.Mutex
+
+	// healthVersion counts health changes, to wake the health watcher.
+	healthVersion int
+	// membershipEpoch counts members added and forgotten, so that a reconcile whose
+	// listing is older than a membership change does not take a new or just removed
+	// member for a rogue.
+	membershipEpoch int
 }
 
 type activeOp struct {
@@ -104,8 +111,16 @@ func (w *clusterWorkflow) setup(ctx workflow.Context) error {
 			w.applyProgress(ctx, p)
 		}
 	})
-	return workflow.UpsertTypedSearchAttributes(ctx,
-		ClusterNameKey.ValueSet(w.state.Name), ClusterPhaseKey.ValueSet(string(w.state.Phase)))
+	w.receiveMemberEvents(ctx)
+	if err := workflow.UpsertTypedSearchAttributes(ctx,
+		ClusterNameKey.ValueSet(w.state.Name), ClusterPhaseKey.ValueSet(string(w.state.Phase))); err != nil {
+		return err
+	}
+	// Runs recorded before member health had no health timer.
+	if workflow.GetVersion(ctx, changeMemberHealth, workflow.DefaultVersion, 1) >= 1 {
+		workflow.Go(ctx, w.watchHealth)
+	}
+	return nil
 }
 
 // run converges the cluster each time its desired generation moves on, until a delete.
@@ -209,8 +224,13 @@ func (w *clusterWorkflow) applyMembers(role string, members []Member) {
 	}
 	for _, m := range members {
 		if current := rs.Member(m.Name); current != nil {
-			// Who leaves and who knows whom are the cluster's to track, not the role's.
+			// Who leaves, who knows whom and health are the cluster's to track, not the role's.
 			m.Leaving, m.ListedIn, m.KnowsUpTo, m.Announced = current.Leaving, current.ListedIn, current.KnowsUpTo, current.Announced
+			m.Health, m.Replaces, m.ReplacedBy, m.Replacements = current.Health, current.Replaces, current.ReplacedBy, current.Replacements
+			if current.State.unavailable() && m.State != MemberDeleting && m.State != MemberDeleted {
+				// A report that came in while a notification ran wins over its outcome.
+				m.State, m.Since, m.Detail = current.State, current.Since, current.Detail
+			}
 			*current = m
 		}
 	}

@@ -46,6 +46,9 @@ func newEnv(t *testing.T, fake *fakeBackend) *testsuite.TestWorkflowEnvironment 
 	env.RegisterActivity(&activities.Activities{Backend: fake})
 	env.RegisterActivityWithOptions(fake.RunStartscript, activity.RegisterOptions{Name: "RunStartscript", DisableAlreadyRegisteredCheck: true})
 	env.SetTestTimeout(30 * time.Second)
+	// A cluster lives until deleted, reconciling every minute: end tests that leave it
+	// running after a day of workflow time.
+	env.SetWorkflowRunTimeout(24 * time.Hour)
 	return env
 }
 

@@ -2,6 +2,7 @@ package workflows
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"go.temporal.io/sdk/workflow"
@@ -31,7 +32,7 @@ func (w *clusterWorkflow) convergeOnce(ctx workflow.Context) (again bool) {
 	generation := w.state.Generation
 	changed := func() bool { return w.state.Generation != generation }
 
-	w.removeUnwanted(ctx)
+	w.removeUnwanted(ctx, false)
 	if ctx.Err() != nil {
 		return false
 	}
@@ -54,15 +55,20 @@ func (w *clusterWorkflow) convergeOnce(ctx workflow.Context) (again bool) {
 		if ctx.Err() != nil {
 			return false
 		}
-		if changed() {
+		if changed() || w.replaceFailed(ctx, level) {
 			return true
 		}
 		if failed := w.unhealthy(level); len(failed) > 0 {
 			w.skipLaterLevels(i, strings.Join(level, ", "))
+			w.removeReplaced(ctx)
 			w.announce(ctx)
 			w.setPhase(ctx, PhaseFailed, strings.Join(failed, "; "))
 			return false
 		}
+	}
+	w.removeReplaced(ctx)
+	if ctx.Err() != nil {
+		return false
 	}
 	if err := w.writeClusterFiles(ctx, false); err != nil {
 		w.logger.Warn("Could not refresh configmeta after deploy", "Error", err)
@@ -70,6 +76,9 @@ func (w *clusterWorkflow) convergeOnce(ctx workflow.Context) (again bool) {
 	w.announce(ctx)
 	if ctx.Err() != nil {
 		return false
+	}
+	if w.replaceFailed(ctx, slices.Concat(w.state.Levels...)) {
+		return true
 	}
 	// A failed notification leaves its member in config_error, and the cluster failed.
 	var failed []string
@@ -81,9 +90,17 @@ func (w *clusterWorkflow) convergeOnce(ctx workflow.Context) (again bool) {
 		return false
 	}
 	w.state.ReachedGeneration = generation
-	ready, total := countMembers(w.state.Roles, MemberReady)
-	w.setPhase(ctx, PhaseReady, fmt.Sprintf("%d/%d members ready", ready, total))
+	w.refreshMeltdown()
+	phase, message := w.healthPhase()
+	w.setPhase(ctx, phase, message)
 	return false
+}
+
+// removeReplaced removes the members whose successors are now set up (or failed to be).
+func (w *clusterWorkflow) removeReplaced(ctx workflow.Context) {
+	if w.replacing() {
+		w.removeUnwanted(ctx, true)
+	}
 }
 
 // configureLevel sets up the pending members of one level's roles, each role in a child

@@ -3,6 +3,8 @@ package workflows_test
 import (
 	"context"
 	"fmt"
+	"maps"
+	"slices"
 	"sync"
 	"time"
 
@@ -25,10 +27,12 @@ type fakeBackend struct {
 	outcome func(ctx context.Context, run backend.ScriptRun) runner.Result
 	delay   time.Duration
 	files   []backend.ClusterFiles
+	// members are the sandboxes created and not removed, by name.
+	members map[string]backend.Member
 }
 
 func newFakeBackend() *fakeBackend {
-	return &fakeBackend{running: map[string]int{}, peak: map[string]int{}}
+	return &fakeBackend{running: map[string]int{}, peak: map[string]int{}, members: map[string]backend.Member{}}
 }
 
 func (f *fakeBackend) record(format string, args ...any) {
@@ -46,7 +50,33 @@ func (f *fakeBackend) WriteClusterFiles(_ context.Context, files backend.Cluster
 
 func (f *fakeBackend) CreateMember(_ context.Context, m backend.Member) error {
 	f.record("create %s", m.Name)
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.members[m.Name] = m
 	return nil
+}
+
+func (f *fakeBackend) ListMembers(_ context.Context, cluster string) ([]backend.Member, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var members []backend.Member
+	for _, name := range slices.Sorted(maps.Keys(f.members)) {
+		if m := f.members[name]; m.Cluster == cluster {
+			members = append(members, m)
+		}
+	}
+	return members, nil
+}
+
+// setSandbox adds or loses a member's sandbox behind the workflow's back.
+func (f *fakeBackend) setSandbox(m backend.Member, present bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if present {
+		f.members[m.Name] = m
+	} else {
+		delete(f.members, m.Name)
+	}
 }
 
 // LaunchScript is not used: RunStartscript below stands in for the launch and the agent.
@@ -86,6 +116,9 @@ func (f *fakeBackend) RunStartscript(ctx context.Context, run backend.ScriptRun)
 
 func (f *fakeBackend) RemoveMember(_ context.Context, m backend.Member) error {
 	f.record("remove %s", m.Name)
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	delete(f.members, m.Name)
 	return nil
 }
 

@@ -103,6 +103,10 @@ func (w *clusterWorkflow) addPendingTo(ctx workflow.Context, rs *RoleStatus) []M
 		next++
 	}
 	rs.Members = append(rs.Members, added...)
+	if len(added) > 0 {
+		linkSuccessors(rs, added)
+		w.membershipEpoch++
+	}
 	return added
 }
 
@@ -110,7 +114,11 @@ func (w *clusterWorkflow) addPendingTo(ctx workflow.Context, rs *RoleStatus) []M
 func (w *clusterWorkflow) dropRemoved() {
 	roles := w.state.Roles[:0]
 	for _, rs := range w.state.Roles {
+		before := len(rs.Members)
 		rs.Members = slices.DeleteFunc(rs.Members, func(m Member) bool { return m.State == MemberDeleted })
+		if len(rs.Members) != before {
+			w.membershipEpoch++
+		}
 		if _, wanted := w.spec.Role(rs.Name); wanted || len(rs.Members) > 0 {
 			roles = append(roles, rs)
 		}

@@ -7,7 +7,8 @@ import (
 // removeUnwanted tears down and removes the members the desired spec no longer wants, in
 // reverse dependency order, the members of one role in parallel. Members never created are
 // simply forgotten. Removed members that others knew of wait to be announced by delnodes.
-func (w *clusterWorkflow) removeUnwanted(ctx workflow.Context) {
+// Members being replaced stay until replacedToo: they go once their successors are set up.
+func (w *clusterWorkflow) removeUnwanted(ctx workflow.Context, replacedToo bool) {
 	for i := len(w.state.Levels) - 1; i >= 0 && ctx.Err() == nil; i-- {
 		var names []string
 		var leaving [][]Member
@@ -20,6 +21,9 @@ func (w *clusterWorkflow) removeUnwanted(ctx workflow.Context) {
 			_, unwanted := w.splitWanted(rs)
 			var present []Member
 			for _, m := range unwanted {
+				if m.State == MemberReplacing && !replacedToo {
+					continue
+				}
 				if m.State == MemberPending {
 					rs.Member(m.Name).State = MemberDeleted
 					continue

@@ -201,10 +201,8 @@ func (r *roleWorkflow) teardownAll(ctx workflow.Context) {
 
 func (r *roleWorkflow) teardown(ctx workflow.Context, i int) {
 	m := &r.members[i]
-	// Only members whose configure ran can have something to tear down.
-	configured := m.State == MemberReady || (m.State == MemberConfigError && m.Event == spec.EventConfigure)
 	var teardownErr error
-	if configured && r.in.Role.Wants(spec.EventTeardown) {
+	if m.hasSetup() && r.in.Role.Wants(spec.EventTeardown) {
 		r.set(ctx, i, MemberDeleting, spec.EventTeardown, "running teardown")
 		_, teardownErr = r.runScript(ctx, i, spec.EventTeardown)
 	} else {

@@ -5,13 +5,18 @@ import (
 
 	"go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/workflow"
+
+	"github.com/clusterflow/clusterflow/internal/spec"
 )
 
 // startRole runs one role operation as a child workflow, so that per-member events land in
 // the child's history rather than the cluster's. For a notification, nodes names the
 // members joining or leaving, and memberNodes those each member is told about.
 func (w *clusterWorkflow) startRole(ctx workflow.Context, op RoleOperation, role string, members []Member, nodes *NodeGroup, memberNodes [][]string) workflow.ChildWorkflowFuture {
-	r, _ := w.roleSpec(role)
+	r, ok := w.roleSpec(role)
+	if !ok {
+		r = spec.Role{Name: role} // a rogue's unknown role: no script, only removal
+	}
 	step := fmt.Sprintf("%s-%d", op, w.state.Operations)
 	if nodes != nil {
 		step += "-" + nodes.Role // a pass may notify a role about several roles' members

@@ -17,6 +17,11 @@ const (
 	PhaseFailed   Phase = "failed"
 	// PhaseCanceled follows a cancel: the operation stopped where it was.
 	PhaseCanceled Phase = "canceled"
+	// PhaseDegraded is ready but for members that are down, flapping or being replaced.
+	PhaseDegraded Phase = "degraded"
+	// PhasePaused is degraded with automatic replacement paused for some role, because more
+	// of its members are unavailable than its maxUnavailable allows (the meltdown guard).
+	PhasePaused Phase = "paused"
 	PhaseDeleting Phase = "deleting"
 	PhaseDeleted  Phase = "deleted"
 )
@@ -32,7 +37,19 @@ const (
 	MemberConfigError MemberState = "config_error"
 	MemberDeleting    MemberState = "deleting"
 	MemberDeleted     MemberState = "deleted"
+
+	// Health states, entered through the member health state machine (health.go).
+	MemberDown      MemberState = "down"
+	MemberFlapping  MemberState = "flapping"
+	MemberReplacing MemberState = "replacing"
+	// MemberRogue is a member the backend has but the cluster did not know: it is removed.
+	MemberRogue MemberState = "rogue"
 )
+
+// unavailable reports whether the state counts against a role's maxUnavailable.
+func (s MemberState) unavailable() bool {
+	return s == MemberDown || s == MemberFlapping || s == MemberReplacing
+}
 
 // Member is one member's observed state.
 type Member struct {
@@ -61,6 +78,27 @@ type Member struct {
 	ListedIn  int  `json:"listedIn,omitempty"`
 	KnowsUpTo int  `json:"knowsUpTo,omitempty"`
 	Announced bool `json:"announced,omitempty"`
+	// Health is the member's health record, once anything was reported about it.
+	Health *MemberHealth `json:"health,omitempty"`
+	// Replaces and ReplacedBy link a replaced member and its successor. Replacements counts
+	// the replacements of failed setups in this member's slot, for maxReplacements.
+	Replaces     string `json:"replaces,omitempty"`
+	ReplacedBy   string `json:"replacedBy,omitempty"`
+	Replacements int    `json:"replacements,omitempty"`
+}
+
+// hasSetup reports whether the member's configure ran, so that a teardown has something to
+// undo. A member reported gone has nothing left to run a script in.
+func (m Member) hasSetup() bool {
+	switch m.State {
+	case MemberReady, MemberDown, MemberFlapping, MemberRogue:
+		return true
+	case MemberReplacing:
+		return m.Health == nil || m.Health.LastReport != HealthGone
+	case MemberConfigError:
+		return m.Event == spec.EventConfigure
+	}
+	return false
 }
 
 // knows reports whether the member has learnt of other, from configmeta or addnodes.
@@ -76,6 +114,10 @@ type RoleStatus struct {
 	Desired   int      `json:"desired"`
 	Ready     int      `json:"ready"`
 	Members   []Member `json:"members"`
+	// Paused says why automatic replacement is paused for the role (the meltdown guard);
+	// Resumed marks an operator's resume, which holds until the role recovers.
+	Paused  string `json:"paused,omitempty"`
+	Resumed bool   `json:"resumed,omitempty"`
 }
 
 // ClusterStatus is the answer to the status query, and what `clusterflow status -o json`
@@ -135,7 +177,11 @@ func CountReady(members []Member) int {
 
 // Stable reports whether the phase is one that lasts until someone acts.
 func (p Phase) Stable() bool {
-	return p == PhaseReady || p == PhaseFailed || p == PhaseCanceled || p == PhaseDeleted
+	switch p {
+	case PhaseReady, PhaseDegraded, PhasePaused, PhaseFailed, PhaseCanceled, PhaseDeleted:
+		return true
+	}
+	return false
 }
 
 // Settled reports whether the cluster is stable and done with generation g, however that

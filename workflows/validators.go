@@ -117,6 +117,47 @@ func (w *clusterWorkflow) validateCancel() error {
 	return nil
 }
 
+// checkMemberEvent names an unknown member or event; the update refuses it, and the signal
+// drops it.
+func (w *clusterWorkflow) checkMemberEvent(ev MemberEvent) error {
+	if _, m := w.findMember(ev.Member); m == nil || m.State == MemberDeleted {
+		var names []string
+		for _, rs := range w.state.Roles {
+			for _, m := range rs.Members {
+				if m.State != MemberDeleted {
+					names = append(names, m.Name)
+				}
+			}
+		}
+		return refused("member-event refused: cluster %s has no member %q (its members: %s)", w.state.Name, ev.Member, strings.Join(names, ", "))
+	}
+	if !slices.Contains(ReportedEvents, ev.Event) {
+		return refused("member-event refused: event %q is not one of down, up, gone, unhealthy", ev.Event)
+	}
+	return nil
+}
+
+func (w *clusterWorkflow) validateMemberEvent(ev MemberEvent) error {
+	if err := w.refuseWhileDeleting("member-event"); err != nil {
+		return err
+	}
+	return w.checkMemberEvent(ev)
+}
+
+func (w *clusterWorkflow) validateResume() error {
+	if err := w.refuseWhileDeleting("resume"); err != nil {
+		return err
+	}
+	if !w.hasResumable() {
+		return refused("resume refused: nothing to resume: no role of cluster %s has its replacement paused, and no member is flapping", w.state.Name)
+	}
+	return nil
+}
+
+func (w *clusterWorkflow) validateReconcile() error {
+	return w.refuseWhileDeleting("reconcile")
+}
+
 func dependentsOf(roles []spec.Role, name string) []string {
 	var dependents []string
 	for _, r := range roles {

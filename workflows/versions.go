@@ -9,4 +9,7 @@ const (
 	// changeStoppableMembers: each configure runs on its own cancellable context, so a
 	// resize can stop members no longer wanted while the others carry on.
 	changeStoppableMembers = "stoppable-members"
+	// changeMemberHealth: the cluster keeps a health timer for member timers and
+	// periodic reconciles.
+	changeMemberHealth = "member-health"
 )

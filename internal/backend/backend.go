@@ -27,6 +27,8 @@ type Backend interface {
 	RemoveMember(ctx context.Context, m Member) error
 	// RemoveCluster deletes what is left of the cluster once its members are gone.
 	RemoveCluster(ctx context.Context, cluster string) error
+	// ListMembers lists the members the backend has for the cluster, whoever made them.
+	ListMembers(ctx context.Context, cluster string) ([]Member, error)
 }
 
 // Member names one member.

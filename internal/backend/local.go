@@ -3,7 +3,9 @@ package backend
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
+	"io/fs"
 	"maps"
 	"os"
 	"path/filepath"
@@ -172,6 +174,32 @@ func (l *Local) RemoveCluster(_ context.Context, cluster string) error {
 		runner.KillTagged(MemberDirEnv + "=" + filepath.Join(dir, e.Name()))
 	}
 	return os.RemoveAll(dir)
+}
+
+// ListMembers implements Backend: every folder in the cluster's folder whose name has a
+// member's shape, <cluster>-<role>-<ordinal>.
+func (l *Local) ListMembers(_ context.Context, cluster string) ([]Member, error) {
+	dir, err := l.clusterDir(cluster)
+	if err != nil {
+		return nil, err
+	}
+	entries, err := os.ReadDir(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var members []Member
+	for _, e := range entries {
+		if !e.IsDir() {
+			continue
+		}
+		if role, _, ok := spec.ParseMemberName(cluster, e.Name()); ok {
+			members = append(members, Member{Cluster: cluster, Role: role, Name: e.Name()})
+		}
+	}
+	return members, nil
 }
 
 func (l *Local) clusterDir(cluster string) (string, error) {

@@ -12,8 +12,9 @@ import (
 // draft is a spec as written: fields are pointers or nil slices so that "left out" can be
 // told apart from "set to zero" when defaults are applied.
 type draft struct {
-	Name  *string
-	Roles []draftRole
+	Name           *string
+	ReconcileEvery *time.Duration
+	Roles          []draftRole
 	// Malformed marks a document too broken to check further.
 	Malformed bool
 	// RolesMalformed marks a roles field that is not a list (already reported).
@@ -32,6 +33,13 @@ type draftRole struct {
 	Heartbeat   *time.Duration
 	MaxInFlight *int
 	DependsOn   []string
+	// Health policy.
+	ReplaceAfter         *time.Duration
+	FlapLimit            *int
+	FlapWindow           *time.Duration
+	MaxUnavailable       *string
+	ReplaceOnConfigError *bool
+	MaxReplacements      *int
 }
 
 // decode walks the YAML tree by hand rather than unmarshalling into structs, so that every
@@ -51,7 +59,8 @@ func decode(data []byte, ps *problems) draft {
 	}
 	w := walker{ps: ps}
 	w.mapping("", root.Content[0], map[string]func(string, *yaml.Node){
-		"name": func(p string, n *yaml.Node) { d.Name = w.str(p, n) },
+		"name":           func(p string, n *yaml.Node) { d.Name = w.str(p, n) },
+		"reconcileEvery": func(p string, n *yaml.Node) { d.ReconcileEvery = w.duration(p, n) },
 		"roles": func(p string, n *yaml.Node) {
 			d.RolesMalformed = !w.sequence(p, n, func(p string, n *yaml.Node) { d.Roles = append(d.Roles, w.role(p, n)) })
 		},
@@ -64,16 +73,22 @@ type walker struct{ ps *problems }
 func (w walker) role(path string, n *yaml.Node) draftRole {
 	var r draftRole
 	w.mapping(path, n, map[string]func(string, *yaml.Node){
-		"name":             func(p string, n *yaml.Node) { r.Name = w.str(p, n) },
-		"members":          func(p string, n *yaml.Node) { r.Members = w.integer(p, n) },
-		"cardinality":      func(p string, n *yaml.Node) { r.Cardinality = w.str(p, n) },
-		"startscript":      func(p string, n *yaml.Node) { r.Startscript = w.str(p, n) },
-		"events":           func(p string, n *yaml.Node) { r.Events, r.EventsSet = w.strings(p, n), true },
-		"env":              func(p string, n *yaml.Node) { r.Env = w.stringMap(p, n) },
-		"timeout":          func(p string, n *yaml.Node) { r.Timeout = w.duration(p, n) },
-		"heartbeatTimeout": func(p string, n *yaml.Node) { r.Heartbeat = w.duration(p, n) },
-		"maxInFlight":      func(p string, n *yaml.Node) { r.MaxInFlight = w.integer(p, n) },
-		"dependsOn":        func(p string, n *yaml.Node) { r.DependsOn = w.strings(p, n) },
+		"name":                 func(p string, n *yaml.Node) { r.Name = w.str(p, n) },
+		"members":              func(p string, n *yaml.Node) { r.Members = w.integer(p, n) },
+		"cardinality":          func(p string, n *yaml.Node) { r.Cardinality = w.str(p, n) },
+		"startscript":          func(p string, n *yaml.Node) { r.Startscript = w.str(p, n) },
+		"events":               func(p string, n *yaml.Node) { r.Events, r.EventsSet = w.strings(p, n), true },
+		"env":                  func(p string, n *yaml.Node) { r.Env = w.stringMap(p, n) },
+		"timeout":              func(p string, n *yaml.Node) { r.Timeout = w.duration(p, n) },
+		"heartbeatTimeout":     func(p string, n *yaml.Node) { r.Heartbeat = w.duration(p, n) },
+		"maxInFlight":          func(p string, n *yaml.Node) { r.MaxInFlight = w.integer(p, n) },
+		"dependsOn":            func(p string, n *yaml.Node) { r.DependsOn = w.strings(p, n) },
+		"replaceAfter":         func(p string, n *yaml.Node) { r.ReplaceAfter = w.duration(p, n) },
+		"flapLimit":            func(p string, n *yaml.Node) { r.FlapLimit = w.integer(p, n) },
+		"flapWindow":           func(p string, n *yaml.Node) { r.FlapWindow = w.duration(p, n) },
+		"maxUnavailable":       func(p string, n *yaml.Node) { r.MaxUnavailable = w.str(p, n) },
+		"replaceOnConfigError": func(p string, n *yaml.Node) { r.ReplaceOnConfigError = w.boolean(p, n) },
+		"maxReplacements":      func(p string, n *yaml.Node) { r.MaxReplacements = w.integer(p, n) },
 	})
 	return r
 }
@@ -129,6 +144,19 @@ func (w walker) integer(path string, n *yaml.Node) *int {
 	v, err := strconv.Atoi(*s)
 	if err != nil || n.Tag != "!!int" {
 		w.ps.add(path, "%q is not a whole number", *s)
+		return nil
+	}
+	return &v
+}
+
+func (w walker) boolean(path string, n *yaml.Node) *bool {
+	s := w.str(path, n)
+	if s == nil {
+		return nil
+	}
+	v, err := strconv.ParseBool(*s)
+	if err != nil || n.Tag != "!!bool" {
+		w.ps.add(path, "%q is not true or false", *s)
 		return nil
 	}
 	return &v

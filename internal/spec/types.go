@@ -5,6 +5,8 @@ package spec
 import (
 	"fmt"
 	"slices"
+	"strconv"
+	"strings"
 	"time"
 )
 
@@ -46,6 +48,9 @@ type Cluster struct {
 	// Scripts holds each distinct startscript's content by its SHA-256, so roles sharing a
 	// script ship it once.
 	Scripts map[string]string `json:"scripts"`
+	// ReconcileEvery is how often the members are compared with what the backend has;
+	// zero takes DefaultReconcileEvery.
+	ReconcileEvery time.Duration `json:"reconcileEvery,omitempty"`
 }
 
 // Role is one validated role, with defaults filled in.
@@ -65,6 +70,8 @@ type Role struct {
 	HeartbeatTimeout time.Duration `json:"heartbeatTimeout,omitempty"`
 	MaxInFlight      int           `json:"maxInFlight,omitempty"`
 	DependsOn        []string      `json:"dependsOn,omitempty"`
+	// Health is how the role reacts to member-health events; zero fields take defaults.
+	Health Health `json:"health"`
 }
 
 // Wants reports whether the role's startscript subscribes to the event.
@@ -83,6 +90,25 @@ func (c Cluster) Role(name string) (Role, bool) {
 // MemberName is the one place member names are formed: <cluster>-<role>-<ordinal>.
 func MemberName(cluster, role string, ordinal int) string {
 	return fmt.Sprintf("%s-%s-%d", cluster, role, ordinal)
+}
+
+// ParseMemberName is MemberName's reverse: the role and ordinal of a name shaped like a
+// member of the cluster, or false.
+func ParseMemberName(cluster, name string) (role string, ordinal int, ok bool) {
+	rest, ok := strings.CutPrefix(name, cluster+"-")
+	if !ok {
+		return "", 0, false
+	}
+	cut := strings.LastIndexByte(rest, '-')
+	if cut <= 0 {
+		return "", 0, false
+	}
+	role, digits := rest[:cut], rest[cut+1:]
+	n, err := strconv.Atoi(digits)
+	if err != nil || n < 0 || strconv.Itoa(n) != digits || CheckName(role) != nil || CheckName(name) != nil {
+		return "", 0, false
+	}
+	return role, n, true
 }
 
 // TotalMembers counts the members the spec asks for.

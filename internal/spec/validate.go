@@ -45,6 +45,12 @@ func build(d draft, origin string, readScript ScriptReader, ps *problems) Cluste
 	if len(d.Roles) == 0 && !d.RolesMalformed {
 		ps.add("roles", "at least one role is required")
 	}
+	if d.ReconcileEvery != nil {
+		c.ReconcileEvery = *d.ReconcileEvery
+		if c.ReconcileEvery < MinHealthInterval {
+			ps.add("reconcileEvery", "is %s; it must be at least %s", c.ReconcileEvery, MinHealthInterval)
+		}
+	}
 	seen := map[string]int{}
 	for i, dr := range d.Roles {
 		r := buildRole(fmt.Sprintf("roles[%d]", i), dr, ps)
@@ -132,6 +138,7 @@ func buildRole(path string, d draftRole, ps *problems) Role {
 		}
 	}
 	r.DependsOn = d.DependsOn
+	r.Health = checkHealth(path, d, ps)
 	return r
 }
 

@@ -95,6 +95,11 @@ func TestParseReportsEveryProblem(t *testing.T) {
 		{"short heartbeat timeout", "name: c\nroles: [{name: a, startscript: s.sh, heartbeatTimeout: 1s}]", []string{"roles[0].heartbeatTimeout: is 1s; it must be at least 5s"}},
 		{"zero maxInFlight", "name: c\nroles: [{name: a, startscript: s.sh, maxInFlight: 0}]", []string{"roles[0].maxInFlight: is 0; it must be at least 1"}},
 		{"reserved env", "name: c\nroles: [{name: a, startscript: s.sh, env: {CLUSTERFLOW_ROLE: x, 1BAD: y}}]", []string{"roles[0].env.1BAD: is not a valid environment variable name", "roles[0].env.CLUSTERFLOW_ROLE: the CLUSTERFLOW_ prefix is reserved"}},
+		{"bad health policy", "name: c\nreconcileEvery: 10ms\nroles: [{name: a, startscript: s.sh, replaceAfter: 0s, flapLimit: 0, flapWindow: x, maxUnavailable: 150%, replaceOnConfigError: yes please, maxReplacements: 0}]", []string{
+			"reconcileEvery: is 10ms; it must be at least 1s", "roles[0].replaceAfter: is 0s; it must be at least 1s", "roles[0].flapLimit: is 0; it must be at least 1",
+			`roles[0].flapWindow: "x" is not a duration`, `roles[0].maxUnavailable: "150%" is more than 100%`, `roles[0].replaceOnConfigError: "yes please" is not true or false`,
+			"roles[0].maxReplacements: is 0; it must be at least 1",
+		}},
 		{"typo in field", "name: c\nroles: [{name: a, startscript: s.sh, dependson: [b]}]", []string{`roles[0].dependson: unknown field (did you mean "dependsOn"?)`}},
 		{"roles not a list", "name: C\nroles: {a: 1}", []string{"roles: must be a list, got a mapping", `name: "C" is not a DNS-1123 label`}},
 		{"not yaml", "name: [", []string{"spec: not valid YAML"}},
@@ -119,6 +124,47 @@ func TestParseReportsEveryProblem(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+func TestParseReadsHealthPolicy(t *testing.T) {
+	c, err := Parse([]byte(`
+name: c
+reconcileEvery: 30s
+roles:
+  - name: worker
+    startscript: s.sh
+    members: 4
+    replaceAfter: 2m
+    flapLimit: 5
+    flapWindow: 1h
+    maxUnavailable: "1"
+    replaceOnConfigError: true
+    maxReplacements: 2
+  - name: plain
+    startscript: s.sh
+`), "", testScripts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := Health{ReplaceAfter: 2 * time.Minute, FlapLimit: 5, FlapWindow: time.Hour, MaxUnavailable: "1", ReplaceOnConfigError: true, MaxReplacements: 2}
+	if c.Roles[0].Health != want || c.ReconcileInterval() != 30*time.Second {
+		t.Errorf("health policy = %+v, reconcile every %s", c.Roles[0].Health, c.ReconcileInterval())
+	}
+	defaults := c.Roles[1].Health.WithDefaults()
+	if defaults.ReplaceAfter != 5*time.Minute || defaults.FlapLimit != 3 || defaults.FlapWindow != 10*time.Minute || defaults.MaxUnavailable != "50%" || defaults.ReplaceOnConfigError || defaults.MaxReplacements != 3 {
+		t.Errorf("health defaults = %+v", defaults)
+	}
+}
+
+func TestUnavailableLimit(t *testing.T) {
+	for _, tt := range []struct {
+		max        string
+		size, want int
+	}{{"", 4, 2}, {"", 1, 1}, {"", 3, 1}, {"50%", 0, 1}, {"2", 10, 2}, {"0", 3, 1}, {"100%", 5, 5}, {"25%", 8, 2}} {
+		if got := (Health{MaxUnavailable: tt.max}).UnavailableLimit(tt.size); got != tt.want {
+			t.Errorf("maxUnavailable %q of %d = %d, want %d", tt.max, tt.size, got, tt.want)
+		}
 	}
 }
 

@@ -1,0 +1,113 @@
+package workflows
+
+// The member health state machine. External services report events about members; each
+// state may arm a timer (a TTL) whose expiry raises HealthTimeout. The table below is the
+// whole machine: a state and an event lead to the first row whose guard holds, and a state
+// and event with no row are ignored (and logged by the caller). Lifecycle states (pending,
+// configuring, deleting …) have no rows: health events about members being set up or
+// removed mean nothing yet.
+
+// HealthEvent is what a member-event reports, or what the machine raises itself.
+type HealthEvent string
+
+const (
+	HealthDown      HealthEvent = "down"
+	HealthUp        HealthEvent = "up"
+	HealthGone      HealthEvent = "gone"
+	HealthUnhealthy HealthEvent = "unhealthy"
+
+	// HealthTimeout is raised when a state's timer expires.
+	HealthTimeout HealthEvent = "timeout"
+	// HealthResume is an operator's `clusterflow resume`.
+	HealthResume HealthEvent = "resume"
+	// HealthConfigError is raised when a member's setup failed and its role asks for a
+	// replacement.
+	HealthConfigError HealthEvent = "config_error"
+)
+
+// ReportedEvents are the events external services may send.
+var ReportedEvents = []HealthEvent{HealthDown, HealthUp, HealthGone, HealthUnhealthy}
+
+// healthFacts are what guards look at, worked out by the cluster before a step.
+type healthFacts struct {
+	// paused: the role's automatic replacement is paused by the meltdown guard, counting
+	// this member as unavailable.
+	paused bool
+	// flapping: recovering now makes more than flapLimit recoveries within flapWindow.
+	flapping bool
+	// up: the member's latest report says it is up.
+	up bool
+	// replaceable: the role replaces failed setups and this member slot has replacements
+	// left.
+	replaceable bool
+}
+
+type guard func(healthFacts) bool
+
+func paused(f healthFacts) bool      { return f.paused }
+func notPaused(f healthFacts) bool   { return !f.paused }
+func flapping(f healthFacts) bool    { return f.flapping }
+func isUp(f healthFacts) bool        { return f.up }
+func replaceable(f healthFacts) bool { return f.replaceable }
+
+// healthTimer is what a transition does to the member's timer.
+type healthTimer int
+
+const (
+	// timerKeep leaves the timer as it is.
+	timerKeep healthTimer = iota
+	// timerStop cancels it.
+	timerStop
+	// timerReplace fires after the role's replaceAfter.
+	timerReplace
+	// timerNow fires at once, once nothing pauses it: a member gone while replacement is
+	// paused is replaced as soon as the pause lifts.
+	timerNow
+	// timerSettle fires after the role's flapWindow: a flapping member up that long is
+	// steady again.
+	timerSettle
+)
+
+type transition struct {
+	from  MemberState
+	on    HealthEvent
+	when  guard // nil: always
+	to    MemberState
+	timer healthTimer
+}
+
+var transitions = []transition{
+	{MemberReady, HealthDown, nil, MemberDown, timerReplace},
+	{MemberReady, HealthUnhealthy, nil, MemberDown, timerReplace},
+	{MemberReady, HealthGone, paused, MemberDown, timerNow},
+	{MemberReady, HealthGone, nil, MemberReplacing, timerStop},
+
+	{MemberDown, HealthUp, flapping, MemberFlapping, timerSettle},
+	{MemberDown, HealthUp, nil, MemberReady, timerStop},
+	{MemberDown, HealthGone, paused, MemberDown, timerNow},
+	{MemberDown, HealthGone, nil, MemberReplacing, timerStop},
+	{MemberDown, HealthTimeout, notPaused, MemberReplacing, timerStop},
+
+	// A flapping member is watched, never replaced automatically: its reports only move its
+	// timer, until it stays up a whole flapWindow, is gone, or an operator resumes it.
+	{MemberFlapping, HealthDown, nil, MemberFlapping, timerStop},
+	{MemberFlapping, HealthUnhealthy, nil, MemberFlapping, timerStop},
+	{MemberFlapping, HealthUp, nil, MemberFlapping, timerSettle},
+	{MemberFlapping, HealthTimeout, isUp, MemberReady, timerStop},
+	{MemberFlapping, HealthGone, paused, MemberDown, timerNow},
+	{MemberFlapping, HealthGone, nil, MemberReplacing, timerStop},
+	{MemberFlapping, HealthResume, isUp, MemberReady, timerStop},
+	{MemberFlapping, HealthResume, nil, MemberDown, timerReplace},
+
+	{MemberConfigError, HealthConfigError, replaceable, MemberReplacing, timerStop},
+}
+
+// nextTransition finds the row for a member in state from receiving event on, if any.
+func nextTransition(from MemberState, on HealthEvent, facts healthFacts) (transition, bool) {
+	for _, t := range transitions {
+		if t.from == from && t.on == on && (t.when == nil || t.when(facts)) {
+			return t, true
+		}
+	}
+	return transition{}, false
+}

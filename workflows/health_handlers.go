@@ -1,0 +1,62 @@
+package workflows
+
+import (
+	"slices"
+
+	"go.temporal.io/sdk/workflow"
+)
+
+// receiveMemberEvents applies member-event signals. A signal cannot be refused, so one
+// about an unknown member or event is logged and dropped; it never fails the workflow.
+func (w *clusterWorkflow) receiveMemberEvents(ctx workflow.Context) {
+	events := workflow.GetSignalChannel(ctx, MemberEventSignal)
+	workflow.Go(ctx, func(ctx workflow.Context) {
+		for {
+			var ev MemberEvent
+			events.Receive(ctx, &ev)
+			if err := w.checkMemberEvent(ev); err != nil {
+				w.logger.Warn("Ignoring member-event signal", "Member", ev.Member, "Event", ev.Event, "Source", ev.Source, "Error", err)
+				continue
+			}
+			w.onMemberEvent(ctx, ev)
+		}
+	})
+}
+
+func (w *clusterWorkflow) onMemberEvent(ctx workflow.Context, ev MemberEvent) (MemberEventResult, error) {
+	rs, m := w.findMember(ev.Member)
+	return w.stepHealth(ctx, rs, m, ev), nil
+}
+
+// onResume lifts the meltdown guard of every paused role, until the role recovers, and
+// returns flapping members to their state machine's care.
+func (w *clusterWorkflow) onResume(ctx workflow.Context) (ResumeResult, error) {
+	var result ResumeResult
+	for i := range w.state.Roles {
+		rs := &w.state.Roles[i]
+		if rs.Paused != "" {
+			rs.Paused, rs.Resumed = "", true
+			result.Roles = append(result.Roles, rs.Name)
+		}
+		for j := range rs.Members {
+			if m := &rs.Members[j]; m.State == MemberFlapping {
+				w.stepHealth(ctx, rs, m, MemberEvent{Member: m.Name, Event: HealthResume, Reason: "resumed by an operator", Source: "cli"})
+				result.Members = append(result.Members, m.Name)
+			}
+		}
+	}
+	w.healthChanged(ctx)
+	w.logger.Info("Resumed", "Roles", result.Roles, "Members", result.Members)
+	return result, nil
+}
+
+func (w *clusterWorkflow) onReconcile(ctx workflow.Context) (ReconcileReport, error) {
+	return w.reconcile(ctx), nil
+}
+
+// hasResumable reports whether a resume would change anything.
+func (w *clusterWorkflow) hasResumable() bool {
+	return slices.ContainsFunc(w.state.Roles, func(rs RoleStatus) bool {
+		return rs.Paused != "" || slices.ContainsFunc(rs.Members, func(m Member) bool { return m.State == MemberFlapping })
+	})
+}

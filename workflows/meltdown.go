@@ -1,0 +1,102 @@
+package workflows
+
+import (
+	"fmt"
+	"strings"
+
+	"go.temporal.io/sdk/workflow"
+)
+
+// The meltdown guard, after BOSH's resurrector: when more of a role's members are
+// unavailable at once than its maxUnavailable allows, something bigger than one member is
+// wrong (a network partition, a broken health checker), and replacing them all would make
+// it worse. Automatic replacement for the role pauses until enough members recover or an
+// operator resumes it.
+
+// unavailableIn counts a role's members that are down, flapping or being replaced.
+func unavailableIn(rs *RoleStatus) int {
+	n := 0
+	for _, m := range rs.Members {
+		if m.State.unavailable() {
+			n++
+		}
+	}
+	return n
+}
+
+// unavailableLimit is how many of the role's members may be unavailable at once.
+func (w *clusterWorkflow) unavailableLimit(rs *RoleStatus) int {
+	r, _ := w.roleSpec(rs.Name)
+	return r.Health.UnavailableLimit(rs.Desired)
+}
+
+// replacementPaused reports whether the role's automatic replacement is paused, or would
+// be once member m counts as unavailable too.
+func (w *clusterWorkflow) replacementPaused(rs *RoleStatus, m *Member) bool {
+	if rs.Resumed {
+		return false
+	}
+	unavailable := unavailableIn(rs)
+	if !m.State.unavailable() {
+		unavailable++
+	}
+	return rs.Paused != "" || unavailable > w.unavailableLimit(rs)
+}
+
+// refreshMeltdown pauses or unpauses each role's replacement. A resume lasts until the
+// role is back within its limit, which re-arms the guard.
+func (w *clusterWorkflow) refreshMeltdown() {
+	for i := range w.state.Roles {
+		rs := &w.state.Roles[i]
+		unavailable, limit := unavailableIn(rs), w.unavailableLimit(rs)
+		switch {
+		case unavailable <= limit:
+			rs.Paused, rs.Resumed = "", false
+		case rs.Resumed:
+			rs.Paused = ""
+		default:
+			r, _ := w.roleSpec(rs.Name)
+			rs.Paused = fmt.Sprintf("automatic replacement paused: %d of %d members unavailable, more than maxUnavailable %s allows (%d)",
+				unavailable, rs.Desired, r.Health.WithDefaults().MaxUnavailable, limit)
+		}
+	}
+}
+
+// showHealth puts members' health into the phase while no operation runs: a ready cluster
+// with unavailable members is degraded, and paused if a role's replacement is paused.
+// Failed and canceled clusters keep their phase; their members show their health.
+func (w *clusterWorkflow) showHealth(ctx workflow.Context) {
+	switch w.state.Phase {
+	case PhaseReady, PhaseDegraded, PhasePaused:
+	default:
+		return
+	}
+	if w.cancelOperation != nil || w.deleteRequested {
+		return // the operation in progress owns the phase
+	}
+	phase, message := w.healthPhase()
+	w.setPhase(ctx, phase, message)
+}
+
+// healthPhase is the phase and message of a cluster whose last operation reached its goal.
+func (w *clusterWorkflow) healthPhase() (Phase, string) {
+	var pausedRoles, unavailable []string
+	for _, rs := range w.state.Roles {
+		if rs.Paused != "" {
+			pausedRoles = append(pausedRoles, fmt.Sprintf("role %s: %s", rs.Name, rs.Paused))
+		}
+		for _, m := range rs.Members {
+			if m.State.unavailable() {
+				unavailable = append(unavailable, fmt.Sprintf("%s %s", m.Name, m.State))
+			}
+		}
+	}
+	switch {
+	case len(pausedRoles) > 0:
+		return PhasePaused, strings.Join(pausedRoles, "; ") + fmt.Sprintf("; run `clusterflow resume %s` to replace them anyway", w.state.Name)
+	case len(unavailable) > 0:
+		return PhaseDegraded, strings.Join(unavailable, ", ")
+	}
+	ready, total := countMembers(w.state.Roles, MemberReady)
+	return PhaseReady, fmt.Sprintf("%d/%d members ready", ready, total)
+}

@@ -1,0 +1,142 @@
+package workflows
+
+import (
+	"fmt"
+	"slices"
+	"time"
+
+	"go.temporal.io/sdk/workflow"
+)
+
+// keptTransitions bounds each member's health history.
+const keptTransitions = 10
+
+// MemberHealth is a member's health record. It lives in the cluster's state, so it, and
+// the timer it describes, outlive worker and server restarts and continue-as-new.
+type MemberHealth struct {
+	// LastReport is the latest event an external service reported.
+	LastReport HealthEvent `json:"lastReport,omitempty"`
+	// Due is when the member's timer raises HealthTimeout; zero when none is armed.
+	Due time.Time `json:"due,omitzero"`
+	// Recoveries are the recent times the member came back up, for flapping.
+	Recoveries  []time.Time        `json:"recoveries,omitempty"`
+	Transitions []HealthTransition `json:"transitions,omitempty"`
+}
+
+// HealthTransition is one step of the member's state machine.
+type HealthTransition struct {
+	At     time.Time   `json:"at"`
+	From   MemberState `json:"from"`
+	To     MemberState `json:"to"`
+	Event  HealthEvent `json:"event"`
+	Reason string      `json:"reason,omitempty"`
+	Source string      `json:"source,omitempty"`
+}
+
+// stepHealth feeds one event to a member's state machine and carries out the transition:
+// the member's state, timer and history, and a replacement when it enters replacing.
+func (w *clusterWorkflow) stepHealth(ctx workflow.Context, rs *RoleStatus, m *Member, ev MemberEvent) MemberEventResult {
+	result := MemberEventResult{Member: m.Name, From: m.State, To: m.State}
+	if w.deleteRequested {
+		result.Ignored = fmt.Sprintf("cluster %s is being deleted", w.state.Name)
+		return result
+	}
+	now := workflow.Now(ctx)
+	r, _ := w.roleSpec(rs.Name)
+	policy := r.Health.WithDefaults()
+	h := m.Health
+	if h == nil {
+		h = &MemberHealth{}
+	}
+	recent := slices.DeleteFunc(slices.Clone(h.Recoveries), func(t time.Time) bool { return now.Sub(t) > policy.FlapWindow })
+	facts := healthFacts{
+		paused:      w.replacementPaused(rs, m),
+		flapping:    len(recent)+1 > policy.FlapLimit,
+		up:          h.LastReport == HealthUp,
+		replaceable: policy.ReplaceOnConfigError && m.Replacements < policy.MaxReplacements,
+	}
+	t, ok := nextTransition(m.State, ev.Event, facts)
+	if !ok {
+		result.Ignored = fmt.Sprintf("%s is %s, and %s changes nothing then", m.Name, m.State, ev.Event)
+		w.logger.Info("Member health event ignored", "Member", m.Name, "State", m.State, "Event", ev.Event, "Source", ev.Source)
+		return result
+	}
+	if m.State == MemberDown && ev.Event == HealthUp {
+		recent = append(recent, now)
+	}
+	h.Recoveries = recent
+	if slices.Contains(ReportedEvents, ev.Event) {
+		h.LastReport = ev.Event
+	}
+	switch t.timer {
+	case timerStop:
+		h.Due = time.Time{}
+	case timerReplace:
+		h.Due = now.Add(policy.ReplaceAfter)
+	case timerNow:
+		h.Due = now
+	case timerSettle:
+		h.Due = now.Add(policy.FlapWindow)
+	}
+	h.Transitions = append(h.Transitions, HealthTransition{At: now, From: m.State, To: t.to, Event: ev.Event, Reason: ev.Reason, Source: ev.Source})
+	if n := len(h.Transitions); n > keptTransitions {
+		h.Transitions = slices.Clone(h.Transitions[n-keptTransitions:])
+	}
+	m.Health = h
+	if m.State != t.to {
+		m.Since = now
+	}
+	m.State = t.to
+	m.Detail = healthDetail(*m, ev, policy.FlapLimit, policy.FlapWindow, len(recent))
+	result.To = t.to
+	w.logger.Info("Member health", "Member", m.Name, "From", result.From, "To", t.to, "Event", ev.Event, "Reason", ev.Reason, "Source", ev.Source)
+	if t.to == MemberReplacing {
+		w.replace(rs, m, ev.Event)
+	}
+	w.healthChanged(ctx)
+	return result
+}
+
+// healthDetail says, in the member's status line, what its health state means.
+func healthDetail(m Member, ev MemberEvent, flapLimit int, flapWindow time.Duration, recoveries int) string {
+	why := string(ev.Event)
+	if ev.Reason != "" {
+		why += ": " + ev.Reason
+	}
+	if ev.Source != "" {
+		why += " (from " + ev.Source + ")"
+	}
+	switch m.State {
+	case MemberDown:
+		if m.Health.LastReport == HealthGone {
+			return why + "; replaced once the role's replacement is no longer paused"
+		}
+		return fmt.Sprintf("%s; replaced at %s unless it comes back up", why, m.Health.Due.UTC().Format(time.TimeOnly))
+	case MemberFlapping:
+		return fmt.Sprintf("flapping: came back up %d times within %s (flapLimit %d), so it is not replaced automatically; latest %s", recoveries, flapWindow, flapLimit, why)
+	case MemberReplacing:
+		return "being replaced: " + why
+	case MemberReady:
+		return "healthy again: " + why
+	}
+	return why
+}
+
+// healthChanged wakes the health watcher, which rearms its timer, and re-evaluates the
+// meltdown guard and the phase.
+func (w *clusterWorkflow) healthChanged(ctx workflow.Context) {
+	w.healthVersion++
+	w.refreshMeltdown()
+	w.showHealth(ctx)
+	w.touch(ctx)
+}
+
+// findMember locates a member by name in any role.
+func (w *clusterWorkflow) findMember(name string) (*RoleStatus, *Member) {
+	for i := range w.state.Roles {
+		if m := w.state.Roles[i].Member(name); m != nil {
+			return &w.state.Roles[i], m
+		}
+	}
+	return nil, nil
+}

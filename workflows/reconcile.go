@@ -1,0 +1,91 @@
+package workflows
+
+import (
+	"slices"
+
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/clusterflow/clusterflow/activities"
+	"github.com/clusterflow/clusterflow/internal/spec"
+)
+
+// reconcile compares the members with what the backend has. A member the backend no
+// longer has is gone; a backend member the cluster never knew (a rogue, or an orphan a
+// lost removal left) is torn down and removed by the next pass. It costs one short
+// activity, and the history it adds is bounded by continue-as-new.
+func (w *clusterWorkflow) reconcile(ctx workflow.Context) ReconcileReport {
+	epoch := w.membershipEpoch
+	// Only members set up before the listing can be missing from it.
+	var present []string
+	for _, rs := range w.state.Roles {
+		for _, m := range rs.Members {
+			if m.State == MemberReady || m.State == MemberDown || m.State == MemberFlapping {
+				present = append(present, m.Name)
+			}
+		}
+	}
+	var listed []activities.MemberRef
+	err := workflow.ExecuteActivity(withQuickActivity(ctx, "list members of "+w.state.Name), acts.ListMembers, w.state.Name).Get(ctx, &listed)
+	if err != nil {
+		w.logger.Warn("Reconcile could not list the backend's members", "Error", err)
+		return ReconcileReport{Deferred: "could not list the backend's members: " + errorMessage(err)}
+	}
+	report := ReconcileReport{Listed: len(listed)}
+	if w.deleteRequested {
+		report.Deferred = "the cluster is being deleted"
+		return report
+	}
+	onBackend := map[string]bool{}
+	for _, ref := range listed {
+		onBackend[ref.Name] = true
+	}
+	for _, name := range present {
+		rs, m := w.findMember(name)
+		if m == nil || onBackend[name] {
+			continue
+		}
+		res := w.stepHealth(ctx, rs, m, MemberEvent{Member: name, Event: HealthGone, Reason: "its sandbox is gone from the backend", Source: "reconcile"})
+		if res.Ignored == "" {
+			report.Gone = append(report.Gone, name)
+		}
+	}
+	if epoch != w.membershipEpoch {
+		report.Deferred = "members were added or removed while listing; rogues are looked for next time"
+		return report
+	}
+	for _, ref := range listed {
+		if _, m := w.findMember(ref.Name); m == nil && w.adoptRogue(ctx, ref) {
+			report.Rogues = append(report.Rogues, ref.Name)
+		}
+	}
+	if len(report.Rogues) > 0 {
+		w.state.Generation++ // removing them is a membership change like any other
+		w.logger.Info("Found rogue members; removing them", "Rogues", report.Rogues, "Generation", w.state.Generation)
+		w.touch(ctx)
+	}
+	return report
+}
+
+// adoptRogue records a backend member the cluster did not know, as leaving, so that the
+// next pass tears it down and removes it like any member no longer wanted.
+func (w *clusterWorkflow) adoptRogue(ctx workflow.Context, ref activities.MemberRef) bool {
+	role, ordinal, ok := spec.ParseMemberName(w.state.Name, ref.Name)
+	if !ok || role != ref.Role {
+		return false
+	}
+	rs := w.state.Role(role)
+	if rs == nil {
+		w.state.Roles = append(w.state.Roles, RoleStatus{Name: role})
+		w.state.Levels = w.plan()
+		rs = w.state.Role(role)
+		rs.Level = levelOf(w.state.Levels, role)
+	}
+	rogue := Member{
+		Name: ref.Name, Role: role, Ordinal: ordinal, State: MemberRogue, Leaving: true, Since: workflow.Now(ctx),
+		Detail: "found on the backend, but never a member of this cluster: being torn down and removed",
+	}
+	at, _ := slices.BinarySearchFunc(rs.Members, ordinal, func(m Member, ordinal int) int { return m.Ordinal - ordinal })
+	rs.Members = slices.Insert(rs.Members, at, rogue)
+	w.membershipEpoch++
+	return true
+}

@@ -1,0 +1,74 @@
+package workflows
+
+import (
+	"go.temporal.io/sdk/workflow"
+)
+
+// Replacing a member is a membership change like a resize, and goes through the same
+// convergence, so the two never race: the member is marked leaving, which makes its role
+// one member short, and a new generation starts. Its pass adds a member with the next
+// ordinal and sets it up in dependency order, only then tears the replaced member down and
+// removes it, and finally tells the survivors with addnodes and delnodes.
+
+// replace starts replacing member m, which has just entered MemberReplacing.
+func (w *clusterWorkflow) replace(rs *RoleStatus, m *Member, cause HealthEvent) {
+	m.Leaving = true
+	if cause == HealthConfigError {
+		m.Replacements++ // its successor inherits the count
+	}
+	w.state.Generation++
+	w.logger.Info("Replacing member", "Role", rs.Name, "Member", m.Name, "Cause", cause, "Generation", w.state.Generation)
+}
+
+// linkSuccessors pairs members just added to a role with the members they replace.
+func linkSuccessors(rs *RoleStatus, added []Member) {
+	next := 0
+	for i := range rs.Members {
+		old := &rs.Members[i]
+		if old.State != MemberReplacing || old.ReplacedBy != "" || next == len(added) {
+			continue
+		}
+		successor := rs.Member(added[next].Name)
+		successor.Replaces, successor.Replacements = old.Name, old.Replacements
+		old.ReplacedBy = successor.Name
+		added[next] = *successor
+		next++
+	}
+}
+
+// replaceFailed replaces the members of the given roles whose setup or notification
+// failed, when their role asks for it and their slot has replacements left. It reports
+// whether any replacement started.
+func (w *clusterWorkflow) replaceFailed(ctx workflow.Context, roles []string) bool {
+	started := false
+	for _, name := range roles {
+		r, ok := w.spec.Role(name)
+		rs := w.state.Role(name)
+		if !ok || rs == nil || !r.Health.ReplaceOnConfigError {
+			continue
+		}
+		wanted, _ := w.splitWanted(rs)
+		for _, m := range wanted {
+			if m.State != MemberConfigError {
+				continue
+			}
+			res := w.stepHealth(ctx, rs, rs.Member(m.Name), MemberEvent{
+				Member: m.Name, Event: HealthConfigError, Reason: m.Detail, Source: "clusterflow",
+			})
+			started = started || res.To == MemberReplacing
+		}
+	}
+	return started
+}
+
+// replacing reports whether any member is waiting for its successor before it goes.
+func (w *clusterWorkflow) replacing() bool {
+	for _, rs := range w.state.Roles {
+		for _, m := range rs.Members {
+			if m.State == MemberReplacing {
+				return true
+			}
+		}
+	}
+	return false
+}

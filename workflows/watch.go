@@ -1,0 +1,84 @@
+package workflows
+
+import (
+	"time"
+
+	"go.temporal.io/sdk/workflow"
+)
+
+// watchHealth is the cluster's one health timer. Members' timers are deadlines in the
+// state (MemberHealth.Due), so one Temporal timer, set for the nearest of them or the next
+// reconcile, serves them all and survives continue-as-new. A health change wakes it to
+// re-aim.
+func (w *clusterWorkflow) watchHealth(ctx workflow.Context) {
+	nextReconcile := workflow.Now(ctx).Add(w.spec.ReconcileInterval())
+	for !w.deleteRequested {
+		wake := nextReconcile
+		if due, ok := w.nextDue(); ok && due.Before(wake) {
+			wake = due
+		}
+		seen := w.healthVersion
+		_, err := workflow.AwaitWithTimeout(ctx, max(wake.Sub(workflow.Now(ctx)), time.Millisecond), func() bool {
+			return w.healthVersion != seen || w.deleteRequested
+		})
+		if err != nil || w.deleteRequested {
+			return
+		}
+		now := workflow.Now(ctx)
+		w.fireDue(ctx, now)
+		if !now.Before(nextReconcile) {
+			w.reconcile(ctx)
+			nextReconcile = workflow.Now(ctx).Add(w.spec.ReconcileInterval())
+		}
+	}
+}
+
+// timerArmed reports whether member m's timer can fire now: a down member's waits while
+// its role's replacement is paused.
+func timerArmed(rs *RoleStatus, m *Member) bool {
+	if m.Health == nil || m.Health.Due.IsZero() {
+		return false
+	}
+	switch m.State {
+	case MemberDown:
+		return rs.Paused == ""
+	case MemberFlapping:
+		return true
+	}
+	return false
+}
+
+// nextDue is the nearest armed member timer.
+func (w *clusterWorkflow) nextDue() (time.Time, bool) {
+	var next time.Time
+	for i := range w.state.Roles {
+		rs := &w.state.Roles[i]
+		for j := range rs.Members {
+			if m := &rs.Members[j]; timerArmed(rs, m) && (next.IsZero() || m.Health.Due.Before(next)) {
+				next = m.Health.Due
+			}
+		}
+	}
+	return next, !next.IsZero()
+}
+
+// fireDue raises HealthTimeout for every member whose timer has expired.
+func (w *clusterWorkflow) fireDue(ctx workflow.Context, now time.Time) {
+	for i := range w.state.Roles {
+		rs := &w.state.Roles[i]
+		for j := range rs.Members {
+			m := &rs.Members[j]
+			if !timerArmed(rs, m) || m.Health.Due.After(now) {
+				continue
+			}
+			reason := "down longer than replaceAfter"
+			switch {
+			case m.State == MemberFlapping:
+				reason = "up a whole flapWindow"
+			case m.Health.LastReport == HealthGone:
+				reason = "gone, and replacement no longer paused"
+			}
+			w.stepHealth(ctx, rs, m, MemberEvent{Member: m.Name, Event: HealthTimeout, Reason: reason, Source: "clusterflow"})
+		}
+	}
+}
