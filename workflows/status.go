@@ -21,7 +21,7 @@ const (
 	PhaseDegraded Phase = "degraded"
 	// PhasePaused is degraded with automatic replacement paused for some role, because more
 	// of its members are unavailable than its maxUnavailable allows (the meltdown guard).
-	PhasePaused Phase = "paused"
+	PhasePaused   Phase = "paused"
 	PhaseDeleting Phase = "deleting"
 	PhaseDeleted  Phase = "deleted"
 )
