@@ -27,7 +27,7 @@ func (w *clusterWorkflow) announce(ctx workflow.Context) {
 		}
 		nodes := make([]Member, len(left))
 		for i, n := range left {
-			nodes[i] = Member{Name: n.Name, ListedIn: n.ListedIn, Announced: n.Announced}
+			nodes[i] = Member{Name: n.Name, ListedIn: n.ListedIn, Announced: n.Announced, UnlistedFrom: n.UnlistedFrom}
 		}
 		w.notify(ctx, OpDelNodes, role, nodes)
 		if ctx.Err() == nil {

@@ -108,6 +108,8 @@ type RemovedNode struct {
 	Name      string `json:"name"`
 	ListedIn  int    `json:"listedIn"`
 	Announced bool   `json:"announced,omitempty"`
+	// UnlistedFrom is set for a replaced member: members listed from then on never knew it.
+	UnlistedFrom int `json:"unlistedFrom,omitempty"`
 }
 
 // NodeGroup names members of one role.

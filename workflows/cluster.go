@@ -216,23 +216,24 @@ func (w *clusterWorkflow) applyProgress(ctx workflow.Context, p RoleProgress) {
 	w.touch(ctx)
 }
 
-// applyMembers overwrites members of a role by name.
+// applyMembers takes a role child's report of its members' states. The child owns only
+// what happens to a member in its operation; who leaves, who knows whom and health are the
+// cluster's to track.
 func (w *clusterWorkflow) applyMembers(role string, members []Member) {
 	rs := w.state.Role(role)
 	if rs == nil {
 		return
 	}
 	for _, m := range members {
-		if current := rs.Member(m.Name); current != nil {
-			// Who leaves, who knows whom and health are the cluster's to track, not the role's.
-			m.Leaving, m.ListedIn, m.KnowsUpTo, m.Announced = current.Leaving, current.ListedIn, current.KnowsUpTo, current.Announced
-			m.Health, m.Replaces, m.ReplacedBy, m.Replacements = current.Health, current.Replaces, current.ReplacedBy, current.Replacements
-			if current.State.unavailable() && m.State != MemberDeleting && m.State != MemberDeleted {
-				// A report that came in while a notification ran wins over its outcome.
-				m.State, m.Since, m.Detail = current.State, current.Since, current.Detail
-			}
-			*current = m
+		current := rs.Member(m.Name)
+		if current == nil {
+			continue
 		}
+		if current.State.unavailable() && m.State != MemberDeleting && m.State != MemberDeleted {
+			continue // a health report that came in while a notification ran wins over its outcome
+		}
+		current.State, current.Event, current.Detail, current.Since = m.State, m.Event, m.Detail, m.Since
+		current.LastLine, current.StdoutTail, current.StderrTail = m.LastLine, m.StdoutTail, m.StderrTail
 	}
 }
 

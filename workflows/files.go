@@ -16,7 +16,11 @@ func (w *clusterWorkflow) writeClusterFiles(ctx workflow.Context, withScripts bo
 	w.state.ConfigMetaVersion++
 	for i := range w.state.Roles {
 		for j := range w.state.Roles[i].Members {
-			if m := &w.state.Roles[i].Members[j]; m.ListedIn == 0 && m.State != MemberDeleted && m.State != MemberRogue {
+			m := &w.state.Roles[i].Members[j]
+			switch {
+			case m.State == MemberReplacing && m.UnlistedFrom == 0:
+				m.UnlistedFrom = w.state.ConfigMetaVersion
+			case m.ListedIn == 0 && m.State != MemberDeleted && m.State != MemberRogue:
 				m.ListedIn = w.state.ConfigMetaVersion
 			}
 		}
@@ -36,8 +40,8 @@ func (w *clusterWorkflow) configMeta() backend.ConfigMeta {
 			role.DependsOn = []string{}
 		}
 		for _, m := range r.Members {
-			if m.State == MemberDeleted || m.State == MemberRogue {
-				continue // rogues were never members, and are on their way out
+			if m.State == MemberDeleted || m.State == MemberRogue || m.State == MemberReplacing {
+				continue // gone, never a member, or on its way out
 			}
 			role.Members = append(role.Members, m.Name)
 			meta.Members = append(meta.Members, backend.ConfigMetaNode{Name: m.Name, Role: r.Name, Ordinal: m.Ordinal, State: string(m.State)})

@@ -51,7 +51,7 @@ func (w *clusterWorkflow) noteRemoved(role string, tornDown []Member) {
 	rs := w.state.Role(role)
 	for _, m := range tornDown {
 		if now := rs.Member(m.Name); now != nil && now.State == MemberDeleted {
-			w.removed = append(w.removed, RemovedNode{Role: role, Name: m.Name, ListedIn: now.ListedIn, Announced: now.Announced})
+			w.removed = append(w.removed, RemovedNode{Role: role, Name: m.Name, ListedIn: now.ListedIn, Announced: now.Announced, UnlistedFrom: now.UnlistedFrom})
 		}
 	}
 }

@@ -78,6 +78,8 @@ type Member struct {
 	ListedIn  int  `json:"listedIn,omitempty"`
 	KnowsUpTo int  `json:"knowsUpTo,omitempty"`
 	Announced bool `json:"announced,omitempty"`
+	// UnlistedFrom is the first configmeta version that leaves out a member being replaced.
+	UnlistedFrom int `json:"unlistedFrom,omitempty"`
 	// Health is the member's health record, once anything was reported about it.
 	Health *MemberHealth `json:"health,omitempty"`
 	// Replaces and ReplacedBy link a replaced member and its successor. Replacements counts
@@ -103,6 +105,9 @@ func (m Member) hasSetup() bool {
 
 // knows reports whether the member has learnt of other, from configmeta or addnodes.
 func (m Member) knows(other Member) bool {
+	if other.UnlistedFrom > 0 && m.ListedIn >= other.UnlistedFrom {
+		return false // m joined after other left configmeta, and no one announces a leaver
+	}
 	return other.Announced || (other.ListedIn > 0 && m.KnowsUpTo >= other.ListedIn)
 }
 

@@ -1,0 +1,359 @@
+package workflows_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"go.temporal.io/sdk/testsuite"
+
+	"github.com/clusterflow/clusterflow/internal/backend"
+	"github.com/clusterflow/clusterflow/internal/runner"
+	"github.com/clusterflow/clusterflow/workflows"
+)
+
+// These tests skip time: replaceAfter, flapWindow and the timers behind them take no real
+// time at all.
+
+const healthSpec = `
+name: c
+roles:
+  - {name: controller, cardinality: "1", startscript: s.sh}
+  - {name: worker, members: %d, dependsOn: [controller], startscript: s.sh, replaceAfter: 5m, flapLimit: 2, flapWindow: 30m}
+`
+
+// Deploys finish within seconds of workflow time; events start at an hour.
+const settled = time.Hour
+
+func signalAt(env *testsuite.TestWorkflowEnvironment, at time.Duration, member string, event workflows.HealthEvent) {
+	env.RegisterDelayedCallback(func() {
+		env.SignalWorkflow(workflows.MemberEventSignal, workflows.MemberEvent{Member: member, Event: event, Reason: "test says " + string(event), Source: "test"})
+	}, at)
+}
+
+func queryAt(t *testing.T, env *testsuite.TestWorkflowEnvironment, at time.Duration, into *workflows.ClusterStatus) {
+	env.RegisterDelayedCallback(func() { *into = query(t, env) }, at)
+}
+
+func memberIn(s workflows.ClusterStatus, name string) *workflows.Member {
+	for _, r := range s.Roles {
+		for i := range r.Members {
+			if r.Members[i].Name == name {
+				return &r.Members[i]
+			}
+		}
+	}
+	return nil
+}
+
+func runHealth(t *testing.T, fake *fakeBackend, workers int, env *testsuite.TestWorkflowEnvironment) {
+	t.Helper()
+	env.ExecuteWorkflow(workflows.ClusterWorkflowName, workflows.ClusterInput{Spec: testSpec(t, fmt.Sprintf(healthSpec, workers))})
+}
+
+func TestDownMemberIsReplacedAfterReplaceAfter(t *testing.T) {
+	fake := newFakeBackend()
+	env := newEnv(t, fake)
+	signalAt(env, settled, "c-worker-1", workflows.HealthDown)
+	var down, early, after workflows.ClusterStatus
+	queryAt(t, env, settled+time.Minute, &down)
+	var beforeReplace []string
+	env.RegisterDelayedCallback(func() { beforeReplace = fake.Calls() }, settled+4*time.Minute)
+	queryAt(t, env, settled+4*time.Minute, &early)
+	queryAt(t, env, settled+10*time.Minute, &after)
+	runHealth(t, fake, 3, env)
+
+	if m := memberIn(down, "c-worker-1"); m == nil || m.State != workflows.MemberDown || !strings.Contains(m.Detail, "test says down (from test)") {
+		t.Fatalf("after down: %+v", m)
+	}
+	if down.Phase != workflows.PhaseDegraded || !strings.Contains(down.Message, "c-worker-1 down") {
+		t.Errorf("phase %s (%s), want degraded naming the member", down.Phase, down.Message)
+	}
+	if m := memberIn(early, "c-worker-1"); m == nil || m.State != workflows.MemberDown || memberIn(early, "c-worker-3") != nil {
+		t.Errorf("replaced before replaceAfter: %+v", early.Role("worker").Members)
+	}
+	if memberIn(after, "c-worker-1") != nil {
+		t.Errorf("c-worker-1 still there: %+v", after.Role("worker").Members)
+	}
+	successor := memberIn(after, "c-worker-3")
+	if successor == nil || successor.State != workflows.MemberReady || successor.Replaces != "c-worker-1" {
+		t.Fatalf("successor: %+v", successor)
+	}
+	if after.Phase != workflows.PhaseReady || after.Role("worker").Ready != 3 {
+		t.Errorf("after: phase %s (%s)", after.Phase, after.Message)
+	}
+	calls := fake.Calls()[len(beforeReplace):]
+	// The successor is set up first, then the replaced member goes, then the survivors hear.
+	if countCalls(calls, "configure c-worker-3") != 1 || countCalls(calls, "teardown c-worker-1") != 1 || countCalls(calls, "remove c-worker-1") != 1 {
+		t.Errorf("want one configure, teardown and removal: %v", calls)
+	}
+	if indexOf(calls, "configure c-worker-3") > indexOf(calls, "teardown c-worker-1") {
+		t.Errorf("the replaced member went before its successor was set up: %v", calls)
+	}
+	for _, survivor := range []string{"c-controller-0", "c-worker-0", "c-worker-2"} {
+		if countCalls(calls, "addnodes "+survivor+" worker=[c-worker-3]") != 1 || countCalls(calls, "delnodes "+survivor+" worker=[c-worker-1]") != 1 {
+			t.Errorf("%s was not told once of the successor and the replaced member: %v", survivor, calls)
+		}
+	}
+	if indexOf(calls, "addnodes c-worker-3") >= 0 || indexOf(calls, "delnodes c-worker-3") >= 0 {
+		t.Errorf("the successor was told about itself or the member it replaces: %v", calls)
+	}
+	if after.Generation != 2 || after.ReachedGeneration != 2 {
+		t.Errorf("a replacement is a generation: %d reached %d", after.Generation, after.ReachedGeneration)
+	}
+}
+
+func TestDownThenUpKeepsTheMember(t *testing.T) {
+	fake := newFakeBackend()
+	env := newEnv(t, fake)
+	signalAt(env, settled, "c-worker-1", workflows.HealthDown)
+	signalAt(env, settled+2*time.Minute, "c-worker-1", workflows.HealthUp)
+	var after workflows.ClusterStatus
+	queryAt(t, env, settled+20*time.Minute, &after)
+	runHealth(t, fake, 3, env)
+
+	m := memberIn(after, "c-worker-1")
+	if m == nil || m.State != workflows.MemberReady || memberIn(after, "c-worker-3") != nil || after.Phase != workflows.PhaseReady {
+		t.Fatalf("after down and up: phase %s, workers %+v", after.Phase, after.Role("worker").Members)
+	}
+	if tr := m.Health.Transitions; len(tr) != 2 || tr[0].To != workflows.MemberDown || tr[1].To != workflows.MemberReady || tr[1].Source != "test" {
+		t.Errorf("transitions %+v", tr)
+	}
+	if countCalls(fake.Calls(), "remove c-worker-1") != 0 {
+		t.Errorf("removed: %v", fake.Calls())
+	}
+}
+
+func TestGoneIsReplacedAtOnce(t *testing.T) {
+	fake := newFakeBackend()
+	env := newEnv(t, fake)
+	signalAt(env, settled, "c-worker-0", workflows.HealthGone)
+	var after workflows.ClusterStatus
+	queryAt(t, env, settled+30*time.Second, &after)
+	runHealth(t, fake, 2, env)
+
+	if memberIn(after, "c-worker-0") != nil || memberIn(after, "c-worker-2") == nil || memberIn(after, "c-worker-2").State != workflows.MemberReady {
+		t.Fatalf("30s after gone: %+v", after.Role("worker").Members)
+	}
+	// Gone has nothing left to run a teardown script in.
+	if calls := fake.Calls(); countCalls(calls, "teardown c-worker-0") != 0 || countCalls(calls, "remove c-worker-0") != 1 {
+		t.Errorf("calls %v", calls)
+	}
+}
+
+func TestFlappingMemberIsNotReplaced(t *testing.T) {
+	fake := newFakeBackend()
+	env := newEnv(t, fake)
+	// Three recoveries within the 30m flapWindow, more than flapLimit 2.
+	for i := range 3 {
+		signalAt(env, settled+time.Duration(i)*4*time.Minute, "c-worker-1", workflows.HealthDown)
+		signalAt(env, settled+time.Duration(i)*4*time.Minute+time.Minute, "c-worker-1", workflows.HealthUp)
+	}
+	signalAt(env, settled+15*time.Minute, "c-worker-1", workflows.HealthDown)
+	var flapping, stillUp, settledAgain workflows.ClusterStatus
+	queryAt(t, env, settled+30*time.Minute, &flapping) // down 15 minutes, past replaceAfter
+	signalAt(env, settled+31*time.Minute, "c-worker-1", workflows.HealthUp)
+	queryAt(t, env, settled+60*time.Minute, &stillUp)
+	queryAt(t, env, settled+62*time.Minute, &settledAgain)
+	runHealth(t, fake, 3, env)
+
+	m := memberIn(flapping, "c-worker-1")
+	if m == nil || m.State != workflows.MemberFlapping || !strings.Contains(m.Detail, "came back up 3 times within 30m0s (flapLimit 2)") {
+		t.Fatalf("want flapping with the reason: %+v", m)
+	}
+	if memberIn(flapping, "c-worker-3") != nil || countCalls(fake.Calls(), "remove c-worker-1") != 0 {
+		t.Errorf("a flapping member was replaced: %v", fake.Calls())
+	}
+	if flapping.Phase != workflows.PhaseDegraded {
+		t.Errorf("phase %s (%s)", flapping.Phase, flapping.Message)
+	}
+	if m := memberIn(stillUp, "c-worker-1"); m.State != workflows.MemberFlapping {
+		t.Errorf("29m after coming up: %s, want still flapping", m.State)
+	}
+	if m := memberIn(settledAgain, "c-worker-1"); m.State != workflows.MemberReady || settledAgain.Phase != workflows.PhaseReady {
+		t.Errorf("up a whole flapWindow: %s, phase %s; want ready", m.State, settledAgain.Phase)
+	}
+}
+
+func TestMeltdownPausesReplacementUntilMembersRecover(t *testing.T) {
+	fake := newFakeBackend()
+	env := newEnv(t, fake)
+	// Four workers allow two unavailable (50%); three go down at once.
+	for _, m := range []string{"c-worker-0", "c-worker-1", "c-worker-2"} {
+		signalAt(env, settled, m, workflows.HealthDown)
+	}
+	var paused, recovered workflows.ClusterStatus
+	queryAt(t, env, settled+20*time.Minute, &paused)
+	signalAt(env, settled+21*time.Minute, "c-worker-2", workflows.HealthUp)
+	queryAt(t, env, settled+22*time.Minute, &recovered)
+	runHealth(t, fake, 4, env)
+
+	if paused.Phase != workflows.PhasePaused || !strings.Contains(paused.Message, "3 of 4 members unavailable, more than maxUnavailable 50% allows (2)") || !strings.Contains(paused.Message, "clusterflow resume c") {
+		t.Errorf("phase %s (%s), want paused with the reason", paused.Phase, paused.Message)
+	}
+	if n := len(paused.Role("worker").Members); n != 4 || paused.Role("worker").Paused == "" {
+		t.Errorf("replaced during a meltdown: %+v", paused.Role("worker"))
+	}
+	// One recovers: two down is within the limit, and both are overdue, so both go.
+	for _, gone := range []string{"c-worker-0", "c-worker-1"} {
+		if memberIn(recovered, gone) != nil {
+			t.Errorf("%s not replaced once the role recovered: %+v", gone, recovered.Role("worker").Members)
+		}
+	}
+	if recovered.Phase != workflows.PhaseReady || recovered.Role("worker").Ready != 4 || memberIn(recovered, "c-worker-2").State != workflows.MemberReady {
+		t.Errorf("recovered: phase %s (%s)", recovered.Phase, recovered.Message)
+	}
+}
+
+func TestResumeReplacesDuringAMeltdown(t *testing.T) {
+	fake := newFakeBackend()
+	env := newEnv(t, fake)
+	signalAt(env, settled, "c-worker-0", workflows.HealthDown)
+	signalAt(env, settled, "c-worker-1", workflows.HealthGone)
+	var refusal error
+	var resumed *workflows.ResumeResult
+	env.RegisterDelayedCallback(func() {
+		env.UpdateWorkflow(workflows.ResumeUpdate, "early", &testsuite.TestUpdateCallback{
+			OnReject: func(err error) { refusal = err }, OnAccept: func() {}, OnComplete: func(any, error) {},
+		})
+	}, settled/2)
+	env.RegisterDelayedCallback(func() {
+		env.UpdateWorkflow(workflows.ResumeUpdate, "resume", &testsuite.TestUpdateCallback{
+			OnReject: func(err error) { t.Errorf("resume refused: %v", err) }, OnAccept: func() {},
+			OnComplete: func(v any, err error) {
+				if r, ok := v.(workflows.ResumeResult); ok {
+					resumed = &r
+				}
+			},
+		})
+	}, settled+10*time.Minute)
+	var paused, after workflows.ClusterStatus
+	queryAt(t, env, settled+9*time.Minute, &paused)
+	queryAt(t, env, settled+11*time.Minute, &after)
+	runHealth(t, fake, 2, env)
+
+	if refusal == nil || !strings.Contains(refusal.Error(), "nothing to resume") {
+		t.Errorf("resume with nothing paused: %v", refusal)
+	}
+	if paused.Phase != workflows.PhasePaused || memberIn(paused, "c-worker-1").State != workflows.MemberDown {
+		t.Errorf("two of two unavailable: phase %s, c-worker-1 %s", paused.Phase, memberIn(paused, "c-worker-1").State)
+	}
+	if resumed == nil || len(resumed.Roles) != 1 || resumed.Roles[0] != "worker" {
+		t.Errorf("resume result %+v", resumed)
+	}
+	if memberIn(after, "c-worker-0") != nil || memberIn(after, "c-worker-1") != nil || after.Role("worker").Ready != 2 || after.Phase != workflows.PhaseReady {
+		t.Errorf("after resume: phase %s, workers %+v", after.Phase, after.Role("worker").Members)
+	}
+}
+
+func TestFailedSetupIsReplacedUpToMaxReplacements(t *testing.T) {
+	fake := newFakeBackend()
+	// Every worker but the first fails its configure.
+	fake.outcome = func(_ context.Context, run backend.ScriptRun) runner.Result {
+		if run.Member.Role == "worker" && run.Member.Name != "c-worker-0" && run.Event == "configure" {
+			return runner.Result{Outcome: runner.Exited, ExitCode: 1, StderrTail: "no disk"}
+		}
+		return runner.Result{Outcome: runner.Exited}
+	}
+	env := newEnv(t, fake)
+	var after workflows.ClusterStatus
+	queryAt(t, env, settled, &after)
+	env.ExecuteWorkflow(workflows.ClusterWorkflowName, workflows.ClusterInput{Spec: testSpec(t, `
+name: c
+roles:
+  - {name: worker, members: 2, startscript: s.sh, replaceOnConfigError: true, maxReplacements: 2}
+  - {name: edge, members: 1, dependsOn: [worker], startscript: s.sh}
+`)})
+	calls := fake.Calls()
+	for _, m := range []string{"c-worker-1", "c-worker-2", "c-worker-3"} {
+		if countCalls(calls, "configure "+m) != 1 {
+			t.Errorf("%s: want one configure: %v", m, calls)
+		}
+	}
+	if indexOf(calls, "configure c-worker-4") >= 0 || indexOf(calls, "configure c-edge") >= 0 {
+		t.Errorf("more than 2 replacements, or the next level ran: %v", calls)
+	}
+	last := memberIn(after, "c-worker-3")
+	if after.Phase != workflows.PhaseFailed || last == nil || last.State != workflows.MemberConfigError || last.Replacements != 2 || last.Replaces != "c-worker-2" {
+		t.Errorf("phase %s (%s), last %+v", after.Phase, after.Message, last)
+	}
+	if memberIn(after, "c-worker-1") != nil || countCalls(calls, "teardown c-worker-1") != 1 {
+		t.Errorf("a replaced failed member is torn down and removed: %v", calls)
+	}
+}
+
+func TestReconcileRemovesRoguesAndReplacesGoneMembers(t *testing.T) {
+	fake := newFakeBackend()
+	env := newEnv(t, fake)
+	env.RegisterDelayedCallback(func() {
+		fake.setSandbox(backend.Member{Cluster: "c", Role: "worker", Name: "c-worker-7"}, true)
+		fake.setSandbox(backend.Member{Cluster: "c", Role: "ghost", Name: "c-ghost-0"}, true)
+		fake.setSandbox(backend.Member{Cluster: "c", Role: "worker", Name: "c-worker-0"}, false)
+	}, settled)
+	var after workflows.ClusterStatus
+	queryAt(t, env, settled+2*time.Minute, &after) // the default reconcile runs every minute
+	runHealth(t, fake, 2, env)
+
+	calls := fake.Calls()
+	if countCalls(calls, "teardown c-worker-7") != 1 || countCalls(calls, "remove c-worker-7") != 1 || countCalls(calls, "remove c-ghost-0") != 1 {
+		t.Errorf("rogues not torn down and removed once: %v", calls)
+	}
+	if countCalls(calls, "teardown c-ghost-0") != 0 {
+		t.Errorf("a rogue of a role the cluster does not have has no script to run: %v", calls)
+	}
+	if memberIn(after, "c-worker-7") != nil || after.Role("ghost") != nil {
+		t.Errorf("rogues still in status: %+v", after.Roles)
+	}
+	workers := after.Role("worker").Members
+	if memberIn(after, "c-worker-0") != nil || len(workers) != 2 || workers[1].Replaces != "c-worker-0" || workers[1].State != workflows.MemberReady {
+		t.Errorf("gone member not replaced: %+v", workers)
+	}
+	if indexOf(calls, "delnodes c-controller-0 worker=[c-worker-7]") >= 0 {
+		t.Errorf("members were told about a rogue they never knew: %v", calls)
+	}
+	if after.Phase != workflows.PhaseReady {
+		t.Errorf("phase %s (%s)", after.Phase, after.Message)
+	}
+}
+
+func TestMemberEventRefusesUnknownMembersAndSignalsIgnoreThem(t *testing.T) {
+	fake := newFakeBackend()
+	env := newEnv(t, fake)
+	var refusals []string
+	for i, ev := range []workflows.MemberEvent{{Member: "c-worker-9", Event: workflows.HealthDown}, {Member: "c-worker-0", Event: "exploded"}} {
+		env.RegisterDelayedCallback(func() {
+			env.UpdateWorkflow(workflows.MemberEventUpdate, fmt.Sprint(i), &testsuite.TestUpdateCallback{
+				OnReject: func(err error) { refusals = append(refusals, err.Error()) },
+				OnAccept: func() { t.Errorf("%+v accepted", ev) }, OnComplete: func(any, error) {},
+			}, ev)
+		}, settled)
+	}
+	signalAt(env, settled, "c-worker-9", workflows.HealthGone)
+	var ignored *workflows.MemberEventResult
+	env.RegisterDelayedCallback(func() {
+		env.UpdateWorkflow(workflows.MemberEventUpdate, "up", &testsuite.TestUpdateCallback{
+			OnReject: func(err error) { t.Errorf("refused: %v", err) }, OnAccept: func() {},
+			OnComplete: func(v any, _ error) {
+				if r, ok := v.(workflows.MemberEventResult); ok {
+					ignored = &r
+				}
+			},
+		}, workflows.MemberEvent{Member: "c-worker-0", Event: workflows.HealthUp})
+	}, settled+time.Minute)
+	var after workflows.ClusterStatus
+	queryAt(t, env, settled+2*time.Minute, &after)
+	runHealth(t, fake, 2, env)
+
+	if len(refusals) != 2 || !strings.Contains(refusals[0], `cluster c has no member "c-worker-9" (its members: c-controller-0, c-worker-0, c-worker-1)`) ||
+		!strings.Contains(refusals[1], `event "exploded" is not one of down, up, gone, unhealthy`) {
+		t.Errorf("refusals %q", refusals)
+	}
+	if ignored == nil || ignored.Ignored == "" || ignored.To != workflows.MemberReady {
+		t.Errorf("up for a ready member should be ignored: %+v", ignored)
+	}
+	if after.Phase != workflows.PhaseReady || after.Generation != 1 {
+		t.Errorf("unknown members changed the cluster: phase %s generation %d", after.Phase, after.Generation)
+	}
+}
