@@ -47,8 +47,8 @@ func newEnv(t *testing.T, fake *fakeBackend) *testsuite.TestWorkflowEnvironment 
 	env.RegisterActivityWithOptions(fake.RunStartscript, activity.RegisterOptions{Name: "RunStartscript", DisableAlreadyRegisteredCheck: true})
 	env.SetTestTimeout(30 * time.Second)
 	// A cluster lives until deleted, reconciling every minute: end tests that leave it
-	// running after three hours of workflow time (their events end within that).
-	env.SetWorkflowRunTimeout(3 * time.Hour)
+	// running after a few hours of workflow time (their events end within that).
+	env.SetWorkflowRunTimeout(5 * time.Hour)
 	return env
 }
 
