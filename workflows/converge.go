@@ -136,9 +136,11 @@ func (w *clusterWorkflow) unhealthy(level []string) []string {
 	var failed []string
 	for _, name := range level {
 		wanted, _ := w.splitWanted(w.state.Role(name))
+		// Members down or flapping were set up; their health is the state machine's concern.
+		setUp := countState(wanted, MemberReady) + countState(wanted, MemberDown) + countState(wanted, MemberFlapping)
 		if n := countState(wanted, MemberConfigError); n > 0 {
 			failed = append(failed, fmt.Sprintf("role %s failed: %d of %d members in config_error", name, n, len(wanted)))
-		} else if ready := CountReady(wanted); ready < len(wanted) {
+		} else if ready := CountReady(wanted); setUp < len(wanted) {
 			failed = append(failed, fmt.Sprintf("role %s: %d of %d members ready", name, ready, len(wanted)))
 		}
 	}

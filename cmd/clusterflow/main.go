@@ -29,6 +29,9 @@ var commands = []command{
 	{"resize", "NAME ROLE=N... [--wait]", "change the member count of roles", runResize},
 	{"apply", "-f SPEC [--wait]", "change an existing cluster to match a spec", runApply},
 	{"cancel", "NAME [--wait]", "stop the operation in progress", runCancel},
+	{"signal", "NAME MEMBER EVENT", "report a member down, up, gone or unhealthy", runSignal},
+	{"resume", "NAME", "replace unavailable members despite the meltdown guard; clear flapping", runResume},
+	{"reconcile", "NAME", "compare members with the backend now: remove rogues, replace the gone", runReconcile},
 	{"status", "NAME [-o json]", "show a cluster's phase, roles and members", runStatus},
 	{"list", "[-o json] [--all]", "list clusters", runList},
 	{"delete", "NAME [--wait]", "tear a cluster down and remove its members", runDelete},
@@ -62,7 +65,7 @@ func run(ctx context.Context, args []string) int {
 func usage() {
 	fmt.Fprintln(os.Stderr, "Usage: clusterflow COMMAND [flags]\n\nCommands:")
 	for _, c := range commands {
-		fmt.Fprintf(os.Stderr, "  %-7s %-25s %s\n", c.name, c.args, c.summary)
+		fmt.Fprintf(os.Stderr, "  %-9s %-25s %s\n", c.name, c.args, c.summary)
 	}
 	fmt.Fprintln(os.Stderr, "\nRun `clusterflow COMMAND -h` for a command's flags.")
 }

@@ -38,6 +38,11 @@ func Status(w io.Writer, s workflows.ClusterStatus, now time.Time) {
 		fmt.Fprintf(tw, "%s\t%d\t%d/%d\t%s\n", r.Name, r.Level, r.Ready, r.Desired, RoleCounts(r))
 	}
 	tw.Flush()
+	for _, r := range s.Roles {
+		if r.Paused != "" {
+			fmt.Fprintf(w, "Role %s: %s\n", r.Name, r.Paused)
+		}
+	}
 	fmt.Fprintln(w)
 
 	tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
@@ -53,6 +58,9 @@ func Status(w io.Writer, s workflows.ClusterStatus, now time.Time) {
 			if m.Leaving {
 				state += " (leaving)"
 			}
+			if m.Replaces != "" {
+				detail = strings.TrimPrefix(detail+"; replaces "+m.Replaces, "; ")
+			}
 			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", m.Name, state, Ago(m.Since, now), detail)
 			if m.StdoutTail != "" || m.StderrTail != "" {
 				failed = append(failed, m)
@@ -60,8 +68,38 @@ func Status(w io.Writer, s workflows.ClusterStatus, now time.Time) {
 		}
 	}
 	tw.Flush()
+	Health(w, s)
 	for _, m := range failed {
 		Tails(w, m)
+	}
+}
+
+// healthLines is how many of a member's latest health transitions status shows.
+const healthLines = 3
+
+// Health prints the latest health transitions of members that have any.
+func Health(w io.Writer, s workflows.ClusterStatus) {
+	for _, r := range s.Roles {
+		for _, m := range r.Members {
+			if m.Health == nil || len(m.Health.Transitions) == 0 {
+				continue
+			}
+			fmt.Fprintf(w, "\n%s health (latest last):\n", m.Name)
+			transitions := m.Health.Transitions
+			if len(transitions) > healthLines {
+				transitions = transitions[len(transitions)-healthLines:]
+			}
+			for _, t := range transitions {
+				line := fmt.Sprintf("  %s  %s → %s on %s", t.At.UTC().Format(time.DateTime), t.From, t.To, t.Event)
+				if t.Reason != "" {
+					line += ": " + t.Reason
+				}
+				if t.Source != "" {
+					line += " (from " + t.Source + ")"
+				}
+				fmt.Fprintln(w, line)
+			}
+		}
 	}
 }
 
@@ -94,6 +132,7 @@ func Plan(levels [][]string) string {
 // stateOrder is the order states are counted in, following a member's life.
 var stateOrder = []workflows.MemberState{
 	workflows.MemberPending, workflows.MemberCreating, workflows.MemberConfiguring, workflows.MemberReady,
+	workflows.MemberDown, workflows.MemberFlapping, workflows.MemberReplacing, workflows.MemberRogue,
 	workflows.MemberConfigError, workflows.MemberDeleting, workflows.MemberDeleted,
 }
 
