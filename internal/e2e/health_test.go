@@ -155,7 +155,9 @@ func TestReconcileRemovesAnOrphanSandbox(t *testing.T) {
 		!strings.Contains(res.Stdout, "Removing members clusterflow did not know: "+orphans[1]+", "+orphans[0]) {
 		t.Fatalf("reconcile: %s", res)
 	}
-	waitFor(t, "the orphans to be removed", func() bool { return !exists(filepath.Join(clusterDir, orphans[0])) && !exists(filepath.Join(clusterDir, orphans[1])) })
+	waitFor(t, "the orphans to be removed", func() bool {
+		return !exists(filepath.Join(clusterDir, orphans[0])) && !exists(filepath.Join(clusterDir, orphans[1]))
+	})
 	if res := cli(t, "status", n, "--wait", "--timeout", "60s"); res.Code != 0 || strings.Contains(res.Stdout, "ghost") || strings.Contains(res.Stdout, "worker-9") {
 		t.Errorf("status after reconcile: %s", res)
 	}
