@@ -2,8 +2,10 @@ package e2e
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -93,6 +95,42 @@ roles:
 	growDuringSetup(t, "rec-grow-midway")
 	mustSucceed(t, "delete", "rec-grow-midway", "--wait")
 	record("grow-during-setup", "rec-grow-midway")
+
+	// Member health: a replacement after replaceAfter, down and up, gone, a meltdown and a
+	// resume, an orphan found by reconcile, with periodic reconciles and continue-as-new.
+	n := "rec-health"
+	specPath, _ = writeCluster(t, strings.Replace(healthSpec(n, "3s"), "roles:", "reconcileEvery: 2s\nroles:", 1))
+	mustSucceed(t, "deploy", "-f", specPath, "--wait", "--continue-as-new-every", "2")
+	mustSucceed(t, "signal", n, n+"-worker-1", "down")
+	waitForWorkers(t, n, n+"-worker-0=ready", n+"-worker-2=ready<"+n+"-worker-1")
+	mustSucceed(t, "signal", n, n+"-worker-0", "down")
+	mustSucceed(t, "signal", n, n+"-worker-0", "up")
+	mustSucceed(t, "signal", n, n+"-worker-0", "gone")
+	waitForWorkers(t, n, n+"-worker-2=ready<"+n+"-worker-1", n+"-worker-3=ready<"+n+"-worker-0")
+	mustSucceed(t, "signal", n, n+"-worker-2", "gone")
+	mustSucceed(t, "signal", n, n+"-worker-3", "gone")
+	mustSucceed(t, "resume", n)
+	waitForWorkers(t, n, n+"-worker-4=ready<"+n+"-worker-2", n+"-worker-5=ready<"+n+"-worker-3")
+	if err := os.MkdirAll(filepath.Join(dataDir, "clusters", n, n+"-worker-9"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	mustSucceed(t, "reconcile", n)
+	waitFor(t, "the orphan to go", func() bool { return !exists(filepath.Join(dataDir, "clusters", n, n+"-worker-9")) })
+	mustSucceed(t, "status", n, "--wait")
+	time.Sleep(3 * time.Second) // a periodic reconcile or two
+	mustSucceed(t, "delete", n, "--wait")
+	record("member-health", n)
+
+	// A failed setup replaced once, by a successor that succeeds.
+	n = "rec-config-error"
+	specPath, _ = writeCluster(t, fmt.Sprintf(`
+name: %[1]s
+roles:
+  - {name: worker, members: 2, startscript: trace.sh, env: {TRACE: TRACE_FILE, FAIL_MEMBER: %[1]s-worker-1}, replaceOnConfigError: true, maxReplacements: 1}
+`, n))
+	mustSucceed(t, "deploy", "-f", specPath, "--wait")
+	mustSucceed(t, "delete", n, "--wait")
+	record("replace-on-config-error", n)
 }
 
 func mustSucceed(t *testing.T, args ...string) {
