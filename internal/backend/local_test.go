@@ -193,3 +193,41 @@ func runScript(t *testing.T, l *Local, run ScriptRun) runner.Result {
 	t.Fatalf("no result recorded at %s", path)
 	return runner.Result{}
 }
+
+func TestListMembersFindsEverySandboxShapedLikeAMember(t *testing.T) {
+	l, err := NewLocal(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if members, err := l.ListMembers(ctx, "c"); err != nil || len(members) != 0 {
+		t.Fatalf("a cluster with no folder: %v, %v", members, err)
+	}
+	for _, m := range []Member{{Cluster: "c", Role: "w", Name: "c-w-0"}, {Cluster: "c", Role: "edge-gw", Name: "c-edge-gw-12"}} {
+		if err := l.CreateMember(ctx, m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Made behind clusterflow's back: one shaped like a member, and folders and files that
+	// are not members.
+	clusterDir := filepath.Join(l.root, "clusters", "c")
+	for _, dir := range []string{"c-rogue-3", ".clusterflow", "c-w-x", "c-w-01", "other-w-0", "c-w"} {
+		if err := os.MkdirAll(filepath.Join(clusterDir, dir), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(clusterDir, "c-w-7"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	members, err := l.ListMembers(ctx, "c")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, m := range members {
+		got = append(got, m.Role+":"+m.Name)
+	}
+	if want := "edge-gw:c-edge-gw-12 rogue:c-rogue-3 w:c-w-0"; strings.Join(got, " ") != want {
+		t.Errorf("listed %v, want %s", got, want)
+	}
+}
