@@ -218,9 +218,12 @@ func describeChange(current, next spec.Cluster) string {
 			parts = append(parts, "-"+r.Name)
 		}
 	}
+	if current.ReconcileEvery != next.ReconcileEvery {
+		parts = append(parts, "reconcileEvery")
+	}
 	return strings.Join(parts, ", ")
 }
 
 func roleEqual(a, b spec.Role) bool {
-	return len(reconfigured(a, b)) == 0 && a.MaxInFlight == b.MaxInFlight && a.Startscript == b.Startscript
+	return len(reconfigured(a, b)) == 0 && a.MaxInFlight == b.MaxInFlight && a.Startscript == b.Startscript && a.Health == b.Health
 }

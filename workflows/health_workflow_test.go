@@ -357,3 +357,27 @@ func TestMemberEventRefusesUnknownMembersAndSignalsIgnoreThem(t *testing.T) {
 		t.Errorf("unknown members changed the cluster: phase %s generation %d", after.Phase, after.Generation)
 	}
 }
+
+func TestApplyChangesTheHealthPolicyOfARunningRole(t *testing.T) {
+	fake := newFakeBackend()
+	env := newEnv(t, fake)
+	quicker := testSpec(t, strings.Replace(fmt.Sprintf(healthSpec, 2), "replaceAfter: 5m", "replaceAfter: 1m", 1))
+	var result workflows.ChangeResult
+	env.RegisterDelayedCallback(func() {
+		env.UpdateWorkflow(workflows.ApplyUpdate, "apply", &testsuite.TestUpdateCallback{
+			OnReject: func(err error) { t.Errorf("apply refused: %v", err) }, OnAccept: func() {},
+			OnComplete: func(v any, _ error) { result, _ = v.(workflows.ChangeResult) },
+		}, workflows.ApplyRequest{Spec: quicker})
+	}, settled)
+	signalAt(env, settled+time.Minute, "c-worker-0", workflows.HealthDown)
+	var after workflows.ClusterStatus
+	queryAt(t, env, settled+3*time.Minute, &after)
+	runHealth(t, fake, 2, env)
+
+	if !result.Changed || result.Summary != "worker settings" {
+		t.Errorf("apply result %+v", result)
+	}
+	if memberIn(after, "c-worker-0") != nil {
+		t.Errorf("not replaced 2m after down with replaceAfter 1m: %+v", after.Role("worker").Members)
+	}
+}
