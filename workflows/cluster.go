@@ -24,8 +24,12 @@ func ClusterWorkflow(ctx workflow.Context, in ClusterInput) (ClusterStatus, erro
 }
 
 // defaultContinueAsNewEvery bounds a run's operations even when Temporal does not yet
-// suggest continuing as new.
-const defaultContinueAsNewEvery = 50
+// suggest continuing as new; reconcilesPerRun bounds its periodic reconciles (about 10
+// events each) the same way.
+const (
+	defaultContinueAsNewEvery = 50
+	reconcilesPerRun          = 300
+)
 
 type clusterWorkflow struct {
 	// spec is the desired state; its generation is state.Generation.
@@ -39,6 +43,7 @@ type clusterWorkflow struct {
 
 	continueAsNewEvery int
 	operationsThisRun  int
+	reconcilesThisRun  int
 
 	deleteRequested bool
 	cancelRequested bool
@@ -173,7 +178,7 @@ func (w *clusterWorkflow) operate(ctx workflow.Context) {
 // continueAsNewDue says the history has grown enough to start afresh, which happens only
 // between operations.
 func (w *clusterWorkflow) continueAsNewDue(ctx workflow.Context) bool {
-	return workflow.GetInfo(ctx).GetContinueAsNewSuggested() || w.operationsThisRun >= w.continueAsNewEvery
+	return workflow.GetInfo(ctx).GetContinueAsNewSuggested() || w.operationsThisRun >= w.continueAsNewEvery || w.reconcilesThisRun >= reconcilesPerRun
 }
 
 // continueAsNew hands the whole state to a fresh run once no update handler is midway.

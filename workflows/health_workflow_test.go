@@ -2,12 +2,15 @@ package workflows_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
 	"time"
 
+	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/testsuite"
+	"go.temporal.io/sdk/workflow"
 
 	"github.com/clusterflow/clusterflow/internal/backend"
 	"github.com/clusterflow/clusterflow/internal/runner"
@@ -379,5 +382,27 @@ func TestApplyChangesTheHealthPolicyOfARunningRole(t *testing.T) {
 	}
 	if memberIn(after, "c-worker-0") != nil {
 		t.Errorf("not replaced 2m after down with replaceAfter 1m: %+v", after.Role("worker").Members)
+	}
+}
+
+// Periodic reconciles continue the workflow as new before its history grows large, and
+// the next run carries every member's health, timers included.
+func TestReconcilesContinueAsNewCarryingHealth(t *testing.T) {
+	fake := newFakeBackend()
+	env := newEnv(t, fake)
+	signalAt(env, 10*time.Minute, "c-worker-1", workflows.HealthDown)
+	yaml := strings.Replace(fmt.Sprintf(healthSpec, 2), "roles:", "reconcileEvery: 10s\nroles:", 1)
+	env.ExecuteWorkflow(workflows.ClusterWorkflowName, workflows.ClusterInput{Spec: testSpec(t, strings.Replace(yaml, "replaceAfter: 5m", "replaceAfter: 5h", 1))})
+	var can *workflow.ContinueAsNewError
+	if err := env.GetWorkflowError(); !errors.As(err, &can) {
+		t.Fatalf("want continue-as-new after 300 reconciles (50 minutes), got %v", err)
+	}
+	var next workflows.ClusterInput
+	if err := converter.GetDefaultDataConverter().FromPayloads(can.Input, &next); err != nil {
+		t.Fatal(err)
+	}
+	m := memberIn(next.Carried.State, "c-worker-1")
+	if m == nil || m.State != workflows.MemberDown || m.Health == nil || m.Health.Due.IsZero() || len(m.Health.Transitions) != 1 {
+		t.Errorf("carried member %+v, health %+v", m, m.Health)
 	}
 }

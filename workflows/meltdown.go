@@ -44,10 +44,12 @@ func (w *clusterWorkflow) replacementPaused(rs *RoleStatus, m *Member) bool {
 }
 
 // refreshMeltdown pauses or unpauses each role's replacement. A resume lasts until the
-// role is back within its limit, which re-arms the guard.
+// role is back within its limit, which re-arms the guard. A change wakes the health
+// watcher, whose timers a pause holds back.
 func (w *clusterWorkflow) refreshMeltdown() {
 	for i := range w.state.Roles {
 		rs := &w.state.Roles[i]
+		was := rs.Paused
 		unavailable, limit := unavailableIn(rs), w.unavailableLimit(rs)
 		switch {
 		case unavailable <= limit:
@@ -58,6 +60,9 @@ func (w *clusterWorkflow) refreshMeltdown() {
 			r, _ := w.roleSpec(rs.Name)
 			rs.Paused = fmt.Sprintf("automatic replacement paused: %d of %d members unavailable, more than maxUnavailable %s allows (%d)",
 				unavailable, rs.Desired, r.Health.WithDefaults().MaxUnavailable, limit)
+		}
+		if rs.Paused != was {
+			w.healthVersion++
 		}
 	}
 }

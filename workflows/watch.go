@@ -28,6 +28,7 @@ func (w *clusterWorkflow) watchHealth(ctx workflow.Context) {
 		w.fireDue(ctx, now)
 		if !now.Before(nextReconcile) {
 			w.reconcile(ctx)
+			w.reconcilesThisRun++
 			nextReconcile = workflow.Now(ctx).Add(w.spec.ReconcileInterval())
 		}
 	}
