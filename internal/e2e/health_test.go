@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -8,7 +9,9 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/clusterflow/clusterflow/starter"
 	"github.com/clusterflow/clusterflow/workflows"
 )
 
@@ -103,11 +106,30 @@ func TestDownUpKeepsAMemberGoneReplacesAtOnceAndResumeLiftsAMeltdown(t *testing.
 		}
 	}
 
-	mustSucceed(t, "signal", n, n+"-worker-0", "down")
+	// The plain signal, as a health checker in any language sends it: one about an unknown
+	// member is dropped, and the workflow carries on.
+	st := starter.New(server.Client, "")
+	ctx := context.Background()
+	for _, ev := range []workflows.MemberEvent{
+		{Member: n + "-worker-9", Event: workflows.HealthGone},
+		{Member: n + "-worker-0", Event: "sideways"},
+		{Member: n + "-worker-0", Event: workflows.HealthDown, Reason: "probe failed", Source: "checker", At: time.Now()},
+	} {
+		if err := st.SignalMemberEvent(ctx, n, ev); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitFor(t, "the signalled down", func() bool {
+		s := statusJSON(t, n)
+		return s.Role("worker").Member(n+"-worker-0").State == workflows.MemberDown
+	})
 	mustSucceed(t, "signal", n, n+"-worker-0", "up", "--reason", "back")
 	s := statusJSON(t, n)
-	if m := s.Role("worker").Member(n + "-worker-0"); m.State != workflows.MemberReady || len(m.Health.Transitions) != 2 || s.Phase != workflows.PhaseReady {
-		t.Errorf("after down and up: phase %s, %+v", s.Phase, m)
+	if m := s.Role("worker").Member(n + "-worker-0"); m.State != workflows.MemberReady || len(m.Health.Transitions) != 2 || s.Phase != workflows.PhaseReady || s.Generation != 1 {
+		t.Errorf("after down and up: phase %s, generation %d, %+v", s.Phase, s.Generation, m)
+	}
+	if tr := s.Role("worker").Member(n + "-worker-0").Health.Transitions; len(tr) == 2 && (tr[0].Source != "checker" || tr[0].Reason != "probe failed" || tr[1].Source != "cli") {
+		t.Errorf("transitions %+v", tr)
 	}
 
 	mustSucceed(t, "signal", n, n+"-worker-0", "gone", "--reason", "instance terminated")
@@ -168,6 +190,32 @@ func TestReconcileRemovesAnOrphanSandbox(t *testing.T) {
 	if res := cli(t, "reconcile", n); res.Code != 0 || !strings.Contains(res.Stdout, "Nothing to do") {
 		t.Errorf("second reconcile: %s", res)
 	}
+	mustSucceed(t, "delete", n, "--wait")
+}
+
+func TestAFailedSetupIsReplacedWhenTheRoleAsks(t *testing.T) {
+	t.Parallel()
+	n := "reconfigured"
+	specPath, trace := writeCluster(t, fmt.Sprintf(`
+name: %[1]s
+roles:
+  - {name: worker, members: 2, startscript: trace.sh, env: {TRACE: TRACE_FILE, FAIL_MEMBER: %[1]s-worker-1}, replaceOnConfigError: true, maxReplacements: 1}
+  - {name: edge, members: 1, dependsOn: [worker], startscript: trace.sh, env: {TRACE: TRACE_FILE, DEPS: worker}}
+`, n))
+	if res := cli(t, "deploy", "-f", specPath, "--wait", "--timeout", "60s"); res.Code != 0 {
+		t.Fatalf("deploy: %s", res)
+	}
+	s := statusJSON(t, n)
+	if !slices.Equal(workerNames(s), []string{n + "-worker-0=ready", n + "-worker-2=ready<" + n + "-worker-1"}) || s.Phase != workflows.PhaseReady {
+		t.Errorf("phase %s (%s), workers %v", s.Phase, s.Message, workerNames(s))
+	}
+	runs := readTrace(t, trace)
+	// The edge waited for the replacement: dependencies hold.
+	edge, successor := runsOf(runs, n+"-edge-0", "configure"), runsOf(runs, n+"-worker-2", "configure")
+	if len(edge) != 1 || len(successor) != 1 || edge[0].Start < successor[0].End {
+		t.Errorf("the edge did not wait for the replacement worker: %+v", runs)
+	}
+	expectRuns(t, runs, "teardown", "--teardown", n+"-worker-1")
 	mustSucceed(t, "delete", n, "--wait")
 }
 
