@@ -50,8 +50,11 @@ func (w *clusterWorkflow) announce(ctx workflow.Context) {
 		}
 		w.notify(ctx, OpAddNodes, rs.Name, joined)
 		if ctx.Err() == nil {
+			rs = w.state.Role(rs.Name) // the roles may have moved while notify waited
 			for _, m := range joined {
-				rs.Member(m.Name).Announced = true
+				if m := rs.Member(m.Name); m != nil {
+					m.Announced = true
+				}
 			}
 		}
 	}

@@ -5,6 +5,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
+	"github.com/clusterflow/clusterflow/activities"
 	"github.com/clusterflow/clusterflow/internal/spec"
 )
 
@@ -61,6 +62,8 @@ type clusterWorkflow struct {
 	// listing is older than a membership change does not take a new or just removed
 	// member for a rogue.
 	membershipEpoch int
+	// rogues are backend members reconcile found that the next pass removes.
+	rogues []activities.MemberRef
 }
 
 type activeOp struct {

@@ -32,6 +32,7 @@ func (w *clusterWorkflow) convergeOnce(ctx workflow.Context) (again bool) {
 	generation := w.state.Generation
 	changed := func() bool { return w.state.Generation != generation }
 
+	w.adoptRogues(ctx)
 	w.removeUnwanted(ctx, false)
 	if ctx.Err() != nil {
 		return false

@@ -54,7 +54,8 @@ func (w *clusterWorkflow) reconcile(ctx workflow.Context) ReconcileReport {
 		return report
 	}
 	for _, ref := range listed {
-		if _, m := w.findMember(ref.Name); m == nil && w.adoptRogue(ctx, ref) {
+		if _, m := w.findMember(ref.Name); m == nil && !slices.Contains(w.rogues, ref) {
+			w.rogues = append(w.rogues, ref)
 			report.Rogues = append(report.Rogues, ref.Name)
 		}
 	}
@@ -66,12 +67,25 @@ func (w *clusterWorkflow) reconcile(ctx workflow.Context) ReconcileReport {
 	return report
 }
 
-// adoptRogue records a backend member the cluster did not know, as leaving, so that the
-// next pass tears it down and removes it like any member no longer wanted.
-func (w *clusterWorkflow) adoptRogue(ctx workflow.Context, ref activities.MemberRef) bool {
+// adoptRogues records the rogues reconcile found as leaving members, so that this pass
+// tears them down and removes them like any member no longer wanted. Only the operation
+// changes the roles and members it works on; reconcile just queues them.
+func (w *clusterWorkflow) adoptRogues(ctx workflow.Context) {
+	for _, ref := range w.rogues {
+		if _, m := w.findMember(ref.Name); m == nil {
+			w.adoptRogue(ctx, ref)
+		}
+	}
+	w.rogues = nil
+}
+
+// adoptRogue records one rogue as a leaving member of its role, adding the role (placed
+// last) if the cluster has no such role.
+func (w *clusterWorkflow) adoptRogue(ctx workflow.Context, ref activities.MemberRef) {
 	role, ordinal, ok := spec.ParseMemberName(w.state.Name, ref.Name)
 	if !ok || role != ref.Role {
-		return false
+		w.logger.Warn("Backend listed a member whose name does not match its role; left alone", "Member", ref.Name, "Role", ref.Role)
+		return
 	}
 	rs := w.state.Role(role)
 	if rs == nil {
@@ -87,5 +101,4 @@ func (w *clusterWorkflow) adoptRogue(ctx workflow.Context, ref activities.Member
 	at, _ := slices.BinarySearchFunc(rs.Members, ordinal, func(m Member, ordinal int) int { return m.Ordinal - ordinal })
 	rs.Members = slices.Insert(rs.Members, at, rogue)
 	w.membershipEpoch++
-	return true
 }
