@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -404,5 +405,63 @@ func TestReconcilesContinueAsNewCarryingHealth(t *testing.T) {
 	m := memberIn(next.Carried.State, "c-worker-1")
 	if m == nil || m.State != workflows.MemberDown || m.Health == nil || m.Health.Due.IsZero() || len(m.Health.Transitions) != 1 {
 		t.Errorf("carried member %+v, health %+v", m, m.Health)
+	}
+}
+
+// A replacement and a resize of the same role at the same moment create and remove each
+// member once: both are the one convergence's business.
+func TestReplacementAndResizeTogetherNeitherDoubleCreateNorDoubleDelete(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		members int
+		gone    string
+		want    []string
+		created []string
+	}{
+		{"grow", 4, "c-worker-1", []string{"c-worker-0", "c-worker-2", "c-worker-3<c-worker-1", "c-worker-4"}, []string{"c-worker-3", "c-worker-4"}},
+		{"shrink away the gone member", 2, "c-worker-2", []string{"c-worker-0", "c-worker-1"}, nil},
+		{"shrink another", 1, "c-worker-0", []string{"c-worker-1"}, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			fake := newFakeBackend()
+			env := newEnv(t, fake)
+			var deployed []string
+			env.RegisterDelayedCallback(func() {
+				deployed = fake.Calls()
+				env.SignalWorkflow(workflows.MemberEventSignal, workflows.MemberEvent{Member: tc.gone, Event: workflows.HealthGone})
+			}, settled)
+			resizeAt(t, env, settled, workflows.RoleCount{Role: "worker", Members: tc.members})
+			var after workflows.ClusterStatus
+			queryAt(t, env, settled+10*time.Minute, &after)
+			runHealth(t, fake, 3, env)
+
+			var got []string
+			for _, m := range after.Role("worker").Members {
+				name := m.Name
+				if m.Replaces != "" {
+					name += "<" + m.Replaces
+				}
+				got = append(got, name)
+				if m.State != workflows.MemberReady {
+					t.Errorf("%s is %s", m.Name, m.State)
+				}
+			}
+			if !slices.Equal(got, tc.want) {
+				t.Errorf("workers %v, want %v", got, tc.want)
+			}
+			calls := fake.Calls()[len(deployed):]
+			var created []string
+			for _, c := range calls {
+				if name, ok := strings.CutPrefix(c, "configure "); ok {
+					created = append(created, name)
+				}
+			}
+			if !slices.Equal(created, tc.created) {
+				t.Errorf("configured %v, want %v: %v", created, tc.created, calls)
+			}
+			if countCalls(calls, "remove "+tc.gone) != 1 {
+				t.Errorf("%s removed %d times: %v", tc.gone, countCalls(calls, "remove "+tc.gone), calls)
+			}
+		})
 	}
 }
