@@ -65,3 +65,38 @@ func history(t *testing.T, workflowID string) []*historypb.HistoryEvent {
 	}
 	return hist.Events
 }
+
+// TestAnIdleReconcileAddsFewEvents checks that periodic reconciles are cheap: each adds a
+// handful of events to the cluster's history (continue-as-new bounds the total).
+func TestAnIdleReconcileAddsFewEvents(t *testing.T) {
+	t.Parallel()
+	specPath, _ := writeCluster(t, `
+name: idle
+reconcileEvery: 1s
+roles:
+  - {name: worker, members: 2, startscript: trace.sh, env: {TRACE: TRACE_FILE}}
+`)
+	mustSucceed(t, "deploy", "-f", specPath, "--wait")
+	id := workflows.ClusterWorkflowID("idle")
+	reconciles := func(events []*historypb.HistoryEvent) int {
+		n := 0
+		for _, e := range events {
+			if e.GetActivityTaskScheduledEventAttributes().GetActivityType().GetName() == "ListMembers" {
+				n++
+			}
+		}
+		return n
+	}
+	before := history(t, id)
+	var after []*historypb.HistoryEvent
+	waitFor(t, "five more reconciles", func() bool {
+		after = history(t, id)
+		return reconciles(after) >= reconciles(before)+5
+	})
+	added, done := len(after)-len(before), reconciles(after)-reconciles(before)
+	t.Logf("%d reconciles added %d events", done, added)
+	if added > 12*done {
+		t.Errorf("%d reconciles added %d events; an idle reconcile should add about 10", done, added)
+	}
+	mustSucceed(t, "delete", "idle", "--wait")
+}
