@@ -57,7 +57,7 @@ func (w *clusterWorkflow) stepHealth(ctx workflow.Context, rs *RoleStatus, m *Me
 	}
 	t, ok := nextTransition(m.State, ev.Event, facts)
 	if !ok {
-		result.Ignored = fmt.Sprintf("%s is %s, and %s changes nothing then", m.Name, m.State, ev.Event)
+		result.Ignored = fmt.Sprintf("no transition from %s on %s", m.State, ev.Event)
 		w.logger.Info("Member health event ignored", "Member", m.Name, "State", m.State, "Event", ev.Event, "Source", ev.Source)
 		return result
 	}

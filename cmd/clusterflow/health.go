@@ -32,7 +32,7 @@ func runSignal(ctx context.Context, args []string) error {
 		return err
 	}
 	if res.Ignored != "" {
-		fmt.Printf("%s: %s ignored: %s.\n", res.Member, ev.Event, res.Ignored)
+		fmt.Printf("%s: %s ignored (%s).\n", res.Member, ev.Event, res.Ignored)
 		return nil
 	}
 	fmt.Printf("%s: %s → %s\n", res.Member, res.From, res.To)
@@ -53,7 +53,7 @@ func runResume(ctx context.Context, args []string) error {
 		return err
 	}
 	if len(res.Roles) > 0 {
-		fmt.Printf("Resumed automatic replacement of %s in %s: their unavailable members are replaced now.\n", strings.Join(res.Roles, ", "), name)
+		fmt.Printf("Resumed automatic replacement of %s in %s: members gone, or down longer than replaceAfter, are replaced now; others when their replaceAfter ends.\n", strings.Join(res.Roles, ", "), name)
 	}
 	if len(res.Members) > 0 {
 		fmt.Printf("No longer flapping: %s.\n", strings.Join(res.Members, ", "))
