@@ -54,10 +54,8 @@ func replaceable(f healthFacts) bool { return f.replaceable }
 type healthTimer int
 
 const (
-	// timerKeep leaves the timer as it is.
-	timerKeep healthTimer = iota
-	// timerStop cancels it.
-	timerStop
+	// timerStop cancels the timer.
+	timerStop healthTimer = iota
 	// timerReplace fires after the role's replaceAfter.
 	timerReplace
 	// timerNow fires at once, once nothing pauses it: a member gone while replacement is
