@@ -90,6 +90,7 @@ func (w *clusterWorkflow) change(ctx workflow.Context, next spec.Cluster) Change
 	}
 	w.spec = next
 	w.state.Generation++
+	w.lastChange = summary
 	w.syncDesired()
 	w.touch(ctx)
 	if err := workflow.UpsertTypedSearchAttributes(ctx,

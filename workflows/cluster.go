@@ -64,6 +64,8 @@ type clusterWorkflow struct {
 	membershipEpoch int
 	// rogues are backend members reconcile found that the next pass removes.
 	rogues []activities.MemberRef
+	// lastChange says what the latest generation is for, in the updating phase's message.
+	lastChange string
 }
 
 type activeOp struct {

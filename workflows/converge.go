@@ -17,7 +17,7 @@ func (w *clusterWorkflow) converge(ctx workflow.Context) {
 		w.state.Operations++
 		w.state.AttemptedGeneration = w.state.Generation
 		if w.state.ReachedGeneration > 0 {
-			w.setPhase(ctx, PhaseUpdating, fmt.Sprintf("generation %d", w.state.Generation))
+			w.setPhase(ctx, PhaseUpdating, strings.TrimSuffix(fmt.Sprintf("generation %d: %s", w.state.Generation, w.lastChange), ": "))
 		}
 		if !w.convergeOnce(ctx) {
 			return

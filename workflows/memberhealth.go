@@ -91,7 +91,7 @@ func (w *clusterWorkflow) stepHealth(ctx workflow.Context, rs *RoleStatus, m *Me
 	result.To = t.to
 	w.logger.Info("Member health", "Member", m.Name, "From", result.From, "To", t.to, "Event", ev.Event, "Reason", ev.Reason, "Source", ev.Source)
 	if t.to == MemberReplacing {
-		w.replace(rs, m, ev.Event)
+		w.replace(rs, m, ev)
 	}
 	w.healthChanged(ctx)
 	return result

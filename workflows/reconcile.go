@@ -2,6 +2,7 @@ package workflows
 
 import (
 	"slices"
+	"strings"
 
 	"go.temporal.io/sdk/workflow"
 
@@ -61,6 +62,7 @@ func (w *clusterWorkflow) reconcile(ctx workflow.Context) ReconcileReport {
 	}
 	if len(report.Rogues) > 0 {
 		w.state.Generation++ // removing them is a membership change like any other
+		w.lastChange = "remove " + strings.Join(report.Rogues, ", ")
 		w.logger.Info("Found rogue members; removing them", "Rogues", report.Rogues, "Generation", w.state.Generation)
 		w.touch(ctx)
 	}

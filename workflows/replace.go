@@ -1,6 +1,8 @@
 package workflows
 
 import (
+	"fmt"
+
 	"go.temporal.io/sdk/workflow"
 )
 
@@ -11,13 +13,17 @@ import (
 // removes it, and finally tells the survivors with addnodes and delnodes.
 
 // replace starts replacing member m, which has just entered MemberReplacing.
-func (w *clusterWorkflow) replace(rs *RoleStatus, m *Member, cause HealthEvent) {
+func (w *clusterWorkflow) replace(rs *RoleStatus, m *Member, ev MemberEvent) {
 	m.Leaving = true
-	if cause == HealthConfigError {
+	if ev.Event == HealthConfigError {
 		m.Replacements++ // its successor inherits the count
 	}
 	w.state.Generation++
-	w.logger.Info("Replacing member", "Role", rs.Name, "Member", m.Name, "Cause", cause, "Generation", w.state.Generation)
+	w.lastChange = fmt.Sprintf("replace %s (%s)", m.Name, ev.Event)
+	if ev.Reason != "" {
+		w.lastChange = fmt.Sprintf("replace %s (%s: %s)", m.Name, ev.Event, ev.Reason)
+	}
+	w.logger.Info("Replacing member", "Role", rs.Name, "Member", m.Name, "Event", ev.Event, "Reason", ev.Reason, "Generation", w.state.Generation)
 }
 
 // linkSuccessors pairs members just added to a role with the members they replace.

@@ -11,7 +11,8 @@ type Phase string
 
 const (
 	PhaseDeploying Phase = "deploying"
-	// PhaseUpdating is any later operation: a resize or an apply converging.
+	// PhaseUpdating is any later operation: a resize, an apply, a replacement or a rogue's
+	// removal converging.
 	PhaseUpdating Phase = "updating"
 	PhaseReady    Phase = "ready"
 	PhaseFailed   Phase = "failed"
