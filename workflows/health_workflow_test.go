@@ -466,3 +466,21 @@ func TestReplacementAndResizeTogetherNeitherDoubleCreateNorDoubleDelete(t *testi
 		})
 	}
 }
+
+// A shrink removes members that are down before healthy ones, whatever their ordinals.
+func TestShrinkRemovesDownMembersFirst(t *testing.T) {
+	fake := newFakeBackend()
+	env := newEnv(t, fake)
+	signalAt(env, settled, "c-worker-0", workflows.HealthDown)
+	resizeAt(t, env, settled+time.Minute, workflows.RoleCount{Role: "worker", Members: 2})
+	var after workflows.ClusterStatus
+	queryAt(t, env, settled+2*time.Minute, &after)
+	runHealth(t, fake, 3, env)
+
+	if got := memberNames(after); !slices.Equal(got, []string{"c-controller-0=ready", "c-worker-1=ready", "c-worker-2=ready"}) {
+		t.Errorf("members %v, want c-worker-0 (down) removed", got)
+	}
+	if after.Phase != workflows.PhaseReady {
+		t.Errorf("phase %s (%s)", after.Phase, after.Message)
+	}
+}

@@ -22,13 +22,28 @@ func (w *clusterWorkflow) desiredCount(role string) int {
 }
 
 // splitWanted divides a role's existing (not deleted) members into those the desired spec
-// keeps and those it no longer wants.
+// keeps and those it no longer wants. Members down or flapping are the first to go when a
+// role shrinks; otherwise the lowest ordinals stay.
 func (w *clusterWorkflow) splitWanted(rs *RoleStatus) (wanted, unwanted []Member) {
 	keep := w.desiredCount(rs.Name)
+	healthy := 0
+	for _, m := range rs.Members {
+		if m.State != MemberDeleted && !m.Leaving && !m.State.unavailable() {
+			healthy++
+		}
+	}
+	keepUnavailable := max(keep-healthy, 0)
+	keptHealthy, keptUnavailable := 0, 0
 	for _, m := range rs.Members {
 		switch {
 		case m.State == MemberDeleted:
-		case !m.Leaving && len(wanted) < keep:
+		case m.Leaving:
+			unwanted = append(unwanted, m)
+		case !m.State.unavailable() && keptHealthy < keep:
+			keptHealthy++
+			wanted = append(wanted, m)
+		case m.State.unavailable() && keptUnavailable < keepUnavailable:
+			keptUnavailable++
 			wanted = append(wanted, m)
 		default:
 			unwanted = append(unwanted, m)
