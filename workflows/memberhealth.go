@@ -31,6 +31,8 @@ type HealthTransition struct {
 	Event  HealthEvent `json:"event"`
 	Reason string      `json:"reason,omitempty"`
 	Source string      `json:"source,omitempty"`
+	// ReportedAt is when the source says it saw the event, if it said.
+	ReportedAt time.Time `json:"reportedAt,omitzero"`
 }
 
 // stepHealth feeds one event to a member's state machine and carries out the transition:
@@ -78,7 +80,7 @@ func (w *clusterWorkflow) stepHealth(ctx workflow.Context, rs *RoleStatus, m *Me
 	case timerSettle:
 		h.Due = now.Add(policy.FlapWindow)
 	}
-	h.Transitions = append(h.Transitions, HealthTransition{At: now, From: m.State, To: t.to, Event: ev.Event, Reason: ev.Reason, Source: ev.Source})
+	h.Transitions = append(h.Transitions, HealthTransition{At: now, From: m.State, To: t.to, Event: ev.Event, Reason: ev.Reason, Source: ev.Source, ReportedAt: ev.At})
 	if n := len(h.Transitions); n > keptTransitions {
 		h.Transitions = slices.Clone(h.Transitions[n-keptTransitions:])
 	}

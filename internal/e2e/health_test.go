@@ -128,7 +128,7 @@ func TestDownUpKeepsAMemberGoneReplacesAtOnceAndResumeLiftsAMeltdown(t *testing.
 	if m := s.Role("worker").Member(n + "-worker-0"); m.State != workflows.MemberReady || len(m.Health.Transitions) != 2 || s.Phase != workflows.PhaseReady || s.Generation != 1 {
 		t.Errorf("after down and up: phase %s, generation %d, %+v", s.Phase, s.Generation, m)
 	}
-	if tr := s.Role("worker").Member(n + "-worker-0").Health.Transitions; len(tr) == 2 && (tr[0].Source != "checker" || tr[0].Reason != "probe failed" || tr[1].Source != "cli") {
+	if tr := s.Role("worker").Member(n + "-worker-0").Health.Transitions; len(tr) == 2 && (tr[0].Source != "checker" || tr[0].Reason != "probe failed" || tr[0].ReportedAt.IsZero() || tr[1].Source != "cli") {
 		t.Errorf("transitions %+v", tr)
 	}
 
