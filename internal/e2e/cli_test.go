@@ -6,7 +6,7 @@ import (
 )
 
 func TestEveryCommandHasHelp(t *testing.T) {
-	for _, cmd := range []string{"dev", "worker", "agent", "setup", "deploy", "resize", "apply", "cancel", "status", "list", "delete"} {
+	for _, cmd := range []string{"dev", "worker", "agent", "setup", "deploy", "resize", "apply", "cancel", "signal", "resume", "reconcile", "status", "list", "delete"} {
 		res := cli(t, cmd, "-h")
 		if res.Code != 0 || !strings.Contains(res.Stderr, "Usage: clusterflow "+cmd) || !strings.Contains(res.Stderr, "--") {
 			t.Errorf("%s -h: %s", cmd, res)
@@ -20,6 +20,9 @@ func TestEveryCommandHasHelp(t *testing.T) {
 	}
 	if res := cli(t, "status"); res.Code != 2 || !strings.Contains(res.Stderr, "exactly one cluster NAME") {
 		t.Errorf("status without a name: %s", res)
+	}
+	if res := cli(t, "signal", "demo", "demo-worker-0"); res.Code != 2 || !strings.Contains(res.Stderr, "signal takes a cluster NAME, a MEMBER and an EVENT (down, up, gone or unhealthy), got 2 arguments") {
+		t.Errorf("signal without an event: %s", res)
 	}
 	if res := cli(t, "deploy", "--bogus"); res.Code != 2 || !strings.Contains(res.Stderr, "unknown flag: --bogus") {
 		t.Errorf("unknown flag: %s", res)
