@@ -41,6 +41,23 @@ func queryAt(t *testing.T, env *testsuite.TestWorkflowEnvironment, at time.Durat
 	env.RegisterDelayedCallback(func() { *into = query(t, env) }, at)
 }
 
+// outcome is how an update sent by updateAt ended.
+type outcome struct {
+	refused error
+	result  any
+}
+
+// updateAt sends an update at the given workflow time.
+func updateAt(env *testsuite.TestWorkflowEnvironment, at time.Duration, update string, args ...any) *outcome {
+	o := &outcome{}
+	env.RegisterDelayedCallback(func() {
+		env.UpdateWorkflow(update, fmt.Sprintf("%s-%s-%p", update, at, o), &testsuite.TestUpdateCallback{
+			OnReject: func(err error) { o.refused = err }, OnAccept: func() {}, OnComplete: func(v any, _ error) { o.result = v },
+		}, args...)
+	}, at)
+	return o
+}
+
 func memberIn(s workflows.ClusterStatus, name string) *workflows.Member {
 	for _, r := range s.Roles {
 		for i := range r.Members {
@@ -216,36 +233,21 @@ func TestResumeReplacesDuringAMeltdown(t *testing.T) {
 	env := newEnv(t, fake)
 	signalAt(env, settled, "c-worker-0", workflows.HealthDown)
 	signalAt(env, settled, "c-worker-1", workflows.HealthGone)
-	var refusal error
-	var resumed *workflows.ResumeResult
-	env.RegisterDelayedCallback(func() {
-		env.UpdateWorkflow(workflows.ResumeUpdate, "early", &testsuite.TestUpdateCallback{
-			OnReject: func(err error) { refusal = err }, OnAccept: func() {}, OnComplete: func(any, error) {},
-		})
-	}, settled/2)
-	env.RegisterDelayedCallback(func() {
-		env.UpdateWorkflow(workflows.ResumeUpdate, "resume", &testsuite.TestUpdateCallback{
-			OnReject: func(err error) { t.Errorf("resume refused: %v", err) }, OnAccept: func() {},
-			OnComplete: func(v any, err error) {
-				if r, ok := v.(workflows.ResumeResult); ok {
-					resumed = &r
-				}
-			},
-		})
-	}, settled+10*time.Minute)
+	early := updateAt(env, settled/2, workflows.ResumeUpdate)
+	resume := updateAt(env, settled+10*time.Minute, workflows.ResumeUpdate)
 	var paused, after workflows.ClusterStatus
 	queryAt(t, env, settled+9*time.Minute, &paused)
 	queryAt(t, env, settled+11*time.Minute, &after)
 	runHealth(t, fake, 2, env)
 
-	if refusal == nil || !strings.Contains(refusal.Error(), "nothing to resume") {
-		t.Errorf("resume with nothing paused: %v", refusal)
+	if early.refused == nil || !strings.Contains(early.refused.Error(), "nothing to resume") {
+		t.Errorf("resume with nothing paused: %v", early.refused)
 	}
 	if paused.Phase != workflows.PhasePaused || memberIn(paused, "c-worker-1").State != workflows.MemberDown {
 		t.Errorf("two of two unavailable: phase %s, c-worker-1 %s", paused.Phase, memberIn(paused, "c-worker-1").State)
 	}
-	if resumed == nil || len(resumed.Roles) != 1 || resumed.Roles[0] != "worker" {
-		t.Errorf("resume result %+v", resumed)
+	if resumed, ok := resume.result.(workflows.ResumeResult); !ok || len(resumed.Roles) != 1 || resumed.Roles[0] != "worker" {
+		t.Errorf("resume result %+v, refused %v", resume.result, resume.refused)
 	}
 	if memberIn(after, "c-worker-0") != nil || memberIn(after, "c-worker-1") != nil || after.Role("worker").Ready != 2 || after.Phase != workflows.PhaseReady {
 		t.Errorf("after resume: phase %s, workers %+v", after.Phase, after.Role("worker").Members)
@@ -325,37 +327,22 @@ func TestReconcileRemovesRoguesAndReplacesGoneMembers(t *testing.T) {
 func TestMemberEventRefusesUnknownMembersAndSignalsIgnoreThem(t *testing.T) {
 	fake := newFakeBackend()
 	env := newEnv(t, fake)
-	var refusals []string
-	for i, ev := range []workflows.MemberEvent{{Member: "c-worker-9", Event: workflows.HealthDown}, {Member: "c-worker-0", Event: "exploded"}} {
-		env.RegisterDelayedCallback(func() {
-			env.UpdateWorkflow(workflows.MemberEventUpdate, fmt.Sprint(i), &testsuite.TestUpdateCallback{
-				OnReject: func(err error) { refusals = append(refusals, err.Error()) },
-				OnAccept: func() { t.Errorf("%+v accepted", ev) }, OnComplete: func(any, error) {},
-			}, ev)
-		}, settled)
-	}
+	unknownMember := updateAt(env, settled, workflows.MemberEventUpdate, workflows.MemberEvent{Member: "c-worker-9", Event: workflows.HealthDown})
+	unknownEvent := updateAt(env, settled, workflows.MemberEventUpdate, workflows.MemberEvent{Member: "c-worker-0", Event: "exploded"})
 	signalAt(env, settled, "c-worker-9", workflows.HealthGone)
-	var ignored *workflows.MemberEventResult
-	env.RegisterDelayedCallback(func() {
-		env.UpdateWorkflow(workflows.MemberEventUpdate, "up", &testsuite.TestUpdateCallback{
-			OnReject: func(err error) { t.Errorf("refused: %v", err) }, OnAccept: func() {},
-			OnComplete: func(v any, _ error) {
-				if r, ok := v.(workflows.MemberEventResult); ok {
-					ignored = &r
-				}
-			},
-		}, workflows.MemberEvent{Member: "c-worker-0", Event: workflows.HealthUp})
-	}, settled+time.Minute)
+	up := updateAt(env, settled+time.Minute, workflows.MemberEventUpdate, workflows.MemberEvent{Member: "c-worker-0", Event: workflows.HealthUp})
 	var after workflows.ClusterStatus
 	queryAt(t, env, settled+2*time.Minute, &after)
 	runHealth(t, fake, 2, env)
 
-	if len(refusals) != 2 || !strings.Contains(refusals[0], `cluster c has no member "c-worker-9" (its members: c-controller-0, c-worker-0, c-worker-1)`) ||
-		!strings.Contains(refusals[1], `event "exploded" is not one of down, up, gone, unhealthy`) {
-		t.Errorf("refusals %q", refusals)
+	if unknownMember.refused == nil || !strings.Contains(unknownMember.refused.Error(), `cluster c has no member "c-worker-9" (its members: c-controller-0, c-worker-0, c-worker-1)`) {
+		t.Errorf("unknown member: refused %v, result %+v", unknownMember.refused, unknownMember.result)
 	}
-	if ignored == nil || ignored.Ignored == "" || ignored.To != workflows.MemberReady {
-		t.Errorf("up for a ready member should be ignored: %+v", ignored)
+	if unknownEvent.refused == nil || !strings.Contains(unknownEvent.refused.Error(), `event "exploded" is not one of down, up, gone, unhealthy`) {
+		t.Errorf("unknown event: refused %v, result %+v", unknownEvent.refused, unknownEvent.result)
+	}
+	if ignored, ok := up.result.(workflows.MemberEventResult); !ok || ignored.Ignored != "no transition from ready on up" || ignored.To != workflows.MemberReady {
+		t.Errorf("up for a ready member should be ignored: %+v (refused %v)", up.result, up.refused)
 	}
 	if after.Phase != workflows.PhaseReady || after.Generation != 1 {
 		t.Errorf("unknown members changed the cluster: phase %s generation %d", after.Phase, after.Generation)
@@ -366,20 +353,14 @@ func TestApplyChangesTheHealthPolicyOfARunningRole(t *testing.T) {
 	fake := newFakeBackend()
 	env := newEnv(t, fake)
 	quicker := testSpec(t, strings.Replace(fmt.Sprintf(healthSpec, 2), "replaceAfter: 5m", "replaceAfter: 1m", 1))
-	var result workflows.ChangeResult
-	env.RegisterDelayedCallback(func() {
-		env.UpdateWorkflow(workflows.ApplyUpdate, "apply", &testsuite.TestUpdateCallback{
-			OnReject: func(err error) { t.Errorf("apply refused: %v", err) }, OnAccept: func() {},
-			OnComplete: func(v any, _ error) { result, _ = v.(workflows.ChangeResult) },
-		}, workflows.ApplyRequest{Spec: quicker})
-	}, settled)
+	apply := updateAt(env, settled, workflows.ApplyUpdate, workflows.ApplyRequest{Spec: quicker})
 	signalAt(env, settled+time.Minute, "c-worker-0", workflows.HealthDown)
 	var after workflows.ClusterStatus
 	queryAt(t, env, settled+3*time.Minute, &after)
 	runHealth(t, fake, 2, env)
 
-	if !result.Changed || result.Summary != "worker settings" {
-		t.Errorf("apply result %+v", result)
+	if result, ok := apply.result.(workflows.ChangeResult); !ok || !result.Changed || result.Summary != "worker settings" {
+		t.Errorf("apply result %+v, refused %v", apply.result, apply.refused)
 	}
 	if memberIn(after, "c-worker-0") != nil {
 		t.Errorf("not replaced 2m after down with replaceAfter 1m: %+v", after.Role("worker").Members)
