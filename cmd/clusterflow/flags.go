@@ -107,6 +107,19 @@ func clusterCommand(ctx context.Context, fs *pflag.FlagSet, conn *connection, ar
 	return name, st, closeClient, err
 }
 
+// onCluster runs a command that takes a cluster NAME and no flags of its own.
+func onCluster(ctx context.Context, command string, args []string, do func(context.Context, *starter.Starter, string) error) error {
+	fs := newFlagSet(command, "NAME")
+	var conn connection
+	conn.register(fs, "warn")
+	name, st, closeClient, err := clusterCommand(ctx, fs, &conn, args)
+	if err != nil {
+		return err
+	}
+	defer closeClient()
+	return do(ctx, st, name)
+}
+
 // waitFlags adds --wait, described by what, and --timeout.
 func waitFlags(fs *pflag.FlagSet, what string) (wait *bool, timeout *time.Duration) {
 	wait = fs.Bool("wait", false, what)

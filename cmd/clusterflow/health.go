@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/clusterflow/clusterflow/starter"
 	"github.com/clusterflow/clusterflow/workflows"
 )
 
@@ -40,14 +41,10 @@ func runSignal(ctx context.Context, args []string) error {
 }
 
 func runResume(ctx context.Context, args []string) error {
-	fs := newFlagSet("resume", "NAME")
-	var conn connection
-	conn.register(fs, "warn")
-	name, st, closeClient, err := clusterCommand(ctx, fs, &conn, args)
-	if err != nil {
-		return err
-	}
-	defer closeClient()
+	return onCluster(ctx, "resume", args, resume)
+}
+
+func resume(ctx context.Context, st *starter.Starter, name string) error {
 	res, err := st.Resume(ctx, name)
 	if err != nil {
 		return err
@@ -62,14 +59,10 @@ func runResume(ctx context.Context, args []string) error {
 }
 
 func runReconcile(ctx context.Context, args []string) error {
-	fs := newFlagSet("reconcile", "NAME")
-	var conn connection
-	conn.register(fs, "warn")
-	name, st, closeClient, err := clusterCommand(ctx, fs, &conn, args)
-	if err != nil {
-		return err
-	}
-	defer closeClient()
+	return onCluster(ctx, "reconcile", args, reconcile)
+}
+
+func reconcile(ctx context.Context, st *starter.Starter, name string) error {
 	report, err := st.Reconcile(ctx, name)
 	if err != nil {
 		return err
