@@ -51,7 +51,7 @@ func waitForWorkers(t *testing.T, name string, want ...string) workflows.Cluster
 func TestADownMemberIsReplacedAfterReplaceAfter(t *testing.T) {
 	t.Parallel()
 	n := "replaced"
-	specPath, trace := writeCluster(t, healthSpec(n, "3s"))
+	specPath, trace := writeCluster(t, healthSpec(n, "6s")) // time to look at it while down
 	mustSucceed(t, "deploy", "-f", specPath, "--wait")
 
 	res := cli(t, "signal", n, n+"-worker-1", "down", "--reason", "disk full", "--source", "prometheus")
