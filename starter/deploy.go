@@ -36,7 +36,7 @@ func (s *Starter) Deploy(ctx context.Context, c spec.Cluster, opts DeployOptions
 		TypedSearchAttributes: temporal.NewSearchAttributes(
 			workflows.ClusterNameKey.ValueSet(c.Name),
 			workflows.ClusterPhaseKey.ValueSet(string(workflows.PhaseDeploying)),
-			workflows.ClusterRolesKey.ValueSet(roleNames(c)),
+			workflows.ClusterRolesKey.ValueSet(c.RoleNames()),
 			workflows.ClusterMembersKey.ValueSet(int64(c.TotalMembers())),
 		),
 		Memo:          map[string]any{"spec": c.Name, "origin": c.Origin},
@@ -53,14 +53,6 @@ func (s *Starter) Deploy(ctx context.Context, c spec.Cluster, opts DeployOptions
 		return fmt.Errorf("deploy %s: %w", c.Name, err)
 	}
 	return nil
-}
-
-func roleNames(c spec.Cluster) []string {
-	names := make([]string, len(c.Roles))
-	for i, r := range c.Roles {
-		names[i] = r.Name
-	}
-	return names
 }
 
 // details lists the roles for the workflow's static details in the Web UI.

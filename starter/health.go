@@ -2,8 +2,6 @@ package starter
 
 import (
 	"context"
-	"fmt"
-	"strings"
 
 	"github.com/clusterflow/clusterflow/workflows"
 )
@@ -20,15 +18,7 @@ func (s *Starter) ReportMemberEvent(ctx context.Context, cluster string, ev work
 // Temporal SDK: nothing comes back, and an unknown member is only logged by the workflow.
 func (s *Starter) SignalMemberEvent(ctx context.Context, cluster string, ev workflows.MemberEvent) error {
 	err := s.client.SignalWorkflow(ctx, workflows.ClusterWorkflowID(cluster), "", workflows.MemberEventSignal, ev)
-	switch {
-	case isNotFound(err) && strings.Contains(err.Error(), "already completed"):
-		return &DeletedError{Name: cluster}
-	case isNotFound(err):
-		return &NotFoundError{Name: cluster}
-	case err != nil:
-		return fmt.Errorf("signal %s: %w", cluster, err)
-	}
-	return nil
+	return clusterError(cluster, "signal", err)
 }
 
 // Resume lifts the meltdown guard's pause on the cluster's roles, and flapping marks.

@@ -63,16 +63,22 @@ func (s *Starter) update(ctx context.Context, name, update string, result any, a
 		err = handle.Get(ctx, result)
 	}
 	var appErr *temporal.ApplicationError
+	if errors.As(err, &appErr) && appErr.Type() == workflows.RefusedErrorType {
+		return &RefusedError{Name: name, Reason: appErr.Message()}
+	}
+	return clusterError(name, update, err)
+}
+
+// clusterError names what went wrong reaching a cluster's workflow: no such cluster, a
+// deleted one (its workflow only completes once deleted), or anything else.
+func clusterError(name, action string, err error) error {
 	switch {
 	case err == nil:
 		return nil
 	case isNotFound(err) && strings.Contains(err.Error(), "already completed"):
-		// The workflow only completes once deleted.
 		return &DeletedError{Name: name}
 	case isNotFound(err):
 		return &NotFoundError{Name: name}
-	case errors.As(err, &appErr) && appErr.Type() == workflows.RefusedErrorType:
-		return &RefusedError{Name: name, Reason: appErr.Message()}
 	}
-	return fmt.Errorf("%s %s: %w", update, name, err)
+	return fmt.Errorf("%s %s: %w", action, name, err)
 }

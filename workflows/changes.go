@@ -94,7 +94,7 @@ func (w *clusterWorkflow) change(ctx workflow.Context, next spec.Cluster) Change
 	w.syncDesired()
 	w.touch(ctx)
 	if err := workflow.UpsertTypedSearchAttributes(ctx,
-		ClusterRolesKey.ValueSet(w.roleNames()), ClusterMembersKey.ValueSet(int64(w.spec.TotalMembers()))); err != nil {
+		ClusterRolesKey.ValueSet(w.spec.RoleNames()), ClusterMembersKey.ValueSet(int64(w.spec.TotalMembers()))); err != nil {
 		w.logger.Warn("Could not upsert the ClusterRoles and ClusterMembers search attributes", "Error", err)
 	}
 	w.stopUnwanted(ctx)
@@ -189,14 +189,6 @@ func (w *clusterWorkflow) onDelete(ctx workflow.Context) (ClusterStatus, error) 
 func (w *clusterWorkflow) hasMembers(role string) bool {
 	rs := w.state.Role(role)
 	return rs != nil && slices.ContainsFunc(rs.Members, func(m Member) bool { return m.State != MemberDeleted })
-}
-
-func (w *clusterWorkflow) roleNames() []string {
-	names := make([]string, len(w.spec.Roles))
-	for i, r := range w.spec.Roles {
-		names[i] = r.Name
-	}
-	return names
 }
 
 // describeChange sums up how next differs from the current spec, e.g. "worker 2 → 4, +edge

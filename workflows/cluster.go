@@ -285,15 +285,8 @@ func levelOf(levels [][]string, role string) int {
 
 func countMembers(roles []RoleStatus, states ...MemberState) (matching, total int) {
 	for _, r := range roles {
-		for _, m := range r.Members {
-			total++
-			for _, s := range states {
-				if m.State == s {
-					matching++
-					break
-				}
-			}
-		}
+		matching += countState(r.Members, states...)
+		total += len(r.Members)
 	}
 	return matching, total
 }

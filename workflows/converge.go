@@ -138,7 +138,7 @@ func (w *clusterWorkflow) unhealthy(level []string) []string {
 	for _, name := range level {
 		wanted, _ := w.splitWanted(w.state.Role(name))
 		// Members down or flapping were set up; their health is the state machine's concern.
-		setUp := countState(wanted, MemberReady) + countState(wanted, MemberDown) + countState(wanted, MemberFlapping)
+		setUp := countState(wanted, MemberReady, MemberDown, MemberFlapping)
 		if n := countState(wanted, MemberConfigError); n > 0 {
 			failed = append(failed, fmt.Sprintf("role %s failed: %d of %d members in config_error", name, n, len(wanted)))
 		} else if ready := CountReady(wanted); setUp < len(wanted) {
@@ -178,10 +178,11 @@ func (w *clusterWorkflow) canceledMessage() string {
 	return fmt.Sprintf("stopped at generation %d by a cancel: %d %s canceled, %d not started", w.state.Generation, canceled, plural(canceled, "member"), notStarted)
 }
 
-func countState(members []Member, state MemberState) int {
+// countState counts the members in any of the states.
+func countState(members []Member, states ...MemberState) int {
 	n := 0
 	for _, m := range members {
-		if m.State == state {
+		if slices.Contains(states, m.State) {
 			n++
 		}
 	}

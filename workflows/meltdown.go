@@ -15,13 +15,7 @@ import (
 
 // unavailableIn counts a role's members that are down, flapping or being replaced.
 func unavailableIn(rs *RoleStatus) int {
-	n := 0
-	for _, m := range rs.Members {
-		if m.State.unavailable() {
-			n++
-		}
-	}
-	return n
+	return countState(rs.Members, unavailableStates...)
 }
 
 // unavailableLimit is how many of the role's members may be unavailable at once.

@@ -69,12 +69,6 @@ func (w *clusterWorkflow) replaceFailed(ctx workflow.Context, roles []string) bo
 
 // replacing reports whether any member is waiting for its successor before it goes.
 func (w *clusterWorkflow) replacing() bool {
-	for _, rs := range w.state.Roles {
-		for _, m := range rs.Members {
-			if m.State == MemberReplacing {
-				return true
-			}
-		}
-	}
-	return false
+	n, _ := countMembers(w.state.Roles, MemberReplacing)
+	return n > 0
 }

@@ -1,6 +1,7 @@
 package workflows
 
 import (
+	"slices"
 	"time"
 
 	"github.com/clusterflow/clusterflow/internal/spec"
@@ -47,10 +48,10 @@ const (
 	MemberRogue MemberState = "rogue"
 )
 
-// unavailable reports whether the state counts against a role's maxUnavailable.
-func (s MemberState) unavailable() bool {
-	return s == MemberDown || s == MemberFlapping || s == MemberReplacing
-}
+// unavailableStates count against a role's maxUnavailable.
+var unavailableStates = []MemberState{MemberDown, MemberFlapping, MemberReplacing}
+
+func (s MemberState) unavailable() bool { return slices.Contains(unavailableStates, s) }
 
 // Member is one member's observed state.
 type Member struct {
@@ -172,13 +173,7 @@ func (r *RoleStatus) Member(name string) *Member {
 
 // CountReady counts members in the ready state.
 func CountReady(members []Member) int {
-	n := 0
-	for _, m := range members {
-		if m.State == MemberReady {
-			n++
-		}
-	}
-	return n
+	return countState(members, MemberReady)
 }
 
 // Stable reports whether the phase is one that lasts until someone acts.

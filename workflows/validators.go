@@ -42,7 +42,7 @@ func (w *clusterWorkflow) validateResize(req ResizeRequest) error {
 		r, ok := w.spec.Role(c.Role)
 		switch {
 		case !ok:
-			problems = append(problems, asked+fmt.Sprintf("cluster %s has no role %q (its roles: %s)", w.state.Name, c.Role, strings.Join(w.roleNames(), ", ")))
+			problems = append(problems, asked+fmt.Sprintf("cluster %s has no role %q (its roles: %s)", w.state.Name, c.Role, strings.Join(w.spec.RoleNames(), ", ")))
 		case seen[c.Role]:
 			problems = append(problems, asked+fmt.Sprintf("role %s is named more than once", c.Role))
 		case c.Members < 0:

@@ -111,6 +111,15 @@ func ParseMemberName(cluster, name string) (role string, ordinal int, ok bool) {
 	return role, n, true
 }
 
+// RoleNames lists the roles in spec order.
+func (c Cluster) RoleNames() []string {
+	names := make([]string, len(c.Roles))
+	for i, r := range c.Roles {
+		names[i] = r.Name
+	}
+	return names
+}
+
 // TotalMembers counts the members the spec asks for.
 func (c Cluster) TotalMembers() int {
 	n := 0
