@@ -190,6 +190,45 @@ func TestReconcileRemovesAnOrphanSandbox(t *testing.T) {
 	if res := cli(t, "reconcile", n); res.Code != 0 || !strings.Contains(res.Stdout, "Nothing to do") {
 		t.Errorf("second reconcile: %s", res)
 	}
+
+	// A member whose sandbox disappears is gone, and replaced.
+	if err := os.RemoveAll(filepath.Join(clusterDir, n+"-worker-0")); err != nil {
+		t.Fatal(err)
+	}
+	if res := cli(t, "reconcile", n); res.Code != 0 || !strings.Contains(res.Stdout, "Gone from the backend, so treated as gone: "+n+"-worker-0.") {
+		t.Fatalf("reconcile after a sandbox vanished: %s", res)
+	}
+	waitForWorkers(t, n, n+"-worker-1=ready", n+"-worker-2=ready<"+n+"-worker-0")
+	mustSucceed(t, "delete", n, "--wait")
+}
+
+// A member that keeps coming back is left alone, and status says why, until resumed.
+func TestAFlappingMemberIsNotReplacedUntilResumed(t *testing.T) {
+	t.Parallel()
+	n := "flapper"
+	specPath, _ := writeCluster(t, strings.Replace(healthSpec(n, "2s"), "replaceAfter: 2s", "replaceAfter: 2s, flapLimit: 1, flapWindow: 10m", 1))
+	mustSucceed(t, "deploy", "-f", specPath, "--wait")
+	m := n + "-worker-0"
+	mustSucceed(t, "signal", n, m, "down")
+	mustSucceed(t, "signal", n, m, "up")
+	mustSucceed(t, "signal", n, m, "down")
+	if res := cli(t, "signal", n, m, "up"); res.Code != 0 || !strings.Contains(res.Stdout, m+": down → flapping") {
+		t.Fatalf("second recovery: %s", res)
+	}
+	mustSucceed(t, "signal", n, m, "down")
+	time.Sleep(3 * time.Second) // past replaceAfter: a member not flapping would be replaced now
+	res := cli(t, "status", n)
+	if !strings.Contains(res.Stdout, "flapping: came back up 2 times within 10m0s (flapLimit 1), so it is not replaced automatically") {
+		t.Errorf("status does not say why the member is left alone:\n%s", res.Stdout)
+	}
+	if s := statusJSON(t, n); !slices.Equal(workerNames(s), []string{m + "=flapping", n + "-worker-1=ready"}) || s.Phase != workflows.PhaseDegraded {
+		t.Errorf("phase %s, workers %v", s.Phase, workerNames(s))
+	}
+	// Resumed while down, it is down again, with a fresh replaceAfter.
+	if res := cli(t, "resume", n); res.Code != 0 || !strings.Contains(res.Stdout, "No longer flapping: "+m) {
+		t.Fatalf("resume: %s", res)
+	}
+	waitForWorkers(t, n, n+"-worker-1=ready", n+"-worker-2=ready<"+m)
 	mustSucceed(t, "delete", n, "--wait")
 }
 
