@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/clusterflow/clusterflow/internal/runner"
+	"github.com/clusterflow/clusterflow/internal/testlimit"
 )
 
 // These tests run the agent in-process with no Temporal at its address (port 1 refuses),
@@ -45,9 +46,7 @@ func (f *fixture) start() {
 			f.stop()
 		}
 	})
-	for !f.client.Running() {
-		time.Sleep(5 * time.Millisecond)
-	}
+	testlimit.Poll(f.t, "the agent to answer", 10*time.Second, f.client.Running)
 }
 
 // launch launches body as the run for activity id, with its own member folder.
@@ -140,9 +139,7 @@ func TestARestartedAgentAdoptsARunThatEndedWhileItWasDown(t *testing.T) {
 func TestOnlyALostRunRunsAgain(t *testing.T) {
 	f := newFixture(t)
 	f.launch("1", "t", "echo run >> count; sleep 30\n")
-	for f.runs() == 0 {
-		time.Sleep(10 * time.Millisecond)
-	}
+	testlimit.Poll(t, "the script to start", 10*time.Second, func() bool { return f.runs() > 0 })
 	// The script's whole group dies without a trace, as with a machine reboot.
 	if err := syscall.Kill(-f.record("1").Handle.PID, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
@@ -185,17 +182,16 @@ func TestAnIdleAgentExitsOnlyOnceItsRunsAreDone(t *testing.T) {
 	served := make(chan error, 1)
 	go func() { served <- Serve(context.Background(), Options{Dir: dir, IdleExit: 300 * time.Millisecond}) }()
 	f := &fixture{t: t, dir: filepath.Dir(dir), client: &Client{Dir: dir}}
-	for !f.client.Running() {
-		time.Sleep(5 * time.Millisecond)
-	}
+	testlimit.Poll(t, "the agent to answer", 10*time.Second, f.client.Running)
 	// A run that outlasts the idle time keeps the agent up; once it is done, the agent goes.
 	// (With no Temporal to take the result, the run is done only because its member is
 	// removed: a result waiting for delivery would keep the agent up too.)
 	start := time.Now()
 	f.launch("1", "t", "touch ../started; sleep 1\n")
-	for _, err := os.Stat(filepath.Join(f.dir, "started")); err != nil; _, err = os.Stat(filepath.Join(f.dir, "started")) {
-		time.Sleep(5 * time.Millisecond)
-	}
+	testlimit.Poll(t, "the script to start", 10*time.Second, func() bool {
+		_, err := os.Stat(filepath.Join(f.dir, "started"))
+		return err == nil
+	})
 	if err := os.RemoveAll(filepath.Join(f.dir, "member")); err != nil {
 		t.Fatal(err)
 	}

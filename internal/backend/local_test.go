@@ -12,6 +12,7 @@ import (
 	"github.com/clusterflow/clusterflow/internal/agent"
 	"github.com/clusterflow/clusterflow/internal/runner"
 	"github.com/clusterflow/clusterflow/internal/spec"
+	"github.com/clusterflow/clusterflow/internal/testlimit"
 )
 
 const scriptHash = "0000000000000000000000000000000000000000000000000000000000000000"
@@ -33,9 +34,7 @@ func newLocal(t *testing.T, script string) *Local {
 			t.Errorf("agent: %v", err)
 		}
 	})
-	for !l.agent.Running() {
-		time.Sleep(5 * time.Millisecond)
-	}
+	testlimit.Poll(t, "the agent to answer", 10*time.Second, l.agent.Running)
 	err = l.WriteClusterFiles(context.Background(), ClusterFiles{
 		Cluster: "c",
 		Scripts: map[string]string{scriptHash: script},

@@ -23,6 +23,7 @@ const browserRequired = "CLUSTERFLOW_BROWSER_REQUIRED"
 // step are kept in a folder named in the log when the test fails.
 func TestWebUIShowsClustersInARealBrowser(t *testing.T) {
 	t.Parallel()
+	guard(t)
 	chromium := findChromium()
 	if chromium == "" {
 		if os.Getenv(browserRequired) != "" {
@@ -62,7 +63,7 @@ func TestWebUIShowsClustersInARealBrowser(t *testing.T) {
 		chromedp.Navigate(list(`ClusterName="demo" AND ClusterPhase="failed"`)),
 		waitText("body", "No Workflows"),
 	)
-	links, err := chromedp.Run(ctx, chromedp.Evaluate[int](`document.querySelectorAll('a[href*="cluster%2Fdemo"]').length`))
+	links, err := browse(ctx, chromedp.Evaluate[int](`document.querySelectorAll('a[href*="cluster%2Fdemo"]').length`))
 	if err != nil || links != 0 {
 		t.Errorf("a failed-phase filter listed the ready cluster (%d links, %v)", links, err)
 	}
@@ -87,18 +88,31 @@ func TestWebUIShowsClustersInARealBrowser(t *testing.T) {
 	)
 }
 
-// step runs browser actions, then saves a screenshot of the page named after the step,
-// whether the actions succeeded or not.
+// stepLimit bounds one browser step: its navigation, clicks and polls together.
+const stepLimit = 45 * time.Second
+
+// step runs browser actions under stepLimit, then saves a screenshot of the page named
+// after the step, whether the actions succeeded or not. A step that cannot finish fails
+// within its limit, with its screenshot and the page's text, instead of hanging.
 func step(t *testing.T, ctx context.Context, dir, name string, actions ...chromedp.Action[chromedp.Void]) {
 	t.Helper()
-	err := chromedp.Do(ctx, actions...)
-	if shot, shotErr := chromedp.Run(ctx, chromedp.FullScreenshot(100)); shotErr == nil {
+	stepCtx, cancel := context.WithTimeout(ctx, stepLimit)
+	err := chromedp.Do(stepCtx, actions...)
+	cancel()
+	if shot, shotErr := browse(ctx, chromedp.FullScreenshot(100)); shotErr == nil {
 		_ = os.WriteFile(filepath.Join(dir, name+".png"), shot, 0o644)
 	}
 	if err != nil {
-		text, _ := chromedp.Run(ctx, chromedp.Text(chromedp.CSS("body")))
+		text, _ := browse(ctx, chromedp.Text(chromedp.CSS("body")))
 		t.Fatalf("%s: %v\npage text:\n%.2000s", name, err, text)
 	}
+}
+
+// browse runs one action that returns a value, bounded like a step.
+func browse[T any](ctx context.Context, action chromedp.Action[T]) (T, error) {
+	ctx, cancel := context.WithTimeout(ctx, stepLimit)
+	defer cancel()
+	return chromedp.Run(ctx, action)
 }
 
 // waitText waits until an element matching selector contains text, in the page or in the
@@ -141,6 +155,19 @@ func newBrowser(t *testing.T, chromium string) context.Context {
 		cancelBrowser() // closes the browser and waits for it
 		cancelAlloc()
 	})
+	// The first run starts the browser and ties its life to ctx, so it runs without a
+	// deadline; the wait for it has one, and cancelling the allocator kills the browser.
+	started := make(chan error, 1)
+	go func() { started <- chromedp.Do(ctx) }()
+	select {
+	case err := <-started:
+		if err != nil {
+			t.Fatalf("start Chromium: %v", err)
+		}
+	case <-time.After(time.Minute):
+		cancelAlloc()
+		t.Fatal("Chromium did not start within a minute")
+	}
 	return ctx
 }
 

@@ -6,6 +6,7 @@ import (
 )
 
 func TestEveryCommandHasHelp(t *testing.T) {
+	guard(t)
 	for _, cmd := range []string{"dev", "worker", "agent", "setup", "deploy", "resize", "apply", "cancel", "signal", "resume", "reconcile", "status", "list", "delete"} {
 		res := cli(t, cmd, "-h")
 		if res.Code != 0 || !strings.Contains(res.Stderr, "Usage: clusterflow "+cmd) || !strings.Contains(res.Stderr, "--") {
@@ -33,6 +34,7 @@ func TestEveryCommandHasHelp(t *testing.T) {
 }
 
 func TestSetupIsIdempotent(t *testing.T) {
+	guard(t)
 	// The shared server registered the attributes when it was created.
 	res := cli(t, "setup")
 	if res.Code != 0 || !strings.Contains(res.Stdout, "Already present") || !strings.Contains(res.Stdout, "ClusterName, ClusterPhase, ClusterRoles, ClusterMembers") {
@@ -41,6 +43,7 @@ func TestSetupIsIdempotent(t *testing.T) {
 }
 
 func TestListShowsClustersAndDeleteTwiceIsFine(t *testing.T) {
+	guard(t)
 	specPath, _ := writeCluster(t, `
 name: listed
 roles:

@@ -25,6 +25,7 @@ func startServer(t *testing.T, opts ...testenv.ServerOption) *testenv.Server {
 
 func TestSetupRegistersSearchAttributesOnAFreshServer(t *testing.T) {
 	t.Parallel()
+	guard(t)
 	srv := startServer(t, testenv.WithoutSearchAttributes())
 	env := []string{"TEMPORAL_ADDRESS=" + srv.Address()}
 	all := "ClusterName, ClusterPhase, ClusterRoles, ClusterMembers"
@@ -55,6 +56,7 @@ roles:
 
 func TestWorkerAndCLIConnectWithMutualTLS(t *testing.T) {
 	t.Parallel()
+	guard(t)
 	srv, plain, env := startTLSServer(t)
 	// Without a client certificate the server turns the CLI away.
 	if res := run(t, slices.Concat(plain, []string{"TEMPORAL_TLS_SERVER_CA_CERT_PATH=" + caOf(env)}), "list"); res.Code == 0 {
@@ -65,6 +67,7 @@ func TestWorkerAndCLIConnectWithMutualTLS(t *testing.T) {
 
 func TestWorkerAndCLIConnectWithAnAPIKey(t *testing.T) {
 	t.Parallel()
+	guard(t)
 	srv, _, env := startTLSServer(t, testenv.WithAPIKey("s3cret"))
 	for _, bad := range [][]string{env, slices.Concat(env, []string{"TEMPORAL_API_KEY=wrong"})} {
 		if res := run(t, bad, "list"); res.Code == 0 || !strings.Contains(res.Stderr, "PermissionDenied") && !strings.Contains(res.Stderr, "unauthorized") {
@@ -114,7 +117,7 @@ func deployOver(t *testing.T, srv *testenv.Server, env []string, name string) {
 	}
 	dir := t.TempDir()
 	data := filepath.Join(dir, "data")
-	t.Cleanup(func() { testenv.StopAll(data) })
+	testenv.StopAllAtEnd(t, data)
 	worker, err := testenv.Start(dir, dir, "worker", env, "worker", "--data", data)
 	if err != nil {
 		t.Fatal(err)

@@ -51,6 +51,7 @@ func statusJSON(t *testing.T, name string) workflows.ClusterStatus {
 }
 
 func TestDeployRunsRolesInDependencyOrder(t *testing.T) {
+	guard(t)
 	specPath, trace := writeCluster(t, threeLevelSpec("ordered", ""))
 	res := cli(t, "deploy", "-f", specPath, "--wait")
 	if res.Code != 0 {
@@ -104,6 +105,7 @@ func TestDeployRunsRolesInDependencyOrder(t *testing.T) {
 }
 
 func TestFailedConfigureShowsOutputAndStopsDependents(t *testing.T) {
+	guard(t)
 	specPath, trace := writeCluster(t, threeLevelSpec("failing", "failing-worker-1"))
 	res := cli(t, "deploy", "-f", specPath, "--wait")
 	if res.Code != 1 {
@@ -174,6 +176,7 @@ func TestFailedConfigureShowsOutputAndStopsDependents(t *testing.T) {
 }
 
 func TestInvalidSpecIsRefusedWithEveryProblem(t *testing.T) {
+	guard(t)
 	specPath, _ := writeCluster(t, `
 name: Bad_Name
 roles:
@@ -202,6 +205,7 @@ roles:
 }
 
 func TestDeployingAnExistingNameIsRefused(t *testing.T) {
+	guard(t)
 	specPath, trace := writeCluster(t, `
 name: twice
 roles:
@@ -226,6 +230,7 @@ roles:
 }
 
 func TestDeleteDuringSetupStopsTheScriptAndSkipsLaterLevels(t *testing.T) {
+	guard(t)
 	specPath, trace := writeCluster(t, `
 name: midway
 roles:
@@ -301,6 +306,7 @@ func exists(path string) bool {
 }
 
 func TestConfigureTimeoutFailsTheMember(t *testing.T) {
+	guard(t)
 	specPath, _ := writeCluster(t, `
 name: slow
 roles:

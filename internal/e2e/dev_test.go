@@ -20,6 +20,7 @@ import (
 // TestDevRunsTheExampleAndKeepsStateAcrossRestarts is the README's first command: `dev -f`
 // with the example app, on a SQLite file, with the Web UI.
 func TestDevRunsTheExampleAndKeepsStateAcrossRestarts(t *testing.T) {
+	guard(t)
 	example := newExampleDev(t)
 	dir, data, grpcAddr, uiAddr, args := example.dir, example.data, example.grpcAddr, example.uiAddr, example.args
 	env := []string{"TEMPORAL_ADDRESS=" + grpcAddr}
@@ -93,6 +94,7 @@ func TestDevRunsTheExampleAndKeepsStateAcrossRestarts(t *testing.T) {
 // TestExampleNeedsItsDependencyOrder shows the example is honest: without dependsOn, its
 // workers come up beside the controller and fail.
 func TestExampleNeedsItsDependencyOrder(t *testing.T) {
+	guard(t)
 	root, err := testenv.ModuleRoot()
 	if err != nil {
 		t.Fatal(err)
@@ -133,7 +135,7 @@ func newExampleDev(t *testing.T) exampleDev {
 	}
 	d := exampleDev{dir: t.TempDir(), grpcAddr: freeAddress(t), uiAddr: freeAddress(t)}
 	d.data = filepath.Join(d.dir, "data")
-	t.Cleanup(func() { testenv.StopAll(d.data) })
+	testenv.StopAllAtEnd(t, d.data)
 	d.args = []string{"dev", "-f", filepath.Join(root, "examples/registry/cluster.yaml"),
 		"--db", filepath.Join(d.dir, "dev.db"), "--data", d.data, "--address", d.grpcAddr, "--ui-address", d.uiAddr}
 	return d
@@ -160,7 +162,8 @@ func freeAddress(t *testing.T) string {
 
 func httpGet(t *testing.T, u string) string {
 	t.Helper()
-	resp, err := http.Get(u)
+	client := http.Client{Timeout: 30 * time.Second}
+	resp, err := client.Get(u)
 	if err != nil {
 		t.Fatalf("GET %s: %v", u, err)
 	}

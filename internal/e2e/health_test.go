@@ -50,6 +50,7 @@ func waitForWorkers(t *testing.T, name string, want ...string) workflows.Cluster
 
 func TestADownMemberIsReplacedAfterReplaceAfter(t *testing.T) {
 	t.Parallel()
+	guard(t)
 	n := "replaced"
 	specPath, trace := writeCluster(t, healthSpec(n, "6s")) // time to look at it while down
 	mustSucceed(t, "deploy", "-f", specPath, "--wait")
@@ -87,6 +88,7 @@ func TestADownMemberIsReplacedAfterReplaceAfter(t *testing.T) {
 
 func TestDownUpKeepsAMemberGoneReplacesAtOnceAndResumeLiftsAMeltdown(t *testing.T) {
 	t.Parallel()
+	guard(t)
 	n := "health"
 	specPath, trace := writeCluster(t, healthSpec(n, "10m"))
 	mustSucceed(t, "deploy", "-f", specPath, "--wait")
@@ -162,6 +164,7 @@ func TestDownUpKeepsAMemberGoneReplacesAtOnceAndResumeLiftsAMeltdown(t *testing.
 // so is one of a role the cluster does not have.
 func TestReconcileRemovesAnOrphanSandbox(t *testing.T) {
 	t.Parallel()
+	guard(t)
 	n := "orphans"
 	specPath, trace := writeCluster(t, healthSpec(n, "10m"))
 	mustSucceed(t, "deploy", "-f", specPath, "--wait")
@@ -177,10 +180,21 @@ func TestReconcileRemovesAnOrphanSandbox(t *testing.T) {
 		!strings.Contains(res.Stdout, "Removing members clusterflow did not know: "+orphans[1]+", "+orphans[0]) {
 		t.Fatalf("reconcile: %s", res)
 	}
-	waitFor(t, "the orphans to be removed", func() bool {
-		return !exists(filepath.Join(clusterDir, orphans[0])) && !exists(filepath.Join(clusterDir, orphans[1]))
+	// Reconcile made removing them a new generation: wait until it is reached, then look at
+	// the final status (progress lines along the way name the orphans being removed).
+	removal := statusJSON(t, n).Generation
+	var s workflows.ClusterStatus
+	waitFor(t, fmt.Sprintf("generation %d, which removes the orphans, to be reached", removal), func() bool {
+		s = statusJSON(t, n)
+		return s.ReachedGeneration >= removal && s.Phase.Stable()
 	})
-	if res := cli(t, "status", n, "--wait", "--timeout", "60s"); res.Code != 0 || strings.Contains(res.Stdout, "ghost") || strings.Contains(res.Stdout, "worker-9") {
+	if !slices.Equal(workerNames(s), []string{n + "-worker-0=ready", n + "-worker-1=ready"}) || s.Role("ghost") != nil || s.Phase != workflows.PhaseReady {
+		t.Errorf("after the orphans' removal: phase %s, workers %v, roles %d", s.Phase, workerNames(s), len(s.Roles))
+	}
+	if exists(filepath.Join(clusterDir, orphans[0])) || exists(filepath.Join(clusterDir, orphans[1])) {
+		t.Error("an orphan's sandbox is still there")
+	}
+	if res := cli(t, "status", n); res.Code != 0 || strings.Contains(res.Stdout, "ghost") || strings.Contains(res.Stdout, "worker-9") {
 		t.Errorf("status after reconcile: %s", res)
 	}
 	// The orphan of a known role was torn down with its script; no member was told of it.
@@ -205,6 +219,7 @@ func TestReconcileRemovesAnOrphanSandbox(t *testing.T) {
 // A member that keeps coming back is left alone, and status says why, until resumed.
 func TestAFlappingMemberIsNotReplacedUntilResumed(t *testing.T) {
 	t.Parallel()
+	guard(t)
 	n := "flapper"
 	specPath, _ := writeCluster(t, strings.Replace(healthSpec(n, "2s"), "replaceAfter: 2s", "replaceAfter: 2s, flapLimit: 1, flapWindow: 10m", 1))
 	mustSucceed(t, "deploy", "-f", specPath, "--wait")
@@ -234,6 +249,7 @@ func TestAFlappingMemberIsNotReplacedUntilResumed(t *testing.T) {
 
 func TestAFailedSetupIsReplacedWhenTheRoleAsks(t *testing.T) {
 	t.Parallel()
+	guard(t)
 	n := "reconfigured"
 	specPath, trace := writeCluster(t, fmt.Sprintf(`
 name: %[1]s
@@ -260,6 +276,7 @@ roles:
 
 func TestAReplacementSurvivesItsWorkerBeingKilled(t *testing.T) {
 	t.Parallel()
+	guard(t)
 	s := newStack(t)
 	n := "rereplaced"
 	specPath, trace := writeCluster(t, healthSpec(n, "10m"))

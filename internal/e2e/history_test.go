@@ -15,6 +15,7 @@ import (
 // TestClusterHistoryGrowsWithRolesNotMembers deploys a large role and checks that the
 // cluster workflow's own history stays small: per-member work lives in the role's child.
 func TestClusterHistoryGrowsWithRolesNotMembers(t *testing.T) {
+	guard(t)
 	specPath, trace := writeCluster(t, `
 name: wide
 roles:
@@ -70,6 +71,7 @@ func history(t *testing.T, workflowID string) []*historypb.HistoryEvent {
 // handful of events to the cluster's history (continue-as-new bounds the total).
 func TestAnIdleReconcileAddsFewEvents(t *testing.T) {
 	t.Parallel()
+	guard(t)
 	specPath, _ := writeCluster(t, `
 name: idle
 reconcileEvery: 1s

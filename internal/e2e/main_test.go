@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/clusterflow/clusterflow/internal/testenv"
+	"github.com/clusterflow/clusterflow/internal/testlimit"
 )
 
 // Shared by every test in the package: one server, one `clusterflow worker` process.
@@ -46,6 +47,7 @@ func runMain(m *testing.M) int {
 	defer os.RemoveAll(tmp)
 	dataDir = filepath.Join(tmp, "data")
 	defer testenv.StopAll(dataDir)
+	defer testlimit.OnAbort(func() { testenv.StopAll(dataDir) })()
 	cliEnv = []string{"TEMPORAL_ADDRESS=" + server.Address(), "TEMPORAL_NAMESPACE=default"}
 	metricsAddress, err := testenv.FreeAddress()
 	if err != nil {
@@ -86,4 +88,11 @@ func run(t *testing.T, env []string, args ...string) testenv.Result {
 func cli(t *testing.T, args ...string) testenv.Result {
 	t.Helper()
 	return run(t, cliEnv, args...)
+}
+
+// guard fails the whole suite, rather than letting it hang until CI's limit, when the test
+// runs past testlimit.TestLimit. Every test calls it first, after t.Parallel (whose wait
+// must not count); TestEveryTestIsGuarded checks that none forgets.
+func guard(t *testing.T) {
+	testlimit.Guard(t, testlimit.TestLimit)
 }

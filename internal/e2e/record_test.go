@@ -19,6 +19,7 @@ import (
 //
 //	CLUSTERFLOW_RECORD_HISTORIES=v4-something go test ./internal/e2e -run TestRecordHistories
 func TestRecordHistories(t *testing.T) {
+	guard(t)
 	generation := os.Getenv("CLUSTERFLOW_RECORD_HISTORIES")
 	if generation == "" {
 		t.Skip("set CLUSTERFLOW_RECORD_HISTORIES=GENERATION to record replay histories")

@@ -61,6 +61,7 @@ func memberStates(s workflows.ClusterStatus, role string) []string {
 // TestResizeGrowsAndShrinksWithNotifications runs twice: as is, and with the cluster
 // workflow continuing as new after every operation, which must change nothing users see.
 func TestResizeGrowsAndShrinksWithNotifications(t *testing.T) {
+	guard(t)
 	for _, tc := range []struct {
 		name               string
 		continueAsNewEvery string
@@ -129,6 +130,7 @@ func TestResizeGrowsAndShrinksWithNotifications(t *testing.T) {
 }
 
 func TestBadResizesAreRefusedAndChangeNothing(t *testing.T) {
+	guard(t)
 	specPath, _ := writeCluster(t, resizableSpec("refusing"))
 	mustSucceed(t, "deploy", "-f", specPath, "--wait")
 	before := statusJSON(t, "refusing")
@@ -162,6 +164,7 @@ func TestBadResizesAreRefusedAndChangeNothing(t *testing.T) {
 }
 
 func TestResizeDuringALongConfigureIsAcceptedAtOnce(t *testing.T) {
+	guard(t)
 	specPath, trace := writeCluster(t, resizableSpec("growing"))
 	hold := trace + ".hold-controller"
 	holdOn(t, hold)
@@ -204,6 +207,7 @@ func TestResizeDuringALongConfigureIsAcceptedAtOnce(t *testing.T) {
 }
 
 func TestCancelLeavesAStableClusterThatCanBeResizedAndDeleted(t *testing.T) {
+	guard(t)
 	specPath, trace := writeCluster(t, resizableSpec("canceled"))
 	mustSucceed(t, "deploy", "-f", specPath, "--wait")
 	if res := cli(t, "cancel", "canceled"); res.Code != 2 || !strings.Contains(res.Stderr, "nothing to cancel, cluster canceled is ready") {
@@ -245,6 +249,7 @@ func TestCancelLeavesAStableClusterThatCanBeResizedAndDeleted(t *testing.T) {
 }
 
 func TestApplyAddsAndRemovesRolesAndRefusesReconfiguring(t *testing.T) {
+	guard(t)
 	specPath, trace := writeCluster(t, `
 name: applied
 roles:
@@ -342,6 +347,7 @@ func shrinkDuringSetup(t *testing.T, name string) []scriptRun {
 }
 
 func TestShrinkDuringSetupStopsMembersNoLongerWanted(t *testing.T) {
+	guard(t)
 	runs := shrinkDuringSetup(t, "shrinking")
 	s := statusJSON(t, "shrinking")
 	if s.Phase != workflows.PhaseReady || !slices.Equal(memberStates(s, "worker"), []string{"shrinking-worker-0=ready"}) {
@@ -357,6 +363,7 @@ func TestShrinkDuringSetupStopsMembersNoLongerWanted(t *testing.T) {
 }
 
 func TestAFailedNotificationMarksItsMemberAndIsNotRetried(t *testing.T) {
+	guard(t)
 	specPath, trace := writeCluster(t, `
 name: notified
 roles:
@@ -404,6 +411,7 @@ func growDuringSetup(t *testing.T, name string) []scriptRun {
 }
 
 func TestGrowDuringSetupStartsTheNewMembersAtOnce(t *testing.T) {
+	guard(t)
 	runs := growDuringSetup(t, "joining")
 	expectRuns(t, runs, "configure", "--configure", "joining-controller-0", "joining-worker-0", "joining-worker-1", "joining-worker-2", "joining-worker-3")
 	// Those that configured before the resize hear of the new workers; these knew everyone.
@@ -417,6 +425,7 @@ func TestGrowDuringSetupStartsTheNewMembersAtOnce(t *testing.T) {
 }
 
 func TestChangesToAClusterBeingDeletedAreRefused(t *testing.T) {
+	guard(t)
 	specPath, trace := writeCluster(t, `
 name: leaving
 roles:
@@ -452,6 +461,7 @@ roles:
 }
 
 func TestApplyCannotBringBackARoleStillBeingRemoved(t *testing.T) {
+	guard(t)
 	withEdge := `
 name: returning
 roles:

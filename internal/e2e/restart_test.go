@@ -60,6 +60,7 @@ func deployAndInterrupt(t *testing.T, s *stack, interrupt func()) {
 
 func TestAScriptSurvivesItsWorkerBeingKilled(t *testing.T) {
 	t.Parallel()
+	guard(t)
 	s := newStack(t)
 	deployAndInterrupt(t, s, func() {
 		s.kill(s.worker)
@@ -72,6 +73,7 @@ func TestAScriptSurvivesItsWorkerBeingKilled(t *testing.T) {
 
 func TestADeployResumesAfterTheServerIsKilled(t *testing.T) {
 	t.Parallel()
+	guard(t)
 	s := newStack(t)
 	deployAndInterrupt(t, s, func() {
 		s.kill(s.dev)
@@ -87,6 +89,7 @@ func TestADeployResumesAfterTheServerIsKilled(t *testing.T) {
 
 func TestARestartedAgentReadoptsItsRun(t *testing.T) {
 	t.Parallel()
+	guard(t)
 	s := newStack(t)
 	deployAndInterrupt(t, s, func() {
 		first, ok := testenv.AgentPID(s.data)
@@ -103,6 +106,7 @@ func TestARestartedAgentReadoptsItsRun(t *testing.T) {
 
 func TestARetriedLaunchAttachesToTheRunningScript(t *testing.T) {
 	t.Parallel()
+	guard(t)
 	s := newStack(t)
 	specPath, trace := writeCluster(t, `
 name: frozen
@@ -148,6 +152,7 @@ roles:
 
 func TestAResizeSurvivesItsWorkerAndServerBeingKilled(t *testing.T) {
 	t.Parallel()
+	guard(t)
 	s := newStack(t)
 	specPath, trace := writeCluster(t, resizableSpec("survivor"))
 	if res := s.cli("deploy", "-f", specPath, "--wait"); res.Code != 0 {

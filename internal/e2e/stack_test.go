@@ -29,7 +29,7 @@ func newStack(t *testing.T) *stack {
 	dir := t.TempDir()
 	s := &stack{t: t, dir: dir, data: filepath.Join(dir, "data"), db: filepath.Join(dir, "dev.db"), address: freeAddress(t)}
 	s.env = []string{"TEMPORAL_ADDRESS=" + s.address, "TEMPORAL_NAMESPACE=default"}
-	t.Cleanup(func() { testenv.StopAll(s.data) })
+	testenv.StopAllAtEnd(t, s.data)
 	s.startDev()
 	s.startWorker()
 	return s

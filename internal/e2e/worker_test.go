@@ -10,6 +10,7 @@ import (
 )
 
 func TestWorkerServesPrometheusMetrics(t *testing.T) {
+	guard(t)
 	specPath, _ := writeCluster(t, `
 name: measured
 roles:
@@ -36,6 +37,7 @@ roles:
 }
 
 func TestWorkerStopsGracefullyOnSIGTERM(t *testing.T) {
+	guard(t)
 	dir := t.TempDir()
 	worker, err := testenv.Start(dir, dir, "worker", cliEnv, "worker", "--data", dataDir, "--shutdown-timeout", "5s")
 	if err != nil {

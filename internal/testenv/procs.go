@@ -5,6 +5,9 @@ import (
 	"os"
 	"strconv"
 	"syscall"
+	"testing"
+
+	"github.com/clusterflow/clusterflow/internal/testlimit"
 )
 
 // MemberProcesses lists running processes started for members whose sandboxes lie under
@@ -38,6 +41,16 @@ func MemberProcesses(dataDir string) []int {
 func StopAll(dataDir string) {
 	StopAgent(dataDir)
 	KillMemberProcesses(dataDir)
+}
+
+// StopAllAtEnd stops everything under dataDir (StopAll) when the test ends, or when a
+// testlimit guard ends the test binary first.
+func StopAllAtEnd(t testing.TB, dataDir string) {
+	unregister := testlimit.OnAbort(func() { StopAll(dataDir) })
+	t.Cleanup(func() {
+		StopAll(dataDir)
+		unregister()
+	})
 }
 
 // KillMemberProcesses kills what MemberProcesses finds.

@@ -17,6 +17,7 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"github.com/clusterflow/clusterflow/internal/devserver"
+	"github.com/clusterflow/clusterflow/internal/testlimit"
 	"github.com/clusterflow/clusterflow/workflows"
 )
 
@@ -132,18 +133,33 @@ func (r Result) String() string {
 	return fmt.Sprintf("exit %d\nstdout:\n%s\nstderr:\n%s", r.Code, r.Stdout, r.Stderr)
 }
 
-// Run runs the binary to completion with extra environment variables, in dir.
+// RunLimit bounds a CLI call whose context has no deadline of its own.
+const RunLimit = 2 * time.Minute
+
+// Run runs the binary to completion with extra environment variables, in dir. It is killed
+// when ctx ends, or after RunLimit if ctx has no deadline: no call can hang a test.
 func Run(ctx context.Context, dir string, env []string, args ...string) (Result, error) {
 	bin, err := Binary()
 	if err != nil {
 		return Result{}, err
+	}
+	if _, ok := ctx.Deadline(); !ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, RunLimit)
+		defer cancel()
 	}
 	var stdout, stderr bytes.Buffer
 	cmd := exec.CommandContext(ctx, bin, args...)
 	cmd.Dir, cmd.Env = dir, append(os.Environ(), env...)
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	// A child the CLI left holding its output open must not keep Run waiting once it is killed.
+	cmd.WaitDelay = 5 * time.Second
 	err = cmd.Run()
+	if ctx.Err() != nil {
+		return Result{Stdout: stdout.String(), Stderr: stderr.String(), Code: -1},
+			fmt.Errorf("clusterflow %s: killed, still running when its deadline passed (%v)\nstdout:\n%s\nstderr:\n%s", strings.Join(args, " "), ctx.Err(), stdout.String(), stderr.String())
+	}
 	res := Result{Stdout: stdout.String(), Stderr: stderr.String(), Code: cmd.ProcessState.ExitCode()}
 	if _, isExit := err.(*exec.ExitError); err != nil && !isExit {
 		return res, err
@@ -187,8 +203,11 @@ func Start(dir, logDir, name string, env []string, args ...string) (*Process, er
 		stderr.Close()
 		return nil, err
 	}
+	// Should a guard end the test binary, the process goes with it.
+	unregister := testlimit.OnAbort(func() { _ = p.cmd.Process.Kill() })
 	go func() {
 		p.err = p.cmd.Wait()
+		unregister()
 		stdout.Close()
 		stderr.Close()
 		close(p.done)
