@@ -70,8 +70,7 @@ func (w *clusterWorkflow) notify(ctx workflow.Context, op RoleOperation, nodesRo
 	for _, n := range nodes {
 		group.Nodes = append(group.Nodes, n.Name)
 	}
-	var roles []string
-	var futures []workflow.ChildWorkflowFuture
+	var work []roleWork
 	for _, rs := range w.state.Roles {
 		r, ok := w.spec.Role(rs.Name)
 		if !ok || !r.Wants(event) {
@@ -95,16 +94,16 @@ func (w *clusterWorkflow) notify(ctx workflow.Context, op RoleOperation, nodesRo
 			}
 		}
 		if len(recipients) > 0 {
-			roles = append(roles, rs.Name)
-			futures = append(futures, w.startRole(ctx, op, rs.Name, recipients, group, told))
+			work = append(work, roleWork{role: rs.Name, members: recipients, nodes: group, memberNodes: told})
 		}
 	}
-	if len(futures) == 0 {
+	if len(work) == 0 {
 		return
 	}
-	w.touch(ctx)
-	for i, f := range futures {
-		w.finishRole(ctx, roles[i], f)
+	w.runLevel(ctx, op, work)
+	roles := make([]string, len(work))
+	for i, rw := range work {
+		roles[i] = rw.role
 	}
 	w.logger.Info("Announced membership change", "Event", event, "Role", nodesRole, "Nodes", fmt.Sprint(group.Nodes), "Roles", fmt.Sprint(roles))
 }

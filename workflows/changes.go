@@ -80,6 +80,14 @@ func (w *clusterWorkflow) onApply(ctx workflow.Context, req ApplyRequest) (Chang
 	return result, nil
 }
 
+// newGeneration starts the next desired generation: every membership change (a resize or
+// apply, a replacement, a rogue's removal) is one, and the operation loop converges to it.
+// reason says what it is for, in the updating phase's message.
+func (w *clusterWorkflow) newGeneration(reason string) {
+	w.state.Generation++
+	w.lastChange = reason
+}
+
 // change makes next the desired spec. A change that asks for nothing new keeps the
 // generation; any other starts the next one, and members it no longer wants stop setting
 // up at once.
@@ -89,8 +97,7 @@ func (w *clusterWorkflow) change(ctx workflow.Context, next spec.Cluster) Change
 		return ChangeResult{Generation: w.state.Generation, Summary: "no change"}
 	}
 	w.spec = next
-	w.state.Generation++
-	w.lastChange = summary
+	w.newGeneration(summary)
 	w.syncDesired()
 	w.touch(ctx)
 	if err := workflow.UpsertTypedSearchAttributes(ctx,

@@ -107,8 +107,7 @@ func (w *clusterWorkflow) removeReplaced(ctx workflow.Context) {
 // configureLevel sets up the pending members of one level's roles, each role in a child
 // workflow, all roles at once.
 func (w *clusterWorkflow) configureLevel(ctx workflow.Context, level []string) {
-	var roles []string
-	var futures []workflow.ChildWorkflowFuture
+	var work []roleWork
 	for _, name := range level {
 		rs := w.state.Role(name)
 		wanted, _ := w.splitWanted(rs)
@@ -123,13 +122,9 @@ func (w *clusterWorkflow) configureLevel(ctx workflow.Context, level []string) {
 		if len(pending) == 0 {
 			continue // nothing to set up: ready as it is
 		}
-		roles = append(roles, name)
-		futures = append(futures, w.startRole(ctx, OpConfigure, name, pending, nil, nil))
+		work = append(work, roleWork{role: name, members: pending})
 	}
-	w.touch(ctx)
-	for i, f := range futures {
-		w.finishRole(ctx, roles[i], f)
-	}
+	w.runLevel(ctx, OpConfigure, work)
 }
 
 // unhealthy explains why a level's roles are not all ready, if they are not.

@@ -17,8 +17,7 @@ func (w *clusterWorkflow) delete(parent workflow.Context) {
 		w.logger.Warn("Could not reinstall startscripts; teardown scripts may fail", "Error", err)
 	}
 	for i := len(w.state.Levels) - 1; i >= 0; i-- {
-		var names []string
-		var futures []workflow.ChildWorkflowFuture
+		var work []roleWork
 		for _, name := range w.state.Levels[i] {
 			rs := w.state.Role(name)
 			var present []Member
@@ -33,14 +32,10 @@ func (w *clusterWorkflow) delete(parent workflow.Context) {
 				}
 			}
 			if len(present) > 0 {
-				names = append(names, name)
-				futures = append(futures, w.startRole(ctx, OpTeardown, name, present, nil, nil))
+				work = append(work, roleWork{role: name, members: present})
 			}
 		}
-		w.touch(ctx)
-		for j, f := range futures {
-			w.finishRole(ctx, names[j], f)
-		}
+		w.runLevel(ctx, OpTeardown, work)
 	}
 	err := workflow.ExecuteActivity(withQuickActivity(ctx, "remove "+w.state.Name), acts.RemoveCluster, w.state.Name).Get(ctx, nil)
 	w.setPhase(ctx, PhaseDeleted, w.leftovers(err))

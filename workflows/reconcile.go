@@ -61,8 +61,7 @@ func (w *clusterWorkflow) reconcile(ctx workflow.Context) ReconcileReport {
 		}
 	}
 	if len(report.Rogues) > 0 {
-		w.state.Generation++ // removing them is a membership change like any other
-		w.lastChange = "remove " + strings.Join(report.Rogues, ", ")
+		w.newGeneration("remove " + strings.Join(report.Rogues, ", ")) // a membership change like any other
 		w.logger.Info("Found rogue members; removing them", "Rogues", report.Rogues, "Generation", w.state.Generation)
 		w.touch(ctx)
 	}

@@ -10,9 +10,7 @@ import (
 // Members being replaced stay until replacedToo: they go once their successors are set up.
 func (w *clusterWorkflow) removeUnwanted(ctx workflow.Context, replacedToo bool) {
 	for i := len(w.state.Levels) - 1; i >= 0 && ctx.Err() == nil; i-- {
-		var names []string
-		var leaving [][]Member
-		var futures []workflow.ChildWorkflowFuture
+		var work []roleWork
 		for _, name := range w.state.Levels[i] {
 			rs := w.state.Role(name)
 			if rs == nil {
@@ -31,15 +29,12 @@ func (w *clusterWorkflow) removeUnwanted(ctx workflow.Context, replacedToo bool)
 				present = append(present, m)
 			}
 			if len(present) > 0 {
-				names = append(names, name)
-				leaving = append(leaving, present)
-				futures = append(futures, w.startRole(ctx, OpTeardown, name, present, nil, nil))
+				work = append(work, roleWork{role: name, members: present})
 			}
 		}
-		w.touch(ctx)
-		for j, f := range futures {
-			w.finishRole(ctx, names[j], f)
-			w.noteRemoved(names[j], leaving[j])
+		w.runLevel(ctx, OpTeardown, work)
+		for _, rw := range work {
+			w.noteRemoved(rw.role, rw.members)
 		}
 	}
 	w.dropRemoved()

@@ -18,11 +18,11 @@ func (w *clusterWorkflow) replace(rs *RoleStatus, m *Member, ev MemberEvent) {
 	if ev.Event == HealthConfigError {
 		m.Replacements++ // its successor inherits the count
 	}
-	w.state.Generation++
-	w.lastChange = fmt.Sprintf("replace %s (%s)", m.Name, ev.Event)
+	reason := fmt.Sprintf("replace %s (%s)", m.Name, ev.Event)
 	if ev.Reason != "" {
-		w.lastChange = fmt.Sprintf("replace %s (%s: %s)", m.Name, ev.Event, ev.Reason)
+		reason = fmt.Sprintf("replace %s (%s: %s)", m.Name, ev.Event, ev.Reason)
 	}
+	w.newGeneration(reason)
 	w.logger.Info("Replacing member", "Role", rs.Name, "Member", m.Name, "Event", ev.Event, "Reason", ev.Reason, "Generation", w.state.Generation)
 }
 

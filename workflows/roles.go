@@ -9,6 +9,30 @@ import (
 	"github.com/clusterflow/clusterflow/internal/spec"
 )
 
+// roleWork is one role's share of a level's operation: the members its child workflow acts
+// on and, for a notification, the nodes joining or leaving and those each member is told
+// about.
+type roleWork struct {
+	role        string
+	members     []Member
+	nodes       *NodeGroup
+	memberNodes [][]string
+}
+
+// runLevel runs op on the roles of one dependency level at once, a child workflow per
+// role, and applies each child's final member states once all have ended. It is the one
+// way members are acted on: configure, teardown, addnodes and delnodes.
+func (w *clusterWorkflow) runLevel(ctx workflow.Context, op RoleOperation, work []roleWork) {
+	futures := make([]workflow.ChildWorkflowFuture, len(work))
+	for i, rw := range work {
+		futures[i] = w.startRole(ctx, op, rw.role, rw.members, rw.nodes, rw.memberNodes)
+	}
+	w.touch(ctx)
+	for i, f := range futures {
+		w.finishRole(ctx, work[i].role, f)
+	}
+}
+
 // startRole runs one role operation as a child workflow, so that per-member events land in
 // the child's history rather than the cluster's. For a notification, nodes names the
 // members joining or leaving, and memberNodes those each member is told about.
