@@ -4,8 +4,6 @@ import (
 	"fmt"
 
 	"go.temporal.io/sdk/workflow"
-
-	"github.com/clusterflow/clusterflow/internal/spec"
 )
 
 // announce tells ready members about members that left (delnodes) and members that
@@ -65,38 +63,7 @@ func (w *clusterWorkflow) announce(ctx workflow.Context) {
 // child workflow per role, all roles at once. A failing notification puts its member in
 // config_error; it is not retried.
 func (w *clusterWorkflow) notify(ctx workflow.Context, op RoleOperation, nodesRole string, nodes []Member) {
-	event := spec.Event(op)
-	group := &NodeGroup{Role: nodesRole}
-	for _, n := range nodes {
-		group.Nodes = append(group.Nodes, n.Name)
-	}
-	var work []roleWork
-	for _, rs := range w.state.Roles {
-		r, ok := w.spec.Role(rs.Name)
-		if !ok || !r.Wants(event) {
-			continue
-		}
-		var recipients []Member
-		var told [][]string
-		for _, m := range rs.Members {
-			if m.State != MemberReady {
-				continue
-			}
-			var about []string
-			for _, n := range nodes {
-				if n.Name != m.Name && m.knows(n) == (op == OpDelNodes) {
-					about = append(about, n.Name)
-				}
-			}
-			if len(about) > 0 {
-				recipients = append(recipients, m)
-				told = append(told, about)
-			}
-		}
-		if len(recipients) > 0 {
-			work = append(work, roleWork{role: rs.Name, members: recipients, nodes: group, memberNodes: told})
-		}
-	}
+	work := planNotification(w.spec, w.state.Roles, op, nodesRole, nodes)
 	if len(work) == 0 {
 		return
 	}
@@ -105,5 +72,5 @@ func (w *clusterWorkflow) notify(ctx workflow.Context, op RoleOperation, nodesRo
 	for i, rw := range work {
 		roles[i] = rw.role
 	}
-	w.logger.Info("Announced membership change", "Event", event, "Role", nodesRole, "Nodes", fmt.Sprint(group.Nodes), "Roles", fmt.Sprint(roles))
+	w.logger.Info("Announced membership change", "Event", op, "Role", nodesRole, "Nodes", fmt.Sprint(work[0].nodes.Nodes), "Roles", fmt.Sprint(roles))
 }

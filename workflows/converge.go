@@ -104,43 +104,24 @@ func (w *clusterWorkflow) removeReplaced(ctx workflow.Context) {
 	}
 }
 
-// configureLevel sets up the pending members of one level's roles, each role in a child
-// workflow, all roles at once.
+// configureLevel sets up the pending members of one level's roles (planConfigure), each
+// role in a child workflow, all roles at once. They configure with the configmeta just
+// written, and so know the members it lists.
 func (w *clusterWorkflow) configureLevel(ctx workflow.Context, level []string) {
-	var work []roleWork
-	for _, name := range level {
-		rs := w.state.Role(name)
-		wanted, _ := w.splitWanted(rs)
-		var pending []Member
-		for _, m := range wanted {
-			if m.State == MemberPending {
-				// It configures with the configmeta just written, and so knows its members.
-				rs.Member(m.Name).KnowsUpTo = w.state.ConfigMetaVersion
-				pending = append(pending, *rs.Member(m.Name))
-			}
+	work := planConfigure(w.spec, w.state.Roles, level)
+	for _, rw := range work {
+		rs := w.state.Role(rw.role)
+		for i := range rw.members {
+			rs.Member(rw.members[i].Name).KnowsUpTo = w.state.ConfigMetaVersion
+			rw.members[i].KnowsUpTo = w.state.ConfigMetaVersion
 		}
-		if len(pending) == 0 {
-			continue // nothing to set up: ready as it is
-		}
-		work = append(work, roleWork{role: name, members: pending})
 	}
 	w.runLevel(ctx, OpConfigure, work)
 }
 
 // unhealthy explains why a level's roles are not all ready, if they are not.
 func (w *clusterWorkflow) unhealthy(level []string) []string {
-	var failed []string
-	for _, name := range level {
-		wanted, _ := w.splitWanted(w.state.Role(name))
-		// Members down or flapping were set up; their health is the state machine's concern.
-		setUp := countState(wanted, MemberReady, MemberDown, MemberFlapping)
-		if n := countState(wanted, MemberConfigError); n > 0 {
-			failed = append(failed, fmt.Sprintf("role %s failed: %d of %d members in config_error", name, n, len(wanted)))
-		} else if ready := CountReady(wanted); setUp < len(wanted) {
-			failed = append(failed, fmt.Sprintf("role %s: %d of %d members ready", name, ready, len(wanted)))
-		}
-	}
-	return failed
+	return levelProblems(w.spec, w.state.Roles, level)
 }
 
 // skipLaterLevels says why members of roles after a failed level never started.

@@ -17,23 +17,10 @@ func (w *clusterWorkflow) delete(parent workflow.Context) {
 		w.logger.Warn("Could not reinstall startscripts; teardown scripts may fail", "Error", err)
 	}
 	for i := len(w.state.Levels) - 1; i >= 0; i-- {
-		var work []roleWork
-		for _, name := range w.state.Levels[i] {
-			rs := w.state.Role(name)
-			var present []Member
-			for j, m := range rs.Members {
-				switch m.State {
-				case MemberDeleted: // already gone
-				case MemberPending:
-					// Never created: nothing to tear down or remove.
-					rs.Members[j].State, rs.Members[j].Since = MemberDeleted, workflow.Now(ctx)
-				default:
-					present = append(present, m)
-				}
-			}
-			if len(present) > 0 {
-				work = append(work, roleWork{role: name, members: present})
-			}
+		forget, work := planDeletion(w.state.Roles, w.state.Levels[i])
+		for _, name := range forget {
+			_, m := w.findMember(name)
+			m.State, m.Since = MemberDeleted, workflow.Now(ctx)
 		}
 		w.runLevel(ctx, OpTeardown, work)
 	}

@@ -11,45 +11,15 @@ import (
 // A role's members are kept in ordinal order. The desired spec says how many a role wants;
 // the lowest ordinals stay and the highest leave first.
 
-// desiredCount is how many members the desired spec wants in a role; none for a role it
-// no longer has.
+// desiredCount is how many members the desired spec wants in a role.
 func (w *clusterWorkflow) desiredCount(role string) int {
-	r, ok := w.spec.Role(role)
-	if !ok {
-		return 0
-	}
-	return r.Members
+	return desiredMembers(w.spec, role)
 }
 
-// splitWanted divides a role's existing (not deleted) members into those the desired spec
-// keeps and those it no longer wants. Members down or flapping are the first to go when a
-// role shrinks; otherwise the lowest ordinals stay.
+// splitWanted divides a role's members into those the desired spec keeps and the others
+// (splitMembers).
 func (w *clusterWorkflow) splitWanted(rs *RoleStatus) (wanted, unwanted []Member) {
-	keep := w.desiredCount(rs.Name)
-	healthy := 0
-	for _, m := range rs.Members {
-		if m.State != MemberDeleted && !m.Leaving && !m.State.unavailable() {
-			healthy++
-		}
-	}
-	keepUnavailable := max(keep-healthy, 0)
-	keptHealthy, keptUnavailable := 0, 0
-	for _, m := range rs.Members {
-		switch {
-		case m.State == MemberDeleted:
-		case m.Leaving:
-			unwanted = append(unwanted, m)
-		case !m.State.unavailable() && keptHealthy < keep:
-			keptHealthy++
-			wanted = append(wanted, m)
-		case m.State.unavailable() && keptUnavailable < keepUnavailable:
-			keptUnavailable++
-			wanted = append(wanted, m)
-		default:
-			unwanted = append(unwanted, m)
-		}
-	}
-	return wanted, unwanted
+	return splitMembers(*rs, w.desiredCount(rs.Name))
 }
 
 // reshape makes the observed state match the desired spec's shape: roles an apply added,
@@ -102,24 +72,17 @@ func (w *clusterWorkflow) addPendingMembers(ctx workflow.Context) {
 	}
 }
 
-// addPendingTo adds the members a role is short of, and returns them.
+// addPendingTo adds the members a role is short of (planNewMembers), links the members
+// they replace to them, and returns them.
 func (w *clusterWorkflow) addPendingTo(ctx workflow.Context, rs *RoleStatus) []Member {
-	wanted, _ := w.splitWanted(rs)
-	next := 0
-	if n := len(rs.Members); n > 0 {
-		next = rs.Members[n-1].Ordinal + 1
-	}
-	var added []Member
-	for missing := w.desiredCount(rs.Name) - len(wanted); missing > 0; missing-- {
-		added = append(added, Member{
-			Name: spec.MemberName(w.state.Name, rs.Name, next), Role: rs.Name, Ordinal: next,
-			State: MemberPending, Since: workflow.Now(ctx),
-		})
-		next++
+	added := planNewMembers(w.state.Name, *rs, w.desiredCount(rs.Name), workflow.Now(ctx))
+	for _, m := range added {
+		if m.Replaces != "" {
+			rs.Member(m.Replaces).ReplacedBy = m.Name
+		}
 	}
 	rs.Members = append(rs.Members, added...)
 	if len(added) > 0 {
-		linkSuccessors(rs, added)
 		w.membershipEpoch++
 	}
 	return added

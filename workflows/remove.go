@@ -10,27 +10,10 @@ import (
 // Members being replaced stay until replacedToo: they go once their successors are set up.
 func (w *clusterWorkflow) removeUnwanted(ctx workflow.Context, replacedToo bool) {
 	for i := len(w.state.Levels) - 1; i >= 0 && ctx.Err() == nil; i-- {
-		var work []roleWork
-		for _, name := range w.state.Levels[i] {
-			rs := w.state.Role(name)
-			if rs == nil {
-				continue
-			}
-			_, unwanted := w.splitWanted(rs)
-			var present []Member
-			for _, m := range unwanted {
-				if m.State == MemberReplacing && !replacedToo {
-					continue
-				}
-				if m.State == MemberPending {
-					rs.Member(m.Name).State = MemberDeleted
-					continue
-				}
-				present = append(present, m)
-			}
-			if len(present) > 0 {
-				work = append(work, roleWork{role: name, members: present})
-			}
+		forget, work := planRemoval(w.spec, w.state.Roles, w.state.Levels[i], replacedToo)
+		for _, name := range forget {
+			_, m := w.findMember(name)
+			m.State = MemberDeleted // never created: nothing to tear down
 		}
 		w.runLevel(ctx, OpTeardown, work)
 		for _, rw := range work {

@@ -26,22 +26,6 @@ func (w *clusterWorkflow) replace(rs *RoleStatus, m *Member, ev MemberEvent) {
 	w.logger.Info("Replacing member", "Role", rs.Name, "Member", m.Name, "Event", ev.Event, "Reason", ev.Reason, "Generation", w.state.Generation)
 }
 
-// linkSuccessors pairs members just added to a role with the members they replace.
-func linkSuccessors(rs *RoleStatus, added []Member) {
-	next := 0
-	for i := range rs.Members {
-		old := &rs.Members[i]
-		if old.State != MemberReplacing || old.ReplacedBy != "" || next == len(added) {
-			continue
-		}
-		successor := rs.Member(added[next].Name)
-		successor.Replaces, successor.Replacements = old.Name, old.Replacements
-		old.ReplacedBy = successor.Name
-		added[next] = *successor
-		next++
-	}
-}
-
 // replaceFailed replaces the members of the given roles whose setup or notification
 // failed, when their role asks for it and their slot has replacements left. It reports
 // whether any replacement started.

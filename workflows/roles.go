@@ -9,16 +9,6 @@ import (
 	"github.com/clusterflow/clusterflow/internal/spec"
 )
 
-// roleWork is one role's share of a level's operation: the members its child workflow acts
-// on and, for a notification, the nodes joining or leaving and those each member is told
-// about.
-type roleWork struct {
-	role        string
-	members     []Member
-	nodes       *NodeGroup
-	memberNodes [][]string
-}
-
 // runLevel runs op on the roles of one dependency level at once, a child workflow per
 // role, and applies each child's final member states once all have ended. It is the one
 // way members are acted on: configure, teardown, addnodes and delnodes.

@@ -1,0 +1,228 @@
+package workflows
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/clusterflow/clusterflow/internal/spec"
+)
+
+// The planner decides; the executor does. Each function here takes the desired spec and the
+// members as observed now, and returns what the next step must do: which members to forget,
+// tear down, create or configure, and who must be told what. They have no SDK and no side
+// effects, and plan_test.go tests them as tables. The executor (converge.go, remove.go,
+// announce.go) asks for the next step right when it takes it, so a change that arrived
+// while the previous step ran is planned for, and carries the step out through runLevel.
+
+// roleWork is one role's share of a step: the members its child workflow acts on and, for a
+// notification, the nodes joining or leaving and those each member is told about.
+type roleWork struct {
+	role        string
+	members     []Member
+	nodes       *NodeGroup
+	memberNodes [][]string
+}
+
+// desiredMembers is how many members the desired spec wants in a role; none for a role it
+// no longer has.
+func desiredMembers(desired spec.Cluster, role string) int {
+	r, ok := desired.Role(role)
+	if !ok {
+		return 0
+	}
+	return r.Members
+}
+
+// splitMembers divides a role's existing (not deleted) members into the keep it wants and
+// the others. Members leaving go; members down or flapping are the first to go when a role
+// shrinks; otherwise the lowest ordinals stay.
+func splitMembers(rs RoleStatus, keep int) (wanted, unwanted []Member) {
+	healthy := 0
+	for _, m := range rs.Members {
+		if m.State != MemberDeleted && !m.Leaving && !m.State.unavailable() {
+			healthy++
+		}
+	}
+	keepUnavailable := max(keep-healthy, 0)
+	keptHealthy, keptUnavailable := 0, 0
+	for _, m := range rs.Members {
+		switch {
+		case m.State == MemberDeleted:
+		case m.Leaving:
+			unwanted = append(unwanted, m)
+		case !m.State.unavailable() && keptHealthy < keep:
+			keptHealthy++
+			wanted = append(wanted, m)
+		case m.State.unavailable() && keptUnavailable < keepUnavailable:
+			keptUnavailable++
+			wanted = append(wanted, m)
+		default:
+			unwanted = append(unwanted, m)
+		}
+	}
+	return wanted, unwanted
+}
+
+// planRemoval is one level's removal: the unwanted members never created are forgotten,
+// and the others are torn down and removed, a child per role. Members being replaced stay
+// unless replacedToo: they go once their successors are set up.
+func planRemoval(desired spec.Cluster, roles []RoleStatus, level []string, replacedToo bool) (forget []string, work []roleWork) {
+	for _, name := range level {
+		rs := roleOf(roles, name)
+		if rs == nil {
+			continue
+		}
+		_, unwanted := splitMembers(*rs, desiredMembers(desired, name))
+		var present []Member
+		for _, m := range unwanted {
+			switch {
+			case m.State == MemberReplacing && !replacedToo:
+			case m.State == MemberPending:
+				forget = append(forget, m.Name)
+			default:
+				present = append(present, m)
+			}
+		}
+		if len(present) > 0 {
+			work = append(work, roleWork{role: name, members: present})
+		}
+	}
+	return forget, work
+}
+
+// planDeletion is one level of a delete: members never created are forgotten, and every
+// other member still there is torn down and removed, whatever its state.
+func planDeletion(roles []RoleStatus, level []string) (forget []string, work []roleWork) {
+	for _, name := range level {
+		rs := roleOf(roles, name)
+		if rs == nil {
+			continue
+		}
+		var present []Member
+		for _, m := range rs.Members {
+			switch m.State {
+			case MemberDeleted:
+			case MemberPending:
+				forget = append(forget, m.Name)
+			default:
+				present = append(present, m)
+			}
+		}
+		if len(present) > 0 {
+			work = append(work, roleWork{role: name, members: present})
+		}
+	}
+	return forget, work
+}
+
+// planNewMembers lists the members a role is short of, with the next ordinals. Each new
+// member takes the place of a member being replaced that has no successor yet, in order,
+// and inherits its count of replacements.
+func planNewMembers(cluster string, rs RoleStatus, keep int, now time.Time) []Member {
+	wanted, _ := splitMembers(rs, keep)
+	next := 0
+	if n := len(rs.Members); n > 0 {
+		next = rs.Members[n-1].Ordinal + 1
+	}
+	var added []Member
+	for missing := keep - len(wanted); missing > 0; missing-- {
+		added = append(added, Member{Name: spec.MemberName(cluster, rs.Name, next), Role: rs.Name, Ordinal: next, State: MemberPending, Since: now})
+		next++
+	}
+	i := 0
+	for _, old := range rs.Members {
+		if i == len(added) {
+			break
+		}
+		if old.State == MemberReplacing && old.ReplacedBy == "" {
+			added[i].Replaces, added[i].Replacements = old.Name, old.Replacements
+			i++
+		}
+	}
+	return added
+}
+
+// planConfigure is one level's setup: every wanted member still pending is configured, a
+// child per role.
+func planConfigure(desired spec.Cluster, roles []RoleStatus, level []string) []roleWork {
+	var work []roleWork
+	for _, name := range level {
+		rs := roleOf(roles, name)
+		wanted, _ := splitMembers(*rs, desiredMembers(desired, name))
+		var pending []Member
+		for _, m := range wanted {
+			if m.State == MemberPending {
+				pending = append(pending, m)
+			}
+		}
+		if len(pending) > 0 {
+			work = append(work, roleWork{role: name, members: pending})
+		}
+	}
+	return work
+}
+
+// levelProblems explains why a level's roles are not all set up, if they are not. Members
+// down or flapping were set up: their health is the state machine's concern.
+func levelProblems(desired spec.Cluster, roles []RoleStatus, level []string) []string {
+	var failed []string
+	for _, name := range level {
+		wanted, _ := splitMembers(*roleOf(roles, name), desiredMembers(desired, name))
+		setUp := countState(wanted, MemberReady, MemberDown, MemberFlapping)
+		if n := countState(wanted, MemberConfigError); n > 0 {
+			failed = append(failed, fmt.Sprintf("role %s failed: %d of %d members in config_error", name, n, len(wanted)))
+		} else if ready := CountReady(wanted); setUp < len(wanted) {
+			failed = append(failed, fmt.Sprintf("role %s: %d of %d members ready", name, ready, len(wanted)))
+		}
+	}
+	return failed
+}
+
+// planNotification says who is told of nodes joining (addnodes) or leaving (delnodes): every
+// ready member whose role subscribes to the event and that does not know (addnodes) or knew
+// (delnodes) some of them, told about just those; a child per role.
+func planNotification(desired spec.Cluster, roles []RoleStatus, op RoleOperation, nodesRole string, nodes []Member) []roleWork {
+	event := spec.Event(op)
+	group := &NodeGroup{Role: nodesRole}
+	for _, n := range nodes {
+		group.Nodes = append(group.Nodes, n.Name)
+	}
+	var work []roleWork
+	for _, rs := range roles {
+		r, ok := desired.Role(rs.Name)
+		if !ok || !r.Wants(event) {
+			continue
+		}
+		var recipients []Member
+		var told [][]string
+		for _, m := range rs.Members {
+			if m.State != MemberReady {
+				continue
+			}
+			var about []string
+			for _, n := range nodes {
+				if n.Name != m.Name && m.knows(n) == (op == OpDelNodes) {
+					about = append(about, n.Name)
+				}
+			}
+			if len(about) > 0 {
+				recipients = append(recipients, m)
+				told = append(told, about)
+			}
+		}
+		if len(recipients) > 0 {
+			work = append(work, roleWork{role: rs.Name, members: recipients, nodes: group, memberNodes: told})
+		}
+	}
+	return work
+}
+
+// roleOf finds a role among roles.
+func roleOf(roles []RoleStatus, name string) *RoleStatus {
+	for i := range roles {
+		if roles[i].Name == name {
+			return &roles[i]
+		}
+	}
+	return nil
+}

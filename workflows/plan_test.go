@@ -1,0 +1,512 @@
+package workflows
+
+import (
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/clusterflow/clusterflow/internal/spec"
+)
+
+// The planner's tables. A row gives the desired member counts and the members as observed,
+// in a short notation, and the plan of one convergence pass that meets no surprise:
+//
+//	forget     pending members no longer wanted, dropped without a script
+//	teardown   members torn down and removed first, deepest level first
+//	create     new members, "new<old" when new replaces old
+//	configure  members set up, level by level
+//	failed     why the pass stops at a level (no later level is set up)
+//	replaced   members being replaced, torn down once their successors are set up
+//
+// Members are written "worker-2=ready"; "!" marks a member leaving (stopped by a change), as
+// in "worker-3=configuring!". The cluster has a controller (level 0), workers that depend on
+// it (level 1) and edges that depend on the workers (level 2).
+
+type passPlan struct {
+	forget, teardown, create, configure, failed, replaced string
+}
+
+func TestPlanPass(t *testing.T) {
+	rows := []struct {
+		name     string
+		desired  string
+		observed []string
+		want     passPlan
+	}{
+		{
+			name:    "deploy: every member is new, set up level by level",
+			desired: "controller=1 worker=2 edge=1",
+			want: passPlan{
+				create:    "controller-0 worker-0 worker-1 edge-0",
+				configure: "L0 controller: controller-0 | L1 worker: worker-0,worker-1 | L2 edge: edge-0",
+			},
+		},
+		{
+			name:     "deploy again after a failed level: only what is pending is set up",
+			desired:  "controller=1 worker=2 edge=1",
+			observed: []string{"controller-0=ready", "worker-0=ready", "worker-1=pending", "edge-0=pending"},
+			want:     passPlan{configure: "L1 worker: worker-1 | L2 edge: edge-0"},
+		},
+		{
+			name:     "nothing to do",
+			desired:  "controller=1 worker=2",
+			observed: []string{"controller-0=ready", "worker-0=ready", "worker-1=ready"},
+		},
+		{
+			name:     "grow: the next ordinals",
+			desired:  "controller=1 worker=4",
+			observed: []string{"controller-0=ready", "worker-0=ready", "worker-1=ready"},
+			want:     passPlan{create: "worker-2 worker-3", configure: "L1 worker: worker-2,worker-3"},
+		},
+		{
+			name:     "shrink: the highest ordinals go",
+			desired:  "controller=1 worker=1",
+			observed: []string{"controller-0=ready", "worker-0=ready", "worker-1=ready", "worker-2=ready", "worker-3=ready"},
+			want:     passPlan{teardown: "L1 worker: worker-1,worker-2,worker-3"},
+		},
+		{
+			name:     "shrink: a member down goes before healthy ones",
+			desired:  "controller=1 worker=2",
+			observed: []string{"controller-0=ready", "worker-0=down", "worker-1=ready", "worker-2=ready"},
+			want:     passPlan{teardown: "L1 worker: worker-0"},
+		},
+		{
+			name:     "shrink: a flapping member goes before healthy ones, then the highest ordinal",
+			desired:  "controller=1 worker=1",
+			observed: []string{"controller-0=ready", "worker-0=ready", "worker-1=flapping", "worker-2=ready"},
+			want:     passPlan{teardown: "L1 worker: worker-1,worker-2"},
+		},
+		{
+			name:     "shrink while members set up: the pending are forgotten, the stopped torn down",
+			desired:  "controller=1 worker=1",
+			observed: []string{"controller-0=ready", "worker-0=ready", "worker-1=config_error!", "worker-2=pending", "worker-3=pending"},
+			want:     passPlan{forget: "worker-2 worker-3", teardown: "L1 worker: worker-1"},
+		},
+		{
+			// (A grow that arrives while their role still configures adds members with new
+			// ordinals at once, beside the leaving ones; see growActive.)
+			name:     "grow after a shrink stopped members: they leave first, and their ordinals are free again",
+			desired:  "controller=1 worker=3",
+			observed: []string{"controller-0=ready", "worker-0=ready", "worker-1=config_error!", "worker-2=config_error!"},
+			want: passPlan{
+				teardown:  "L1 worker: worker-1,worker-2",
+				create:    "worker-1 worker-2",
+				configure: "L1 worker: worker-1,worker-2",
+			},
+		},
+		{
+			name:     "replace: the successor is set up first, the replaced member goes after",
+			desired:  "controller=1 worker=2",
+			observed: []string{"controller-0=ready", "worker-0=ready", "worker-1=replacing!"},
+			want:     passPlan{create: "worker-2<worker-1", configure: "L1 worker: worker-2", replaced: "L1 worker: worker-1"},
+		},
+		{
+			name:     "a replacement whose successor exists is not replaced twice",
+			desired:  "controller=1 worker=2",
+			observed: []string{"controller-0=ready", "worker-0=ready", "worker-1=replacing!>worker-2", "worker-2=pending<worker-1"},
+			want:     passPlan{configure: "L1 worker: worker-2", replaced: "L1 worker: worker-1"},
+		},
+		{
+			name:     "growth during a replacement whose successor exists: the newcomer replaces no one",
+			desired:  "controller=1 worker=3",
+			observed: []string{"controller-0=ready", "worker-0=ready", "worker-1=replacing!>worker-2", "worker-2=ready<worker-1"},
+			want:     passPlan{create: "worker-3", configure: "L1 worker: worker-3", replaced: "L1 worker: worker-1"},
+		},
+		{
+			name:     "resize during a replacement: the successor and the growth are both new members",
+			desired:  "controller=1 worker=3",
+			observed: []string{"controller-0=ready", "worker-0=ready", "worker-1=replacing!"},
+			want: passPlan{
+				create:    "worker-2<worker-1 worker-3",
+				configure: "L1 worker: worker-2,worker-3",
+				replaced:  "L1 worker: worker-1",
+			},
+		},
+		{
+			name:     "shrink of the member being replaced: it goes, and has no successor",
+			desired:  "controller=1 worker=1",
+			observed: []string{"controller-0=ready", "worker-0=ready", "worker-1=replacing!"},
+			want:     passPlan{replaced: "L1 worker: worker-1"},
+		},
+		{
+			name:     "shrink of another member during a replacement: the replacement is no longer needed",
+			desired:  "controller=1 worker=1",
+			observed: []string{"controller-0=ready", "worker-0=ready", "worker-1=ready", "worker-2=replacing!"},
+			want:     passPlan{teardown: "L1 worker: worker-1", replaced: "L1 worker: worker-2"},
+		},
+		{
+			name:     "shrink during a replacement whose successor is set up: the successor stays",
+			desired:  "controller=1 worker=1",
+			observed: []string{"controller-0=ready", "worker-0=replacing!>worker-1", "worker-1=ready<worker-0"},
+			want:     passPlan{replaced: "L1 worker: worker-0"},
+		},
+		{
+			name:     "apply removes a role whose members are down: all of them go, dependents first",
+			desired:  "controller=1",
+			observed: []string{"controller-0=ready", "worker-0=down", "worker-1=ready", "edge-0=ready"},
+			want:     passPlan{teardown: "L2 edge: edge-0 | L1 worker: worker-0,worker-1"},
+		},
+		{
+			name:     "apply adds a role: set up at its level",
+			desired:  "controller=1 worker=1 edge=2",
+			observed: []string{"controller-0=ready", "worker-0=ready"},
+			want:     passPlan{create: "edge-0 edge-1", configure: "L2 edge: edge-0,edge-1"},
+		},
+		{
+			name:     "cancel mid-level: a canceled member stops the pass at its level, and later levels wait",
+			desired:  "controller=1 worker=2 edge=1",
+			observed: []string{"controller-0=ready", "worker-0=config_error", "worker-1=ready", "edge-0=pending"},
+			want:     passPlan{failed: "role worker failed: 1 of 2 members in config_error"},
+		},
+		{
+			name:     "a failed setup stops later levels; its own level's other members are set up",
+			desired:  "controller=1 worker=2 edge=1",
+			observed: []string{"controller-0=config_error", "worker-0=pending", "worker-1=pending", "edge-0=pending"},
+			want:     passPlan{failed: "role controller failed: 1 of 1 members in config_error"},
+		},
+		{
+			name:     "a failed setup replaced: its successor inherits the replacement count",
+			desired:  "controller=1 worker=2",
+			observed: []string{"controller-0=ready", "worker-0=ready", "worker-1=replacing!#2"},
+			want:     passPlan{create: "worker-2<worker-1#2", configure: "L1 worker: worker-2", replaced: "L1 worker: worker-1"},
+		},
+		{
+			name:     "a rogue adopted by reconcile is removed like any unwanted member",
+			desired:  "controller=1 worker=1",
+			observed: []string{"controller-0=ready", "worker-0=ready", "worker-9=rogue!"},
+			want:     passPlan{teardown: "L1 worker: worker-9"},
+		},
+	}
+	for _, row := range rows {
+		t.Run(row.name, func(t *testing.T) {
+			desired := testCluster(t, row.desired)
+			roles := observedRoles(t, desired, row.observed)
+			if got := planPass(desired, roles); got != row.want {
+				t.Errorf("plan:\n got %+v\nwant %+v", got, row.want)
+			}
+		})
+	}
+}
+
+// planPass composes the planner's steps the way converge does in a pass where every step
+// goes as planned: removal (deepest level of the observed roles first), new members, setup
+// level by level (each member set up becomes ready, and a level with problems ends the
+// pass), then the replaced members' removal.
+func planPass(desired spec.Cluster, roles []RoleStatus) passPlan {
+	var p passPlan
+	var forget, teardown []string
+	observedLevels := testLevels(roles)
+	for i := len(observedLevels) - 1; i >= 0; i-- {
+		f, work := planRemoval(desired, roles, observedLevels[i], false)
+		forget = append(forget, f...)
+		teardown = append(teardown, describeWork(i, work)...)
+	}
+	p.forget, p.teardown = strings.Join(short(forget), " "), strings.Join(teardown, " | ")
+	// The removed are gone, roles the spec no longer has with them; every role it has is there.
+	for i := range roles {
+		_, unwanted := splitMembers(roles[i], desiredMembers(desired, roles[i].Name))
+		roles[i].Members = slices.DeleteFunc(roles[i].Members, func(m Member) bool {
+			return m.State != MemberReplacing && slices.ContainsFunc(unwanted, func(u Member) bool { return u.Name == m.Name })
+		})
+	}
+	roles = slices.DeleteFunc(roles, func(rs RoleStatus) bool { return len(rs.Members) == 0 })
+	for _, r := range desired.Roles {
+		if roleOf(roles, r.Name) == nil {
+			roles = append(roles, RoleStatus{Name: r.Name})
+		}
+	}
+	levels := testLevels(roles)
+	var created []string
+	for _, level := range levels {
+		for _, name := range level {
+			rs := roleOf(roles, name)
+			added := planNewMembers(desired.Name, *rs, desiredMembers(desired, name), time.Time{})
+			for _, m := range added {
+				created = append(created, describeMember(m))
+				if m.Replaces != "" {
+					rs.Member(m.Replaces).ReplacedBy = m.Name
+				}
+			}
+			rs.Members = append(rs.Members, added...)
+		}
+	}
+	p.create = strings.Join(created, " ")
+	var configure, replaced []string
+	for i, level := range levels {
+		work := planConfigure(desired, roles, level)
+		configure = append(configure, describeWork(i, work)...)
+		for _, rw := range work {
+			for _, m := range rw.members {
+				roleOf(roles, rw.role).Member(m.Name).State = MemberReady
+			}
+		}
+		if problems := levelProblems(desired, roles, level); len(problems) > 0 {
+			p.failed = strings.Join(problems, "; ")
+			break
+		}
+	}
+	for i := len(levels) - 1; i >= 0; i-- {
+		_, work := planRemoval(desired, roles, levels[i], true)
+		replaced = append(replaced, describeWork(i, work)...)
+	}
+	p.configure, p.replaced = strings.Join(configure, " | "), strings.Join(replaced, " | ")
+	return p
+}
+
+// testLevels are the dependency levels of the test cluster's roles that are there.
+func testLevels(roles []RoleStatus) [][]string {
+	var levels [][]string
+	for _, name := range []string{"controller", "worker", "edge"} {
+		if roleOf(roles, name) != nil {
+			levels = append(levels, []string{name})
+		}
+	}
+	return levels
+}
+
+// Who is told what. A member knows the members listed in the configmeta it configured with
+// (ListedIn ≤ its KnowsUpTo) and those announced to it; it hears only of the others. Members
+// are written "worker-2=ready@L/K" with L its ListedIn and K its KnowsUpTo; "+" marks an
+// announced member, and "~U" the configmeta version that stopped listing a replaced member.
+func TestPlanNotification(t *testing.T) {
+	rows := []struct {
+		name     string
+		op       RoleOperation
+		observed []string
+		nodes    []string
+		want     string
+	}{
+		{
+			name:     "members set up together hear nothing of each other",
+			op:       OpAddNodes,
+			observed: []string{"controller-0=ready@1/1", "worker-0=ready@1/1", "worker-1=ready@1/1"},
+			nodes:    []string{"worker-0@1/1", "worker-1@1/1"},
+		},
+		{
+			name:     "grow: the members that were there hear of the newcomers, the newcomers of none",
+			op:       OpAddNodes,
+			observed: []string{"controller-0=ready@1/1", "worker-0=ready@1/1", "worker-1=ready@2/2", "worker-2=ready@2/2"},
+			nodes:    []string{"worker-1@2/2", "worker-2@2/2"},
+			want:     "controller: controller-0[worker-1,worker-2] | worker: worker-0[worker-1,worker-2]",
+		},
+		{
+			name:     "a controller set up before a resize arrived midway hears of what it added",
+			op:       OpAddNodes,
+			observed: []string{"controller-0=ready@1/1", "worker-0=ready@1/2", "worker-1=ready@1/2", "worker-2=ready@2/2"},
+			nodes:    []string{"worker-0@1/2", "worker-1@1/2", "worker-2@2/2"},
+			want:     "controller: controller-0[worker-2]",
+		},
+		{
+			name:     "members not ready are not told",
+			op:       OpAddNodes,
+			observed: []string{"controller-0=down@1/1", "worker-0=config_error@1/1", "worker-1=ready@2/2"},
+			nodes:    []string{"worker-1@2/2"},
+		},
+		{
+			name:     "shrink: those that knew the leavers hear they left",
+			op:       OpDelNodes,
+			observed: []string{"controller-0=ready@1/1", "worker-0=ready@1/1", "worker-1=ready@2/2"},
+			nodes:    []string{"worker-2@1/1", "worker-3@2/2"},
+			want:     "controller: controller-0[worker-2] | worker: worker-0[worker-2],worker-1[worker-2,worker-3]",
+		},
+		{
+			name:     "an announced leaver was known to all",
+			op:       OpDelNodes,
+			observed: []string{"controller-0=ready@1/1", "worker-0=ready@1/1", "worker-1=ready@2/2"},
+			nodes:    []string{"worker-3@2/2+"},
+			want:     "controller: controller-0[worker-3] | worker: worker-0[worker-3],worker-1[worker-3]",
+		},
+		{
+			name:     "replacement: the successor never knew the member it replaced",
+			op:       OpDelNodes,
+			observed: []string{"controller-0=ready@1/1", "worker-0=ready@1/1", "worker-2=ready@2/2"},
+			nodes:    []string{"worker-1@1/1+~2"},
+			want:     "controller: controller-0[worker-1] | worker: worker-0[worker-1]",
+		},
+	}
+	desired := testCluster(t, "controller=1 worker=3")
+	for i := range desired.Roles {
+		desired.Roles[i].Events = []spec.Event{spec.EventAddNodes, spec.EventDelNodes}
+	}
+	for _, row := range rows {
+		t.Run(row.name, func(t *testing.T) {
+			roles := observedRoles(t, desired, row.observed)
+			var nodes []Member
+			for _, n := range row.nodes {
+				name, marks, _ := strings.Cut(n, "@")
+				nodes = append(nodes, parseMember(t, desired.Name, name+"=ready@"+marks))
+			}
+			var got []string
+			for _, rw := range planNotification(desired, roles, row.op, "worker", nodes) {
+				var told []string
+				for i, m := range rw.members {
+					told = append(told, fmt.Sprintf("%s[%s]", shortName(m.Name), strings.Join(short(rw.memberNodes[i]), ",")))
+				}
+				got = append(got, rw.role+": "+strings.Join(told, ","))
+			}
+			if s := strings.Join(got, " | "); s != row.want {
+				t.Errorf("told:\n got %q\nwant %q", s, row.want)
+			}
+		})
+	}
+	// A role that does not subscribe to the event is not told.
+	unsubscribed := testCluster(t, "controller=1 worker=2")
+	roles := observedRoles(t, unsubscribed, []string{"controller-0=ready@1/1", "worker-0=ready@1/1", "worker-1=ready@2/2"})
+	if work := planNotification(unsubscribed, roles, OpAddNodes, "worker", []Member{parseMember(t, "c", "worker-1=ready@2/2")}); len(work) != 0 {
+		t.Errorf("roles without the addnodes event were told: %+v", work)
+	}
+}
+
+func TestPlanDeletion(t *testing.T) {
+	desired := testCluster(t, "controller=1 worker=3")
+	roles := observedRoles(t, desired, []string{"controller-0=ready", "worker-0=down", "worker-1=config_error", "worker-2=pending", "worker-3=deleted"})
+	forget, work := planDeletion(roles, []string{"worker"})
+	if got := strings.Join(short(forget), " ") + " / " + strings.Join(describeWork(1, work), " | "); got != "worker-2 / L1 worker: worker-0,worker-1" {
+		t.Errorf("delete of the workers: %s", got)
+	}
+}
+
+func TestLevelProblems(t *testing.T) {
+	desired := testCluster(t, "controller=1 worker=3")
+	for _, row := range []struct {
+		observed []string
+		want     string
+	}{
+		{[]string{"worker-0=ready", "worker-1=down", "worker-2=flapping"}, ""},
+		{[]string{"worker-0=ready", "worker-1=config_error", "worker-2=pending"}, "role worker failed: 1 of 3 members in config_error"},
+		{[]string{"worker-0=ready", "worker-1=pending", "worker-2=configuring"}, "role worker: 1 of 3 members ready"},
+	} {
+		roles := observedRoles(t, desired, row.observed)
+		if got := strings.Join(levelProblems(desired, roles, []string{"worker"}), "; "); got != row.want {
+			t.Errorf("%v: got %q, want %q", row.observed, got, row.want)
+		}
+	}
+}
+
+// testCluster makes the three-level test cluster with the given counts, e.g. "worker=2";
+// roles not named are left out.
+func testCluster(t *testing.T, counts string) spec.Cluster {
+	t.Helper()
+	deps := map[string][]string{"controller": nil, "worker": {"controller"}, "edge": {"worker"}}
+	c := spec.Cluster{Name: "c"}
+	for _, kv := range strings.Fields(counts) {
+		name, n, _ := strings.Cut(kv, "=")
+		members, err := strconv.Atoi(n)
+		if err != nil {
+			t.Fatalf("bad count %q", kv)
+		}
+		c.Roles = append(c.Roles, spec.Role{Name: name, Members: members, DependsOn: deps[name]})
+	}
+	return c
+}
+
+// observedRoles builds the roles' observed state from members in the short notation, in
+// the order given.
+func observedRoles(t *testing.T, desired spec.Cluster, members []string) []RoleStatus {
+	t.Helper()
+	var roles []RoleStatus
+	for _, text := range members {
+		m := parseMember(t, desired.Name, text)
+		rs := roleOf(roles, m.Role)
+		if rs == nil {
+			roles = append(roles, RoleStatus{Name: m.Role})
+			rs = &roles[len(roles)-1]
+		}
+		rs.Members = append(rs.Members, m)
+	}
+	return roles
+}
+
+// parseMember reads "worker-2=state", with optional marks after the state: "!" leaving,
+// ">worker-3" replaced by, "<worker-1" replaces, "#N" replacements, "@L/K" ListedIn and
+// KnowsUpTo, "+" announced, "~U" UnlistedFrom.
+func parseMember(t *testing.T, cluster, text string) Member {
+	t.Helper()
+	name, rest, _ := strings.Cut(text, "=")
+	role, ordinal, ok := strings.Cut(name, "-")
+	n, err := strconv.Atoi(ordinal)
+	if !ok || err != nil {
+		t.Fatalf("bad member %q", text)
+	}
+	m := Member{Name: spec.MemberName(cluster, role, n), Role: role, Ordinal: n}
+	end := strings.IndexAny(rest, "!<>#@+~")
+	if end < 0 {
+		end = len(rest)
+	}
+	m.State, rest = MemberState(rest[:end]), rest[end:]
+	for rest != "" {
+		mark := rest[0]
+		rest = rest[1:]
+		value := rest
+		if next := strings.IndexAny(rest, "!<>#@+~"); next >= 0 {
+			value, rest = rest[:next], rest[next:]
+		} else {
+			rest = ""
+		}
+		switch mark {
+		case '!':
+			m.Leaving = true
+		case '+':
+			m.Announced = true
+		case '>':
+			m.ReplacedBy = fullName(t, cluster, value)
+		case '<':
+			m.Replaces = fullName(t, cluster, value)
+		case '#':
+			m.Replacements, _ = strconv.Atoi(value)
+		case '~':
+			m.UnlistedFrom, _ = strconv.Atoi(value)
+		case '@':
+			listed, knows, _ := strings.Cut(value, "/")
+			m.ListedIn, _ = strconv.Atoi(listed)
+			m.KnowsUpTo, _ = strconv.Atoi(knows)
+		}
+	}
+	return m
+}
+
+func fullName(t *testing.T, cluster, short string) string {
+	t.Helper()
+	role, ordinal, _ := strings.Cut(short, "-")
+	n, err := strconv.Atoi(ordinal)
+	if err != nil {
+		t.Fatalf("bad member name %q", short)
+	}
+	return spec.MemberName(cluster, role, n)
+}
+
+func describeWork(level int, work []roleWork) []string {
+	var out []string
+	for _, rw := range work {
+		names := make([]string, len(rw.members))
+		for i, m := range rw.members {
+			names[i] = shortName(m.Name)
+		}
+		out = append(out, fmt.Sprintf("L%d %s: %s", level, rw.role, strings.Join(names, ",")))
+	}
+	return out
+}
+
+func describeMember(m Member) string {
+	s := shortName(m.Name)
+	if m.Replaces != "" {
+		s += "<" + shortName(m.Replaces)
+	}
+	if m.Replacements > 0 {
+		s += "#" + strconv.Itoa(m.Replacements)
+	}
+	return s
+}
+
+func shortName(name string) string { return strings.TrimPrefix(name, "c-") }
+
+func short(names []string) []string {
+	out := make([]string, len(names))
+	for i, n := range names {
+		out[i] = shortName(n)
+	}
+	return out
+}
