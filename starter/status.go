@@ -7,7 +7,9 @@ import (
 	"strings"
 	"time"
 
+	"go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/serviceerror"
+	"go.temporal.io/sdk/client"
 
 	"github.com/clusterflow/clusterflow/workflows"
 )
@@ -25,12 +27,44 @@ func (s *Starter) Status(ctx context.Context, name string) (workflows.ClusterSta
 	return status, err
 }
 
-// query asks the cluster's workflow for its status, as the status query answers it.
+// query asks the cluster's workflow for its status, as the status query answers it. A
+// workflow that did not end cleanly (terminated from the Web UI, say) no longer manages its
+// cluster, whatever its last phase says: the status says so.
 func (s *Starter) query(ctx context.Context, name string) (workflows.ClusterStatus, error) {
+	status, err := s.queryIf(ctx, name, enums.QUERY_REJECT_CONDITION_NOT_COMPLETED_CLEANLY)
+	var closed *closedError
+	if !errors.As(err, &closed) {
+		return status, err
+	}
+	// Its last state still tells what it left behind, when a worker can replay it.
+	status, err = s.queryIf(ctx, name, enums.QUERY_REJECT_CONDITION_NONE)
+	if err != nil {
+		status = workflows.ClusterStatus{Name: name}
+	}
+	if status.Phase == workflows.PhaseDeleted {
+		return status, nil // cancelled from outside, it deleted the cluster before it ended
+	}
+	last := "unknown"
+	if status.Phase != "" {
+		last = string(status.Phase)
+	}
+	status.Phase = workflows.PhaseTerminated
+	status.Message = fmt.Sprintf("its workflow was %s (last phase %s), so clusterflow no longer manages it: members and sandboxes are left as they were", closed.how, last)
+	return status, nil
+}
+
+// closedError is a status query rejected because the workflow ended other than cleanly.
+type closedError struct{ how string }
+
+func (e *closedError) Error() string { return "the cluster's workflow was " + e.how }
+
+func (s *Starter) queryIf(ctx context.Context, name string, reject enums.QueryRejectCondition) (workflows.ClusterStatus, error) {
 	queryCtx, cancel := context.WithTimeout(ctx, queryTimeout)
 	defer cancel()
 	var status workflows.ClusterStatus
-	resp, err := s.client.QueryWorkflow(queryCtx, workflows.ClusterWorkflowID(name), "", workflows.StatusQuery)
+	resp, err := s.client.QueryWorkflowWithOptions(queryCtx, &client.QueryWorkflowWithOptionsRequest{
+		WorkflowID: workflows.ClusterWorkflowID(name), QueryType: workflows.StatusQuery, QueryRejectCondition: reject,
+	})
 	switch {
 	case err != nil && ctx.Err() != nil:
 		return status, ctx.Err()
@@ -41,7 +75,10 @@ func (s *Starter) query(ctx context.Context, name string) (workflows.ClusterStat
 	case err != nil:
 		return status, fmt.Errorf("query status of %s: %w", name, err)
 	}
-	if err := resp.Get(&status); err != nil {
+	if rejected := resp.QueryRejected; rejected != nil {
+		return status, &closedError{how: strings.ToLower(strings.TrimPrefix(rejected.GetStatus().String(), "WORKFLOW_EXECUTION_STATUS_"))}
+	}
+	if err := resp.QueryResult.Get(&status); err != nil {
 		return status, fmt.Errorf("decode status of %s: %w", name, err)
 	}
 	return status, nil

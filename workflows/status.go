@@ -26,6 +26,9 @@ const (
 	PhasePaused   Phase = "paused"
 	PhaseDeleting Phase = "deleting"
 	PhaseDeleted  Phase = "deleted"
+	// PhaseTerminated is never the workflow's own: the starter reports it for a cluster whose
+	// workflow ended without deleting it (terminated from the Web UI, say, or timed out).
+	PhaseTerminated Phase = "terminated"
 )
 
 // MemberState is where a member is in its life.
@@ -179,7 +182,7 @@ func CountReady(members []Member) int {
 // Stable reports whether the phase is one that lasts until someone acts.
 func (p Phase) Stable() bool {
 	switch p {
-	case PhaseReady, PhaseDegraded, PhasePaused, PhaseFailed, PhaseCanceled, PhaseDeleted:
+	case PhaseReady, PhaseDegraded, PhasePaused, PhaseFailed, PhaseCanceled, PhaseDeleted, PhaseTerminated:
 		return true
 	}
 	return false
@@ -188,5 +191,5 @@ func (p Phase) Stable() bool {
 // Settled reports whether the cluster is stable and done with generation g, however that
 // ended: reached, failed or canceled.
 func (s ClusterStatus) Settled(g int) bool {
-	return s.Phase.Stable() && (s.AttemptedGeneration >= g || s.Phase == PhaseDeleted)
+	return s.Phase.Stable() && (s.AttemptedGeneration >= g || s.Phase == PhaseDeleted || s.Phase == PhaseTerminated)
 }

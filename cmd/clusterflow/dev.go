@@ -34,13 +34,15 @@ func runDev(ctx context.Context, args []string) error {
 	noUI := fs.Bool("no-ui", false, "do not serve the Web UI")
 	noWorker := fs.Bool("no-worker", false, "do not run a worker (run `clusterflow worker` separately)")
 	namespace := fs.String("namespace", "default", "Temporal namespace to create and use")
+	logFile := fs.String("log-file", ".clusterflow/dev.log", "file for the server's and worker's logs, so the terminal shows progress and status; empty for stderr")
 	if err := fs.Parse(args); err != nil {
 		return flagError(err)
 	}
-	logger, err := com.logger()
+	logger, closeLog, err := devLogger(com, *logFile)
 	if err != nil {
 		return err
 	}
+	defer closeLog()
 	var cluster *spec.Cluster
 	if *file != "" {
 		c, err := spec.Load(*file)
@@ -73,6 +75,9 @@ func runDev(ctx context.Context, args []string) error {
 		return err
 	}
 	fmt.Printf("Temporal server:  %s  (namespace %s, state in %s)\n", srv.Address(), *namespace, *db)
+	if *logFile != "" {
+		fmt.Printf("Logs:             %s\n", *logFile)
+	}
 	if !*noUI {
 		ui, err := devserver.StartUI(*uiAddress, srv.Address(), *namespace)
 		if err != nil {
@@ -141,6 +146,20 @@ func deployAndWatch(ctx context.Context, st *starter.Starter, c spec.Cluster) {
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "clusterflow:", err)
 	}
+}
+
+// devLogger writes the logs of dev's server and worker to logFile, or to stderr when it is
+// empty: the terminal is for what a newcomer watches, progress and status.
+func devLogger(com common, logFile string) (*zap.Logger, func(), error) {
+	l, err := com.logger() // checks --log-format and --log-level
+	if err != nil || logFile == "" {
+		return l, func() {}, err
+	}
+	l, f, err := logging.NewFile(com.logFormat, com.logLevel, logFile)
+	if err != nil {
+		return nil, nil, badInput{fmt.Errorf("--log-file %s: %w", logFile, err)}
+	}
+	return l, func() { _ = l.Sync(); f.Close() }, nil
 }
 
 // serverLogger keeps the embedded server's own logs to warnings and above: its info logs

@@ -52,6 +52,8 @@ func settled(final workflows.ClusterStatus) error {
 		return failure{fmt.Sprintf("cluster %s failed: %s", final.Name, final.Message)}
 	case workflows.PhaseCanceled:
 		return failure{fmt.Sprintf("cluster %s was canceled: %s", final.Name, final.Message)}
+	case workflows.PhaseTerminated:
+		return failure{fmt.Sprintf("cluster %s: %s", final.Name, final.Message)}
 	}
 	return nil
 }

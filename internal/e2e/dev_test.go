@@ -30,7 +30,7 @@ func TestDevRunsTheExampleAndKeepsStateAcrossRestarts(t *testing.T) {
 		t.Fatal(err)
 	}
 	out, _ := os.ReadFile(dev.Stdout)
-	for _, want := range []string{"Temporal server:  " + grpcAddr, "Temporal Web UI:  http://" + uiAddr, "controller → worker → edge"} {
+	for _, want := range []string{"Temporal server:  " + grpcAddr, "Temporal Web UI:  http://" + uiAddr, "Logs:             .clusterflow/dev.log", "controller → worker → edge"} {
 		if !strings.Contains(string(out), want) {
 			t.Errorf("dev output lacks %q:\n%s", want, out)
 		}
@@ -57,6 +57,14 @@ func TestDevRunsTheExampleAndKeepsStateAcrossRestarts(t *testing.T) {
 	}
 	if out, _ := os.ReadFile(dev.Stdout); !strings.Contains(string(out), "The member agent (pid") {
 		t.Errorf("dev did not say its agent carries on:\n%s", out)
+	}
+	// Ctrl-C is quiet: the server's and worker's logs, shutdown noise included, go to the
+	// log file, and the terminal keeps progress and status.
+	if errOut, _ := os.ReadFile(dev.Stderr); len(strings.TrimSpace(string(errOut))) > 0 {
+		t.Errorf("dev wrote to stderr:\n%s", errOut)
+	}
+	if logs, err := os.ReadFile(filepath.Join(dir, ".clusterflow", "dev.log")); err != nil || !strings.Contains(string(logs), "Started Worker") {
+		t.Errorf("the worker's logs are not in .clusterflow/dev.log (%v):\n%.2000s", err, logs)
 	}
 
 	// Same database: the cluster is still there, and dev shows it rather than failing.

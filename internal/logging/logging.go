@@ -5,6 +5,7 @@ package logging
 import (
 	"fmt"
 	"os"
+	"path/filepath"
 
 	"go.temporal.io/sdk/log"
 	"go.uber.org/zap"
@@ -14,6 +15,28 @@ import (
 // New returns a logger writing to stderr in the given format ("console" or "json") at the
 // given level ("debug", "info", "warn", "error").
 func New(format, level string) (*zap.Logger, error) {
+	return newLogger(format, level, zapcore.Lock(os.Stderr))
+}
+
+// NewFile returns a logger like New's that appends to the file at path, creating it and
+// its folder; close the returned file when done.
+func NewFile(format, level, path string) (*zap.Logger, *os.File, error) {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return nil, nil, err
+	}
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return nil, nil, err
+	}
+	l, err := newLogger(format, level, zapcore.Lock(f))
+	if err != nil {
+		f.Close()
+		return nil, nil, err
+	}
+	return l, f, nil
+}
+
+func newLogger(format, level string, out zapcore.WriteSyncer) (*zap.Logger, error) {
 	var lvl zapcore.Level
 	if err := lvl.Set(level); err != nil {
 		return nil, fmt.Errorf("--log-level: %q is not one of debug, info, warn, error", level)
@@ -30,7 +53,7 @@ func New(format, level string) (*zap.Logger, error) {
 	default:
 		return nil, fmt.Errorf("--log-format: %q is not json or console", format)
 	}
-	return zap.New(zapcore.NewCore(encoder, zapcore.Lock(os.Stderr), lvl)), nil
+	return zap.New(zapcore.NewCore(encoder, out, lvl)), nil
 }
 
 // SDK adapts a zap logger to the Temporal SDK's logger interface.
