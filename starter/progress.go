@@ -13,7 +13,7 @@ import (
 // their pending script activities, which live in the role child workflows. It is best
 // effort: status without last lines is still right.
 func (s *Starter) addLastLines(ctx context.Context, status *workflows.ClusterStatus) {
-	running := map[string]*workflows.Member{}
+	running := map[string]*workflows.MemberStatus{}
 	for i := range status.Roles {
 		for j := range status.Roles[i].Members {
 			if m := &status.Roles[i].Members[j]; m.State == workflows.MemberConfiguring || m.State == workflows.MemberDeleting {

@@ -95,7 +95,7 @@ type ClusterInput struct {
 
 // Carried is what a cluster workflow hands to its next run when it continues as new.
 type Carried struct {
-	State ClusterStatus `json:"state"`
+	State clusterState `json:"state"`
 	// Removed are members that left and that other members have not been told about yet.
 	Removed []RemovedNode `json:"removed,omitempty"`
 	// Retiring are roles an apply removed whose members are not all gone yet.

@@ -176,7 +176,13 @@ func TestContinueAsNewKeepsTheState(t *testing.T) {
 	var after workflows.ClusterStatus
 	env.RegisterDelayedCallback(func() { after = query(t, env) }, 30*time.Minute)
 	env.ExecuteWorkflow(workflows.ClusterWorkflowName, next)
-	if after.Phase != workflows.PhaseReady || after.Operations != before.Operations || !slices.Equal(memberNames(after), memberNames(before)) {
+	var handedOver []string
+	for _, r := range before.Roles {
+		for _, m := range r.Members {
+			handedOver = append(handedOver, m.Name+"="+string(m.State))
+		}
+	}
+	if after.Phase != workflows.PhaseReady || after.Generation != before.Generation || !slices.Equal(memberNames(after), handedOver) {
 		t.Errorf("the next run's status differs:\nbefore %+v\nafter  %+v", before, after)
 	}
 	// The next run carries on: the resize gets ordinal 2 and no one is set up twice.
@@ -184,7 +190,15 @@ func TestContinueAsNewKeepsTheState(t *testing.T) {
 		t.Errorf("calls after continue-as-new: %v", calls)
 	}
 	if err := env.GetWorkflowError(); !errors.As(err, &can) {
-		t.Errorf("want the next run to continue as new after its operation, got %v", err)
+		t.Fatalf("want the next run to continue as new after its operation, got %v", err)
+	}
+	// It counted on from the operations the first run handed over: one more, the resize.
+	var third workflows.ClusterInput
+	if err := converter.GetDefaultDataConverter().FromPayloads(can.Input, &third); err != nil {
+		t.Fatal(err)
+	}
+	if third.Carried.State.Operations != before.Operations+1 {
+		t.Errorf("operations: handed over %d, then %d after one more", before.Operations, third.Carried.State.Operations)
 	}
 }
 

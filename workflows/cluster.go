@@ -37,7 +37,7 @@ type clusterWorkflow struct {
 	spec spec.Cluster
 	// retiring holds roles an apply removed, until their members are gone.
 	retiring []spec.Role
-	state    ClusterStatus
+	state    clusterState
 	// removed are members that left and that others are still to be told about.
 	removed []RemovedNode
 	logger  log.Logger
@@ -93,12 +93,12 @@ func newClusterWorkflow(ctx workflow.Context, in ClusterInput) (*clusterWorkflow
 		return nil, temporal.NewNonRetryableApplicationError("invalid spec: "+err.Error(), "InvalidSpec", nil)
 	}
 	now := workflow.Now(ctx)
-	w.state = ClusterStatus{
+	w.state = clusterState{
 		Name: in.Spec.Name, Phase: PhaseDeploying, Origin: in.Spec.Origin,
 		Levels: levels, CreatedAt: now, UpdatedAt: now, Generation: 1,
 	}
 	for _, r := range in.Spec.Roles {
-		w.state.Roles = append(w.state.Roles, RoleStatus{Name: r.Name, Level: levelOf(levels, r.Name), DependsOn: r.DependsOn, Desired: r.Members})
+		w.state.Roles = append(w.state.Roles, roleState{Name: r.Name, Level: levelOf(levels, r.Name), DependsOn: r.DependsOn, Desired: r.Members})
 	}
 	w.addPendingMembers(ctx)
 	return w, nil
@@ -247,15 +247,9 @@ func (w *clusterWorkflow) applyMembers(role string, members []Member) {
 	}
 }
 
-// snapshot is the status as users see it, with derived counts filled in.
+// snapshot is the status as users see it.
 func (w *clusterWorkflow) snapshot() ClusterStatus {
-	s := w.state
-	s.Roles = make([]RoleStatus, len(w.state.Roles))
-	for i, r := range w.state.Roles {
-		r.Ready = CountReady(r.Members)
-		s.Roles[i] = r
-	}
-	return s
+	return w.state.status()
 }
 
 // roleSpec finds a role of the desired spec, or one an apply removed whose members are not
@@ -283,7 +277,7 @@ func levelOf(levels [][]string, role string) int {
 	return -1
 }
 
-func countMembers(roles []RoleStatus, states ...MemberState) (matching, total int) {
+func countMembers(roles []roleState, states ...MemberState) (matching, total int) {
 	for _, r := range roles {
 		matching += countState(r.Members, states...)
 		total += len(r.Members)

@@ -56,7 +56,7 @@ func (w *clusterWorkflow) onReconcile(ctx workflow.Context) (ReconcileReport, er
 
 // hasResumable reports whether a resume would change anything.
 func (w *clusterWorkflow) hasResumable() bool {
-	return slices.ContainsFunc(w.state.Roles, func(rs RoleStatus) bool {
+	return slices.ContainsFunc(w.state.Roles, func(rs roleState) bool {
 		return rs.Paused != "" || slices.ContainsFunc(rs.Members, func(m Member) bool { return m.State == MemberFlapping })
 	})
 }

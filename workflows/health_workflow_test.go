@@ -58,7 +58,7 @@ func updateAt(env *testsuite.TestWorkflowEnvironment, at time.Duration, update s
 	return o
 }
 
-func memberIn(s workflows.ClusterStatus, name string) *workflows.Member {
+func memberIn(s workflows.ClusterStatus, name string) *workflows.MemberStatus {
 	for _, r := range s.Roles {
 		for i := range r.Members {
 			if r.Members[i].Name == name {
@@ -383,7 +383,14 @@ func TestReconcilesContinueAsNewCarryingHealth(t *testing.T) {
 	if err := converter.GetDefaultDataConverter().FromPayloads(can.Input, &next); err != nil {
 		t.Fatal(err)
 	}
-	m := memberIn(next.Carried.State, "c-worker-1")
+	var m *workflows.Member
+	for _, r := range next.Carried.State.Roles {
+		for i := range r.Members {
+			if r.Members[i].Name == "c-worker-1" {
+				m = &r.Members[i]
+			}
+		}
+	}
 	if m == nil || m.State != workflows.MemberDown || m.Health == nil || m.Health.Due.IsZero() || len(m.Health.Transitions) != 1 {
 		t.Errorf("carried member %+v, health %+v", m, m.Health)
 	}

@@ -14,19 +14,19 @@ import (
 // operator resumes it.
 
 // unavailableIn counts a role's members that are down, flapping or being replaced.
-func unavailableIn(rs *RoleStatus) int {
+func unavailableIn(rs *roleState) int {
 	return countState(rs.Members, unavailableStates...)
 }
 
 // unavailableLimit is how many of the role's members may be unavailable at once.
-func (w *clusterWorkflow) unavailableLimit(rs *RoleStatus) int {
+func (w *clusterWorkflow) unavailableLimit(rs *roleState) int {
 	r, _ := w.roleSpec(rs.Name)
 	return r.Health.UnavailableLimit(rs.Desired)
 }
 
 // replacementPaused reports whether the role's automatic replacement is paused, or would
 // be once member m counts as unavailable too.
-func (w *clusterWorkflow) replacementPaused(rs *RoleStatus, m *Member) bool {
+func (w *clusterWorkflow) replacementPaused(rs *roleState, m *Member) bool {
 	if rs.Resumed {
 		return false
 	}

@@ -37,7 +37,7 @@ type HealthTransition struct {
 
 // stepHealth feeds one event to a member's state machine and carries out the transition:
 // the member's state, timer and history, and a replacement when it enters replacing.
-func (w *clusterWorkflow) stepHealth(ctx workflow.Context, rs *RoleStatus, m *Member, ev MemberEvent) MemberEventResult {
+func (w *clusterWorkflow) stepHealth(ctx workflow.Context, rs *roleState, m *Member, ev MemberEvent) MemberEventResult {
 	result := MemberEventResult{Member: m.Name, From: m.State, To: m.State}
 	if w.deleteRequested {
 		result.Ignored = fmt.Sprintf("cluster %s is being deleted", w.state.Name)
@@ -134,7 +134,7 @@ func (w *clusterWorkflow) healthChanged(ctx workflow.Context) {
 }
 
 // findMember locates a member by name in any role.
-func (w *clusterWorkflow) findMember(name string) (*RoleStatus, *Member) {
+func (w *clusterWorkflow) findMember(name string) (*roleState, *Member) {
 	for i := range w.state.Roles {
 		if m := w.state.Roles[i].Member(name); m != nil {
 			return &w.state.Roles[i], m

@@ -18,7 +18,7 @@ func (w *clusterWorkflow) desiredCount(role string) int {
 
 // splitWanted divides a role's members into those the desired spec keeps and the others
 // (splitMembers).
-func (w *clusterWorkflow) splitWanted(rs *RoleStatus) (wanted, unwanted []Member) {
+func (w *clusterWorkflow) splitWanted(rs *roleState) (wanted, unwanted []Member) {
 	return splitMembers(*rs, w.desiredCount(rs.Name))
 }
 
@@ -27,7 +27,7 @@ func (w *clusterWorkflow) splitWanted(rs *RoleStatus) (wanted, unwanted []Member
 func (w *clusterWorkflow) reshape(ctx workflow.Context) {
 	for _, r := range w.spec.Roles {
 		if w.state.Role(r.Name) == nil {
-			w.state.Roles = append(w.state.Roles, RoleStatus{Name: r.Name, DependsOn: r.DependsOn})
+			w.state.Roles = append(w.state.Roles, roleState{Name: r.Name, DependsOn: r.DependsOn})
 		}
 	}
 	w.state.Levels = w.plan()
@@ -74,7 +74,7 @@ func (w *clusterWorkflow) addPendingMembers(ctx workflow.Context) {
 
 // addPendingTo adds the members a role is short of (planNewMembers), links the members
 // they replace to them, and returns them.
-func (w *clusterWorkflow) addPendingTo(ctx workflow.Context, rs *RoleStatus) []Member {
+func (w *clusterWorkflow) addPendingTo(ctx workflow.Context, rs *roleState) []Member {
 	added := planNewMembers(w.state.Name, *rs, w.desiredCount(rs.Name), workflow.Now(ctx))
 	for _, m := range added {
 		if m.Replaces != "" {

@@ -36,7 +36,7 @@ func desiredMembers(desired spec.Cluster, role string) int {
 // splitMembers divides a role's existing (not deleted) members into the keep it wants and
 // the others. Members leaving go; members down or flapping are the first to go when a role
 // shrinks; otherwise the lowest ordinals stay.
-func splitMembers(rs RoleStatus, keep int) (wanted, unwanted []Member) {
+func splitMembers(rs roleState, keep int) (wanted, unwanted []Member) {
 	healthy := 0
 	for _, m := range rs.Members {
 		if m.State != MemberDeleted && !m.Leaving && !m.State.unavailable() {
@@ -66,7 +66,7 @@ func splitMembers(rs RoleStatus, keep int) (wanted, unwanted []Member) {
 // planRemoval is one level's removal: the unwanted members never created are forgotten,
 // and the others are torn down and removed, a child per role. Members being replaced stay
 // unless replacedToo: they go once their successors are set up.
-func planRemoval(desired spec.Cluster, roles []RoleStatus, level []string, replacedToo bool) (forget []string, work []roleWork) {
+func planRemoval(desired spec.Cluster, roles []roleState, level []string, replacedToo bool) (forget []string, work []roleWork) {
 	for _, name := range level {
 		rs := roleOf(roles, name)
 		if rs == nil {
@@ -92,7 +92,7 @@ func planRemoval(desired spec.Cluster, roles []RoleStatus, level []string, repla
 
 // planDeletion is one level of a delete: members never created are forgotten, and every
 // other member still there is torn down and removed, whatever its state.
-func planDeletion(roles []RoleStatus, level []string) (forget []string, work []roleWork) {
+func planDeletion(roles []roleState, level []string) (forget []string, work []roleWork) {
 	for _, name := range level {
 		rs := roleOf(roles, name)
 		if rs == nil {
@@ -118,7 +118,7 @@ func planDeletion(roles []RoleStatus, level []string) (forget []string, work []r
 // planNewMembers lists the members a role is short of, with the next ordinals. Each new
 // member takes the place of a member being replaced that has no successor yet, in order,
 // and inherits its count of replacements.
-func planNewMembers(cluster string, rs RoleStatus, keep int, now time.Time) []Member {
+func planNewMembers(cluster string, rs roleState, keep int, now time.Time) []Member {
 	wanted, _ := splitMembers(rs, keep)
 	next := 0
 	if n := len(rs.Members); n > 0 {
@@ -144,7 +144,7 @@ func planNewMembers(cluster string, rs RoleStatus, keep int, now time.Time) []Me
 
 // planConfigure is one level's setup: every wanted member still pending is configured, a
 // child per role.
-func planConfigure(desired spec.Cluster, roles []RoleStatus, level []string) []roleWork {
+func planConfigure(desired spec.Cluster, roles []roleState, level []string) []roleWork {
 	var work []roleWork
 	for _, name := range level {
 		rs := roleOf(roles, name)
@@ -164,7 +164,7 @@ func planConfigure(desired spec.Cluster, roles []RoleStatus, level []string) []r
 
 // levelProblems explains why a level's roles are not all set up, if they are not. Members
 // down or flapping were set up: their health is the state machine's concern.
-func levelProblems(desired spec.Cluster, roles []RoleStatus, level []string) []string {
+func levelProblems(desired spec.Cluster, roles []roleState, level []string) []string {
 	var failed []string
 	for _, name := range level {
 		wanted, _ := splitMembers(*roleOf(roles, name), desiredMembers(desired, name))
@@ -181,7 +181,7 @@ func levelProblems(desired spec.Cluster, roles []RoleStatus, level []string) []s
 // planNotification says who is told of nodes joining (addnodes) or leaving (delnodes): every
 // ready member whose role subscribes to the event and that does not know (addnodes) or knew
 // (delnodes) some of them, told about just those; a child per role.
-func planNotification(desired spec.Cluster, roles []RoleStatus, op RoleOperation, nodesRole string, nodes []Member) []roleWork {
+func planNotification(desired spec.Cluster, roles []roleState, op RoleOperation, nodesRole string, nodes []Member) []roleWork {
 	event := spec.Event(op)
 	group := &NodeGroup{Role: nodesRole}
 	for _, n := range nodes {
@@ -218,7 +218,7 @@ func planNotification(desired spec.Cluster, roles []RoleStatus, op RoleOperation
 }
 
 // roleOf finds a role among roles.
-func roleOf(roles []RoleStatus, name string) *RoleStatus {
+func roleOf(roles []roleState, name string) *roleState {
 	for i := range roles {
 		if roles[i].Name == name {
 			return &roles[i]

@@ -195,7 +195,7 @@ func TestPlanPass(t *testing.T) {
 // goes as planned: removal (deepest level of the observed roles first), new members, setup
 // level by level (each member set up becomes ready, and a level with problems ends the
 // pass), then the replaced members' removal.
-func planPass(desired spec.Cluster, roles []RoleStatus) passPlan {
+func planPass(desired spec.Cluster, roles []roleState) passPlan {
 	var p passPlan
 	var forget, teardown []string
 	observedLevels := testLevels(roles)
@@ -212,10 +212,10 @@ func planPass(desired spec.Cluster, roles []RoleStatus) passPlan {
 			return m.State != MemberReplacing && slices.ContainsFunc(unwanted, func(u Member) bool { return u.Name == m.Name })
 		})
 	}
-	roles = slices.DeleteFunc(roles, func(rs RoleStatus) bool { return len(rs.Members) == 0 })
+	roles = slices.DeleteFunc(roles, func(rs roleState) bool { return len(rs.Members) == 0 })
 	for _, r := range desired.Roles {
 		if roleOf(roles, r.Name) == nil {
-			roles = append(roles, RoleStatus{Name: r.Name})
+			roles = append(roles, roleState{Name: r.Name})
 		}
 	}
 	levels := testLevels(roles)
@@ -257,7 +257,7 @@ func planPass(desired spec.Cluster, roles []RoleStatus) passPlan {
 }
 
 // testLevels are the dependency levels of the test cluster's roles that are there.
-func testLevels(roles []RoleStatus) [][]string {
+func testLevels(roles []roleState) [][]string {
 	var levels [][]string
 	for _, name := range []string{"controller", "worker", "edge"} {
 		if roleOf(roles, name) != nil {
@@ -405,14 +405,14 @@ func testCluster(t *testing.T, counts string) spec.Cluster {
 
 // observedRoles builds the roles' observed state from members in the short notation, in
 // the order given.
-func observedRoles(t *testing.T, desired spec.Cluster, members []string) []RoleStatus {
+func observedRoles(t *testing.T, desired spec.Cluster, members []string) []roleState {
 	t.Helper()
-	var roles []RoleStatus
+	var roles []roleState
 	for _, text := range members {
 		m := parseMember(t, desired.Name, text)
 		rs := roleOf(roles, m.Role)
 		if rs == nil {
-			roles = append(roles, RoleStatus{Name: m.Role})
+			roles = append(roles, roleState{Name: m.Role})
 			rs = &roles[len(roles)-1]
 		}
 		rs.Members = append(rs.Members, m)

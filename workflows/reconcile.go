@@ -90,7 +90,7 @@ func (w *clusterWorkflow) adoptRogue(ctx workflow.Context, ref activities.Member
 	}
 	rs := w.state.Role(role)
 	if rs == nil {
-		w.state.Roles = append(w.state.Roles, RoleStatus{Name: role})
+		w.state.Roles = append(w.state.Roles, roleState{Name: role})
 		w.state.Levels = w.plan()
 		rs = w.state.Role(role)
 		rs.Level = levelOf(w.state.Levels, role)

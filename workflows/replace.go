@@ -13,7 +13,7 @@ import (
 // removes it, and finally tells the survivors with addnodes and delnodes.
 
 // replace starts replacing member m, which has just entered MemberReplacing.
-func (w *clusterWorkflow) replace(rs *RoleStatus, m *Member, ev MemberEvent) {
+func (w *clusterWorkflow) replace(rs *roleState, m *Member, ev MemberEvent) {
 	m.Leaving = true
 	if ev.Event == HealthConfigError {
 		m.Replacements++ // its successor inherits the count

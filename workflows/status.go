@@ -56,8 +56,49 @@ var unavailableStates = []MemberState{MemberDown, MemberFlapping, MemberReplacin
 
 func (s MemberState) unavailable() bool { return slices.Contains(unavailableStates, s) }
 
-// Member is one member's observed state.
-type Member struct {
+// StatusAPIVersion names the shape of ClusterStatus. It changes only with a change users
+// must adapt their scripts to; testdata/status.golden.json pins the shape, and the README
+// documents it field by field.
+const StatusAPIVersion = "clusterflow/v1"
+
+// ClusterStatus is the answer to the status query, and what `clusterflow status -o json`
+// prints: a projection of the workflow's state without its bookkeeping.
+type ClusterStatus struct {
+	APIVersion string `json:"apiVersion"`
+	Name       string `json:"name"`
+	Phase      Phase  `json:"phase"`
+	Message    string `json:"message,omitempty"`
+	// Origin is where the spec came from, as deploy or apply was told.
+	Origin string `json:"origin,omitempty"`
+	// Levels is the dependency plan: the roles set up together, level by level.
+	Levels    [][]string   `json:"levels"`
+	Roles     []RoleStatus `json:"roles"`
+	CreatedAt time.Time    `json:"createdAt"`
+	UpdatedAt time.Time    `json:"updatedAt"`
+	// Generation is the desired state's generation: 1 at deploy, one more for every
+	// accepted change. AttemptedGeneration is the latest one an operation worked toward,
+	// and ReachedGeneration the latest one an operation fully reached.
+	Generation          int `json:"generation"`
+	AttemptedGeneration int `json:"attemptedGeneration"`
+	ReachedGeneration   int `json:"reachedGeneration"`
+}
+
+// RoleStatus is one role's desired size and its members.
+type RoleStatus struct {
+	Name      string         `json:"name"`
+	Level     int            `json:"level"`
+	DependsOn []string       `json:"dependsOn,omitempty"`
+	Desired   int            `json:"desired"`
+	Ready     int            `json:"ready"`
+	Members   []MemberStatus `json:"members"`
+	// Paused says why automatic replacement is paused for the role (the meltdown guard);
+	// Resumed marks an operator's resume, which holds until the role recovers.
+	Paused  string `json:"paused,omitempty"`
+	Resumed bool   `json:"resumed,omitempty"`
+}
+
+// MemberStatus is one member's state.
+type MemberStatus struct {
 	Name    string      `json:"name"`
 	Role    string      `json:"role"`
 	Ordinal int         `json:"ordinal"`
@@ -65,26 +106,15 @@ type Member struct {
 	Detail  string      `json:"detail,omitempty"`
 	// Event is the startscript event running now, or the last one run.
 	Event spec.Event `json:"event,omitempty"`
-	// Since is when the member entered its state, which for a running script is when the
-	// script started.
+	// Since is when the member entered its state; for a running script, when it started.
 	Since time.Time `json:"since"`
-	// LastLine is a running script's latest line of output. The workflow never sees it
-	// (it travels in the script activity's heartbeats), so the status query leaves it
-	// empty and starter.Status fills it in.
+	// LastLine is a running script's latest line of output. It travels in the script
+	// activity's heartbeats, which the workflow never sees: the starter adds it.
 	LastLine   string `json:"lastLine,omitempty"`
 	StdoutTail string `json:"stdoutTail,omitempty"`
 	StderrTail string `json:"stderrTail,omitempty"`
-	// Leaving marks a member a change stopped while it was being set up: it is removed
-	// next, even if a later change asks for more members again (they get new ordinals).
+	// Leaving marks a member a change stopped while it was being set up: it is removed next.
 	Leaving bool `json:"leaving,omitempty"`
-	// Who knows whom: ListedIn is the first configmeta version listing the member,
-	// KnowsUpTo the version the member configured with (it knows every member listed up
-	// to it), and Announced says every member has been told of it by addnodes.
-	ListedIn  int  `json:"listedIn,omitempty"`
-	KnowsUpTo int  `json:"knowsUpTo,omitempty"`
-	Announced bool `json:"announced,omitempty"`
-	// UnlistedFrom is the first configmeta version that leaves out a member being replaced.
-	UnlistedFrom int `json:"unlistedFrom,omitempty"`
 	// Health is the member's health record, once anything was reported about it.
 	Health *MemberHealth `json:"health,omitempty"`
 	// Replaces and ReplacedBy link a replaced member and its successor. Replacements counts
@@ -94,64 +124,28 @@ type Member struct {
 	Replacements int    `json:"replacements,omitempty"`
 }
 
-// hasSetup reports whether the member's configure ran, so that a teardown has something to
-// undo. A member reported gone has nothing left to run a script in.
-func (m Member) hasSetup() bool {
-	switch m.State {
-	case MemberReady, MemberDown, MemberFlapping, MemberRogue:
-		return true
-	case MemberReplacing:
-		return m.Health == nil || m.Health.LastReport != HealthGone
-	case MemberConfigError:
-		return m.Event == spec.EventConfigure
+// status projects the workflow's state into what users see.
+func (s clusterState) status() ClusterStatus {
+	out := ClusterStatus{
+		APIVersion: StatusAPIVersion, Name: s.Name, Phase: s.Phase, Message: s.Message, Origin: s.Origin,
+		Levels: s.Levels, Roles: make([]RoleStatus, len(s.Roles)), CreatedAt: s.CreatedAt, UpdatedAt: s.UpdatedAt,
+		Generation: s.Generation, AttemptedGeneration: s.AttemptedGeneration, ReachedGeneration: s.ReachedGeneration,
 	}
-	return false
-}
-
-// knows reports whether the member has learnt of other, from configmeta or addnodes.
-func (m Member) knows(other Member) bool {
-	if other.UnlistedFrom > 0 && m.ListedIn >= other.UnlistedFrom {
-		return false // m joined after other left configmeta, and no one announces a leaver
+	for i, r := range s.Roles {
+		role := RoleStatus{
+			Name: r.Name, Level: r.Level, DependsOn: r.DependsOn, Desired: r.Desired, Ready: CountReady(r.Members),
+			Members: make([]MemberStatus, len(r.Members)), Paused: r.Paused, Resumed: r.Resumed,
+		}
+		for j, m := range r.Members {
+			role.Members[j] = MemberStatus{
+				Name: m.Name, Role: m.Role, Ordinal: m.Ordinal, State: m.State, Detail: m.Detail, Event: m.Event, Since: m.Since,
+				LastLine: m.LastLine, StdoutTail: m.StdoutTail, StderrTail: m.StderrTail, Leaving: m.Leaving, Health: m.Health,
+				Replaces: m.Replaces, ReplacedBy: m.ReplacedBy, Replacements: m.Replacements,
+			}
+		}
+		out.Roles[i] = role
 	}
-	return other.Announced || (other.ListedIn > 0 && m.KnowsUpTo >= other.ListedIn)
-}
-
-// RoleStatus is one role's desired size and its members.
-type RoleStatus struct {
-	Name      string   `json:"name"`
-	Level     int      `json:"level"`
-	DependsOn []string `json:"dependsOn,omitempty"`
-	Desired   int      `json:"desired"`
-	Ready     int      `json:"ready"`
-	Members   []Member `json:"members"`
-	// Paused says why automatic replacement is paused for the role (the meltdown guard);
-	// Resumed marks an operator's resume, which holds until the role recovers.
-	Paused  string `json:"paused,omitempty"`
-	Resumed bool   `json:"resumed,omitempty"`
-}
-
-// ClusterStatus is the answer to the status query, and what `clusterflow status -o json`
-// prints. It is also the state the cluster workflow carries.
-type ClusterStatus struct {
-	Name    string `json:"name"`
-	Phase   Phase  `json:"phase"`
-	Message string `json:"message,omitempty"`
-	Origin  string `json:"origin,omitempty"`
-	// Levels is the dependency plan: the roles set up together, level by level.
-	Levels    [][]string   `json:"levels"`
-	Roles     []RoleStatus `json:"roles"`
-	CreatedAt time.Time    `json:"createdAt"`
-	UpdatedAt time.Time    `json:"updatedAt"`
-	// Operations counts the operations started, to give each role child a unique ID.
-	Operations int `json:"operations"`
-	// Generation is the desired state's generation: 1 at deploy, one more for every
-	// accepted change. AttemptedGeneration is the latest one an operation worked toward,
-	// and ReachedGeneration the latest one an operation fully reached.
-	Generation          int `json:"generation"`
-	AttemptedGeneration int `json:"attemptedGeneration"`
-	ReachedGeneration   int `json:"reachedGeneration"`
-	// ConfigMetaVersion counts the configmeta files written, for Member.ListedIn.
-	ConfigMetaVersion int `json:"configMetaVersion"`
+	return out
 }
 
 // Role returns the named role's status.
@@ -165,7 +159,7 @@ func (s *ClusterStatus) Role(name string) *RoleStatus {
 }
 
 // Member returns the named member of the role.
-func (r *RoleStatus) Member(name string) *Member {
+func (r *RoleStatus) Member(name string) *MemberStatus {
 	for i := range r.Members {
 		if r.Members[i].Name == name {
 			return &r.Members[i]

@@ -36,7 +36,7 @@ func (w *clusterWorkflow) watchHealth(ctx workflow.Context) {
 
 // timerArmed reports whether member m's timer can fire now: a down member's waits while
 // its role's replacement is paused.
-func timerArmed(rs *RoleStatus, m *Member) bool {
+func timerArmed(rs *roleState, m *Member) bool {
 	if m.Health == nil || m.Health.Due.IsZero() {
 		return false
 	}

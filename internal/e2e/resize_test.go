@@ -147,7 +147,7 @@ func TestBadResizesAreRefusedAndChangeNothing(t *testing.T) {
 		}
 	}
 	after := statusJSON(t, "refusing")
-	if after.Generation != before.Generation || after.Operations != before.Operations ||
+	if after.Generation != before.Generation || after.AttemptedGeneration != before.AttemptedGeneration ||
 		!slices.Equal(memberStates(after, "worker"), memberStates(before, "worker")) || !after.UpdatedAt.Equal(before.UpdatedAt) {
 		t.Errorf("refused resizes changed the status:\nbefore %+v\nafter  %+v", before, after)
 	}

@@ -47,7 +47,7 @@ func Status(w io.Writer, s workflows.ClusterStatus, now time.Time) {
 
 	tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "MEMBER\tSTATE\tSINCE\tDETAIL")
-	var failed []workflows.Member
+	var failed []workflows.MemberStatus
 	for _, r := range s.Roles {
 		for _, m := range r.Members {
 			detail := m.Detail
@@ -104,7 +104,7 @@ func Health(w io.Writer, s workflows.ClusterStatus) {
 }
 
 // Tails prints the end of a member's script output.
-func Tails(w io.Writer, m workflows.Member) {
+func Tails(w io.Writer, m workflows.MemberStatus) {
 	for _, t := range []struct{ name, text string }{{"stdout", m.StdoutTail}, {"stderr", m.StderrTail}} {
 		lines := strings.Split(strings.TrimRight(t.text, "\n"), "\n")
 		if strings.TrimSpace(t.text) == "" {

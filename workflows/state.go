@@ -1,0 +1,126 @@
+package workflows
+
+import (
+	"time"
+
+	"github.com/clusterflow/clusterflow/internal/spec"
+)
+
+// Member is one member's observed state, as the cluster workflow keeps it and hands it to
+// role children. Users see its projection, MemberStatus.
+type Member struct {
+	Name    string      `json:"name"`
+	Role    string      `json:"role"`
+	Ordinal int         `json:"ordinal"`
+	State   MemberState `json:"state"`
+	Detail  string      `json:"detail,omitempty"`
+	// Event is the startscript event running now, or the last one run.
+	Event spec.Event `json:"event,omitempty"`
+	// Since is when the member entered its state, which for a running script is when the
+	// script started.
+	Since time.Time `json:"since"`
+	// LastLine is a running script's latest line of output. The workflow never sees it
+	// (it travels in the script activity's heartbeats), so the status query leaves it
+	// empty and starter.Status fills it in.
+	LastLine   string `json:"lastLine,omitempty"`
+	StdoutTail string `json:"stdoutTail,omitempty"`
+	StderrTail string `json:"stderrTail,omitempty"`
+	// Leaving marks a member a change stopped while it was being set up: it is removed
+	// next, even if a later change asks for more members again (they get new ordinals).
+	Leaving bool `json:"leaving,omitempty"`
+	// Who knows whom: ListedIn is the first configmeta version listing the member,
+	// KnowsUpTo the version the member configured with (it knows every member listed up
+	// to it), and Announced says every member has been told of it by addnodes.
+	ListedIn  int  `json:"listedIn,omitempty"`
+	KnowsUpTo int  `json:"knowsUpTo,omitempty"`
+	Announced bool `json:"announced,omitempty"`
+	// UnlistedFrom is the first configmeta version that leaves out a member being replaced.
+	UnlistedFrom int `json:"unlistedFrom,omitempty"`
+	// Health is the member's health record, once anything was reported about it.
+	Health *MemberHealth `json:"health,omitempty"`
+	// Replaces and ReplacedBy link a replaced member and its successor. Replacements counts
+	// the replacements of failed setups in this member's slot, for maxReplacements.
+	Replaces     string `json:"replaces,omitempty"`
+	ReplacedBy   string `json:"replacedBy,omitempty"`
+	Replacements int    `json:"replacements,omitempty"`
+}
+
+// hasSetup reports whether the member's configure ran, so that a teardown has something to
+// undo. A member reported gone has nothing left to run a script in.
+func (m Member) hasSetup() bool {
+	switch m.State {
+	case MemberReady, MemberDown, MemberFlapping, MemberRogue:
+		return true
+	case MemberReplacing:
+		return m.Health == nil || m.Health.LastReport != HealthGone
+	case MemberConfigError:
+		return m.Event == spec.EventConfigure
+	}
+	return false
+}
+
+// knows reports whether the member has learnt of other, from configmeta or addnodes.
+func (m Member) knows(other Member) bool {
+	if other.UnlistedFrom > 0 && m.ListedIn >= other.UnlistedFrom {
+		return false // m joined after other left configmeta, and no one announces a leaver
+	}
+	return other.Announced || (other.ListedIn > 0 && m.KnowsUpTo >= other.ListedIn)
+}
+
+// roleState is one role's desired size and its members, as the workflow keeps them.
+type roleState struct {
+	Name      string   `json:"name"`
+	Level     int      `json:"level"`
+	DependsOn []string `json:"dependsOn,omitempty"`
+	Desired   int      `json:"desired"`
+	Members   []Member `json:"members"`
+	// Paused says why automatic replacement is paused for the role (the meltdown guard);
+	// Resumed marks an operator's resume, which holds until the role recovers.
+	Paused  string `json:"paused,omitempty"`
+	Resumed bool   `json:"resumed,omitempty"`
+}
+
+// clusterState is the cluster workflow's observed state: what it carries across
+// continue-as-new, bookkeeping included. Users see its projection, ClusterStatus.
+type clusterState struct {
+	Name    string `json:"name"`
+	Phase   Phase  `json:"phase"`
+	Message string `json:"message,omitempty"`
+	Origin  string `json:"origin,omitempty"`
+	// Levels is the dependency plan: the roles set up together, level by level.
+	Levels    [][]string   `json:"levels"`
+	Roles     []roleState  `json:"roles"`
+	CreatedAt time.Time    `json:"createdAt"`
+	UpdatedAt time.Time    `json:"updatedAt"`
+	// Operations counts the operations started, to give each role child a unique ID.
+	Operations int `json:"operations"`
+	// Generation is the desired state's generation: 1 at deploy, one more for every
+	// accepted change. AttemptedGeneration is the latest one an operation worked toward,
+	// and ReachedGeneration the latest one an operation fully reached.
+	Generation          int `json:"generation"`
+	AttemptedGeneration int `json:"attemptedGeneration"`
+	ReachedGeneration   int `json:"reachedGeneration"`
+	// ConfigMetaVersion counts the configmeta files written, for Member.ListedIn.
+	ConfigMetaVersion int `json:"configMetaVersion"`
+}
+
+// Role returns the named role's status.
+func (s *clusterState) Role(name string) *roleState {
+	for i := range s.Roles {
+		if s.Roles[i].Name == name {
+			return &s.Roles[i]
+		}
+	}
+	return nil
+}
+
+// Member returns the named member of the role.
+func (r *roleState) Member(name string) *Member {
+	for i := range r.Members {
+		if r.Members[i].Name == name {
+			return &r.Members[i]
+		}
+	}
+	return nil
+}
+

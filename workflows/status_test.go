@@ -1,0 +1,114 @@
+package workflows
+
+import (
+	"bytes"
+	"encoding/json"
+	"flag"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+)
+
+var updateGolden = flag.Bool("update", false, "rewrite testdata/status.golden.json from the code")
+
+// The status JSON is what users script against: its shape is pinned by a golden file, so a
+// change to it is a deliberate act (run `go test ./workflows -run TestStatusShape -update`,
+// and bump StatusAPIVersion if scripts must adapt). The workflow's bookkeeping stays out.
+func TestStatusShape(t *testing.T) {
+	at := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	state := clusterState{
+		Name: "demo", Phase: PhaseDegraded, Message: "1 of 2 workers down", Origin: "cluster.yaml",
+		Levels: [][]string{{"controller"}, {"worker"}}, CreatedAt: at, UpdatedAt: at.Add(time.Minute),
+		Operations: 3, Generation: 3, AttemptedGeneration: 3, ReachedGeneration: 2, ConfigMetaVersion: 7,
+		Roles: []roleState{
+			{Name: "controller", Level: 0, Desired: 1, Members: []Member{
+				{Name: "demo-controller-0", Role: "controller", State: MemberReady, Event: "configure", Since: at, ListedIn: 1, KnowsUpTo: 1, Announced: true},
+			}},
+			{Name: "worker", Level: 1, DependsOn: []string{"controller"}, Desired: 2, Paused: "2 of 2 members unavailable", Resumed: true, Members: []Member{
+				{
+					Name: "demo-worker-0", Role: "worker", State: MemberDown, Detail: "down: disk full", Event: "configure", Since: at,
+					ListedIn: 1, KnowsUpTo: 1, UnlistedFrom: 4, Replacements: 1,
+					Health: &MemberHealth{LastReport: HealthDown, Due: at.Add(5 * time.Minute), Recoveries: []time.Time{at},
+						Transitions: []HealthTransition{{At: at, From: MemberReady, To: MemberDown, Event: HealthDown, Reason: "disk full", Source: "nagios", ReportedAt: at}}},
+				},
+				{
+					Name: "demo-worker-2", Role: "worker", Ordinal: 2, State: MemberConfigError, Detail: "exit 3", Event: "configure", Since: at,
+					LastLine: "starting", StdoutTail: "out", StderrTail: "err", Leaving: true, Replaces: "demo-worker-1", ReplacedBy: "demo-worker-3",
+				},
+			}},
+		},
+	}
+	got, err := json.MarshalIndent(state.status(), "", "  ")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got = append(got, '\n')
+	golden := filepath.Join("testdata", "status.golden.json")
+	if *updateGolden {
+		if err := os.WriteFile(golden, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(golden)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Errorf("the status JSON changed shape; if that is meant, run with -update, document it in the README and consider StatusAPIVersion.\ngot:\n%s\nwant:\n%s", got, want)
+	}
+	for _, bookkeeping := range []string{"operations", "configMetaVersion", "listedIn", "knowsUpTo", "announced", "unlistedFrom"} {
+		if bytes.Contains(got, []byte(`"`+bookkeeping+`"`)) {
+			t.Errorf("bookkeeping field %q leaks into the status", bookkeeping)
+		}
+	}
+}
+
+// Every field of the status JSON is documented in the README's status reference.
+func TestStatusFieldsAreDocumented(t *testing.T) {
+	golden, err := os.ReadFile(filepath.Join("testdata", "status.golden.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	readme, err := os.ReadFile(filepath.Join("..", "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := bytes.Index(readme, []byte("### The status JSON"))
+	if start < 0 {
+		t.Fatal(`README has no "### The status JSON" section`)
+	}
+	section := string(readme[start:])
+	if end := strings.Index(section[4:], "\n## "); end >= 0 {
+		section = section[:end+4]
+	}
+	var doc any
+	if err := json.Unmarshal(golden, &doc); err != nil {
+		t.Fatal(err)
+	}
+	for _, field := range jsonFields(doc, "") {
+		if !strings.Contains(section, "`"+field+"`") {
+			t.Errorf("README's status section does not document `%s`", field)
+		}
+	}
+}
+
+// jsonFields lists the dotted paths of every object key in v, arrays written as [].
+func jsonFields(v any, prefix string) []string {
+	var out []string
+	switch v := v.(type) {
+	case map[string]any:
+		for k, inner := range v {
+			out = append(out, prefix+k)
+			out = append(out, jsonFields(inner, prefix+k+".")...)
+		}
+	case []any:
+		for _, inner := range v {
+			out = append(out, jsonFields(inner, strings.TrimSuffix(prefix, ".")+"[].")...)
+		}
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
+}
