@@ -88,10 +88,10 @@ type clusterState struct {
 	Message string `json:"message,omitempty"`
 	Origin  string `json:"origin,omitempty"`
 	// Levels is the dependency plan: the roles set up together, level by level.
-	Levels    [][]string   `json:"levels"`
-	Roles     []roleState  `json:"roles"`
-	CreatedAt time.Time    `json:"createdAt"`
-	UpdatedAt time.Time    `json:"updatedAt"`
+	Levels    [][]string  `json:"levels"`
+	Roles     []roleState `json:"roles"`
+	CreatedAt time.Time   `json:"createdAt"`
+	UpdatedAt time.Time   `json:"updatedAt"`
 	// Operations counts the operations started, to give each role child a unique ID.
 	Operations int `json:"operations"`
 	// Generation is the desired state's generation: 1 at deploy, one more for every
@@ -123,4 +123,3 @@ func (r *roleState) Member(name string) *Member {
 	}
 	return nil
 }
-
