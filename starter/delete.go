@@ -2,8 +2,8 @@ package starter
 
 import (
 	"context"
-	"errors"
 
+	"github.com/clusterflow/clusterflow/internal/apperr"
 	"github.com/clusterflow/clusterflow/workflows"
 )
 
@@ -12,8 +12,7 @@ import (
 func (s *Starter) Delete(ctx context.Context, name string) (workflows.ClusterStatus, error) {
 	var status workflows.ClusterStatus
 	err := s.update(ctx, name, workflows.DeleteUpdate, &status)
-	var deleted *DeletedError
-	if errors.As(err, &deleted) {
+	if apperr.Is(err, apperr.Gone) {
 		return s.Status(ctx, name)
 	}
 	return status, err

@@ -46,7 +46,7 @@ func (s *Starter) Deploy(ctx context.Context, c spec.Cluster, opts DeployOptions
 	var started *serviceerror.WorkflowExecutionAlreadyStarted
 	switch {
 	case errors.As(err, &started):
-		return &AlreadyExistsError{Name: c.Name}
+		return alreadyExists(c.Name)
 	case missingSearchAttribute(err):
 		return fmt.Errorf("deploy %s: %w (run `clusterflow setup` once against this Temporal namespace)", c.Name, err)
 	case err != nil:

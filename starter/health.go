@@ -7,7 +7,7 @@ import (
 )
 
 // ReportMemberEvent reports a member's health and returns the transition it caused. An
-// unknown member or event is refused by name (*RefusedError) before anything changes.
+// unknown member (not_found) or event (invalid) is refused by name before anything changes.
 func (s *Starter) ReportMemberEvent(ctx context.Context, cluster string, ev workflows.MemberEvent) (workflows.MemberEventResult, error) {
 	var res workflows.MemberEventResult
 	err := s.update(ctx, cluster, workflows.MemberEventUpdate, &res, ev)
@@ -18,7 +18,7 @@ func (s *Starter) ReportMemberEvent(ctx context.Context, cluster string, ev work
 // Temporal SDK: nothing comes back, and an unknown member is only logged by the workflow.
 func (s *Starter) SignalMemberEvent(ctx context.Context, cluster string, ev workflows.MemberEvent) error {
 	err := s.client.SignalWorkflow(ctx, workflows.ClusterWorkflowID(cluster), "", workflows.MemberEventSignal, ev)
-	return clusterError(cluster, "signal", err)
+	return s.clusterError(ctx, cluster, "signal", err)
 }
 
 // Resume lifts the meltdown guard's pause on the cluster's roles, and flapping marks.

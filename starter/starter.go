@@ -4,12 +4,12 @@ package starter
 
 import (
 	"errors"
-	"fmt"
 	"strings"
 
 	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
 
+	"github.com/clusterflow/clusterflow/internal/apperr"
 	"github.com/clusterflow/clusterflow/workflows"
 )
 
@@ -27,39 +27,25 @@ func New(c client.Client, taskQueue string) *Starter {
 	return &Starter{client: c, taskQueue: taskQueue}
 }
 
-// NotFoundError says no cluster has the name.
-type NotFoundError struct{ Name string }
+// Errors are *apperr.Error values (workflows.Error), with a code a caller can test with
+// workflows.ErrorCode: not_found for an unknown cluster, conflict for a name in use or a
+// request the cluster's state refuses, gone for a deleted cluster, invalid for a request
+// the cluster refused as malformed, unavailable when no worker answers.
 
-func (e *NotFoundError) Error() string {
-	return fmt.Sprintf("cluster %q not found (see `clusterflow list`)", e.Name)
+func notFound(name string) error {
+	return apperr.Errorf(apperr.NotFound, "cluster %q not found (see `clusterflow list`)", name)
 }
 
-// AlreadyExistsError refuses a deploy over an existing cluster.
-type AlreadyExistsError struct{ Name string }
-
-func (e *AlreadyExistsError) Error() string {
-	return fmt.Sprintf("cluster %q already exists; delete it first (`clusterflow delete %s`) or choose another name", e.Name, e.Name)
+func alreadyExists(name string) error {
+	return apperr.Errorf(apperr.Conflict, "cluster %q already exists; delete it first (`clusterflow delete %s`) or choose another name", name, name)
 }
 
-// NoWorkerError explains a query nobody answered.
-type NoWorkerError struct {
-	TaskQueue string
-	Err       error
+func deleted(name string) error {
+	return apperr.Errorf(apperr.Gone, "cluster %q is deleted; deploy it again to use the name", name)
 }
 
-func (e *NoWorkerError) Error() string {
-	return fmt.Sprintf("no clusterflow worker answered on task queue %q (is `clusterflow dev` or `clusterflow worker` running?): %v", e.TaskQueue, e.Err)
-}
-
-func (e *NoWorkerError) Unwrap() error { return e.Err }
-
-// IsBadInput tells errors caused by what the user asked for (exit status 2) from failures.
-func IsBadInput(err error) bool {
-	var notFound *NotFoundError
-	var exists *AlreadyExistsError
-	var refused *RefusedError
-	var deleted *DeletedError
-	return errors.As(err, &notFound) || errors.As(err, &exists) || errors.As(err, &refused) || errors.As(err, &deleted)
+func noWorker(taskQueue string, err error) error {
+	return apperr.Errorf(apperr.Unavailable, "no clusterflow worker answered on task queue %q (is `clusterflow dev` or `clusterflow worker` running?): %w", taskQueue, err)
 }
 
 func isNotFound(err error) bool {

@@ -69,9 +69,9 @@ func (s *Starter) queryIf(ctx context.Context, name string, reject enums.QueryRe
 	case err != nil && ctx.Err() != nil:
 		return status, ctx.Err()
 	case isNotFound(err):
-		return status, &NotFoundError{Name: name}
+		return status, notFound(name)
 	case noAnswer(err):
-		return status, &NoWorkerError{TaskQueue: s.taskQueue, Err: err}
+		return status, noWorker(s.taskQueue, err)
 	case err != nil:
 		return status, fmt.Errorf("query status of %s: %w", name, err)
 	}

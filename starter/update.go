@@ -6,29 +6,18 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/google/uuid"
+	"go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/temporal"
 
+	"github.com/clusterflow/clusterflow/internal/apperr"
 	"github.com/clusterflow/clusterflow/internal/spec"
 	"github.com/clusterflow/clusterflow/workflows"
 )
 
-// RefusedError is a request the cluster's workflow refused before anything changed.
-type RefusedError struct {
-	Name, Reason string
-}
-
-func (e *RefusedError) Error() string { return e.Reason }
-
-// DeletedError says the cluster is gone, so it takes no more changes.
-type DeletedError struct{ Name string }
-
-func (e *DeletedError) Error() string {
-	return fmt.Sprintf("cluster %q is deleted; deploy it again to use the name", e.Name)
-}
-
 // Resize sets the member count of the named roles. It returns once the cluster has
-// accepted the change, with the generation to wait for; a refusal is a *RefusedError.
+// accepted the change, with the generation to wait for; a refusal is a workflows.Error naming what was refused.
 func (s *Starter) Resize(ctx context.Context, name string, counts []workflows.RoleCount) (workflows.ChangeResult, error) {
 	var res workflows.ChangeResult
 	err := s.update(ctx, name, workflows.ResizeUpdate, &res, workflows.ResizeRequest{Counts: counts})
@@ -51,34 +40,65 @@ func (s *Starter) Cancel(ctx context.Context, name string) (workflows.ClusterSta
 }
 
 // update runs an update on the cluster's workflow and waits for its result, which every
-// cluster update gives as soon as it is accepted.
+// cluster update gives as soon as it is accepted. An update that reached a run as it
+// continued as new is aborted unseen; it is sent again, under the same update ID, so that
+// it is applied once.
 func (s *Starter) update(ctx context.Context, name, update string, result any, args ...any) error {
-	handle, err := s.client.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{
-		WorkflowID:   workflows.ClusterWorkflowID(name),
-		UpdateName:   update,
-		Args:         args,
-		WaitForStage: client.WorkflowUpdateStageCompleted,
-	})
-	if err == nil {
-		err = handle.Get(ctx, result)
+	id := uuid.NewString()
+	for attempt := 1; ; attempt++ {
+		handle, err := s.client.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{
+			WorkflowID:   workflows.ClusterWorkflowID(name),
+			UpdateID:     id,
+			UpdateName:   update,
+			Args:         args,
+			WaitForStage: client.WorkflowUpdateStageCompleted,
+		})
+		if err == nil {
+			err = handle.Get(ctx, result)
+		}
+		var appErr *temporal.ApplicationError
+		if errors.As(err, &appErr) {
+			if code, ok := apperr.Known(appErr.Type()); ok {
+				return apperr.Errorf(code, "%s", appErr.Message()) // a validator's refusal
+			}
+		}
+		err = s.clusterError(ctx, name, update, err)
+		if !errors.Is(err, errNewRun) || attempt == 3 {
+			return err
+		}
 	}
-	var appErr *temporal.ApplicationError
-	if errors.As(err, &appErr) && appErr.Type() == workflows.RefusedErrorType {
-		return &RefusedError{Name: name, Reason: appErr.Message()}
-	}
-	return clusterError(name, update, err)
 }
 
+// errNewRun marks a "not found" from a cluster whose workflow is running: the run the
+// request reached has just continued as new.
+var errNewRun = errors.New("the cluster's workflow moved to a new run")
+
 // clusterError names what went wrong reaching a cluster's workflow: no such cluster, a
-// deleted one (its workflow only completes once deleted), or anything else.
-func clusterError(name, action string, err error) error {
-	switch {
-	case err == nil:
-		return nil
-	case isNotFound(err) && strings.Contains(err.Error(), "already completed"):
-		return &DeletedError{Name: name}
-	case isNotFound(err):
-		return &NotFoundError{Name: name}
+// closed one (its workflow only completes once the cluster is deleted), or anything else.
+// The server says "not found" for both of the first two, in words that vary with the
+// moment (an update admitted while the workflow closes is "aborted by closing workflow"),
+// so it is asked which it is.
+func (s *Starter) clusterError(ctx context.Context, name, action string, err error) error {
+	if err == nil || !isNotFound(err) {
+		if err != nil {
+			err = fmt.Errorf("%s %s: %w", action, name, err)
+		}
+		return err
 	}
-	return fmt.Errorf("%s %s: %w", action, name, err)
+	desc, descErr := s.client.DescribeWorkflowExecution(ctx, workflows.ClusterWorkflowID(name), "")
+	switch {
+	case isNotFound(descErr):
+		return notFound(name)
+	case descErr != nil:
+		return fmt.Errorf("%s %s: %w", action, name, err)
+	}
+	switch status := desc.GetWorkflowExecutionInfo().GetStatus(); status {
+	case enums.WORKFLOW_EXECUTION_STATUS_RUNNING:
+		return fmt.Errorf("%s %s: %w: %w", action, name, errNewRun, err)
+	case enums.WORKFLOW_EXECUTION_STATUS_COMPLETED, enums.WORKFLOW_EXECUTION_STATUS_CANCELED:
+		return deleted(name)
+	default:
+		how := strings.ToLower(strings.TrimPrefix(status.String(), "WORKFLOW_EXECUTION_STATUS_"))
+		return apperr.Errorf(apperr.Gone, "cluster %q takes no more changes: its workflow was %s (see `clusterflow status %s`)", name, how, name)
+	}
 }

@@ -2,9 +2,9 @@ package starter
 
 import (
 	"context"
-	"errors"
 	"time"
 
+	"github.com/clusterflow/clusterflow/internal/apperr"
 	"github.com/clusterflow/clusterflow/workflows"
 )
 
@@ -32,11 +32,10 @@ func (s *Starter) Watch(ctx context.Context, name string, opts WatchOptions) (wo
 	for first := true; ; first = false {
 		// Progress shows member states; last lines would cost more calls on every poll.
 		status, err := s.query(ctx, name)
-		var noWorker *NoWorkerError
 		switch {
 		case ctx.Err() != nil:
 			return last, ctx.Err()
-		case errors.As(err, &noWorker):
+		case apperr.Is(err, apperr.Unavailable):
 			if opts.OnNoWorker != nil && !toldNoWorker {
 				opts.OnNoWorker(err)
 				toldNoWorker = true

@@ -8,20 +8,19 @@ import (
 
 	"go.temporal.io/sdk/temporal"
 
+	"github.com/clusterflow/clusterflow/internal/apperr"
 	"github.com/clusterflow/clusterflow/internal/spec"
 )
 
-// RefusedErrorType marks an update a validator refused: nothing was written to the
-// history and nothing changed.
-const RefusedErrorType = "Refused"
-
-func refused(format string, args ...any) error {
-	return temporal.NewNonRetryableApplicationError(fmt.Sprintf(format, args...), RefusedErrorType, nil)
+// refused is a validator's refusal of an update: nothing was written to the history and
+// nothing changed. Its type is the apperr code (see RefusalError in api.go).
+func refused(code apperr.Code, format string, args ...any) error {
+	return temporal.NewNonRetryableApplicationError(fmt.Sprintf(format, args...), string(code), nil)
 }
 
 func (w *clusterWorkflow) refuseWhileDeleting(what string) error {
 	if w.deleteRequested {
-		return refused("%s refused: cluster %s is being deleted", what, w.state.Name)
+		return refused(apperr.Conflict, "%s refused: cluster %s is being deleted", what, w.state.Name)
 	}
 	return nil
 }
@@ -33,7 +32,7 @@ func (w *clusterWorkflow) validateResize(req ResizeRequest) error {
 		return err
 	}
 	if len(req.Counts) == 0 {
-		return refused("resize refused: give at least one ROLE=N")
+		return refused(apperr.Invalid, "resize refused: give at least one ROLE=N")
 	}
 	var problems []string
 	seen := map[string]bool{}
@@ -53,7 +52,7 @@ func (w *clusterWorkflow) validateResize(req ResizeRequest) error {
 		seen[c.Role] = true
 	}
 	if len(problems) > 0 {
-		return refused("%s", strings.Join(problems, "; "))
+		return refused(apperr.Invalid, "%s", strings.Join(problems, "; "))
 	}
 	return nil
 }
@@ -67,7 +66,7 @@ func (w *clusterWorkflow) validateApply(req ApplyRequest) error {
 	}
 	next := req.Spec
 	if next.Name != w.spec.Name {
-		return refused("apply refused: the spec is for cluster %q, not %q", next.Name, w.spec.Name)
+		return refused(apperr.Invalid, "apply refused: the spec is for cluster %q, not %q", next.Name, w.spec.Name)
 	}
 	var problems []string
 	for _, r := range next.Roles {
@@ -99,10 +98,10 @@ func (w *clusterWorkflow) validateApply(req ApplyRequest) error {
 		}
 	}
 	if len(problems) > 0 {
-		return refused("%s", strings.Join(problems, "; "))
+		return refused(apperr.Invalid, "%s", strings.Join(problems, "; "))
 	}
 	if _, err := spec.Levels(next.Roles); err != nil {
-		return refused("apply refused: %v", err)
+		return refused(apperr.Invalid, "apply refused: %v", err)
 	}
 	return nil
 }
@@ -112,7 +111,7 @@ func (w *clusterWorkflow) validateCancel() error {
 		return err
 	}
 	if w.cancelOperation == nil {
-		return refused("cancel refused: nothing to cancel, cluster %s is %s", w.state.Name, w.state.Phase)
+		return refused(apperr.Conflict, "cancel refused: nothing to cancel, cluster %s is %s", w.state.Name, w.state.Phase)
 	}
 	return nil
 }
@@ -129,10 +128,10 @@ func (w *clusterWorkflow) checkMemberEvent(ev MemberEvent) error {
 				}
 			}
 		}
-		return refused("member-event refused: cluster %s has no member %q (its members: %s)", w.state.Name, ev.Member, strings.Join(names, ", "))
+		return refused(apperr.NotFound, "member-event refused: cluster %s has no member %q (its members: %s)", w.state.Name, ev.Member, strings.Join(names, ", "))
 	}
 	if !slices.Contains(ReportedEvents, ev.Event) {
-		return refused("member-event refused: event %q is not one of down, up, gone, unhealthy", ev.Event)
+		return refused(apperr.Invalid, "member-event refused: event %q is not one of down, up, gone, unhealthy", ev.Event)
 	}
 	return nil
 }
@@ -149,7 +148,7 @@ func (w *clusterWorkflow) validateResume() error {
 		return err
 	}
 	if !w.hasResumable() {
-		return refused("resume refused: nothing to resume: no role of cluster %s has its replacement paused, and no member is flapping", w.state.Name)
+		return refused(apperr.Conflict, "resume refused: nothing to resume: no role of cluster %s has its replacement paused, and no member is flapping", w.state.Name)
 	}
 	return nil
 }

@@ -3,10 +3,10 @@ package main
 import (
 	"context"
 	"errors"
-	"fmt"
 	"time"
 
 	"github.com/clusterflow/clusterflow/internal/agent"
+	"github.com/clusterflow/clusterflow/internal/apperr"
 	"github.com/clusterflow/clusterflow/internal/backend"
 )
 
@@ -23,7 +23,7 @@ func runAgent(ctx context.Context, args []string) error {
 		return flagError(err)
 	}
 	if *heartbeat <= 0 || *heartbeat > 2*time.Second {
-		return badInput{fmt.Errorf("--heartbeat %s: must be more than 0 and at most 2s", *heartbeat)}
+		return apperr.Errorf(apperr.Invalid, "--heartbeat %s: must be more than 0 and at most 2s", *heartbeat)
 	}
 	if *dir == "" {
 		*dir = backend.AgentDir(*data)

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -12,6 +11,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/clusterflow/clusterflow/internal/agent"
+	"github.com/clusterflow/clusterflow/internal/apperr"
 	"github.com/clusterflow/clusterflow/internal/backend"
 	"github.com/clusterflow/clusterflow/internal/devserver"
 	"github.com/clusterflow/clusterflow/internal/logging"
@@ -122,9 +122,8 @@ func runDev(ctx context.Context, args []string) error {
 // already deployed it, and shows its progress. Problems are printed; dev keeps serving.
 func deployAndWatch(ctx context.Context, st *starter.Starter, c spec.Cluster) {
 	err := st.Deploy(ctx, c, starter.DeployOptions{})
-	var exists *starter.AlreadyExistsError
 	switch {
-	case errors.As(err, &exists):
+	case apperr.Is(err, apperr.Conflict): // the only conflict of a deploy: the name is taken
 		fmt.Printf("Cluster %s already exists in this database; showing it.\n", c.Name)
 	case err != nil:
 		fmt.Fprintln(os.Stderr, "clusterflow:", err)
@@ -157,7 +156,7 @@ func devLogger(com common, logFile string) (*zap.Logger, func(), error) {
 	}
 	l, f, err := logging.NewFile(com.logFormat, com.logLevel, logFile)
 	if err != nil {
-		return nil, nil, badInput{fmt.Errorf("--log-file %s: %w", logFile, err)}
+		return nil, nil, apperr.Errorf(apperr.Invalid, "--log-file %s: %w", logFile, err)
 	}
 	return l, func() { _ = l.Sync(); f.Close() }, nil
 }

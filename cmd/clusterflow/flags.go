@@ -11,6 +11,7 @@ import (
 	"go.temporal.io/sdk/contrib/envconfig"
 	"go.uber.org/zap"
 
+	"github.com/clusterflow/clusterflow/internal/apperr"
 	"github.com/clusterflow/clusterflow/internal/logging"
 	"github.com/clusterflow/clusterflow/internal/spec"
 	"github.com/clusterflow/clusterflow/starter"
@@ -31,7 +32,7 @@ func (c *common) register(fs *pflag.FlagSet, defaultLogLevel string) {
 func (c *common) logger() (*zap.Logger, error) {
 	l, err := logging.New(c.logFormat, c.logLevel)
 	if err != nil {
-		return nil, badInput{err}
+		return nil, apperr.Wrap(apperr.Invalid, err)
 	}
 	return l, nil
 }
@@ -57,7 +58,7 @@ func (c *connection) connect(ctx context.Context, logger *zap.Logger) (client.Cl
 		Address: c.address, Namespace: c.namespace, Logger: logging.SDK(logger), MetricsHandler: c.metrics,
 	})
 	if err != nil {
-		return nil, settings, badInput{err}
+		return nil, settings, apperr.Wrap(apperr.Invalid, err)
 	}
 	cl, err := starter.Dial(ctx, co)
 	return cl, settings, err
@@ -90,7 +91,7 @@ func flagError(err error) error {
 	if err == pflag.ErrHelp {
 		return err
 	}
-	return badInput{err}
+	return apperr.Wrap(apperr.Invalid, err)
 }
 
 // clusterCommand parses the flags of a command that acts on one cluster, takes its NAME,
@@ -135,7 +136,7 @@ func specCommand(ctx context.Context, fs *pflag.FlagSet, conn *connection, file 
 	}
 	if *file == "" {
 		fs.Usage()
-		return spec.Cluster{}, nil, nil, badInput{fmt.Errorf("-f SPEC is required")}
+		return spec.Cluster{}, nil, nil, apperr.Errorf(apperr.Invalid, "-f SPEC is required")
 	}
 	c, err := spec.Load(*file)
 	if err != nil {
@@ -149,7 +150,7 @@ func specCommand(ctx context.Context, fs *pflag.FlagSet, conn *connection, file 
 func oneName(fs *pflag.FlagSet, what string) (string, error) {
 	if fs.NArg() != 1 {
 		fs.Usage()
-		return "", badInput{fmt.Errorf("%s takes exactly one cluster NAME, got %d arguments", what, fs.NArg())}
+		return "", apperr.Errorf(apperr.Invalid, "%s takes exactly one cluster NAME, got %d arguments", what, fs.NArg())
 	}
 	return fs.Arg(0), nil
 }

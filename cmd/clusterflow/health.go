@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/clusterflow/clusterflow/internal/apperr"
 	"github.com/clusterflow/clusterflow/starter"
 	"github.com/clusterflow/clusterflow/workflows"
 )
@@ -20,7 +21,7 @@ func runSignal(ctx context.Context, args []string) error {
 	}
 	if fs.NArg() != 3 {
 		fs.Usage()
-		return badInput{fmt.Errorf("signal takes a cluster NAME, a MEMBER and an EVENT (down, up, gone or unhealthy), got %d arguments", fs.NArg())}
+		return apperr.Errorf(apperr.Invalid, "signal takes a cluster NAME, a MEMBER and an EVENT (down, up, gone or unhealthy), got %d arguments", fs.NArg())
 	}
 	name, ev := fs.Arg(0), workflows.MemberEvent{Member: fs.Arg(1), Event: workflows.HealthEvent(fs.Arg(2)), Reason: *reason, Source: *source}
 	st, _, closeClient, err := conn.starter(ctx)

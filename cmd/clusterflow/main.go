@@ -11,8 +11,7 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"github.com/clusterflow/clusterflow/internal/spec"
-	"github.com/clusterflow/clusterflow/starter"
+	"github.com/clusterflow/clusterflow/internal/apperr"
 )
 
 type command struct {
@@ -48,9 +47,9 @@ func run(ctx context.Context, args []string) int {
 	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
 		usage()
 		if len(args) == 0 {
-			return exitBadInput
+			return apperr.ExitBadInput
 		}
-		return exitOK
+		return apperr.ExitOK
 	}
 	for _, c := range commands {
 		if c.name == args[0] {
@@ -59,7 +58,7 @@ func run(ctx context.Context, args []string) int {
 	}
 	fmt.Fprintf(os.Stderr, "clusterflow: unknown command %q\n\n", args[0])
 	usage()
-	return exitBadInput
+	return apperr.ExitBadInput
 }
 
 func usage() {
@@ -70,39 +69,11 @@ func usage() {
 	fmt.Fprintln(os.Stderr, "\nRun `clusterflow COMMAND -h` for a command's flags.")
 }
 
-// Exit statuses: scripts rely on these.
-const (
-	exitOK       = 0
-	exitFailed   = 1
-	exitBadInput = 2
-)
-
-// failure is an operation that ran and failed (exit 1) after printing its own report.
-type failure struct{ message string }
-
-func (f failure) Error() string { return f.message }
-
-// badInput is a request refused before anything started (exit 2).
-type badInput struct{ err error }
-
-func (b badInput) Error() string { return b.err.Error() }
-
+// exitCode prints err and turns it into the exit status (apperr.ExitCode); help is no error.
 func exitCode(err error) int {
-	var invalid *spec.InvalidError
-	var bad badInput
-	var failed failure
-	switch {
-	case err == nil || errors.Is(err, pflag.ErrHelp):
-		return exitOK
-	case errors.As(err, &failed):
-		if failed.message != "" {
-			fmt.Fprintln(os.Stderr, "clusterflow:", failed.message)
-		}
-		return exitFailed
-	case errors.As(err, &invalid), errors.As(err, &bad), starter.IsBadInput(err):
-		fmt.Fprintln(os.Stderr, "clusterflow:", err)
-		return exitBadInput
+	if err == nil || errors.Is(err, pflag.ErrHelp) {
+		return apperr.ExitOK
 	}
 	fmt.Fprintln(os.Stderr, "clusterflow:", err)
-	return exitFailed
+	return apperr.ExitCode(err)
 }

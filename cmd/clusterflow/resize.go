@@ -2,10 +2,10 @@ package main
 
 import (
 	"context"
-	"fmt"
 	"strconv"
 	"strings"
 
+	"github.com/clusterflow/clusterflow/internal/apperr"
 	"github.com/clusterflow/clusterflow/workflows"
 )
 
@@ -19,7 +19,7 @@ func runResize(ctx context.Context, args []string) error {
 	}
 	if fs.NArg() < 2 {
 		fs.Usage()
-		return badInput{fmt.Errorf("resize takes a cluster NAME and at least one ROLE=N")}
+		return apperr.Errorf(apperr.Invalid, "resize takes a cluster NAME and at least one ROLE=N")
 	}
 	counts, err := parseCounts(fs.Args()[1:])
 	if err != nil {
@@ -46,7 +46,7 @@ func parseCounts(args []string) ([]workflows.RoleCount, error) {
 		role, n, ok := strings.Cut(arg, "=")
 		members, err := strconv.Atoi(n)
 		if !ok || role == "" || err != nil {
-			return nil, badInput{fmt.Errorf("%q is not ROLE=N (for example worker=4)", arg)}
+			return nil, apperr.Errorf(apperr.Invalid, "%q is not ROLE=N (for example worker=4)", arg)
 		}
 		counts = append(counts, workflows.RoleCount{Role: role, Members: members})
 	}

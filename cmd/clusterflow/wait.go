@@ -6,6 +6,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/clusterflow/clusterflow/internal/apperr"
 	"github.com/clusterflow/clusterflow/internal/render"
 	"github.com/clusterflow/clusterflow/starter"
 	"github.com/clusterflow/clusterflow/workflows"
@@ -31,7 +32,7 @@ func waitFor(ctx context.Context, st *starter.Starter, name string, timeout time
 		if final.Phase != "" {
 			where = "in phase " + string(final.Phase)
 		}
-		return final, failure{fmt.Sprintf("stopped waiting for %s %s: %v (it carries on; see `clusterflow status %s`)", name, where, ctx.Err(), name)}
+		return final, apperr.Errorf(apperr.Failed, "stopped waiting for %s %s: %v (it carries on; see `clusterflow status %s`)", name, where, ctx.Err(), name)
 	}
 	return final, err
 }
@@ -49,11 +50,11 @@ func settled(final workflows.ClusterStatus) error {
 				}
 			}
 		}
-		return failure{fmt.Sprintf("cluster %s failed: %s", final.Name, final.Message)}
+		return apperr.Errorf(apperr.Failed, "cluster %s failed: %s", final.Name, final.Message)
 	case workflows.PhaseCanceled:
-		return failure{fmt.Sprintf("cluster %s was canceled: %s", final.Name, final.Message)}
+		return apperr.Errorf(apperr.Failed, "cluster %s was canceled: %s", final.Name, final.Message)
 	case workflows.PhaseTerminated:
-		return failure{fmt.Sprintf("cluster %s: %s", final.Name, final.Message)}
+		return apperr.Errorf(apperr.Failed, "cluster %s: %s", final.Name, final.Message)
 	}
 	return nil
 }

@@ -9,6 +9,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/clusterflow/clusterflow/internal/apperr"
 	"github.com/clusterflow/clusterflow/internal/metrics"
 	"github.com/clusterflow/clusterflow/starter"
 	"github.com/clusterflow/clusterflow/worker"
@@ -31,7 +32,7 @@ func runWorker(ctx context.Context, args []string) error {
 	if *metricsAddress != "" {
 		// Served until the process exits, so that the worker's shutdown is reported too.
 		if conn.metrics, err = metrics.Serve(context.WithoutCancel(ctx), *metricsAddress); err != nil {
-			return badInput{err}
+			return apperr.Wrap(apperr.Invalid, err)
 		}
 		logger.Info("Serving metrics", zap.String("url", "http://"+*metricsAddress+"/metrics"))
 	}

@@ -12,7 +12,7 @@ import (
 func Load(file string) (Cluster, error) {
 	data, err := os.ReadFile(file)
 	if err != nil {
-		return Cluster{}, &InvalidError{Origin: file, Problems: []Problem{{Path: "spec", Message: describeReadError(err)}}}
+		return Cluster{}, invalid(file, []Problem{{Path: "spec", Message: describeReadError(err)}})
 	}
 	return Parse(data, file, fileScriptReader(filepath.Dir(file)))
 }

@@ -3,33 +3,26 @@ package spec
 import (
 	"fmt"
 	"strings"
+
+	"github.com/clusterflow/clusterflow/internal/apperr"
 )
 
 // Problem is one thing wrong with a spec, located by its field path, e.g. roles[1].dependsOn.
-type Problem struct {
-	Path    string `json:"path"`
-	Message string `json:"message"`
-}
+type Problem = apperr.Problem
 
-func (p Problem) String() string { return p.Path + ": " + p.Message }
-
-// InvalidError carries every problem found in a spec, so a user fixes them in one go.
-type InvalidError struct {
-	Origin   string
-	Problems []Problem
-}
-
-func (e *InvalidError) Error() string {
-	lines := make([]string, 0, len(e.Problems)+1)
+// invalid is the error for a spec with problems: every one of them, so a user fixes them in
+// one go.
+func invalid(origin string, ps []Problem) error {
+	lines := make([]string, 0, len(ps)+1)
 	what := "spec"
-	if e.Origin != "" {
-		what = e.Origin
+	if origin != "" {
+		what = origin
 	}
-	lines = append(lines, fmt.Sprintf("%s is invalid (%d %s):", what, len(e.Problems), plural(len(e.Problems), "problem")))
-	for _, p := range e.Problems {
+	lines = append(lines, fmt.Sprintf("%s is invalid (%d %s):", what, len(ps), plural(len(ps), "problem")))
+	for _, p := range ps {
 		lines = append(lines, "  "+p.String())
 	}
-	return strings.Join(lines, "\n")
+	return &apperr.Error{Code: apperr.Invalid, Message: strings.Join(lines, "\n"), Problems: ps}
 }
 
 // problems collects problems in the order they are found.

@@ -18,7 +18,7 @@ type ScriptReader func(path string) ([]byte, error)
 var ErrScriptTooLarge = fmt.Errorf("is larger than the %d KiB limit for startscripts", MaxScriptSize>>10)
 
 // Parse decodes and validates a spec, reading its startscripts with readScript. Every problem
-// is reported at once in an *InvalidError.
+// is reported at once in an *apperr.Error with code Invalid and its Problems.
 func Parse(data []byte, origin string, readScript ScriptReader) (Cluster, error) {
 	var ps problems
 	d := decode(data, &ps)
@@ -27,7 +27,7 @@ func Parse(data []byte, origin string, readScript ScriptReader) (Cluster, error)
 		c = build(d, origin, readScript, &ps)
 	}
 	if len(ps) > 0 {
-		return Cluster{}, &InvalidError{Origin: origin, Problems: ps}
+		return Cluster{}, invalid(origin, ps)
 	}
 	return c, nil
 }

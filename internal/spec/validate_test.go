@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/clusterflow/clusterflow/internal/apperr"
 )
 
 // scripts is an in-memory ScriptReader for tests.
@@ -111,9 +113,9 @@ func TestParseReportsEveryProblem(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			_, err := Parse([]byte(tt.spec), "", testScripts)
-			var invalid *InvalidError
-			if !errors.As(err, &invalid) {
-				t.Fatalf("want *InvalidError, got %v", err)
+			var invalid *apperr.Error
+			if !errors.As(err, &invalid) || invalid.Code != apperr.Invalid {
+				t.Fatalf("want an invalid *apperr.Error, got %v", err)
 			}
 			if len(invalid.Problems) != len(tt.want) {
 				t.Errorf("want %d problems, got %d:\n%v", len(tt.want), len(invalid.Problems), err)
