@@ -252,3 +252,164 @@ type RoleProgress struct {
 	Operation string   `json:"operation"`
 	Members   []Member `json:"members"`
 }
+
+// The status: what the status query, the updates and `clusterflow status -o json` give.
+
+// Phase is where a cluster is in its life.
+type Phase string
+
+const (
+	PhaseDeploying Phase = "deploying"
+	// PhaseUpdating is any later operation: a resize, an apply, a replacement or a rogue's
+	// removal converging.
+	PhaseUpdating Phase = "updating"
+	PhaseReady    Phase = "ready"
+	PhaseFailed   Phase = "failed"
+	// PhaseCanceled follows a cancel: the operation stopped where it was.
+	PhaseCanceled Phase = "canceled"
+	// PhaseDegraded is ready but for members that are down, flapping or being replaced.
+	PhaseDegraded Phase = "degraded"
+	// PhasePaused is degraded with automatic replacement paused for some role, because more
+	// of its members are unavailable than its maxUnavailable allows (the meltdown guard).
+	PhasePaused   Phase = "paused"
+	PhaseDeleting Phase = "deleting"
+	PhaseDeleted  Phase = "deleted"
+	// PhaseTerminated is never the workflow's own: the starter reports it for a cluster whose
+	// workflow ended without deleting it (terminated from the Web UI, say, or timed out).
+	PhaseTerminated Phase = "terminated"
+)
+
+// MemberState is where a member is in its life.
+type MemberState string
+
+const (
+	MemberPending     MemberState = "pending"
+	MemberCreating    MemberState = "creating"
+	MemberConfiguring MemberState = "configuring"
+	MemberReady       MemberState = "ready"
+	MemberConfigError MemberState = "config_error"
+	MemberDeleting    MemberState = "deleting"
+	MemberDeleted     MemberState = "deleted"
+
+	// Health states, entered through the member health state machine (health_table.go).
+	MemberDown      MemberState = "down"
+	MemberFlapping  MemberState = "flapping"
+	MemberReplacing MemberState = "replacing"
+	// MemberRogue is a member the backend has but the cluster did not know: it is removed.
+	MemberRogue MemberState = "rogue"
+)
+
+// StatusAPIVersion names the shape of ClusterStatus. It changes only with a change users
+// must adapt their scripts to; testdata/status.golden.json pins the shape, and the README
+// documents it field by field.
+const StatusAPIVersion = "clusterflow/v1"
+
+// ClusterStatus is the answer to the status query, and what `clusterflow status -o json`
+// prints: a projection of the workflow's state without its bookkeeping.
+type ClusterStatus struct {
+	APIVersion string `json:"apiVersion"`
+	Name       string `json:"name"`
+	Phase      Phase  `json:"phase"`
+	Message    string `json:"message,omitempty"`
+	// Origin is where the spec came from, as deploy or apply was told.
+	Origin string `json:"origin,omitempty"`
+	// Levels is the dependency plan: the roles set up together, level by level.
+	Levels    [][]string   `json:"levels"`
+	Roles     []RoleStatus `json:"roles"`
+	CreatedAt time.Time    `json:"createdAt"`
+	UpdatedAt time.Time    `json:"updatedAt"`
+	// Generation is the desired state's generation: 1 at deploy, one more for every
+	// accepted change. AttemptedGeneration is the latest one an operation worked toward,
+	// and ReachedGeneration the latest one an operation fully reached.
+	Generation          int `json:"generation"`
+	AttemptedGeneration int `json:"attemptedGeneration"`
+	ReachedGeneration   int `json:"reachedGeneration"`
+}
+
+// RoleStatus is one role's desired size and its members.
+type RoleStatus struct {
+	Name      string         `json:"name"`
+	Level     int            `json:"level"`
+	DependsOn []string       `json:"dependsOn,omitempty"`
+	Desired   int            `json:"desired"`
+	Ready     int            `json:"ready"`
+	Members   []MemberStatus `json:"members"`
+	// Paused says why automatic replacement is paused for the role (the meltdown guard);
+	// Resumed marks an operator's resume, which holds until the role recovers.
+	Paused  string `json:"paused,omitempty"`
+	Resumed bool   `json:"resumed,omitempty"`
+}
+
+// MemberStatus is one member's state.
+type MemberStatus struct {
+	Name    string      `json:"name"`
+	Role    string      `json:"role"`
+	Ordinal int         `json:"ordinal"`
+	State   MemberState `json:"state"`
+	Detail  string      `json:"detail,omitempty"`
+	// Event is the startscript event running now, or the last one run.
+	Event spec.Event `json:"event,omitempty"`
+	// Since is when the member entered its state; for a running script, when it started.
+	Since time.Time `json:"since"`
+	// LastLine is a running script's latest line of output. It travels in the script
+	// activity's heartbeats, which the workflow never sees: the starter adds it.
+	LastLine   string `json:"lastLine,omitempty"`
+	StdoutTail string `json:"stdoutTail,omitempty"`
+	StderrTail string `json:"stderrTail,omitempty"`
+	// Leaving marks a member a change stopped while it was being set up: it is removed next.
+	Leaving bool `json:"leaving,omitempty"`
+	// Health is the member's health record, once anything was reported about it.
+	Health *MemberHealth `json:"health,omitempty"`
+	// Replaces and ReplacedBy link a replaced member and its successor. Replacements counts
+	// the replacements of failed setups in this member's slot, for maxReplacements.
+	Replaces     string `json:"replaces,omitempty"`
+	ReplacedBy   string `json:"replacedBy,omitempty"`
+	Replacements int    `json:"replacements,omitempty"`
+}
+
+// Member health: the events services report, and each member's record of them.
+
+// HealthEvent is what a member-event reports, or what the machine raises itself.
+type HealthEvent string
+
+const (
+	HealthDown      HealthEvent = "down"
+	HealthUp        HealthEvent = "up"
+	HealthGone      HealthEvent = "gone"
+	HealthUnhealthy HealthEvent = "unhealthy"
+
+	// HealthTimeout is raised when a state's timer expires.
+	HealthTimeout HealthEvent = "timeout"
+	// HealthResume is an operator's `clusterflow resume`.
+	HealthResume HealthEvent = "resume"
+	// HealthConfigError is raised when a member's setup failed and its role asks for a
+	// replacement.
+	HealthConfigError HealthEvent = "config_error"
+)
+
+// ReportedEvents are the events external services may send.
+var ReportedEvents = []HealthEvent{HealthDown, HealthUp, HealthGone, HealthUnhealthy}
+
+// MemberHealth is a member's health record. It lives in the cluster's state, so it, and
+// the timer it describes, outlive worker and server restarts and continue-as-new.
+type MemberHealth struct {
+	// LastReport is the latest event an external service reported.
+	LastReport HealthEvent `json:"lastReport,omitempty"`
+	// Due is when the member's timer raises HealthTimeout; zero when none is armed.
+	Due time.Time `json:"due,omitzero"`
+	// Recoveries are the recent times the member came back up, for flapping.
+	Recoveries  []time.Time        `json:"recoveries,omitempty"`
+	Transitions []HealthTransition `json:"transitions,omitempty"`
+}
+
+// HealthTransition is one step of the member's state machine.
+type HealthTransition struct {
+	At     time.Time   `json:"at"`
+	From   MemberState `json:"from"`
+	To     MemberState `json:"to"`
+	Event  HealthEvent `json:"event"`
+	Reason string      `json:"reason,omitempty"`
+	Source string      `json:"source,omitempty"`
+	// ReportedAt is when the source says it saw the event, if it said.
+	ReportedAt time.Time `json:"reportedAt,omitzero"`
+}

@@ -28,7 +28,7 @@ var commands = []command{
 	{"resize", "NAME ROLE=N... [--wait]", "change the member count of roles", runResize},
 	{"apply", "-f SPEC [--wait]", "change an existing cluster to match a spec", runApply},
 	{"cancel", "NAME [--wait]", "stop the operation in progress", runCancel},
-	{"signal", "NAME MEMBER EVENT", "report a member down, up, gone or unhealthy", runSignal},
+	{"signal", "NAME MEMBER EVENT", "report a member down, up, gone or unhealthy (as an update, checked and answered)", runSignal},
 	{"resume", "NAME", "replace unavailable members despite the meltdown guard; clear flapping", runResume},
 	{"reconcile", "NAME", "compare members with the backend now: remove rogues, replace the gone", runReconcile},
 	{"status", "NAME [-o json]", "show a cluster's phase, roles and members", runStatus},

@@ -34,7 +34,7 @@ var ErrAlreadyRunning = errors.New("another agent is already running for this fo
 type Agent struct {
 	opts    Options
 	log     *zap.Logger
-	clients *clients
+	clients *temporalClients
 	// ctx ends when the agent stops; scripts keep running, and the next agent adopts them.
 	ctx context.Context
 
@@ -71,7 +71,7 @@ func Serve(ctx context.Context, opts Options) error {
 	ctx, stop := context.WithCancel(ctx)
 	defer stop()
 	a := &Agent{opts: opts, log: opts.Logger, ctx: ctx, runs: map[string]*run{}, idleFrom: time.Now()}
-	a.clients = newClients(dir, a.log)
+	a.clients = newTemporalClients(dir, a.log)
 	defer a.clients.close()
 	a.readopt()
 

@@ -64,7 +64,7 @@ func (a *Agent) complete(rec record) error {
 
 // completion turns a finished run into the activity's result or failure.
 func completion(rec record) (*runner.Result, error) {
-	if rec.Lost {
+	if rec.state() == runLost {
 		return nil, temporal.NewApplicationError(
 			fmt.Sprintf("%s of %s was lost: its process ended without an exit status", rec.Event, rec.Member), ErrScriptLost)
 	}

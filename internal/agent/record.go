@@ -29,6 +29,31 @@ type record struct {
 	Lost   bool           `json:"lost,omitempty"`
 }
 
+// runState is where a run is, as its record says: the one reading of Result and Lost.
+type runState int
+
+const (
+	// runRunning: the script runs (or ran, and the agent has yet to see it end).
+	runRunning runState = iota
+	// runExited: the script ended with an exit status; its result waits to be delivered.
+	runExited
+	// runLost: the script's process vanished without an exit status.
+	runLost
+)
+
+func (r record) state() runState {
+	switch {
+	case r.Lost:
+		return runLost
+	case r.Result != nil:
+		return runExited
+	}
+	return runRunning
+}
+
+// finished says the run has ended, one way or the other, and only its delivery is left.
+func (s runState) finished() bool { return s != runRunning }
+
 const recordFile = "record.json"
 
 func loadRecord(dir string) (*record, error) {

@@ -83,7 +83,7 @@ func (a *Agent) launch(l Launch) (string, error) {
 	if a.stopping {
 		return "", errStopping
 	}
-	if r := a.runs[id]; r != nil && r.snapshot().Lost {
+	if r := a.runs[id]; r != nil && r.snapshot().state() == runLost {
 		// Still reporting the loss; the relaunch runs the script again instead.
 		delete(a.runs, id)
 		close(r.dropped)
@@ -95,13 +95,13 @@ func (a *Agent) launch(l Launch) (string, error) {
 			default:
 			}
 		}
-		if rec := r.snapshot(); rec.Result != nil || rec.Lost {
+		if r.snapshot().state().finished() {
 			return ActionDelivering, nil
 		}
 		return ActionAttached, nil
 	}
-	if rec, err := loadRecord(dir); err == nil && !rec.Lost {
-		if rec.Result != nil {
+	if rec, err := loadRecord(dir); err == nil && rec.state() != runLost {
+		if rec.state() == runExited {
 			r := a.track(id, dir, rec, retoken)
 			go a.deliver(r)
 			return ActionDelivering, nil
@@ -160,13 +160,13 @@ func (a *Agent) readopt() {
 		}
 		r := a.newRun(e.Name(), string(dir), rec)
 		a.runs[r.id] = r
-		if rec.Result != nil || rec.Lost {
+		if rec.state().finished() {
 			go a.deliver(r)
 		} else {
 			go a.supervise(r)
 		}
 		a.log.Info("Adopted run", zap.String("member", rec.Member), zap.String("event", rec.Event),
-			zap.Bool("finished", rec.Result != nil || rec.Lost))
+			zap.Bool("finished", rec.state().finished()))
 	}
 }
 

@@ -7,27 +7,6 @@ package workflows
 // configuring, deleting …) have no rows: health events about members being set up or
 // removed mean nothing yet.
 
-// HealthEvent is what a member-event reports, or what the machine raises itself.
-type HealthEvent string
-
-const (
-	HealthDown      HealthEvent = "down"
-	HealthUp        HealthEvent = "up"
-	HealthGone      HealthEvent = "gone"
-	HealthUnhealthy HealthEvent = "unhealthy"
-
-	// HealthTimeout is raised when a state's timer expires.
-	HealthTimeout HealthEvent = "timeout"
-	// HealthResume is an operator's `clusterflow resume`.
-	HealthResume HealthEvent = "resume"
-	// HealthConfigError is raised when a member's setup failed and its role asks for a
-	// replacement.
-	HealthConfigError HealthEvent = "config_error"
-)
-
-// ReportedEvents are the events external services may send.
-var ReportedEvents = []HealthEvent{HealthDown, HealthUp, HealthGone, HealthUnhealthy}
-
 // healthFacts are what guards look at, worked out by the cluster before a step.
 type healthFacts struct {
 	// paused: the role's automatic replacement is paused by the meltdown guard, counting

@@ -17,10 +17,10 @@ import (
 	"github.com/clusterflow/clusterflow/internal/logging"
 )
 
-// clients keeps one Temporal client per connection the agent was handed. Connections are
+// temporalClients keeps one Temporal client per connection the agent was handed. Connections are
 // stored apart from run records, readable by the agent's user only, because they may hold
 // an API key or a TLS key.
-type clients struct {
+type temporalClients struct {
 	dir string
 	log *zap.Logger
 
@@ -28,12 +28,12 @@ type clients struct {
 	byID map[string]client.Client
 }
 
-func newClients(agentDir string, log *zap.Logger) *clients {
-	return &clients{dir: filepath.Join(agentDir, "connections"), log: log, byID: map[string]client.Client{}}
+func newTemporalClients(agentDir string, log *zap.Logger) *temporalClients {
+	return &temporalClients{dir: filepath.Join(agentDir, "connections"), log: log, byID: map[string]client.Client{}}
 }
 
 // save stores the connection once and returns its ID.
-func (c *clients) save(conn Connection) (string, error) {
+func (c *temporalClients) save(conn Connection) (string, error) {
 	data, err := json.Marshal(conn)
 	if err != nil {
 		return "", err
@@ -52,7 +52,7 @@ func (c *clients) save(conn Connection) (string, error) {
 
 // get returns the client for a stored connection. Clients connect lazily, so an agent
 // whose server is down still starts, and delivers once the server is back.
-func (c *clients) get(id string) (client.Client, error) {
+func (c *temporalClients) get(id string) (client.Client, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if cl, ok := c.byID[id]; ok {
@@ -82,7 +82,7 @@ func (c *clients) get(id string) (client.Client, error) {
 	return cl, nil
 }
 
-func (c *clients) close() {
+func (c *temporalClients) close() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for _, cl := range c.byID {

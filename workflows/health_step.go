@@ -11,30 +11,6 @@ import (
 // keptTransitions bounds each member's health history.
 const keptTransitions = 10
 
-// MemberHealth is a member's health record. It lives in the cluster's state, so it, and
-// the timer it describes, outlive worker and server restarts and continue-as-new.
-type MemberHealth struct {
-	// LastReport is the latest event an external service reported.
-	LastReport HealthEvent `json:"lastReport,omitempty"`
-	// Due is when the member's timer raises HealthTimeout; zero when none is armed.
-	Due time.Time `json:"due,omitzero"`
-	// Recoveries are the recent times the member came back up, for flapping.
-	Recoveries  []time.Time        `json:"recoveries,omitempty"`
-	Transitions []HealthTransition `json:"transitions,omitempty"`
-}
-
-// HealthTransition is one step of the member's state machine.
-type HealthTransition struct {
-	At     time.Time   `json:"at"`
-	From   MemberState `json:"from"`
-	To     MemberState `json:"to"`
-	Event  HealthEvent `json:"event"`
-	Reason string      `json:"reason,omitempty"`
-	Source string      `json:"source,omitempty"`
-	// ReportedAt is when the source says it saw the event, if it said.
-	ReportedAt time.Time `json:"reportedAt,omitzero"`
-}
-
 // stepHealth feeds one event to a member's state machine and carries out the transition:
 // the member's state, timer and history, and a replacement when it enters replacing.
 func (w *clusterWorkflow) stepHealth(ctx workflow.Context, rs *roleState, m *Member, ev MemberEvent) MemberEventResult {
