@@ -112,23 +112,20 @@ func (w *clusterWorkflow) change(ctx workflow.Context, next spec.Cluster) Change
 // stopUnwanted tells role children still configuring members that are no longer wanted to
 // stop them, killing their scripts, rather than finish a setup that would be torn down.
 func (w *clusterWorkflow) stopUnwanted(ctx workflow.Context) {
-	for _, role := range slices.Sorted(maps.Keys(w.activeOps)) {
-		op := w.activeOps[role]
-		rs := w.state.Role(role)
-		if op.op != OpConfigure || rs == nil {
-			continue
+	configuring := map[string][]string{}
+	for role, op := range w.activeOps {
+		if op.op == OpConfigure {
+			configuring[role] = op.members
 		}
-		_, unwanted := w.splitWanted(rs)
-		var names []string
-		for _, m := range unwanted {
-			if slices.Contains(op.members, m.Name) && !m.Leaving {
-				rs.Member(m.Name).Leaving = true
-				names = append(names, m.Name)
-			}
+	}
+	for _, rw := range planStops(w.spec, w.state.Roles, configuring) {
+		rs := w.state.Role(rw.role)
+		names := make([]string, len(rw.members))
+		for i, m := range rw.members {
+			rs.Member(m.Name).Leaving = true
+			names[i] = m.Name
 		}
-		if len(names) > 0 {
-			op.future.SignalChildWorkflow(ctx, StopMembersSignal, StopMembers{Members: names})
-		}
+		w.activeOps[rw.role].future.SignalChildWorkflow(ctx, StopMembersSignal, StopMembers{Members: names})
 	}
 }
 

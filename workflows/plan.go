@@ -2,6 +2,8 @@ package workflows
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"time"
 
 	"github.com/clusterflow/clusterflow/internal/spec"
@@ -88,6 +90,30 @@ func planRemoval(desired spec.Cluster, roles []roleState, level []string, replac
 		}
 	}
 	return forget, work
+}
+
+// planStops lists, for each role being configured now (configuring maps it to the members
+// its child sets up), the members the desired spec no longer wants and not yet stopped:
+// their scripts are killed rather than finished for a teardown.
+func planStops(desired spec.Cluster, roles []roleState, configuring map[string][]string) []roleWork {
+	var work []roleWork
+	for _, role := range slices.Sorted(maps.Keys(configuring)) {
+		rs := roleOf(roles, role)
+		if rs == nil {
+			continue
+		}
+		_, unwanted := splitMembers(*rs, desiredMembers(desired, role))
+		var stop []Member
+		for _, m := range unwanted {
+			if slices.Contains(configuring[role], m.Name) && !m.Leaving {
+				stop = append(stop, m)
+			}
+		}
+		if len(stop) > 0 {
+			work = append(work, roleWork{role: role, members: stop})
+		}
+	}
+	return work
 }
 
 // planDeletion is one level of a delete: members never created are forgotten, and every

@@ -360,6 +360,40 @@ func TestPlanNotification(t *testing.T) {
 	}
 }
 
+// A change while members are being set up stops those it no longer wants at once.
+func TestPlanStops(t *testing.T) {
+	for _, row := range []struct {
+		name, desired string
+		observed      []string
+		configuring   map[string][]string
+		want          string
+	}{
+		{"shrink during setup stops the members going away", "controller=1 worker=1",
+			[]string{"controller-0=ready", "worker-0=configuring", "worker-1=configuring", "worker-2=creating"},
+			map[string][]string{"worker": {"c-worker-0", "c-worker-1", "c-worker-2"}}, "L1 worker: worker-1,worker-2"},
+		{"a member already stopped is not stopped twice", "controller=1 worker=1",
+			[]string{"controller-0=ready", "worker-0=configuring", "worker-1=configuring!", "worker-2=configuring"},
+			map[string][]string{"worker": {"c-worker-0", "c-worker-1", "c-worker-2"}}, "L1 worker: worker-2"},
+		{"only the members the child sets up: a pending one is forgotten later", "controller=1 worker=1",
+			[]string{"controller-0=ready", "worker-0=configuring", "worker-1=pending"},
+			map[string][]string{"worker": {"c-worker-0"}}, ""},
+		{"grow during setup stops nothing", "controller=1 worker=4",
+			[]string{"controller-0=ready", "worker-0=configuring", "worker-1=configuring"},
+			map[string][]string{"worker": {"c-worker-0", "c-worker-1"}}, ""},
+		{"apply removing a role being set up stops all of it", "controller=1",
+			[]string{"controller-0=ready", "worker-0=configuring", "edge-0=configuring"},
+			map[string][]string{"worker": {"c-worker-0"}, "edge": {"c-edge-0"}}, "L1 edge: edge-0 | L1 worker: worker-0"},
+	} {
+		t.Run(row.name, func(t *testing.T) {
+			desired := testCluster(t, row.desired)
+			got := strings.Join(describeWork(1, planStops(desired, observedRoles(t, desired, row.observed), row.configuring)), " | ")
+			if got != row.want {
+				t.Errorf("stops:\n got %q\nwant %q", got, row.want)
+			}
+		})
+	}
+}
+
 func TestPlanDeletion(t *testing.T) {
 	desired := testCluster(t, "controller=1 worker=3")
 	roles := observedRoles(t, desired, []string{"controller-0=ready", "worker-0=down", "worker-1=config_error", "worker-2=pending", "worker-3=deleted"})
