@@ -59,7 +59,7 @@ func (w *clusterWorkflow) convergeOnce(ctx workflow.Context) (again bool) {
 		if changed() || w.replaceFailed(ctx, level) {
 			return true
 		}
-		if failed := w.unhealthy(level); len(failed) > 0 {
+		if failed := levelProblems(w.spec, w.state.Roles, level); len(failed) > 0 {
 			w.skipLaterLevels(i, strings.Join(level, ", "))
 			w.removeReplaced(ctx)
 			w.announce(ctx)
@@ -84,7 +84,7 @@ func (w *clusterWorkflow) convergeOnce(ctx workflow.Context) (again bool) {
 	// A failed notification leaves its member in config_error, and the cluster failed.
 	var failed []string
 	for _, level := range w.state.Levels {
-		failed = append(failed, w.unhealthy(level)...)
+		failed = append(failed, levelProblems(w.spec, w.state.Roles, level)...)
 	}
 	if len(failed) > 0 {
 		w.setPhase(ctx, PhaseFailed, strings.Join(failed, "; "))
@@ -117,11 +117,6 @@ func (w *clusterWorkflow) configureLevel(ctx workflow.Context, level []string) {
 		}
 	}
 	w.runLevel(ctx, OpConfigure, work)
-}
-
-// unhealthy explains why a level's roles are not all ready, if they are not.
-func (w *clusterWorkflow) unhealthy(level []string) []string {
-	return levelProblems(w.spec, w.state.Roles, level)
 }
 
 // skipLaterLevels says why members of roles after a failed level never started.

@@ -37,7 +37,7 @@ func (w *clusterWorkflow) replaceFailed(ctx workflow.Context, roles []string) bo
 		if !ok || rs == nil || !r.Health.ReplaceOnConfigError {
 			continue
 		}
-		wanted, _ := w.splitWanted(rs)
+		wanted, _ := splitMembers(*rs, desiredMembers(w.spec, name))
 		for _, m := range wanted {
 			if m.State != MemberConfigError {
 				continue

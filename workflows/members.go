@@ -11,17 +11,6 @@ import (
 // A role's members are kept in ordinal order. The desired spec says how many a role wants;
 // the lowest ordinals stay and the highest leave first.
 
-// desiredCount is how many members the desired spec wants in a role.
-func (w *clusterWorkflow) desiredCount(role string) int {
-	return desiredMembers(w.spec, role)
-}
-
-// splitWanted divides a role's members into those the desired spec keeps and the others
-// (splitMembers).
-func (w *clusterWorkflow) splitWanted(rs *roleState) (wanted, unwanted []Member) {
-	return splitMembers(*rs, w.desiredCount(rs.Name))
-}
-
 // reshape makes the observed state match the desired spec's shape: roles an apply added,
 // the dependency plan, and a pending member for every member a role is short of.
 func (w *clusterWorkflow) reshape(ctx workflow.Context) {
@@ -34,7 +23,7 @@ func (w *clusterWorkflow) reshape(ctx workflow.Context) {
 	for i := range w.state.Roles {
 		rs := &w.state.Roles[i]
 		rs.Level = levelOf(w.state.Levels, rs.Name)
-		rs.Desired = w.desiredCount(rs.Name)
+		rs.Desired = desiredMembers(w.spec, rs.Name)
 	}
 	w.addPendingMembers(ctx)
 }
@@ -75,7 +64,7 @@ func (w *clusterWorkflow) addPendingMembers(ctx workflow.Context) {
 // addPendingTo adds the members a role is short of (planNewMembers), links the members
 // they replace to them, and returns them.
 func (w *clusterWorkflow) addPendingTo(ctx workflow.Context, rs *roleState) []Member {
-	added := planNewMembers(w.state.Name, *rs, w.desiredCount(rs.Name), workflow.Now(ctx))
+	added := planNewMembers(w.state.Name, *rs, desiredMembers(w.spec, rs.Name), workflow.Now(ctx))
 	for _, m := range added {
 		if m.Replaces != "" {
 			rs.Member(m.Replaces).ReplacedBy = m.Name
@@ -111,6 +100,6 @@ func (w *clusterWorkflow) dropRemoved() {
 // syncDesired shows a change's desired counts in status at once, before any operation.
 func (w *clusterWorkflow) syncDesired() {
 	for i := range w.state.Roles {
-		w.state.Roles[i].Desired = w.desiredCount(w.state.Roles[i].Name)
+		w.state.Roles[i].Desired = desiredMembers(w.spec, w.state.Roles[i].Name)
 	}
 }
