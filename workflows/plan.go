@@ -116,29 +116,10 @@ func planStops(desired spec.Cluster, roles []roleState, configuring map[string][
 	return work
 }
 
-// planDeletion is one level of a delete: members never created are forgotten, and every
-// other member still there is torn down and removed, whatever its state.
+// planDeletion is one level of a delete: a removal that wants no member at all, so members
+// never created are forgotten and every other one, whatever its state, is torn down.
 func planDeletion(roles []roleState, level []string) (forget []string, work []roleWork) {
-	for _, name := range level {
-		rs := roleOf(roles, name)
-		if rs == nil {
-			continue
-		}
-		var present []Member
-		for _, m := range rs.Members {
-			switch m.State {
-			case MemberDeleted:
-			case MemberPending:
-				forget = append(forget, m.Name)
-			default:
-				present = append(present, m)
-			}
-		}
-		if len(present) > 0 {
-			work = append(work, roleWork{role: name, members: present})
-		}
-	}
-	return forget, work
+	return planRemoval(spec.Cluster{}, roles, level, true)
 }
 
 // planNewMembers lists the members a role is short of, with the next ordinals. Each new
@@ -245,10 +226,5 @@ func planNotification(desired spec.Cluster, roles []roleState, op RoleOperation,
 
 // roleOf finds a role among roles.
 func roleOf(roles []roleState, name string) *roleState {
-	for i := range roles {
-		if roles[i].Name == name {
-			return &roles[i]
-		}
-	}
-	return nil
+	return named(roles, name, func(r *roleState) string { return r.Name })
 }

@@ -106,19 +106,19 @@ type clusterState struct {
 
 // Role returns the named role's status.
 func (s *clusterState) Role(name string) *roleState {
-	for i := range s.Roles {
-		if s.Roles[i].Name == name {
-			return &s.Roles[i]
-		}
-	}
-	return nil
+	return named(s.Roles, name, func(r *roleState) string { return r.Name })
 }
 
 // Member returns the named member of the role.
 func (r *roleState) Member(name string) *Member {
-	for i := range r.Members {
-		if r.Members[i].Name == name {
-			return &r.Members[i]
+	return named(r.Members, name, func(m *Member) string { return m.Name })
+}
+
+// named finds the item called name, for the lookups by name of roles and members.
+func named[T any](items []T, name string, nameOf func(*T) string) *T {
+	for i := range items {
+		if nameOf(&items[i]) == name {
+			return &items[i]
 		}
 	}
 	return nil

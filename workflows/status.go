@@ -35,22 +35,12 @@ func (s clusterState) status() ClusterStatus {
 
 // Role returns the named role's status.
 func (s *ClusterStatus) Role(name string) *RoleStatus {
-	for i := range s.Roles {
-		if s.Roles[i].Name == name {
-			return &s.Roles[i]
-		}
-	}
-	return nil
+	return named(s.Roles, name, func(r *RoleStatus) string { return r.Name })
 }
 
 // Member returns the named member of the role.
 func (r *RoleStatus) Member(name string) *MemberStatus {
-	for i := range r.Members {
-		if r.Members[i].Name == name {
-			return &r.Members[i]
-		}
-	}
-	return nil
+	return named(r.Members, name, func(m *MemberStatus) string { return m.Name })
 }
 
 // CountReady counts members in the ready state.
