@@ -6,6 +6,7 @@ import (
 )
 
 func TestEveryCommandHasHelp(t *testing.T) {
+	t.Parallel()
 	guard(t)
 	for _, cmd := range []string{"dev", "worker", "agent", "setup", "deploy", "resize", "apply", "cancel", "signal", "resume", "reconcile", "status", "list", "delete"} {
 		res := cli(t, cmd, "-h")
@@ -34,6 +35,7 @@ func TestEveryCommandHasHelp(t *testing.T) {
 }
 
 func TestSetupIsIdempotent(t *testing.T) {
+	t.Parallel()
 	guard(t)
 	// The shared server registered the attributes when it was created.
 	res := cli(t, "setup")
@@ -43,6 +45,7 @@ func TestSetupIsIdempotent(t *testing.T) {
 }
 
 func TestListShowsClustersAndDeleteTwiceIsFine(t *testing.T) {
+	t.Parallel()
 	guard(t)
 	specPath, _ := writeCluster(t, `
 name: listed

@@ -61,6 +61,7 @@ func goModVersion(t *testing.T, module string) string {
 }
 
 func TestComposeFileStructure(t *testing.T) {
+	t.Parallel()
 	guard(t)
 	var c composeFile
 	if err := yaml.Unmarshal([]byte(readRepoFile(t, "docker-compose.yml")), &c); err != nil {
@@ -148,6 +149,7 @@ func TestComposeFileStructure(t *testing.T) {
 }
 
 func TestDockerfileIsMultiStageOnGoModsGo(t *testing.T) {
+	t.Parallel()
 	guard(t)
 	dockerfile := readRepoFile(t, "Dockerfile")
 	froms := regexp.MustCompile(`(?m)^FROM\s+(\S+)`).FindAllStringSubmatch(dockerfile, -1)

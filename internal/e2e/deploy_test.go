@@ -51,6 +51,7 @@ func statusJSON(t *testing.T, name string) workflows.ClusterStatus {
 }
 
 func TestDeployRunsRolesInDependencyOrder(t *testing.T) {
+	t.Parallel()
 	guard(t)
 	specPath, trace := writeCluster(t, threeLevelSpec("ordered", ""))
 	res := cli(t, "deploy", "-f", specPath, "--wait")
@@ -105,6 +106,7 @@ func TestDeployRunsRolesInDependencyOrder(t *testing.T) {
 }
 
 func TestFailedConfigureShowsOutputAndStopsDependents(t *testing.T) {
+	t.Parallel()
 	guard(t)
 	specPath, trace := writeCluster(t, threeLevelSpec("failing", "failing-worker-1"))
 	res := cli(t, "deploy", "-f", specPath, "--wait")
@@ -176,6 +178,7 @@ func TestFailedConfigureShowsOutputAndStopsDependents(t *testing.T) {
 }
 
 func TestInvalidSpecIsRefusedWithEveryProblem(t *testing.T) {
+	t.Parallel()
 	guard(t)
 	specPath, _ := writeCluster(t, `
 name: Bad_Name
@@ -205,6 +208,7 @@ roles:
 }
 
 func TestDeployingAnExistingNameIsRefused(t *testing.T) {
+	t.Parallel()
 	guard(t)
 	specPath, trace := writeCluster(t, `
 name: twice
@@ -230,6 +234,7 @@ roles:
 }
 
 func TestDeleteDuringSetupStopsTheScriptAndSkipsLaterLevels(t *testing.T) {
+	t.Parallel()
 	guard(t)
 	specPath, trace := writeCluster(t, `
 name: midway
@@ -306,6 +311,7 @@ func exists(path string) bool {
 }
 
 func TestConfigureTimeoutFailsTheMember(t *testing.T) {
+	t.Parallel()
 	guard(t)
 	specPath, _ := writeCluster(t, `
 name: slow

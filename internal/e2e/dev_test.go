@@ -20,6 +20,7 @@ import (
 // TestDevRunsTheExampleAndKeepsStateAcrossRestarts is the README's first command: `dev -f`
 // with the example app, on a SQLite file, with the Web UI.
 func TestDevRunsTheExampleAndKeepsStateAcrossRestarts(t *testing.T) {
+	t.Parallel()
 	guard(t)
 	example := newExampleDev(t)
 	dir, data, grpcAddr, uiAddr, args := example.dir, example.data, example.grpcAddr, example.uiAddr, example.args
@@ -102,6 +103,7 @@ func TestDevRunsTheExampleAndKeepsStateAcrossRestarts(t *testing.T) {
 // TestExampleNeedsItsDependencyOrder shows the example is honest: without dependsOn, its
 // workers come up beside the controller and fail.
 func TestExampleNeedsItsDependencyOrder(t *testing.T) {
+	t.Parallel()
 	guard(t)
 	root, err := testenv.ModuleRoot()
 	if err != nil {

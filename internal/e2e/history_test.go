@@ -14,6 +14,8 @@ import (
 
 // TestClusterHistoryGrowsWithRolesNotMembers deploys a large role and checks that the
 // cluster workflow's own history stays small: per-member work lives in the role's child.
+// It runs alone, before the parallel tests start: its 300 scripts at once would crowd the
+// tests that time health reports.
 func TestClusterHistoryGrowsWithRolesNotMembers(t *testing.T) {
 	guard(t)
 	specPath, trace := writeCluster(t, `

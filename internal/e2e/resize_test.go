@@ -61,6 +61,7 @@ func memberStates(s workflows.ClusterStatus, role string) []string {
 // TestResizeGrowsAndShrinksWithNotifications runs twice: as is, and with the cluster
 // workflow continuing as new after every operation, which must change nothing users see.
 func TestResizeGrowsAndShrinksWithNotifications(t *testing.T) {
+	t.Parallel()
 	guard(t)
 	for _, tc := range []struct {
 		name               string
@@ -130,6 +131,7 @@ func TestResizeGrowsAndShrinksWithNotifications(t *testing.T) {
 }
 
 func TestBadResizesAreRefusedAndChangeNothing(t *testing.T) {
+	t.Parallel()
 	guard(t)
 	specPath, _ := writeCluster(t, resizableSpec("refusing"))
 	mustSucceed(t, "deploy", "-f", specPath, "--wait")
@@ -164,6 +166,7 @@ func TestBadResizesAreRefusedAndChangeNothing(t *testing.T) {
 }
 
 func TestResizeDuringALongConfigureIsAcceptedAtOnce(t *testing.T) {
+	t.Parallel()
 	guard(t)
 	specPath, trace := writeCluster(t, resizableSpec("growing"))
 	hold := trace + ".hold-controller"
@@ -207,6 +210,7 @@ func TestResizeDuringALongConfigureIsAcceptedAtOnce(t *testing.T) {
 }
 
 func TestCancelLeavesAStableClusterThatCanBeResizedAndDeleted(t *testing.T) {
+	t.Parallel()
 	guard(t)
 	specPath, trace := writeCluster(t, resizableSpec("canceled"))
 	mustSucceed(t, "deploy", "-f", specPath, "--wait")
@@ -249,6 +253,7 @@ func TestCancelLeavesAStableClusterThatCanBeResizedAndDeleted(t *testing.T) {
 }
 
 func TestApplyAddsAndRemovesRolesAndRefusesReconfiguring(t *testing.T) {
+	t.Parallel()
 	guard(t)
 	specPath, trace := writeCluster(t, `
 name: applied
@@ -347,6 +352,7 @@ func shrinkDuringSetup(t *testing.T, name string) []scriptRun {
 }
 
 func TestShrinkDuringSetupStopsMembersNoLongerWanted(t *testing.T) {
+	t.Parallel()
 	guard(t)
 	runs := shrinkDuringSetup(t, "shrinking")
 	s := statusJSON(t, "shrinking")
@@ -363,6 +369,7 @@ func TestShrinkDuringSetupStopsMembersNoLongerWanted(t *testing.T) {
 }
 
 func TestAFailedNotificationMarksItsMemberAndIsNotRetried(t *testing.T) {
+	t.Parallel()
 	guard(t)
 	specPath, trace := writeCluster(t, `
 name: notified
@@ -411,6 +418,7 @@ func growDuringSetup(t *testing.T, name string) []scriptRun {
 }
 
 func TestGrowDuringSetupStartsTheNewMembersAtOnce(t *testing.T) {
+	t.Parallel()
 	guard(t)
 	runs := growDuringSetup(t, "joining")
 	expectRuns(t, runs, "configure", "--configure", "joining-controller-0", "joining-worker-0", "joining-worker-1", "joining-worker-2", "joining-worker-3")
@@ -425,6 +433,7 @@ func TestGrowDuringSetupStartsTheNewMembersAtOnce(t *testing.T) {
 }
 
 func TestChangesToAClusterBeingDeletedAreRefused(t *testing.T) {
+	t.Parallel()
 	guard(t)
 	specPath, trace := writeCluster(t, `
 name: leaving
@@ -461,6 +470,7 @@ roles:
 }
 
 func TestApplyCannotBringBackARoleStillBeingRemoved(t *testing.T) {
+	t.Parallel()
 	guard(t)
 	withEdge := `
 name: returning

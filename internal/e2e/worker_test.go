@@ -10,6 +10,7 @@ import (
 )
 
 func TestWorkerServesPrometheusMetrics(t *testing.T) {
+	t.Parallel()
 	guard(t)
 	specPath, _ := writeCluster(t, `
 name: measured
@@ -37,6 +38,7 @@ roles:
 }
 
 func TestWorkerStopsGracefullyOnSIGTERM(t *testing.T) {
+	t.Parallel()
 	guard(t)
 	dir := t.TempDir()
 	worker, err := testenv.Start(dir, dir, "worker", cliEnv, "worker", "--data", dataDir, "--shutdown-timeout", "5s")
