@@ -38,7 +38,7 @@ func expectRuns(t *testing.T, runs []scriptRun, event, args string, members ...s
 	got := runsOf(runs, "", event)
 	slices.Sort(members)
 	if !slices.Equal(memberNames(got), members) {
-		t.Errorf("%s ran on %v, want exactly %v", event, memberNames(got), members)
+		t.Errorf("%s ran on %v, want exactly %v; the runs: %+v", event, memberNames(got), members, got)
 	}
 	for _, r := range got {
 		if args != "" && r.Args != args {

@@ -2,7 +2,10 @@ package e2e
 
 import (
 	"context"
+	"fmt"
+	"os"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -30,6 +33,11 @@ func newStack(t *testing.T) *stack {
 	s := &stack{t: t, dir: dir, data: filepath.Join(dir, "data"), db: filepath.Join(dir, "dev.db"), address: freeAddress(t)}
 	s.env = []string{"TEMPORAL_ADDRESS=" + s.address, "TEMPORAL_NAMESPACE=default"}
 	testenv.StopAllAtEnd(t, s.data)
+	t.Cleanup(func() {
+		if t.Failed() { // the stack's folder goes with the test: show what its processes said
+			t.Logf("the stack's logs:\n%s", tailOfFiles(filepath.Join(dir, "worker-*.stderr"), filepath.Join(s.data, "agent", "agent.log")))
+		}
+	})
 	s.startDev()
 	s.startWorker()
 	return s
@@ -88,4 +96,19 @@ func (s *stack) history(workflowID string) []*historypb.HistoryEvent {
 		s.t.Fatal(err)
 	}
 	return hist.Events
+}
+
+// tailOfFiles is the last 60 lines of each file matching the patterns, for a failed test's
+// log.
+func tailOfFiles(patterns ...string) string {
+	var b strings.Builder
+	for _, pattern := range patterns {
+		files, _ := filepath.Glob(pattern)
+		for _, file := range files {
+			data, _ := os.ReadFile(file)
+			lines := strings.Split(strings.TrimSpace(string(data)), "\n")
+			fmt.Fprintf(&b, "== %s\n%s\n", file, strings.Join(lines[max(0, len(lines)-60):], "\n"))
+		}
+	}
+	return b.String()
 }
