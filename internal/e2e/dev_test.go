@@ -19,8 +19,11 @@ import (
 
 // TestDevRunsTheExampleAndKeepsStateAcrossRestarts is the README's first command: `dev -f`
 // with the example app, on a SQLite file, with the Web UI.
+//
+// It runs before the parallel tests, not among them: the embedded server finds free ports
+// for its internal services by binding port 0 and closing it, so two servers starting at
+// the same moment can take the same port, and the loser exits.
 func TestDevRunsTheExampleAndKeepsStateAcrossRestarts(t *testing.T) {
-	t.Parallel()
 	guard(t)
 	example := newExampleDev(t)
 	dir, data, grpcAddr, uiAddr, args := example.dir, example.data, example.grpcAddr, example.uiAddr, example.args
@@ -146,6 +149,11 @@ func newExampleDev(t *testing.T) exampleDev {
 	d := exampleDev{dir: t.TempDir(), grpcAddr: freeAddress(t), uiAddr: freeAddress(t)}
 	d.data = filepath.Join(d.dir, "data")
 	testenv.StopAllAtEnd(t, d.data)
+	t.Cleanup(func() {
+		if t.Failed() { // dev's own logs, a fatal error of the server included, go to its log file
+			t.Logf("dev's log:\n%s", tailOfFiles(filepath.Join(d.dir, ".clusterflow", "dev.log")))
+		}
+	})
 	d.args = []string{"dev", "-f", filepath.Join(root, "examples/registry/cluster.yaml"),
 		"--db", filepath.Join(d.dir, "dev.db"), "--data", d.data, "--address", d.grpcAddr, "--ui-address", d.uiAddr}
 	return d

@@ -33,7 +33,9 @@ func NewFile(format, level, path string) (*zap.Logger, *os.File, error) {
 		f.Close()
 		return nil, nil, err
 	}
-	return l, f, nil
+	// A fatal error ends the process: it must reach the terminal too, not only the file.
+	fatal, _ := newLogger(format, "dpanic", zapcore.Lock(os.Stderr))
+	return zap.New(zapcore.NewTee(l.Core(), fatal.Core())), f, nil
 }
 
 func newLogger(format, level string, out zapcore.WriteSyncer) (*zap.Logger, error) {
