@@ -76,7 +76,7 @@ func (s *Starter) queryIf(ctx context.Context, name string, reject enums.QueryRe
 		return status, fmt.Errorf("query status of %s: %w", name, err)
 	}
 	if rejected := resp.QueryRejected; rejected != nil {
-		return status, &closedError{how: strings.ToLower(strings.TrimPrefix(rejected.GetStatus().String(), "WORKFLOW_EXECUTION_STATUS_"))}
+		return status, &closedError{how: closedHow(rejected.GetStatus())}
 	}
 	if err := resp.QueryResult.Get(&status); err != nil {
 		return status, fmt.Errorf("decode status of %s: %w", name, err)

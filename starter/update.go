@@ -79,11 +79,11 @@ var errNewRun = errors.New("the cluster's workflow moved to a new run")
 // moment (an update admitted while the workflow closes is "aborted by closing workflow"),
 // so it is asked which it is.
 func (s *Starter) clusterError(ctx context.Context, name, action string, err error) error {
-	if err == nil || !isNotFound(err) {
-		if err != nil {
-			err = fmt.Errorf("%s %s: %w", action, name, err)
-		}
-		return err
+	switch {
+	case err == nil:
+		return nil
+	case !isNotFound(err):
+		return fmt.Errorf("%s %s: %w", action, name, err)
 	}
 	desc, descErr := s.client.DescribeWorkflowExecution(ctx, workflows.ClusterWorkflowID(name), "")
 	switch {
@@ -98,7 +98,11 @@ func (s *Starter) clusterError(ctx context.Context, name, action string, err err
 	case enums.WORKFLOW_EXECUTION_STATUS_COMPLETED, enums.WORKFLOW_EXECUTION_STATUS_CANCELED:
 		return deleted(name)
 	default:
-		how := strings.ToLower(strings.TrimPrefix(status.String(), "WORKFLOW_EXECUTION_STATUS_"))
-		return apperr.Errorf(apperr.Gone, "cluster %q takes no more changes: its workflow was %s (see `clusterflow status %s`)", name, how, name)
+		return apperr.Errorf(apperr.Gone, "cluster %q takes no more changes: its workflow was %s (see `clusterflow status %s`)", name, closedHow(status), name)
 	}
+}
+
+// closedHow says how a workflow closed, in a word: "terminated", "timed_out" ….
+func closedHow(status enums.WorkflowExecutionStatus) string {
+	return strings.ToLower(strings.TrimPrefix(status.String(), "WORKFLOW_EXECUTION_STATUS_"))
 }

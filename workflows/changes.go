@@ -113,8 +113,8 @@ func (w *clusterWorkflow) change(ctx workflow.Context, next spec.Cluster) Change
 // stop them, killing their scripts, rather than finish a setup that would be torn down.
 func (w *clusterWorkflow) stopUnwanted(ctx workflow.Context) {
 	configuring := map[string][]string{}
-	for role, op := range w.activeOps {
-		if op.op == OpConfigure {
+	for _, role := range slices.Sorted(maps.Keys(w.activeOps)) {
+		if op := w.activeOps[role]; op.op == OpConfigure {
 			configuring[role] = op.members
 		}
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"net"
 	"net/http"
 	"net/url"
 	"os"
@@ -100,6 +101,23 @@ func TestDevRunsTheExampleAndKeepsStateAcrossRestarts(t *testing.T) {
 	}
 	if code, err := dev.Signal(syscall.SIGTERM, 30*time.Second); err != nil || code != 0 {
 		t.Fatalf("dev did not stop cleanly on SIGTERM: exit %d, %v\n%s", code, err, dev.Output())
+	}
+}
+
+// A server that cannot start says why on the terminal, although dev's logs go to a file.
+func TestDevSaysWhyItCannotStart(t *testing.T) {
+	guard(t)
+	taken, err := net.Listen("tcp", freeAddress(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer taken.Close()
+	dir := t.TempDir()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	res, err := testenv.Run(ctx, dir, nil, "dev", "--no-ui", "--no-worker", "--db", filepath.Join(dir, "dev.db"), "--address", taken.Addr().String())
+	if err != nil || res.Code != 1 || !strings.Contains(res.Stderr, "address already in use") {
+		t.Errorf("dev on a taken address: %v %s", err, res)
 	}
 }
 

@@ -39,4 +39,8 @@ roles:
 	if res := cli(t, "status", n, "--wait", "--timeout", "30s"); res.Code != 1 || !strings.Contains(res.Stderr, "its workflow was terminated") {
 		t.Errorf("status --wait of a terminated cluster should fail at once: %s", res)
 	}
+	// Changes are refused, saying why.
+	if res := cli(t, "resize", n, "only=3"); res.Code != 2 || !strings.Contains(res.Stderr, `cluster "terminated" takes no more changes: its workflow was terminated`) {
+		t.Errorf("resize of a terminated cluster: %s", res)
+	}
 }
