@@ -136,8 +136,11 @@ func TestStopKillsWhatIgnoresTerm(t *testing.T) {
 
 func TestStopGivesChildrenTheirGracePeriod(t *testing.T) {
 	// The child needs a moment after SIGTERM to finish up; the script itself exits at once.
-	s := script(t, `sh -c 'trap "sleep 0.3; echo cleaned > cleaned; exit 0" TERM; while :; do sleep 0.05; done' &
+	// "started" is printed only once the child's trap is set: before that, SIGTERM would
+	// end the child at once and the test would blame Stop for it.
+	s := script(t, `sh -c 'trap "sleep 0.3; echo cleaned > cleaned; exit 0" TERM; : > trapped; while :; do sleep 0.05; done' &
 echo $! > child.pid
+while [ ! -e trapped ]; do sleep 0.01; done
 echo started
 wait
 `)
