@@ -23,6 +23,8 @@ import (
 	sqliteschema "go.temporal.io/server/schema/sqlite"
 	"go.temporal.io/server/temporal"
 	"go.uber.org/zap"
+
+	"github.com/clusterflow/clusterflow/internal/ports"
 )
 
 const clusterName = "active"
@@ -251,13 +253,10 @@ func splitAddress(address string) (string, int, error) {
 	return host, port, nil
 }
 
+// freePort reserves a port on host: the server exits the process when a bind fails, so a
+// port found free must stay free until the server binds it.
 func freePort(host string) (int, error) {
-	l, err := net.Listen("tcp", net.JoinHostPort(host, "0"))
-	if err != nil {
-		return 0, fmt.Errorf("find a free port on %s: %w", host, err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
+	return ports.Reserve(host)
 }
 
 func describeDB(file string) string {
