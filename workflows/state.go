@@ -13,6 +13,10 @@ type Member struct {
 	Role    string      `json:"role"`
 	Ordinal int         `json:"ordinal"`
 	State   MemberState `json:"state"`
+	// Host holds the member; empty in single-host mode, where members use the shared
+	// task queue. Unplaced says why a pending member has no host yet.
+	Host     string `json:"host,omitempty"`
+	Unplaced string `json:"unplaced,omitempty"`
 	Detail  string      `json:"detail,omitempty"`
 	// Event is the startscript event running now, or the last one run.
 	Event spec.Event `json:"event,omitempty"`

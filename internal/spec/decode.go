@@ -40,6 +40,7 @@ type draftRole struct {
 	MaxUnavailable       *string
 	ReplaceOnConfigError *bool
 	MaxReplacements      *int
+	Placement            *draftPlacement
 }
 
 // decode walks the YAML tree by hand rather than unmarshalling into structs, so that every
@@ -89,8 +90,19 @@ func (w walker) role(path string, n *yaml.Node) draftRole {
 		"maxUnavailable":       func(p string, n *yaml.Node) { r.MaxUnavailable = w.str(p, n) },
 		"replaceOnConfigError": func(p string, n *yaml.Node) { r.ReplaceOnConfigError = w.boolean(p, n) },
 		"maxReplacements":      func(p string, n *yaml.Node) { r.MaxReplacements = w.integer(p, n) },
+		"placement":            func(p string, n *yaml.Node) { r.Placement = w.placement(p, n) },
 	})
 	return r
+}
+
+func (w walker) placement(path string, n *yaml.Node) *draftPlacement {
+	p := &draftPlacement{}
+	w.mapping(path, n, map[string]func(string, *yaml.Node){
+		"hosts":      func(p2 string, n *yaml.Node) { p.Hosts = w.stringMap(p2, n) },
+		"maxPerHost": func(p2 string, n *yaml.Node) { p.MaxPerHost = w.integer(p2, n) },
+		"spreadBy":   func(p2 string, n *yaml.Node) { p.SpreadBy = w.str(p2, n) },
+	})
+	return p
 }
 
 func (w walker) mapping(path string, n *yaml.Node, fields map[string]func(string, *yaml.Node)) {

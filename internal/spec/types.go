@@ -72,6 +72,8 @@ type Role struct {
 	DependsOn        []string      `json:"dependsOn,omitempty"`
 	// Health is how the role reacts to member-health events; zero fields take defaults.
 	Health Health `json:"health"`
+	// Placement says which hosts may hold the role's members.
+	Placement Placement `json:"placement,omitzero"`
 }
 
 // Wants reports whether the role's startscript subscribes to the event.

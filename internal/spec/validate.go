@@ -139,6 +139,7 @@ func buildRole(path string, d draftRole, ps *problems) Role {
 	}
 	r.DependsOn = d.DependsOn
 	r.Health = checkHealth(path, d, ps)
+	r.Placement = checkPlacement(path+".placement", d.Placement, ps)
 	return r
 }
 

@@ -102,6 +102,10 @@ func TestParseReportsEveryProblem(t *testing.T) {
 			`roles[0].flapWindow: "x" is not a duration`, `roles[0].maxUnavailable: "150%" is more than 100%`, `roles[0].replaceOnConfigError: "yes please" is not true or false`,
 			"roles[0].maxReplacements: is 0; it must be at least 1",
 		}},
+		{"bad placement", "name: c\nroles: [{name: a, startscript: s.sh, placement: {hosts: {'': a, zone: 'x,y'}, maxPerHost: 0, spreadBy: 'a=b', hostz: 1}}]", []string{
+			"roles[0].placement.hosts.: label key \"\" must be 1 to 63 characters", `roles[0].placement.hosts.zone: label value "x,y" must be`,
+			"roles[0].placement.maxPerHost: is 0; it must be at least 1", `roles[0].placement.spreadBy: label key "a=b"`, `roles[0].placement.hostz: unknown field (did you mean "hosts"?)`,
+		}},
 		{"typo in field", "name: c\nroles: [{name: a, startscript: s.sh, dependson: [b]}]", []string{`roles[0].dependson: unknown field (did you mean "dependsOn"?)`}},
 		{"roles not a list", "name: C\nroles: {a: 1}", []string{"roles: must be a list, got a mapping", `name: "C" is not a DNS-1123 label`}},
 		{"not yaml", "name: [", []string{"spec: not valid YAML"}},
@@ -126,6 +130,32 @@ func TestParseReportsEveryProblem(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+func TestParseReadsPlacement(t *testing.T) {
+	c, err := Parse([]byte("name: c\nroles: [{name: a, startscript: s.sh, members: 6, placement: {hosts: {zone: a, disk: ssd}, maxPerHost: 1, spreadBy: rack}}]"), "", testScripts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := c.Roles[0].Placement
+	if p.Selector() != "disk=ssd,zone=a" || p.MaxPerHost != 1 || p.SpreadBy != "rack" {
+		t.Errorf("placement read as %+v", p)
+	}
+	if !p.Matches(map[string]string{"zone": "a", "disk": "ssd", "rack": "1"}) || p.Matches(map[string]string{"zone": "a"}) {
+		t.Error("selector matches the wrong hosts")
+	}
+}
+
+func TestParseLabels(t *testing.T) {
+	labels, err := ParseLabels("zone=a, disk=ssd")
+	if err != nil || len(labels) != 2 || labels["zone"] != "a" || labels["disk"] != "ssd" {
+		t.Errorf("got %v, %v", labels, err)
+	}
+	for _, bad := range []string{"zone", "zone=a,zone=b", "=a"} {
+		if _, err := ParseLabels(bad); err == nil {
+			t.Errorf("%q accepted", bad)
+		}
 	}
 }
 

@@ -1,0 +1,103 @@
+package workflows
+
+import (
+	"time"
+)
+
+// The host registry's contract. One entity workflow, HostsWorkflowID, keeps every host:
+// its labels and address, its liveness (a lease activity that heartbeats on the host's own
+// task queue) and the operator's marks (cordoned, draining). It pushes the view of all
+// hosts to every cluster that placed members through it.
+const (
+	HostsWorkflowName = "HostsWorkflow"
+	HostsWorkflowID   = "clusterflow-hosts"
+
+	// HostsQuery returns []Host, sorted by name.
+	HostsQuery = "hosts"
+	// RegisterHostUpdate takes a HostRegistration from a starting worker and returns its
+	// Host.
+	RegisterHostUpdate = "register-host"
+	// CordonHostUpdate takes a HostMark and returns the Host.
+	CordonHostUpdate = "cordon-host"
+	// ForgetHostUpdate takes a host name; it refuses a host that still holds members.
+	ForgetHostUpdate = "forget-host"
+	// ClusterHostsSignal tells the registry how many members a cluster has on each host
+	// (ClusterPlacement); it also subscribes the cluster to HostsChangedSignal.
+	ClusterHostsSignal = "cluster-hosts"
+	// HostsChangedSignal gives a cluster the registry's current []Host.
+	HostsChangedSignal = "hosts-changed"
+
+	// DefaultHostTimeout is how long a host may go unheard of before it is lost.
+	DefaultHostTimeout = 30 * time.Second
+	// LocalHost names the one host of single-host mode, whose members use the shared
+	// task queue.
+	LocalHost = "local"
+)
+
+// HostState is a host's state as users see it.
+type HostState string
+
+const (
+	HostReady    HostState = "ready"
+	HostCordoned HostState = "cordoned"
+	HostDraining HostState = "draining"
+	HostLost     HostState = "lost"
+)
+
+// HostRegistration is what a worker says about its host when it starts.
+type HostRegistration struct {
+	Name    string            `json:"name"`
+	Address string            `json:"address"`
+	Labels  map[string]string `json:"labels,omitempty"`
+	// Timeout is how long the host may go unheard of before it is lost.
+	Timeout time.Duration `json:"timeout"`
+	BootID  string        `json:"bootID,omitempty"`
+}
+
+// Host is one host as the registry keeps it.
+type Host struct {
+	HostRegistration
+	// Lost is set while the host's lease is broken; Cordoned and Draining are the
+	// operator's marks, kept while it is lost.
+	Lost     bool `json:"lost,omitempty"`
+	Cordoned bool `json:"cordoned,omitempty"`
+	Draining bool `json:"draining,omitempty"`
+	// LastSeen is when the host last renewed or took its lease.
+	LastSeen time.Time `json:"lastSeen"`
+	// Members counts the members clusters placed on the host.
+	Members int `json:"members"`
+}
+
+// State is the host's state: lost outranks draining, which outranks cordoned.
+func (h Host) State() HostState {
+	switch {
+	case h.Lost:
+		return HostLost
+	case h.Draining:
+		return HostDraining
+	case h.Cordoned:
+		return HostCordoned
+	}
+	return HostReady
+}
+
+// Schedulable reports whether the host may get new members.
+func (h Host) Schedulable() bool { return h.State() == HostReady }
+
+// HostMark sets or clears an operator's cordon.
+type HostMark struct {
+	Host   string `json:"host"`
+	Cordon bool   `json:"cordon"`
+}
+
+// ClusterPlacement is how many members a cluster has on each host.
+type ClusterPlacement struct {
+	Cluster string         `json:"cluster"`
+	Members map[string]int `json:"members"`
+	// Gone unsubscribes a deleted cluster.
+	Gone bool `json:"gone,omitempty"`
+}
+
+// HostTaskQueue is the task queue of one host's worker: member activities for the host's
+// members go there.
+func HostTaskQueue(sharedQueue, host string) string { return sharedQueue + "@" + host }

@@ -1,0 +1,105 @@
+package workflows
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/clusterflow/clusterflow/internal/spec"
+)
+
+func host(name string, labels ...string) Host {
+	h := Host{HostRegistration: HostRegistration{Name: name, Labels: map[string]string{}}}
+	for _, l := range labels {
+		k, v, _ := strings.Cut(l, "=")
+		h.Labels[k] = v
+	}
+	return h
+}
+
+func lost(h Host) Host     { h.Lost = true; return h }
+func cordoned(h Host) Host { h.Cordoned = true; return h }
+
+func pendingMembers(n int) []Member {
+	var ms []Member
+	for i := range n {
+		ms = append(ms, Member{Name: spec.MemberName("c", "w", i), Ordinal: i, State: MemberPending})
+	}
+	return ms
+}
+
+func TestPlaceMembers(t *testing.T) {
+	a1, a2, b1 := host("a1", "zone=a"), host("a2", "zone=a"), host("b1", "zone=b")
+	tests := []struct {
+		name      string
+		placement spec.Placement
+		hosts     []Host
+		members   []Member
+		want      string // each member's host, or "-" for unplaced
+	}{
+		{"fewest members first, then by name", spec.Placement{}, []Host{b1, a2, a1}, pendingMembers(4), "a1 a2 b1 a1"},
+		{"selector", spec.Placement{Hosts: map[string]string{"zone": "a"}}, []Host{a1, a2, b1}, pendingMembers(3), "a1 a2 a1"},
+		{"maxPerHost leaves the rest unplaced", spec.Placement{MaxPerHost: 1}, []Host{a1, b1}, pendingMembers(3), "a1 b1 -"},
+		{"spreadBy evens out zones before hosts", spec.Placement{SpreadBy: "zone"}, []Host{a1, a2, b1}, pendingMembers(4), "a1 b1 a2 b1"},
+		{"spreadBy skips hosts without the label", spec.Placement{SpreadBy: "zone"}, []Host{host("x"), a1}, pendingMembers(2), "a1 a1"},
+		{"lost and cordoned hosts get nothing", spec.Placement{}, []Host{lost(a1), cordoned(a2), b1}, pendingMembers(2), "b1 b1"},
+		{"placed members count and stay", spec.Placement{MaxPerHost: 2}, []Host{a1, b1},
+			append([]Member{{Name: "c-w-0", State: MemberReady, Host: "a1"}, {Name: "c-w-1", State: MemberReady, Host: "a1"}}, pendingMembers(2)[1:]...), "a1 a1 b1"},
+		{"a replaced member frees its host", spec.Placement{MaxPerHost: 1}, []Host{a1},
+			[]Member{{Name: "c-w-0", State: MemberReplacing, Host: "a1"}, {Name: "c-w-1", State: MemberPending}}, "a1 a1"},
+		{"no hosts ready", spec.Placement{}, []Host{lost(a1)}, pendingMembers(1), "-"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			placed := placeMembers(spec.Role{Name: "w", Placement: tt.placement}, tt.members, tt.hosts)
+			var got []string
+			for _, m := range placed {
+				switch {
+				case m.Host != "":
+					got = append(got, m.Host)
+				case m.Unplaced != "":
+					got = append(got, "-")
+				default:
+					got = append(got, "?")
+				}
+			}
+			if strings.Join(got, " ") != tt.want {
+				t.Errorf("placed on %q, want %q", strings.Join(got, " "), tt.want)
+			}
+		})
+	}
+}
+
+func TestPlacementProblemNamesTheConstraint(t *testing.T) {
+	var hosts []Host
+	for _, n := range []string{"db-1", "db-2", "db-3", "db-4"} {
+		hosts = append(hosts, host(n, "zone=a"))
+	}
+	hosts = append(hosts, host("db-5", "zone=b"), lost(host("db-6", "zone=a")))
+	role := func(members int, p spec.Placement) spec.Cluster {
+		return spec.Cluster{Roles: []spec.Role{{Name: "controller", Members: 1}, {Name: "worker", Members: members, Placement: p}}}
+	}
+	tests := []struct {
+		name    string
+		desired spec.Cluster
+		want    string
+	}{
+		{"fits", role(4, spec.Placement{Hosts: map[string]string{"zone": "a"}, MaxPerHost: 1}), ""},
+		{"too few hosts", role(6, spec.Placement{Hosts: map[string]string{"zone": "a"}, MaxPerHost: 1}),
+			"roles[1].placement: 6 members with maxPerHost 1 need 6 hosts matching zone=a; 4 are ready (db-1, db-2, db-3, db-4)"},
+		{"none matches", role(1, spec.Placement{Hosts: map[string]string{"zone": "c"}}),
+			"roles[1].placement: 1 member needs hosts matching zone=c; none is ready (db-1 ready … db-6 lost)"},
+		{"no limit fits anywhere", role(60, spec.Placement{}), ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := placementProblem(tt.desired, hosts)
+			got := ""
+			if err != nil {
+				got = err.Error()
+			}
+			if got != tt.want {
+				t.Errorf("got  %q\nwant %q", got, tt.want)
+			}
+		})
+	}
+}
