@@ -124,7 +124,7 @@ func placementShortfall(r spec.Role, hosts []Host, want int) error {
 	}
 	switch {
 	case len(ready) == 0:
-		return fmt.Errorf("placement: %s %s %s; none is ready (%s)", plural(want, "member"), map[bool]string{true: "needs", false: "need"}[want == 1], matching, describeHosts(hosts))
+		return fmt.Errorf("placement: %d %s %s; none is ready (%s)", want, map[bool]string{true: "member needs", false: "members need"}[want == 1], matching, describeHosts(hosts))
 	case p.MaxPerHost > 0 && want > p.MaxPerHost*len(ready):
 		need := (want + p.MaxPerHost - 1) / p.MaxPerHost
 		return fmt.Errorf("placement: %d members with maxPerHost %d need %d %s; %d are ready (%s)",
