@@ -16,6 +16,8 @@ type Activities struct {
 	Backend backend.Backend
 	// Connection is how the agent that completes script activities reaches Temporal.
 	Connection agent.Connection
+	// Host is the host this worker serves, or nil in single-host mode.
+	Host *HostInfo
 }
 
 // WriteClusterFiles installs startscripts and writes the configmeta every member reads.

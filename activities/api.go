@@ -3,6 +3,8 @@
 package activities
 
 import (
+	"time"
+
 	"github.com/clusterflow/clusterflow/internal/agent"
 	"github.com/clusterflow/clusterflow/internal/backend"
 )
@@ -22,3 +24,13 @@ const (
 	ErrScriptFailed   = agent.ErrScriptFailed
 	ErrScriptTimedOut = agent.ErrScriptTimedOut
 )
+
+// HostInfo is what a host's worker says about its host.
+type HostInfo struct {
+	Name    string            `json:"name"`
+	Address string            `json:"address"`
+	Labels  map[string]string `json:"labels,omitempty"`
+	// Timeout is how long the host may go unheard of before it is lost.
+	Timeout time.Duration `json:"timeout"`
+	BootID  string        `json:"bootID,omitempty"`
+}

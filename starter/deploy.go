@@ -11,6 +11,7 @@ import (
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/temporal"
 
+	"github.com/clusterflow/clusterflow/internal/apperr"
 	"github.com/clusterflow/clusterflow/internal/spec"
 	"github.com/clusterflow/clusterflow/workflows"
 )
@@ -24,8 +25,20 @@ type DeployOptions struct {
 
 // Deploy starts the workflow of a new cluster. The spec must come from spec.Load or
 // spec.Parse, which validated it.
+//
+// When hosts are registered, the cluster's members are placed on them, and a deploy they
+// cannot hold is refused before anything starts.
 func (s *Starter) Deploy(ctx context.Context, c spec.Cluster, opts DeployOptions) error {
-	_, err := s.client.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
+	hosts, err := s.Hosts(ctx)
+	if err != nil {
+		return fmt.Errorf("deploy %s: %w", c.Name, err)
+	}
+	if len(hosts) > 0 {
+		if err := workflows.CheckPlacement(c, hosts); err != nil {
+			return apperr.Errorf(apperr.Invalid, "deploy refused: %v", err)
+		}
+	}
+	_, err = s.client.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
 		ID:        workflows.ClusterWorkflowID(c.Name),
 		TaskQueue: s.taskQueue,
 		// A deleted cluster's name may be used again; a live one may not.
@@ -42,7 +55,7 @@ func (s *Starter) Deploy(ctx context.Context, c spec.Cluster, opts DeployOptions
 		Memo:          map[string]any{"spec": c.Name, "origin": c.Origin},
 		StaticSummary: workflows.Summary(c),
 		StaticDetails: details(c),
-	}, workflows.ClusterWorkflowName, workflows.ClusterInput{Spec: c, ContinueAsNewEvery: opts.ContinueAsNewEvery})
+	}, workflows.ClusterWorkflowName, workflows.ClusterInput{Spec: c, ContinueAsNewEvery: opts.ContinueAsNewEvery, Hosts: hosts})
 	var started *serviceerror.WorkflowExecutionAlreadyStarted
 	switch {
 	case errors.As(err, &started):

@@ -9,10 +9,12 @@ import (
 	"go.temporal.io/sdk/client"
 	sdkworker "go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
+	"go.uber.org/zap"
 
 	"github.com/clusterflow/clusterflow/activities"
 	"github.com/clusterflow/clusterflow/internal/agent"
 	"github.com/clusterflow/clusterflow/internal/backend"
+	"github.com/clusterflow/clusterflow/starter"
 	"github.com/clusterflow/clusterflow/workflows"
 )
 
@@ -29,6 +31,11 @@ type Options struct {
 	// and polling stops (default: the SDK's, none). Script activities return at once, so
 	// this covers the quick backend calls.
 	StopTimeout time.Duration
+	// Host is the host this worker serves: it also polls the host's own task queue, where
+	// its members' activities go, and registers the host. Nil is single-host mode.
+	Host *activities.HostInfo
+	// Logger reports the host's registration.
+	Logger *zap.Logger
 }
 
 // agentKeeper is a backend whose agent the worker keeps running while runs need it.
@@ -46,6 +53,14 @@ func Run(ctx context.Context, c client.Client, opts Options) error {
 	if keeper, ok := opts.Backend.(agentKeeper); ok {
 		go keeper.KeepAgentAlive(ctx)
 	}
+	if opts.Host != nil {
+		hostWorker := newHostWorker(c, opts)
+		if err := hostWorker.Start(); err != nil {
+			return fmt.Errorf("worker on task queue %q: %w", workflows.HostTaskQueue(opts.TaskQueue, opts.Host.Name), err)
+		}
+		defer hostWorker.Stop()
+		go register(ctx, c, opts)
+	}
 	stop := make(chan any)
 	go func() {
 		<-ctx.Done()
@@ -55,6 +70,44 @@ func Run(ctx context.Context, c client.Client, opts Options) error {
 		return fmt.Errorf("worker on task queue %q: %w", opts.TaskQueue, err)
 	}
 	return nil
+}
+
+// newHostWorker polls the host's own task queue, which carries its members' activities and
+// its lease.
+func newHostWorker(c client.Client, opts Options) sdkworker.Worker {
+	w := sdkworker.New(c, workflows.HostTaskQueue(opts.TaskQueue, opts.Host.Name), sdkworker.Options{
+		MaxConcurrentActivityTaskPollers: 8,
+		BuildID:                          buildID(),
+		WorkerStopTimeout:                opts.StopTimeout,
+	})
+	w.RegisterActivity(newActivities(opts))
+	return w
+}
+
+// register adds the host to the registry, retrying until it is there or ctx ends: the
+// server may still be starting.
+func register(ctx context.Context, c client.Client, opts Options) {
+	logger := opts.Logger
+	if logger == nil {
+		logger = zap.NewNop()
+	}
+	for delay := time.Second; ; delay = min(2*delay, 30*time.Second) {
+		_, err := starter.New(c, opts.TaskQueue).RegisterHost(ctx, *opts.Host)
+		if err == nil {
+			logger.Info("Host registered", zap.String("host", opts.Host.Name), zap.String("address", opts.Host.Address))
+			return
+		}
+		logger.Warn("Could not register the host; retrying", zap.String("host", opts.Host.Name), zap.Error(err), zap.Duration("in", delay))
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(delay):
+		}
+	}
+}
+
+func newActivities(opts Options) *activities.Activities {
+	return &activities.Activities{Backend: opts.Backend, Connection: opts.Connection, Host: opts.Host}
 }
 
 // New returns a worker with every workflow and activity registered, not yet started.
@@ -79,7 +132,7 @@ func New(c client.Client, opts Options) (sdkworker.Worker, error) {
 		WorkerStopTimeout:            opts.StopTimeout,
 	})
 	RegisterWorkflows(w)
-	w.RegisterActivity(&activities.Activities{Backend: opts.Backend, Connection: opts.Connection})
+	w.RegisterActivity(newActivities(opts))
 	return w, nil
 }
 
@@ -89,4 +142,5 @@ func RegisterWorkflows(r interface {
 }) {
 	r.RegisterWorkflowWithOptions(workflows.ClusterWorkflow, workflow.RegisterOptions{Name: workflows.ClusterWorkflowName})
 	r.RegisterWorkflowWithOptions(workflows.RoleWorkflow, workflow.RegisterOptions{Name: workflows.RoleWorkflowName})
+	r.RegisterWorkflowWithOptions(workflows.HostsWorkflow, workflow.RegisterOptions{Name: workflows.HostsWorkflowName})
 }

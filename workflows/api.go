@@ -113,6 +113,9 @@ type ClusterInput struct {
 	ContinueAsNewEvery int `json:"continueAsNewEvery,omitempty"`
 	// Carried is the state a previous run handed over when it continued as new.
 	Carried *Carried `json:"carried,omitempty"`
+	// Hosts is the registry's view when the cluster was deployed; with any host, the
+	// cluster places its members on hosts.
+	Hosts []Host `json:"hosts,omitempty"`
 }
 
 // Carried is what a cluster workflow hands to its next run when it continues as new.
@@ -347,6 +350,8 @@ type MemberStatus struct {
 	Ordinal int         `json:"ordinal"`
 	State   MemberState `json:"state"`
 	Detail  string      `json:"detail,omitempty"`
+	// Host holds the member; empty in single-host mode.
+	Host string `json:"host,omitempty"`
 	// Event is the startscript event running now, or the last one run.
 	Event spec.Event `json:"event,omitempty"`
 	// Since is when the member entered its state; for a running script, when it started.

@@ -40,6 +40,13 @@ func (w *clusterWorkflow) setUpdateHandlers(ctx workflow.Context) error {
 }
 
 func (w *clusterWorkflow) onResize(ctx workflow.Context, req ResizeRequest) (ChangeResult, error) {
+	result := w.change(ctx, w.resized(req))
+	w.growActive(ctx)
+	return result, nil
+}
+
+// resized is the desired spec with the resize's member counts.
+func (w *clusterWorkflow) resized(req ResizeRequest) spec.Cluster {
 	next := w.spec
 	next.Roles = slices.Clone(w.spec.Roles)
 	for _, c := range req.Counts {
@@ -49,9 +56,7 @@ func (w *clusterWorkflow) onResize(ctx workflow.Context, req ResizeRequest) (Cha
 			}
 		}
 	}
-	result := w.change(ctx, next)
-	w.growActive(ctx)
-	return result, nil
+	return next
 }
 
 func (w *clusterWorkflow) onApply(ctx workflow.Context, req ApplyRequest) (ChangeResult, error) {

@@ -97,6 +97,9 @@ func newClusterWorkflow(ctx workflow.Context, in ClusterInput) (*clusterWorkflow
 		Name: in.Spec.Name, Phase: PhaseDeploying, Origin: in.Spec.Origin,
 		Levels: levels, CreatedAt: now, UpdatedAt: now, Generation: 1,
 	}
+	if len(in.Hosts) > 0 {
+		w.state.OnHosts, w.state.Hosts = true, in.Hosts
+	}
 	for _, r := range in.Spec.Roles {
 		w.state.Roles = append(w.state.Roles, roleState{Name: r.Name, Level: levelOf(levels, r.Name), DependsOn: r.DependsOn, Desired: r.Members})
 	}
@@ -125,6 +128,9 @@ func (w *clusterWorkflow) setup(ctx workflow.Context) error {
 	if err := workflow.UpsertTypedSearchAttributes(ctx,
 		ClusterNameKey.ValueSet(w.state.Name), ClusterPhaseKey.ValueSet(string(w.state.Phase))); err != nil {
 		return err
+	}
+	if w.onHosts() && workflow.GetVersion(ctx, changeHosts, workflow.DefaultVersion, 1) >= 1 {
+		w.watchHosts(ctx)
 	}
 	// Runs recorded before member health had no health timer.
 	if workflow.GetVersion(ctx, changeMemberHealth, workflow.DefaultVersion, 1) >= 1 {

@@ -22,9 +22,14 @@ func (w *clusterWorkflow) delete(parent workflow.Context) {
 			_, m := w.findMember(name)
 			m.State, m.Since = MemberDeleted, workflow.Now(ctx)
 		}
-		w.runLevel(ctx, OpTeardown, work)
+		w.runLevel(ctx, OpTeardown, w.dropUnreachable(ctx, work))
 	}
-	err := workflow.ExecuteActivity(withQuickActivity(ctx, "remove "+w.state.Name), acts.RemoveCluster, w.state.Name).Get(ctx, nil)
+	err := w.onEachHost(withQuickActivity(ctx, "remove "+w.state.Name), func(ctx workflow.Context, _ string) error {
+		return workflow.ExecuteActivity(ctx, acts.RemoveCluster, w.state.Name).Get(ctx, nil)
+	})
+	if w.onHosts() {
+		w.reportPlacement(ctx, ClusterPlacement{Cluster: w.state.Name, Gone: true})
+	}
 	w.setPhase(ctx, PhaseDeleted, w.leftovers(err))
 }
 

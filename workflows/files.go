@@ -29,7 +29,9 @@ func (w *clusterWorkflow) writeClusterFiles(ctx workflow.Context, withScripts bo
 	if withScripts {
 		files.Scripts = w.spec.Scripts
 	}
-	return workflow.ExecuteActivity(withQuickActivity(ctx, "write files of "+w.state.Name), acts.WriteClusterFiles, files).Get(ctx, nil)
+	return w.onEachHost(withQuickActivity(ctx, "write files of "+w.state.Name), func(ctx workflow.Context, _ string) error {
+		return workflow.ExecuteActivity(ctx, acts.WriteClusterFiles, files).Get(ctx, nil)
+	})
 }
 
 func (w *clusterWorkflow) configMeta() backend.ConfigMeta {
@@ -44,7 +46,11 @@ func (w *clusterWorkflow) configMeta() backend.ConfigMeta {
 				continue // gone, never a member, or on its way out
 			}
 			role.Members = append(role.Members, m.Name)
-			meta.Members = append(meta.Members, backend.ConfigMetaNode{Name: m.Name, Role: r.Name, Ordinal: m.Ordinal, State: string(m.State)})
+			node := backend.ConfigMetaNode{Name: m.Name, Role: r.Name, Ordinal: m.Ordinal, State: string(m.State), Host: m.Host}
+			if h := w.hostOf(m.Host); h != nil {
+				node.Address = h.Address
+			}
+			meta.Members = append(meta.Members, node)
 		}
 		meta.Roles = append(meta.Roles, role)
 	}

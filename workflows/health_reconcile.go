@@ -1,6 +1,7 @@
 package workflows
 
 import (
+	"fmt"
 	"slices"
 	"strings"
 
@@ -17,16 +18,15 @@ import (
 func (w *clusterWorkflow) reconcile(ctx workflow.Context) ReconcileReport {
 	epoch := w.membershipEpoch
 	// Only members set up before the listing can be missing from it.
+	listed, listedHosts, err := w.listMembers(ctx)
 	var present []string
 	for _, rs := range w.state.Roles {
 		for _, m := range rs.Members {
-			if m.State == MemberReady || m.State == MemberDown || m.State == MemberFlapping {
+			if (m.State == MemberReady || m.State == MemberDown || m.State == MemberFlapping) && listedHosts[m.Host] {
 				present = append(present, m.Name)
 			}
 		}
 	}
-	var listed []activities.MemberRef
-	err := workflow.ExecuteActivity(withQuickActivity(ctx, "list members of "+w.state.Name), acts.ListMembers, w.state.Name).Get(ctx, &listed)
 	if err != nil {
 		w.logger.Warn("Reconcile could not list the backend's members", "Error", err)
 		return ReconcileReport{Deferred: "could not list the backend's members: " + errorMessage(err)}
@@ -68,6 +68,36 @@ func (w *clusterWorkflow) reconcile(ctx workflow.Context) ReconcileReport {
 	return report
 }
 
+// listMembers lists the backend's members of the cluster: on the shared queue in
+// single-host mode, else on every reachable host, each member marked with its host. It
+// says which hosts it listed ("" in single-host mode).
+func (w *clusterWorkflow) listMembers(ctx workflow.Context) ([]activities.MemberRef, map[string]bool, error) {
+	ctx = withQuickActivity(ctx, "list members of "+w.state.Name)
+	if !w.onHosts() {
+		var listed []activities.MemberRef
+		err := workflow.ExecuteActivity(ctx, acts.ListMembers, w.state.Name).Get(ctx, &listed)
+		return listed, map[string]bool{"": true}, err
+	}
+	var all []activities.MemberRef
+	hosts := map[string]bool{}
+	for _, h := range w.state.Hosts {
+		if h.Lost {
+			continue
+		}
+		var listed []activities.MemberRef
+		hostCtx := onMemberHost(ctx, h.Name)
+		if err := workflow.ExecuteActivity(hostCtx, acts.ListMembers, w.state.Name).Get(hostCtx, &listed); err != nil {
+			return nil, nil, fmt.Errorf("on host %s: %w", h.Name, err)
+		}
+		for _, ref := range listed {
+			ref.Host = h.Name
+			all = append(all, ref)
+		}
+		hosts[h.Name] = true
+	}
+	return all, hosts, nil
+}
+
 // adoptRogues records the rogues reconcile found as leaving members, so that this pass
 // tears them down and removes them like any member no longer wanted. Only the operation
 // changes the roles and members it works on; reconcile just queues them.
@@ -96,7 +126,7 @@ func (w *clusterWorkflow) adoptRogue(ctx workflow.Context, ref activities.Member
 		rs.Level = levelOf(w.state.Levels, role)
 	}
 	rogue := Member{
-		Name: ref.Name, Role: role, Ordinal: ordinal, State: MemberRogue, Leaving: true, Since: workflow.Now(ctx),
+		Name: ref.Name, Role: role, Ordinal: ordinal, State: MemberRogue, Leaving: true, Since: workflow.Now(ctx), Host: ref.Host,
 		Detail: "found on the backend, but never a member of this cluster: being torn down and removed",
 	}
 	at, _ := slices.BinarySearchFunc(rs.Members, ordinal, func(m Member, ordinal int) int { return m.Ordinal - ordinal })

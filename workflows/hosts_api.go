@@ -2,6 +2,8 @@ package workflows
 
 import (
 	"time"
+
+	"github.com/clusterflow/clusterflow/activities"
 )
 
 // The host registry's contract. One entity workflow, HostsWorkflowID, keeps every host:
@@ -44,15 +46,9 @@ const (
 	HostLost     HostState = "lost"
 )
 
-// HostRegistration is what a worker says about its host when it starts.
-type HostRegistration struct {
-	Name    string            `json:"name"`
-	Address string            `json:"address"`
-	Labels  map[string]string `json:"labels,omitempty"`
-	// Timeout is how long the host may go unheard of before it is lost.
-	Timeout time.Duration `json:"timeout"`
-	BootID  string        `json:"bootID,omitempty"`
-}
+// HostRegistration is what a worker says about its host when it starts, and again at each
+// check-in.
+type HostRegistration = activities.HostInfo
 
 // Host is one host as the registry keeps it.
 type Host struct {

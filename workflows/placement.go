@@ -152,3 +152,9 @@ func abbreviate(items []string) string {
 	}
 	return strings.Join(items, ", ")
 }
+
+// CheckPlacement says why the hosts cannot hold a new cluster's members, or returns nil;
+// the starter refuses such a deploy before anything starts.
+func CheckPlacement(desired spec.Cluster, hosts []Host) error {
+	return placementProblem(desired, hosts)
+}

@@ -158,7 +158,7 @@ func planConfigure(desired spec.Cluster, roles []roleState, level []string) []ro
 		wanted, _ := splitMembers(*rs, desiredMembers(desired, name))
 		var pending []Member
 		for _, m := range wanted {
-			if m.State == MemberPending {
+			if m.State == MemberPending && m.Unplaced == "" {
 				pending = append(pending, m)
 			}
 		}

@@ -15,6 +15,7 @@ func (w *clusterWorkflow) removeUnwanted(ctx workflow.Context, replacedToo bool)
 			_, m := w.findMember(name)
 			m.State = MemberDeleted // never created: nothing to tear down
 		}
+		work = w.dropUnreachable(ctx, work)
 		w.runLevel(ctx, OpTeardown, work)
 		for _, rw := range work {
 			w.noteRemoved(rw.role, rw.members)

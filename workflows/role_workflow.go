@@ -167,7 +167,7 @@ func (r *roleWorkflow) configure(ctx workflow.Context, i int) {
 	wantsConfigure := r.in.Role.Wants(spec.EventConfigure)
 	if !wantsConfigure || workflow.GetVersion(ctx, changeLaunchCreatesSandbox, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
 		r.set(ctx, i, MemberCreating, "", "")
-		if err := workflow.ExecuteActivity(withQuickActivity(ctx, "create "+m.Name), acts.CreateMember, r.ref(i)).Get(ctx, nil); err != nil {
+		if err := workflow.ExecuteActivity(onMemberHost(withQuickActivity(ctx, "create "+m.Name), m.Host), acts.CreateMember, r.ref(i)).Get(ctx, nil); err != nil {
 			r.fail(ctx, i, "create sandbox", err)
 			return
 		}
@@ -208,7 +208,7 @@ func (r *roleWorkflow) teardown(ctx workflow.Context, i int) {
 	} else {
 		r.set(ctx, i, MemberDeleting, m.Event, "removing")
 	}
-	if err := workflow.ExecuteActivity(withQuickActivity(ctx, "remove "+m.Name), acts.RemoveMember, r.ref(i)).Get(ctx, nil); err != nil {
+	if err := workflow.ExecuteActivity(onMemberHost(withQuickActivity(ctx, "remove "+m.Name), m.Host), acts.RemoveMember, r.ref(i)).Get(ctx, nil); err != nil {
 		r.set(ctx, i, MemberDeleting, m.Event, "could not remove sandbox: "+errorMessage(err))
 		return
 	}
@@ -262,7 +262,7 @@ func (r *roleWorkflow) runScript(ctx workflow.Context, i int, event spec.Event) 
 		run.NodesRole, run.Nodes = r.in.Nodes.Role, r.nodesFor(i)
 	}
 	var res activities.ScriptResult
-	err := workflow.ExecuteActivity(withScriptActivity(ctx, r.in.Role, event, m.Name), acts.RunStartscript, run).Get(ctx, &res)
+	err := workflow.ExecuteActivity(onMemberHost(withScriptActivity(ctx, r.in.Role, event, m.Name), m.Host), acts.RunStartscript, run).Get(ctx, &res)
 	return res, err
 }
 

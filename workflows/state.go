@@ -17,7 +17,7 @@ type Member struct {
 	// task queue. Unplaced says why a pending member has no host yet.
 	Host     string `json:"host,omitempty"`
 	Unplaced string `json:"unplaced,omitempty"`
-	Detail  string      `json:"detail,omitempty"`
+	Detail   string `json:"detail,omitempty"`
 	// Event is the startscript event running now, or the last one run.
 	Event spec.Event `json:"event,omitempty"`
 	// Since is when the member entered its state, which for a running script is when the
@@ -106,6 +106,10 @@ type clusterState struct {
 	ReachedGeneration   int `json:"reachedGeneration"`
 	// ConfigMetaVersion counts the configmeta files written, for Member.ListedIn.
 	ConfigMetaVersion int `json:"configMetaVersion"`
+	// OnHosts says the cluster places members on hosts; Hosts is the registry's latest
+	// view of them.
+	OnHosts bool   `json:"onHosts,omitempty"`
+	Hosts   []Host `json:"hosts,omitempty"`
 }
 
 // Role returns the named role's status.

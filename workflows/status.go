@@ -22,8 +22,11 @@ func (s clusterState) status() ClusterStatus {
 			Members: make([]MemberStatus, len(r.Members)), Paused: r.Paused, Resumed: r.Resumed,
 		}
 		for j, m := range r.Members {
+			if m.Unplaced != "" {
+				m.Detail = m.Unplaced
+			}
 			role.Members[j] = MemberStatus{
-				Name: m.Name, Role: m.Role, Ordinal: m.Ordinal, State: m.State, Detail: m.Detail, Event: m.Event, Since: m.Since,
+				Name: m.Name, Role: m.Role, Ordinal: m.Ordinal, State: m.State, Detail: m.Detail, Host: m.Host, Event: m.Event, Since: m.Since,
 				LastLine: m.LastLine, StdoutTail: m.StdoutTail, StderrTail: m.StderrTail, Leaving: m.Leaving, Health: m.Health,
 				Replaces: m.Replaces, ReplacedBy: m.ReplacedBy, Replacements: m.Replacements,
 			}

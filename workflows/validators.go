@@ -54,6 +54,17 @@ func (w *clusterWorkflow) validateResize(req ResizeRequest) error {
 	if len(problems) > 0 {
 		return refused(apperr.Invalid, "%s", strings.Join(problems, "; "))
 	}
+	return w.refuseUnplaceable("resize", w.resized(req))
+}
+
+// refuseUnplaceable refuses a change whose members the hosts cannot hold.
+func (w *clusterWorkflow) refuseUnplaceable(what string, next spec.Cluster) error {
+	if !w.onHosts() {
+		return nil
+	}
+	if err := placementProblem(next, w.state.Hosts); err != nil {
+		return refused(apperr.Invalid, "%s refused: %v", what, err)
+	}
 	return nil
 }
 
@@ -103,7 +114,7 @@ func (w *clusterWorkflow) validateApply(req ApplyRequest) error {
 	if _, err := spec.Levels(next.Roles); err != nil {
 		return refused(apperr.Invalid, "apply refused: %v", err)
 	}
-	return nil
+	return w.refuseUnplaceable("apply", next)
 }
 
 func (w *clusterWorkflow) validateCancel() error {

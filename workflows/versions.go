@@ -12,4 +12,7 @@ const (
 	// changeMemberHealth: the cluster keeps a health timer for member timers and
 	// periodic reconciles.
 	changeMemberHealth = "member-health"
+	// changeHosts: a cluster deployed on hosts reports its placement to the host registry
+	// and takes the registry's views of the hosts.
+	changeHosts = "hosts"
 )

@@ -34,6 +34,8 @@ var commands = []command{
 	{"status", "NAME [-o json]", "show a cluster's phase, roles and members", runStatus},
 	{"list", "[-o json] [--all]", "list clusters", runList},
 	{"delete", "NAME [--wait]", "tear a cluster down and remove its members", runDelete},
+	{"hosts", "[-o json]", "list the hosts that hold members", runHosts},
+	{"host", "cordon|uncordon|forget NAME", "keep new members off a host, allow them again, or remove a lost or empty host", runHost},
 }
 
 func main() {

@@ -3,27 +3,81 @@ package main
 import (
 	"context"
 	"fmt"
+	"os"
 	"slices"
 	"strings"
 	"time"
 
+	"github.com/spf13/pflag"
 	"go.uber.org/zap"
 
 	"github.com/clusterflow/clusterflow/internal/apperr"
 	"github.com/clusterflow/clusterflow/internal/metrics"
+	"github.com/clusterflow/clusterflow/internal/spec"
 	"github.com/clusterflow/clusterflow/starter"
 	"github.com/clusterflow/clusterflow/worker"
+	"github.com/clusterflow/clusterflow/workflows"
 )
 
+// hostInfo is what the worker says about its host, or nil in single-host mode. Flags that
+// only make sense with --host are refused without it.
+func hostInfo(fs *pflag.FlagSet, name, labels, address string, timeout time.Duration) (*workflows.HostRegistration, error) {
+	if name == "" {
+		for _, f := range []string{"labels", "host-address", "host-timeout"} {
+			if fs.Changed(f) {
+				return nil, apperr.Errorf(apperr.Invalid, "--%s: only applies with --host", f)
+			}
+		}
+		return nil, nil
+	}
+	if err := spec.CheckName(name); err != nil {
+		return nil, apperr.Errorf(apperr.Invalid, "--host: %v", err)
+	}
+	parsed, err := spec.ParseLabels(labels)
+	if err != nil {
+		return nil, apperr.Errorf(apperr.Invalid, "--labels: %v", err)
+	}
+	if timeout < time.Second {
+		return nil, apperr.Errorf(apperr.Invalid, "--host-timeout: is %s; it must be at least 1s", timeout)
+	}
+	if address == "" {
+		address = name
+	}
+	return &workflows.HostRegistration{Name: name, Address: address, Labels: parsed, Timeout: timeout, BootID: bootID()}, nil
+}
+
+// bootID tells one boot of the machine from the next; CLUSTERFLOW_BOOT_ID_FILE stands in
+// for the kernel's file in tests.
+func bootID() string {
+	file := os.Getenv("CLUSTERFLOW_BOOT_ID_FILE")
+	if file == "" {
+		file = "/proc/sys/kernel/random/boot_id"
+	}
+	id, err := os.ReadFile(file)
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSpace(string(id))
+}
+
 func runWorker(ctx context.Context, args []string) error {
-	fs := newFlagSet("worker", "[--data DIR] [flags]")
+	fs := newFlagSet("worker", "[--data DIR] [--host NAME --labels K=V,... --host-address ADDR] [flags]")
 	var conn connection
 	conn.register(fs, "info")
 	data := fs.String("data", ".clusterflow/data", "folder for member sandboxes")
 	metricsAddress := fs.String("metrics-address", "", "serve Prometheus metrics at http://ADDRESS/metrics (default off)")
+	hostName := fs.String("host", "", "serve this host: its members' activities come to it alone (default: single-host mode, every member here)")
+	labels := fs.String("labels", "", "the host's labels, K=V,K=V, for placement selectors and spreadBy")
+	// --address already names the Temporal server, as for every other command.
+	address := fs.String("host-address", "", "how other members reach this host (default: the host name)")
+	hostTimeout := fs.Duration("host-timeout", workflows.DefaultHostTimeout, "how long the host may go unheard of before its members are taken for down")
 	stopTimeout := fs.Duration("shutdown-timeout", 30*time.Second, "on SIGTERM, how long in-flight activity tasks may take to finish")
 	if err := fs.Parse(args); err != nil {
 		return flagError(err)
+	}
+	host, err := hostInfo(fs, *hostName, *labels, *address, *hostTimeout)
+	if err != nil {
+		return err
 	}
 	logger, err := conn.logger()
 	if err != nil {
@@ -57,9 +111,14 @@ func runWorker(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
+	if host != nil {
+		local.Host = host.Name
+	}
 	logger.Info("Worker starting", zap.String("address", co.Address), zap.String("namespace", co.Namespace),
 		zap.String("taskQueue", conn.taskQueue), zap.String("data", *data))
-	err = worker.Run(ctx, c, worker.Options{TaskQueue: conn.taskQueue, Backend: local, Connection: co, StopTimeout: *stopTimeout})
+	err = worker.Run(ctx, c, worker.Options{
+		TaskQueue: conn.taskQueue, Backend: local, Connection: co, StopTimeout: *stopTimeout, Host: host, Logger: logger,
+	})
 	logger.Info("Worker stopped")
 	return err
 }

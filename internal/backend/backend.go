@@ -36,6 +36,9 @@ type Member struct {
 	Cluster string `json:"cluster"`
 	Role    string `json:"role"`
 	Name    string `json:"name"`
+	// Host is the host a listing found the member on; the workflow sets it, backends
+	// ignore it.
+	Host string `json:"host,omitempty"`
 }
 
 // ClusterFiles are the files every member of a cluster can read.

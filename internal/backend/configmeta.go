@@ -27,6 +27,10 @@ type ConfigMetaNode struct {
 	Ordinal int    `json:"ordinal"`
 	State   string `json:"state"`
 	Dir     string `json:"dir,omitempty"`
+	// Host holds the member, and Address is how other members reach that host; both are
+	// empty in single-host mode.
+	Host    string `json:"host,omitempty"`
+	Address string `json:"address,omitempty"`
 }
 
 // Encode writes the JSON with each member on a line of its own, so that shell scripts

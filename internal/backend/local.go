@@ -28,6 +28,8 @@ type Local struct {
 	agent *agent.Client
 	// Grace is how long a script has between SIGTERM and SIGKILL when stopped.
 	Grace time.Duration
+	// Host names the host the backend runs on, for scripts (CLUSTERFLOW_HOST).
+	Host string
 }
 
 // NewLocal returns a local backend keeping its data under root. agentCommand starts the
@@ -57,6 +59,14 @@ func (l *Local) AgentPID() (int, bool) { return l.agent.PID() }
 // KeepAgentAlive restarts the agent whenever it is down while runs still need it, until
 // ctx ends.
 func (l *Local) KeepAgentAlive(ctx context.Context) { l.agent.KeepAlive(ctx, 2*time.Second) }
+
+// hostName is the host scripts are told they run on: "local" in single-host mode.
+func (l *Local) hostName() string {
+	if l.Host == "" {
+		return "local"
+	}
+	return l.Host
+}
 
 // MemberDirEnv names the variable holding a member's sandbox; the local backend also uses it
 // to find processes a member left behind.
@@ -141,6 +151,7 @@ func (l *Local) LaunchScript(ctx context.Context, run ScriptRun, to Completion) 
 				MemberDirEnv:             dir,
 				"CLUSTERFLOW_EVENT":      string(run.Event),
 				"CLUSTERFLOW_CONFIGMETA": l.configMetaPath(clusterDir),
+				"CLUSTERFLOW_HOST":       l.hostName(),
 				"HOME":                   dir,
 			}),
 			StdoutFile: filepath.Join(logs, string(run.Event)+".stdout"),

@@ -46,7 +46,17 @@ func Status(w io.Writer, s workflows.ClusterStatus, now time.Time) {
 	fmt.Fprintln(w)
 
 	tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "MEMBER\tSTATE\tSINCE\tDETAIL")
+	onHosts := false
+	for _, r := range s.Roles {
+		for _, m := range r.Members {
+			onHosts = onHosts || m.Host != ""
+		}
+	}
+	if onHosts {
+		fmt.Fprintln(tw, "MEMBER\tSTATE\tHOST\tSINCE\tDETAIL")
+	} else {
+		fmt.Fprintln(tw, "MEMBER\tSTATE\tSINCE\tDETAIL")
+	}
 	var failed []workflows.MemberStatus
 	for _, r := range s.Roles {
 		for _, m := range r.Members {
@@ -61,7 +71,15 @@ func Status(w io.Writer, s workflows.ClusterStatus, now time.Time) {
 			if m.Replaces != "" {
 				detail = strings.TrimPrefix(detail+"; replaces "+m.Replaces, "; ")
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", m.Name, state, Ago(m.Since, now), detail)
+			if onHosts {
+				host := m.Host
+				if host == "" {
+					host = "-"
+				}
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", m.Name, state, host, Ago(m.Since, now), detail)
+			} else {
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", m.Name, state, Ago(m.Since, now), detail)
+			}
 			if m.StdoutTail != "" || m.StderrTail != "" {
 				failed = append(failed, m)
 			}

@@ -1,0 +1,79 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/clusterflow/clusterflow/internal/apperr"
+	"github.com/clusterflow/clusterflow/internal/render"
+	"github.com/clusterflow/clusterflow/workflows"
+)
+
+func runHosts(ctx context.Context, args []string) error {
+	fs := newFlagSet("hosts", "[-o json]")
+	var conn connection
+	conn.register(fs, "warn")
+	out := outputFlag(fs)
+	if err := fs.Parse(args); err != nil {
+		return flagError(err)
+	}
+	if fs.NArg() > 0 {
+		return apperr.Errorf(apperr.Invalid, "hosts takes no arguments (did you mean `clusterflow host %s`?)", fs.Arg(0))
+	}
+	st, _, closeClient, err := conn.starter(ctx)
+	if err != nil {
+		return err
+	}
+	defer closeClient()
+	hosts, err := st.Hosts(ctx)
+	if err != nil {
+		return err
+	}
+	if *out == "json" {
+		if hosts == nil {
+			hosts = []workflows.Host{}
+		}
+		return printJSON(hosts)
+	}
+	render.Hosts(os.Stdout, hosts, time.Now())
+	return nil
+}
+
+// runHost changes one host: cordon, uncordon or forget.
+func runHost(ctx context.Context, args []string) error {
+	fs := newFlagSet("host", "cordon|uncordon|forget NAME")
+	var conn connection
+	conn.register(fs, "warn")
+	if err := fs.Parse(args); err != nil {
+		return flagError(err)
+	}
+	if fs.NArg() != 2 {
+		return apperr.Errorf(apperr.Invalid, "host needs an action and a host name: clusterflow host cordon|uncordon|forget NAME")
+	}
+	action, name := fs.Arg(0), fs.Arg(1)
+	st, _, closeClient, err := conn.starter(ctx)
+	if err != nil {
+		return err
+	}
+	defer closeClient()
+	var host workflows.Host
+	switch action {
+	case "cordon", "uncordon":
+		host, err = st.CordonHost(ctx, name, action == "cordon")
+	case "forget":
+		host, err = st.ForgetHost(ctx, name)
+	default:
+		return apperr.Errorf(apperr.Invalid, "host: unknown action %q (known: cordon, uncordon, forget)", action)
+	}
+	if err != nil {
+		return err
+	}
+	if action == "forget" {
+		fmt.Printf("host %s forgotten\n", host.Name)
+		return nil
+	}
+	fmt.Printf("host %s: %s\n", host.Name, host.State())
+	return nil
+}

@@ -1,0 +1,43 @@
+package render
+
+import (
+	"fmt"
+	"io"
+	"maps"
+	"slices"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/clusterflow/clusterflow/workflows"
+)
+
+// Hosts prints hosts as a table. A host holding its lease was heard from within its
+// timeout, which LAST-SEEN says rather than the lease's start.
+func Hosts(w io.Writer, hosts []workflows.Host, now time.Time) {
+	if len(hosts) == 0 {
+		fmt.Fprintln(w, "No hosts: workers run in single-host mode (start them with --host to register hosts).")
+		return
+	}
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "NAME\tSTATE\tMEMBERS\tLABELS\tADDRESS\tLAST-SEEN")
+	for _, h := range hosts {
+		seen := "within " + h.Timeout.String()
+		if h.Lost {
+			seen = Ago(h.LastSeen, now)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\n", h.Name, h.State(), h.Members, labels(h.Labels), h.Address, seen)
+	}
+	tw.Flush()
+}
+
+func labels(l map[string]string) string {
+	if len(l) == 0 {
+		return "-"
+	}
+	var parts []string
+	for _, k := range slices.Sorted(maps.Keys(l)) {
+		parts = append(parts, k+"="+l[k])
+	}
+	return strings.Join(parts, ",")
+}

@@ -1,0 +1,92 @@
+package starter
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"go.temporal.io/api/enums/v1"
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/temporal"
+
+	"github.com/clusterflow/clusterflow/internal/apperr"
+	"github.com/clusterflow/clusterflow/workflows"
+)
+
+// Hosts lists the registered hosts, sorted by name; none in single-host mode.
+func (s *Starter) Hosts(ctx context.Context) ([]workflows.Host, error) {
+	resp, err := s.client.QueryWorkflow(ctx, workflows.HostsWorkflowID, "", workflows.HostsQuery)
+	switch {
+	case isNotFound(err):
+		return nil, nil // no worker ever registered a host
+	case err != nil:
+		return nil, fmt.Errorf("list hosts: %w", err)
+	}
+	var hosts []workflows.Host
+	if err := resp.Get(&hosts); err != nil {
+		return nil, fmt.Errorf("list hosts: %w", err)
+	}
+	return hosts, nil
+}
+
+// RegisterHost registers a worker's host, starting the registry if it is not running.
+func (s *Starter) RegisterHost(ctx context.Context, reg workflows.HostRegistration) (workflows.Host, error) {
+	start := s.client.NewWithStartWorkflowOperation(client.StartWorkflowOptions{
+		ID:                       workflows.HostsWorkflowID,
+		TaskQueue:                s.taskQueue,
+		WorkflowIDConflictPolicy: enums.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
+		StaticSummary:            "clusterflow host registry",
+	}, workflows.HostsWorkflowName, workflows.HostsInput{})
+	handle, err := s.client.UpdateWithStartWorkflow(ctx, client.UpdateWithStartWorkflowOptions{
+		StartWorkflowOperation: start,
+		UpdateOptions: client.UpdateWorkflowOptions{
+			UpdateName: workflows.RegisterHostUpdate, Args: []any{reg}, WaitForStage: client.WorkflowUpdateStageCompleted,
+		},
+	})
+	var host workflows.Host
+	if err == nil {
+		err = handle.Get(ctx, &host)
+	}
+	return host, hostsError("register host "+reg.Name, err)
+}
+
+// CordonHost marks a host so that it gets no new members, or clears the mark.
+func (s *Starter) CordonHost(ctx context.Context, name string, cordon bool) (workflows.Host, error) {
+	var host workflows.Host
+	err := s.updateHosts(ctx, workflows.CordonHostUpdate, &host, workflows.HostMark{Host: name, Cordon: cordon})
+	return host, err
+}
+
+// ForgetHost removes a lost or empty host from the registry.
+func (s *Starter) ForgetHost(ctx context.Context, name string) (workflows.Host, error) {
+	var host workflows.Host
+	err := s.updateHosts(ctx, workflows.ForgetHostUpdate, &host, name)
+	return host, err
+}
+
+func (s *Starter) updateHosts(ctx context.Context, update string, result any, args ...any) error {
+	handle, err := s.client.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{
+		WorkflowID: workflows.HostsWorkflowID, UpdateName: update, Args: args, WaitForStage: client.WorkflowUpdateStageCompleted,
+	})
+	if err == nil {
+		err = handle.Get(ctx, result)
+	}
+	if isNotFound(err) {
+		return apperr.Errorf(apperr.NotFound, "no host is registered (start a worker with --host)")
+	}
+	return hostsError(update, err)
+}
+
+// hostsError turns a registry validator's refusal into its apperr code.
+func hostsError(action string, err error) error {
+	var appErr *temporal.ApplicationError
+	if errors.As(err, &appErr) {
+		if code, ok := apperr.Known(appErr.Type()); ok {
+			return apperr.Errorf(code, "%s", appErr.Message())
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("%s: %w", action, err)
+	}
+	return nil
+}

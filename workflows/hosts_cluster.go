@@ -1,0 +1,197 @@
+package workflows
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"time"
+
+	"go.temporal.io/sdk/workflow"
+)
+
+// A cluster deployed while hosts were registered places every member on a host and routes
+// the member's activities to that host's task queue. The registry pushes it the view of
+// all hosts (HostsChangedSignal); it tells the registry how many members it has where
+// (ClusterHostsSignal). A cluster deployed in single-host mode never does either.
+
+// onHosts reports whether the cluster places its members on hosts.
+func (w *clusterWorkflow) onHosts() bool { return w.state.OnHosts }
+
+// hostOf finds a host in the cluster's view.
+func (w *clusterWorkflow) hostOf(name string) *Host {
+	return named(w.state.Hosts, name, func(h *Host) string { return h.Name })
+}
+
+// reachable reports whether activities can run on a host: it is in the view and not lost.
+func (w *clusterWorkflow) reachable(host string) bool {
+	h := w.hostOf(host)
+	return h != nil && !h.Lost
+}
+
+// placement counts the cluster's members on each host.
+func (w *clusterWorkflow) placement() map[string]int {
+	counts := map[string]int{}
+	for _, rs := range w.state.Roles {
+		for _, m := range rs.Members {
+			if m.Host != "" && m.State != MemberDeleted {
+				counts[m.Host]++
+			}
+		}
+	}
+	return counts
+}
+
+// memberHosts lists, sorted, the reachable hosts holding any of the cluster's members.
+func (w *clusterWorkflow) memberHosts() []string {
+	var hosts []string
+	for _, h := range slices.Sorted(maps.Keys(w.placement())) {
+		if w.reachable(h) {
+			hosts = append(hosts, h)
+		}
+	}
+	return hosts
+}
+
+// onMemberHost routes an activity to the host holding the member, when it has one. A
+// lost host's queue is not waited on for ever: the activity fails after a while.
+func onMemberHost(ctx workflow.Context, host string) workflow.Context {
+	if host == "" {
+		return ctx
+	}
+	ctx = workflow.WithTaskQueue(ctx, HostTaskQueue(workflow.GetInfo(ctx).TaskQueueName, host))
+	return workflow.WithScheduleToStartTimeout(ctx, hostQueueWait)
+}
+
+// hostQueueWait bounds how long an activity waits for its host's worker to take it.
+const hostQueueWait = 5 * time.Minute
+
+// watchHosts reports the cluster's placement to the registry whenever it changes, and
+// applies each view of the hosts the registry sends back.
+func (w *clusterWorkflow) watchHosts(ctx workflow.Context) {
+	views := workflow.GetSignalChannel(ctx, HostsChangedSignal)
+	workflow.Go(ctx, func(ctx workflow.Context) {
+		for {
+			var hosts []Host
+			views.Receive(ctx, &hosts)
+			w.onHostsChanged(ctx, hosts)
+		}
+	})
+	workflow.Go(ctx, func(ctx workflow.Context) {
+		var reported map[string]int
+		for {
+			current := w.placement()
+			if reported == nil || !maps.Equal(current, reported) {
+				w.reportPlacement(ctx, ClusterPlacement{Cluster: w.state.Name, Members: current})
+				reported = current
+			}
+			if err := workflow.Await(ctx, func() bool { return !maps.Equal(w.placement(), reported) }); err != nil {
+				return
+			}
+		}
+	})
+}
+
+func (w *clusterWorkflow) reportPlacement(ctx workflow.Context, p ClusterPlacement) {
+	err := workflow.SignalExternalWorkflow(ctx, HostsWorkflowID, "", ClusterHostsSignal, p).Get(ctx, nil)
+	if err != nil {
+		w.logger.Warn("Could not tell the host registry where members are", "Error", err)
+	}
+}
+
+// onHostsChanged applies a new view of the hosts. Members of a host that was lost go down,
+// and those of a host forgotten are gone, so the health machinery replaces them; members
+// of a host that came back are up again. Members waiting for a host get one if one fits.
+func (w *clusterWorkflow) onHostsChanged(ctx workflow.Context, hosts []Host) {
+	before := w.state.Hosts
+	w.state.Hosts = hosts
+	wasLost := func(name string) bool {
+		h := named(before, name, func(h *Host) string { return h.Name })
+		return h != nil && h.Lost
+	}
+	for i := range w.state.Roles {
+		rs := &w.state.Roles[i]
+		for j := range rs.Members {
+			m := &rs.Members[j]
+			if m.Host == "" {
+				continue
+			}
+			h := w.hostOf(m.Host)
+			var ev HealthEvent
+			var reason string
+			switch {
+			case h == nil:
+				ev, reason = HealthGone, fmt.Sprintf("host %s was forgotten", m.Host)
+			case h.Lost && !wasLost(m.Host):
+				ev, reason = HealthDown, fmt.Sprintf("host %s lost (unheard of since %s)", m.Host, h.LastSeen.UTC().Format(time.RFC3339))
+			case !h.Lost && wasLost(m.Host):
+				ev, reason = HealthUp, fmt.Sprintf("host %s is back", m.Host)
+			default:
+				continue
+			}
+			w.stepHealth(ctx, rs, m, MemberEvent{Member: m.Name, Event: ev, Reason: reason, Source: "hosts", At: workflow.Now(ctx)})
+		}
+	}
+	if w.placeWaiting() {
+		w.newGeneration("hosts changed: set up members that were waiting for a host")
+		w.touch(ctx)
+	}
+}
+
+// placeWaiting gives members waiting for a host one, where one now fits, and reports
+// whether any got one.
+func (w *clusterWorkflow) placeWaiting() bool {
+	placed := false
+	for i := range w.state.Roles {
+		rs := &w.state.Roles[i]
+		waiting := slices.ContainsFunc(rs.Members, func(m Member) bool { return m.Unplaced != "" })
+		if !waiting {
+			continue
+		}
+		r, _ := w.roleSpec(rs.Name)
+		rs.Members = placeMembers(r, rs.Members, w.state.Hosts)
+		placed = placed || slices.ContainsFunc(rs.Members, func(m Member) bool { return m.State == MemberPending && m.Host != "" && m.Unplaced == "" })
+	}
+	return placed
+}
+
+// dropUnreachable takes members on hosts that cannot be reached out of the work: nothing
+// can run there. They are forgotten as if removed; should the host come back, reconcile
+// finds their sandboxes and removes them as rogues.
+func (w *clusterWorkflow) dropUnreachable(ctx workflow.Context, work []roleWork) []roleWork {
+	var kept []roleWork
+	for _, rw := range work {
+		var reachable []Member
+		var dropped []Member
+		for _, m := range rw.members {
+			if m.Host == "" || w.reachable(m.Host) {
+				reachable = append(reachable, m)
+				continue
+			}
+			_, live := w.findMember(m.Name)
+			live.State, live.Since = MemberDeleted, workflow.Now(ctx)
+			live.Detail = fmt.Sprintf("left on host %s, which is lost; its sandbox is removed if the host comes back", m.Host)
+			dropped = append(dropped, m)
+		}
+		w.noteRemoved(rw.role, dropped)
+		if len(reachable) > 0 {
+			rw.members = reachable
+			kept = append(kept, rw)
+		}
+	}
+	return kept
+}
+
+// onEachHost runs one cluster-wide activity on every reachable host holding members, or on
+// the shared queue in single-host mode, and returns the first error.
+func (w *clusterWorkflow) onEachHost(ctx workflow.Context, run func(ctx workflow.Context, host string) error) error {
+	if !w.onHosts() {
+		return run(ctx, "")
+	}
+	var first error
+	for _, host := range w.memberHosts() {
+		if err := run(onMemberHost(ctx, host), host); err != nil && first == nil {
+			first = fmt.Errorf("on host %s: %w", host, err)
+		}
+	}
+	return first
+}

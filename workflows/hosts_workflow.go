@@ -1,0 +1,322 @@
+package workflows
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"time"
+
+	"go.temporal.io/sdk/log"
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/clusterflow/clusterflow/internal/apperr"
+	"github.com/clusterflow/clusterflow/internal/spec"
+)
+
+// HostsInput carries the registry across continue-as-new.
+type HostsInput struct {
+	Hosts    []Host             `json:"hosts,omitempty"`
+	Clusters []ClusterPlacement `json:"clusters,omitempty"`
+}
+
+// HostsWorkflow is the host registry (see hosts_api.go). Each host's liveness is a lease:
+// a long activity on the host's own task queue that the host's worker heartbeats. A missed
+// heartbeat makes the host lost; the next task the host's worker takes from its queue, a
+// check-in, makes it ready again. Heartbeats never reach the history, so an idle fleet
+// costs a few events per host every leaseTerm.
+func HostsWorkflow(ctx workflow.Context, in HostsInput) error {
+	r := newHostsRegistry(ctx, in)
+	if err := r.setup(ctx); err != nil {
+		return err
+	}
+	return r.run(ctx)
+}
+
+const (
+	// leaseTerm is how long one lease activity runs before the host renews it.
+	leaseTerm = 10 * time.Minute
+	// hostsEventsPerRun bounds a registry run's history.
+	hostsEventsPerRun = 5000
+)
+
+type hostsRegistry struct {
+	hosts []Host
+	// clusters maps a subscribed cluster to its members per host.
+	clusters map[string]map[string]int
+	// owed lists clusters that have not been sent the current view.
+	owed   map[string]bool
+	leases map[string]workflow.CancelFunc
+	logger log.Logger
+}
+
+func newHostsRegistry(ctx workflow.Context, in HostsInput) *hostsRegistry {
+	r := &hostsRegistry{
+		hosts: in.Hosts, clusters: map[string]map[string]int{}, owed: map[string]bool{},
+		leases: map[string]workflow.CancelFunc{}, logger: workflow.GetLogger(ctx),
+	}
+	for _, c := range in.Clusters {
+		r.clusters[c.Cluster] = c.Members
+	}
+	return r
+}
+
+func (r *hostsRegistry) setup(ctx workflow.Context) error {
+	if err := workflow.SetQueryHandlerWithOptions(ctx, HostsQuery, func() ([]Host, error) {
+		return r.hosts, nil
+	}, workflow.QueryHandlerOptions{Description: "Every host, as `clusterflow hosts -o json` prints them"}); err != nil {
+		return err
+	}
+	if err := workflow.SetUpdateHandlerWithOptions(ctx, RegisterHostUpdate, r.register, workflow.UpdateHandlerOptions{
+		Validator: validateRegistration, Description: "A starting worker registers its host",
+	}); err != nil {
+		return err
+	}
+	if err := workflow.SetUpdateHandlerWithOptions(ctx, CordonHostUpdate, r.cordon, workflow.UpdateHandlerOptions{
+		Validator: func(m HostMark) error { return r.refuseUnknown("cordon", m.Host) }, Description: "Cordon or uncordon a host",
+	}); err != nil {
+		return err
+	}
+	if err := workflow.SetUpdateHandlerWithOptions(ctx, ForgetHostUpdate, r.forget, workflow.UpdateHandlerOptions{
+		Validator: r.validateForget, Description: "Remove a lost or empty host from the registry",
+	}); err != nil {
+		return err
+	}
+	placements := workflow.GetSignalChannel(ctx, ClusterHostsSignal)
+	workflow.Go(ctx, func(ctx workflow.Context) {
+		for {
+			var p ClusterPlacement
+			placements.Receive(ctx, &p)
+			r.place(p)
+		}
+	})
+	for _, h := range r.hosts {
+		r.startLease(ctx, h.Name)
+	}
+	r.countMembers()
+	return nil
+}
+
+// run sends the view to clusters owed it, until the history is long enough to start afresh.
+func (r *hostsRegistry) run(ctx workflow.Context) error {
+	for {
+		if err := workflow.Await(ctx, func() bool { return len(r.owed) > 0 || r.continueAsNewDue(ctx) }); err != nil {
+			return err
+		}
+		if len(r.owed) == 0 {
+			break
+		}
+		for _, cluster := range slices.Sorted(maps.Keys(r.owed)) {
+			delete(r.owed, cluster)
+			view := slices.Clone(r.hosts)
+			err := workflow.SignalExternalWorkflow(ctx, ClusterWorkflowID(cluster), "", HostsChangedSignal, view).Get(ctx, nil)
+			if err != nil {
+				// The cluster's workflow is gone (deleted or terminated): stop telling it.
+				r.logger.Info("Dropping a cluster that cannot be told of hosts", "Cluster", cluster, "Error", err)
+				delete(r.clusters, cluster)
+				r.countMembers()
+			}
+		}
+	}
+	if err := workflow.Await(ctx, func() bool { return workflow.AllHandlersFinished(ctx) }); err != nil {
+		return err
+	}
+	var carried []ClusterPlacement
+	for _, name := range slices.Sorted(maps.Keys(r.clusters)) {
+		carried = append(carried, ClusterPlacement{Cluster: name, Members: r.clusters[name]})
+	}
+	return workflow.NewContinueAsNewError(ctx, HostsWorkflowName, HostsInput{Hosts: r.hosts, Clusters: carried})
+}
+
+func (r *hostsRegistry) continueAsNewDue(ctx workflow.Context) bool {
+	info := workflow.GetInfo(ctx)
+	return info.GetContinueAsNewSuggested() || info.GetCurrentHistoryLength() > hostsEventsPerRun
+}
+
+func validateRegistration(reg HostRegistration) error {
+	if err := spec.CheckName(reg.Name); err != nil {
+		return refused(apperr.Invalid, "host name: %v", err)
+	}
+	for k, v := range reg.Labels {
+		if err := spec.CheckLabel(k, v); err != nil {
+			return refused(apperr.Invalid, "host %s labels: %v", reg.Name, err)
+		}
+	}
+	if reg.Timeout < time.Second {
+		return refused(apperr.Invalid, "host %s timeout: is %s; it must be at least 1s", reg.Name, reg.Timeout)
+	}
+	return nil
+}
+
+// register adds a host, or refreshes what its worker says about it. The host is ready once
+// its worker takes the check-in from its queue, which a starting worker does at once.
+func (r *hostsRegistry) register(ctx workflow.Context, reg HostRegistration) (Host, error) {
+	h := r.host(reg.Name)
+	if h == nil {
+		r.hosts = append(r.hosts, Host{HostRegistration: reg, Lost: true})
+		slices.SortFunc(r.hosts, func(a, b Host) int { return strings.Compare(a.Name, b.Name) })
+		h = r.host(reg.Name)
+		r.logger.Info("Host registered", "Host", reg.Name, "Address", reg.Address)
+	}
+	h.HostRegistration = reg
+	r.startLease(ctx, reg.Name)
+	r.changed()
+	return *h, nil
+}
+
+func (r *hostsRegistry) refuseUnknown(action, name string) error {
+	if r.host(name) == nil {
+		var names []string
+		for _, h := range r.hosts {
+			names = append(names, h.Name)
+		}
+		return refused(apperr.NotFound, "%s refused: no host %q (hosts: %s)", action, name, abbreviate(names))
+	}
+	return nil
+}
+
+func (r *hostsRegistry) cordon(ctx workflow.Context, m HostMark) (Host, error) {
+	h := r.host(m.Host)
+	h.Cordoned = m.Cordon
+	if !m.Cordon {
+		h.Draining = false
+	}
+	r.changed()
+	return *h, nil
+}
+
+func (r *hostsRegistry) validateForget(name string) error {
+	if err := r.refuseUnknown("forget", name); err != nil {
+		return err
+	}
+	if h := r.host(name); !h.Lost && h.Members > 0 {
+		return refused(apperr.Conflict, "forget refused: host %s is %s and holds %d members; drain it first", name, h.State(), h.Members)
+	}
+	return nil
+}
+
+func (r *hostsRegistry) forget(ctx workflow.Context, name string) (Host, error) {
+	h := *r.host(name)
+	if cancel := r.leases[name]; cancel != nil {
+		cancel()
+		delete(r.leases, name)
+	}
+	r.hosts = slices.DeleteFunc(r.hosts, func(h Host) bool { return h.Name == name })
+	r.logger.Info("Host forgotten", "Host", name)
+	r.changed()
+	return h, nil
+}
+
+// place records a cluster's members per host; a cluster seen for the first time is owed
+// the view.
+func (r *hostsRegistry) place(p ClusterPlacement) {
+	_, known := r.clusters[p.Cluster]
+	switch {
+	case p.Gone:
+		delete(r.clusters, p.Cluster)
+	default:
+		r.clusters[p.Cluster] = p.Members
+		if !known {
+			r.owed[p.Cluster] = true
+		}
+	}
+	if r.countMembers() {
+		r.changed()
+	}
+}
+
+// countMembers totals each host's members, reporting whether any count changed.
+func (r *hostsRegistry) countMembers() bool {
+	moved := false
+	for i := range r.hosts {
+		n := 0
+		for _, perHost := range r.clusters {
+			n += perHost[r.hosts[i].Name]
+		}
+		moved = moved || r.hosts[i].Members != n
+		r.hosts[i].Members = n
+	}
+	return moved
+}
+
+// changed owes every subscribed cluster the new view.
+func (r *hostsRegistry) changed() {
+	for cluster := range r.clusters {
+		r.owed[cluster] = true
+	}
+}
+
+func (r *hostsRegistry) host(name string) *Host {
+	return named(r.hosts, name, func(h *Host) string { return h.Name })
+}
+
+// startLease keeps the host's lease in a goroutine of its own, once per host.
+func (r *hostsRegistry) startLease(ctx workflow.Context, name string) {
+	if r.leases[name] != nil {
+		return
+	}
+	leaseCtx, cancel := workflow.WithCancel(ctx)
+	r.leases[name] = cancel
+	workflow.Go(leaseCtx, func(ctx workflow.Context) { r.keepLease(ctx, name) })
+}
+
+// keepLease alternates between waiting for the host (a check-in on its queue) and holding
+// its lease, marking it lost when a lease breaks.
+func (r *hostsRegistry) keepLease(ctx workflow.Context, name string) {
+	queue := HostTaskQueue(workflow.GetInfo(ctx).TaskQueueName, name)
+	for ctx.Err() == nil {
+		var reg HostRegistration
+		err := workflow.ExecuteActivity(withCheckIn(ctx, queue, name), acts.CheckInHost).Get(ctx, &reg)
+		if ctx.Err() != nil {
+			return
+		}
+		h := r.host(name)
+		if err != nil || reg.Name != name {
+			// A worker of another host on this queue, or a failing one: try again later.
+			r.logger.Warn("Host check-in failed", "Host", name, "Registered", reg.Name, "Error", err)
+			_ = workflow.Sleep(ctx, h.Timeout)
+			continue
+		}
+		h.HostRegistration, h.Lost, h.LastSeen = reg, false, workflow.Now(ctx)
+		r.logger.Info("Host ready", "Host", name)
+		r.changed()
+		for {
+			err := workflow.ExecuteActivity(withLease(ctx, queue, r.host(name).Timeout), acts.HoldHostLease, r.host(name).Timeout).Get(ctx, nil)
+			if ctx.Err() != nil {
+				return
+			}
+			if err != nil {
+				break
+			}
+			r.host(name).LastSeen = workflow.Now(ctx)
+		}
+		h = r.host(name)
+		h.Lost = true
+		r.logger.Warn("Host lost", "Host", name, "LastSeen", h.LastSeen)
+		r.changed()
+	}
+}
+
+// withCheckIn waits as long as it takes for the host's worker to poll again.
+func withCheckIn(ctx workflow.Context, queue, host string) workflow.Context {
+	return workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+		TaskQueue:           queue,
+		StartToCloseTimeout: 30 * time.Second,
+		RetryPolicy:         &temporal.RetryPolicy{InitialInterval: time.Second, MaximumInterval: 10 * time.Second},
+		Summary:             "check in " + host,
+	})
+}
+
+// withLease breaks the lease when the host misses a heartbeat for its timeout, or cannot
+// even start the lease within it.
+func withLease(ctx workflow.Context, queue string, timeout time.Duration) workflow.Context {
+	return workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+		TaskQueue:              queue,
+		ScheduleToStartTimeout: timeout,
+		StartToCloseTimeout:    leaseTerm + timeout,
+		HeartbeatTimeout:       timeout,
+		RetryPolicy:            &temporal.RetryPolicy{MaximumAttempts: 1},
+		Summary:                fmt.Sprintf("lease of %s", queue),
+	})
+}
