@@ -24,7 +24,8 @@ func (w *clusterWorkflow) delete(parent workflow.Context) {
 		}
 		w.runLevel(ctx, OpTeardown, w.dropUnreachable(ctx, work))
 	}
-	err := w.onEachHost(withQuickActivity(ctx, "remove "+w.state.Name), func(ctx workflow.Context, _ string) error {
+	// Any reachable host may hold the folder of a member that has left.
+	err := w.onEachHost(withQuickActivity(ctx, "remove "+w.state.Name), w.reachableHosts(), func(ctx workflow.Context, _ string) error {
 		return workflow.ExecuteActivity(ctx, acts.RemoveCluster, w.state.Name).Get(ctx, nil)
 	})
 	if w.onHosts() {

@@ -29,7 +29,7 @@ func (w *clusterWorkflow) writeClusterFiles(ctx workflow.Context, withScripts bo
 	if withScripts {
 		files.Scripts = w.spec.Scripts
 	}
-	return w.onEachHost(withQuickActivity(ctx, "write files of "+w.state.Name), func(ctx workflow.Context, _ string) error {
+	return w.onEachHost(withQuickActivity(ctx, "write files of "+w.state.Name), w.memberHosts(), func(ctx workflow.Context, _ string) error {
 		return workflow.ExecuteActivity(ctx, acts.WriteClusterFiles, files).Get(ctx, nil)
 	})
 }

@@ -1,7 +1,6 @@
 package workflows
 
 import (
-	"fmt"
 	"slices"
 	"strings"
 
@@ -80,20 +79,20 @@ func (w *clusterWorkflow) listMembers(ctx workflow.Context) ([]activities.Member
 	}
 	var all []activities.MemberRef
 	hosts := map[string]bool{}
-	for _, h := range w.state.Hosts {
-		if h.Lost {
-			continue
-		}
+	err := w.onEachHost(ctx, w.reachableHosts(), func(ctx workflow.Context, host string) error {
 		var listed []activities.MemberRef
-		hostCtx := onMemberHost(ctx, h.Name)
-		if err := workflow.ExecuteActivity(hostCtx, acts.ListMembers, w.state.Name).Get(hostCtx, &listed); err != nil {
-			return nil, nil, fmt.Errorf("on host %s: %w", h.Name, err)
+		if err := workflow.ExecuteActivity(ctx, acts.ListMembers, w.state.Name).Get(ctx, &listed); err != nil {
+			return err
 		}
 		for _, ref := range listed {
-			ref.Host = h.Name
+			ref.Host = host
 			all = append(all, ref)
 		}
-		hosts[h.Name] = true
+		hosts[host] = true
+		return nil
+	})
+	if err != nil {
+		return nil, nil, err
 	}
 	return all, hosts, nil
 }

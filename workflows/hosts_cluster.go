@@ -181,14 +181,25 @@ func (w *clusterWorkflow) dropUnreachable(ctx workflow.Context, work []roleWork)
 	return kept
 }
 
-// onEachHost runs one cluster-wide activity on every reachable host holding members, or on
-// the shared queue in single-host mode, and returns the first error.
-func (w *clusterWorkflow) onEachHost(ctx workflow.Context, run func(ctx workflow.Context, host string) error) error {
+// reachableHosts lists, sorted, every host in the view that is not lost.
+func (w *clusterWorkflow) reachableHosts() []string {
+	var hosts []string
+	for _, h := range w.state.Hosts {
+		if !h.Lost {
+			hosts = append(hosts, h.Name)
+		}
+	}
+	return hosts
+}
+
+// onEachHost runs one cluster-wide activity on each of hosts, or on the shared queue in
+// single-host mode, and returns the first error.
+func (w *clusterWorkflow) onEachHost(ctx workflow.Context, hosts []string, run func(ctx workflow.Context, host string) error) error {
 	if !w.onHosts() {
 		return run(ctx, "")
 	}
 	var first error
-	for _, host := range w.memberHosts() {
+	for _, host := range hosts {
 		if err := run(onMemberHost(ctx, host), host); err != nil && first == nil {
 			first = fmt.Errorf("on host %s: %w", host, err)
 		}

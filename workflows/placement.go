@@ -47,7 +47,7 @@ func placeMembers(role spec.Role, members []Member, hosts []Host) []Member {
 		}
 		best, ok := bestHost(role.Placement, hosts, perHost, perValue)
 		if !ok {
-			m.Unplaced = "waiting for a host: " + placementShortfall(role, hosts, held+1).Error()
+			m.Unplaced = "waiting for a host: " + unplacedReason(role, out, hosts, held+1)
 			continue
 		}
 		m.Host, m.Unplaced = best.Name, ""
@@ -56,6 +56,14 @@ func placeMembers(role spec.Role, members []Member, hosts []Host) []Member {
 		perValue[best.Labels[role.Placement.SpreadBy]]++
 	}
 	return out
+}
+
+// unplacedReason says why no host takes one more member.
+func unplacedReason(role spec.Role, members []Member, hosts []Host, want int) string {
+	if err := placementShortfall(role, members, hosts, want); err != nil {
+		return err.Error()
+	}
+	return "no ready host fits its placement"
 }
 
 // bestHost picks the host for one more member, if any fits.
@@ -92,29 +100,51 @@ func fits(p spec.Placement, h Host, held int) bool {
 }
 
 // placementProblem says why the hosts cannot hold the desired members of every role, or
-// returns nil. Members already placed on a host that can keep them stay where they are;
-// the check is on capacity, so it is the same for a deploy, a resize or an apply.
-func placementProblem(desired spec.Cluster, hosts []Host) error {
+// returns nil. Members already on a host that is not lost stay there, even if it takes no
+// new members (cordoned, draining); the rest need room on ready hosts that fit.
+func placementProblem(desired spec.Cluster, roles []roleState, hosts []Host) error {
 	for i, r := range desired.Roles {
 		if r.Members == 0 {
 			continue
 		}
-		if err := placementShortfall(r, hosts, r.Members); err != nil {
+		var members []Member
+		if rs := roleOf(roles, r.Name); rs != nil {
+			members = rs.Members
+		}
+		if err := placementShortfall(r, members, hosts, r.Members); err != nil {
 			return fmt.Errorf("roles[%d].%w", i, err)
 		}
 	}
 	return nil
 }
 
-// placementShortfall says why want members of the role do not fit on the hosts, or nil.
-func placementShortfall(r spec.Role, hosts []Host, want int) error {
-	var ready []string
-	for _, h := range hosts {
-		if fits(r.Placement, h, 0) {
-			ready = append(ready, h.Name)
+// placementShortfall says why want members of the role do not fit on the hosts, counting
+// the role's members already placed, or returns nil.
+func placementShortfall(r spec.Role, members []Member, hosts []Host, want int) error {
+	p := r.Placement
+	held := map[string]int{}
+	for _, m := range members {
+		if m.occupies() {
+			held[m.Host]++
 		}
 	}
-	p := r.Placement
+	var ready []string
+	room, unlimited := 0, false
+	for _, h := range hosts {
+		switch {
+		case fits(p, h, 0):
+			ready = append(ready, h.Name)
+			if p.MaxPerHost == 0 {
+				unlimited = true
+			}
+			room += max(p.MaxPerHost, held[h.Name])
+		case !h.Lost:
+			room += held[h.Name] // kept where they are, but no more
+		}
+	}
+	if unlimited || want <= room {
+		return nil
+	}
 	matching := "hosts"
 	if sel := p.Selector(); sel != "" {
 		matching = "hosts matching " + sel
@@ -122,15 +152,27 @@ func placementShortfall(r spec.Role, hosts []Host, want int) error {
 	if p.SpreadBy != "" {
 		matching += " with a " + p.SpreadBy + " label"
 	}
-	switch {
-	case len(ready) == 0:
-		return fmt.Errorf("placement: %d %s %s; none is ready (%s)", want, map[bool]string{true: "member needs", false: "members need"}[want == 1], matching, describeHosts(hosts))
-	case p.MaxPerHost > 0 && want > p.MaxPerHost*len(ready):
-		need := (want + p.MaxPerHost - 1) / p.MaxPerHost
-		return fmt.Errorf("placement: %d members with maxPerHost %d need %d %s; %d are ready (%s)",
-			want, p.MaxPerHost, need, matching, len(ready), abbreviate(ready))
+	if len(ready) == 0 && p.MaxPerHost == 0 {
+		return fmt.Errorf("placement: %s %s; none is ready (%s)", countOf(want, "member needs", "members need"), matching, describeHosts(hosts))
 	}
-	return nil
+	need := (want + p.MaxPerHost - 1) / p.MaxPerHost
+	return fmt.Errorf("placement: %d members with maxPerHost %d need %d %s; %s ready (%s)",
+		want, p.MaxPerHost, need, matching, countOf(len(ready), "is", "are"), abbreviateOr(ready, "none"))
+}
+
+// countOf writes n with the singular or plural words after it.
+func countOf(n int, singular, plural string) string {
+	if n == 1 {
+		return "1 " + singular
+	}
+	return fmt.Sprintf("%d %s", n, plural)
+}
+
+func abbreviateOr(items []string, none string) string {
+	if len(items) == 0 {
+		return none
+	}
+	return abbreviate(items)
 }
 
 // describeHosts lists hosts with their states, for a refusal that finds none ready.
@@ -156,5 +198,5 @@ func abbreviate(items []string) string {
 // CheckPlacement says why the hosts cannot hold a new cluster's members, or returns nil;
 // the starter refuses such a deploy before anything starts.
 func CheckPlacement(desired spec.Cluster, hosts []Host) error {
-	return placementProblem(desired, hosts)
+	return placementProblem(desired, nil, hosts)
 }

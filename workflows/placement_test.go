@@ -92,7 +92,7 @@ func TestPlacementProblemNamesTheConstraint(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			err := placementProblem(tt.desired, hosts)
+			err := placementProblem(tt.desired, nil, hosts)
 			got := ""
 			if err != nil {
 				got = err.Error()
@@ -101,5 +101,21 @@ func TestPlacementProblemNamesTheConstraint(t *testing.T) {
 				t.Errorf("got  %q\nwant %q", got, tt.want)
 			}
 		})
+	}
+}
+
+func TestPlacementProblemKeepsMembersWhereTheyAre(t *testing.T) {
+	hosts := []Host{host("a"), cordoned(host("b")), lost(host("c"))}
+	role := spec.Role{Name: "w", Members: 3, Placement: spec.Placement{MaxPerHost: 1}}
+	members := []Member{{Name: "x-w-0", State: MemberReady, Host: "a"}, {Name: "x-w-1", State: MemberReady, Host: "b"}}
+	desired := spec.Cluster{Roles: []spec.Role{role}}
+	roles := []roleState{{Name: "w", Members: members}}
+	// a and b keep their members; c is lost, and a has no room for a third.
+	if err := placementProblem(desired, roles, hosts); err == nil || err.Error() != "roles[0].placement: 3 members with maxPerHost 1 need 3 hosts; 1 is ready (a)" {
+		t.Errorf("got %v", err)
+	}
+	desired.Roles[0].Members = 2
+	if err := placementProblem(desired, roles, hosts); err != nil {
+		t.Errorf("members staying on a cordoned host were refused: %v", err)
 	}
 }

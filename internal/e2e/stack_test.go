@@ -29,6 +29,13 @@ type stack struct {
 }
 
 func newStack(t *testing.T) *stack {
+	s := newServerStack(t)
+	s.startWorker()
+	return s
+}
+
+// newServerStack is a stack with its server running and no worker yet.
+func newServerStack(t *testing.T) *stack {
 	dir := t.TempDir()
 	s := &stack{t: t, dir: dir, data: filepath.Join(dir, "data"), db: filepath.Join(dir, "dev.db"), address: freeAddress(t)}
 	s.env = []string{"TEMPORAL_ADDRESS=" + s.address, "TEMPORAL_NAMESPACE=default"}
@@ -39,7 +46,6 @@ func newStack(t *testing.T) *stack {
 		}
 	})
 	s.startDev()
-	s.startWorker()
 	return s
 }
 

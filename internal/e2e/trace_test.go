@@ -16,6 +16,7 @@ now() { date +%s.%N; }
 echo "start $(now) $CLUSTERFLOW_MEMBER $CLUSTERFLOW_EVENT $*" >> "$TRACE"
 echo "running $CLUSTERFLOW_EVENT for $CLUSTERFLOW_MEMBER of $CLUSTERFLOW_ROLE in $CLUSTERFLOW_CLUSTER"
 if [ "$CLUSTERFLOW_EVENT" = configure ]; then
+  echo "$CLUSTERFLOW_HOST" > host # where the member runs, for tests of placement
   [ "$(pwd -P)" = "$(cd "$CLUSTERFLOW_MEMBER_DIR" && pwd -P)" ] || { echo "wrong working directory $(pwd)" >&2; exit 9; }
   [ -f "$CLUSTERFLOW_CONFIGMETA" ] || { echo "no configmeta at $CLUSTERFLOW_CONFIGMETA" >&2; exit 9; }
   grep -q "\"name\":\"$CLUSTERFLOW_MEMBER\"" "$CLUSTERFLOW_CONFIGMETA" || { echo "$CLUSTERFLOW_MEMBER not in configmeta" >&2; exit 9; }

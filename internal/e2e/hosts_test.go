@@ -1,0 +1,318 @@
+package e2e
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/clusterflow/clusterflow/internal/testenv"
+	"github.com/clusterflow/clusterflow/workflows"
+)
+
+// hostTimeout is the fleet's --host-timeout: short, so that a lost host is noticed soon.
+const hostTimeout = 3 * time.Second
+
+// fleet is a stack whose members live on hosts: one `clusterflow worker --host` per host,
+// each with its own data folder (and so its own agent), all on this machine.
+type fleet struct {
+	*stack
+	hosts map[string]*fleetHost
+}
+
+type fleetHost struct {
+	name, labels, data string
+	worker             *testenv.Process
+	runs               int
+}
+
+// newFleet starts a server and one worker per host; hosts are "name" or "name:k=v,k=v".
+func newFleet(t *testing.T, hosts ...string) *fleet {
+	f := &fleet{stack: newServerStack(t), hosts: map[string]*fleetHost{}}
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("the hosts' logs:\n%s", tailOfFiles(filepath.Join(f.dir, "host-*.stderr"), filepath.Join(f.dir, "hosts", "*", "agent", "agent.log")))
+		}
+	})
+	for _, h := range hosts {
+		name, labels, _ := strings.Cut(h, ":")
+		fh := &fleetHost{name: name, labels: labels, data: filepath.Join(f.dir, "hosts", name)}
+		testenv.StopAllAtEnd(t, fh.data)
+		f.hosts[name] = fh
+		f.startHost(name)
+	}
+	names := slices.Sorted(func(yield func(string) bool) {
+		for n := range f.hosts {
+			if !yield(n) {
+				return
+			}
+		}
+	})
+	f.waitForHosts("every host ready", func(hs []workflows.Host) bool {
+		return slices.Equal(hostStates(hs), withState(names, workflows.HostReady))
+	})
+	return f
+}
+
+func (f *fleet) startHost(name string) {
+	f.t.Helper()
+	h := f.hosts[name]
+	h.runs++
+	args := []string{"worker", "--data", h.data, "--host", name, "--host-timeout", hostTimeout.String()}
+	if h.labels != "" {
+		args = append(args, "--labels", h.labels)
+	}
+	h.worker = f.start("host-"+name, h.runs, "Worker starting", args...)
+}
+
+// killHost kills the host's worker, agent and scripts, as a machine dying would.
+func (f *fleet) killHost(name string) {
+	f.t.Helper()
+	f.kill(f.hosts[name].worker)
+	testenv.StopAll(f.hosts[name].data)
+}
+
+func (f *fleet) hostList() []workflows.Host {
+	f.t.Helper()
+	res := f.cli("hosts", "-o", "json")
+	if res.Code != 0 {
+		f.t.Fatalf("hosts: %s", res)
+	}
+	var hosts []workflows.Host
+	if err := json.Unmarshal([]byte(res.Stdout), &hosts); err != nil {
+		f.t.Fatalf("hosts -o json: %v\n%s", err, res.Stdout)
+	}
+	return hosts
+}
+
+func (f *fleet) waitForHosts(what string, cond func([]workflows.Host) bool) []workflows.Host {
+	f.t.Helper()
+	var hosts []workflows.Host
+	waitFor(f.t, what, func() bool {
+		hosts = f.hostList()
+		return cond(hosts)
+	})
+	return hosts
+}
+
+func (f *fleet) status(name string) workflows.ClusterStatus {
+	f.t.Helper()
+	res := f.cli("status", name, "-o", "json")
+	if res.Code != 0 {
+		f.t.Fatalf("status: %s", res)
+	}
+	var s workflows.ClusterStatus
+	if err := json.Unmarshal([]byte(res.Stdout), &s); err != nil {
+		f.t.Fatal(err)
+	}
+	return s
+}
+
+// sandboxHost says which host's data folder holds the member's sandbox, and checks the
+// member's script was told that host; "" when no host has it.
+func (f *fleet) sandboxHost(cluster, member string) string {
+	f.t.Helper()
+	var found []string
+	for name, h := range f.hosts {
+		told, err := os.ReadFile(filepath.Join(h.data, "clusters", cluster, member, "host"))
+		if err != nil {
+			continue
+		}
+		if strings.TrimSpace(string(told)) != name {
+			f.t.Errorf("%s runs on %s but its script was told CLUSTERFLOW_HOST=%s", member, name, told)
+		}
+		found = append(found, name)
+	}
+	if len(found) > 1 {
+		f.t.Errorf("%s has sandboxes on several hosts: %v", member, found)
+	}
+	if len(found) == 0 {
+		return ""
+	}
+	return found[0]
+}
+
+func hostStates(hosts []workflows.Host) []string {
+	var out []string
+	for _, h := range hosts {
+		out = append(out, h.Name+"="+string(h.State()))
+	}
+	return out
+}
+
+func withState(names []string, state workflows.HostState) []string {
+	var out []string
+	for _, n := range names {
+		out = append(out, n+"="+string(state))
+	}
+	return out
+}
+
+// placements lists "member@host=state" for every member of the cluster.
+func placements(s workflows.ClusterStatus) []string {
+	var out []string
+	for _, r := range s.Roles {
+		for _, m := range r.Members {
+			out = append(out, fmt.Sprintf("%s@%s=%s", m.Name, m.Host, m.State))
+		}
+	}
+	return out
+}
+
+const spreadSpec = `
+name: spread
+roles:
+  - {name: controller, cardinality: "1", startscript: trace.sh, env: {TRACE: TRACE_FILE}, placement: {hosts: {zone: b}}}
+  - name: worker
+    members: 2
+    dependsOn: [controller]
+    startscript: trace.sh
+    env: {TRACE: TRACE_FILE, DEPS: controller}
+    replaceAfter: 4s
+    placement: {maxPerHost: 1}
+`
+
+func TestMembersArePlacedOnHostsAndReplacedWhenTheirHostIsLost(t *testing.T) {
+	t.Parallel()
+	guard(t)
+	f := newFleet(t, "h1:zone=a", "h2:zone=a", "h3:zone=b")
+
+	// A deploy the hosts cannot hold is refused, naming the constraint, and nothing starts.
+	tooWide := writeSpec(t, filepath.Join(t.TempDir(), "x.yaml"), "x.yaml", "name: toowide\nroles: [{name: w, members: 4, startscript: s.sh, placement: {maxPerHost: 1}}]\n")
+	os.WriteFile(filepath.Join(filepath.Dir(tooWide), "s.sh"), []byte("#!/bin/sh\n"), 0o755)
+	res := f.cli("deploy", "-f", tooWide)
+	if res.Code != 2 || !strings.Contains(res.Stderr, "deploy refused: roles[0].placement: 4 members with maxPerHost 1 need 4 hosts; 3 are ready (h1, h2, h3)") {
+		t.Errorf("an impossible deploy was not refused with its reason: %s", res)
+	}
+	if res := f.cli("status", "toowide"); res.Code == 0 {
+		t.Errorf("the refused deploy started a cluster: %s", res)
+	}
+
+	specPath, trace := writeCluster(t, spreadSpec)
+	if res := f.cli("deploy", "-f", specPath, "--wait"); res.Code != 0 {
+		t.Fatalf("deploy: %s", res)
+	}
+	want := []string{"spread-controller-0@h3=ready", "spread-worker-0@h1=ready", "spread-worker-1@h2=ready"}
+	if got := placements(f.status("spread")); !slices.Equal(got, want) {
+		t.Fatalf("placed %v, want %v", got, want)
+	}
+	for _, p := range want {
+		member, host, _ := strings.Cut(strings.TrimSuffix(p, "=ready"), "@")
+		if got := f.sandboxHost("spread", member); got != host {
+			t.Errorf("%s's sandbox is on %q, want %s", member, got, host)
+		}
+	}
+	if table := f.cli("status", "spread"); !strings.Contains(table.Stdout, "HOST") || !strings.Contains(table.Stdout, "h3") {
+		t.Errorf("status does not show hosts:\n%s", table.Stdout)
+	}
+	if table := f.cli("hosts"); !strings.Contains(table.Stdout, "zone=b") || !strings.Contains(table.Stdout, "h3    ready") {
+		t.Errorf("hosts table:\n%s", table.Stdout)
+	}
+
+	// A resize the hosts cannot hold is refused with the reason, and changes nothing.
+	res = f.cli("resize", "spread", "worker=4")
+	if res.Code != 2 || !strings.Contains(res.Stderr, "resize refused: roles[1].placement: 4 members with maxPerHost 1 need 4 hosts; 3 are ready (h1, h2, h3)") {
+		t.Errorf("an impossible resize was not refused with its reason: %s", res)
+	}
+	if s := f.status("spread"); s.Generation != 1 {
+		t.Errorf("the refused resize moved the generation to %d", s.Generation)
+	}
+
+	// Losing h2: its member goes down with the reason, within the host timeout, and is
+	// replaced on the one host with room (h3) once replaceAfter passes.
+	f.killHost("h2")
+	killed := time.Now()
+	f.waitForHosts("h2 lost", func(hs []workflows.Host) bool {
+		return slices.Contains(hostStates(hs), "h2=lost")
+	})
+	var down workflows.MemberStatus
+	waitFor(t, "spread-worker-1 down", func() bool {
+		s := f.status("spread")
+		down = *s.Role("worker").Member("spread-worker-1")
+		return down.State == workflows.MemberDown
+	})
+	t.Logf("h2 was taken for lost, and its member down, %s after it was killed", time.Since(killed).Round(100*time.Millisecond))
+	if h := down.Health; h == nil || len(h.Transitions) == 0 || !strings.Contains(h.Transitions[len(h.Transitions)-1].Reason, "host h2 lost") {
+		t.Errorf("the down member does not say its host was lost: %+v", down.Health)
+	}
+	var s workflows.ClusterStatus
+	waitFor(t, "a replacement on h3", func() bool {
+		s = f.status("spread")
+		return slices.Equal(placements(s), []string{"spread-controller-0@h3=ready", "spread-worker-0@h1=ready", "spread-worker-2@h3=ready"}) && s.Phase == workflows.PhaseReady
+	})
+	if got := f.sandboxHost("spread", "spread-worker-2"); got != "h3" {
+		t.Errorf("the replacement's sandbox is on %q, want h3", got)
+	}
+	runs := readTrace(t, trace)
+	expectRuns(t, runs, "configure", "", "spread-controller-0", "spread-worker-0", "spread-worker-1", "spread-worker-2")
+	// The survivors learn of the replacement once, and of the lost member once.
+	expectRuns(t, runs, "addnodes", "--addnodes --role worker --nodes spread-worker-2", "spread-controller-0", "spread-worker-0")
+	expectRuns(t, runs, "delnodes", "--delnodes --role worker --nodes spread-worker-1", "spread-controller-0", "spread-worker-0")
+
+	// Cordoned, h3 takes nothing new; forgetting h2 takes it off the list.
+	if res := f.cli("host", "cordon", "h3"); res.Code != 0 || !strings.Contains(res.Stdout, "host h3: cordoned") {
+		t.Errorf("cordon: %s", res)
+	}
+	f.waitForHosts("the cluster told of the cordon", func([]workflows.Host) bool { return true })
+	res = f.cli("resize", "spread", "worker=3")
+	if res.Code != 2 || !strings.Contains(res.Stderr, "need 3 hosts; 1 is ready (h1)") {
+		t.Errorf("a resize onto a cordoned host was not refused: %s", res)
+	}
+	if res := f.cli("host", "forget", "h2"); res.Code != 0 {
+		t.Errorf("forget: %s", res)
+	}
+	f.waitForHosts("h2 forgotten", func(hs []workflows.Host) bool {
+		return slices.Equal(hostStates(hs), []string{"h1=ready", "h3=cordoned"})
+	})
+	if res := f.cli("host", "forget", "h1"); res.Code == 0 || !strings.Contains(res.Stderr, "holds 1 members; drain it first") {
+		t.Errorf("forgetting a host that holds members was not refused: %s", res)
+	}
+	if res := f.cli("delete", "spread", "--wait"); res.Code != 0 {
+		t.Fatalf("delete: %s", res)
+	}
+	for name, h := range f.hosts {
+		if name == "h2" {
+			continue // lost: its sandbox stays until it comes back
+		}
+		if entries, _ := os.ReadDir(filepath.Join(h.data, "clusters", "spread")); len(entries) > 0 {
+			t.Errorf("host %s still has files of the deleted cluster: %v", name, entries)
+		}
+	}
+}
+
+func TestAHostBackBeforeReplaceAfterKeepsItsMembers(t *testing.T) {
+	t.Parallel()
+	guard(t)
+	f := newFleet(t, "h1", "h2")
+	specPath, trace := writeCluster(t, `
+name: back
+roles:
+  - {name: worker, members: 2, startscript: trace.sh, env: {TRACE: TRACE_FILE}, replaceAfter: 5m, placement: {maxPerHost: 1}}
+`)
+	if res := f.cli("deploy", "-f", specPath, "--wait"); res.Code != 0 {
+		t.Fatalf("deploy: %s", res)
+	}
+	if got := placements(f.status("back")); !slices.Equal(got, []string{"back-worker-0@h1=ready", "back-worker-1@h2=ready"}) {
+		t.Fatalf("placed %v", got)
+	}
+	// The worker dies; the agent and the member's services stay, as in a partition.
+	f.kill(f.hosts["h2"].worker)
+	waitFor(t, "back-worker-1 down", func() bool {
+		s := f.status("back")
+		return s.Role("worker").Member("back-worker-1").State == workflows.MemberDown
+	})
+	f.startHost("h2")
+	var s workflows.ClusterStatus
+	waitFor(t, "back-worker-1 up again", func() bool {
+		s = f.status("back")
+		return s.Role("worker").Member("back-worker-1").State == workflows.MemberReady && s.Phase == workflows.PhaseReady
+	})
+	if got := placements(s); !slices.Equal(got, []string{"back-worker-0@h1=ready", "back-worker-1@h2=ready"}) {
+		t.Errorf("after the host came back: %v", got)
+	}
+	expectRuns(t, readTrace(t, trace), "configure", "", "back-worker-0", "back-worker-1")
+}
