@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -139,4 +140,55 @@ func mustSucceed(t *testing.T, args ...string) {
 	if res := cli(t, args...); res.Code != 0 {
 		t.Fatalf("clusterflow %v: %s", args, res)
 	}
+}
+
+// TestRecordHostHistories records, like TestRecordHistories, a cluster placed on three
+// hosts that loses one, and the host registry's own history.
+func TestRecordHostHistories(t *testing.T) {
+	guard(t)
+	generation := os.Getenv("CLUSTERFLOW_RECORD_HISTORIES")
+	if generation == "" {
+		t.Skip("set CLUSTERFLOW_RECORD_HISTORIES=GENERATION to record replay histories")
+	}
+	root, err := testenv.ModuleRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := newFleet(t, "h1:zone=a", "h2:zone=a", "h3:zone=b")
+	c, err := testenv.Dial(f.address)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	record := func(scenario, workflowID string) {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		dir := filepath.Join(root, "workflows", "testdata", generation, scenario)
+		if err := os.RemoveAll(dir); err != nil {
+			t.Fatal(err)
+		}
+		files, err := testenv.ExportHistories(ctx, c, workflowID, dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("%s: recorded %d histories", scenario, len(files))
+	}
+	specPath, _ := writeCluster(t, spreadSpec)
+	if res := f.cli("deploy", "-f", specPath, "--wait", "--continue-as-new-every", "2"); res.Code != 0 {
+		t.Fatalf("deploy: %s", res)
+	}
+	f.killHost("h2")
+	waitFor(t, "a replacement on h3", func() bool {
+		s := f.status("spread")
+		return slices.Contains(placements(s), "spread-worker-2@h3=ready") && s.Phase == workflows.PhaseReady
+	})
+	f.cli("host", "cordon", "h3")
+	if res := f.cli("reconcile", "spread"); res.Code != 0 {
+		t.Fatalf("reconcile: %s", res)
+	}
+	if res := f.cli("delete", "spread", "--wait"); res.Code != 0 {
+		t.Fatalf("delete: %s", res)
+	}
+	record("hosts-loss-and-replacement", workflows.ClusterWorkflowID("spread"))
+	record("host-registry", workflows.HostsWorkflowID)
 }
