@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/serviceerror"
@@ -15,6 +16,9 @@ import (
 	"github.com/clusterflow/clusterflow/internal/spec"
 	"github.com/clusterflow/clusterflow/workflows"
 )
+
+// hostsQueryLimit bounds the wait for the host registry's answer.
+const hostsQueryLimit = 20 * time.Second
 
 // DeployOptions tune a new cluster's workflow.
 type DeployOptions struct {
@@ -29,8 +33,16 @@ type DeployOptions struct {
 // When hosts are registered, the cluster's members are placed on them, and a deploy they
 // cannot hold is refused before anything starts.
 func (s *Starter) Deploy(ctx context.Context, c spec.Cluster, opts DeployOptions) error {
-	hosts, err := s.Hosts(ctx)
-	if err != nil {
+	// The registry answers through a worker: without one, deploy as before and let the
+	// cluster wait for a worker, rather than hang here.
+	hostsCtx, cancel := context.WithTimeout(ctx, hostsQueryLimit)
+	hosts, err := s.Hosts(hostsCtx)
+	timedOut := hostsCtx.Err() == context.DeadlineExceeded && ctx.Err() == nil
+	cancel()
+	switch {
+	case err != nil && timedOut:
+		return noWorker(s.taskQueue, err)
+	case err != nil:
 		return fmt.Errorf("deploy %s: %w", c.Name, err)
 	}
 	if len(hosts) > 0 {

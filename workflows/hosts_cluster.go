@@ -52,18 +52,36 @@ func (w *clusterWorkflow) memberHosts() []string {
 	return hosts
 }
 
-// onMemberHost routes an activity to the host holding the member, when it has one. A
-// lost host's queue is not waited on for ever: the activity fails after a while.
+// onMemberHost routes a member's activity to the host holding it, when it has one. A lost
+// host's queue is not waited on for ever: the activity fails after a while.
 func onMemberHost(ctx workflow.Context, host string) workflow.Context {
+	return onHost(ctx, host, memberQueueWait)
+}
+
+func onHost(ctx workflow.Context, host string, wait time.Duration) workflow.Context {
 	if host == "" {
 		return ctx
 	}
 	ctx = workflow.WithTaskQueue(ctx, HostTaskQueue(workflow.GetInfo(ctx).TaskQueueName, host))
-	return workflow.WithScheduleToStartTimeout(ctx, hostQueueWait)
+	return workflow.WithScheduleToStartTimeout(ctx, wait)
 }
 
-// hostQueueWait bounds how long an activity waits for its host's worker to take it.
-const hostQueueWait = 5 * time.Minute
+// memberQueueWait bounds how long a member's activity waits for its host's worker to take
+// it: long, as a wide role may queue many at once.
+const memberQueueWait = 5 * time.Minute
+
+// hostWait bounds how long a cluster-wide activity (configmeta, listing, removal) waits
+// for a host's worker. A live worker takes it within milliseconds; a host that died since
+// the last view must not hold up the cluster, whose health timers wait on these.
+func (w *clusterWorkflow) hostWait(host string) time.Duration {
+	wait := minHostWait
+	if h := w.hostOf(host); h != nil {
+		wait = max(wait, h.Timeout)
+	}
+	return wait
+}
+
+const minHostWait = 10 * time.Second
 
 // watchHosts reports the cluster's placement to the registry whenever it changes, and
 // applies each view of the hosts the registry sends back.
@@ -200,7 +218,7 @@ func (w *clusterWorkflow) onEachHost(ctx workflow.Context, hosts []string, run f
 	}
 	var first error
 	for _, host := range hosts {
-		if err := run(onMemberHost(ctx, host), host); err != nil && first == nil {
+		if err := run(onHost(ctx, host, w.hostWait(host)), host); err != nil && first == nil {
 			first = fmt.Errorf("on host %s: %w", host, err)
 		}
 	}

@@ -3,6 +3,8 @@ package agent
 import (
 	"bufio"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -76,6 +78,9 @@ func Serve(ctx context.Context, opts Options) error {
 	a.readopt()
 
 	sock := SocketPath(dir)
+	if err := os.MkdirAll(filepath.Dir(sock), 0o700); err != nil {
+		return fmt.Errorf("create the folder of the agent's socket: %w", err)
+	}
 	_ = os.Remove(sock) // left by an agent that died; the lock says none is running now
 	ln, err := net.Listen("unix", sock)
 	if err != nil {
@@ -102,8 +107,20 @@ func Serve(ctx context.Context, opts Options) error {
 	}
 }
 
-// SocketPath is where the agent for dir listens.
-func SocketPath(dir string) string { return filepath.Join(dir, "agent.sock") }
+// SocketPath is where the agent for dir listens: in dir, unless that path is too long for
+// a Unix socket (about 107 bytes), as a deep --data folder makes it. Then it is a short
+// path in the temporary folder, named after dir so that agent and clients agree on it.
+func SocketPath(dir string) string {
+	natural := filepath.Join(dir, "agent.sock")
+	if len(natural) <= maxSocketPath {
+		return natural
+	}
+	sum := sha256.Sum256([]byte(dir))
+	return filepath.Join(os.TempDir(), "clusterflow-agents", hex.EncodeToString(sum[:10])+".sock")
+}
+
+// maxSocketPath leaves room under Linux's 108-byte limit, terminator included.
+const maxSocketPath = 100
 
 // lock takes the folder's lock file so that one agent serves it.
 func lock(path string) (func(), error) {

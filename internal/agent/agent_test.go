@@ -209,3 +209,18 @@ func TestAnIdleAgentExitsOnlyOnceItsRunsAreDone(t *testing.T) {
 		t.Error("agent still answers after exiting")
 	}
 }
+
+func TestAnAgentInADeepFolderServes(t *testing.T) {
+	f := &fixture{t: t, dir: filepath.Join(t.TempDir(), strings.Repeat("deep-folder/", 10))}
+	f.client = &Client{Dir: filepath.Join(f.dir, "agent")}
+	if len(filepath.Join(f.client.Dir, "agent.sock")) <= 108 {
+		t.Fatal("the folder is not deep enough to test anything")
+	}
+	f.start()
+	if action := f.launch("1", "t", "exit 0\n"); action == "" {
+		t.Error("no launch reply")
+	}
+	if res := f.waitResult("1"); res.ExitCode != 0 {
+		t.Errorf("exit %d", res.ExitCode)
+	}
+}

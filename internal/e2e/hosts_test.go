@@ -316,3 +316,42 @@ roles:
 	}
 	expectRuns(t, readTrace(t, trace), "configure", "", "back-worker-0", "back-worker-1")
 }
+
+func TestAHostBackAfterItsMembersWereReplacedLosesTheirStaleSandboxes(t *testing.T) {
+	t.Parallel()
+	guard(t)
+	f := newFleet(t, "h1", "h2", "h3")
+	specPath, trace := writeCluster(t, `
+name: stale
+reconcileEvery: 2s
+roles:
+  - {name: worker, members: 2, startscript: trace.sh, env: {TRACE: TRACE_FILE}, replaceAfter: 3s, placement: {maxPerHost: 1}}
+`)
+	if res := f.cli("deploy", "-f", specPath, "--wait"); res.Code != 0 {
+		t.Fatalf("deploy: %s", res)
+	}
+	if got := placements(f.status("stale")); !slices.Equal(got, []string{"stale-worker-0@h1=ready", "stale-worker-1@h2=ready"}) {
+		t.Fatalf("placed %v", got)
+	}
+	// h2's worker dies and stays away past replaceAfter; its sandbox stays behind.
+	f.kill(f.hosts["h2"].worker)
+	waitFor(t, "a replacement on h3", func() bool {
+		s := f.status("stale")
+		return slices.Equal(placements(s), []string{"stale-worker-0@h1=ready", "stale-worker-2@h3=ready"}) && s.Phase == workflows.PhaseReady
+	})
+	if f.sandboxHost("stale", "stale-worker-1") != "h2" {
+		t.Fatal("the lost host's sandbox should still be there while it is away")
+	}
+	f.startHost("h2")
+	waitFor(t, "the stale sandbox on h2 removed", func() bool { return f.sandboxHost("stale", "stale-worker-1") == "" })
+	var s workflows.ClusterStatus
+	waitFor(t, "the cluster ready with no duplicate member", func() bool {
+		s = f.status("stale")
+		return s.Phase == workflows.PhaseReady && slices.Equal(placements(s), []string{"stale-worker-0@h1=ready", "stale-worker-2@h3=ready"})
+	})
+	runs := readTrace(t, trace)
+	expectRuns(t, runs, "configure", "", "stale-worker-0", "stale-worker-1", "stale-worker-2")
+	// The stale member is torn down where it was, and nobody is told of it again.
+	expectRuns(t, runs, "teardown", "", "stale-worker-1")
+	expectRuns(t, runs, "delnodes", "--delnodes --role worker --nodes stale-worker-1", "stale-worker-0")
+}
