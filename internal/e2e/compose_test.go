@@ -75,7 +75,8 @@ func TestComposeFileStructure(t *testing.T) {
 		"temporal-namespace": "temporalio/admin-tools:" + server,
 		"temporal-ui":        "temporalio/ui:" + ui,
 		"clusterflow-setup":  "clusterflow:",
-		"clusterflow-worker": "clusterflow:",
+		"clusterflow-host-1": "clusterflow:",
+		"clusterflow-host-2": "clusterflow:",
 	}
 	for name, prefix := range wantImages {
 		s, ok := c.Services[name]
@@ -93,7 +94,8 @@ func TestComposeFileStructure(t *testing.T) {
 		"temporal-namespace": {"temporal": "service_healthy"},
 		"temporal-ui":        {"temporal": "service_healthy"},
 		"clusterflow-setup":  {"temporal-namespace": "service_completed_successfully"},
-		"clusterflow-worker": {"clusterflow-setup": "service_completed_successfully"},
+		"clusterflow-host-1": {"clusterflow-setup": "service_completed_successfully"},
+		"clusterflow-host-2": {"clusterflow-setup": "service_completed_successfully"},
 	}
 	for name, deps := range wantDeps {
 		for dep, condition := range deps {
@@ -102,7 +104,7 @@ func TestComposeFileStructure(t *testing.T) {
 			}
 		}
 	}
-	for _, name := range []string{"postgresql", "temporal", "temporal-ui", "clusterflow-worker"} {
+	for _, name := range []string{"postgresql", "temporal", "temporal-ui", "clusterflow-host-1", "clusterflow-host-2"} {
 		if hc := c.Services[name].Healthcheck; hc == nil || len(hc.Test) == 0 {
 			t.Errorf("%s has no healthcheck", name)
 		}
@@ -113,12 +115,35 @@ func TestComposeFileStructure(t *testing.T) {
 	if c.Services["clusterflow-setup"].Build == nil {
 		t.Error("clusterflow-setup does not build the image from the Dockerfile")
 	}
-	if w := c.Services["clusterflow-worker"]; w.Deploy.Replicas != 2 {
-		t.Errorf("worker replicas %d, want 2", w.Deploy.Replicas)
+	// Each worker is a host of its own, with a volume no other service mounts: two
+	// containers must never share one agent's run records.
+	hostVolumes := map[string]string{}
+	for _, name := range []string{"clusterflow-host-1", "clusterflow-host-2"} {
+		w := c.Services[name]
+		if w.Deploy.Replicas > 1 {
+			t.Errorf("%s has %d replicas sharing one host name and volume", name, w.Deploy.Replicas)
+		}
+		i := slices.Index(w.Command, "--host")
+		if i < 0 || i+1 == len(w.Command) {
+			t.Errorf("%s: worker command %v names no --host", name, w.Command)
+			continue
+		}
+		if other, taken := hostVolumes[w.Command[i+1]]; taken {
+			t.Errorf("%s and %s are both host %s", name, other, w.Command[i+1])
+		}
+		hostVolumes[w.Command[i+1]] = name
+		for _, v := range w.Volumes {
+			src, _, _ := strings.Cut(v, ":")
+			for other, s := range c.Services {
+				if other != name && slices.ContainsFunc(s.Volumes, func(v string) bool { return strings.HasPrefix(v, src+":") }) {
+					t.Errorf("%s shares its volume %s with %s", name, src, other)
+				}
+			}
+		}
 	}
 	// The clusterflow services reach Temporal by its service name, with commands the CLI
 	// accepts (flags are parsed before -h is honoured).
-	for _, name := range []string{"clusterflow-setup", "clusterflow-worker"} {
+	for _, name := range []string{"clusterflow-setup", "clusterflow-host-1", "clusterflow-host-2"} {
 		s := c.Services[name]
 		if s.Environment["TEMPORAL_ADDRESS"] != "temporal:7233" {
 			t.Errorf("%s: TEMPORAL_ADDRESS %q", name, s.Environment["TEMPORAL_ADDRESS"])
@@ -130,8 +155,10 @@ func TestComposeFileStructure(t *testing.T) {
 	if cmd := c.Services["clusterflow-setup"].Command; !slices.Equal(cmd, []string{"setup"}) {
 		t.Errorf("setup command %v", cmd)
 	}
-	if cmd := c.Services["clusterflow-worker"].Command; len(cmd) == 0 || cmd[0] != "worker" || !slices.Contains(cmd, "--metrics-address") {
-		t.Errorf("worker command %v", cmd)
+	for _, name := range []string{"clusterflow-host-1", "clusterflow-host-2"} {
+		if cmd := c.Services[name].Command; len(cmd) == 0 || cmd[0] != "worker" || !slices.Contains(cmd, "--metrics-address") {
+			t.Errorf("%s: worker command %v", name, cmd)
+		}
 	}
 	// Files the services mount exist.
 	for name, s := range c.Services {
@@ -164,5 +191,26 @@ func TestDockerfileIsMultiStageOnGoModsGo(t *testing.T) {
 		if !strings.Contains(dockerfile, want) {
 			t.Errorf("Dockerfile lacks %q", want)
 		}
+	}
+}
+
+// TestSystemdUnitRunsAHost checks the shipped unit's command is one the CLI accepts, as a
+// host.
+func TestSystemdUnitRunsAHost(t *testing.T) {
+	t.Parallel()
+	guard(t)
+	unit := readRepoFile(t, "deploy/systemd/clusterflow-worker.service")
+	_, exec, ok := strings.Cut(strings.ReplaceAll(unit, "\\\n", " "), "\nExecStart=")
+	if !ok {
+		t.Fatal("the unit has no ExecStart")
+	}
+	exec, _, _ = strings.Cut(exec, "\n")
+	exec = strings.NewReplacer("%H", "db-1", "${CLUSTERFLOW_LABELS}", "zone=a", "${CLUSTERFLOW_ADDRESS}", "10.0.0.11").Replace(exec)
+	args := strings.Fields(exec)[1:]
+	if len(args) == 0 || args[0] != "worker" || !slices.Contains(args, "--host") {
+		t.Fatalf("ExecStart does not run a host's worker: %v", args)
+	}
+	if res := cli(t, append(args, "-h")...); res.Code != 0 {
+		t.Errorf("clusterflow %v is refused: %s", args, res)
 	}
 }
