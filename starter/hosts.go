@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"time"
 
 	"go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/client"
@@ -57,6 +59,14 @@ func (s *Starter) CordonHost(ctx context.Context, name string, cordon bool) (wor
 	return host, err
 }
 
+// DrainHost moves a host's members to other hosts; the host is drained once its Members
+// count is 0.
+func (s *Starter) DrainHost(ctx context.Context, name string) (workflows.Host, error) {
+	var host workflows.Host
+	err := s.updateHosts(ctx, workflows.DrainHostUpdate, &host, name)
+	return host, err
+}
+
 // ForgetHost removes a lost or empty host from the registry.
 func (s *Starter) ForgetHost(ctx context.Context, name string) (workflows.Host, error) {
 	var host workflows.Host
@@ -89,4 +99,38 @@ func hostsError(action string, err error) error {
 		return fmt.Errorf("%s: %w", action, err)
 	}
 	return nil
+}
+
+// WaitDrained waits until a draining host holds no members, calling progress whenever its
+// count changes. It fails if the drain is lifted (uncordon) or the host is lost meanwhile.
+func (s *Starter) WaitDrained(ctx context.Context, name string, progress func(workflows.Host)) (workflows.Host, error) {
+	last := -1
+	for {
+		hosts, err := s.Hosts(ctx)
+		if err != nil {
+			return workflows.Host{}, err
+		}
+		i := slices.IndexFunc(hosts, func(h workflows.Host) bool { return h.Name == name })
+		if i < 0 {
+			return workflows.Host{}, apperr.Errorf(apperr.Gone, "host %s left the registry while draining", name)
+		}
+		h := hosts[i]
+		if h.Members != last {
+			progress(h)
+			last = h.Members
+		}
+		switch {
+		case h.Members == 0:
+			return h, nil
+		case !h.Draining:
+			return h, apperr.Errorf(apperr.Conflict, "host %s is no longer draining (uncordoned); %d members stay on it", name, h.Members)
+		case h.Lost:
+			return h, apperr.Errorf(apperr.Failed, "host %s was lost while draining; its %d members are replaced after their replaceAfter", name, h.Members)
+		}
+		select {
+		case <-ctx.Done():
+			return h, fmt.Errorf("waiting for host %s to drain (%d members left): %w", name, h.Members, ctx.Err())
+		case <-time.After(time.Second):
+		}
+	}
 }

@@ -390,6 +390,8 @@ const (
 	// HealthConfigError is raised when a member's setup failed and its role asks for a
 	// replacement.
 	HealthConfigError HealthEvent = "config_error"
+	// HealthDrain is raised when the member's host is drained.
+	HealthDrain HealthEvent = "drain"
 )
 
 // ReportedEvents are the events external services may send.

@@ -180,6 +180,7 @@ func (w *clusterWorkflow) operate(ctx workflow.Context) {
 	w.converge(opCtx)
 	w.cancelOperation = nil
 	w.operationsThisRun++
+	w.drain(ctx)
 	if w.cancelRequested && !w.deleteRequested {
 		w.cancelRequested = false
 		w.setPhase(ctx, PhaseCanceled, w.canceledMessage())

@@ -77,6 +77,9 @@ var transitions = []transition{
 	{MemberFlapping, HealthResume, nil, MemberDown, timerReplace},
 
 	{MemberConfigError, HealthConfigError, replaceable, MemberReplacing, timerStop},
+
+	// A drain paces itself within maxUnavailable (planDrain), so the guard does not apply.
+	{MemberReady, HealthDrain, nil, MemberReplacing, timerStop},
 }
 
 // nextTransition finds the row for a member in state from receiving event on, if any.

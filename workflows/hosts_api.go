@@ -23,6 +23,9 @@ const (
 	CordonHostUpdate = "cordon-host"
 	// ForgetHostUpdate takes a host name; it refuses a host that still holds members.
 	ForgetHostUpdate = "forget-host"
+	// DrainHostUpdate takes a host name: every cluster replaces its members there by ones
+	// on other hosts. Uncordoning the host ends the drain.
+	DrainHostUpdate = "drain-host"
 	// ClusterHostsSignal tells the registry how many members a cluster has on each host
 	// (ClusterPlacement); it also subscribes the cluster to HostsChangedSignal.
 	ClusterHostsSignal = "cluster-hosts"

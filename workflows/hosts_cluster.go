@@ -153,6 +153,7 @@ func (w *clusterWorkflow) onHostsChanged(ctx workflow.Context, hosts []Host) {
 		w.newGeneration("hosts changed: set up members that were waiting for a host")
 		w.touch(ctx)
 	}
+	w.drain(ctx)
 }
 
 // placeWaiting gives members waiting for a host one, where one now fits, and reports

@@ -78,6 +78,11 @@ func (r *hostsRegistry) setup(ctx workflow.Context) error {
 	}); err != nil {
 		return err
 	}
+	if err := workflow.SetUpdateHandlerWithOptions(ctx, DrainHostUpdate, r.drain, workflow.UpdateHandlerOptions{
+		Validator: r.validateDrain, Description: "Move a host's members to other hosts",
+	}); err != nil {
+		return err
+	}
 	if err := workflow.SetUpdateHandlerWithOptions(ctx, ForgetHostUpdate, r.forget, workflow.UpdateHandlerOptions{
 		Validator: r.validateForget, Description: "Remove a lost or empty host from the registry",
 	}); err != nil {
@@ -182,6 +187,37 @@ func (r *hostsRegistry) cordon(ctx workflow.Context, m HostMark) (Host, error) {
 	if !m.Cordon {
 		h.Draining = false
 	}
+	r.changed()
+	return *h, nil
+}
+
+// validateDrain refuses to drain a lost host (its members are replaced by health already)
+// or one whose members have nowhere to go. Whether the other hosts fit each role's
+// placement is for each cluster to find: a member with no room waits, saying why.
+func (r *hostsRegistry) validateDrain(name string) error {
+	if err := r.refuseUnknown("drain", name); err != nil {
+		return err
+	}
+	h := r.host(name)
+	if h.Lost {
+		return refused(apperr.Conflict, "drain refused: host %s is lost; its members are replaced after their replaceAfter", name)
+	}
+	var others []string
+	for _, other := range r.hosts {
+		if other.Name != name && other.Schedulable() {
+			others = append(others, other.Name)
+		}
+	}
+	if len(others) == 0 && h.Members > 0 {
+		return refused(apperr.Conflict, "drain refused: no other host is ready to take the %d members of %s", h.Members, name)
+	}
+	return nil
+}
+
+func (r *hostsRegistry) drain(ctx workflow.Context, name string) (Host, error) {
+	h := r.host(name)
+	h.Draining, h.Cordoned = true, true
+	r.logger.Info("Host draining", "Host", name, "Members", h.Members)
 	r.changed()
 	return *h, nil
 }

@@ -119,3 +119,43 @@ func TestPlacementProblemKeepsMembersWhereTheyAre(t *testing.T) {
 		t.Errorf("members staying on a cordoned host were refused: %v", err)
 	}
 }
+
+func TestPlanDrain(t *testing.T) {
+	m := func(name, host string, state MemberState) Member { return Member{Name: name, Host: host, State: state} }
+	levels := [][]string{{"controller"}, {"worker"}}
+	draining := func(host string) bool { return host == "d" }
+	limitOf := func(n int) func(roleState) int { return func(roleState) int { return n } }
+	tests := []struct {
+		name  string
+		roles []roleState
+		limit int
+		want  string
+	}{
+		{"a level at a time", []roleState{
+			{Name: "controller", Members: []Member{m("c0", "d", MemberReady)}},
+			{Name: "worker", Members: []Member{m("w0", "d", MemberReady), m("w1", "a", MemberReady)}},
+		}, 1, "c0"},
+		{"the next level once the first is off the host", []roleState{
+			{Name: "controller", Members: []Member{m("c1", "a", MemberReady)}},
+			{Name: "worker", Members: []Member{m("w0", "d", MemberReady), m("w1", "d", MemberReady), m("w2", "d", MemberReady)}},
+		}, 2, "w0 w1"},
+		{"wait while a replacement is under way", []roleState{
+			{Name: "controller", Members: []Member{m("c0", "d", MemberReplacing), m("c1", "a", MemberPending)}},
+			{Name: "worker", Members: []Member{m("w0", "d", MemberReady)}},
+		}, 1, ""},
+		{"room left by maxUnavailable", []roleState{
+			{Name: "worker", Members: []Member{m("w0", "d", MemberReplacing), m("w1", "d", MemberReady), m("w2", "d", MemberReady), m("w3", "a", MemberPending)}},
+		}, 2, "w1"},
+		{"nothing on a draining host", []roleState{
+			{Name: "worker", Members: []Member{m("w0", "a", MemberReady)}},
+		}, 1, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := strings.Join(planDrain(tt.roles, levels, draining, limitOf(tt.limit)), " ")
+			if got != tt.want {
+				t.Errorf("drains %q, want %q", got, tt.want)
+			}
+		})
+	}
+}

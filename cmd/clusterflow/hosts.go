@@ -41,16 +41,17 @@ func runHosts(ctx context.Context, args []string) error {
 	return nil
 }
 
-// runHost changes one host: cordon, uncordon or forget.
+// runHost changes one host: cordon, uncordon, drain or forget.
 func runHost(ctx context.Context, args []string) error {
-	fs := newFlagSet("host", "cordon|uncordon|forget NAME")
+	fs := newFlagSet("host", "cordon|uncordon|drain|forget NAME [--wait] [--timeout D]")
 	var conn connection
 	conn.register(fs, "warn")
+	wait, timeout := waitFlags(fs, "with drain, wait until the host holds no members, showing progress")
 	if err := fs.Parse(args); err != nil {
 		return flagError(err)
 	}
 	if fs.NArg() != 2 {
-		return apperr.Errorf(apperr.Invalid, "host needs an action and a host name: clusterflow host cordon|uncordon|forget NAME")
+		return apperr.Errorf(apperr.Invalid, "host needs an action and a host name: clusterflow host cordon|uncordon|drain|forget NAME")
 	}
 	action, name := fs.Arg(0), fs.Arg(1)
 	st, _, closeClient, err := conn.starter(ctx)
@@ -62,13 +63,30 @@ func runHost(ctx context.Context, args []string) error {
 	switch action {
 	case "cordon", "uncordon":
 		host, err = st.CordonHost(ctx, name, action == "cordon")
+	case "drain":
+		host, err = st.DrainHost(ctx, name)
 	case "forget":
 		host, err = st.ForgetHost(ctx, name)
 	default:
-		return apperr.Errorf(apperr.Invalid, "host: unknown action %q (known: cordon, uncordon, forget)", action)
+		return apperr.Errorf(apperr.Invalid, "host: unknown action %q (known: cordon, uncordon, drain, forget)", action)
 	}
 	if err != nil {
 		return err
+	}
+	if action == "drain" && *wait {
+		if *timeout > 0 {
+			var cancel context.CancelFunc
+			ctx, cancel = context.WithTimeout(ctx, *timeout)
+			defer cancel()
+		}
+		host, err = st.WaitDrained(ctx, name, func(h workflows.Host) {
+			fmt.Printf("host %s: %s, %d members left\n", h.Name, h.State(), h.Members)
+		})
+		if err != nil {
+			return err
+		}
+		fmt.Printf("host %s drained\n", host.Name)
+		return nil
 	}
 	if action == "forget" {
 		fmt.Printf("host %s forgotten\n", host.Name)

@@ -35,7 +35,7 @@ var commands = []command{
 	{"list", "[-o json] [--all]", "list clusters", runList},
 	{"delete", "NAME [--wait]", "tear a cluster down and remove its members", runDelete},
 	{"hosts", "[-o json]", "list the hosts that hold members", runHosts},
-	{"host", "cordon|uncordon|forget NAME", "keep new members off a host, allow them again, or remove a lost or empty host", runHost},
+	{"host", "cordon|uncordon|drain|forget NAME [--wait]", "keep new members off a host or allow them again, move its members elsewhere, or remove a lost or empty host", runHost},
 }
 
 func main() {

@@ -355,3 +355,73 @@ roles:
 	expectRuns(t, runs, "teardown", "", "stale-worker-1")
 	expectRuns(t, runs, "delnodes", "--delnodes --role worker --nodes stale-worker-1", "stale-worker-0")
 }
+
+func TestDrainMovesAHostsMembersInDependencyOrderWhileAnotherClusterDeploys(t *testing.T) {
+	t.Parallel()
+	guard(t)
+	f := newFleet(t, "h1", "h2", "h3")
+	specPath, trace := writeCluster(t, `
+name: drained
+roles:
+  - {name: controller, cardinality: "1", startscript: trace.sh, env: {TRACE: TRACE_FILE}}
+  - {name: worker, members: 3, dependsOn: [controller], startscript: trace.sh, env: {TRACE: TRACE_FILE, DEPS: controller}, maxUnavailable: "1"}
+`)
+	if res := f.cli("deploy", "-f", specPath, "--wait"); res.Code != 0 {
+		t.Fatalf("deploy: %s", res)
+	}
+	before := placements(f.status("drained"))
+	want := []string{"drained-controller-0@h1=ready", "drained-worker-0@h1=ready", "drained-worker-1@h2=ready", "drained-worker-2@h3=ready"}
+	if !slices.Equal(before, want) {
+		t.Fatalf("placed %v, want %v", before, want)
+	}
+	// Another cluster deploys while h1 drains; none of its members may land on h1.
+	otherSpec, otherTrace := writeCluster(t, `
+name: beside
+roles:
+  - {name: web, members: 4, startscript: trace.sh, env: {TRACE: TRACE_FILE, SLEEP: "1"}}
+`)
+	if res := f.cli("deploy", "-f", otherSpec); res.Code != 0 {
+		t.Fatalf("deploy beside: %s", res)
+	}
+	res := f.cli("host", "drain", "h1", "--wait", "--timeout", "90s")
+	if res.Code != 0 || !strings.Contains(res.Stdout, "host h1 drained") {
+		t.Fatalf("drain: %s", res)
+	}
+	var s workflows.ClusterStatus
+	waitFor(t, "the drained cluster ready", func() bool {
+		s = f.status("drained")
+		return s.Phase == workflows.PhaseReady
+	})
+	for _, p := range placements(s) {
+		if strings.Contains(p, "@h1=") {
+			t.Errorf("a member is still on the drained host: %v", placements(s))
+		}
+	}
+	runs := readTrace(t, trace)
+	expectRuns(t, runs, "configure", "", "drained-controller-0", "drained-controller-1", "drained-worker-0", "drained-worker-1", "drained-worker-2", "drained-worker-3")
+	// The controller moves before the worker that depends on it.
+	controller := runsOf(runs, "drained-controller-1", "configure")
+	worker := runsOf(runs, "drained-worker-3", "configure")
+	if len(controller) != 1 || len(worker) != 1 || worker[0].Start < controller[0].End {
+		t.Errorf("the worker's replacement did not wait for the controller's: %+v %+v", controller, worker)
+	}
+	expectRuns(t, runs, "teardown", "", "drained-controller-0", "drained-worker-0")
+
+	if res := f.cli("status", "beside", "--wait", "--timeout", "60s"); res.Code != 0 {
+		t.Fatalf("beside: %s", res)
+	}
+	for _, p := range placements(f.status("beside")) {
+		if strings.Contains(p, "@h1=") {
+			t.Errorf("a member of the other cluster landed on the draining host: %s", p)
+		}
+	}
+	// Its members placed on h1 before the drain began moved like any others: each member,
+	// first or replacement, configured once.
+	otherRuns := runsOf(readTrace(t, otherTrace), "", "configure")
+	if names := memberNames(otherRuns); len(names) < 4 || len(slices.Compact(slices.Clone(names))) != len(names) {
+		t.Errorf("the other cluster's configures: %v", names)
+	}
+	if hs := f.hostList(); !slices.Contains(hostStates(hs), "h1=draining") {
+		t.Errorf("hosts after the drain: %v", hostStates(hs))
+	}
+}
