@@ -25,17 +25,17 @@ func (w *clusterWorkflow) delete(parent workflow.Context) {
 		w.runLevel(ctx, OpTeardown, w.dropUnreachable(ctx, work))
 	}
 	// Any reachable host may hold the folder of a member that has left.
-	err := w.onEachHost(withQuickActivity(ctx, "remove "+w.state.Name), w.reachableHosts(), func(ctx workflow.Context, _ string) error {
+	failed := w.onEachHost(withQuickActivity(ctx, "remove "+w.state.Name), w.reachableHosts(), func(ctx workflow.Context, _ string) error {
 		return workflow.ExecuteActivity(ctx, acts.RemoveCluster, w.state.Name).Get(ctx, nil)
 	})
 	if w.onHosts() {
 		w.reportPlacement(ctx, ClusterPlacement{Cluster: w.state.Name, Gone: true})
 	}
-	w.setPhase(ctx, PhaseDeleted, w.leftovers(err))
+	w.setPhase(ctx, PhaseDeleted, w.leftovers(describeFailures(failed)))
 }
 
 // leftovers says what could not be removed, so a user knows what to clean by hand.
-func (w *clusterWorkflow) leftovers(removeClusterErr error) string {
+func (w *clusterWorkflow) leftovers(removeClusterFailures string) string {
 	var notes []string
 	var left []string
 	for _, r := range w.state.Roles {
@@ -48,8 +48,8 @@ func (w *clusterWorkflow) leftovers(removeClusterErr error) string {
 	if len(left) > 0 {
 		notes = append(notes, fmt.Sprintf("could not remove %s; see their details", strings.Join(left, ", ")))
 	}
-	if removeClusterErr != nil {
-		notes = append(notes, "could not remove the cluster's folder: "+errorMessage(removeClusterErr))
+	if removeClusterFailures != "" {
+		notes = append(notes, "could not remove the cluster's folder: "+removeClusterFailures)
 	}
 	return strings.Join(notes, "; ")
 }

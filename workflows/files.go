@@ -29,9 +29,18 @@ func (w *clusterWorkflow) writeClusterFiles(ctx workflow.Context, withScripts bo
 	if withScripts {
 		files.Scripts = w.spec.Scripts
 	}
-	return w.onEachHost(withQuickActivity(ctx, "write files of "+w.state.Name), w.memberHosts(), func(ctx workflow.Context, _ string) error {
+	failed := w.onEachHost(withQuickActivity(ctx, "write files of "+w.state.Name), w.memberHosts(), func(ctx workflow.Context, _ string) error {
 		return workflow.ExecuteActivity(ctx, acts.WriteClusterFiles, files).Get(ctx, nil)
 	})
+	if err, ok := failed[""]; ok {
+		return err
+	}
+	if len(failed) > 0 {
+		// A host that cannot be reached now reads the files written once it is back; the
+		// members elsewhere carry on.
+		w.logger.Warn("Could not write the cluster's files on some hosts", "Failures", describeFailures(failed))
+	}
+	return nil
 }
 
 func (w *clusterWorkflow) configMeta() backend.ConfigMeta {

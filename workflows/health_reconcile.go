@@ -79,7 +79,7 @@ func (w *clusterWorkflow) listMembers(ctx workflow.Context) ([]activities.Member
 	}
 	var all []activities.MemberRef
 	hosts := map[string]bool{}
-	err := w.onEachHost(ctx, w.reachableHosts(), func(ctx workflow.Context, host string) error {
+	failed := w.onEachHost(ctx, w.reachableHosts(), func(ctx workflow.Context, host string) error {
 		var listed []activities.MemberRef
 		if err := workflow.ExecuteActivity(ctx, acts.ListMembers, w.state.Name).Get(ctx, &listed); err != nil {
 			return err
@@ -91,8 +91,9 @@ func (w *clusterWorkflow) listMembers(ctx workflow.Context) ([]activities.Member
 		hosts[host] = true
 		return nil
 	})
-	if err != nil {
-		return nil, nil, err
+	if len(failed) > 0 {
+		// Members of a host not listed are neither gone nor rogue: it is looked at next time.
+		w.logger.Warn("Reconcile could not list some hosts", "Failures", describeFailures(failed))
 	}
 	return all, hosts, nil
 }

@@ -4,7 +4,10 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 	"time"
+
+	"go.temporal.io/sdk/temporal"
 
 	"go.temporal.io/sdk/workflow"
 )
@@ -212,16 +215,39 @@ func (w *clusterWorkflow) reachableHosts() []string {
 }
 
 // onEachHost runs one cluster-wide activity on each of hosts, or on the shared queue in
-// single-host mode, and returns the first error.
-func (w *clusterWorkflow) onEachHost(ctx workflow.Context, hosts []string, run func(ctx workflow.Context, host string) error) error {
+// single-host mode, and returns the hosts where it failed ("" in single-host mode). On a
+// host, the activity gets the host's wait both to start and to finish, and one retry: a
+// host partitioned midway may have taken the task and never answer, and nothing may wait
+// on it for long.
+func (w *clusterWorkflow) onEachHost(ctx workflow.Context, hosts []string, run func(ctx workflow.Context, host string) error) map[string]error {
+	failed := map[string]error{}
 	if !w.onHosts() {
-		return run(ctx, "")
+		if err := run(ctx, ""); err != nil {
+			failed[""] = err
+		}
+		return failed
 	}
-	var first error
 	for _, host := range hosts {
-		if err := run(onHost(ctx, host, w.hostWait(host)), host); err != nil && first == nil {
-			first = fmt.Errorf("on host %s: %w", host, err)
+		wait := w.hostWait(host)
+		hostCtx := onHost(ctx, host, wait)
+		hostCtx = workflow.WithStartToCloseTimeout(hostCtx, wait)
+		hostCtx = workflow.WithRetryPolicy(hostCtx, temporal.RetryPolicy{InitialInterval: time.Second, MaximumAttempts: 2})
+		if err := run(hostCtx, host); err != nil {
+			failed[host] = err
 		}
 	}
-	return first
+	return failed
+}
+
+// describeFailures writes the hosts an activity failed on, with why, or "" for none.
+func describeFailures(failed map[string]error) string {
+	var parts []string
+	for _, host := range slices.Sorted(maps.Keys(failed)) {
+		if host == "" {
+			parts = append(parts, errorMessage(failed[host]))
+			continue
+		}
+		parts = append(parts, fmt.Sprintf("on host %s: %s", host, errorMessage(failed[host])))
+	}
+	return strings.Join(parts, "; ")
 }

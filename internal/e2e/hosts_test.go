@@ -4,12 +4,15 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"net"
 	"path/filepath"
+	"strconv"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/clusterflow/clusterflow/internal/ports"
 	"github.com/clusterflow/clusterflow/internal/testenv"
 	"github.com/clusterflow/clusterflow/workflows"
 )
@@ -18,29 +21,37 @@ import (
 const hostTimeout = 3 * time.Second
 
 // fleet is a stack whose members live on hosts: one `clusterflow worker --host` per host,
-// each with its own data folder (and so its own agent), all on this machine.
+// each with its own data folder (and so its own agent), and each in its own network
+// namespace with an address of its own, reaching the server over a test network.
 type fleet struct {
 	*stack
+	net   *testenv.Network
 	hosts map[string]*fleetHost
 }
 
 type fleetHost struct {
 	name, labels, data string
+	net                *testenv.Host
 	worker             *testenv.Process
 	runs               int
 }
 
 // newFleet starts a server and one worker per host; hosts are "name" or "name:k=v,k=v".
 func newFleet(t *testing.T, hosts ...string) *fleet {
-	f := &fleet{stack: newServerStack(t), hosts: map[string]*fleetHost{}}
+	network := testenv.NewNetwork(t)
+	port, err := ports.Reserve(network.Address)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := &fleet{stack: newServerStackAt(t, net.JoinHostPort(network.Address, strconv.Itoa(port))), net: network, hosts: map[string]*fleetHost{}}
 	t.Cleanup(func() {
 		if t.Failed() {
 			t.Logf("the hosts' logs:\n%s", tailOfFiles(filepath.Join(f.dir, "host-*.stderr"), filepath.Join(f.dir, "hosts", "*", "agent", "agent.log")))
 		}
 	})
-	for _, h := range hosts {
+	for i, h := range hosts {
 		name, labels, _ := strings.Cut(h, ":")
-		fh := &fleetHost{name: name, labels: labels, data: filepath.Join(f.dir, "hosts", name)}
+		fh := &fleetHost{name: name, labels: labels, data: filepath.Join(f.dir, "hosts", name), net: network.AddHost(i + 1)}
 		testenv.StopAllAtEnd(t, fh.data)
 		f.hosts[name] = fh
 		f.startHost(name)
@@ -62,11 +73,11 @@ func (f *fleet) startHost(name string) {
 	f.t.Helper()
 	h := f.hosts[name]
 	h.runs++
-	args := []string{"worker", "--data", h.data, "--host", name, "--host-timeout", hostTimeout.String()}
+	args := []string{"worker", "--data", h.data, "--host", name, "--host-address", h.net.Address, "--host-timeout", hostTimeout.String()}
 	if h.labels != "" {
 		args = append(args, "--labels", h.labels)
 	}
-	h.worker = f.start("host-"+name, h.runs, "Worker starting", args...)
+	h.worker = f.startIn(h.net.Namespace, f.env, "host-"+name, h.runs, "Worker starting", args...)
 }
 
 // killHost kills the host's worker, agent and scripts, as a machine dying would.
@@ -284,7 +295,7 @@ func TestMembersArePlacedOnHostsAndReplacedWhenTheirHostIsLost(t *testing.T) {
 	}
 }
 
-func TestAHostBackBeforeReplaceAfterKeepsItsMembers(t *testing.T) {
+func TestAPartitionShorterThanReplaceAfterKeepsTheHostsMembers(t *testing.T) {
 	t.Parallel()
 	guard(t)
 	f := newFleet(t, "h1", "h2")
@@ -299,13 +310,13 @@ roles:
 	if got := placements(f.status("back")); !slices.Equal(got, []string{"back-worker-0@h1=ready", "back-worker-1@h2=ready"}) {
 		t.Fatalf("placed %v", got)
 	}
-	// The worker dies; the agent and the member's services stay, as in a partition.
-	f.kill(f.hosts["h2"].worker)
+	// h2's link is cut: worker, agent and services carry on, unheard of.
+	f.hosts["h2"].net.Cut()
 	waitFor(t, "back-worker-1 down", func() bool {
 		s := f.status("back")
 		return s.Role("worker").Member("back-worker-1").State == workflows.MemberDown
 	})
-	f.startHost("h2")
+	f.hosts["h2"].net.Restore()
 	var s workflows.ClusterStatus
 	waitFor(t, "back-worker-1 up again", func() bool {
 		s = f.status("back")
@@ -317,7 +328,7 @@ roles:
 	expectRuns(t, readTrace(t, trace), "configure", "", "back-worker-0", "back-worker-1")
 }
 
-func TestAHostBackAfterItsMembersWereReplacedLosesTheirStaleSandboxes(t *testing.T) {
+func TestAPartitionLongerThanReplaceAfterEndsWithTheStaleSandboxesRemoved(t *testing.T) {
 	t.Parallel()
 	guard(t)
 	f := newFleet(t, "h1", "h2", "h3")
@@ -333,8 +344,8 @@ roles:
 	if got := placements(f.status("stale")); !slices.Equal(got, []string{"stale-worker-0@h1=ready", "stale-worker-1@h2=ready"}) {
 		t.Fatalf("placed %v", got)
 	}
-	// h2's worker dies and stays away past replaceAfter; its sandbox stays behind.
-	f.kill(f.hosts["h2"].worker)
+	// h2's link is cut past replaceAfter; its sandbox stays behind.
+	f.hosts["h2"].net.Cut()
 	waitFor(t, "a replacement on h3", func() bool {
 		s := f.status("stale")
 		return slices.Equal(placements(s), []string{"stale-worker-0@h1=ready", "stale-worker-2@h3=ready"}) && s.Phase == workflows.PhaseReady
@@ -342,7 +353,7 @@ roles:
 	if f.sandboxHost("stale", "stale-worker-1") != "h2" {
 		t.Fatal("the lost host's sandbox should still be there while it is away")
 	}
-	f.startHost("h2")
+	f.hosts["h2"].net.Restore()
 	waitFor(t, "the stale sandbox on h2 removed", func() bool { return f.sandboxHost("stale", "stale-worker-1") == "" })
 	var s workflows.ClusterStatus
 	waitFor(t, "the cluster ready with no duplicate member", func() bool {

@@ -34,10 +34,13 @@ func newStack(t *testing.T) *stack {
 	return s
 }
 
-// newServerStack is a stack with its server running and no worker yet.
-func newServerStack(t *testing.T) *stack {
+// newServerStack is a stack with its server running on loopback and no worker yet.
+func newServerStack(t *testing.T) *stack { return newServerStackAt(t, freeAddress(t)) }
+
+// newServerStackAt is a stack whose server listens on address.
+func newServerStackAt(t *testing.T, address string) *stack {
 	dir := t.TempDir()
-	s := &stack{t: t, dir: dir, data: filepath.Join(dir, "data"), db: filepath.Join(dir, "dev.db"), address: freeAddress(t)}
+	s := &stack{t: t, dir: dir, data: filepath.Join(dir, "data"), db: filepath.Join(dir, "dev.db"), address: address}
 	s.env = []string{"TEMPORAL_ADDRESS=" + s.address, "TEMPORAL_NAMESPACE=default"}
 	testenv.StopAllAtEnd(t, s.data)
 	t.Cleanup(func() {
@@ -63,7 +66,13 @@ func (s *stack) startWorker() {
 
 func (s *stack) start(name string, n int, ready string, args ...string) *testenv.Process {
 	s.t.Helper()
-	p, err := testenv.Start(s.dir, s.dir, name+"-"+string(rune('0'+n)), s.env, args...)
+	return s.startIn("", s.env, name, n, ready, args...)
+}
+
+// startIn starts a process in a test host's network namespace ("" for the test's own).
+func (s *stack) startIn(namespace string, env []string, name string, n int, ready string, args ...string) *testenv.Process {
+	s.t.Helper()
+	p, err := testenv.StartIn(namespace, s.dir, s.dir, name+"-"+string(rune('0'+n)), env, args...)
 	if err != nil {
 		s.t.Fatal(err)
 	}

@@ -49,8 +49,13 @@ func Reserve(host string) (int, error) {
 }
 
 // lock takes the port's lock file, or reports that another caller holds it.
-func lock(port int) bool {
-	dir := filepath.Join(os.TempDir(), "clusterflow-ports")
+func lock(port int) bool { return Claim("ports", port) }
+
+// Claim takes number n of a space (ports, test networks …) for this process, until it
+// exits, or reports that another process or caller holds it.
+func Claim(space string, n int) bool {
+	port := n
+	dir := filepath.Join(os.TempDir(), "clusterflow-"+space)
 	if err := os.MkdirAll(dir, 0o777); err != nil {
 		return false
 	}

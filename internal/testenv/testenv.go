@@ -179,6 +179,12 @@ type Process struct {
 
 // Start starts the binary in the background; logDir receives its stdout and stderr files.
 func Start(dir, logDir, name string, env []string, args ...string) (*Process, error) {
+	return StartIn("", dir, logDir, name, env, args...)
+}
+
+// StartIn is Start inside a network namespace (a test host's), or in the test's own when
+// namespace is empty.
+func StartIn(namespace, dir, logDir, name string, env []string, args ...string) (*Process, error) {
 	bin, err := Binary()
 	if err != nil {
 		return nil, err
@@ -194,6 +200,10 @@ func Start(dir, logDir, name string, env []string, args ...string) (*Process, er
 		return nil, err
 	}
 	p.cmd = exec.Command(bin, args...)
+	if namespace != "" {
+		// ip execs the binary in place, so signals reach it and its exit is the process's.
+		p.cmd = exec.Command("ip", append([]string{"netns", "exec", namespace, bin}, args...)...)
+	}
 	p.cmd.Dir, p.cmd.Env = dir, append(os.Environ(), env...)
 	p.cmd.Stdout, p.cmd.Stderr = stdout, stderr
 	// Dies with the test process even if the test is killed.
