@@ -1,15 +1,16 @@
-# Builds the clusterflow binary (CLI, worker and agent in one) and ships it on a slim
-# Debian: startscripts run in the worker's container and need a shell and coreutils.
+# Builds clusterflow (every command, `dev` included) and clusterflow-host (the same without
+# the embedded server and Web UI: what the hosts run) and ships them on a slim Debian:
+# startscripts run in the worker's container and need a shell and coreutils.
 FROM golang:1.26.8-bookworm AS build
 WORKDIR /src
 COPY go.mod go.sum ./
 RUN go mod download
 COPY . .
-RUN CGO_ENABLED=0 go build -trimpath -o /out/clusterflow ./cmd/clusterflow
+RUN CGO_ENABLED=0 go build -trimpath -o /out/ ./cmd/clusterflow ./cmd/clusterflow-host
 
 FROM debian:bookworm-slim
 RUN useradd --system --create-home --home-dir /var/lib/clusterflow clusterflow
-COPY --from=build /out/clusterflow /usr/local/bin/clusterflow
+COPY --from=build /out/clusterflow /out/clusterflow-host /usr/local/bin/
 USER clusterflow
 WORKDIR /var/lib/clusterflow
 ENTRYPOINT ["clusterflow"]

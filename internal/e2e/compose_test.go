@@ -1,12 +1,15 @@
 package e2e
 
 import (
+	"context"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"go.yaml.in/yaml/v3"
 
@@ -27,6 +30,7 @@ type composeService struct {
 	Build       any                          `yaml:"build"`
 	DependsOn   map[string]map[string]string `yaml:"depends_on"`
 	Environment map[string]string            `yaml:"environment"`
+	Entrypoint  []string                     `yaml:"entrypoint"`
 	Command     []string                     `yaml:"command"`
 	Volumes     []string                     `yaml:"volumes"`
 	Healthcheck *struct {
@@ -156,8 +160,16 @@ func TestComposeFileStructure(t *testing.T) {
 		t.Errorf("setup command %v", cmd)
 	}
 	for _, name := range []string{"clusterflow-host-1", "clusterflow-host-2"} {
-		if cmd := c.Services[name].Command; len(cmd) == 0 || cmd[0] != "worker" || !slices.Contains(cmd, "--metrics-address") {
+		s := c.Services[name]
+		if cmd := s.Command; len(cmd) == 0 || cmd[0] != "worker" || !slices.Contains(cmd, "--metrics-address") {
 			t.Errorf("%s: worker command %v", name, cmd)
+		}
+		// Hosts run the light binary, which must take the same command.
+		if !slices.Equal(s.Entrypoint, []string{"clusterflow-host"}) {
+			t.Errorf("%s: entrypoint %v, want clusterflow-host", name, s.Entrypoint)
+		}
+		if out, err := runHostBinary(append(slices.Clone(s.Command), "-h")...); err != nil {
+			t.Errorf("%s: clusterflow-host %v is refused: %v\n%s", name, s.Command, err, out)
 		}
 	}
 	// Files the services mount exist.
@@ -187,7 +199,7 @@ func TestDockerfileIsMultiStageOnGoModsGo(t *testing.T) {
 	if !strings.HasPrefix(froms[0][1], "golang:"+goVersion) {
 		t.Errorf("build stage %s, want golang:%s", froms[0][1], goVersion)
 	}
-	for _, want := range []string{"COPY --from=build", "./cmd/clusterflow", `ENTRYPOINT ["clusterflow"]`} {
+	for _, want := range []string{"COPY --from=build", "./cmd/clusterflow ", "./cmd/clusterflow-host", `ENTRYPOINT ["clusterflow"]`} {
 		if !strings.Contains(dockerfile, want) {
 			t.Errorf("Dockerfile lacks %q", want)
 		}
@@ -206,11 +218,24 @@ func TestSystemdUnitRunsAHost(t *testing.T) {
 	}
 	exec, _, _ = strings.Cut(exec, "\n")
 	exec = strings.NewReplacer("%H", "db-1", "${CLUSTERFLOW_LABELS}", "zone=a", "${CLUSTERFLOW_ADDRESS}", "10.0.0.11").Replace(exec)
-	args := strings.Fields(exec)[1:]
-	if len(args) == 0 || args[0] != "worker" || !slices.Contains(args, "--host") {
-		t.Fatalf("ExecStart does not run a host's worker: %v", args)
+	fields := strings.Fields(exec)
+	args := fields[1:]
+	if !strings.HasSuffix(fields[0], "/clusterflow-host") || len(args) == 0 || args[0] != "worker" || !slices.Contains(args, "--host") {
+		t.Fatalf("ExecStart does not run a host's worker with clusterflow-host: %v", fields)
 	}
-	if res := cli(t, append(args, "-h")...); res.Code != 0 {
-		t.Errorf("clusterflow %v is refused: %s", args, res)
+	if out, err := runHostBinary(append(args, "-h")...); err != nil {
+		t.Errorf("clusterflow-host %v is refused: %v\n%s", args, err, out)
 	}
+}
+
+// runHostBinary runs cmd/clusterflow-host to completion, within a minute.
+func runHostBinary(args ...string) (string, error) {
+	bin, err := testenv.HostBinary()
+	if err != nil {
+		return "", err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, bin, args...).CombinedOutput()
+	return string(out), err
 }

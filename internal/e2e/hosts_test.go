@@ -77,7 +77,8 @@ func (f *fleet) startHost(name string) {
 	if h.labels != "" {
 		args = append(args, "--labels", h.labels)
 	}
-	h.worker = f.startIn(h.net.Namespace, f.env, "host-"+name, h.runs, "Worker starting", args...)
+	// Hosts run the light binary, without the embedded server and Web UI.
+	h.worker = f.startWith(testenv.StartHost, h.net.Namespace, "host-"+name, h.runs, "Worker starting", args...)
 }
 
 // killHost kills the host's worker, agent and scripts, as a machine dying would.

@@ -83,31 +83,38 @@ func (s *Server) Stop() {
 
 var (
 	buildOnce sync.Once
-	binary    string
+	binDir    string
 	buildErr  error
 )
 
-// Binary builds cmd/clusterflow from this checkout once per test process and returns its path.
+// Binary builds cmd/clusterflow (and cmd/clusterflow-host beside it) from this checkout
+// once per test process and returns its path.
 func Binary() (string, error) {
-	buildOnce.Do(func() {
-		root, err := ModuleRoot()
-		if err != nil {
-			buildErr = err
-			return
-		}
-		dir, err := os.MkdirTemp("", "clusterflow-bin-")
-		if err != nil {
-			buildErr = err
-			return
-		}
-		binary = filepath.Join(dir, "clusterflow")
-		cmd := exec.Command("go", "build", "-o", binary, "./cmd/clusterflow")
-		cmd.Dir = root
-		if out, err := cmd.CombinedOutput(); err != nil {
-			buildErr = fmt.Errorf("go build ./cmd/clusterflow: %v\n%s", err, out)
-		}
-	})
-	return binary, buildErr
+	buildOnce.Do(build)
+	return filepath.Join(binDir, "clusterflow"), buildErr
+}
+
+// HostBinary is cmd/clusterflow-host, built with Binary: what a fleet's hosts run.
+func HostBinary() (string, error) {
+	buildOnce.Do(build)
+	return filepath.Join(binDir, "clusterflow-host"), buildErr
+}
+
+func build() {
+	root, err := ModuleRoot()
+	if err != nil {
+		buildErr = err
+		return
+	}
+	if binDir, err = os.MkdirTemp("", "clusterflow-bin-"); err != nil {
+		buildErr = err
+		return
+	}
+	cmd := exec.Command("go", "build", "-o", binDir+string(filepath.Separator), "./cmd/clusterflow", "./cmd/clusterflow-host")
+	cmd.Dir = root
+	if out, err := cmd.CombinedOutput(); err != nil {
+		buildErr = fmt.Errorf("go build ./cmd/clusterflow ./cmd/clusterflow-host: %v\n%s", err, out)
+	}
 }
 
 // ModuleRoot is the folder holding go.mod.
@@ -189,6 +196,19 @@ func StartIn(namespace, dir, logDir, name string, env []string, args ...string) 
 	if err != nil {
 		return nil, err
 	}
+	return startBinary(bin, namespace, dir, logDir, name, env, args...)
+}
+
+// StartHost is StartIn with cmd/clusterflow-host, the binary a fleet's hosts run.
+func StartHost(namespace, dir, logDir, name string, env []string, args ...string) (*Process, error) {
+	bin, err := HostBinary()
+	if err != nil {
+		return nil, err
+	}
+	return startBinary(bin, namespace, dir, logDir, name, env, args...)
+}
+
+func startBinary(bin, namespace, dir, logDir, name string, env []string, args ...string) (*Process, error) {
 	p := &Process{Stdout: filepath.Join(logDir, name+".stdout"), Stderr: filepath.Join(logDir, name+".stderr"), done: make(chan struct{})}
 	stdout, err := os.Create(p.Stdout)
 	if err != nil {

@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"context"
@@ -7,13 +7,13 @@ import (
 	"os"
 	"time"
 
+	"go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/client"
 	"go.uber.org/zap"
 
 	"github.com/clusterflow/clusterflow/internal/agent"
 	"github.com/clusterflow/clusterflow/internal/apperr"
 	"github.com/clusterflow/clusterflow/internal/backend"
-	"github.com/clusterflow/clusterflow/internal/devserver"
 	"github.com/clusterflow/clusterflow/internal/logging"
 	"github.com/clusterflow/clusterflow/internal/render"
 	"github.com/clusterflow/clusterflow/internal/spec"
@@ -22,7 +22,36 @@ import (
 	"github.com/clusterflow/clusterflow/workflows"
 )
 
-func runDev(ctx context.Context, args []string) error {
+// Embedded starts the embedded Temporal server and Web UI. Only cmd/clusterflow links
+// them (internal/devserver): they are most of its size and start-up memory.
+type Embedded struct {
+	StartServer func(opts EmbeddedServerOptions) (EmbeddedServer, error)
+	StartUI     func(address, temporalAddress, namespace string) (EmbeddedUI, error)
+}
+
+// EmbeddedServerOptions describe the embedded server dev starts.
+type EmbeddedServerOptions struct {
+	DBFile, Address, Namespace string
+	Logger                     *zap.Logger
+	SearchAttributes           map[string]enums.IndexedValueType
+}
+
+// EmbeddedServer and EmbeddedUI are what dev needs of a running server and UI.
+type (
+	EmbeddedServer interface {
+		Address() string
+		Stop() error
+	}
+	EmbeddedUI interface {
+		URL() string
+		Stop()
+	}
+)
+
+func runDev(ctx context.Context, args []string, embedded *Embedded) error {
+	if embedded == nil {
+		return apperr.Errorf(apperr.Invalid, "this binary has no embedded Temporal server: run `clusterflow dev` (cmd/clusterflow), or point it at a server with --address")
+	}
 	fs := newFlagSet("dev", "[-f SPEC] [flags]")
 	var com common
 	com.register(fs, "info")
@@ -57,7 +86,7 @@ func runDev(ctx context.Context, args []string) error {
 		}
 	}
 
-	srv, err := devserver.Start(devserver.Options{
+	srv, err := embedded.StartServer(EmbeddedServerOptions{
 		DBFile: *db, Address: *address, Namespace: *namespace, Logger: serverLogger(logger),
 		SearchAttributes: workflows.SearchAttributeTypes(),
 	})
@@ -79,7 +108,7 @@ func runDev(ctx context.Context, args []string) error {
 		fmt.Printf("Logs:             %s\n", *logFile)
 	}
 	if !*noUI {
-		ui, err := devserver.StartUI(*uiAddress, srv.Address(), *namespace)
+		ui, err := embedded.StartUI(*uiAddress, srv.Address(), *namespace)
 		if err != nil {
 			return err
 		}

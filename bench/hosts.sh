@@ -1,0 +1,110 @@
+#!/usr/bin/env bash
+# Hosts: a wide deploy over three hosts, a host's loss, and a drain, each against a
+# baseline measured in the same run.
+#
+# Three `clusterflow worker --host` processes on this machine (loopback, a data folder
+# each) serve one `clusterflow dev --no-worker` server.
+#   1. 300 members whose configure sleeps 3 s, spread over the 3 hosts: `deploy --wait`
+#      against the 3 s floor. Target: at most 1.3x.
+#   2. A host's worker, agent and scripts killed: until its members show down, against
+#      --host-timeout + 2 s; then from replaceAfter expiring (members replacing) until the
+#      replacements are ready, against growing the role by as many members. Target: 1.5x.
+#   3. A drain of a host holding 20 members, against the same 20 members reported gone.
+#
+#   bench/hosts.sh
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+source "$root/bench/lib.sh"
+host_timeout=5
+start_bg dev "^Ready" dev --no-ui --no-worker --db "$tmp/dev.db" --address "$TEMPORAL_ADDRESS" --log-level warn
+"$cf" setup > /dev/null
+declare -A host_pid
+start_host() {
+  start_bg "host-$1" "Worker starting" worker --host "$1" --data "$tmp/data-$1" --host-timeout "${host_timeout}s" --log-level warn
+  host_pid[$1]=$last_pid
+}
+for h in h1 h2 h3; do start_host "$h"; done
+until "$cf" hosts | grep -c " ready " | grep -q 3; do sleep 0.2; done
+
+# count_state CLUSTER STATE: members of the cluster in that state.
+count_state() {
+  "$cf" status "$1" -o json | python3 -c "
+import json, sys
+s = json.load(sys.stdin)
+print(sum(m['state'] == '$2' for r in s['roles'] for m in r['members']))"
+}
+# on_host CLUSTER HOST: members of the cluster placed on the host.
+on_host() {
+  "$cf" status "$1" -o json | python3 -c "
+import json, sys
+s = json.load(sys.stdin)
+print(' '.join(m['name'] for r in s['roles'] for m in r['members'] if m.get('host') == '$2' and m['state'] == 'ready'))"
+}
+wait_until() { # wait_until SECONDS CMD...: poll until CMD succeeds
+  local limit=$(( $(ms) + $1 * 1000 )); shift
+  until "$@"; do [ "$(ms)" -lt "$limit" ] || { echo "timed out: $*" >&2; exit 1; }; sleep 0.1; done
+}
+spec() { # spec NAME MEMBERS SLEEP [EXTRA]
+  cat <<YAML
+name: $1
+roles:
+  - {name: worker, members: $2, startscript: $tmp/trace.sh, env: {TRACE: $tmp/$1.trace, SLEEP: "$3"}$4}
+YAML
+}
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", a / b }'; }
+
+# 1. A wide deploy.
+spec wide 300 3 > "$tmp/wide.yaml"
+start=$(ms)
+"$cf" deploy -f "$tmp/wide.yaml" --wait > /dev/null
+wide=$(( $(ms) - start ))
+per_host=$(for h in h1 h2 h3; do ls "$tmp/data-$h/clusters/wide" | grep -c wide-worker; done | tr '\n' ' ')
+echo "1. 300 members, 3 s configure, over 3 hosts (members per host: $per_host)"
+echo "   deploy --wait: ${wide} ms; floor 3000 ms; ratio $(ratio "$wide" 3000) (target 1.3)"
+"$cf" delete wide --wait > /dev/null
+
+# 2. A host lost: 6 members, 2 per host.
+spec lossy 6 0 ", replaceAfter: 5s, maxUnavailable: \"50%\"" > "$tmp/lossy.yaml"
+"$cf" deploy -f "$tmp/lossy.yaml" --wait > /dev/null
+victims=$(on_host lossy h3 | wc -w)
+start=$(ms)
+kill -9 "${host_pid[h3]}"
+[ -f "$tmp/data-h3/agent/agent.pid" ] && kill -9 "$(cat "$tmp/data-h3/agent/agent.pid")" 2>/dev/null || true
+wait_until 60 test "$(count_state lossy down)" -ge "$victims"
+detect=$(( $(ms) - start ))
+wait_until 60 test "$(count_state lossy replacing)" -ge 1
+start=$(ms)
+"$cf" status lossy --wait --timeout 120s > /dev/null
+replaced=$(( $(ms) - start ))
+spec grown 6 0 ", maxUnavailable: \"50%\"" > "$tmp/grown.yaml"
+"$cf" deploy -f "$tmp/grown.yaml" --wait > /dev/null
+start=$(ms)
+"$cf" resize grown worker=$(( 6 + victims )) --wait > /dev/null
+grow=$(( $(ms) - start ))
+echo "2. h3 killed (worker, agent and scripts) holding $victims of 6 members; --host-timeout ${host_timeout}s"
+echo "   until its members show down: ${detect} ms; bound $(( (host_timeout + 2) * 1000 )) ms; ratio $(ratio "$detect" $(( (host_timeout + 2) * 1000 )))"
+echo "   replaceAfter expired until replacements ready: ${replaced} ms; resize by $victims: ${grow} ms; ratio $(ratio "$replaced" "$grow") (target 1.5)"
+"$cf" delete lossy --wait > /dev/null
+"$cf" delete grown --wait > /dev/null
+start_host h3
+wait_until 60 sh -c "'$cf' hosts | grep -q 'h3 .*ready'"
+
+# 3. A drain of 20 members, against reporting the same 20 gone.
+spec gone 60 0 ", maxUnavailable: \"50%\"" > "$tmp/gone.yaml"
+"$cf" deploy -f "$tmp/gone.yaml" --wait > /dev/null
+members=$(on_host gone h2)
+start=$(ms)
+for m in $members; do "$cf" signal gone "$m" gone > /dev/null; done
+"$cf" status gone --wait --timeout 300s > /dev/null
+gone=$(( $(ms) - start ))
+"$cf" delete gone --wait > /dev/null
+spec drained 60 0 ", maxUnavailable: \"50%\"" > "$tmp/drained.yaml"
+"$cf" deploy -f "$tmp/drained.yaml" --wait > /dev/null
+drained_members=$(on_host drained h1 | wc -w)
+start=$(ms)
+"$cf" host drain h1 --wait --timeout 300s > /dev/null
+"$cf" status drained --wait --timeout 300s > /dev/null
+drain=$(( $(ms) - start ))
+echo "3. 60 members, 20 per host"
+echo "   drain of h1 ($drained_members members) until drained and ready: ${drain} ms"
+echo "   the $(echo "$members" | wc -w) members of h2 reported gone, until ready: ${gone} ms; ratio $(ratio "$drain" "$gone")"

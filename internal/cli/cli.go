@@ -1,0 +1,88 @@
+// Package cli is clusterflow's command line: every command, for the two binaries that
+// carry it. cmd/clusterflow adds `dev`, which embeds the Temporal server and Web UI;
+// cmd/clusterflow-host leaves them out, so that what runs on every host of a fleet (the
+// worker, the agent and the client commands) stays small.
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/spf13/pflag"
+
+	"github.com/clusterflow/clusterflow/internal/apperr"
+)
+
+type command struct {
+	name, args, summary string
+	run                 func(ctx context.Context, args []string) error
+}
+
+var commands = []command{
+	{"dev", "[-f SPEC]", "run an embedded Temporal server, its Web UI and a worker; deploy SPEC if given", nil},
+	{"worker", "", "run a worker against an existing Temporal server", runWorker},
+	{"agent", "", "run the member agent (workers start it when needed)", runAgent},
+	{"setup", "", "register clusterflow's search attributes on an existing Temporal server", runSetup},
+	{"deploy", "-f SPEC [--wait]", "deploy a new cluster", runDeploy},
+	{"resize", "NAME ROLE=N... [--wait]", "change the member count of roles", runResize},
+	{"apply", "-f SPEC [--wait]", "change an existing cluster to match a spec", runApply},
+	{"cancel", "NAME [--wait]", "stop the operation in progress", runCancel},
+	{"signal", "NAME MEMBER EVENT", "report a member down, up, gone or unhealthy (as an update, checked and answered)", runSignal},
+	{"resume", "NAME", "replace unavailable members despite the meltdown guard; clear flapping", runResume},
+	{"reconcile", "NAME", "compare members with the backend now: remove rogues, replace the gone", runReconcile},
+	{"status", "NAME [-o json]", "show a cluster's phase, roles and members", runStatus},
+	{"list", "[-o json] [--all]", "list clusters", runList},
+	{"delete", "NAME [--wait]", "tear a cluster down and remove its members", runDelete},
+	{"hosts", "[-o json]", "list the hosts that hold members", runHosts},
+	{"host", "cordon|uncordon|drain|forget NAME [--wait]", "keep new members off a host or allow them again, move its members elsewhere, or remove a lost or empty host", runHost},
+}
+
+// Main runs the command line and returns the exit status. embedded serves `dev`; a binary
+// without it (nil) says which binary has it.
+func Main(embedded *Embedded) int {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	return run(ctx, os.Args[1:], embedded)
+}
+
+func run(ctx context.Context, args []string, embedded *Embedded) int {
+	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+		usage()
+		if len(args) == 0 {
+			return apperr.ExitBadInput
+		}
+		return apperr.ExitOK
+	}
+	if args[0] == "dev" {
+		return exitCode(runDev(ctx, args[1:], embedded))
+	}
+	for _, c := range commands {
+		if c.name == args[0] {
+			return exitCode(c.run(ctx, args[1:]))
+		}
+	}
+	fmt.Fprintf(os.Stderr, "clusterflow: unknown command %q\n\n", args[0])
+	usage()
+	return apperr.ExitBadInput
+}
+
+func usage() {
+	fmt.Fprintln(os.Stderr, "Usage: clusterflow COMMAND [flags]\n\nCommands:")
+	for _, c := range commands {
+		fmt.Fprintf(os.Stderr, "  %-9s %-25s %s\n", c.name, c.args, c.summary)
+	}
+	fmt.Fprintln(os.Stderr, "\nRun `clusterflow COMMAND -h` for a command's flags.")
+}
+
+// exitCode prints err and turns it into the exit status (apperr.ExitCode); help is no error.
+func exitCode(err error) int {
+	if err == nil || errors.Is(err, pflag.ErrHelp) {
+		return apperr.ExitOK
+	}
+	fmt.Fprintln(os.Stderr, "clusterflow:", err)
+	return apperr.ExitCode(err)
+}
