@@ -68,3 +68,17 @@ func (a *Activities) RunStartscript(ctx context.Context, run ScriptRun) (ScriptR
 	}
 	return ScriptResult{}, activity.ErrResultPending
 }
+
+// logReader is a backend that can read members' script output.
+type logReader interface {
+	ReadLog(ctx context.Context, req backend.LogRequest) (backend.LogChunk, error)
+}
+
+// ReadMemberLog reads part of a member's script output on the host holding it.
+func (a *Activities) ReadMemberLog(ctx context.Context, req LogRequest) (LogChunk, error) {
+	r, ok := a.Backend.(logReader)
+	if !ok {
+		return LogChunk{}, fmt.Errorf("this backend keeps no script output")
+	}
+	return r.ReadLog(ctx, req)
+}

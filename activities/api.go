@@ -16,6 +16,8 @@ type (
 	ClusterFiles = backend.ClusterFiles
 	ScriptRun    = backend.ScriptRun
 	ScriptResult = backend.ScriptResult
+	LogRequest   = backend.LogRequest
+	LogChunk     = backend.LogChunk
 )
 
 // Error types of failed startscripts. Both are non-retryable: running a failing script

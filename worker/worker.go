@@ -143,4 +143,5 @@ func RegisterWorkflows(r interface {
 	r.RegisterWorkflowWithOptions(workflows.ClusterWorkflow, workflow.RegisterOptions{Name: workflows.ClusterWorkflowName})
 	r.RegisterWorkflowWithOptions(workflows.RoleWorkflow, workflow.RegisterOptions{Name: workflows.RoleWorkflowName})
 	r.RegisterWorkflowWithOptions(workflows.HostsWorkflow, workflow.RegisterOptions{Name: workflows.HostsWorkflowName})
+	r.RegisterWorkflowWithOptions(workflows.MemberLogWorkflow, workflow.RegisterOptions{Name: workflows.MemberLogWorkflowName})
 }

@@ -37,6 +37,7 @@ var commands = []command{
 	{"status", "NAME [-o json]", "show a cluster's phase, roles and members", runStatus},
 	{"list", "[-o json] [--all]", "list clusters", runList},
 	{"delete", "NAME [--wait]", "tear a cluster down and remove its members", runDelete},
+	{"logs", "NAME MEMBER [--event E] [-f]", "show a member's script output, from whichever host holds it", runLogs},
 	{"hosts", "[-o json]", "list the hosts that hold members", runHosts},
 	{"host", "cordon|uncordon|drain|forget NAME [--wait]", "keep new members off a host or allow them again, move its members elsewhere, or remove a lost or empty host", runHost},
 }

@@ -437,3 +437,48 @@ roles:
 		t.Errorf("hosts after the drain: %v", hostStates(hs))
 	}
 }
+
+func TestLogsShowAMembersOutputFromTheHostHoldingIt(t *testing.T) {
+	t.Parallel()
+	guard(t)
+	f := newFleet(t, "h1", "h2")
+	specPath, trace := writeCluster(t, `
+name: logged
+roles:
+  - {name: worker, members: 2, startscript: trace.sh, env: {TRACE: TRACE_FILE, HOLD: TRACE_FILE.hold}, placement: {maxPerHost: 1}}
+`)
+	holdOn(t, trace+".hold")
+	if res := f.cli("deploy", "-f", specPath); res.Code != 0 {
+		t.Fatalf("deploy: %s", res)
+	}
+	waitFor(t, "both configures to start", func() bool { return len(readTrace(t, trace)) == 2 })
+	// Followed from this machine while the configure runs on h2.
+	follow, err := testenv.Start(t.TempDir(), t.TempDir(), "logs-f", f.env, "logs", "logged", "logged-worker-1", "-f")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(follow.Stop)
+	if err := follow.WaitFor("running configure for logged-worker-1 of worker in logged", time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	release(t, trace+".hold")
+	if code, err := follow.Wait(time.Minute); err != nil || code != 0 {
+		t.Errorf("logs -f did not end with the configure: exit %d, %v\n%s", code, err, follow.Output())
+	}
+	if res := f.cli("status", "logged", "--wait"); res.Code != 0 {
+		t.Fatalf("status: %s", res)
+	}
+	if s := f.status("logged"); s.Role("worker").Member("logged-worker-1").Host != "h2" {
+		t.Fatalf("logged-worker-1 is not on h2: %v", placements(s))
+	}
+	res := f.cli("logs", "logged", "logged-worker-1", "--event", "configure", "--tail", "1")
+	if res.Code != 0 || strings.TrimSpace(res.Stdout) != "running configure for logged-worker-1 of worker in logged" {
+		t.Errorf("logs --tail 1: %s", res)
+	}
+	if res := f.cli("logs", "logged", "logged-worker-7"); res.Code != 2 || !strings.Contains(res.Stderr, `no member "logged-worker-7"`) {
+		t.Errorf("logs of an unknown member: %s", res)
+	}
+	if res := f.cli("logs", "logged", "logged-worker-1", "--event", "teardown"); res.Code != 2 || !strings.Contains(res.Stderr, "has no teardown output on host h2") {
+		t.Errorf("logs of an event never run: %s", res)
+	}
+}

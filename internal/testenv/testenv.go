@@ -270,7 +270,12 @@ func (p *Process) WaitFor(text string, limit time.Duration) error {
 	return fmt.Errorf("%q not printed within %s\n%s", text, limit, p.Output())
 }
 
+// Wait waits up to limit for the process to exit by itself, killing it after, and returns
+// its exit code.
+func (p *Process) Wait(limit time.Duration) (int, error) { return p.Signal(0, limit) }
+
 // Signal sends a signal and waits up to limit for the process to exit, killing it after.
+// Signal 0 sends nothing.
 // It returns the exit code (-1 when killed).
 func (p *Process) Signal(sig syscall.Signal, limit time.Duration) (int, error) {
 	_ = p.cmd.Process.Signal(sig)

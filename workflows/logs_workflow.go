@@ -1,0 +1,36 @@
+package workflows
+
+import (
+	"time"
+
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/clusterflow/clusterflow/activities"
+)
+
+// MemberLogWorkflowName reads part of a member's script output on the host holding it:
+// a short workflow with one activity is how a client reaches a file on another host.
+const MemberLogWorkflowName = "MemberLogWorkflow"
+
+// MemberLogInput says which host to read on ("" in single-host mode) and what.
+type MemberLogInput struct {
+	Host    string                `json:"host,omitempty"`
+	Request activities.LogRequest `json:"request"`
+}
+
+// MemberLogWorkflowID names one read of a member's output; id makes each read unique.
+func MemberLogWorkflowID(cluster, member, id string) string {
+	return "logs/" + cluster + "/" + member + "/" + id
+}
+
+// logReadWait bounds how long a read waits for the host's worker: a lost host's output
+// cannot be read, and the client should hear so soon.
+const logReadWait = 30 * time.Second
+
+// MemberLogWorkflow runs ReadMemberLog on the member's host.
+func MemberLogWorkflow(ctx workflow.Context, in MemberLogInput) (activities.LogChunk, error) {
+	ctx = onHost(withQuickActivity(ctx, "read output of "+in.Request.Member.Name), in.Host, logReadWait)
+	var chunk activities.LogChunk
+	err := workflow.ExecuteActivity(ctx, acts.ReadMemberLog, in.Request).Get(ctx, &chunk)
+	return chunk, err
+}
