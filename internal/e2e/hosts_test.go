@@ -3,11 +3,11 @@ package e2e
 import (
 	"encoding/json"
 	"fmt"
-	"os"
 	"net"
+	"os"
 	"path/filepath"
-	"strconv"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
