@@ -20,7 +20,7 @@ start_bg dev "^Ready" dev --no-ui --no-worker --db "$tmp/dev.db" --address "$TEM
 "$cf" setup > /dev/null
 declare -A host_pid
 start_host() {
-  start_bg "host-$1" "Worker starting" worker --host "$1" --data "$tmp/data-$1" --host-timeout "${host_timeout}s" --log-level warn
+  start_bg "host-$1" "Worker starting" worker --host "$1" --data "$tmp/data-$1" --host-timeout "${host_timeout}s"
   host_pid[$1]=$last_pid
 }
 for h in h1 h2 h3; do start_host "$h"; done
@@ -48,7 +48,7 @@ spec() { # spec NAME MEMBERS SLEEP [EXTRA]
   cat <<YAML
 name: $1
 roles:
-  - {name: worker, members: $2, startscript: $tmp/trace.sh, env: {TRACE: $tmp/$1.trace, SLEEP: "$3"}$4}
+  - {name: worker, members: $2, startscript: $tmp/trace.sh, env: {TRACE: $tmp/$1.trace, SLEEP: "$3"}${4:-}}
 YAML
 }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", a / b }'; }
@@ -62,6 +62,15 @@ per_host=$(for h in h1 h2 h3; do ls "$tmp/data-$h/clusters/wide" | grep -c wide-
 echo "1. 300 members, 3 s configure, over 3 hosts (members per host: $per_host)"
 echo "   deploy --wait: ${wide} ms; floor 3000 ms; ratio $(ratio "$wide" 3000) (target 1.3)"
 "$cf" delete wide --wait > /dev/null
+# The same members on one host (the others cordoned), to tell routing from spreading.
+"$cf" host cordon h2 > /dev/null; "$cf" host cordon h3 > /dev/null
+spec narrow 300 3 > "$tmp/narrow.yaml"
+start=$(ms)
+"$cf" deploy -f "$tmp/narrow.yaml" --wait > /dev/null
+narrow=$(( $(ms) - start ))
+echo "   the same 300 members on one host: ${narrow} ms; ratio $(ratio "$narrow" 3000)"
+"$cf" delete narrow --wait > /dev/null
+"$cf" host uncordon h2 > /dev/null; "$cf" host uncordon h3 > /dev/null
 
 # 2. A host lost: 6 members, 2 per host.
 spec lossy 6 0 ", replaceAfter: 5s, maxUnavailable: \"50%\"" > "$tmp/lossy.yaml"
@@ -70,12 +79,38 @@ victims=$(on_host lossy h3 | wc -w)
 start=$(ms)
 kill -9 "${host_pid[h3]}"
 [ -f "$tmp/data-h3/agent/agent.pid" ] && kill -9 "$(cat "$tmp/data-h3/agent/agent.pid")" 2>/dev/null || true
-wait_until 60 test "$(count_state lossy down)" -ge "$victims"
+# down_since CLUSTER N: once N members are down, the latest time one went down (the
+# workflow's clock, epoch seconds); nothing before.
+down_since() {
+  "$cf" status "$1" -o json | python3 -c "
+import json, sys
+from datetime import datetime
+s = json.load(sys.stdin)
+down = [datetime.fromisoformat(m['since'].replace('Z', '+00:00')).timestamp() for r in s['roles'] for m in r['members'] if m['state'] == 'down']
+if len(down) >= $2: print(max(down))"
+}
+down_at=""
+limit=$(( $(ms) + 60000 ))
+while [ -z "$down_at" ]; do
+  [ "$(ms)" -lt "$limit" ] || { echo "timed out waiting for lossy's members down" >&2; exit 1; }
+  down_at=$(down_since lossy "$victims")
+done
 detect=$(( $(ms) - start ))
-wait_until 60 test "$(count_state lossy replacing)" -ge 1
-start=$(ms)
-"$cf" status lossy --wait --timeout 120s > /dev/null
-replaced=$(( $(ms) - start ))
+# On the workflow's clock: from replaceAfter expiring (5 s after the members went down) to
+# the last replacement ready.
+replacements_ready() {
+  [ "$("$cf" status lossy -o json | python3 -c '
+import json, sys
+s = json.load(sys.stdin)
+print(sum(1 for r in s["roles"] for m in r["members"] if m.get("replaces") and m["state"] == "ready") if s["phase"] == "ready" else 0)')" -ge "$victims" ]
+}
+wait_until 120 replacements_ready
+replaced=$("$cf" status lossy -o json | python3 -c '
+import json, sys
+from datetime import datetime
+s = json.load(sys.stdin)
+ready = max(datetime.fromisoformat(m["since"].replace("Z", "+00:00")).timestamp() for r in s["roles"] for m in r["members"] if m.get("replaces"))
+print(round((ready - '"$down_at"' - 5) * 1000))')
 spec grown 6 0 ", maxUnavailable: \"50%\"" > "$tmp/grown.yaml"
 "$cf" deploy -f "$tmp/grown.yaml" --wait > /dev/null
 start=$(ms)
