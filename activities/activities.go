@@ -82,3 +82,34 @@ func (a *Activities) ReadMemberLog(ctx context.Context, req LogRequest) (LogChun
 	}
 	return r.ReadLog(ctx, req)
 }
+
+// clusterLister is a backend that can list the clusters it holds files of.
+type clusterLister interface {
+	ListClusters(ctx context.Context) ([]string, error)
+}
+
+// ListHostClusters lists every cluster with files on this worker's backend, with the
+// members found there, for finding orphans.
+func (a *Activities) ListHostClusters(ctx context.Context) ([]ClusterSandboxes, error) {
+	l, ok := a.Backend.(clusterLister)
+	if !ok {
+		return nil, fmt.Errorf("this backend cannot list its clusters")
+	}
+	names, err := l.ListClusters(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var out []ClusterSandboxes
+	for _, name := range names {
+		members, err := a.Backend.ListMembers(ctx, name)
+		if err != nil {
+			return nil, err
+		}
+		found := ClusterSandboxes{Cluster: name, Members: []string{}}
+		for _, m := range members {
+			found.Members = append(found.Members, m.Name)
+		}
+		out = append(out, found)
+	}
+	return out, nil
+}

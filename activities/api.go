@@ -36,3 +36,9 @@ type HostInfo struct {
 	Timeout time.Duration `json:"timeout"`
 	BootID  string        `json:"bootID,omitempty"`
 }
+
+// ClusterSandboxes is a cluster's files on one host: its members' sandboxes.
+type ClusterSandboxes struct {
+	Cluster string   `json:"cluster"`
+	Members []string `json:"members"`
+}

@@ -144,4 +144,5 @@ func RegisterWorkflows(r interface {
 	r.RegisterWorkflowWithOptions(workflows.RoleWorkflow, workflow.RegisterOptions{Name: workflows.RoleWorkflowName})
 	r.RegisterWorkflowWithOptions(workflows.HostsWorkflow, workflow.RegisterOptions{Name: workflows.HostsWorkflowName})
 	r.RegisterWorkflowWithOptions(workflows.MemberLogWorkflow, workflow.RegisterOptions{Name: workflows.MemberLogWorkflowName})
+	r.RegisterWorkflowWithOptions(workflows.OrphansWorkflow, workflow.RegisterOptions{Name: workflows.OrphansWorkflowName})
 }

@@ -23,13 +23,14 @@ func MemberLogWorkflowID(cluster, member, id string) string {
 	return "logs/" + cluster + "/" + member + "/" + id
 }
 
-// logReadWait bounds how long a read waits for the host's worker: a lost host's output
-// cannot be read, and the client should hear so soon.
-const logReadWait = 30 * time.Second
+// clientTaskWait bounds how long a client's one-off task (a read of output, a look for
+// orphans) waits for the host's worker: a lost host cannot answer, and the client should
+// hear so soon.
+const clientTaskWait = 30 * time.Second
 
 // MemberLogWorkflow runs ReadMemberLog on the member's host.
 func MemberLogWorkflow(ctx workflow.Context, in MemberLogInput) (activities.LogChunk, error) {
-	ctx = onHost(withQuickActivity(ctx, "read output of "+in.Request.Member.Name), in.Host, logReadWait)
+	ctx = onHost(withQuickActivity(ctx, "read output of "+in.Request.Member.Name), in.Host, clientTaskWait)
 	var chunk activities.LogChunk
 	err := workflow.ExecuteActivity(ctx, acts.ReadMemberLog, in.Request).Get(ctx, &chunk)
 	return chunk, err

@@ -318,3 +318,18 @@ func scriptEnv(run ScriptRun, own map[string]string) []string {
 	}
 	return out
 }
+
+// ListClusters lists the clusters with a folder here, whoever made them.
+func (l *Local) ListClusters(_ context.Context) ([]string, error) {
+	entries, err := os.ReadDir(filepath.Join(l.root, "clusters"))
+	if err != nil {
+		return nil, err
+	}
+	var clusters []string
+	for _, e := range entries {
+		if e.IsDir() && spec.CheckName(e.Name()) == nil {
+			clusters = append(clusters, e.Name())
+		}
+	}
+	return clusters, nil
+}

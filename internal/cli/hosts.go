@@ -8,16 +8,22 @@ import (
 
 	"github.com/clusterflow/clusterflow/internal/apperr"
 	"github.com/clusterflow/clusterflow/internal/render"
+	"github.com/clusterflow/clusterflow/starter"
 	"github.com/clusterflow/clusterflow/workflows"
 )
 
 func runHosts(ctx context.Context, args []string) error {
-	fs := newFlagSet("hosts", "[-o json]")
+	fs := newFlagSet("hosts", "[-o json] [--orphans [--remove]]")
 	var conn connection
 	conn.register(fs, "warn")
 	out := outputFlag(fs)
+	orphans := fs.Bool("orphans", false, "list clusters with files on a host but no running workflow (terminated, say)")
+	remove := fs.Bool("remove", false, "with --orphans, remove them, stopping whatever their members left running")
 	if err := fs.Parse(args); err != nil {
 		return flagError(err)
+	}
+	if *remove && !*orphans {
+		return apperr.Errorf(apperr.Invalid, "--remove: only applies with --orphans")
 	}
 	if fs.NArg() > 0 {
 		return apperr.Errorf(apperr.Invalid, "hosts takes no arguments (did you mean `clusterflow host %s`?)", fs.Arg(0))
@@ -27,6 +33,20 @@ func runHosts(ctx context.Context, args []string) error {
 		return err
 	}
 	defer closeClient()
+	if *orphans {
+		found, err := st.Orphans(ctx, *remove)
+		if *out == "json" {
+			if found == nil {
+				found = []starter.Orphan{}
+			}
+			if jsonErr := printJSON(found); jsonErr != nil {
+				return jsonErr
+			}
+		} else {
+			render.Orphans(os.Stdout, found)
+		}
+		return err
+	}
 	hosts, err := st.Hosts(ctx)
 	if err != nil {
 		return err

@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"net"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/clusterflow/clusterflow/internal/ports"
 	"github.com/clusterflow/clusterflow/internal/testenv"
+	"github.com/clusterflow/clusterflow/starter"
 	"github.com/clusterflow/clusterflow/workflows"
 )
 
@@ -480,5 +482,78 @@ roles:
 	}
 	if res := f.cli("logs", "logged", "logged-worker-1", "--event", "teardown"); res.Code != 2 || !strings.Contains(res.Stderr, "has no teardown output on host h2") {
 		t.Errorf("logs of an event never run: %s", res)
+	}
+}
+
+func TestATerminatedClustersOrphansAreListedAndRemovedOnRequest(t *testing.T) {
+	t.Parallel()
+	guard(t)
+	f := newFleet(t, "h1", "h2")
+	specPath, _ := writeCluster(t, `
+name: orphaned
+roles:
+  - {name: worker, members: 2, startscript: trace.sh, env: {TRACE: TRACE_FILE}, placement: {maxPerHost: 1}}
+`)
+	if res := f.cli("deploy", "-f", specPath, "--wait"); res.Code != 0 {
+		t.Fatalf("deploy: %s", res)
+	}
+	keptSpec, _ := writeCluster(t, "name: kept\nroles: [{name: worker, members: 1, startscript: trace.sh, env: {TRACE: TRACE_FILE}}]\n")
+	if res := f.cli("deploy", "-f", keptSpec, "--wait"); res.Code != 0 {
+		t.Fatalf("deploy kept: %s", res)
+	}
+	if res := f.cli("hosts", "--orphans"); res.Code != 0 || !strings.Contains(res.Stdout, "No orphans") {
+		t.Fatalf("orphans before anything was terminated: %s", res)
+	}
+	c, err := testenv.Dial(f.address)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := c.TerminateWorkflow(ctx, workflows.ClusterWorkflowID("orphaned"), "", "terminated from the Web UI, say"); err != nil {
+		t.Fatal(err)
+	}
+	orphans := func(args ...string) []starter.Orphan {
+		res := f.cli(append([]string{"hosts", "--orphans", "-o", "json"}, args...)...)
+		if res.Code != 0 {
+			t.Fatalf("hosts --orphans: %s", res)
+		}
+		var found []starter.Orphan
+		if err := json.Unmarshal([]byte(res.Stdout), &found); err != nil {
+			t.Fatalf("%v\n%s", err, res.Stdout)
+		}
+		return found
+	}
+	describe := func(found []starter.Orphan) []string {
+		var out []string
+		for _, o := range found {
+			out = append(out, fmt.Sprintf("%s/%s %s %v removed=%v", o.Host, o.Cluster, o.Workflow, o.Members, o.Removed))
+		}
+		return out
+	}
+	want := []string{"h1/orphaned terminated [orphaned-worker-0] removed=false", "h2/orphaned terminated [orphaned-worker-1] removed=false"}
+	if got := describe(orphans()); !slices.Equal(got, want) {
+		t.Errorf("orphans %v, want %v", got, want)
+	}
+	for _, h := range []string{"h1", "h2"} {
+		if !exists(filepath.Join(f.hosts[h].data, "clusters", "orphaned")) {
+			t.Errorf("listing removed %s's files", h)
+		}
+	}
+	want = []string{"h1/orphaned terminated [orphaned-worker-0] removed=true", "h2/orphaned terminated [orphaned-worker-1] removed=true"}
+	if got := describe(orphans("--remove")); !slices.Equal(got, want) {
+		t.Errorf("removed %v, want %v", got, want)
+	}
+	for _, h := range []string{"h1", "h2"} {
+		if exists(filepath.Join(f.hosts[h].data, "clusters", "orphaned")) {
+			t.Errorf("the orphan's files are still on %s", h)
+		}
+	}
+	if got := orphans(); len(got) != 0 {
+		t.Errorf("orphans after removal: %v", describe(got))
+	}
+	if s := f.status("kept"); s.Phase != workflows.PhaseReady || f.sandboxHost("kept", "kept-worker-0") == "" {
+		t.Errorf("the running cluster was harmed: %s", s.Phase)
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/clusterflow/clusterflow/starter"
 	"github.com/clusterflow/clusterflow/workflows"
 )
 
@@ -40,4 +41,26 @@ func labels(l map[string]string) string {
 		parts = append(parts, k+"="+l[k])
 	}
 	return strings.Join(parts, ",")
+}
+
+// Orphans prints the orphans found, and whether they were removed.
+func Orphans(w io.Writer, orphans []starter.Orphan) {
+	if len(orphans) == 0 {
+		fmt.Fprintln(w, "No orphans: every cluster with files on a host has a running workflow.")
+		return
+	}
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "HOST\tCLUSTER\tWORKFLOW\tMEMBERS\t")
+	for _, o := range orphans {
+		members := strings.Join(o.Members, ",")
+		if members == "" {
+			members = "-"
+		}
+		removed := ""
+		if o.Removed {
+			removed = "removed"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", o.Host, o.Cluster, o.Workflow, members, removed)
+	}
+	tw.Flush()
 }
