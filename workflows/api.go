@@ -227,6 +227,8 @@ const (
 	// OpAddNodes and OpDelNodes notify members of other members joining or leaving.
 	OpAddNodes RoleOperation = "addnodes"
 	OpDelNodes RoleOperation = "delnodes"
+	// OpStart runs the start event on members whose host restarted.
+	OpStart RoleOperation = "start"
 )
 
 // RoleInput starts a role child workflow.

@@ -37,6 +37,10 @@ func (w *clusterWorkflow) convergeOnce(ctx workflow.Context) (again bool) {
 	if ctx.Err() != nil {
 		return false
 	}
+	w.startRestarted(ctx)
+	if ctx.Err() != nil {
+		return false
+	}
 	if changed() {
 		return true
 	}

@@ -152,6 +152,7 @@ func (w *clusterWorkflow) onHostsChanged(ctx workflow.Context, hosts []Host) {
 			w.stepHealth(ctx, rs, m, MemberEvent{Member: m.Name, Event: ev, Reason: reason, Source: "hosts", At: workflow.Now(ctx)})
 		}
 	}
+	w.noteRestarts(before)
 	if w.placeWaiting() {
 		w.newGeneration("hosts changed: set up members that were waiting for a host")
 		w.touch(ctx)

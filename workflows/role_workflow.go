@@ -89,7 +89,7 @@ func (r *roleWorkflow) run(ctx workflow.Context) (RoleResult, error) {
 		r.configureAll(ctx)
 	case OpTeardown:
 		r.teardownAll(ctx)
-	case OpAddNodes, OpDelNodes:
+	case OpAddNodes, OpDelNodes, OpStart:
 		r.notifyAll(ctx)
 	default:
 		return RoleResult{}, fmt.Errorf("unknown role operation %q", r.in.Operation)
@@ -219,8 +219,8 @@ func (r *roleWorkflow) teardown(ctx workflow.Context, i int) {
 	}
 }
 
-// notifyAll runs addnodes or delnodes on every member at once. A member whose
-// notification fails goes to config_error with its output; the others carry on.
+// notifyAll runs addnodes, delnodes or start on every member at once. A member whose run
+// fails goes to config_error with its output; the others carry on.
 func (r *roleWorkflow) notifyAll(ctx workflow.Context) {
 	event := spec.Event(r.in.Operation)
 	wg := workflow.NewWaitGroup(ctx)
@@ -228,14 +228,17 @@ func (r *roleWorkflow) notifyAll(ctx workflow.Context) {
 		wg.Add(1)
 		workflow.Go(ctx, func(ctx workflow.Context) {
 			defer wg.Done()
-			about := fmt.Sprintf("%s: %s", r.in.Nodes.Role, strings.Join(r.nodesFor(i), ", "))
-			r.set(ctx, i, MemberReady, event, fmt.Sprintf("running %s (%s)", event, about))
+			what := string(event)
+			if r.in.Nodes != nil {
+				what = fmt.Sprintf("%s (%s: %s)", event, r.in.Nodes.Role, strings.Join(r.nodesFor(i), ", "))
+			}
+			r.set(ctx, i, MemberReady, event, "running "+what)
 			res, err := r.runScript(ctx, i, event)
 			if err != nil {
 				r.fail(ctx, i, string(event), err)
 				return
 			}
-			r.set(ctx, i, MemberReady, event, fmt.Sprintf("%s (%s) done in %s", event, about, res.Duration.Round(time.Millisecond)))
+			r.set(ctx, i, MemberReady, event, fmt.Sprintf("%s done in %s", what, res.Duration.Round(time.Millisecond)))
 		})
 	}
 	wg.Wait(ctx)

@@ -110,6 +110,8 @@ type clusterState struct {
 	// view of them.
 	OnHosts bool   `json:"onHosts,omitempty"`
 	Hosts   []Host `json:"hosts,omitempty"`
+	// Restarted lists hosts that restarted, whose members the next pass starts.
+	Restarted []string `json:"restarted,omitempty"`
 }
 
 // Role returns the named role's status.

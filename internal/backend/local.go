@@ -260,6 +260,8 @@ func scriptArgs(run ScriptRun) ([]string, error) {
 		return []string{"--configure"}, nil
 	case spec.EventTeardown:
 		return []string{"--teardown"}, nil
+	case spec.EventStart:
+		return []string{"--start"}, nil
 	case spec.EventAddNodes, spec.EventDelNodes:
 		if err := spec.CheckName(run.NodesRole); err != nil {
 			return nil, fmt.Errorf("%s role %w", run.Event, err)

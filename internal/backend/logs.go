@@ -40,7 +40,7 @@ func (l *Local) ReadLog(_ context.Context, req LogRequest) (LogChunk, error) {
 	if err != nil {
 		return LogChunk{}, err
 	}
-	if !slices.Contains(spec.AllEvents, req.Event) {
+	if !slices.Contains(spec.KnownEvents, req.Event) {
 		return LogChunk{}, fmt.Errorf("unknown event %q", req.Event)
 	}
 	base := filepath.Join(dir, "logs", string(req.Event))

@@ -26,8 +26,8 @@ func runLogs(ctx context.Context, args []string) error {
 	if *tail < 0 {
 		return apperr.Errorf(apperr.Invalid, "--tail: is %d; it must be 0 or more", *tail)
 	}
-	if *event != "" && !slices.Contains(spec.AllEvents, spec.Event(*event)) {
-		return apperr.Errorf(apperr.Invalid, "--event: unknown event %q (known: configure, addnodes, delnodes, teardown)", *event)
+	if *event != "" && !slices.Contains(spec.KnownEvents, spec.Event(*event)) {
+		return apperr.Errorf(apperr.Invalid, "--event: unknown event %q (known: configure, addnodes, delnodes, teardown, start)", *event)
 	}
 	st, _, closeClient, err := conn.starter(ctx)
 	if err != nil {

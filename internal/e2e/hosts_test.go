@@ -33,6 +33,8 @@ type fleet struct {
 
 type fleetHost struct {
 	name, labels, data string
+	// bootID is the file the host reads as its boot ID (CLUSTERFLOW_BOOT_ID_FILE).
+	bootID string
 	net                *testenv.Host
 	worker             *testenv.Process
 	runs               int
@@ -53,7 +55,11 @@ func newFleet(t *testing.T, hosts ...string) *fleet {
 	})
 	for i, h := range hosts {
 		name, labels, _ := strings.Cut(h, ":")
-		fh := &fleetHost{name: name, labels: labels, data: filepath.Join(f.dir, "hosts", name), net: network.AddHost(i + 1)}
+		fh := &fleetHost{name: name, labels: labels, data: filepath.Join(f.dir, "hosts", name), net: network.AddHost(i + 1),
+			bootID: filepath.Join(f.dir, "boot-id-"+name)}
+		if err := os.WriteFile(fh.bootID, []byte("boot-1\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
 		testenv.StopAllAtEnd(t, fh.data)
 		f.hosts[name] = fh
 		f.startHost(name)
@@ -80,7 +86,8 @@ func (f *fleet) startHost(name string) {
 		args = append(args, "--labels", h.labels)
 	}
 	// Hosts run the light binary, without the embedded server and Web UI.
-	h.worker = f.startWith(testenv.StartHost, h.net.Namespace, "host-"+name, h.runs, "Worker starting", args...)
+	env := append(slices.Clone(f.env), "CLUSTERFLOW_BOOT_ID_FILE="+h.bootID)
+	h.worker = f.startWith(testenv.StartHost, h.net.Namespace, env, "host-"+name, h.runs, "Worker starting", args...)
 }
 
 // killHost kills the host's worker, agent and scripts, as a machine dying would.
@@ -555,5 +562,46 @@ roles:
 	}
 	if s := f.status("kept"); s.Phase != workflows.PhaseReady || f.sandboxHost("kept", "kept-worker-0") == "" {
 		t.Errorf("the running cluster was harmed: %s", s.Phase)
+	}
+}
+
+func TestARestartedHostStartsItsMembersInDependencyOrderOnce(t *testing.T) {
+	t.Parallel()
+	guard(t)
+	f := newFleet(t, "h1", "h2:rack=r2")
+	specPath, trace := writeCluster(t, `
+name: rebooted
+roles:
+  - {name: controller, cardinality: "1", startscript: trace.sh, env: {TRACE: TRACE_FILE}, events: [configure, teardown, start], placement: {hosts: {rack: r2}}}
+  - {name: worker, members: 2, dependsOn: [controller], startscript: trace.sh, env: {TRACE: TRACE_FILE}, events: [configure, addnodes, delnodes, teardown, start], placement: {maxPerHost: 1}}
+  - {name: edge, members: 1, dependsOn: [worker], startscript: trace.sh, env: {TRACE: TRACE_FILE}, placement: {hosts: {rack: r2}}}
+`)
+	if res := f.cli("deploy", "-f", specPath, "--wait"); res.Code != 0 {
+		t.Fatalf("deploy: %s", res)
+	}
+	want := []string{"rebooted-controller-0@h2=ready", "rebooted-worker-0@h1=ready", "rebooted-worker-1@h2=ready", "rebooted-edge-0@h2=ready"}
+	if got := placements(f.status("rebooted")); !slices.Equal(got, want) {
+		t.Fatalf("placed %v, want %v", got, want)
+	}
+	// The machine restarts: everything on it dies, and it comes back with a new boot ID.
+	f.killHost("h2")
+	if err := os.WriteFile(f.hosts["h2"].bootID, []byte("boot-2\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	f.startHost("h2")
+	waitFor(t, "the members on h2 started", func() bool {
+		return len(runsOf(readTrace(t, trace), "", "start")) == 2 && f.status("rebooted").Phase == workflows.PhaseReady
+	})
+	runs := readTrace(t, trace)
+	// Only the members on h2 whose role subscribes to start, each once (not the edge, which
+	// does not subscribe, nor worker-0 on h1), the controller first.
+	expectRuns(t, runs, "start", "--start", "rebooted-controller-0", "rebooted-worker-1")
+	controller, worker := runsOf(runs, "rebooted-controller-0", "start"), runsOf(runs, "rebooted-worker-1", "start")
+	if len(controller) == 1 && len(worker) == 1 && worker[0].Start < controller[0].End {
+		t.Errorf("the worker started before the controller it depends on had: %+v %+v", controller, worker)
+	}
+	expectRuns(t, runs, "configure", "", "rebooted-controller-0", "rebooted-worker-0", "rebooted-worker-1", "rebooted-edge-0")
+	if got := placements(f.status("rebooted")); !slices.Equal(got, want) {
+		t.Errorf("after the restart: %v, want %v", got, want)
 	}
 }

@@ -66,15 +66,15 @@ func (s *stack) startWorker() {
 
 func (s *stack) start(name string, n int, ready string, args ...string) *testenv.Process {
 	s.t.Helper()
-	return s.startWith(testenv.StartIn, "", name, n, ready, args...)
+	return s.startWith(testenv.StartIn, "", s.env, name, n, ready, args...)
 }
 
 // startWith starts a process with start (testenv.StartIn or StartHost) in a test host's
 // network namespace ("" for the test's own).
 func (s *stack) startWith(start func(namespace, dir, logDir, name string, env []string, args ...string) (*testenv.Process, error),
-	namespace, name string, n int, ready string, args ...string) *testenv.Process {
+	namespace string, env []string, name string, n int, ready string, args ...string) *testenv.Process {
 	s.t.Helper()
-	p, err := start(namespace, s.dir, s.dir, name+"-"+string(rune('0'+n)), s.env, args...)
+	p, err := start(namespace, s.dir, s.dir, name+"-"+string(rune('0'+n)), env, args...)
 	if err != nil {
 		s.t.Fatal(err)
 	}

@@ -18,10 +18,16 @@ const (
 	EventAddNodes  Event = "addnodes"
 	EventDelNodes  Event = "delnodes"
 	EventTeardown  Event = "teardown"
+	// EventStart brings a member's services back after its host restarted (a new boot
+	// ID). A role gets it only by listing it in events.
+	EventStart Event = "start"
 )
 
-// AllEvents is every event, in lifecycle order; it is also a role's default subscription.
+// AllEvents is the default subscription: every event but start, in lifecycle order.
 var AllEvents = []Event{EventConfigure, EventAddNodes, EventDelNodes, EventTeardown}
+
+// KnownEvents is every event a role may subscribe to.
+var KnownEvents = append(slices.Clone(AllEvents), EventStart)
 
 // Defaults applied when a role leaves a field out.
 const (

@@ -148,8 +148,8 @@ func checkEvents(path string, names []string, ps *problems) []Event {
 	for i, name := range names {
 		e := Event(name)
 		switch {
-		case !slices.Contains(AllEvents, e):
-			ps.add(fmt.Sprintf("%s[%d]", path, i), "unknown event %q (known: configure, addnodes, delnodes, teardown)", name)
+		case !slices.Contains(KnownEvents, e):
+			ps.add(fmt.Sprintf("%s[%d]", path, i), "unknown event %q (known: configure, addnodes, delnodes, teardown, start)", name)
 		case slices.Contains(events, e):
 			ps.add(fmt.Sprintf("%s[%d]", path, i), "%q is listed twice", name)
 		default:

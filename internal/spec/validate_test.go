@@ -147,6 +147,16 @@ func TestParseReadsPlacement(t *testing.T) {
 	}
 }
 
+func TestStartIsOptIn(t *testing.T) {
+	c, err := Parse([]byte("name: c\nroles: [{name: a, startscript: s.sh}, {name: b, startscript: s.sh, events: [configure, start]}]"), "", testScripts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Roles[0].Wants(EventStart) || !c.Roles[1].Wants(EventStart) {
+		t.Errorf("start subscriptions: a %v, b %v", c.Roles[0].Events, c.Roles[1].Events)
+	}
+}
+
 func TestParseLabels(t *testing.T) {
 	labels, err := ParseLabels("zone=a, disk=ssd")
 	if err != nil || len(labels) != 2 || labels["zone"] != "a" || labels["disk"] != "ssd" {

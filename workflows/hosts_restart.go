@@ -1,0 +1,88 @@
+package workflows
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/clusterflow/clusterflow/internal/spec"
+)
+
+// A host that restarts (its worker checks in with a new boot ID) has lost its members'
+// processes but kept their sandboxes. Its members that subscribe to the start event get
+// it, in the cluster's dependency order, so their services come back without a re-setup;
+// a failed start makes the member down, and health takes over.
+
+// noteRestarts records the hosts whose boot ID changed between two views, and starts a
+// generation to bring their members back.
+func (w *clusterWorkflow) noteRestarts(before []Host) {
+	var restarted []string
+	for _, h := range w.state.Hosts {
+		prev := named(before, h.Name, func(h *Host) string { return h.Name })
+		if prev != nil && prev.BootID != "" && h.BootID != "" && prev.BootID != h.BootID {
+			restarted = append(restarted, h.Name)
+		}
+	}
+	if len(restarted) == 0 {
+		return
+	}
+	for _, h := range restarted {
+		if !slices.Contains(w.state.Restarted, h) {
+			w.state.Restarted = append(w.state.Restarted, h)
+		}
+	}
+	slices.Sort(w.state.Restarted)
+	w.newGeneration(fmt.Sprintf("host %s restarted: start its members", strings.Join(restarted, ", ")))
+}
+
+// planStart is one level's start pass: the ready members on restarted hosts whose role
+// subscribes to start, a child per role.
+func planStart(desired spec.Cluster, roles []roleState, level []string, restarted []string) []roleWork {
+	var work []roleWork
+	for _, name := range level {
+		r, ok := desired.Role(name)
+		rs := roleOf(roles, name)
+		if !ok || rs == nil || !r.Wants(spec.EventStart) {
+			continue
+		}
+		var members []Member
+		for _, m := range rs.Members {
+			if m.State == MemberReady && !m.Leaving && slices.Contains(restarted, m.Host) {
+				members = append(members, m)
+			}
+		}
+		if len(members) > 0 {
+			work = append(work, roleWork{role: name, members: members})
+		}
+	}
+	return work
+}
+
+// startRestarted runs the start pass for the restarted hosts, level by level.
+func (w *clusterWorkflow) startRestarted(ctx workflow.Context) {
+	restarted := w.state.Restarted
+	if len(restarted) == 0 {
+		return
+	}
+	w.state.Restarted = nil
+	for _, level := range w.state.Levels {
+		work := planStart(w.spec, w.state.Roles, level, restarted)
+		w.runLevel(ctx, OpStart, work)
+		if ctx.Err() != nil {
+			return
+		}
+		for _, rw := range work {
+			for _, m := range rw.members {
+				rs, live := w.findMember(m.Name)
+				if live == nil || live.State != MemberConfigError || live.Event != spec.EventStart {
+					continue
+				}
+				why := live.Detail
+				live.State = MemberReady // its setup stands; only its services are down
+				w.stepHealth(ctx, rs, live, MemberEvent{Member: m.Name, Event: HealthDown, Reason: why, Source: "hosts", At: workflow.Now(ctx)})
+			}
+		}
+	}
+}

@@ -1,0 +1,34 @@
+package workflows
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/clusterflow/clusterflow/internal/spec"
+)
+
+func TestPlanStart(t *testing.T) {
+	desired := spec.Cluster{Roles: []spec.Role{
+		{Name: "db", Events: []spec.Event{spec.EventConfigure, spec.EventStart}},
+		{Name: "web", Events: spec.AllEvents},
+	}}
+	roles := []roleState{
+		{Name: "db", Members: []Member{
+			{Name: "db-0", Host: "h2", State: MemberReady},
+			{Name: "db-1", Host: "h1", State: MemberReady},
+			{Name: "db-2", Host: "h2", State: MemberDown},
+			{Name: "db-3", Host: "h2", State: MemberReady, Leaving: true},
+		}},
+		{Name: "web", Members: []Member{{Name: "web-0", Host: "h2", State: MemberReady}}},
+	}
+	var got []string
+	for _, rw := range planStart(desired, roles, []string{"db", "web"}, []string{"h2"}) {
+		for _, m := range rw.members {
+			got = append(got, rw.role+":"+m.Name)
+		}
+	}
+	// Ready members on the restarted host whose role subscribes to start; web does not.
+	if strings.Join(got, " ") != "db:db-0" {
+		t.Errorf("starts %v", got)
+	}
+}
