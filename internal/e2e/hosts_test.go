@@ -35,9 +35,9 @@ type fleetHost struct {
 	name, labels, data string
 	// bootID is the file the host reads as its boot ID (CLUSTERFLOW_BOOT_ID_FILE).
 	bootID string
-	net                *testenv.Host
-	worker             *testenv.Process
-	runs               int
+	net    *testenv.Host
+	worker *testenv.Process
+	runs   int
 }
 
 // newFleet starts a server and one worker per host; hosts are "name" or "name:k=v,k=v".
