@@ -157,6 +157,18 @@ func (f *fleet) sandboxHost(cluster, member string) string {
 	return found[0]
 }
 
+// deploy deploys cluster name from specPath, waits until it is ready, and checks where its
+// members went ("member@host=state", as placements writes them).
+func (f *fleet) deploy(specPath, name string, want ...string) {
+	f.t.Helper()
+	if res := f.cli("deploy", "-f", specPath, "--wait"); res.Code != 0 {
+		f.t.Fatalf("deploy %s: %s", name, res)
+	}
+	if got := placements(f.status(name)); !slices.Equal(got, want) {
+		f.t.Fatalf("%s placed %v, want %v", name, got, want)
+	}
+}
+
 func hostStates(hosts []workflows.Host) []string {
 	var out []string
 	for _, h := range hosts {
@@ -214,13 +226,8 @@ func TestMembersArePlacedOnHostsAndReplacedWhenTheirHostIsLost(t *testing.T) {
 	}
 
 	specPath, trace := writeCluster(t, spreadSpec)
-	if res := f.cli("deploy", "-f", specPath, "--wait"); res.Code != 0 {
-		t.Fatalf("deploy: %s", res)
-	}
 	want := []string{"spread-controller-0@h3=ready", "spread-worker-0@h1=ready", "spread-worker-1@h2=ready"}
-	if got := placements(f.status("spread")); !slices.Equal(got, want) {
-		t.Fatalf("placed %v, want %v", got, want)
-	}
+	f.deploy(specPath, "spread", want...)
 	for _, p := range want {
 		member, host, _ := strings.Cut(strings.TrimSuffix(p, "=ready"), "@")
 		if got := f.sandboxHost("spread", member); got != host {
@@ -314,12 +321,7 @@ name: back
 roles:
   - {name: worker, members: 2, startscript: trace.sh, env: {TRACE: TRACE_FILE}, replaceAfter: 5m, placement: {maxPerHost: 1}}
 `)
-	if res := f.cli("deploy", "-f", specPath, "--wait"); res.Code != 0 {
-		t.Fatalf("deploy: %s", res)
-	}
-	if got := placements(f.status("back")); !slices.Equal(got, []string{"back-worker-0@h1=ready", "back-worker-1@h2=ready"}) {
-		t.Fatalf("placed %v", got)
-	}
+	f.deploy(specPath, "back", "back-worker-0@h1=ready", "back-worker-1@h2=ready")
 	// h2's link is cut: worker, agent and services carry on, unheard of.
 	f.hosts["h2"].net.Cut()
 	waitFor(t, "back-worker-1 down", func() bool {
@@ -348,12 +350,7 @@ reconcileEvery: 2s
 roles:
   - {name: worker, members: 2, startscript: trace.sh, env: {TRACE: TRACE_FILE}, replaceAfter: 3s, placement: {maxPerHost: 1}}
 `)
-	if res := f.cli("deploy", "-f", specPath, "--wait"); res.Code != 0 {
-		t.Fatalf("deploy: %s", res)
-	}
-	if got := placements(f.status("stale")); !slices.Equal(got, []string{"stale-worker-0@h1=ready", "stale-worker-1@h2=ready"}) {
-		t.Fatalf("placed %v", got)
-	}
+	f.deploy(specPath, "stale", "stale-worker-0@h1=ready", "stale-worker-1@h2=ready")
 	// h2's link is cut past replaceAfter; its sandbox stays behind.
 	f.hosts["h2"].net.Cut()
 	waitFor(t, "a replacement on h3", func() bool {
@@ -387,14 +384,7 @@ roles:
   - {name: controller, cardinality: "1", startscript: trace.sh, env: {TRACE: TRACE_FILE}}
   - {name: worker, members: 3, dependsOn: [controller], startscript: trace.sh, env: {TRACE: TRACE_FILE, DEPS: controller}, maxUnavailable: "1"}
 `)
-	if res := f.cli("deploy", "-f", specPath, "--wait"); res.Code != 0 {
-		t.Fatalf("deploy: %s", res)
-	}
-	before := placements(f.status("drained"))
-	want := []string{"drained-controller-0@h1=ready", "drained-worker-0@h1=ready", "drained-worker-1@h2=ready", "drained-worker-2@h3=ready"}
-	if !slices.Equal(before, want) {
-		t.Fatalf("placed %v, want %v", before, want)
-	}
+	f.deploy(specPath, "drained", "drained-controller-0@h1=ready", "drained-worker-0@h1=ready", "drained-worker-1@h2=ready", "drained-worker-2@h3=ready")
 	// Another cluster deploys while h1 drains; none of its members may land on h1.
 	otherSpec, otherTrace := writeCluster(t, `
 name: beside
@@ -576,13 +566,8 @@ roles:
   - {name: worker, members: 2, dependsOn: [controller], startscript: trace.sh, env: {TRACE: TRACE_FILE}, events: [configure, addnodes, delnodes, teardown, start], placement: {maxPerHost: 1}}
   - {name: edge, members: 1, dependsOn: [worker], startscript: trace.sh, env: {TRACE: TRACE_FILE}, placement: {hosts: {rack: r2}}}
 `)
-	if res := f.cli("deploy", "-f", specPath, "--wait"); res.Code != 0 {
-		t.Fatalf("deploy: %s", res)
-	}
 	want := []string{"rebooted-controller-0@h2=ready", "rebooted-worker-0@h1=ready", "rebooted-worker-1@h2=ready", "rebooted-edge-0@h2=ready"}
-	if got := placements(f.status("rebooted")); !slices.Equal(got, want) {
-		t.Fatalf("placed %v, want %v", got, want)
-	}
+	f.deploy(specPath, "rebooted", want...)
 	// The machine restarts: everything on it dies, and it comes back with a new boot ID.
 	f.killHost("h2")
 	if err := os.WriteFile(f.hosts["h2"].bootID, []byte("boot-2\n"), 0o644); err != nil {

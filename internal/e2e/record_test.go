@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"go.temporal.io/sdk/client"
+
 	"github.com/clusterflow/clusterflow/internal/testenv"
 	"github.com/clusterflow/clusterflow/workflows"
 )
@@ -21,27 +23,9 @@ import (
 //	CLUSTERFLOW_RECORD_HISTORIES=v4-something go test ./internal/e2e -run TestRecordHistories
 func TestRecordHistories(t *testing.T) {
 	guard(t)
-	generation := os.Getenv("CLUSTERFLOW_RECORD_HISTORIES")
-	if generation == "" {
-		t.Skip("set CLUSTERFLOW_RECORD_HISTORIES=GENERATION to record replay histories")
-	}
-	root, err := testenv.ModuleRoot()
-	if err != nil {
-		t.Fatal(err)
-	}
-	out := filepath.Join(root, "workflows", "testdata", generation)
+	recordOn := recorder(t)
 	record := func(scenario, cluster string) {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		defer cancel()
-		dir := filepath.Join(out, scenario)
-		if err := os.RemoveAll(dir); err != nil {
-			t.Fatal(err)
-		}
-		files, err := testenv.ExportHistories(ctx, server.Client, workflows.ClusterWorkflowID(cluster), dir)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Logf("%s: recorded %d histories", scenario, len(files))
+		recordOn(server.Client, scenario, workflows.ClusterWorkflowID(cluster))
 	}
 
 	specPath, _ := writeCluster(t, threeLevelSpec("rec-ok", ""))
@@ -146,33 +130,14 @@ func mustSucceed(t *testing.T, args ...string) {
 // hosts that loses one, and the host registry's own history.
 func TestRecordHostHistories(t *testing.T) {
 	guard(t)
-	generation := os.Getenv("CLUSTERFLOW_RECORD_HISTORIES")
-	if generation == "" {
-		t.Skip("set CLUSTERFLOW_RECORD_HISTORIES=GENERATION to record replay histories")
-	}
-	root, err := testenv.ModuleRoot()
-	if err != nil {
-		t.Fatal(err)
-	}
+	recordOn := recorder(t)
 	f := newFleet(t, "h1:zone=a", "h2:zone=a", "h3:zone=b")
 	c, err := testenv.Dial(f.address)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	record := func(scenario, workflowID string) {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		defer cancel()
-		dir := filepath.Join(root, "workflows", "testdata", generation, scenario)
-		if err := os.RemoveAll(dir); err != nil {
-			t.Fatal(err)
-		}
-		files, err := testenv.ExportHistories(ctx, c, workflowID, dir)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Logf("%s: recorded %d histories", scenario, len(files))
-	}
+	record := func(scenario, workflowID string) { recordOn(c, scenario, workflowID) }
 	specPath, _ := writeCluster(t, spreadSpec)
 	if res := f.cli("deploy", "-f", specPath, "--wait", "--continue-as-new-every", "2"); res.Code != 0 {
 		t.Fatalf("deploy: %s", res)
@@ -191,4 +156,31 @@ func TestRecordHostHistories(t *testing.T) {
 	}
 	record("hosts-loss-and-replacement", workflows.ClusterWorkflowID("spread"))
 	record("host-registry", workflows.HostsWorkflowID)
+}
+
+// recorder returns a function that records a workflow's histories (every run and child)
+// in workflows/testdata/$CLUSTERFLOW_RECORD_HISTORIES/SCENARIO, or skips the test when that
+// variable is unset.
+func recorder(t *testing.T) func(c client.Client, scenario, workflowID string) {
+	generation := os.Getenv("CLUSTERFLOW_RECORD_HISTORIES")
+	if generation == "" {
+		t.Skip("set CLUSTERFLOW_RECORD_HISTORIES=GENERATION to record replay histories")
+	}
+	root, err := testenv.ModuleRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return func(c client.Client, scenario, workflowID string) {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		dir := filepath.Join(root, "workflows", "testdata", generation, scenario)
+		if err := os.RemoveAll(dir); err != nil {
+			t.Fatal(err)
+		}
+		files, err := testenv.ExportHistories(ctx, c, workflowID, dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("%s: recorded %d histories", scenario, len(files))
+	}
 }
