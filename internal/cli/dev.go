@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"path/filepath"
 	"time"
 
 	"go.temporal.io/api/enums/v1"
@@ -62,10 +63,17 @@ func runDev(ctx context.Context, args []string, embedded *Embedded) error {
 	uiAddress := fs.String("ui-address", "127.0.0.1:8233", "Web UI listen address")
 	noUI := fs.Bool("no-ui", false, "do not serve the Web UI")
 	noWorker := fs.Bool("no-worker", false, "do not run a worker (run `clusterflow worker` separately)")
+	hosts := fs.Int("hosts", 0, "run N hosts in this process, host-1 … host-N, each a worker with its own data folder beside --data, so members are placed on hosts (0: single-host mode)")
 	namespace := fs.String("namespace", "default", "Temporal namespace to create and use")
 	logFile := fs.String("log-file", ".clusterflow/dev.log", "file for the server's and worker's logs, so the terminal shows progress and status; empty for stderr")
 	if err := fs.Parse(args); err != nil {
 		return flagError(err)
+	}
+	if *hosts < 0 || *hosts > maxDevHosts {
+		return apperr.Errorf(apperr.Invalid, "--hosts: is %d; it must be from 0 to %d", *hosts, maxDevHosts)
+	}
+	if *hosts > 0 && *noWorker {
+		return apperr.Errorf(apperr.Invalid, "--hosts: runs workers, so it cannot go with --no-worker")
 	}
 	logger, closeLog, err := devLogger(com, *logFile)
 	if err != nil {
@@ -116,19 +124,40 @@ func runDev(ctx context.Context, args []string, embedded *Embedded) error {
 		fmt.Printf("Temporal Web UI:  %s/namespaces/%s/workflows\n", ui.URL(), *namespace)
 	}
 
-	workerDone := make(chan error, 1)
-	var local *backend.Local
-	if *noWorker {
-		workerDone <- nil
-	} else {
-		local, err = localBackend(*data, com)
+	conn := agent.Connection{Address: srv.Address(), Namespace: *namespace}
+	var workers []devWorker
+	switch {
+	case *noWorker:
+	case *hosts > 0:
+		for i := 1; i <= *hosts; i++ {
+			name := fmt.Sprintf("host-%d", i)
+			w, err := newDevWorker(filepath.Join(filepath.Dir(*data), "hosts", name), com, &workflows.HostRegistration{
+				Name: name, Address: "127.0.0.1", Timeout: workflows.DefaultHostTimeout, BootID: bootID(),
+			})
+			if err != nil {
+				return err
+			}
+			workers = append(workers, w)
+		}
+		fmt.Printf("Hosts:            %d, sandboxes in %s\n", *hosts, filepath.Join(filepath.Dir(*data), "hosts"))
+	default:
+		w, err := newDevWorker(*data, com, nil)
 		if err != nil {
 			return err
 		}
+		workers = append(workers, w)
 		fmt.Printf("Member sandboxes: %s\n", *data)
-		opts := worker.Options{TaskQueue: com.taskQueue, Backend: local,
-			Connection: agent.Connection{Address: srv.Address(), Namespace: *namespace}}
+	}
+	workerDone := make(chan error, len(workers))
+	for _, w := range workers {
+		opts := worker.Options{TaskQueue: com.taskQueue, Backend: w.local, Connection: conn, Host: w.host, Logger: logger}
 		go func() { workerDone <- worker.Run(ctx, c, opts) }()
+	}
+	if *hosts > 0 {
+		// A deploy before the hosts are registered would place nothing on them.
+		if err := waitForHosts(ctx, st, *hosts); err != nil {
+			return err
+		}
 	}
 	fmt.Println("Ready. Press Ctrl-C to stop.")
 
@@ -137,14 +166,61 @@ func runDev(ctx context.Context, args []string, embedded *Embedded) error {
 	}
 	<-ctx.Done()
 	fmt.Println("\nStopping.")
-	err = <-workerDone
-	if local != nil {
-		if pid, ok := local.AgentPID(); ok {
+	for range workers {
+		if werr := <-workerDone; werr != nil && err == nil {
+			err = werr
+		}
+	}
+	for _, w := range workers {
+		if pid, ok := w.local.AgentPID(); ok {
 			// Detached on purpose, so that stopping dev never kills a script mid-run.
 			fmt.Printf("The member agent (pid %d) carries on with any running scripts; it exits after 10 minutes with nothing to do.\n", pid)
 		}
 	}
 	return err
+}
+
+// maxDevHosts keeps dev's hosts to what one machine makes sense of.
+const maxDevHosts = 16
+
+// devWorker is one of dev's workers: single-host (host nil) or one host of --hosts.
+type devWorker struct {
+	local *backend.Local
+	host  *workflows.HostRegistration
+}
+
+func newDevWorker(data string, com common, host *workflows.HostRegistration) (devWorker, error) {
+	local, err := localBackend(data, com)
+	if err != nil {
+		return devWorker{}, err
+	}
+	if host != nil {
+		local.Host = host.Name
+	}
+	return devWorker{local: local, host: host}, nil
+}
+
+// waitForHosts waits, up to a minute, until n hosts are ready.
+func waitForHosts(ctx context.Context, st *starter.Starter, n int) error {
+	ctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	for {
+		hosts, err := st.Hosts(ctx)
+		ready := 0
+		for _, h := range hosts {
+			if h.State() == workflows.HostReady {
+				ready++
+			}
+		}
+		if err == nil && ready >= n {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("dev's %d hosts did not all become ready within a minute (%d are): %v", n, ready, err)
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
 }
 
 // deployAndWatch deploys the spec given to dev, or picks up the cluster if a previous run

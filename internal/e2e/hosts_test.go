@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -588,5 +589,44 @@ roles:
 	expectRuns(t, runs, "configure", "", "rebooted-controller-0", "rebooted-worker-0", "rebooted-worker-1", "rebooted-edge-0")
 	if got := placements(f.status("rebooted")); !slices.Equal(got, want) {
 		t.Errorf("after the restart: %v, want %v", got, want)
+	}
+}
+
+// dev --hosts N runs N hosts in one process, each with its own data folder, so that a
+// newcomer sees placement without a fleet.
+func TestDevRunsSeveralHosts(t *testing.T) {
+	t.Parallel()
+	guard(t)
+	dir := t.TempDir()
+	data := filepath.Join(dir, "state", "data")
+	for _, h := range []string{"host-1", "host-2"} {
+		testenv.StopAllAtEnd(t, filepath.Join(dir, "state", "hosts", h))
+	}
+	address := freeAddress(t)
+	specPath, _ := writeCluster(t, "name: devhosts\nroles: [{name: worker, members: 2, startscript: trace.sh, env: {TRACE: TRACE_FILE}, placement: {maxPerHost: 1}}]\n")
+	dev := startDev(t, dir, "dev-hosts", []string{"dev", "--hosts", "2", "--no-ui", "--db", filepath.Join(dir, "dev.db"),
+		"--data", data, "--address", address, "--log-file", filepath.Join(dir, "dev.log"), "-f", specPath})
+	if err := dev.WaitFor("Ready.", time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	env := []string{"TEMPORAL_ADDRESS=" + address}
+	var s workflows.ClusterStatus
+	waitFor(t, "devhosts ready", func() bool {
+		res := run(t, env, "status", "devhosts", "-o", "json")
+		return res.Code == 0 && json.Unmarshal([]byte(res.Stdout), &s) == nil && s.Phase == workflows.PhaseReady
+	})
+	if got := placements(s); !slices.Equal(got, []string{"devhosts-worker-0@host-1=ready", "devhosts-worker-1@host-2=ready"}) {
+		t.Errorf("placed %v", got)
+	}
+	for i, h := range []string{"host-1", "host-2"} {
+		if !exists(filepath.Join(dir, "state", "hosts", h, "clusters", "devhosts", fmt.Sprintf("devhosts-worker-%d", i))) {
+			t.Errorf("no sandbox of devhosts-worker-%d in %s's folder", i, h)
+		}
+	}
+	if res := run(t, env, "hosts"); res.Code != 0 || strings.Count(res.Stdout, " ready ") != 2 {
+		t.Errorf("hosts: %s", res)
+	}
+	if code, err := dev.Signal(syscall.SIGTERM, 30*time.Second); err != nil || code != 0 {
+		t.Errorf("dev did not stop cleanly: exit %d, %v\n%s", code, err, dev.Output())
 	}
 }
