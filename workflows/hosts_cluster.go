@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"go.temporal.io/sdk/temporal"
-
 	"go.temporal.io/sdk/workflow"
 )
 

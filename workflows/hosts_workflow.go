@@ -303,11 +303,23 @@ func (r *hostsRegistry) keepLease(ctx workflow.Context, name string) {
 	queue := HostTaskQueue(workflow.GetInfo(ctx).TaskQueueName, name)
 	for ctx.Err() == nil {
 		var reg HostRegistration
-		err := workflow.ExecuteActivity(withCheckIn(ctx, queue, name), acts.CheckInHost).Get(ctx, &reg)
+		checkIn := withCheckIn(ctx, queue, name)
+		if h := r.host(name); !h.Lost {
+			// Taken for alive (a run that continued as new): it must answer within its
+			// timeout, like a lease, or be lost.
+			checkIn = workflow.WithScheduleToStartTimeout(checkIn, h.Timeout)
+		}
+		err := workflow.ExecuteActivity(checkIn, acts.CheckInHost).Get(ctx, &reg)
 		if ctx.Err() != nil {
 			return
 		}
 		h := r.host(name)
+		if err != nil && !h.Lost {
+			h.Lost = true
+			r.logger.Warn("Host lost", "Host", name, "LastSeen", h.LastSeen, "Error", err)
+			r.changed()
+			continue
+		}
 		if err != nil || reg.Name != name {
 			// A worker of another host on this queue, or a failing one: try again later.
 			r.logger.Warn("Host check-in failed", "Host", name, "Registered", reg.Name, "Error", err)
