@@ -155,6 +155,34 @@ func TestRecordHostHistories(t *testing.T) {
 		t.Fatalf("delete: %s", res)
 	}
 	record("hosts-loss-and-replacement", workflows.ClusterWorkflowID("spread"))
+
+	// A drain, then a machine restart that starts members (h2 is gone; h3 cordoned).
+	f.cli("host", "uncordon", "h3")
+	specPath, _ = writeCluster(t, `
+name: moved
+roles:
+  - {name: db, cardinality: "1", startscript: trace.sh, env: {TRACE: TRACE_FILE}, events: [configure, teardown, start]}
+  - {name: web, members: 2, dependsOn: [db], startscript: trace.sh, env: {TRACE: TRACE_FILE}, events: [configure, addnodes, delnodes, teardown, start]}
+`)
+	if res := f.cli("deploy", "-f", specPath, "--wait"); res.Code != 0 {
+		t.Fatalf("deploy: %s", res)
+	}
+	if res := f.cli("host", "drain", "h1", "--wait", "--timeout", "60s"); res.Code != 0 {
+		t.Fatalf("drain: %s", res)
+	}
+	f.killHost("h3")
+	if err := os.WriteFile(f.hosts["h3"].bootID, []byte("boot-2\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	f.startHost("h3")
+	waitFor(t, "the members on h3 started", func() bool {
+		s := f.status("moved")
+		return s.Phase == workflows.PhaseReady && len(s.Role("web").Members) > 0 && s.Role("web").Members[0].Event == "start"
+	})
+	if res := f.cli("delete", "moved", "--wait"); res.Code != 0 {
+		t.Fatalf("delete: %s", res)
+	}
+	record("drain-and-restart", workflows.ClusterWorkflowID("moved"))
 	record("host-registry", workflows.HostsWorkflowID)
 }
 
