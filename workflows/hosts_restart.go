@@ -37,8 +37,9 @@ func (w *clusterWorkflow) noteRestarts(before []Host) {
 	w.newGeneration(fmt.Sprintf("host %s restarted: start its members", strings.Join(restarted, ", ")))
 }
 
-// planStart is one level's start pass: the ready members on restarted hosts whose role
-// subscribes to start, a child per role.
+// planStart is one level's start pass: the members on restarted hosts whose setup stands
+// (ready, or down or flapping: the host may have been taken for lost while it rebooted)
+// and whose role subscribes to start, a child per role.
 func planStart(desired spec.Cluster, roles []roleState, level []string, restarted []string) []roleWork {
 	var work []roleWork
 	for _, name := range level {
@@ -49,7 +50,8 @@ func planStart(desired spec.Cluster, roles []roleState, level []string, restarte
 		}
 		var members []Member
 		for _, m := range rs.Members {
-			if m.State == MemberReady && !m.Leaving && slices.Contains(restarted, m.Host) {
+			setUp := m.State == MemberReady || m.State == MemberDown || m.State == MemberFlapping
+			if setUp && !m.Leaving && slices.Contains(restarted, m.Host) {
 				members = append(members, m)
 			}
 		}
