@@ -36,7 +36,7 @@ func (s *Starter) Logs(ctx context.Context, cluster, member string, opts LogOpti
 	if err != nil {
 		return err
 	}
-	m := findMember(&status, member)
+	m := status.Member(member)
 	if m == nil {
 		return apperr.Errorf(apperr.NotFound, "cluster %s has no member %q (see `clusterflow status %s`)", cluster, member, cluster)
 	}
@@ -81,7 +81,7 @@ func (s *Starter) Logs(ctx context.Context, cluster, member string, opts LogOpti
 		if status, err = s.Status(ctx, cluster); err != nil {
 			return err
 		}
-		if m := findMember(&status, member); m == nil || !runs(*m, event) {
+		if m := status.Member(member); m == nil || !runs(*m, event) {
 			// Its last output may have landed since the read above.
 			chunk, err := s.readLog(ctx, host, req)
 			if err == nil {
@@ -112,15 +112,6 @@ func (s *Starter) readLog(ctx context.Context, host string, req activities.LogRe
 		return chunk, fmt.Errorf("read the output of %s on host %s: %w", req.Member.Name, hostName(host), err)
 	}
 	return chunk, nil
-}
-
-func findMember(s *workflows.ClusterStatus, name string) *workflows.MemberStatus {
-	for i := range s.Roles {
-		if m := s.Roles[i].Member(name); m != nil {
-			return m
-		}
-	}
-	return nil
 }
 
 // runs reports whether the member is running the event now.

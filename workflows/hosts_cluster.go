@@ -85,6 +85,11 @@ func (w *clusterWorkflow) hostWait(host string) time.Duration {
 
 const minHostWait = 10 * time.Second
 
+// clientTaskWait bounds how long a client's one-off task (a read of output, a look for
+// orphans) waits for the host's worker: a lost host cannot answer, and the client should
+// hear so soon.
+const clientTaskWait = 30 * time.Second
+
 // watchHosts reports the cluster's placement to the registry whenever it changes, and
 // applies each view of the hosts the registry sends back.
 func (w *clusterWorkflow) watchHosts(ctx workflow.Context) {

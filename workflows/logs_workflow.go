@@ -1,8 +1,6 @@
 package workflows
 
 import (
-	"time"
-
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/clusterflow/clusterflow/activities"
@@ -22,11 +20,6 @@ type MemberLogInput struct {
 func MemberLogWorkflowID(cluster, member, id string) string {
 	return "logs/" + cluster + "/" + member + "/" + id
 }
-
-// clientTaskWait bounds how long a client's one-off task (a read of output, a look for
-// orphans) waits for the host's worker: a lost host cannot answer, and the client should
-// hear so soon.
-const clientTaskWait = 30 * time.Second
 
 // MemberLogWorkflow runs ReadMemberLog on the member's host.
 func MemberLogWorkflow(ctx workflow.Context, in MemberLogInput) (activities.LogChunk, error) {

@@ -37,6 +37,16 @@ func (s clusterState) status() ClusterStatus {
 }
 
 // Role returns the named role's status.
+// Member finds a member of any role by name, or returns nil.
+func (s *ClusterStatus) Member(name string) *MemberStatus {
+	for i := range s.Roles {
+		if m := s.Roles[i].Member(name); m != nil {
+			return m
+		}
+	}
+	return nil
+}
+
 func (s *ClusterStatus) Role(name string) *RoleStatus {
 	return named(s.Roles, name, func(r *RoleStatus) string { return r.Name })
 }
