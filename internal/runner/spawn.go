@@ -3,6 +3,7 @@ package runner
 import (
 	"fmt"
 	"os"
+	"path/filepath"
 	"os/exec"
 	"strconv"
 	"strings"
@@ -48,6 +49,10 @@ const wrapper = `x=$1; shift; trap : TERM INT HUP; "$@"; c=$?; echo $c >"$x.tmp"
 // returned channel is closed when the wrapper exits, so the caller need not poll.
 func Spawn(s Spec) (Handle, <-chan struct{}, error) {
 	_ = os.Remove(s.ExitFile)
+	// The wrapper writes the exit status there, maybe before Spawn returns.
+	if err := os.MkdirAll(filepath.Dir(s.ExitFile), 0o755); err != nil {
+		return Handle{}, nil, err
+	}
 	h := Handle{StdoutFile: s.StdoutFile, StderrFile: s.StderrFile, ExitFile: s.ExitFile}
 	stdout, from, err := openLog(s.StdoutFile)
 	if err != nil {

@@ -197,3 +197,15 @@ func assertGone(t *testing.T, pidFile string) {
 		}
 	}
 }
+
+// A script that ends at once must still leave its exit status, even when the caller has
+// not made its run folder yet: the agent made it only after spawning, and under load a
+// 0 s script ended first, was taken for lost and ran a second time.
+func TestAQuickScriptLeavesItsStatusInAFolderNotYetMade(t *testing.T) {
+	s := script(t, "exit 3\n")
+	s.ExitFile = filepath.Join(filepath.Dir(s.ExitFile), "runs", "r1", "exit")
+	h := spawn(t, s)
+	if code := waitExit(t, h); code != 3 {
+		t.Fatalf("exit status %d, want 3", code)
+	}
+}
