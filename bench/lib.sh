@@ -43,3 +43,31 @@ echo "start $(date +%s.%N) $CLUSTERFLOW_MEMBER $CLUSTERFLOW_EVENT" >> "$TRACE"
 echo "end $(date +%s.%N) $CLUSTERFLOW_MEMBER $CLUSTERFLOW_EVENT" >> "$TRACE"
 SH
 chmod +x "$tmp/trace.sh"
+
+# With PROFILE=1, every clusterflow process serves pprof on loopback (internal/profiling);
+# profile_start SECONDS takes a CPU profile of each while the benchmark runs, and
+# profile_report prints each one's top functions.
+if [ -n "${PROFILE:-}" ]; then
+  export CLUSTERFLOW_PPROF_DIR=$tmp/pprof
+  mkdir -p "$CLUSTERFLOW_PPROF_DIR"
+fi
+profile_pids=()
+profile_start() {
+  [ -n "${PROFILE:-}" ] || return 0
+  for addr in "$CLUSTERFLOW_PPROF_DIR"/*.addr; do
+    local name
+    name=$(basename "$addr" .addr)
+    case "$name" in dev-*|worker-*|agent-*) ;; *) continue ;; esac
+    curl -s -o "$CLUSTERFLOW_PPROF_DIR/$name.cpu" "http://$(cat "$addr")/debug/pprof/profile?seconds=$1" &
+    profile_pids+=($!)
+  done
+}
+profile_report() {
+  [ -n "${PROFILE:-}" ] || return 0
+  wait "${profile_pids[@]}" 2>/dev/null || true
+  for p in "$CLUSTERFLOW_PPROF_DIR"/*.cpu; do
+    [ -s "$p" ] || continue
+    echo "== $(basename "$p" .cpu): top by cumulative CPU"
+    go tool pprof -top -cum -nodecount=${PROFILE_TOP:-25} "$cf" "$p" 2>/dev/null | sed -n '1,5p;/flat%/,$p'
+  done
+}

@@ -67,6 +67,7 @@ spec warmup 5 0 > "$tmp/warmup.yaml"
 "$cf" deploy -f "$tmp/warmup.yaml" --wait > /dev/null
 
 spec scale "$members" "$sleep_s" > "$tmp/scale.yaml"
+profile_start "${PROFILE_SECONDS:-20}"
 start=$(ms)
 "$cf" deploy -f "$tmp/scale.yaml" --wait > "$tmp/deploy.out" || { cat "$tmp/deploy.out"; exit 1; }
 deploy_ms=$(( $(ms) - start ))
@@ -104,3 +105,4 @@ print(f"  clusterflow deploy --wait:           {int(deploy_ms):6d} ms   (adds CL
 print(f"  peak memory, server+worker+agent:    {int(pss):6d} MiB PSS, {int(rss)} MiB RSS summed (RSS alone: {each})")
 print(f"  script exit -> workflow saw it:      median {pct(0.5):.0f} ms, p90 {pct(0.9):.0f} ms, max {lat[-1]:.0f} ms ({len(lat)} members)")
 PY
+profile_report

@@ -172,6 +172,9 @@ type ChangeResult struct {
 // StopMembers names members a role child must stop configuring.
 type StopMembers struct {
 	Members []string `json:"members"`
+	// Halt, when set, stops the child starting any further member, and says why: another
+	// batch of the same role failed.
+	Halt string `json:"halt,omitempty"`
 }
 
 // AddMembers are more members for a role child that is configuring.
@@ -243,6 +246,9 @@ type RoleInput struct {
 	// MemberNodes, aligned with Members, are the nodes each member is told about: those of
 	// Nodes it does not know yet.
 	MemberNodes [][]string `json:"memberNodes,omitempty"`
+	// MaxInFlight, when set, is this child's share of the role's maxInFlight: a wide role
+	// runs as batches, a child each, and the limit holds across all of them.
+	MaxInFlight int `json:"maxInFlight,omitempty"`
 }
 
 // RoleResult is every member's state once a role operation is over.

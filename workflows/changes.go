@@ -125,12 +125,30 @@ func (w *clusterWorkflow) stopUnwanted(ctx workflow.Context) {
 	}
 	for _, rw := range planStops(w.spec, w.state.Roles, configuring) {
 		rs := w.state.Role(rw.role)
-		names := make([]string, len(rw.members))
-		for i, m := range rw.members {
+		leaving := map[string]bool{}
+		for _, m := range rw.members {
 			rs.Member(m.Name).Leaving = true
-			names[i] = m.Name
+			leaving[m.Name] = true
 		}
-		w.activeOps[rw.role].future.SignalChildWorkflow(ctx, StopMembersSignal, StopMembers{Members: names})
+		for _, b := range w.activeOps[rw.role].batches {
+			if b.done {
+				continue
+			}
+			var names []string
+			for _, m := range b.in.Members {
+				if leaving[m.Name] {
+					names = append(names, m.Name)
+				}
+			}
+			switch {
+			case len(names) == 0:
+			case b.future == nil:
+				// Not started yet: it sets up only the members still wanted.
+				b.in.Members = slices.DeleteFunc(b.in.Members, func(m Member) bool { return leaving[m.Name] })
+			default:
+				b.future.SignalChildWorkflow(ctx, StopMembersSignal, StopMembers{Members: names})
+			}
+		}
 	}
 }
 
@@ -170,7 +188,16 @@ func (w *clusterWorkflow) growActive(ctx workflow.Context) {
 			g.added[i].KnowsUpTo = w.state.ConfigMetaVersion
 			g.op.members = append(g.op.members, g.added[i].Name)
 		}
-		g.op.future.SignalChildWorkflow(ctx, AddMembersSignal, AddMembers{Members: g.added})
+		// The last batch takes them: it starts with them, or, running, queues them.
+		last := g.op.batches[len(g.op.batches)-1]
+		switch {
+		case last.done:
+			continue // it ended meanwhile; the operation sets them up itself
+		case last.future == nil:
+			last.in.Members = append(last.in.Members, g.added...)
+		default:
+			last.future.SignalChildWorkflow(ctx, AddMembersSignal, AddMembers{Members: g.added})
+		}
 	}
 }
 

@@ -50,7 +50,7 @@ type clusterWorkflow struct {
 	cancelRequested bool
 	// cancelOperation stops the operation in progress, for a cancel or a delete.
 	cancelOperation workflow.CancelFunc
-	// activeOps maps a role to the child workflow acting on its members now.
+	// activeOps maps a role to the operation acting on its members now.
 	activeOps map[string]*activeOp
 	// filesLock keeps configmeta writes in order: the operation and an update that grows a
 	// role midway both write it.
@@ -66,14 +66,6 @@ type clusterWorkflow struct {
 	rogues []activities.MemberRef
 	// lastChange says what the latest generation is for, in the updating phase's message.
 	lastChange string
-}
-
-type activeOp struct {
-	id     string
-	op     RoleOperation
-	future workflow.ChildWorkflowFuture
-	// members names the members the child acts on, including any added while it runs.
-	members []string
 }
 
 func newClusterWorkflow(ctx workflow.Context, in ClusterInput) (*clusterWorkflow, error) {
@@ -226,10 +218,15 @@ func (w *clusterWorkflow) touch(ctx workflow.Context) {
 }
 
 func (w *clusterWorkflow) applyProgress(ctx workflow.Context, p RoleProgress) {
-	if op := w.activeOps[p.Role]; op == nil || op.id != p.Operation {
+	op := w.activeOps[p.Role]
+	if op == nil {
 		return // the operation already finished and its result is applied
 	}
+	if b := op.batch(p.Operation); b == nil || b.done {
+		return
+	}
 	w.applyMembers(p.Role, p.Members)
+	w.haltOnFailure(ctx, op, p.Members)
 	w.touch(ctx)
 }
 
@@ -241,11 +238,13 @@ func (w *clusterWorkflow) applyMembers(role string, members []Member) {
 	if rs == nil {
 		return
 	}
+	index := memberIndex(rs)
 	for _, m := range members {
-		current := rs.Member(m.Name)
-		if current == nil {
+		i, ok := index[m.Name]
+		if !ok {
 			continue
 		}
+		current := &rs.Members[i]
 		if current.State.unavailable() && m.State != MemberDeleting && m.State != MemberDeleted {
 			continue // a health report that came in while a notification ran wins over its outcome
 		}

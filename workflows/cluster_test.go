@@ -130,12 +130,19 @@ func TestDeployRunsLevelsInOrder(t *testing.T) {
 // (workflow) time, and returns the deleted cluster's final status.
 func deployThenDelete(t *testing.T, env *testsuite.TestWorkflowEnvironment, after time.Duration) workflows.ClusterStatus {
 	t.Helper()
+	return deployThenDeleteSpec(t, env, threeLevels, after)
+}
+
+// deployThenDeleteSpec deploys the spec, deletes the cluster after a while of workflow
+// time, and returns the final status.
+func deployThenDeleteSpec(t *testing.T, env *testsuite.TestWorkflowEnvironment, yaml string, after time.Duration) workflows.ClusterStatus {
+	t.Helper()
 	env.RegisterDelayedCallback(func() {
 		env.UpdateWorkflow(workflows.DeleteUpdate, "delete-1", &testsuite.TestUpdateCallback{
 			OnReject: func(err error) { t.Errorf("delete rejected: %v", err) },
 		})
 	}, after)
-	env.ExecuteWorkflow(workflows.ClusterWorkflowName, workflows.ClusterInput{Spec: testSpec(t, threeLevels)})
+	env.ExecuteWorkflow(workflows.ClusterWorkflowName, workflows.ClusterInput{Spec: testSpec(t, yaml)})
 	var final workflows.ClusterStatus
 	if err := env.GetWorkflowResult(&final); err != nil {
 		t.Fatal(err)

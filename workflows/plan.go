@@ -194,6 +194,7 @@ func planNotification(desired spec.Cluster, roles []roleState, op RoleOperation,
 	for _, n := range nodes {
 		group.Nodes = append(group.Nodes, n.Name)
 	}
+	classes := classifyNodes(nodes)
 	var work []roleWork
 	for _, rs := range roles {
 		r, ok := desired.Role(rs.Name)
@@ -206,13 +207,7 @@ func planNotification(desired spec.Cluster, roles []roleState, op RoleOperation,
 			if m.State != MemberReady {
 				continue
 			}
-			var about []string
-			for _, n := range nodes {
-				if n.Name != m.Name && m.knows(n) == (op == OpDelNodes) {
-					about = append(about, n.Name)
-				}
-			}
-			if len(about) > 0 {
+			if about := classes.about(m, op); len(about) > 0 {
 				recipients = append(recipients, m)
 				told = append(told, about)
 			}
@@ -222,6 +217,61 @@ func planNotification(desired spec.Cluster, roles []roleState, op RoleOperation,
 		}
 	}
 	return work
+}
+
+// nodeClasses groups nodes by what decides who knows them, so that deciding what each of
+// thousands of members is told costs a few comparisons rather than one per node.
+type nodeClasses struct {
+	nodes []Member
+	all   []string
+	named map[string]bool
+	reps  []Member // one node per class
+	class []int    // each node's class
+}
+
+func classifyNodes(nodes []Member) nodeClasses {
+	c := nodeClasses{nodes: nodes, all: make([]string, len(nodes)), named: map[string]bool{}, class: make([]int, len(nodes))}
+	type key struct {
+		listedIn, unlistedFrom int
+		announced              bool
+	}
+	index := map[key]int{}
+	for i, n := range nodes {
+		c.all[i], c.named[n.Name] = n.Name, true
+		k := key{n.ListedIn, n.UnlistedFrom, n.Announced}
+		j, ok := index[k]
+		if !ok {
+			j = len(c.reps)
+			index[k] = j
+			c.reps = append(c.reps, n)
+		}
+		c.class[i] = j
+	}
+	return c
+}
+
+// about lists the nodes m is told of: those it does not know for addnodes, those it knew
+// for delnodes; never itself. Members told of every node share one list.
+func (c nodeClasses) about(m Member, op RoleOperation) []string {
+	tell := make([]bool, len(c.reps))
+	all, none := true, true
+	for j, rep := range c.reps {
+		tell[j] = m.knows(rep) == (op == OpDelNodes)
+		all, none = all && tell[j], none && !tell[j]
+	}
+	if none {
+		return nil
+	}
+	if all && !c.named[m.Name] {
+		return c.all
+	}
+	var about []string
+	for i, n := range c.nodes {
+		if n.Name != m.Name && tell[c.class[i]] {
+			about = append(about, n.Name)
+		}
+	}
+	return about
 }
 
 // roleOf finds a role among roles.

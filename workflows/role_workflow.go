@@ -35,6 +35,8 @@ type roleWorkflow struct {
 	// queueClosed is set once configureAll takes no more members; the cluster sets up
 	// members it adds after that itself.
 	queueClosed bool
+	// halted says why no further member starts: another batch of the role failed.
+	halted string
 }
 
 func newRoleWorkflow(ctx workflow.Context, in RoleInput) *roleWorkflow {
@@ -54,6 +56,9 @@ func (r *roleWorkflow) setup(ctx workflow.Context) {
 			var stop StopMembers
 			if !stops.Receive(ctx, &stop) {
 				return
+			}
+			if stop.Halt != "" && r.halted == "" {
+				r.halted = stop.Halt
 			}
 			r.stop(stop.Members)
 		}
@@ -95,14 +100,18 @@ func (r *roleWorkflow) run(ctx workflow.Context) (RoleResult, error) {
 		return RoleResult{}, fmt.Errorf("unknown role operation %q", r.in.Operation)
 	}
 	r.done = true
-	return RoleResult{Members: r.members}, nil
+	out := make([]Member, len(r.members))
+	for i, m := range r.members {
+		out[i] = m.outcome()
+	}
+	return RoleResult{Members: out}, nil
 }
 
 // configureAll sets members up, at most maxInFlight at once, including members the
 // cluster adds while it runs. After the first failure no further member starts; those
 // already running finish.
 func (r *roleWorkflow) configureAll(ctx workflow.Context) {
-	limit := r.in.Role.MaxInFlight // 0: all at once
+	limit := r.limit()
 	inFlight, stopped := 0, ""
 	// Waiting must outlive a cancel: running members still need to report how they ended.
 	waitCtx, _ := workflow.NewDisconnectedContext(ctx)
@@ -116,10 +125,12 @@ func (r *roleWorkflow) configureAll(ctx workflow.Context) {
 		// Wait for a free slot, or for everything started to end with nothing queued.
 		err := workflow.Await(ctx, func() bool {
 			queued := next < len(r.members)
-			return stopped != "" || queued && (limit <= 0 || inFlight < limit) || !queued && inFlight == 0
+			return stopped != "" || r.halted != "" || queued && (limit <= 0 || inFlight < limit) || !queued && inFlight == 0
 		})
 		if err != nil {
 			stopped = "canceled"
+		} else if stopped == "" {
+			stopped = r.halted
 		}
 		if stopped != "" || next == len(r.members) {
 			break
@@ -188,15 +199,7 @@ func (r *roleWorkflow) configure(ctx workflow.Context, i int) {
 // teardownAll tears members down in parallel. Teardown is best effort: a failing teardown
 // script is recorded, and the member is removed all the same.
 func (r *roleWorkflow) teardownAll(ctx workflow.Context) {
-	wg := workflow.NewWaitGroup(ctx)
-	for i := range r.members {
-		wg.Add(1)
-		workflow.Go(ctx, func(ctx workflow.Context) {
-			defer wg.Done()
-			r.teardown(ctx, i)
-		})
-	}
-	wg.Wait(ctx)
+	r.forEachMember(ctx, r.teardown)
 }
 
 func (r *roleWorkflow) teardown(ctx workflow.Context, i int) {
@@ -223,22 +226,50 @@ func (r *roleWorkflow) teardown(ctx workflow.Context, i int) {
 // fails goes to config_error with its output; the others carry on.
 func (r *roleWorkflow) notifyAll(ctx workflow.Context) {
 	event := spec.Event(r.in.Operation)
+	r.forEachMember(ctx, func(ctx workflow.Context, i int) {
+		what := string(event)
+		if r.in.Nodes != nil {
+			what = fmt.Sprintf("%s (%s: %s)", event, r.in.Nodes.Role, strings.Join(r.nodesFor(i), ", "))
+		}
+		r.set(ctx, i, MemberReady, event, "running "+what)
+		res, err := r.runScript(ctx, i, event)
+		if err != nil {
+			r.fail(ctx, i, string(event), err)
+			return
+		}
+		r.set(ctx, i, MemberReady, event, fmt.Sprintf("%s done in %s", what, res.Duration.Round(time.Millisecond)))
+	})
+}
+
+// limit is how many members may run at once (0: all): the child's share of the role's
+// maxInFlight when the role runs as batches, else the role's own.
+func (r *roleWorkflow) limit() int {
+	if r.in.MaxInFlight > 0 {
+		return r.in.MaxInFlight
+	}
+	return r.in.Role.MaxInFlight
+}
+
+// forEachMember runs do for every member in parallel. Teardowns and notifications ran
+// all at once before roles ran as batches; a batch, given a share of maxInFlight, keeps
+// to it, so that a wide role never runs more scripts at once than it allows.
+func (r *roleWorkflow) forEachMember(ctx workflow.Context, do func(workflow.Context, int)) {
+	limit := 0
+	if r.in.MaxInFlight > 0 {
+		limit = r.in.MaxInFlight
+	}
 	wg := workflow.NewWaitGroup(ctx)
+	inFlight := 0
 	for i := range r.members {
+		if limit > 0 {
+			_ = workflow.Await(ctx, func() bool { return inFlight < limit })
+		}
+		inFlight++
 		wg.Add(1)
 		workflow.Go(ctx, func(ctx workflow.Context) {
 			defer wg.Done()
-			what := string(event)
-			if r.in.Nodes != nil {
-				what = fmt.Sprintf("%s (%s: %s)", event, r.in.Nodes.Role, strings.Join(r.nodesFor(i), ", "))
-			}
-			r.set(ctx, i, MemberReady, event, "running "+what)
-			res, err := r.runScript(ctx, i, event)
-			if err != nil {
-				r.fail(ctx, i, string(event), err)
-				return
-			}
-			r.set(ctx, i, MemberReady, event, fmt.Sprintf("%s done in %s", what, res.Duration.Round(time.Millisecond)))
+			do(ctx, i)
+			inFlight--
 		})
 	}
 	wg.Wait(ctx)
@@ -306,7 +337,7 @@ func (r *roleWorkflow) reportProgress(ctx workflow.Context, parentID string) {
 		for _, i := range r.changed {
 			if !seen[i] {
 				seen[i] = true
-				progress.Members = append(progress.Members, r.members[i])
+				progress.Members = append(progress.Members, r.members[i].outcome())
 			}
 		}
 		r.changed = nil

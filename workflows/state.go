@@ -1,6 +1,10 @@
 package workflows
 
 import (
+	"cmp"
+	"slices"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/clusterflow/clusterflow/internal/spec"
@@ -47,6 +51,16 @@ type Member struct {
 	Replaces     string `json:"replaces,omitempty"`
 	ReplacedBy   string `json:"replacedBy,omitempty"`
 	Replacements int    `json:"replacements,omitempty"`
+}
+
+// outcome is what a role child reports of a member: what its operation did to it. The
+// cluster keeps the rest (who knows whom, health, replacements), so leaving it out keeps
+// a wide role's reports and results small.
+func (m Member) outcome() Member {
+	return Member{
+		Name: m.Name, Role: m.Role, Ordinal: m.Ordinal, State: m.State, Host: m.Host, Detail: m.Detail, Event: m.Event, Since: m.Since,
+		LastLine: m.LastLine, StdoutTail: m.StdoutTail, StderrTail: m.StderrTail,
+	}
 }
 
 // hasSetup reports whether the member's configure ran, so that a teardown has something to
@@ -119,8 +133,18 @@ func (s *clusterState) Role(name string) *roleState {
 	return named(s.Roles, name, func(r *roleState) string { return r.Name })
 }
 
-// Member returns the named member of the role.
+// Member returns the named member of the role. Members are kept in ordinal order and a
+// name ends in its ordinal, so a binary search finds it: lookups in loops over a role of
+// thousands would otherwise be quadratic and stall the workflow task.
 func (r *roleState) Member(name string) *Member {
+	if cut := strings.LastIndexByte(name, '-'); cut >= 0 {
+		if ordinal, err := strconv.Atoi(name[cut+1:]); err == nil {
+			i, found := slices.BinarySearchFunc(r.Members, ordinal, func(m Member, o int) int { return cmp.Compare(m.Ordinal, o) })
+			if found && r.Members[i].Name == name {
+				return &r.Members[i]
+			}
+		}
+	}
 	return named(r.Members, name, func(m *Member) string { return m.Name })
 }
 

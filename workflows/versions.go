@@ -15,4 +15,7 @@ const (
 	// changeHosts: a cluster deployed on hosts reports its placement to the host registry
 	// and takes the registry's views of the hosts.
 	changeHosts = "hosts"
+	// changeRoleBatches: a role operation on more than roleBatchSize members runs as
+	// batches, a child workflow each.
+	changeRoleBatches = "role-batches"
 )

@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/clusterflow/clusterflow/internal/apperr"
+	"github.com/clusterflow/clusterflow/internal/profiling"
 )
 
 type command struct {
@@ -57,6 +58,9 @@ func run(ctx context.Context, args []string, embedded *Embedded) int {
 			return apperr.ExitBadInput
 		}
 		return apperr.ExitOK
+	}
+	if err := profiling.Start(args[0]); err != nil {
+		fmt.Fprintln(os.Stderr, "clusterflow:", err)
 	}
 	if args[0] == "dev" {
 		return exitCode(runDev(ctx, args[1:], embedded))

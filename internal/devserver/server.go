@@ -142,6 +142,11 @@ func Start(opts Options) (*Server, error) {
 			dynamicconfig.TransferProcessorMaxPollRPS.Key():   1000,
 			dynamicconfig.TimerProcessorMaxPollRPS.Key():      1000,
 			dynamicconfig.VisibilityProcessorMaxPollRPS.Key(): 1000,
+			// Starting an activity reads its scheduled event. A workflow task that schedules
+			// hundreds of scripts writes them as one batch, and the default cache (512 KiB)
+			// cannot hold it, so every start re-read and decoded the whole batch from SQLite:
+			// quadratic in a role's width. 16 MiB holds many batches of hundreds.
+			dynamicconfig.EventsCacheMaxSizeBytes.Key(): 16 << 20,
 		}),
 	}, extra...)...)
 	if err != nil {

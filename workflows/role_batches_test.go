@@ -1,0 +1,191 @@
+package workflows_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"go.temporal.io/sdk/converter"
+	"go.temporal.io/sdk/testsuite"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/clusterflow/clusterflow/internal/backend"
+	"github.com/clusterflow/clusterflow/internal/runner"
+	"github.com/clusterflow/clusterflow/internal/spec"
+	"github.com/clusterflow/clusterflow/workflows"
+)
+
+// wideSpec is one controller and a role of workers members, set up at most 500 at once.
+func wideSpec(workers int) string {
+	return fmt.Sprintf(`
+name: c
+roles:
+  - {name: controller, cardinality: "1", startscript: s.sh}
+  - {name: worker, members: %d, maxInFlight: 500, dependsOn: [controller], startscript: s.sh}
+`, workers)
+}
+
+// roleChildren records the role children a test starts: their IDs and inputs.
+type roleChildren struct {
+	mu     sync.Mutex
+	inputs map[string]workflows.RoleInput
+}
+
+func watchRoleChildren(t *testing.T, env *testsuite.TestWorkflowEnvironment) *roleChildren {
+	c := &roleChildren{inputs: map[string]workflows.RoleInput{}}
+	env.SetOnChildWorkflowStartedListener(func(info *workflow.Info, _ workflow.Context, args converter.EncodedValues) {
+		var in workflows.RoleInput
+		if err := args.Get(&in); err != nil {
+			t.Errorf("child %s: %v", info.WorkflowExecution.ID, err)
+		}
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		c.inputs[info.WorkflowExecution.ID] = in
+	})
+	return c
+}
+
+// of lists the children of one operation step on one role, e.g. "configure-1/worker".
+func (c *roleChildren) of(step string) map[string]workflows.RoleInput {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := map[string]workflows.RoleInput{}
+	for id, in := range c.inputs {
+		if strings.Contains(id, "/"+step) {
+			out[id] = in
+		}
+	}
+	return out
+}
+
+func TestAWideRoleRunsInBatchesAndConfiguresEveryMemberOnce(t *testing.T) {
+	fake := newFakeBackend()
+	env := newEnv(t, fake)
+	env.SetTestTimeout(3 * time.Minute)
+	children := watchRoleChildren(t, env)
+	final := deployThenDeleteSpec(t, env, wideSpec(4999), time.Hour)
+
+	batches := children.of("configure-1/worker/batch-")
+	if len(batches) != 20 {
+		t.Fatalf("%d batches configured 4999 workers, want 20 of at most 250", len(batches))
+	}
+	inFlight := 0
+	for id, in := range batches {
+		if len(in.Members) > 250 {
+			t.Errorf("%s acts on %d members, more than 250", id, len(in.Members))
+		}
+		inFlight += in.MaxInFlight
+	}
+	if inFlight != 500 {
+		t.Errorf("the batches' shares of maxInFlight add up to %d, want 500", inFlight)
+	}
+	if fake.peak["worker"] > 500 {
+		t.Errorf("%d workers configured at once, maxInFlight is 500", fake.peak["worker"])
+	}
+	calls := fake.Calls()
+	if lastIndexOf(calls, "configure c-controller") > indexOf(calls, "configure c-worker") {
+		t.Errorf("a worker configured before the controller")
+	}
+	for _, r := range final.Roles {
+		for _, m := range r.Members {
+			for _, call := range []string{"configure " + m.Name, "teardown " + m.Name, "remove " + m.Name} {
+				if n := countCalls(calls, call); n != 1 {
+					t.Fatalf("%s: %d calls, want exactly 1", call, n)
+				}
+			}
+		}
+	}
+	if n := len(final.Role("worker").Members); n != 4999 {
+		t.Errorf("%d workers at the end, want 4999", n)
+	}
+}
+
+func TestAFailureStopsEveryBatchOfTheRole(t *testing.T) {
+	fake := newFakeBackend()
+	fake.delay = time.Millisecond
+	fake.outcome = func(_ context.Context, run backend.ScriptRun) runner.Result {
+		if run.Member.Name == "c-worker-3" {
+			return runner.Result{Outcome: runner.Exited, ExitCode: 1, StderrTail: "disk full\n"}
+		}
+		return runner.Result{Outcome: runner.Exited}
+	}
+	env := newEnv(t, fake)
+	env.SetTestTimeout(time.Minute)
+	status := deployAndQuery(t, env, `
+name: c
+roles:
+  - {name: worker, members: 2000, maxInFlight: 8, startscript: s.sh}
+`)
+	if status.Phase != workflows.PhaseFailed || !strings.Contains(status.Message, "role worker failed") {
+		t.Fatalf("phase %s (%s), want failed naming worker", status.Phase, status.Message)
+	}
+	failed := status.Member("c-worker-3")
+	if failed.State != workflows.MemberConfigError || failed.StderrTail != "disk full\n" {
+		t.Errorf("the failed member lacks its state or tail: %+v", failed)
+	}
+	// 8 batches run at once, 1 member each; the others stop at the failure and the rest
+	// never start.
+	configured := 0
+	for _, c := range fake.Calls() {
+		if strings.HasPrefix(c, "configure ") {
+			configured++
+		}
+	}
+	if configured > 100 {
+		t.Errorf("%d of 2000 members configured after the first failed", configured)
+	}
+	pending, notStarted := 0, 0
+	for _, m := range status.Role("worker").Members {
+		if m.State == workflows.MemberPending {
+			pending++
+			if strings.HasPrefix(m.Detail, "not started: c-worker-3 failed") {
+				notStarted++
+			}
+		}
+	}
+	if pending < 1900 || notStarted != pending {
+		t.Errorf("%d members pending, %d of them saying why; want all the unstarted ones to name c-worker-3", pending, notStarted)
+	}
+}
+
+func TestADeleteInTheMiddleOfABatchedRole(t *testing.T) {
+	fake := newFakeBackend()
+	started := 0
+	var mu sync.Mutex
+	fake.outcome = func(ctx context.Context, run backend.ScriptRun) runner.Result {
+		mu.Lock()
+		started++
+		hang := run.Event == spec.EventConfigure && started > 600
+		mu.Unlock()
+		if hang {
+			<-ctx.Done()
+			return runner.Result{Outcome: runner.Canceled, ExitCode: 143}
+		}
+		return runner.Result{Outcome: runner.Exited}
+	}
+	env := newEnv(t, fake)
+	env.SetTestTimeout(time.Minute)
+	final := deployThenDeleteSpec(t, env, `
+name: c
+roles:
+  - {name: worker, members: 1000, maxInFlight: 100, startscript: s.sh}
+`, time.Second)
+	calls := fake.Calls()
+	for _, m := range final.Role("worker").Members {
+		if m.State != workflows.MemberDeleted {
+			t.Errorf("%s is %s after the delete", m.Name, m.State)
+		}
+		if n := countCalls(calls, "configure "+m.Name); n > 1 {
+			t.Errorf("%s configured %d times", m.Name, n)
+		}
+		if n := countCalls(calls, "teardown "+m.Name); n > 1 {
+			t.Errorf("%s torn down %d times", m.Name, n)
+		}
+	}
+	if n := countCalls(calls, "configure c-worker-999"); n != 0 {
+		t.Errorf("the last batch started during the delete")
+	}
+}
