@@ -17,6 +17,10 @@ import (
 // queryTimeout bounds a status query, which needs a running worker to answer.
 const queryTimeout = 15 * time.Second
 
+// statusPageMembers is how many members one status query asks for: about 500 KiB of
+// answer, well within what Temporal lets a query return (2 MiB).
+const statusPageMembers = 2000
+
 // Status asks the cluster's workflow for its status, and adds running scripts' latest
 // lines of output.
 func (s *Starter) Status(ctx context.Context, name string) (workflows.ClusterStatus, error) {
@@ -58,12 +62,27 @@ type closedError struct{ how string }
 
 func (e *closedError) Error() string { return "the cluster's workflow was " + e.how }
 
+// queryIf asks for the status a page of members at a time, and puts the pages together.
+// A cluster that changes between pages may show a member twice or miss one that came
+// meanwhile; a member listed twice is listed once.
 func (s *Starter) queryIf(ctx context.Context, name string, reject enums.QueryRejectCondition) (workflows.ClusterStatus, error) {
+	status, err := s.queryPage(ctx, name, reject, workflows.StatusPage{Limit: statusPageMembers})
+	for from := statusPageMembers; err == nil && from < status.MemberCount(); from += statusPageMembers {
+		var page workflows.ClusterStatus
+		if page, err = s.queryPage(ctx, name, reject, workflows.StatusPage{From: from, Limit: statusPageMembers}); err == nil {
+			status.AddMembers(page)
+		}
+	}
+	return status, err
+}
+
+func (s *Starter) queryPage(ctx context.Context, name string, reject enums.QueryRejectCondition, page workflows.StatusPage) (workflows.ClusterStatus, error) {
 	queryCtx, cancel := context.WithTimeout(ctx, queryTimeout)
 	defer cancel()
 	var status workflows.ClusterStatus
 	resp, err := s.client.QueryWorkflowWithOptions(queryCtx, &client.QueryWorkflowWithOptionsRequest{
 		WorkflowID: workflows.ClusterWorkflowID(name), QueryType: workflows.StatusQuery, QueryRejectCondition: reject,
+		Args: []any{page},
 	})
 	switch {
 	case err != nil && ctx.Err() != nil:

@@ -339,16 +339,27 @@ type ClusterStatus struct {
 
 // RoleStatus is one role's desired size and its members.
 type RoleStatus struct {
-	Name      string         `json:"name"`
-	Level     int            `json:"level"`
-	DependsOn []string       `json:"dependsOn,omitempty"`
-	Desired   int            `json:"desired"`
-	Ready     int            `json:"ready"`
-	Members   []MemberStatus `json:"members"`
+	Name      string   `json:"name"`
+	Level     int      `json:"level"`
+	DependsOn []string `json:"dependsOn,omitempty"`
+	Desired   int      `json:"desired"`
+	Ready     int      `json:"ready"`
+	// MemberCount is how many members the role has. Members holds them all, except in an
+	// answer to a status query for one page of members (StatusPage).
+	MemberCount int            `json:"memberCount"`
+	Members     []MemberStatus `json:"members"`
 	// Paused says why automatic replacement is paused for the role (the meltdown guard);
 	// Resumed marks an operator's resume, which holds until the role recovers.
 	Paused  string `json:"paused,omitempty"`
 	Resumed bool   `json:"resumed,omitempty"`
+}
+
+// StatusPage asks the status query for some members only: those from From (counting
+// across roles, in order) up to Limit of them. A status query without it answers every
+// member, which for thousands of members exceeds what Temporal lets a query return.
+type StatusPage struct {
+	From  int `json:"from"`
+	Limit int `json:"limit"`
 }
 
 // MemberStatus is one member's state.

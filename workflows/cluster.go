@@ -100,9 +100,9 @@ func newClusterWorkflow(ctx workflow.Context, in ClusterInput) (*clusterWorkflow
 }
 
 func (w *clusterWorkflow) setup(ctx workflow.Context) error {
-	if err := workflow.SetQueryHandlerWithOptions(ctx, StatusQuery, func() (ClusterStatus, error) {
-		return w.snapshot(), nil
-	}, workflow.QueryHandlerOptions{Description: "The cluster's phase, roles and members, as `clusterflow status -o json` prints them"}); err != nil {
+	if err := workflow.SetQueryHandlerWithOptions(ctx, StatusQuery, func(page *StatusPage) (ClusterStatus, error) {
+		return w.state.status(page), nil
+	}, workflow.QueryHandlerOptions{Description: "The cluster's phase, roles and members, as `clusterflow status -o json` prints them; with {from, limit}, only that page of members"}); err != nil {
 		return err
 	}
 	if err := w.setUpdateHandlers(ctx); err != nil {
@@ -253,9 +253,14 @@ func (w *clusterWorkflow) applyMembers(role string, members []Member) {
 	}
 }
 
-// snapshot is the status as users see it.
+// resultMembers bounds the members in the status that updates and the workflow return:
+// results land in the history, and a status of thousands of members would pass Temporal's
+// payload limit. The status query pages through them all.
+const resultMembers = 1000
+
+// snapshot is the status as updates and the workflow's result carry it.
 func (w *clusterWorkflow) snapshot() ClusterStatus {
-	return w.state.status()
+	return w.state.status(&StatusPage{Limit: resultMembers})
 }
 
 // roleSpec finds a role of the desired spec, or one an apply removed whose members are not

@@ -9,19 +9,28 @@ var unavailableStates = []MemberState{MemberDown, MemberFlapping, MemberReplacin
 
 func (s MemberState) unavailable() bool { return slices.Contains(unavailableStates, s) }
 
-// status projects the workflow's state into what users see.
-func (s clusterState) status() ClusterStatus {
+// status projects the workflow's state into what users see: every member, or one page.
+func (s clusterState) status(page *StatusPage) ClusterStatus {
 	out := ClusterStatus{
 		APIVersion: StatusAPIVersion, Name: s.Name, Phase: s.Phase, Message: s.Message, Origin: s.Origin,
 		Levels: s.Levels, Roles: make([]RoleStatus, len(s.Roles)), CreatedAt: s.CreatedAt, UpdatedAt: s.UpdatedAt,
 		Generation: s.Generation, AttemptedGeneration: s.AttemptedGeneration, ReachedGeneration: s.ReachedGeneration,
 	}
+	seen := 0 // members of the roles before this one
 	for i, r := range s.Roles {
 		role := RoleStatus{
 			Name: r.Name, Level: r.Level, DependsOn: r.DependsOn, Desired: r.Desired, Ready: CountReady(r.Members),
-			Members: make([]MemberStatus, len(r.Members)), Paused: r.Paused, Resumed: r.Resumed,
+			MemberCount: len(r.Members), Members: []MemberStatus{}, Paused: r.Paused, Resumed: r.Resumed,
 		}
-		for j, m := range r.Members {
+		members := r.Members
+		if page != nil {
+			lo := min(max(page.From-seen, 0), len(members))
+			hi := min(max(page.From+page.Limit-seen, 0), len(members))
+			members = members[lo:hi]
+		}
+		seen += len(r.Members)
+		role.Members = make([]MemberStatus, len(members))
+		for j, m := range members {
 			if m.Unplaced != "" {
 				m.Detail = m.Unplaced
 			}
@@ -36,7 +45,35 @@ func (s clusterState) status() ClusterStatus {
 	return out
 }
 
-// Role returns the named role's status.
+// MemberCount is how many members the cluster has, across roles.
+func (s ClusterStatus) MemberCount() int {
+	n := 0
+	for _, r := range s.Roles {
+		n += r.MemberCount
+	}
+	return n
+}
+
+// AddMembers adds the members of another page of the status, each role's to its own, and
+// skips any already there.
+func (s *ClusterStatus) AddMembers(page ClusterStatus) {
+	for _, pr := range page.Roles {
+		r := s.Role(pr.Name)
+		if r == nil {
+			continue
+		}
+		have := make(map[string]bool, len(r.Members))
+		for _, m := range r.Members {
+			have[m.Name] = true
+		}
+		for _, m := range pr.Members {
+			if !have[m.Name] {
+				r.Members = append(r.Members, m)
+			}
+		}
+	}
+}
+
 // Member finds a member of any role by name, or returns nil.
 func (s *ClusterStatus) Member(name string) *MemberStatus {
 	for i := range s.Roles {
@@ -47,6 +84,7 @@ func (s *ClusterStatus) Member(name string) *MemberStatus {
 	return nil
 }
 
+// Role returns the named role's status.
 func (s *ClusterStatus) Role(name string) *RoleStatus {
 	return named(s.Roles, name, func(r *RoleStatus) string { return r.Name })
 }

@@ -18,30 +18,7 @@ var updateGolden = flag.Bool("update", false, "rewrite testdata/status.golden.js
 // change to it is a deliberate act (run `go test ./workflows -run TestStatusShape -update`,
 // and bump StatusAPIVersion if scripts must adapt). The workflow's bookkeeping stays out.
 func TestStatusShape(t *testing.T) {
-	at := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
-	state := clusterState{
-		Name: "demo", Phase: PhaseDegraded, Message: "1 of 2 workers down", Origin: "cluster.yaml",
-		Levels: [][]string{{"controller"}, {"worker"}}, CreatedAt: at, UpdatedAt: at.Add(time.Minute),
-		Operations: 3, Generation: 3, AttemptedGeneration: 3, ReachedGeneration: 2, ConfigMetaVersion: 7,
-		Roles: []roleState{
-			{Name: "controller", Level: 0, Desired: 1, Members: []Member{
-				{Name: "demo-controller-0", Role: "controller", State: MemberReady, Event: "configure", Since: at, ListedIn: 1, KnowsUpTo: 1, Announced: true},
-			}},
-			{Name: "worker", Level: 1, DependsOn: []string{"controller"}, Desired: 2, Paused: "2 of 2 members unavailable", Resumed: true, Members: []Member{
-				{
-					Name: "demo-worker-0", Role: "worker", State: MemberDown, Detail: "down: disk full", Event: "configure", Since: at,
-					ListedIn: 1, KnowsUpTo: 1, UnlistedFrom: 4, Replacements: 1,
-					Health: &MemberHealth{LastReport: HealthDown, Due: at.Add(5 * time.Minute), Recoveries: []time.Time{at},
-						Transitions: []HealthTransition{{At: at, From: MemberReady, To: MemberDown, Event: HealthDown, Reason: "disk full", Source: "nagios", ReportedAt: at}}},
-				},
-				{
-					Name: "demo-worker-2", Role: "worker", Ordinal: 2, State: MemberConfigError, Detail: "exit 3", Event: "configure", Since: at,
-					LastLine: "starting", StdoutTail: "out", StderrTail: "err", Leaving: true, Replaces: "demo-worker-1", ReplacedBy: "demo-worker-3",
-				},
-			}},
-		},
-	}
-	got, err := json.MarshalIndent(state.status(), "", "  ")
+	got, err := json.MarshalIndent(exampleState().status(nil), "", "  ")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -63,6 +40,52 @@ func TestStatusShape(t *testing.T) {
 		if bytes.Contains(got, []byte(`"`+bookkeeping+`"`)) {
 			t.Errorf("bookkeeping field %q leaks into the status", bookkeeping)
 		}
+	}
+}
+
+// exampleState has a member of every kind the status shows.
+func exampleState() clusterState {
+	at := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	return clusterState{
+		Name: "demo", Phase: PhaseDegraded, Message: "1 of 2 workers down", Origin: "cluster.yaml",
+		Levels: [][]string{{"controller"}, {"worker"}}, CreatedAt: at, UpdatedAt: at.Add(time.Minute),
+		Operations: 3, Generation: 3, AttemptedGeneration: 3, ReachedGeneration: 2, ConfigMetaVersion: 7,
+		Roles: []roleState{
+			{Name: "controller", Level: 0, Desired: 1, Members: []Member{
+				{Name: "demo-controller-0", Role: "controller", State: MemberReady, Event: "configure", Since: at, ListedIn: 1, KnowsUpTo: 1, Announced: true},
+			}},
+			{Name: "worker", Level: 1, DependsOn: []string{"controller"}, Desired: 2, Paused: "2 of 2 members unavailable", Resumed: true, Members: []Member{
+				{
+					Name: "demo-worker-0", Role: "worker", State: MemberDown, Detail: "down: disk full", Event: "configure", Since: at,
+					ListedIn: 1, KnowsUpTo: 1, UnlistedFrom: 4, Replacements: 1,
+					Health: &MemberHealth{LastReport: HealthDown, Due: at.Add(5 * time.Minute), Recoveries: []time.Time{at},
+						Transitions: []HealthTransition{{At: at, From: MemberReady, To: MemberDown, Event: HealthDown, Reason: "disk full", Source: "nagios", ReportedAt: at}}},
+				},
+				{
+					Name: "demo-worker-2", Role: "worker", Ordinal: 2, State: MemberConfigError, Detail: "exit 3", Event: "configure", Since: at,
+					LastLine: "starting", StdoutTail: "out", StderrTail: "err", Leaving: true, Replaces: "demo-worker-1", ReplacedBy: "demo-worker-3",
+				},
+			}},
+		},
+	}
+}
+
+// A status put together from pages of one member is the whole status.
+func TestStatusPagesAddUpToTheWhole(t *testing.T) {
+	state := exampleState()
+	whole := state.status(nil)
+	paged := state.status(&StatusPage{From: 0, Limit: 1})
+	if n := len(paged.Role("controller").Members) + len(paged.Role("worker").Members); n != 1 {
+		t.Fatalf("the first page of 1 holds %d members", n)
+	}
+	for from := 1; from < paged.MemberCount(); from++ {
+		paged.AddMembers(state.status(&StatusPage{From: from, Limit: 1}))
+	}
+	paged.AddMembers(state.status(&StatusPage{From: 1, Limit: 2})) // a page seen twice adds nothing
+	a, _ := json.Marshal(whole)
+	b, _ := json.Marshal(paged)
+	if !bytes.Equal(a, b) {
+		t.Errorf("pages make\n%s\nthe whole is\n%s", b, a)
 	}
 }
 

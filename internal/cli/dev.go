@@ -245,7 +245,7 @@ func deployAndWatch(ctx context.Context, st *starter.Starter, c spec.Cluster) {
 	}
 	if final.Name != "" {
 		fmt.Println()
-		render.Status(os.Stdout, final, time.Now())
+		render.Status(os.Stdout, final, time.Now(), false)
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "clusterflow:", err)

@@ -11,10 +11,11 @@ import (
 )
 
 func runStatus(ctx context.Context, args []string) error {
-	fs := newFlagSet("status", "NAME [-o json] [--wait [--timeout D]]")
+	fs := newFlagSet("status", "NAME [-o json] [--members] [--wait [--timeout D]]")
 	var conn connection
 	conn.register(fs, "warn")
 	out := outputFlag(fs)
+	allMembers := fs.Bool("members", false, "list every member, however many (by default a cluster of more than 50 lists those not ready)")
 	wait, timeout := waitFlags(fs, "first wait until the cluster is ready, failed or deleted, showing progress")
 	name, st, closeClient, err := clusterCommand(ctx, fs, &conn, args)
 	if err != nil {
@@ -37,7 +38,7 @@ func runStatus(ctx context.Context, args []string) error {
 	if *out == "json" {
 		return printJSON(status)
 	}
-	render.Status(os.Stdout, status, time.Now())
+	render.Status(os.Stdout, status, time.Now(), *allMembers)
 	return nil
 }
 

@@ -15,8 +15,17 @@ import (
 // JSON output has the whole 4 KiB tail.
 const tailLines = 10
 
-// Status prints a cluster's status as a table.
-func Status(w io.Writer, s workflows.ClusterStatus, now time.Time) {
+// A cluster of more than listAllUpTo members lists only members that are not ready, at
+// most listNotReady of them, unless every member is asked for: a table of thousands of
+// ready members hides the few that matter.
+const (
+	listAllUpTo  = 50
+	listNotReady = 20
+)
+
+// Status prints a cluster's status as a table: every member, or for a large cluster the
+// members that are not ready unless allMembers.
+func Status(w io.Writer, s workflows.ClusterStatus, now time.Time, allMembers bool) {
 	fmt.Fprintf(w, "Cluster:  %s", s.Name)
 	if s.Origin != "" {
 		fmt.Fprintf(w, " (from %s)", s.Origin)
@@ -58,8 +67,21 @@ func Status(w io.Writer, s workflows.ClusterStatus, now time.Time) {
 		fmt.Fprintln(tw, "MEMBER\tSTATE\tSINCE\tDETAIL")
 	}
 	var failed []workflows.MemberStatus
+	total, listed, notReady := 0, 0, 0
+	for _, r := range s.Roles {
+		total += len(r.Members)
+	}
+	summarise := total > listAllUpTo && !allMembers
 	for _, r := range s.Roles {
 		for _, m := range r.Members {
+			if summarise && m.State == workflows.MemberReady {
+				continue
+			}
+			notReady++
+			if summarise && listed == listNotReady {
+				continue
+			}
+			listed++
 			detail := m.Detail
 			if m.LastLine != "" {
 				detail += ": " + m.LastLine
@@ -86,6 +108,13 @@ func Status(w io.Writer, s workflows.ClusterStatus, now time.Time) {
 		}
 	}
 	tw.Flush()
+	if summarise {
+		more := ""
+		if notReady > listed {
+			more = fmt.Sprintf("… and %d more not ready; ", notReady-listed)
+		}
+		fmt.Fprintf(w, "%s%d of %d members ready (`--members` lists every member)\n", more, total-notReady, total)
+	}
 	Health(w, s)
 	for _, m := range failed {
 		Tails(w, m)
