@@ -111,8 +111,10 @@ type ClusterInput struct {
 	// ContinueAsNewEvery, when positive, continues the workflow as new after that many
 	// operations even if Temporal does not suggest it yet (tests set it to 1).
 	ContinueAsNewEvery int `json:"continueAsNewEvery,omitempty"`
-	// Carried is the state a previous run handed over when it continued as new.
-	Carried *Carried `json:"carried,omitempty"`
+	// Carried is the state a previous run handed over when it continued as new. A large
+	// one comes as CarriedGzip instead: Carried's JSON, gzipped.
+	Carried     *Carried `json:"carried,omitempty"`
+	CarriedGzip []byte   `json:"carriedGzip,omitempty"`
 	// Hosts is the registry's view when the cluster was deployed; with any host, the
 	// cluster places its members on hosts.
 	Hosts []Host `json:"hosts,omitempty"`

@@ -76,8 +76,12 @@ func newClusterWorkflow(ctx workflow.Context, in ClusterInput) (*clusterWorkflow
 	if w.continueAsNewEvery <= 0 {
 		w.continueAsNewEvery = defaultContinueAsNewEvery
 	}
-	if in.Carried != nil {
-		w.state, w.removed, w.retiring = in.Carried.State, in.Carried.Removed, in.Carried.Retiring
+	carried, err := in.carried()
+	if err != nil {
+		return nil, temporal.NewNonRetryableApplicationError("cannot read the state carried over: "+err.Error(), "InvalidInput", nil)
+	}
+	if carried != nil {
+		w.state, w.removed, w.retiring = carried.State, carried.Removed, carried.Retiring
 		return w, nil
 	}
 	levels, err := spec.Levels(in.Spec.Roles)
@@ -191,11 +195,11 @@ func (w *clusterWorkflow) continueAsNew(ctx workflow.Context) error {
 		return err
 	}
 	w.logger.Info("Continuing as new", "Operations", w.state.Operations, "Generation", w.state.Generation)
-	return workflow.NewContinueAsNewError(ctx, ClusterWorkflowName, ClusterInput{
-		Spec:               w.spec,
-		ContinueAsNewEvery: w.continueAsNewEvery,
-		Carried:            &Carried{State: w.state, Removed: w.removed, Retiring: w.retiring},
-	})
+	next := ClusterInput{Spec: w.spec, ContinueAsNewEvery: w.continueAsNewEvery}
+	if err := next.carry(Carried{State: w.state, Removed: w.removed, Retiring: w.retiring}); err != nil {
+		return err
+	}
+	return workflow.NewContinueAsNewError(ctx, ClusterWorkflowName, next)
 }
 
 // setPhase records a phase change where operators look: status, search attributes, details.

@@ -2,6 +2,7 @@ package workflows_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -197,5 +198,42 @@ roles:
 	}
 	if n := countCalls(calls, "configure c-worker-999"); n != 0 {
 		t.Errorf("the last batch started during the delete")
+	}
+}
+
+func TestAWideClusterContinuesAsNewWithinThePayloadLimit(t *testing.T) {
+	env := newEnv(t, newFakeBackend())
+	env.SetTestTimeout(2 * time.Minute)
+	env.ExecuteWorkflow(workflows.ClusterWorkflowName, workflows.ClusterInput{Spec: testSpec(t, wideSpec(2999)), ContinueAsNewEvery: 1})
+	var can *workflow.ContinueAsNewError
+	if err := env.GetWorkflowError(); !errors.As(err, &can) {
+		t.Fatalf("want continue-as-new after the deploy, got %v", err)
+	}
+	if size := can.Input.Size(); size > 256<<10 {
+		t.Errorf("the continue-as-new input of 3000 members is %d bytes; want it compressed well below 1 MiB", size)
+	}
+	var next workflows.ClusterInput
+	if err := converter.GetDefaultDataConverter().FromPayloads(can.Input, &next); err != nil {
+		t.Fatal(err)
+	}
+	if len(next.CarriedGzip) == 0 || next.Carried != nil {
+		t.Fatalf("a large state should travel gzipped")
+	}
+
+	fake := newFakeBackend()
+	for i := range 2999 {
+		fake.setSandbox(backend.Member{Cluster: "c", Role: "worker", Name: fmt.Sprintf("c-worker-%d", i)}, true)
+	}
+	fake.setSandbox(backend.Member{Cluster: "c", Role: "controller", Name: "c-controller-0"}, true)
+	env = newEnv(t, fake)
+	env.SetTestTimeout(2 * time.Minute)
+	var after workflows.ClusterStatus
+	env.RegisterDelayedCallback(func() { after = query(t, env) }, 30*time.Minute)
+	env.ExecuteWorkflow(workflows.ClusterWorkflowName, next)
+	if after.Phase != workflows.PhaseReady || after.Role("worker").Ready != 2999 || after.Generation != 1 {
+		t.Errorf("the next run: phase %s, %d workers ready, generation %d", after.Phase, after.Role("worker").Ready, after.Generation)
+	}
+	if n := len(fake.Calls()); n > 10 {
+		t.Errorf("the next run acted on members it took over: %d calls, e.g. %v", n, fake.Calls()[:10])
 	}
 }
