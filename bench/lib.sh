@@ -71,3 +71,46 @@ profile_report() {
     go tool pprof -top -cum -nodecount=${PROFILE_TOP:-25} "$cf" "$p" 2>/dev/null | sed -n '1,5p;/flat%/,$p'
   done
 }
+
+# pss_start samples the memory of every clusterflow server, worker and agent process every
+# 50 ms until pss_stop, which leaves "RSS-MiB PSS-MiB role MiB ..." in $tmp/rss. The CLI
+# waiting on the deploy is a client and is left out. RSS counts the binary's pages
+# once per process although the processes share them; PSS splits shared pages between
+# them, so the PSS sum is what they really take together.
+pss_start() {
+  python3 - "$cf" "$tmp/rss.stop" > "$tmp/rss" <<'PY' &
+import os, sys, time
+binary, stop = os.path.realpath(sys.argv[1]), sys.argv[2]
+peak = {"rss": 0, "pss": 0}
+each = {}
+def kb(path, key):
+    for line in open(path):
+        if line.startswith(key):
+            return int(line.split()[1])
+    return 0
+while not os.path.exists(stop):
+    total = {"rss": 0, "pss": 0}
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            if os.path.realpath(f"/proc/{pid}/exe") != binary:
+                continue
+            role = open(f"/proc/{pid}/cmdline").read().split("\0")[1]
+            if role not in ("dev", "worker", "agent"):
+                continue
+            rss, pss = kb(f"/proc/{pid}/status", "VmRSS:"), kb(f"/proc/{pid}/smaps_rollup", "Pss:")
+            total["rss"] += rss
+            total["pss"] += pss
+            each[role] = max(each.get(role, 0), rss)
+        except (OSError, IndexError):
+            pass
+    peak = {k: max(peak[k], total[k]) for k in peak}
+    time.sleep(0.05)
+print(peak["rss"] // 1024, peak["pss"] // 1024, " ".join(f"{k} {v // 1024}" for k, v in sorted(each.items())))
+PY
+  rss_pid=$!
+}
+pss_stop() {
+  touch "$tmp/rss.stop"
+  wait "$rss_pid"
+  rm -f "$tmp/rss.stop"
+}

@@ -17,40 +17,7 @@ source "$root/bench/lib.sh"
 
 start_bg dev "^Ready" dev --no-ui --db "$tmp/dev.db" --data "$tmp/data" --address "$TEMPORAL_ADDRESS" --log-level warn
 
-# Peak memory of the server + worker (the dev process) and the agent, sampled every 50ms;
-# the CLI waiting on the deploy is a client and is left out. RSS counts the binary's pages
-# once per process although the processes share them; PSS splits shared pages between
-# them, so the PSS sum is what they really take together.
-python3 - "$cf" "$tmp/rss.stop" > "$tmp/rss" <<'PY' &
-import os, sys, time
-binary, stop = os.path.realpath(sys.argv[1]), sys.argv[2]
-peak = {"rss": 0, "pss": 0}
-each = {}
-def kb(path, key):
-    for line in open(path):
-        if line.startswith(key):
-            return int(line.split()[1])
-    return 0
-while not os.path.exists(stop):
-    total = {"rss": 0, "pss": 0}
-    for pid in filter(str.isdigit, os.listdir("/proc")):
-        try:
-            if os.path.realpath(f"/proc/{pid}/exe") != binary:
-                continue
-            role = open(f"/proc/{pid}/cmdline").read().split("\0")[1]
-            if role not in ("dev", "worker", "agent"):
-                continue
-            rss, pss = kb(f"/proc/{pid}/status", "VmRSS:"), kb(f"/proc/{pid}/smaps_rollup", "Pss:")
-            total["rss"] += rss
-            total["pss"] += pss
-            each[role] = max(each.get(role, 0), rss)
-        except (OSError, IndexError):
-            pass
-    peak = {k: max(peak[k], total[k]) for k in peak}
-    time.sleep(0.05)
-print(peak["rss"] // 1024, peak["pss"] // 1024, " ".join(f"{k} {v // 1024}" for k, v in sorted(each.items())))
-PY
-rss_pid=$!
+pss_start
 
 spec() {
   cat <<YAML
@@ -71,8 +38,7 @@ profile_start "${PROFILE_SECONDS:-20}"
 start=$(ms)
 "$cf" deploy -f "$tmp/scale.yaml" --wait > "$tmp/deploy.out" || { cat "$tmp/deploy.out"; exit 1; }
 deploy_ms=$(( $(ms) - start ))
-touch "$tmp/rss.stop"
-wait "$rss_pid"
+pss_stop
 "$cf" status scale -o json > "$tmp/status.json"
 
 start=$(ms)

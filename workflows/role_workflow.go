@@ -229,7 +229,7 @@ func (r *roleWorkflow) notifyAll(ctx workflow.Context) {
 	r.forEachMember(ctx, func(ctx workflow.Context, i int) {
 		what := string(event)
 		if r.in.Nodes != nil {
-			what = fmt.Sprintf("%s (%s: %s)", event, r.in.Nodes.Role, strings.Join(r.nodesFor(i), ", "))
+			what = fmt.Sprintf("%s (%s: %s)", event, r.in.Nodes.Role, someNames(r.nodesFor(i), detailNames))
 		}
 		r.set(ctx, i, MemberReady, event, "running "+what)
 		res, err := r.runScript(ctx, i, event)
@@ -239,6 +239,19 @@ func (r *roleWorkflow) notifyAll(ctx workflow.Context) {
 		}
 		r.set(ctx, i, MemberReady, event, fmt.Sprintf("%s done in %s", what, res.Duration.Round(time.Millisecond)))
 	})
+}
+
+// detailNames is how many nodes a notification's detail names: a detail is kept for every
+// member, and a thousand joiners named in each of ten thousand members' details made the
+// cluster's state hundreds of megabytes.
+const detailNames = 5
+
+// someNames names the first n names, and counts the rest.
+func someNames(names []string, n int) string {
+	if len(names) <= n {
+		return strings.Join(names, ", ")
+	}
+	return fmt.Sprintf("%s and %d more", strings.Join(names[:n], ", "), len(names)-n)
 }
 
 // limit is how many members may run at once (0: all): the child's share of the role's

@@ -30,7 +30,7 @@ func roleDetails(op RoleOperation, r spec.Role, members []Member, nodes *NodeGro
 		fmt.Fprintf(&b, ", after %s", strings.Join(r.DependsOn, ", "))
 	}
 	if nodes != nil {
-		fmt.Fprintf(&b, "\n\nNodes of role **%s**: `%s`", nodes.Role, strings.Join(nodes.Nodes, "`, `"))
+		fmt.Fprintf(&b, "\n\nNodes of role **%s**: %s", nodes.Role, someNames(nodes.Nodes, 20))
 	}
 	b.WriteString("\n\nMembers:")
 	for _, m := range members {

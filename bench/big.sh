@@ -1,0 +1,104 @@
+#!/usr/bin/env bash
+# One cluster of 10,000 members on the embedded default, over 4 hosts in one `dev`
+# process: one controller and 9,999 workers, maxInFlight 500, 0 s scripts.
+#
+# Deploys it, shrinks the workers by 1,000 and grows them back, times `status` and
+# `status -o json`, and deletes it. The floor is the same number of the same script run
+# by a shell with the same parallelism (xargs -P 500), each in a sandbox folder of its
+# own, measured in the same run. Then it checks, from the scripts' own trace, that every
+# event ran exactly once per member, and from the server that no workflow history passed
+# 10,240 events and no event 1 MiB (bench/histories). Targets: deploy at most 2x the
+# floor, peak PSS at most 1 GiB.
+#
+#   bench/big.sh          # MEMBERS=2000 bench/big.sh for a quicker run; PROFILE=1 to profile
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+members=${MEMBERS:-10000}
+workers=$((members - 1))
+shrink=$((members / 10))
+source "$root/bench/lib.sh"
+(cd "$root" && go build -o "$tmp/histories" ./bench/histories)
+
+start_bg dev "^Ready" dev --no-ui --hosts 4 --db "$tmp/dev.db" --data "$tmp/data" --address "$TEMPORAL_ADDRESS" --log-level warn
+until [ "$("$cf" hosts | grep -c " ready ")" = 4 ]; do sleep 0.2; done
+
+# The script: one line per run, which is all the exactly-once check needs.
+cat > "$tmp/note.sh" <<'SH'
+#!/bin/sh
+echo "$CLUSTERFLOW_MEMBER $CLUSTERFLOW_EVENT" >> "$TRACE"
+SH
+chmod +x "$tmp/note.sh"
+cat > "$tmp/big.yaml" <<YAML
+name: big
+roles:
+  - name: controller
+    cardinality: "1"
+    startscript: $tmp/note.sh
+    env: {TRACE: $tmp/big.trace}
+  - name: worker
+    members: $workers
+    maxInFlight: 500
+    dependsOn: [controller]
+    startscript: $tmp/note.sh
+    env: {TRACE: $tmp/big.trace}
+YAML
+
+# timed LABEL COMMAND...: runs a clusterflow command, prints and keeps its wall time.
+declare -A took
+timed() {
+  local label=$1 start
+  shift
+  start=$(ms)
+  "$cf" "$@" > "$tmp/$label.out" 2>&1 || { cat "$tmp/$label.out"; exit 1; }
+  took[$label]=$(( $(ms) - start ))
+}
+# phase LABEL: the trace lines of the step just done, checked for runs twice.
+mark=0
+phase() {
+  local lines
+  lines=$(wc -l < "$tmp/big.trace")
+  tail -n +$((mark + 1)) "$tmp/big.trace" | head -n $((lines - mark)) | sort | uniq -d > "$tmp/$1.twice"
+  runs[$1]=$((lines - mark))
+  twice[$1]=$(wc -l < "$tmp/$1.twice")
+  mark=$lines
+}
+declare -A runs twice
+
+pss_start
+profile_start "${PROFILE_SECONDS:-30}"
+timed deploy deploy -f "$tmp/big.yaml" --wait --timeout 60m
+pss_stop
+phase deploy
+timed shrink resize big "worker=$((workers - shrink))" --wait --timeout 30m
+phase shrink
+timed grow resize big "worker=$workers" --wait --timeout 30m
+phase grow
+timed status status big
+timed status_json status big -o json
+timed status_members status big --members
+json_members=$(python3 -c "import json,sys; print(sum(len(r['members']) for r in json.load(open(sys.argv[1]))['roles']))" "$tmp/status_json.out")
+timed delete delete big --wait --timeout 30m
+phase delete
+"$tmp/histories" > "$tmp/histories.out" && bounds=ok || bounds=EXCEEDED
+
+rm -rf "$tmp/floor" && mkdir -p "$tmp/floor"
+start=$(ms)
+seq "$members" | TRACE="$tmp/floor.trace" CLUSTERFLOW_EVENT=configure xargs -P 500 -I{} \
+  sh -c 'mkdir -p "$0/m$1" && cd "$0/m$1" && CLUSTERFLOW_MEMBER=m$1 exec "$2"' "$tmp/floor" {} "$tmp/note.sh"
+floor_ms=$(( $(ms) - start ))
+
+read -r _ pss _ < "$tmp/rss"
+ratio() { python3 -c "print(f'{$1 / $2:.2f}x')"; }
+echo "$members members (1 controller, $workers workers, maxInFlight 500, 0 s scripts) over 4 hosts, on the embedded default"
+printf '  floor, %d scripts by xargs -P 500:    %7d ms\n' "$members" "$floor_ms"
+printf '  deploy --wait:                       %7d ms   %s the floor\n' "${took[deploy]}" "$(ratio "${took[deploy]}" "$floor_ms")"
+printf '  resize -%d --wait:                 %7d ms\n' "$shrink" "${took[shrink]}"
+printf '  resize +%d --wait:                 %7d ms\n' "$shrink" "${took[grow]}"
+printf '  status / -o json / --members:        %7d / %d / %d ms (json lists %d members)\n' "${took[status]}" "${took[status_json]}" "${took[status_members]}" "$json_members"
+printf '  delete --wait:                       %7d ms\n' "${took[delete]}"
+printf '  peak PSS during the deploy:          %7d MiB\n' "$pss"
+for p in deploy shrink grow delete; do
+  printf '  %-7s script runs: %6d, run twice: %d\n' "$p" "${runs[$p]}" "${twice[$p]}"
+done
+echo "  histories: $bounds: $(cat "$tmp/histories.out")"
+profile_report
