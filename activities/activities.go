@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/temporal"
 
 	"github.com/clusterflow/clusterflow/internal/agent"
 	"github.com/clusterflow/clusterflow/internal/backend"
@@ -22,6 +23,9 @@ type Activities struct {
 
 // WriteClusterFiles installs startscripts and writes the configmeta every member reads.
 func (a *Activities) WriteClusterFiles(ctx context.Context, files ClusterFiles) error {
+	if err := files.Unpack(); err != nil {
+		return temporal.NewNonRetryableApplicationError(err.Error(), "InvalidInput", err)
+	}
 	return a.Backend.WriteClusterFiles(ctx, files)
 }
 
@@ -62,6 +66,8 @@ func (a *Activities) RunStartscript(ctx context.Context, run ScriptRun) (ScriptR
 		Key:        agent.Key{WorkflowID: info.WorkflowExecution.ID, ActivityID: info.ActivityID},
 		TaskToken:  info.TaskToken,
 		Connection: a.Connection,
+		// The agent reports a quiet script once within this rather than every 2 s.
+		HeartbeatTimeout: info.HeartbeatTimeout,
 	})
 	if err != nil {
 		return ScriptResult{}, fmt.Errorf("launch %s on %s: %w", run.Event, run.Member.Name, err)

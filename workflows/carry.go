@@ -1,39 +1,29 @@
 package workflows
 
 import (
-	"bytes"
-	"compress/gzip"
 	"encoding/json"
-	"io"
+
+	"github.com/clusterflow/clusterflow/internal/gzjson"
 )
 
-// carryInlineUpTo is the largest carried state that travels as plain JSON, readable in the
-// Web UI's input of the next run. Past it (a cluster of thousands of members) it is
-// gzipped: member records repeat themselves, so 10,000 of them shrink from about 2 MiB,
-// Temporal's payload limit, to about a tenth.
-const carryInlineUpTo = 256 << 10
+// packAbove is the size past which state travels gzipped (gzjson) rather than as plain
+// JSON, readable in the Web UI: a cluster of thousands of members. 10,000 member records
+// are about 2 MiB of JSON, Temporal's payload limit, and about a tenth of that gzipped.
+const packAbove = 256 << 10
 
-// carry puts the state for the next run into the input, gzipped when large. Compressing
-// is deterministic, and continue-as-new input is not compared on replay anyway.
+// carry puts the state for the next run into the input, gzipped when large. Continue-as-
+// new input is not compared on replay, and packing is deterministic anyway.
 func (in *ClusterInput) carry(c Carried) error {
 	data, err := json.Marshal(c)
 	if err != nil {
 		return err
 	}
-	if len(data) <= carryInlineUpTo {
+	if len(data) <= packAbove {
 		in.Carried = &c
 		return nil
 	}
-	var buf bytes.Buffer
-	zw := gzip.NewWriter(&buf)
-	if _, err := zw.Write(data); err != nil {
-		return err
-	}
-	if err := zw.Close(); err != nil {
-		return err
-	}
-	in.CarriedGzip = buf.Bytes()
-	return nil
+	in.CarriedGzip, err = gzjson.Pack(data)
+	return err
 }
 
 // carried is the state a previous run handed over, if any.
@@ -41,16 +31,8 @@ func (in ClusterInput) carried() (*Carried, error) {
 	if len(in.CarriedGzip) == 0 {
 		return in.Carried, nil
 	}
-	zr, err := gzip.NewReader(bytes.NewReader(in.CarriedGzip))
-	if err != nil {
-		return nil, err
-	}
-	data, err := io.ReadAll(zr)
-	if err != nil {
-		return nil, err
-	}
 	var c Carried
-	if err := json.Unmarshal(data, &c); err != nil {
+	if err := gzjson.Unmarshal(in.CarriedGzip, &c); err != nil {
 		return nil, err
 	}
 	return &c, nil

@@ -1,9 +1,12 @@
 package workflows
 
 import (
+	"encoding/json"
+
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/clusterflow/clusterflow/internal/backend"
+	"github.com/clusterflow/clusterflow/internal/gzjson"
 )
 
 // writeClusterFiles refreshes the configmeta members read, and installs the startscripts
@@ -25,7 +28,10 @@ func (w *clusterWorkflow) writeClusterFiles(ctx workflow.Context, withScripts bo
 			}
 		}
 	}
-	files := backend.ClusterFiles{Cluster: w.state.Name, ConfigMeta: w.configMeta()}
+	files, err := packedFiles(w.state.Name, w.configMeta())
+	if err != nil {
+		return err
+	}
 	if withScripts {
 		files.Scripts = w.spec.Scripts
 	}
@@ -64,4 +70,16 @@ func (w *clusterWorkflow) configMeta() backend.ConfigMeta {
 		meta.Roles = append(meta.Roles, role)
 	}
 	return meta
+}
+
+// packedFiles carries configmeta as is, or gzipped when it lists thousands of members.
+func packedFiles(cluster string, meta backend.ConfigMeta) (backend.ClusterFiles, error) {
+	files := backend.ClusterFiles{Cluster: cluster, ConfigMeta: meta}
+	data, err := json.Marshal(meta)
+	if err != nil || len(data) <= packAbove {
+		return files, err
+	}
+	files.ConfigMeta = backend.ConfigMeta{Cluster: cluster}
+	files.ConfigMetaGzip, err = gzjson.Pack(data)
+	return files, err
 }

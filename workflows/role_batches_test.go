@@ -105,6 +105,14 @@ func TestAWideRoleRunsInBatchesAndConfiguresEveryMemberOnce(t *testing.T) {
 			}
 		}
 	}
+	// Configmeta travels gzipped at this size, and arrives whole.
+	listed := 0
+	for _, f := range fake.files {
+		listed = max(listed, len(f.ConfigMeta.Members))
+	}
+	if listed != 5000 {
+		t.Errorf("configmeta listed at most %d members, want 5000", listed)
+	}
 	// The workflow's result is bounded; it still counts every member.
 	if n := final.Role("worker").MemberCount; n != 4999 {
 		t.Errorf("%d workers at the end, want 4999", n)

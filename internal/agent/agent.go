@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -39,6 +40,9 @@ type Agent struct {
 	clients *temporalClients
 	// ctx ends when the agent stops; scripts keep running, and the next agent adopts them.
 	ctx context.Context
+
+	// heartbeats counts the heartbeats sent, for the log's report of the load on Temporal.
+	heartbeats atomic.Int64
 
 	mu       sync.Mutex
 	runs     map[string]*run
@@ -93,6 +97,7 @@ func Serve(ctx context.Context, opts Options) error {
 	if opts.IdleExit > 0 {
 		go a.exitWhenIdle(stop)
 	}
+	go a.reportHeartbeats(ctx)
 	a.log.Info("Agent serving", zap.String("dir", dir), zap.Int("adopted", len(a.runs)))
 	for {
 		conn, err := ln.Accept()
@@ -189,4 +194,27 @@ func (a *Agent) forget(r *run) {
 		a.idleFrom = time.Now()
 	}
 	_ = os.Remove(filepath.Join(a.opts.Dir, indexDir, r.id))
+}
+
+// heartbeatReportEvery is how often the log says how many heartbeats went to Temporal.
+const heartbeatReportEvery = time.Minute
+
+// reportHeartbeats logs, each minute there were any, the heartbeats sent and the runs
+// there are: the load the agent puts on Temporal.
+func (a *Agent) reportHeartbeats(ctx context.Context) {
+	tick := time.NewTicker(heartbeatReportEvery)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		if sent := a.heartbeats.Swap(0); sent > 0 {
+			a.mu.Lock()
+			runs := len(a.runs)
+			a.mu.Unlock()
+			a.log.Info("Heartbeats sent", zap.Int64("lastMinute", sent), zap.Float64("perSecond", float64(sent)/heartbeatReportEvery.Seconds()), zap.Int("runs", runs))
+		}
+	}
 }

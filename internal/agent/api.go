@@ -44,6 +44,9 @@ type Launch struct {
 	// Timeout bounds the script; Grace is its time between SIGTERM and SIGKILL when stopped.
 	Timeout time.Duration `json:"timeout"`
 	Grace   time.Duration `json:"grace"`
+	// HeartbeatTimeout is the activity's; zero (a worker from before it was sent) makes the
+	// agent report every HeartbeatEvery.
+	HeartbeatTimeout time.Duration `json:"heartbeatTimeout,omitempty"`
 	// RecordDir holds the run's record; it lives in the member's sandbox, so removing the
 	// member removes its records.
 	RecordDir string `json:"recordDir"`

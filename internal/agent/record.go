@@ -21,8 +21,10 @@ type record struct {
 	Event        string        `json:"event"`
 	Timeout      time.Duration `json:"timeout"`
 	Grace        time.Duration `json:"grace"`
-	Started      time.Time     `json:"started"`
-	Handle       runner.Handle `json:"handle"`
+	// HeartbeatTimeout is the activity's (Launch.HeartbeatTimeout).
+	HeartbeatTimeout time.Duration `json:"heartbeatTimeout,omitempty"`
+	Started          time.Time     `json:"started"`
+	Handle           runner.Handle `json:"handle"`
 	// Result is set once the run has ended; Lost when its process vanished without an
 	// exit status.
 	Result *runner.Result `json:"result,omitempty"`

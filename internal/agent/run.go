@@ -113,7 +113,7 @@ func (a *Agent) launch(l Launch) (string, error) {
 		}
 	}
 	rec := &record{
-		Key: l.Key, Member: l.Member, Event: l.Event, Timeout: l.Timeout, Grace: l.Grace,
+		Key: l.Key, Member: l.Member, Event: l.Event, Timeout: l.Timeout, Grace: l.Grace, HeartbeatTimeout: l.HeartbeatTimeout,
 		Started: time.Now(),
 	}
 	s := l.Script

@@ -91,26 +91,39 @@ func (a *Agent) finish(r *run, outcome runner.Outcome) {
 
 // heartbeat reports progress until ctx ends. A heartbeat answered with a cancellation
 // cancels the run.
+//
+// Every heartbeat is a write on the server, which adds up: 10,000 scripts reporting every
+// 2 s would be 5,000 writes a second. So a script's new last line is reported within
+// HeartbeatEvery, as the Web UI shows it, but a quiet script only once every third of its
+// heartbeat timeout, which keeps the activity alive. A cancel reaches a quiet script at its
+// next report, so within that third (10 s by default).
 func (a *Agent) heartbeat(ctx context.Context, r *run) {
-	// The first report waits a full interval: the activity has only just started, and
-	// every heartbeat is a write on the server, which adds up over hundreds of scripts.
 	tick := time.NewTicker(a.opts.HeartbeatEvery)
 	defer tick.Stop()
+	sentLine, sentAt := "", time.Now()
 	for {
+		force := false
 		select {
 		case <-ctx.Done():
 			return
 		case <-tick.C:
 		case <-r.heartbeatNow:
+			force = true
 		}
 		rec := r.snapshot()
+		line := rec.Handle.LastLine()
+		if !force && line == sentLine && time.Since(sentAt) < a.keepAliveEvery(rec) {
+			continue
+		}
+		sentLine, sentAt = line, time.Now()
+		a.heartbeats.Add(1)
 		c, err := a.clients.get(rec.ConnectionID)
 		if err == nil {
 			callCtx, cancel := context.WithTimeout(ctx, 5*time.Second)
 			err = c.RecordActivityHeartbeat(callCtx, rec.TaskToken, Progress{
 				Member: rec.Member, Event: rec.Event,
 				Elapsed:  time.Since(rec.Started).Round(100 * time.Millisecond).String(),
-				LastLine: rec.Handle.LastLine(),
+				LastLine: line,
 			})
 			cancel()
 		}
@@ -126,4 +139,9 @@ func (a *Agent) heartbeat(ctx context.Context, r *run) {
 			a.log.Debug("Heartbeat not delivered", zap.String("member", rec.Member), zap.Error(err))
 		}
 	}
+}
+
+// keepAliveEvery is how often a run whose output has not changed is reported.
+func (a *Agent) keepAliveEvery(rec record) time.Duration {
+	return max(a.opts.HeartbeatEvery, rec.HeartbeatTimeout/3)
 }

@@ -5,9 +5,11 @@ package backend
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"github.com/clusterflow/clusterflow/internal/agent"
+	"github.com/clusterflow/clusterflow/internal/gzjson"
 	"github.com/clusterflow/clusterflow/internal/runner"
 	"github.com/clusterflow/clusterflow/internal/spec"
 )
@@ -47,6 +49,22 @@ type ClusterFiles struct {
 	// Scripts maps SHA-256 to content; already installed scripts may be left out.
 	Scripts    map[string]string `json:"scripts,omitempty"`
 	ConfigMeta ConfigMeta        `json:"configMeta"`
+	// ConfigMetaGzip, when set, is ConfigMeta as gzipped JSON: a cluster of thousands of
+	// members lists them all, which would pass Temporal's payload limit.
+	ConfigMetaGzip []byte `json:"configMetaGzip,omitempty"`
+}
+
+// Unpack fills ConfigMeta from ConfigMetaGzip when the files came packed.
+func (f *ClusterFiles) Unpack() error {
+	if len(f.ConfigMetaGzip) == 0 {
+		return nil
+	}
+	f.ConfigMeta = ConfigMeta{}
+	if err := gzjson.Unmarshal(f.ConfigMetaGzip, &f.ConfigMeta); err != nil {
+		return fmt.Errorf("unpack configmeta: %w", err)
+	}
+	f.ConfigMetaGzip = nil
+	return nil
 }
 
 // ScriptRun is one startscript run for one member and event.
@@ -70,4 +88,6 @@ type Completion struct {
 	Key        agent.Key        `json:"key"`
 	TaskToken  []byte           `json:"taskToken"`
 	Connection agent.Connection `json:"connection"`
+	// HeartbeatTimeout is the activity's: the agent must report within it.
+	HeartbeatTimeout time.Duration `json:"heartbeatTimeout,omitempty"`
 }

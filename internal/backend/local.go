@@ -140,7 +140,7 @@ func (l *Local) LaunchScript(ctx context.Context, run ScriptRun, to Completion) 
 	}
 	clusterDir, _ := l.clusterDir(run.Member.Cluster)
 	_, err = l.agent.Launch(ctx, agent.Launch{
-		Key: to.Key, TaskToken: to.TaskToken, Connection: to.Connection,
+		Key: to.Key, TaskToken: to.TaskToken, Connection: to.Connection, HeartbeatTimeout: to.HeartbeatTimeout,
 		Member: run.Member.Name, Event: string(run.Event),
 		Script: agent.Script{
 			Path: path, Args: args, Dir: dir,
