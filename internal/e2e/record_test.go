@@ -212,3 +212,26 @@ func recorder(t *testing.T) func(c client.Client, scenario, workflowID string) {
 		t.Logf("%s: recorded %d histories", scenario, len(files))
 	}
 }
+
+// TestRecordBatchHistories records a role wide enough to run as batches: a deploy, a
+// shrink that notifies the batches, a failure that halts the other batches, and a delete.
+//
+//	CLUSTERFLOW_RECORD_HISTORIES=v6-batches go test ./internal/e2e -run TestRecordBatchHistories
+func TestRecordBatchHistories(t *testing.T) {
+	guard(t)
+	recordOn := recorder(t)
+	specPath, _ := writeCluster(t, `
+name: rec-wide
+roles:
+  - {name: controller, cardinality: "1", startscript: trace.sh, env: {TRACE: TRACE_FILE}}
+  - {name: worker, members: 255, maxInFlight: 40, dependsOn: [controller], startscript: trace.sh, env: {TRACE: TRACE_FILE, FAIL_MEMBER: rec-wide-worker-256}}
+`)
+	mustSucceed(t, "deploy", "-f", specPath, "--wait", "--timeout", "150s")
+	mustSucceed(t, "resize", "rec-wide", "worker=252", "--wait", "--timeout", "150s")
+	// One of the grow's first new members fails: the other batch stops too.
+	if res := runFor(t, 150*time.Second, "resize", "rec-wide", "worker=600", "--wait", "--timeout", "140s"); res.Code != 1 {
+		t.Fatalf("the grow should fail: %s", res)
+	}
+	mustSucceed(t, "delete", "rec-wide", "--wait", "--timeout", "150s")
+	recordOn(server.Client, "wide-role-in-batches", workflows.ClusterWorkflowID("rec-wide"))
+}
