@@ -29,7 +29,11 @@ roles:
 		t.Fatalf("want 300 worker configures, got %d", len(runs))
 	}
 	clusterEvents := countEvents(t, workflows.ClusterWorkflowID("wide"))
-	roleEvents := countEvents(t, workflows.ClusterWorkflowID("wide")+"/configure-1/worker")
+	// 300 workers are more than a batch: two children, of 250 and 50.
+	roleEvents := 0
+	for _, batch := range []string{"batch-1-of-2", "batch-2-of-2"} {
+		roleEvents += countEvents(t, workflows.ClusterWorkflowID("wide")+"/configure-1/worker/"+batch)
+	}
 	t.Logf("history events: cluster %d, worker role %d", clusterEvents, roleEvents)
 	// About 60 events: two levels, and a few coalesced progress reports. Per-member events
 	// would be thousands.

@@ -36,7 +36,7 @@ func TestTwoThousandMembersStayWithinTemporalsBounds(t *testing.T) {
 	}
 	spec := filepath.Join(dir, "wide.yaml")
 	if err := os.WriteFile(spec, []byte(fmt.Sprintf(`
-name: wide
+name: twothousand
 roles:
   - {name: controller, cardinality: "1", startscript: %[1]s, events: [configure], env: {TRACE: %[2]s}}
   - {name: worker, members: 1999, maxInFlight: 500, dependsOn: [controller], startscript: %[1]s, events: [configure], env: {TRACE: %[2]s}}
@@ -48,11 +48,11 @@ roles:
 		t.Fatalf("deploy: %s", deploy)
 	}
 
-	status := cli(t, "status", "wide")
+	status := cli(t, "status", "twothousand")
 	if status.Code != 0 || !strings.Contains(status.Stdout, "2000 of 2000 members ready") {
 		t.Errorf("status of a large cluster should sum it up: %s", status)
 	}
-	s := statusJSON(t, "wide")
+	s := statusJSON(t, "twothousand")
 	if n := len(s.Role("worker").Members); n != 1999 || s.Role("worker").Ready != 1999 {
 		t.Errorf("status -o json lists %d workers, %d ready; want all 1999", n, s.Role("worker").Ready)
 	}
@@ -73,12 +73,12 @@ roles:
 			t.Errorf("%s ran %d times", run, n)
 		}
 	}
-	checkHistoryBounds(t, workflows.ClusterWorkflowID("wide"))
+	checkHistoryBounds(t, workflows.ClusterWorkflowID("twothousand"))
 
-	if del := runFor(t, 150*time.Second, "delete", "wide", "--wait", "--timeout", "140s"); del.Code != 0 {
+	if del := runFor(t, 150*time.Second, "delete", "twothousand", "--wait", "--timeout", "140s"); del.Code != 0 {
 		t.Fatalf("delete: %s", del)
 	}
-	checkHistoryBounds(t, workflows.ClusterWorkflowID("wide"))
+	checkHistoryBounds(t, workflows.ClusterWorkflowID("twothousand"))
 }
 
 // runFor runs the CLI against the shared server with a deadline of its own.
