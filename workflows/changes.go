@@ -188,14 +188,14 @@ func (w *clusterWorkflow) growActive(ctx workflow.Context) {
 			g.added[i].KnowsUpTo = w.state.ConfigMetaVersion
 			g.op.members = append(g.op.members, g.added[i].Name)
 		}
-		// The last batch takes them: it starts with them, or, running, queues them.
+		// The last batch takes them: it starts with them, or, running, queues them. Either
+		// way they count as its members, so that a later shrink stops them there.
 		last := g.op.batches[len(g.op.batches)-1]
-		switch {
-		case last.done:
+		if last.done {
 			continue // it ended meanwhile; the operation sets them up itself
-		case last.future == nil:
-			last.in.Members = append(last.in.Members, g.added...)
-		default:
+		}
+		last.in.Members = append(last.in.Members, g.added...)
+		if last.future != nil {
 			last.future.SignalChildWorkflow(ctx, AddMembersSignal, AddMembers{Members: g.added})
 		}
 	}
