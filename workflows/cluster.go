@@ -66,6 +66,9 @@ type clusterWorkflow struct {
 	rogues []activities.MemberRef
 	// lastChange says what the latest generation is for, in the updating phase's message.
 	lastChange string
+	// touches counts changes of the state (touch), so that waits on the state can check a
+	// number rather than walk every member.
+	touches int
 }
 
 func newClusterWorkflow(ctx workflow.Context, in ClusterInput) (*clusterWorkflow, error) {
@@ -217,6 +220,7 @@ func (w *clusterWorkflow) setPhase(ctx workflow.Context, phase Phase, message st
 
 // touch notes that the state changed and refreshes the workflow's current details.
 func (w *clusterWorkflow) touch(ctx workflow.Context) {
+	w.touches++
 	w.state.UpdatedAt = workflow.Now(ctx)
 	workflow.SetCurrentDetails(ctx, w.details())
 }

@@ -102,6 +102,10 @@ func (w *clusterWorkflow) watchHosts(ctx workflow.Context) {
 		}
 	})
 	workflow.Go(ctx, func(ctx workflow.Context) {
+		// Counting members per host in the wait's condition cost O(members) every time any
+		// coroutine yielded, which at 10,000 members kept workflow tasks past the SDK's
+		// deadlock detector. Now the count is taken once per change of the state (touch).
+		counted := workflow.GetVersion(ctx, changeCheapPlacementReports, workflow.DefaultVersion, 1) >= 1
 		var reported map[string]int
 		for {
 			current := w.placement()
@@ -109,7 +113,14 @@ func (w *clusterWorkflow) watchHosts(ctx workflow.Context) {
 				w.reportPlacement(ctx, ClusterPlacement{Cluster: w.state.Name, Members: current})
 				reported = current
 			}
-			if err := workflow.Await(ctx, func() bool { return !maps.Equal(w.placement(), reported) }); err != nil {
+			var err error
+			if counted {
+				seen := w.touches
+				err = workflow.Await(ctx, func() bool { return w.touches != seen })
+			} else {
+				err = workflow.Await(ctx, func() bool { return !maps.Equal(w.placement(), reported) })
+			}
+			if err != nil {
 				return
 			}
 		}

@@ -18,4 +18,7 @@ const (
 	// changeRoleBatches: a role operation on more than roleBatchSize members runs as
 	// batches, a child workflow each.
 	changeRoleBatches = "role-batches"
+	// changeCheapPlacementReports: the placement report to the host registry waits for a
+	// change of the state rather than recounting members every time a coroutine yields.
+	changeCheapPlacementReports = "cheap-placement-reports"
 )
