@@ -16,12 +16,24 @@ import (
 // activity, and the history it adds is bounded by continue-as-new.
 func (w *clusterWorkflow) reconcile(ctx workflow.Context) ReconcileReport {
 	epoch := w.membershipEpoch
-	// Only members set up before the listing can be missing from it.
+	// Only members set up before the listing can be missing from it. Taken after it, as
+	// runs before this version did, the members set up meanwhile counted too: at 10,000
+	// members a deploy outlasts a listing, and 519 members that became ready during one
+	// were taken for gone.
+	before := workflow.GetVersion(ctx, changeReconcileSetUpBefore, workflow.DefaultVersion, 1) >= 1
+	var setUpBefore map[string]string
+	if before {
+		setUpBefore = w.setUpMembers()
+	}
 	listed, listedHosts, err := w.listMembers(ctx)
+	if !before {
+		setUpBefore = w.setUpMembers()
+	}
 	var present []string
 	for _, rs := range w.state.Roles {
 		for _, m := range rs.Members {
-			if (m.State == MemberReady || m.State == MemberDown || m.State == MemberFlapping) && listedHosts[m.Host] {
+			if host, ok := setUpBefore[m.Name]; ok && host == m.Host && listedHosts[m.Host] &&
+				(m.State == MemberReady || m.State == MemberDown || m.State == MemberFlapping) {
 				present = append(present, m.Name)
 			}
 		}
@@ -65,6 +77,19 @@ func (w *clusterWorkflow) reconcile(ctx workflow.Context) ReconcileReport {
 		w.touch(ctx)
 	}
 	return report
+}
+
+// setUpMembers maps the members set up (ready, down or flapping) to their hosts.
+func (w *clusterWorkflow) setUpMembers() map[string]string {
+	hosts := map[string]string{}
+	for _, rs := range w.state.Roles {
+		for _, m := range rs.Members {
+			if m.State == MemberReady || m.State == MemberDown || m.State == MemberFlapping {
+				hosts[m.Name] = m.Host
+			}
+		}
+	}
+	return hosts
 }
 
 // listMembers lists the backend's members of the cluster: on the shared queue in

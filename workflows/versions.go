@@ -21,4 +21,6 @@ const (
 	// changeCheapPlacementReports: the placement report to the host registry waits for a
 	// change of the state rather than recounting members every time a coroutine yields.
 	changeCheapPlacementReports = "cheap-placement-reports"
+	// changeReconcileSetUpBefore: reconcile judges only members set up before its listing.
+	changeReconcileSetUpBefore = "reconcile-set-up-before"
 )
