@@ -1,29 +1,23 @@
 package workflows
 
 import (
-	"encoding/json"
-
 	"github.com/clusterflow/clusterflow/internal/gzjson"
 )
 
-// packAbove is the size past which state travels gzipped (gzjson) rather than as plain
-// JSON, readable in the Web UI: a cluster of thousands of members. 10,000 member records
-// are about 2 MiB of JSON, Temporal's payload limit, and about a tenth of that gzipped.
-const packAbove = 256 << 10
-
-// carry puts the state for the next run into the input, gzipped when large. Continue-as-
-// new input is not compared on replay, and packing is deterministic anyway.
+// carry puts the state for the next run into the input: as plain JSON, readable in the Web
+// UI, or gzipped for a cluster of thousands of members, whose records are about 2 MiB of
+// JSON at 10,000, Temporal's payload limit. Continue-as-new input is not compared on
+// replay, and packing is deterministic anyway.
 func (in *ClusterInput) carry(c Carried) error {
-	data, err := json.Marshal(c)
+	packed, err := gzjson.PackIfLarge(c)
 	if err != nil {
 		return err
 	}
-	if len(data) <= packAbove {
+	if packed == nil {
 		in.Carried = &c
-		return nil
 	}
-	in.CarriedGzip, err = gzjson.Pack(data)
-	return err
+	in.CarriedGzip = packed
+	return nil
 }
 
 // carried is the state a previous run handed over, if any.

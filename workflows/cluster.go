@@ -246,13 +246,11 @@ func (w *clusterWorkflow) applyMembers(role string, members []Member) {
 	if rs == nil {
 		return
 	}
-	index := memberIndex(rs)
 	for _, m := range members {
-		i, ok := index[m.Name]
-		if !ok {
+		current := rs.Member(m.Name)
+		if current == nil {
 			continue
 		}
-		current := &rs.Members[i]
 		if current.State.unavailable() && m.State != MemberDeleting && m.State != MemberDeleted {
 			continue // a health report that came in while a notification ran wins over its outcome
 		}

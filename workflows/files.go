@@ -1,8 +1,6 @@
 package workflows
 
 import (
-	"encoding/json"
-
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/clusterflow/clusterflow/internal/backend"
@@ -74,12 +72,9 @@ func (w *clusterWorkflow) configMeta() backend.ConfigMeta {
 
 // packedFiles carries configmeta as is, or gzipped when it lists thousands of members.
 func packedFiles(cluster string, meta backend.ConfigMeta) (backend.ClusterFiles, error) {
-	files := backend.ClusterFiles{Cluster: cluster, ConfigMeta: meta}
-	data, err := json.Marshal(meta)
-	if err != nil || len(data) <= packAbove {
-		return files, err
+	packed, err := gzjson.PackIfLarge(meta)
+	if packed == nil {
+		return backend.ClusterFiles{Cluster: cluster, ConfigMeta: meta}, err
 	}
-	files.ConfigMeta = backend.ConfigMeta{Cluster: cluster}
-	files.ConfigMetaGzip, err = gzjson.Pack(data)
-	return files, err
+	return backend.ClusterFiles{Cluster: cluster, ConfigMeta: backend.ConfigMeta{Cluster: cluster}, ConfigMetaGzip: packed}, err
 }

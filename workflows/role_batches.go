@@ -87,17 +87,16 @@ func splitBatches(in RoleInput, baseID string) (batches []*roleBatch, concurrent
 		}
 		batches = append(batches, &roleBatch{id: fmt.Sprintf("%s/batch-%d-of-%d", baseID, i+1, n), in: part})
 	}
-	concurrent = n
-	if limit := in.Role.MaxInFlight; limit > 0 && limit < n {
-		concurrent = limit
+	limit := in.Role.MaxInFlight
+	if limit <= 0 {
+		return batches, n // no limit: all at once, each without one
 	}
+	concurrent = min(n, limit)
 	for i, b := range batches {
-		if limit := in.Role.MaxInFlight; limit > 0 {
-			// The first limit%concurrent of each wave take one more.
-			b.in.MaxInFlight = limit / concurrent
-			if i%concurrent < limit%concurrent {
-				b.in.MaxInFlight++
-			}
+		// The first limit%concurrent of each wave take one more.
+		b.in.MaxInFlight = limit / concurrent
+		if i%concurrent < limit%concurrent {
+			b.in.MaxInFlight++
 		}
 	}
 	return batches, concurrent
@@ -150,10 +149,9 @@ func (w *clusterWorkflow) runBatches(ctx workflow.Context, role string, op *acti
 func (w *clusterWorkflow) skipBatch(role string, b *roleBatch, why string) {
 	b.done = true
 	rs := w.state.Role(role)
-	index := memberIndex(rs)
 	for _, m := range b.in.Members {
-		if i, ok := index[m.Name]; ok && rs.Members[i].State == MemberPending {
-			rs.Members[i].Detail = "not started: " + why
+		if current := rs.Member(m.Name); current != nil && current.State == MemberPending {
+			current.Detail = "not started: " + why
 		}
 	}
 }
@@ -173,13 +171,4 @@ func (w *clusterWorkflow) haltOnFailure(ctx workflow.Context, op *activeOp, memb
 			return
 		}
 	}
-}
-
-// memberIndex maps a role's member names to their positions, for updates of many members.
-func memberIndex(rs *roleState) map[string]int {
-	index := make(map[string]int, len(rs.Members))
-	for i, m := range rs.Members {
-		index[m.Name] = i
-	}
-	return index
 }

@@ -267,10 +267,7 @@ func (r *roleWorkflow) limit() int {
 // all at once before roles ran as batches; a batch, given a share of maxInFlight, keeps
 // to it, so that a wide role never runs more scripts at once than it allows.
 func (r *roleWorkflow) forEachMember(ctx workflow.Context, do func(workflow.Context, int)) {
-	limit := 0
-	if r.in.MaxInFlight > 0 {
-		limit = r.in.MaxInFlight
-	}
+	limit := r.in.MaxInFlight // 0: all at once, as before batches
 	wg := workflow.NewWaitGroup(ctx)
 	inFlight := 0
 	for i := range r.members {

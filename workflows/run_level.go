@@ -99,15 +99,14 @@ func (w *clusterWorkflow) markUnfinished(ctx workflow.Context, role, why string)
 // markUnfinishedMembers does so for some of the role's members: one batch's.
 func (w *clusterWorkflow) markUnfinishedMembers(ctx workflow.Context, role string, members []Member, why string) {
 	rs := w.state.Role(role)
-	index := memberIndex(rs)
 	for _, m := range members {
-		i, ok := index[m.Name]
-		if !ok {
+		current := rs.Member(m.Name)
+		if current == nil {
 			continue
 		}
-		switch rs.Members[i].State {
+		switch current.State {
 		case MemberCreating, MemberConfiguring, MemberDeleting:
-			rs.Members[i].State, rs.Members[i].Detail, rs.Members[i].Since = MemberConfigError, why, workflow.Now(ctx)
+			current.State, current.Detail, current.Since = MemberConfigError, why, workflow.Now(ctx)
 		}
 	}
 	w.touch(ctx)

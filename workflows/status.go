@@ -20,7 +20,7 @@ func (s clusterState) status(page *StatusPage) ClusterStatus {
 	for i, r := range s.Roles {
 		role := RoleStatus{
 			Name: r.Name, Level: r.Level, DependsOn: r.DependsOn, Desired: r.Desired, Ready: CountReady(r.Members),
-			MemberCount: len(r.Members), Members: []MemberStatus{}, Paused: r.Paused, Resumed: r.Resumed,
+			MemberCount: len(r.Members), Paused: r.Paused, Resumed: r.Resumed,
 		}
 		members := r.Members
 		if page != nil {

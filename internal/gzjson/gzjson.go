@@ -10,17 +10,17 @@ import (
 	"io"
 )
 
-// Marshal returns v as gzipped JSON.
-func Marshal(v any) ([]byte, error) {
+// PackAbove is the size of JSON past which PackIfLarge packs it. Smaller values travel as
+// plain JSON, readable in the Web UI.
+const PackAbove = 256 << 10
+
+// PackIfLarge returns v as gzipped JSON when its JSON passes PackAbove, and nil when it
+// is small enough to travel as it is.
+func PackIfLarge(v any) ([]byte, error) {
 	data, err := json.Marshal(v)
-	if err != nil {
+	if err != nil || len(data) <= PackAbove {
 		return nil, err
 	}
-	return Pack(data)
-}
-
-// Pack gzips JSON already marshalled.
-func Pack(data []byte) ([]byte, error) {
 	var buf bytes.Buffer
 	zw := gzip.NewWriter(&buf)
 	if _, err := zw.Write(data); err != nil {
