@@ -24,24 +24,24 @@ const statusPageMembers = 2000
 // Status asks the cluster's workflow for its status, and adds running scripts' latest
 // lines of output.
 func (s *Starter) Status(ctx context.Context, name string) (workflows.ClusterStatus, error) {
-	status, err := s.query(ctx, name)
+	status, err := s.query(ctx, name, true)
 	if err == nil {
 		s.addLastLines(ctx, &status)
 	}
 	return status, err
 }
 
-// query asks the cluster's workflow for its status, as the status query answers it. A
-// workflow that did not end cleanly (terminated from the Web UI, say) no longer manages its
+// query asks the cluster's workflow for its status, as the status query answers it: with
+// every member, or (withMembers false) with the roles' counts alone. A workflow that did not end cleanly (terminated from the Web UI, say) no longer manages its
 // cluster, whatever its last phase says: the status says so.
-func (s *Starter) query(ctx context.Context, name string) (workflows.ClusterStatus, error) {
-	status, err := s.queryIf(ctx, name, enums.QUERY_REJECT_CONDITION_NOT_COMPLETED_CLEANLY)
+func (s *Starter) query(ctx context.Context, name string, withMembers bool) (workflows.ClusterStatus, error) {
+	status, err := s.queryIf(ctx, name, enums.QUERY_REJECT_CONDITION_NOT_COMPLETED_CLEANLY, withMembers)
 	var closed *closedError
 	if !errors.As(err, &closed) {
 		return status, err
 	}
 	// Its last state still tells what it left behind, when a worker can replay it.
-	status, err = s.queryIf(ctx, name, enums.QUERY_REJECT_CONDITION_NONE)
+	status, err = s.queryIf(ctx, name, enums.QUERY_REJECT_CONDITION_NONE, withMembers)
 	if err != nil {
 		status = workflows.ClusterStatus{Name: name}
 	}
@@ -64,8 +64,12 @@ func (e *closedError) Error() string { return "the cluster's workflow was " + e.
 
 // queryIf asks for the status a page of members at a time, and puts the pages together.
 // A cluster that changes between pages may show a member twice or miss one that came
-// meanwhile; a member listed twice is listed once.
-func (s *Starter) queryIf(ctx context.Context, name string, reject enums.QueryRejectCondition) (workflows.ClusterStatus, error) {
+// meanwhile; a member listed twice is listed once. Without members, it asks for an empty
+// page: the roles' counts by state still come whole.
+func (s *Starter) queryIf(ctx context.Context, name string, reject enums.QueryRejectCondition, withMembers bool) (workflows.ClusterStatus, error) {
+	if !withMembers {
+		return s.queryPage(ctx, name, reject, workflows.StatusPage{Limit: 0})
+	}
 	status, err := s.queryPage(ctx, name, reject, workflows.StatusPage{Limit: statusPageMembers})
 	for from := statusPageMembers; err == nil && from < status.MemberCount(); from += statusPageMembers {
 		var page workflows.ClusterStatus

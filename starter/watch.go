@@ -23,15 +23,16 @@ type WatchOptions struct {
 
 // Watch polls a cluster's status until opts.Until accepts it or ctx ends, and returns the
 // last status seen. A worker that does not answer (restarting, or not started yet) is waited
-// for.
+// for. Polls ask for the roles' counts alone, which is all progress shows: a status with
+// every member is a query per 2,000 of them. Only the status Until accepts comes with its
+// members, so that the caller can show the failed ones.
 func (s *Starter) Watch(ctx context.Context, name string, opts WatchOptions) (workflows.ClusterStatus, error) {
 	var last workflows.ClusterStatus
 	ticker := time.NewTicker(WatchInterval)
 	defer ticker.Stop()
 	toldNoWorker := false
 	for first := true; ; first = false {
-		// Progress shows member states; last lines would cost more calls on every poll.
-		status, err := s.query(ctx, name)
+		status, err := s.query(ctx, name, false)
 		switch {
 		case ctx.Err() != nil:
 			return last, ctx.Err()
@@ -48,6 +49,10 @@ func (s *Starter) Watch(ctx context.Context, name string, opts WatchOptions) (wo
 			}
 			last = status
 			if opts.Until(status) {
+				// The summary serves if the full status no longer answers, or moved on.
+				if full, err := s.query(ctx, name, true); err == nil && opts.Until(full) {
+					return full, nil
+				}
 				return status, nil
 			}
 		}

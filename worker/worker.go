@@ -110,6 +110,14 @@ func newActivities(opts Options) *activities.Activities {
 	return &activities.Activities{Backend: opts.Backend, Connection: opts.Connection, Host: opts.Host}
 }
 
+// deadlockDetection is how long one step of workflow code may run, by the wall clock,
+// before the SDK fails the task as deadlocked. The SDK's 1 s fired on a busy 2-core machine
+// when a worker replayed a cluster of 2,000 members: a step of a few milliseconds of CPU
+// waited that long for the CPU. Workflow code never blocks outside workflow.*, and the
+// server gives up on a workflow task after 10 s anyway (its default task timeout), so the
+// detector waits as long as the server does.
+const deadlockDetection = 10 * time.Second
+
 // New returns a worker with every workflow and activity registered, not yet started.
 func New(c client.Client, opts Options) (sdkworker.Worker, error) {
 	if opts.Backend == nil {
@@ -128,6 +136,7 @@ func New(c client.Client, opts Options) (sdkworker.Worker, error) {
 		// made a replacement worker resume 10s late. A live worker picks sticky tasks up
 		// within milliseconds; one that is slower replays from history instead.
 		StickyScheduleToStartTimeout: time.Second,
+		DeadlockDetectionTimeout:     deadlockDetection,
 		BuildID:                      buildID(),
 		WorkerStopTimeout:            opts.StopTimeout,
 	})

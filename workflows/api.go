@@ -348,8 +348,11 @@ type RoleStatus struct {
 	Ready     int      `json:"ready"`
 	// MemberCount is how many members the role has. Members holds them all, except in an
 	// answer to a status query for one page of members (StatusPage).
-	MemberCount int            `json:"memberCount"`
-	Members     []MemberStatus `json:"members"`
+	MemberCount int `json:"memberCount"`
+	// States counts the role's members by state: all of them, even in a page that lists
+	// none, so that progress needs no member lists.
+	States  map[MemberState]int `json:"states"`
+	Members []MemberStatus      `json:"members"`
 	// Paused says why automatic replacement is paused for the role (the meltdown guard);
 	// Resumed marks an operator's resume, which holds until the role recovers.
 	Paused  string `json:"paused,omitempty"`

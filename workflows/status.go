@@ -20,7 +20,10 @@ func (s clusterState) status(page *StatusPage) ClusterStatus {
 	for i, r := range s.Roles {
 		role := RoleStatus{
 			Name: r.Name, Level: r.Level, DependsOn: r.DependsOn, Desired: r.Desired, Ready: CountReady(r.Members),
-			MemberCount: len(r.Members), Paused: r.Paused, Resumed: r.Resumed,
+			MemberCount: len(r.Members), States: map[MemberState]int{}, Paused: r.Paused, Resumed: r.Resumed,
+		}
+		for _, m := range r.Members {
+			role.States[m.State]++
 		}
 		members := r.Members
 		if page != nil {

@@ -47,6 +47,10 @@ roles:
 	if deploy.Code != 0 {
 		t.Fatalf("deploy: %s", deploy)
 	}
+	// --wait follows the roles' counts by state, not pages of 2000 members.
+	if !strings.Contains(deploy.Stdout, "1999/1999 ready  (1999 ready)") {
+		t.Errorf("deploy --wait should end on every worker counted ready: %s", deploy)
+	}
 
 	status := cli(t, "status", "twothousand")
 	if status.Code != 0 || !strings.Contains(status.Stdout, "2000 of 2000 members ready") {

@@ -185,9 +185,12 @@ var stateOrder = []workflows.MemberState{
 
 // RoleCounts summarises members by state, e.g. "3 ready, 5 configuring".
 func RoleCounts(r workflows.RoleStatus) string {
-	counts := map[workflows.MemberState]int{}
-	for _, m := range r.Members {
-		counts[m.State]++
+	counts, total := r.States, r.MemberCount
+	if counts == nil { // a worker older than the counts: count the members listed
+		counts, total = map[workflows.MemberState]int{}, len(r.Members)
+		for _, m := range r.Members {
+			counts[m.State]++
+		}
 	}
 	var parts []string
 	for _, state := range stateOrder {
@@ -196,7 +199,7 @@ func RoleCounts(r workflows.RoleStatus) string {
 		}
 	}
 	// A shrink in progress: say so rather than leave "5/2 ready" unexplained.
-	if extra := len(r.Members) - counts[workflows.MemberDeleted] - r.Desired; extra > 0 && r.Desired >= 0 {
+	if extra := total - counts[workflows.MemberDeleted] - r.Desired; extra > 0 && r.Desired >= 0 {
 		parts = append(parts, fmt.Sprintf("%d to remove", extra))
 	}
 	if len(parts) == 0 {
