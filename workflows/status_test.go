@@ -118,6 +118,9 @@ func TestStatusFieldsAreDocumented(t *testing.T) {
 	}
 }
 
+// keyedByData are objects whose keys are values (member states), not fields.
+var keyedByData = []string{"roles[].states"}
+
 // jsonFields lists the dotted paths of every object key in v, arrays written as [].
 func jsonFields(v any, prefix string) []string {
 	var out []string
@@ -125,7 +128,9 @@ func jsonFields(v any, prefix string) []string {
 	case map[string]any:
 		for k, inner := range v {
 			out = append(out, prefix+k)
-			out = append(out, jsonFields(inner, prefix+k+".")...)
+			if !slices.Contains(keyedByData, prefix+k) {
+				out = append(out, jsonFields(inner, prefix+k+".")...)
+			}
 		}
 	case []any:
 		for _, inner := range v {
