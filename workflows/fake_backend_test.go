@@ -29,6 +29,9 @@ type fakeBackend struct {
 	files   []backend.ClusterFiles
 	// members are the sandboxes created and not removed, by name.
 	members map[string]backend.Member
+	// listed, if set, sees each listing before ListMembers returns it: it can hold the
+	// listing back, as a slow host does.
+	listed func(members []backend.Member)
 }
 
 func newFakeBackend() *fakeBackend {
@@ -58,14 +61,25 @@ func (f *fakeBackend) CreateMember(_ context.Context, m backend.Member) error {
 
 func (f *fakeBackend) ListMembers(_ context.Context, cluster string) ([]backend.Member, error) {
 	f.mu.Lock()
-	defer f.mu.Unlock()
 	var members []backend.Member
 	for _, name := range slices.Sorted(maps.Keys(f.members)) {
 		if m := f.members[name]; m.Cluster == cluster {
 			members = append(members, m)
 		}
 	}
+	listed := f.listed
+	f.mu.Unlock()
+	if listed != nil {
+		listed(members)
+	}
 	return members, nil
+}
+
+// filesWritten counts the cluster files written: one per level of a deploy.
+func (f *fakeBackend) filesWritten() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return len(f.files)
 }
 
 // setSandbox adds or loses a member's sandbox behind the workflow's back.

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -15,6 +16,7 @@ import (
 
 	"github.com/clusterflow/clusterflow/internal/backend"
 	"github.com/clusterflow/clusterflow/internal/runner"
+	"github.com/clusterflow/clusterflow/internal/spec"
 	"github.com/clusterflow/clusterflow/workflows"
 )
 
@@ -321,6 +323,59 @@ func TestReconcileRemovesRoguesAndReplacesGoneMembers(t *testing.T) {
 	}
 	if after.Phase != workflows.PhaseReady {
 		t.Errorf("phase %s (%s)", after.Phase, after.Message)
+	}
+}
+
+// A listing taken while the workers were still being set up does not have them; by the
+// time it comes back they are ready. Reconcile judges only the members set up before it
+// listed, so it does not take them for gone (at 10,000 members, 519 were).
+func TestReconcileDoesNotJudgeMembersSetUpWhileItListed(t *testing.T) {
+	fake := newFakeBackend()
+	fake.outcome = func(_ context.Context, run backend.ScriptRun) runner.Result {
+		if run.Member.Role == "controller" && run.Event == spec.EventConfigure {
+			time.Sleep(1500 * time.Millisecond) // so that the 1 s reconcile lists meanwhile
+		}
+		return runner.Result{Outcome: runner.Exited}
+	}
+	var once sync.Once
+	var heldBack []string
+	var heldUntilEdge bool
+	fake.listed = func(members []backend.Member) {
+		once.Do(func() {
+			for _, m := range members {
+				heldBack = append(heldBack, m.Name)
+			}
+			// Hold the listing back until the edge level writes its files: the workers are
+			// ready in the workflow's state by then.
+			deadline := time.Now().Add(20 * time.Second)
+			for fake.filesWritten() < 3 && time.Now().Before(deadline) {
+				time.Sleep(10 * time.Millisecond)
+			}
+			heldUntilEdge = fake.filesWritten() >= 3
+		})
+	}
+	env := newEnv(t, fake)
+	var after workflows.ClusterStatus
+	queryAt(t, env, time.Minute, &after)
+	env.ExecuteWorkflow(workflows.ClusterWorkflowName, workflows.ClusterInput{Spec: testSpec(t, `
+name: c
+reconcileEvery: 1s
+roles:
+  - {name: controller, cardinality: "1", startscript: s.sh}
+  - {name: worker, members: 2, dependsOn: [controller], startscript: s.sh}
+  - {name: edge, members: 1, dependsOn: [worker], startscript: s.sh}
+`)})
+
+	if !heldUntilEdge || slices.Contains(heldBack, "c-worker-0") {
+		t.Fatalf("the race did not happen: the first listing held %v, held until the edge level: %v", heldBack, heldUntilEdge)
+	}
+	for _, name := range []string{"c-worker-0", "c-worker-1"} {
+		if m := memberIn(after, name); m == nil || m.State != workflows.MemberReady || m.Health != nil {
+			t.Errorf("%s was judged by a listing taken before it was set up: %+v", name, m)
+		}
+	}
+	if after.Generation != 1 || after.Phase != workflows.PhaseReady {
+		t.Errorf("generation %d, phase %s (%s); want the deploy's generation, ready", after.Generation, after.Phase, after.Message)
 	}
 }
 
