@@ -8,8 +8,15 @@ import (
 	"github.com/clusterflow/clusterflow/workflows"
 )
 
-// WatchInterval is how often Watch polls the status query.
+// WatchInterval is how often Watch polls the status query once it has waited a while.
 const WatchInterval = 250 * time.Millisecond
+
+// pollInterval grows with the wait, from 25 ms to WatchInterval: a small deploy is done
+// within a few hundred milliseconds, and a first poll 250 ms in added half of that on
+// average; a long wait still polls at most 4 times a second.
+func pollInterval(waited time.Duration) time.Duration {
+	return min(max(waited/4, 25*time.Millisecond), WatchInterval)
+}
 
 // WatchOptions say when a watch ends and what to tell the watcher meanwhile.
 type WatchOptions struct {
@@ -28,8 +35,7 @@ type WatchOptions struct {
 // members, so that the caller can show the failed ones.
 func (s *Starter) Watch(ctx context.Context, name string, opts WatchOptions) (workflows.ClusterStatus, error) {
 	var last workflows.ClusterStatus
-	ticker := time.NewTicker(WatchInterval)
-	defer ticker.Stop()
+	started := time.Now()
 	toldNoWorker := false
 	for first := true; ; first = false {
 		status, err := s.query(ctx, name, false)
@@ -59,7 +65,7 @@ func (s *Starter) Watch(ctx context.Context, name string, opts WatchOptions) (wo
 		select {
 		case <-ctx.Done():
 			return last, ctx.Err()
-		case <-ticker.C:
+		case <-time.After(pollInterval(time.Since(started))):
 		}
 	}
 }

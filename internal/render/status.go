@@ -4,6 +4,7 @@ package render
 import (
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -67,53 +68,48 @@ func Status(w io.Writer, s workflows.ClusterStatus, now time.Time, allMembers bo
 		fmt.Fprintln(tw, "MEMBER\tSTATE\tSINCE\tDETAIL")
 	}
 	var failed []workflows.MemberStatus
-	total, listed, notReady := 0, 0, 0
+	total, listed := 0, 0
 	for _, r := range s.Roles {
 		total += len(r.Members)
 	}
 	summarise := total > listAllUpTo && !allMembers
-	for _, r := range s.Roles {
-		for _, m := range r.Members {
-			if summarise && m.State == workflows.MemberReady {
-				continue
+	shown := membersToShow(s, summarise)
+	for _, m := range shown {
+		if summarise && listed == listNotReady {
+			break
+		}
+		listed++
+		detail := m.Detail
+		if m.LastLine != "" {
+			detail += ": " + m.LastLine
+		}
+		state := string(m.State)
+		if m.Leaving {
+			state += " (leaving)"
+		}
+		if m.Replaces != "" {
+			detail = strings.TrimPrefix(detail+"; replaces "+m.Replaces, "; ")
+		}
+		if onHosts {
+			host := m.Host
+			if host == "" {
+				host = "-"
 			}
-			notReady++
-			if summarise && listed == listNotReady {
-				continue
-			}
-			listed++
-			detail := m.Detail
-			if m.LastLine != "" {
-				detail += ": " + m.LastLine
-			}
-			state := string(m.State)
-			if m.Leaving {
-				state += " (leaving)"
-			}
-			if m.Replaces != "" {
-				detail = strings.TrimPrefix(detail+"; replaces "+m.Replaces, "; ")
-			}
-			if onHosts {
-				host := m.Host
-				if host == "" {
-					host = "-"
-				}
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", m.Name, state, host, Ago(m.Since, now), detail)
-			} else {
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", m.Name, state, Ago(m.Since, now), detail)
-			}
-			if m.StdoutTail != "" || m.StderrTail != "" {
-				failed = append(failed, m)
-			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", m.Name, state, host, Ago(m.Since, now), detail)
+		} else {
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", m.Name, state, Ago(m.Since, now), detail)
+		}
+		if m.StdoutTail != "" || m.StderrTail != "" {
+			failed = append(failed, m)
 		}
 	}
 	tw.Flush()
 	if summarise {
 		more := ""
-		if notReady > listed {
-			more = fmt.Sprintf("… and %d more not ready; ", notReady-listed)
+		if len(shown) > listed {
+			more = fmt.Sprintf("… and %d more not ready; ", len(shown)-listed)
 		}
-		fmt.Fprintf(w, "%s%d of %d members ready (`--members` lists every member)\n", more, total-notReady, total)
+		fmt.Fprintf(w, "%s%d of %d members ready (`--members` lists every member)\n", more, total-len(shown), total)
 	}
 	Health(w, s)
 	for _, m := range failed {
@@ -181,6 +177,31 @@ var stateOrder = []workflows.MemberState{
 	workflows.MemberPending, workflows.MemberCreating, workflows.MemberConfiguring, workflows.MemberReady,
 	workflows.MemberDown, workflows.MemberFlapping, workflows.MemberReplacing, workflows.MemberRogue,
 	workflows.MemberConfigError, workflows.MemberDeleting, workflows.MemberDeleted,
+}
+
+// trouble are the states a reader of a large cluster's status looks for first.
+var trouble = []workflows.MemberState{
+	workflows.MemberConfigError, workflows.MemberDown, workflows.MemberFlapping, workflows.MemberRogue, workflows.MemberReplacing,
+}
+
+// membersToShow lists every member, or when summarising the members that are not ready:
+// those in trouble first, so that the first failures among thousands of pending members
+// are the ones shown.
+func membersToShow(s workflows.ClusterStatus, summarise bool) []workflows.MemberStatus {
+	var first, rest []workflows.MemberStatus
+	for _, r := range s.Roles {
+		for _, m := range r.Members {
+			switch {
+			case !summarise:
+				rest = append(rest, m)
+			case slices.Contains(trouble, m.State):
+				first = append(first, m)
+			case m.State != workflows.MemberReady:
+				rest = append(rest, m)
+			}
+		}
+	}
+	return append(first, rest...)
 }
 
 // RoleCounts summarises members by state, e.g. "3 ready, 5 configuring".

@@ -3,6 +3,7 @@ package render
 import (
 	"bytes"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -43,6 +44,25 @@ func TestALargeClusterListsOnlyTheFirstMembersNotReady(t *testing.T) {
 	Status(&out, wideStatus(3000, 25), time.Now(), true)
 	if n := memberRows(out.String()); n != 3000 {
 		t.Errorf("--members listed %d members, want 3000", n)
+	}
+}
+
+// A failure among thousands of members still being set up is listed before them.
+func TestALargeClusterListsItsFailuresBeforeMembersStillPending(t *testing.T) {
+	s := wideStatus(3000, 1)
+	for i := range 2500 {
+		s.Roles[0].Members[i].State = workflows.MemberPending
+	}
+	var out bytes.Buffer
+	Status(&out, s, time.Now(), false)
+	text := out.String()
+	rows := strings.Split(text, "\n")
+	first := slices.IndexFunc(rows, func(l string) bool { return strings.HasPrefix(l, "big-worker-") })
+	if first < 0 || !strings.HasPrefix(rows[first], "big-worker-2999 ") || !strings.Contains(text, "no disk on 2999") {
+		t.Errorf("the failure should come first, with its output:\n%s", text)
+	}
+	if !strings.Contains(text, "… and 2481 more not ready; 499 of 3000 members ready") {
+		t.Errorf("no summary line:\n%s", text)
 	}
 }
 
