@@ -163,6 +163,11 @@ func (r *hostsRegistry) register(ctx workflow.Context, reg HostRegistration) (Ho
 		slices.SortFunc(r.hosts, func(a, b Host) int { return strings.Compare(a.Name, b.Name) })
 		h = r.host(reg.Name)
 		r.logger.Info("Host registered", "Host", reg.Name, "Address", reg.Address)
+	} else if workflow.GetVersion(ctx, changeFreshLeaseOnRegister, workflow.DefaultVersion, 1) >= 1 {
+		// A worker registers as it starts, so the lease held now is its predecessor's, which
+		// may have died with its machine: left alone, it broke a host timeout later and took
+		// the host that had just come back for lost, its members down and up again.
+		r.stopLease(reg.Name)
 	}
 	h.HostRegistration = reg
 	r.startLease(ctx, reg.Name)
@@ -234,10 +239,7 @@ func (r *hostsRegistry) validateForget(name string) error {
 
 func (r *hostsRegistry) forget(ctx workflow.Context, name string) (Host, error) {
 	h := *r.host(name)
-	if cancel := r.leases[name]; cancel != nil {
-		cancel()
-		delete(r.leases, name)
-	}
+	r.stopLease(name)
 	r.hosts = slices.DeleteFunc(r.hosts, func(h Host) bool { return h.Name == name })
 	r.logger.Info("Host forgotten", "Host", name)
 	r.changed()
@@ -295,6 +297,14 @@ func (r *hostsRegistry) startLease(ctx workflow.Context, name string) {
 	leaseCtx, cancel := workflow.WithCancel(ctx)
 	r.leases[name] = cancel
 	workflow.Go(leaseCtx, func(ctx workflow.Context) { r.keepLease(ctx, name) })
+}
+
+// stopLease ends the host's lease goroutine, if it has one.
+func (r *hostsRegistry) stopLease(name string) {
+	if cancel := r.leases[name]; cancel != nil {
+		cancel()
+		delete(r.leases, name)
+	}
 }
 
 // keepLease alternates between waiting for the host (a check-in on its queue) and holding

@@ -23,4 +23,8 @@ const (
 	changeCheapPlacementReports = "cheap-placement-reports"
 	// changeReconcileSetUpBefore: reconcile judges only members set up before its listing.
 	changeReconcileSetUpBefore = "reconcile-set-up-before"
+	// changeFreshLeaseOnRegister: a known host that registers again (its worker restarted)
+	// gets a fresh lease at once, instead of being taken for lost when the dead worker's
+	// lease breaks.
+	changeFreshLeaseOnRegister = "fresh-lease-on-register"
 )

@@ -574,10 +574,23 @@ roles:
 	if err := os.WriteFile(f.hosts["h2"].bootID, []byte("boot-2\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	restarted := time.Now()
 	f.startHost("h2")
+	// The dead worker's lease would break a host timeout after the kill; the restarted host
+	// must have a lease of its own by then, taken when it registered.
+	f.waitForHosts("h2 checked in again", func(hosts []workflows.Host) bool {
+		i := slices.IndexFunc(hosts, func(h workflows.Host) bool { return h.Name == "h2" })
+		return i >= 0 && hosts[i].State() == workflows.HostReady && hosts[i].LastSeen.After(restarted)
+	})
 	waitFor(t, "the members on h2 started", func() bool {
 		return len(runsOf(readTrace(t, trace), "", "start")) == 2 && f.status("rebooted").Phase == workflows.PhaseReady
 	})
+	after := f.status("rebooted")
+	for _, m := range []string{"rebooted-controller-0", "rebooted-worker-1", "rebooted-edge-0"} {
+		if h := after.Member(m).Health; h != nil {
+			t.Errorf("%s changed health across a restart that came back within the host timeout: %+v", m, h.Transitions)
+		}
+	}
 	runs := readTrace(t, trace)
 	// Only the members on h2 whose role subscribes to start, each once (not the edge, which
 	// does not subscribe, nor worker-0 on h1), the controller first.
