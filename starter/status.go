@@ -32,8 +32,9 @@ func (s *Starter) Status(ctx context.Context, name string) (workflows.ClusterSta
 }
 
 // query asks the cluster's workflow for its status, as the status query answers it: with
-// every member, or (withMembers false) with the roles' counts alone. A workflow that did not end cleanly (terminated from the Web UI, say) no longer manages its
-// cluster, whatever its last phase says: the status says so.
+// every member, or (withMembers false) with the roles' counts alone. A workflow that did
+// not end cleanly (terminated from the Web UI, say) no longer manages its cluster,
+// whatever its last phase says: the status says so.
 func (s *Starter) query(ctx context.Context, name string, withMembers bool) (workflows.ClusterStatus, error) {
 	status, err := s.queryIf(ctx, name, enums.QUERY_REJECT_CONDITION_NOT_COMPLETED_CLEANLY, withMembers)
 	var closed *closedError
