@@ -45,8 +45,8 @@ SH
 chmod +x "$tmp/trace.sh"
 
 # With PROFILE=1, every clusterflow process serves pprof on loopback (internal/profiling);
-# profile_start SECONDS takes a CPU profile of each while the benchmark runs, and
-# profile_report prints each one's top functions.
+# profile_start SECONDS takes a CPU profile of each while the benchmark runs and, when that
+# ends, a heap profile; profile_report prints each one's top functions and allocations.
 if [ -n "${PROFILE:-}" ]; then
   export CLUSTERFLOW_PPROF_DIR=$tmp/pprof
   mkdir -p "$CLUSTERFLOW_PPROF_DIR"
@@ -58,7 +58,8 @@ profile_start() {
     local name
     name=$(basename "$addr" .addr)
     case "$name" in dev-*|worker-*|agent-*) ;; *) continue ;; esac
-    curl -s -o "$CLUSTERFLOW_PPROF_DIR/$name.cpu" "http://$(cat "$addr")/debug/pprof/profile?seconds=$1" &
+    (curl -s -o "$CLUSTERFLOW_PPROF_DIR/$name.cpu" "http://$(cat "$addr")/debug/pprof/profile?seconds=$1" &&
+      curl -s -o "$CLUSTERFLOW_PPROF_DIR/$name.heap" "http://$(cat "$addr")/debug/pprof/heap") &
     profile_pids+=($!)
   done
 }
@@ -69,6 +70,11 @@ profile_report() {
     [ -s "$p" ] || continue
     echo "== $(basename "$p" .cpu): top by cumulative CPU"
     go tool pprof -top -cum -nodecount=${PROFILE_TOP:-25} "$cf" "$p" 2>/dev/null | sed -n '1,5p;/flat%/,$p'
+  done
+  for p in "$CLUSTERFLOW_PPROF_DIR"/*.heap; do
+    [ -s "$p" ] || continue
+    echo "== $(basename "$p" .heap): top by memory in use at the end of the CPU profile"
+    go tool pprof -top -sample_index=inuse_space -nodecount=${PROFILE_TOP:-25} "$cf" "$p" 2>/dev/null | sed -n '1,5p;/flat%/,$p'
   done
 }
 
