@@ -39,11 +39,16 @@ for i in $(seq "$clusters"); do
   spec "c$i" 1 6 3 > "$tmp/c$i.yaml"
   "$cf" deploy -f "$tmp/c$i.yaml" --wait --timeout 30m > "$tmp/c$i.out" 2>&1 & pids+=($!)
 done
-failed=0
-for pid in "${pids[@]}"; do wait "$pid" || failed=$((failed + 1)); done
+failed=()
+for i in "${!pids[@]}"; do wait "${pids[$i]}" || failed+=("c$((i + 1))"); done
 many_ms=$(( $(ms) - start ))
 pss_stop
-[ "$failed" = 0 ] || { echo "$failed of $clusters deploys failed, for example:"; grep -l -L "ready" "$tmp"/c*.out | head -1 | xargs cat; exit 1; }
+if [ ${#failed[@]} -gt 0 ]; then
+  echo "${#failed[@]} of $clusters deploys failed (${failed[*]}); the first said:"
+  cat "$tmp/${failed[0]}.out"
+  "$cf" status "${failed[0]}" || true
+  exit 1
+fi
 
 python3 - "$tmp" "$clusters" "$one_ms" "$many_ms" "$(cat "$tmp/rss")" <<'PY'
 import sys
