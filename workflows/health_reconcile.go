@@ -32,8 +32,7 @@ func (w *clusterWorkflow) reconcile(ctx workflow.Context) ReconcileReport {
 	var present []string
 	for _, rs := range w.state.Roles {
 		for _, m := range rs.Members {
-			if host, ok := setUpBefore[m.Name]; ok && host == m.Host && listedHosts[m.Host] &&
-				(m.State == MemberReady || m.State == MemberDown || m.State == MemberFlapping) {
+			if host, ok := setUpBefore[m.Name]; ok && host == m.Host && listedHosts[m.Host] && m.State.setUp() {
 				present = append(present, m.Name)
 			}
 		}
@@ -84,7 +83,7 @@ func (w *clusterWorkflow) setUpMembers() map[string]string {
 	hosts := map[string]string{}
 	for _, rs := range w.state.Roles {
 		for _, m := range rs.Members {
-			if m.State == MemberReady || m.State == MemberDown || m.State == MemberFlapping {
+			if m.State.setUp() {
 				hosts[m.Name] = m.Host
 			}
 		}

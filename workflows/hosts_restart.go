@@ -50,8 +50,7 @@ func planStart(desired spec.Cluster, roles []roleState, level []string, restarte
 		}
 		var members []Member
 		for _, m := range rs.Members {
-			setUp := m.State == MemberReady || m.State == MemberDown || m.State == MemberFlapping
-			if setUp && !m.Leaving && slices.Contains(restarted, m.Host) {
+			if m.State.setUp() && !m.Leaving && slices.Contains(restarted, m.Host) {
 				members = append(members, m)
 			}
 		}

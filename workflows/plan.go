@@ -175,7 +175,7 @@ func levelProblems(desired spec.Cluster, roles []roleState, level []string) []st
 	var failed []string
 	for _, name := range level {
 		wanted, _ := splitMembers(*roleOf(roles, name), desiredMembers(desired, name))
-		setUp := countState(wanted, MemberReady, MemberDown, MemberFlapping)
+		setUp := countState(wanted, setUpStates...)
 		if n := countState(wanted, MemberConfigError); n > 0 {
 			failed = append(failed, fmt.Sprintf("role %s failed: %d of %d members in config_error", name, n, len(wanted)))
 		} else if ready := CountReady(wanted); setUp < len(wanted) {

@@ -9,6 +9,12 @@ var unavailableStates = []MemberState{MemberDown, MemberFlapping, MemberReplacin
 
 func (s MemberState) unavailable() bool { return slices.Contains(unavailableStates, s) }
 
+// setUpStates are those of a member whose configure succeeded: down or flapping members
+// were set up, and their health is the state machine's concern.
+var setUpStates = []MemberState{MemberReady, MemberDown, MemberFlapping}
+
+func (s MemberState) setUp() bool { return slices.Contains(setUpStates, s) }
+
 // status projects the workflow's state into what users see: every member, or one page.
 func (s clusterState) status(page *StatusPage) ClusterStatus {
 	out := ClusterStatus{
@@ -19,12 +25,13 @@ func (s clusterState) status(page *StatusPage) ClusterStatus {
 	seen := 0 // members of the roles before this one
 	for i, r := range s.Roles {
 		role := RoleStatus{
-			Name: r.Name, Level: r.Level, DependsOn: r.DependsOn, Desired: r.Desired, Ready: CountReady(r.Members),
+			Name: r.Name, Level: r.Level, DependsOn: r.DependsOn, Desired: r.Desired,
 			MemberCount: len(r.Members), States: map[MemberState]int{}, Paused: r.Paused, Resumed: r.Resumed,
 		}
 		for _, m := range r.Members {
 			role.States[m.State]++
 		}
+		role.Ready = role.States[MemberReady]
 		members := r.Members
 		if page != nil {
 			lo := min(max(page.From-seen, 0), len(members))
