@@ -170,6 +170,47 @@ roles:
 	}
 }
 
+// A failed member halts the other batches at once, not when its own batch ends or next
+// reports: here its batch still waits on a slow member, while the others would run every
+// one of theirs in that time.
+func TestAFailureHaltsTheOtherBatchesWhileItsOwnStillRuns(t *testing.T) {
+	fake := newFakeBackend()
+	fake.delay = time.Millisecond
+	fake.outcome = func(ctx context.Context, run backend.ScriptRun) runner.Result {
+		switch run.Member.Name {
+		case "c-worker-0":
+			select {
+			case <-time.After(2 * time.Second):
+			case <-ctx.Done():
+			}
+		case "c-worker-1":
+			return runner.Result{Outcome: runner.Exited, ExitCode: 1, StderrTail: "disk full\n"}
+		}
+		return runner.Result{Outcome: runner.Exited}
+	}
+	env := newEnv(t, fake)
+	env.SetTestTimeout(time.Minute)
+	status := deployAndQuery(t, env, `
+name: c
+roles:
+  - {name: worker, members: 2000, maxInFlight: 16, startscript: s.sh}
+`)
+	if status.Phase != workflows.PhaseFailed || status.Member("c-worker-1").State != workflows.MemberConfigError {
+		t.Fatalf("phase %s (%s), want failed with c-worker-1 in config_error", status.Phase, status.Message)
+	}
+	// 8 batches of 2 at once: the others had started a few members each when c-worker-1
+	// failed, and every one of theirs within c-worker-0's 2 s if nobody told them.
+	configured := 0
+	for _, c := range fake.Calls() {
+		if strings.HasPrefix(c, "configure ") {
+			configured++
+		}
+	}
+	if configured > 200 {
+		t.Errorf("%d of 2000 members configured after the first failed, while its batch still ran", configured)
+	}
+}
+
 func TestADeleteInTheMiddleOfABatchedRole(t *testing.T) {
 	fake := newFakeBackend()
 	started := 0

@@ -37,6 +37,9 @@ type roleWorkflow struct {
 	queueClosed bool
 	// halted says why no further member starts: another batch of the role failed.
 	halted string
+	// failureToReport is set by the first failed configure, which the cluster hears of at
+	// once: it halts the role's other batches.
+	failureToReport, failureReported bool
 }
 
 func newRoleWorkflow(ctx workflow.Context, in RoleInput) *roleWorkflow {
@@ -318,6 +321,9 @@ func (r *roleWorkflow) fail(ctx workflow.Context, i int, step string, err error)
 	}
 	r.set(ctx, i, MemberConfigError, r.members[i].Event, detail)
 	r.members[i].StdoutTail, r.members[i].StderrTail = scriptTails(err)
+	if step == "configure" && !isCanceled(err) && !r.failureReported {
+		r.failureToReport = true
+	}
 }
 
 func (r *roleWorkflow) set(ctx workflow.Context, i int, state MemberState, event spec.Event, detail string) {
@@ -333,13 +339,19 @@ func (r *roleWorkflow) ref(i int) activities.MemberRef {
 
 // reportProgress sends member changes to the parent. It waits a moment after a change so
 // that a burst of changes becomes one signal, and a role that finishes quickly sends none:
-// its result carries everything.
+// its result carries everything. The first failed configure does not wait.
 func (r *roleWorkflow) reportProgress(ctx workflow.Context, parentID string) {
+	prompt := workflow.GetVersion(ctx, changePromptFailureReports, workflow.DefaultVersion, 1) >= 1
 	for {
 		if err := workflow.Await(ctx, func() bool { return len(r.changed) > 0 || r.done }); err != nil || r.done {
 			return
 		}
-		if err := workflow.Sleep(ctx, r.reportInterval(ctx)); err != nil || r.done {
+		if prompt {
+			if _, err := workflow.AwaitWithTimeout(ctx, r.reportInterval(ctx), func() bool { return r.failureToReport || r.done }); err != nil || r.done {
+				return
+			}
+			r.failureReported, r.failureToReport = r.failureReported || r.failureToReport, false
+		} else if err := workflow.Sleep(ctx, r.reportInterval(ctx)); err != nil || r.done {
 			return
 		}
 		progress := RoleProgress{Role: r.in.Role.Name, Operation: workflow.GetInfo(ctx).WorkflowExecution.ID}

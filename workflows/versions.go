@@ -27,4 +27,8 @@ const (
 	// gets a fresh lease at once, instead of being taken for lost when the dead worker's
 	// lease breaks.
 	changeFreshLeaseOnRegister = "fresh-lease-on-register"
+	// changePromptFailureReports: a role child reports its first failed configure to the
+	// cluster at once, rather than with its next coalesced progress report, so that the
+	// role's other batches halt before they start more members.
+	changePromptFailureReports = "prompt-failure-reports"
 )
