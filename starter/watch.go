@@ -12,10 +12,11 @@ import (
 const WatchInterval = 250 * time.Millisecond
 
 // pollInterval grows with the wait, from 25 ms to WatchInterval: a small deploy is done
-// within a few hundred milliseconds, and a first poll 250 ms in added half of that on
-// average; a long wait still polls at most 4 times a second.
+// within a few hundred milliseconds, and a poll that comes late adds to it, by half the
+// interval on average (a tenth of the wait came to 5% of it); a long wait still polls at
+// most 4 times a second. A poll asks for counts alone, so a short wait's polls are cheap.
 func pollInterval(waited time.Duration) time.Duration {
-	return min(max(waited/4, 25*time.Millisecond), WatchInterval)
+	return min(max(waited/10, 25*time.Millisecond), WatchInterval)
 }
 
 // WatchOptions say when a watch ends and what to tell the watcher meanwhile.

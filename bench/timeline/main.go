@@ -1,0 +1,85 @@
+// Command timeline prints a cluster's workflow events (its own and every role operation's)
+// on one time axis, in milliseconds from the cluster's start, to show where a deploy's time
+// goes between workflow tasks, activities and children.
+//
+//	TEMPORAL_ADDRESS=127.0.0.1:7233 go run ./bench/timeline -cluster bench-1
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	historypb "go.temporal.io/api/history/v1"
+	"go.temporal.io/api/temporalproto"
+	"go.temporal.io/sdk/client"
+
+	"github.com/clusterflow/clusterflow/internal/testenv"
+	"github.com/clusterflow/clusterflow/workflows"
+)
+
+func main() {
+	cluster := flag.String("cluster", "", "the cluster whose histories to print")
+	flag.Parse()
+	if err := run(*cluster); err != nil {
+		fmt.Fprintln(os.Stderr, "timeline:", err)
+		os.Exit(1)
+	}
+}
+
+type event struct {
+	at       time.Time
+	workflow string
+	what     string
+}
+
+func run(cluster string) error {
+	c, err := client.Dial(client.Options{HostPort: os.Getenv("TEMPORAL_ADDRESS")})
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	dir, err := os.MkdirTemp("", "timeline")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	id := workflows.ClusterWorkflowID(cluster)
+	files, err := testenv.ExportHistories(context.Background(), c, id, dir)
+	if err != nil {
+		return err
+	}
+	var events []event
+	for _, file := range files {
+		data, err := os.ReadFile(file)
+		if err != nil {
+			return err
+		}
+		var h historypb.History
+		if err := (temporalproto.CustomJSONUnmarshalOptions{}).Unmarshal(data, &h); err != nil {
+			return err
+		}
+		name := strings.TrimPrefix(strings.ReplaceAll(strings.TrimSuffix(filepath.Base(file), ".json"), "_", "/"), id)
+		if name == "" {
+			name = "cluster"
+		}
+		for _, e := range h.Events {
+			what := strings.TrimPrefix(e.EventType.String(), "EventType")
+			if a := e.GetActivityTaskScheduledEventAttributes(); a != nil {
+				what += " " + a.ActivityType.GetName()
+			}
+			events = append(events, event{e.EventTime.AsTime(), name, what})
+		}
+	}
+	sort.SliceStable(events, func(i, j int) bool { return events[i].at.Before(events[j].at) })
+	start := events[0].at
+	for _, e := range events {
+		fmt.Printf("%7.1f  %-40s %s\n", float64(e.at.Sub(start).Microseconds())/1000, e.workflow, e.what)
+	}
+	return nil
+}
