@@ -8,8 +8,9 @@ cleanup() {
   set +e
   for pid in "${bg_pids[@]}"; do kill "$pid" 2>/dev/null; wait "$pid" 2>/dev/null; done
   # The agent is detached from the worker on purpose; stop it and anything left.
-  for data in "$tmp"/data*; do
-    [ -f "$data/agent/agent.pid" ] && kill -9 "$(cat "$data/agent/agent.pid")" 2>/dev/null
+  # `dev --hosts N` keeps an agent per host under hosts/, so look everywhere.
+  find "$tmp" -path '*/agent/agent.pid' 2>/dev/null | while read -r pidfile; do
+    kill -9 "$(cat "$pidfile")" 2>/dev/null
   done
   [ -n "${KEEP:-}" ] && echo "kept $tmp" >&2 || rm -rf "$tmp"
 }

@@ -30,6 +30,7 @@ func Start(command string) error {
 	mux.HandleFunc("/debug/pprof/", pprof.Index)
 	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
 	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
 	go func() { _ = http.Serve(l, mux) }()
 	name := filepath.Join(dir, fmt.Sprintf("%s-%d.addr", command, os.Getpid()))
 	if err := os.WriteFile(name, []byte(l.Addr().String()), 0o600); err != nil {
