@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
 
 	"github.com/clusterflow/clusterflow/internal/testenv"
@@ -234,4 +235,46 @@ roles:
 	}
 	mustSucceed(t, "delete", "rec-wide", "--wait", "--timeout", "150s")
 	recordOn(server.Client, "wide-role-in-batches", workflows.ClusterWorkflowID("rec-wide"))
+}
+
+// TestRecordOneOffHistories records the short workflows the CLI starts for one answer:
+// reading a member's output (`logs`) and looking for orphans (`hosts --orphans`).
+//
+//	CLUSTERFLOW_RECORD_HISTORIES=v7-prompt-failures go test ./internal/e2e -run TestRecordOneOffHistories
+func TestRecordOneOffHistories(t *testing.T) {
+	guard(t)
+	recordOn := recorder(t)
+	specPath, _ := writeCluster(t, threeLevelSpec("rec-oneoff", ""))
+	mustSucceed(t, "deploy", "-f", specPath, "--wait")
+	mustSucceed(t, "logs", "rec-oneoff", "rec-oneoff-controller-0", "--event", "configure")
+	mustSucceed(t, "hosts", "--orphans")
+	mustSucceed(t, "delete", "rec-oneoff", "--wait")
+	for scenario, workflowType := range map[string]string{
+		"member-logs": workflows.MemberLogWorkflowName,
+		"orphans":     workflows.OrphansWorkflowName,
+	} {
+		var id string
+		waitFor(t, "the "+scenario+" workflow in visibility", func() bool {
+			id = latestWorkflowID(t, server.Client, workflowType)
+			return id != ""
+		})
+		recordOn(server.Client, scenario, id)
+	}
+}
+
+// latestWorkflowID finds the newest workflow of a type, or "".
+func latestWorkflowID(t *testing.T, c client.Client, workflowType string) string {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	resp, err := c.ListWorkflow(ctx, &workflowservice.ListWorkflowExecutionsRequest{
+		Query: fmt.Sprintf("WorkflowType = %q", workflowType),
+	})
+	if err != nil {
+		t.Logf("list %s workflows: %v", workflowType, err)
+		return ""
+	}
+	if len(resp.Executions) == 0 {
+		return ""
+	}
+	return resp.Executions[0].Execution.WorkflowId
 }
