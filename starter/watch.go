@@ -11,10 +11,10 @@ import (
 // WatchInterval is how often Watch polls the status query once it has waited a while.
 const WatchInterval = 250 * time.Millisecond
 
-// pollInterval grows with the wait, from 25 ms to WatchInterval: a small deploy is done
-// within a few hundred milliseconds, and a poll that comes late adds to it, by half the
-// interval on average (a tenth of the wait came to 5% of it); a long wait still polls at
-// most 4 times a second. A poll asks for counts alone, so a short wait's polls are cheap.
+// pollInterval grows with the wait, from 25 ms to WatchInterval. A poll that comes late
+// adds half the interval on average, so a tenth of the wait keeps that near 5%: a small
+// deploy is done within a few hundred milliseconds. A long wait still polls at most 4
+// times a second, and each poll asks for counts alone.
 func pollInterval(waited time.Duration) time.Duration {
 	return min(max(waited/10, 25*time.Millisecond), WatchInterval)
 }

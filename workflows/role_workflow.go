@@ -38,7 +38,7 @@ type roleWorkflow struct {
 	// halted says why no further member starts: another batch of the role failed.
 	halted string
 	// failureToReport is set by the first failed configure, which the cluster hears of at
-	// once: it halts the role's other batches.
+	// once, as it halts the role's other batches; failureReported once that report went.
 	failureToReport, failureReported bool
 }
 
