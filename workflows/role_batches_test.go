@@ -122,15 +122,37 @@ func TestAWideRoleRunsInBatchesAndConfiguresEveryMemberOnce(t *testing.T) {
 	}
 }
 
-func TestAFailureStopsEveryBatchOfTheRole(t *testing.T) {
+// failingBackend fails the configure of one member at once, "disk full"; the members in
+// hold take that long, the others a millisecond.
+func failingBackend(failing string, hold map[string]time.Duration) *fakeBackend {
 	fake := newFakeBackend()
 	fake.delay = time.Millisecond
-	fake.outcome = func(_ context.Context, run backend.ScriptRun) runner.Result {
-		if run.Member.Name == "c-worker-3" {
+	fake.outcome = func(ctx context.Context, run backend.ScriptRun) runner.Result {
+		if run.Member.Name == failing {
 			return runner.Result{Outcome: runner.Exited, ExitCode: 1, StderrTail: "disk full\n"}
+		}
+		select {
+		case <-time.After(hold[run.Member.Name]):
+		case <-ctx.Done():
 		}
 		return runner.Result{Outcome: runner.Exited}
 	}
+	return fake
+}
+
+// configured counts the configure runs the fake backend saw.
+func configured(fake *fakeBackend) int {
+	n := 0
+	for _, c := range fake.Calls() {
+		if strings.HasPrefix(c, "configure ") {
+			n++
+		}
+	}
+	return n
+}
+
+func TestAFailureStopsEveryBatchOfTheRole(t *testing.T) {
+	fake := failingBackend("c-worker-3", nil)
 	env := newEnv(t, fake)
 	env.SetTestTimeout(time.Minute)
 	status := deployAndQuery(t, env, `
@@ -147,14 +169,8 @@ roles:
 	}
 	// 8 batches run at once, 1 member each; the others stop at the failure and the rest
 	// never start.
-	configured := 0
-	for _, c := range fake.Calls() {
-		if strings.HasPrefix(c, "configure ") {
-			configured++
-		}
-	}
-	if configured > 100 {
-		t.Errorf("%d of 2000 members configured after the first failed", configured)
+	if n := configured(fake); n > 100 {
+		t.Errorf("%d of 2000 members configured after the first failed", n)
 	}
 	pending, notStarted := 0, 0
 	for _, m := range status.Role("worker").Members {
@@ -174,20 +190,7 @@ roles:
 // reports: here its batch still waits on a slow member, while the others would run every
 // one of theirs in that time.
 func TestAFailureHaltsTheOtherBatchesWhileItsOwnStillRuns(t *testing.T) {
-	fake := newFakeBackend()
-	fake.delay = time.Millisecond
-	fake.outcome = func(ctx context.Context, run backend.ScriptRun) runner.Result {
-		switch run.Member.Name {
-		case "c-worker-0":
-			select {
-			case <-time.After(2 * time.Second):
-			case <-ctx.Done():
-			}
-		case "c-worker-1":
-			return runner.Result{Outcome: runner.Exited, ExitCode: 1, StderrTail: "disk full\n"}
-		}
-		return runner.Result{Outcome: runner.Exited}
-	}
+	fake := failingBackend("c-worker-1", map[string]time.Duration{"c-worker-0": 2 * time.Second})
 	env := newEnv(t, fake)
 	env.SetTestTimeout(time.Minute)
 	status := deployAndQuery(t, env, `
@@ -200,14 +203,8 @@ roles:
 	}
 	// 8 batches of 2 at once: the others had started a few members each when c-worker-1
 	// failed, and every one of theirs within c-worker-0's 2 s if nobody told them.
-	configured := 0
-	for _, c := range fake.Calls() {
-		if strings.HasPrefix(c, "configure ") {
-			configured++
-		}
-	}
-	if configured > 200 {
-		t.Errorf("%d of 2000 members configured after the first failed, while its batch still ran", configured)
+	if n := configured(fake); n > 200 {
+		t.Errorf("%d of 2000 members configured after the first failed, while its batch still ran", n)
 	}
 }
 
