@@ -76,10 +76,7 @@ func Spawn(s Spec) (Handle, <-chan struct{}, error) {
 		return h, nil, fmt.Errorf("start %s: %w", s.Path, err)
 	}
 	exited := make(chan struct{})
-	go func() {
-		_ = cmd.Wait()
-		close(exited)
-	}()
+	watchExit(cmd, exited)
 	h.PID = cmd.Process.Pid
 	h.StartTicks, _ = startTicks(h.PID)
 	return h, exited, nil
