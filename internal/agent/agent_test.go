@@ -2,6 +2,8 @@ package agent
 
 import (
 	"context"
+	"crypto/sha256"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -56,9 +58,13 @@ func (f *fixture) launch(id, token, body string) string {
 	if err := os.MkdirAll(member, 0o755); err != nil {
 		f.t.Fatal(err)
 	}
-	script := filepath.Join(member, "script.sh")
-	if err := os.WriteFile(script, []byte("#!/bin/sh\n"+body), 0o755); err != nil {
-		f.t.Fatal(err)
+	// A file per body, written once: rewriting a script that an earlier launch is starting
+	// fails with "text file busy".
+	script := filepath.Join(member, fmt.Sprintf("script-%x.sh", sha256.Sum256([]byte(body))))
+	if _, err := os.Stat(script); err != nil {
+		if err := os.WriteFile(script, []byte("#!/bin/sh\n"+body), 0o755); err != nil {
+			f.t.Fatal(err)
+		}
 	}
 	reply, err := f.client.Launch(context.Background(), Launch{
 		Key: Key{WorkflowID: "wf", ActivityID: id}, TaskToken: []byte(token),
