@@ -350,7 +350,9 @@ func (r *roleWorkflow) reportProgress(ctx workflow.Context, parentID string) {
 			if _, err := workflow.AwaitWithTimeout(ctx, r.reportInterval(ctx), func() bool { return r.failureToReport || r.done }); err != nil || r.done {
 				return
 			}
-			r.failureReported, r.failureToReport = r.failureReported || r.failureToReport, false
+			if r.failureToReport {
+				r.failureToReport, r.failureReported = false, true // this report carries it
+			}
 		} else if err := workflow.Sleep(ctx, r.reportInterval(ctx)); err != nil || r.done {
 			return
 		}

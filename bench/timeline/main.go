@@ -10,13 +10,11 @@ import (
 	"flag"
 	"fmt"
 	"os"
-	"path/filepath"
 	"sort"
 	"strings"
 	"time"
 
 	historypb "go.temporal.io/api/history/v1"
-	"go.temporal.io/api/temporalproto"
 	"go.temporal.io/sdk/client"
 
 	"github.com/clusterflow/clusterflow/internal/testenv"
@@ -44,29 +42,15 @@ func run(cluster string) error {
 		return err
 	}
 	defer c.Close()
-	dir, err := os.MkdirTemp("", "timeline")
-	if err != nil {
-		return err
-	}
-	defer os.RemoveAll(dir)
 	id := workflows.ClusterWorkflowID(cluster)
-	files, err := testenv.ExportHistories(context.Background(), c, id, dir)
-	if err != nil {
-		return err
-	}
 	var events []event
-	for _, file := range files {
-		data, err := os.ReadFile(file)
-		if err != nil {
-			return err
-		}
-		var h historypb.History
-		if err := (temporalproto.CustomJSONUnmarshalOptions{}).Unmarshal(data, &h); err != nil {
-			return err
-		}
-		name := strings.TrimPrefix(strings.ReplaceAll(strings.TrimSuffix(filepath.Base(file), ".json"), "_", "/"), id)
+	err = testenv.WalkHistories(context.Background(), c, id, func(workflowID string, run int, h *historypb.History) error {
+		name := strings.TrimPrefix(workflowID, id)
 		if name == "" {
 			name = "cluster"
+		}
+		if run > 0 {
+			name += fmt.Sprintf(" (run -%d)", run)
 		}
 		for _, e := range h.Events {
 			what := strings.TrimPrefix(e.EventType.String(), "EventType")
@@ -75,6 +59,13 @@ func run(cluster string) error {
 			}
 			events = append(events, event{e.EventTime.AsTime(), name, what})
 		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	if len(events) == 0 {
+		return fmt.Errorf("no events for cluster %s", cluster)
 	}
 	sort.SliceStable(events, func(i, j int) bool { return events[i].at.Before(events[j].at) })
 	start := events[0].at

@@ -21,36 +21,44 @@ func ExportHistories(ctx context.Context, c client.Client, workflowID, dir strin
 		return nil, err
 	}
 	var files []string
-	for runID, run := "", 0; ; run++ {
-		hist, err := RunHistory(ctx, c, workflowID, runID)
-		if err != nil {
-			return nil, err
-		}
+	err := WalkHistories(ctx, c, workflowID, func(id string, run int, hist *historypb.History) error {
 		data, err := temporalproto.CustomJSONMarshalOptions{Indent: "  "}.Marshal(hist)
 		if err != nil {
-			return nil, err
+			return err
 		}
-		name := strings.ReplaceAll(workflowID, "/", "_")
+		name := strings.ReplaceAll(id, "/", "_")
 		if run > 0 {
 			name += fmt.Sprintf("_previous-run-%d", run)
 		}
 		file := filepath.Join(dir, name+".json")
-		if err := os.WriteFile(file, data, 0o644); err != nil {
-			return nil, err
-		}
 		files = append(files, file)
+		return os.WriteFile(file, data, 0o644)
+	})
+	return files, err
+}
+
+// WalkHistories reads the history of a workflow's latest run (run 0), then of each run it
+// continued as new from (1, 2 …), each followed, recursively, by those of the children it
+// started, and hands each to visit.
+func WalkHistories(ctx context.Context, c client.Client, workflowID string, visit func(workflowID string, run int, hist *historypb.History) error) error {
+	for runID, run := "", 0; ; run++ {
+		hist, err := RunHistory(ctx, c, workflowID, runID)
+		if err != nil {
+			return err
+		}
+		if err := visit(workflowID, run, hist); err != nil {
+			return err
+		}
 		for _, e := range hist.Events {
 			if started := e.GetChildWorkflowExecutionStartedEventAttributes(); started != nil {
-				more, err := ExportHistories(ctx, c, started.GetWorkflowExecution().GetWorkflowId(), dir)
-				if err != nil {
-					return nil, err
+				if err := WalkHistories(ctx, c, started.GetWorkflowExecution().GetWorkflowId(), visit); err != nil {
+					return err
 				}
-				files = append(files, more...)
 			}
 		}
 		runID = hist.Events[0].GetWorkflowExecutionStartedEventAttributes().GetContinuedExecutionRunId()
 		if runID == "" {
-			return files, nil
+			return nil
 		}
 	}
 }
