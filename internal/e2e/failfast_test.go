@@ -13,8 +13,8 @@ import (
 // members at a time each; every configure waits on a hold file, so when worker-1 fails the
 // only other members started are those running beside it.
 func TestAFailureStopsEveryBatchOfAWideRole(t *testing.T) {
-	guard(t)
 	t.Parallel()
+	guard(t)
 	specPath, trace := writeCluster(t, `
 name: failwide
 roles:

@@ -36,6 +36,12 @@ func TestEveryTestIsGuarded(t *testing.T) {
 			if len(body) == 0 || !isCall(body[0], "", "guard") {
 				t.Errorf("%s: %s does not start with guard(t)", file, fn.Name.Name)
 			}
+			for _, stmt := range body {
+				if isCall(stmt, "t", "Parallel") {
+					// The wait for the serial tests would count against its limit.
+					t.Errorf("%s: %s calls t.Parallel after guard(t)", file, fn.Name.Name)
+				}
+			}
 		}
 	}
 	if tests < 40 {
