@@ -11,6 +11,7 @@ import (
 )
 
 func runAgent(ctx context.Context, args []string) error {
+	preferSmallHeap()
 	fs := newFlagSet("agent", "[--data DIR] [flags]")
 	var com common
 	com.register(fs, "info")

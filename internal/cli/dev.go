@@ -53,6 +53,7 @@ func runDev(ctx context.Context, args []string, embedded *Embedded) error {
 	if embedded == nil {
 		return apperr.Errorf(apperr.Invalid, "this binary has no embedded Temporal server: run `clusterflow dev` (cmd/clusterflow), or point it at a server with --address")
 	}
+	preferSmallHeap()
 	fs := newFlagSet("dev", "[-f SPEC] [flags]")
 	var com common
 	com.register(fs, "info")

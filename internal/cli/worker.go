@@ -61,6 +61,7 @@ func bootID() string {
 }
 
 func runWorker(ctx context.Context, args []string) error {
+	preferSmallHeap()
 	fs := newFlagSet("worker", "[--data DIR] [--host NAME --labels K=V,... --host-address ADDR] [flags]")
 	var conn connection
 	conn.register(fs, "info")
