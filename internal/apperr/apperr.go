@@ -29,6 +29,19 @@ const (
 	Failed Code = "failed"
 	// Internal: anything else.
 	Internal Code = "internal"
+
+	// The HTTP gateway's own refusals, made before a request reaches Temporal.
+
+	// Unauthenticated: no token, or one that is not known.
+	Unauthenticated Code = "unauthenticated"
+	// Forbidden: the token may not do that.
+	Forbidden Code = "forbidden"
+	// TooLarge: the request body is over the limit.
+	TooLarge Code = "too_large"
+	// UnsupportedMedia: the request body is not JSON.
+	UnsupportedMedia Code = "unsupported_media"
+	// RateLimited: the caller sent too many requests; it may retry later.
+	RateLimited Code = "rate_limited"
 )
 
 // Error is an error with a code. Problems, when set, locate what is wrong in a request
@@ -97,7 +110,7 @@ func ExitCode(err error) int {
 	switch CodeOf(err) {
 	case "":
 		return ExitOK
-	case Invalid, NotFound, Conflict, Gone:
+	case Invalid, NotFound, Conflict, Gone, Unauthenticated, Forbidden, TooLarge, UnsupportedMedia:
 		return ExitBadInput
 	}
 	return ExitFailed
@@ -118,12 +131,23 @@ func HTTPStatus(err error) int {
 		return http.StatusGone
 	case Unavailable:
 		return http.StatusServiceUnavailable
+	case Unauthenticated:
+		return http.StatusUnauthorized
+	case Forbidden:
+		return http.StatusForbidden
+	case TooLarge:
+		return http.StatusRequestEntityTooLarge
+	case UnsupportedMedia:
+		return http.StatusUnsupportedMediaType
+	case RateLimited:
+		return http.StatusTooManyRequests
 	}
 	return http.StatusInternalServerError
 }
 
 // Codes lists every code, for those who map them.
-var Codes = []Code{Invalid, NotFound, Conflict, Gone, Unavailable, Failed, Internal}
+var Codes = []Code{Invalid, NotFound, Conflict, Gone, Unavailable, Failed, Internal,
+	Unauthenticated, Forbidden, TooLarge, UnsupportedMedia, RateLimited}
 
 // Known reports whether s names a code, as a refusal's type does when it crosses Temporal.
 func Known(s string) (Code, bool) {

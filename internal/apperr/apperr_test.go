@@ -18,6 +18,12 @@ func TestEveryCodeMapsToAnExitAndAnHTTPStatus(t *testing.T) {
 		Unavailable: {ExitFailed, http.StatusServiceUnavailable},
 		Failed:      {ExitFailed, http.StatusInternalServerError},
 		Internal:    {ExitFailed, http.StatusInternalServerError},
+
+		Unauthenticated:  {ExitBadInput, http.StatusUnauthorized},
+		Forbidden:        {ExitBadInput, http.StatusForbidden},
+		TooLarge:         {ExitBadInput, http.StatusRequestEntityTooLarge},
+		UnsupportedMedia: {ExitBadInput, http.StatusUnsupportedMediaType},
+		RateLimited:      {ExitFailed, http.StatusTooManyRequests},
 	}
 	if len(want) != len(Codes) {
 		t.Fatalf("%d codes, %d rows", len(Codes), len(want))

@@ -40,6 +40,7 @@ var commands = []command{
 	{"delete", "NAME [--wait]", "tear a cluster down and remove its members", runDelete},
 	{"logs", "NAME MEMBER [--event E] [-f]", "show a member's script output, from whichever host holds it", runLogs},
 	{"hosts", "[-o json]", "list the hosts that hold members", runHosts},
+	{"gateway", "--tokens-file F | token NAME", "serve the HTTP health gateway (Alertmanager, webhooks); make a token", runGateway},
 	{"host", "cordon|uncordon|drain|forget NAME [--wait]", "keep new members off a host or allow them again, move its members elsewhere, or remove a lost or empty host", runHost},
 }
 

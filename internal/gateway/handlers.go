@@ -1,0 +1,290 @@
+package gateway
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"mime"
+	"net/http"
+	"slices"
+	"strings"
+
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"go.temporal.io/api/serviceerror"
+	"golang.org/x/time/rate"
+
+	"github.com/clusterflow/clusterflow/internal/apperr"
+	"github.com/clusterflow/clusterflow/internal/spec"
+	"github.com/clusterflow/clusterflow/starter"
+	"github.com/clusterflow/clusterflow/workflows"
+)
+
+func (g *Gateway) routes() {
+	g.mux = http.NewServeMux()
+	g.mux.HandleFunc("POST "+routeEvents, g.auth(ScopeEvents, g.postEvent))
+	g.mux.HandleFunc("POST "+routeAlertmanager, g.auth(ScopeEvents, g.postAlertmanager))
+	g.mux.HandleFunc("GET "+routeClusters, g.auth(ScopeRead, g.getClusters))
+	g.mux.HandleFunc("GET "+routeCluster, g.auth(ScopeRead, g.getCluster))
+	g.mux.Handle("GET "+routeMetrics, g.auth(ScopeRead, promhttp.HandlerFor(g.metrics.registry, promhttp.HandlerOpts{}).ServeHTTP))
+	g.mux.HandleFunc("GET "+routeHealthz, func(w http.ResponseWriter, _ *http.Request) { writeJSON(w, http.StatusOK, map[string]string{"status": "ok"}) })
+	g.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		writeError(w, apperr.Errorf(apperr.NotFound, "no route %s %s (see the README's gateway section)", r.Method, r.URL.Path))
+	})
+}
+
+// auth checks the bearer token and its scope, then the token's rate.
+func (g *Gateway) auth(scope Scope, next http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		name := "anonymous"
+		if !g.opts.InsecureNoAuth {
+			secret, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+			if !ok || secret == "" {
+				w.Header().Set("WWW-Authenticate", `Bearer realm="clusterflow"`)
+				writeError(w, apperr.Errorf(apperr.Unauthenticated, "Authorization: missing; send 'Authorization: Bearer TOKEN'"))
+				return
+			}
+			tok, ok := g.opts.Tokens.Match(strings.TrimSpace(secret))
+			if !ok {
+				w.Header().Set("WWW-Authenticate", `Bearer realm="clusterflow", error="invalid_token"`)
+				writeError(w, apperr.Errorf(apperr.Unauthenticated, "Authorization: the token is not known"))
+				return
+			}
+			name = tok.Name
+			if rec, ok := w.(*recorder); ok {
+				rec.token = name
+			}
+			if !tok.Allows(scope) {
+				writeError(w, apperr.Errorf(apperr.Forbidden, "token %q may not %s (its scopes: %s)", name, scopeVerb(scope), joinScopes(tok.Scopes)))
+				return
+			}
+		}
+		if res := g.limiter(name).Reserve(); res.Delay() > 0 {
+			res.Cancel()
+			w.Header().Set("Retry-After", fmt.Sprint(int(math.Ceil(res.Delay().Seconds()))))
+			writeError(w, apperr.Errorf(apperr.RateLimited, "token %q sent more than %g requests a second; retry later", name, g.opts.Rate))
+			return
+		}
+		next(w, r)
+	}
+}
+
+func scopeVerb(s Scope) string {
+	if s == ScopeEvents {
+		return "report events"
+	}
+	return "read"
+}
+
+func joinScopes(ss []Scope) string {
+	names := make([]string, len(ss))
+	for i, s := range ss {
+		names[i] = string(s)
+	}
+	return strings.Join(names, ",")
+}
+
+func (g *Gateway) limiter(token string) *rate.Limiter {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	l := g.limiters[token]
+	if l == nil {
+		l = rate.NewLimiter(rate.Limit(g.opts.Rate), g.opts.Burst)
+		g.limiters[token] = l
+	}
+	return l
+}
+
+// decode reads a JSON body of at most maxBody into v. A strict decode refuses fields v does
+// not have: a misspelt "event" must not pass as an empty one.
+func decode(w http.ResponseWriter, r *http.Request, v any, strict bool) error {
+	mediaType, _, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
+	if err != nil || mediaType != "application/json" {
+		return apperr.Errorf(apperr.UnsupportedMedia, "Content-Type: %q is not application/json (with curl: -H 'Content-Type: application/json')", r.Header.Get("Content-Type"))
+	}
+	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxBody))
+	if strict {
+		dec.DisallowUnknownFields()
+	}
+	err = dec.Decode(v)
+	if err == nil && dec.Decode(&struct{}{}) != io.EOF {
+		err = errors.New("more than one JSON value")
+	}
+	var tooLarge *http.MaxBytesError
+	switch {
+	case errors.As(err, &tooLarge):
+		return apperr.Errorf(apperr.TooLarge, "body: over the limit of %d bytes", maxBody)
+	case err != nil:
+		return apperr.Errorf(apperr.Invalid, "body: not valid JSON for this request: %s", err)
+	}
+	return nil
+}
+
+// checkNames refuses cluster and member names that no cluster could have, before Temporal
+// is asked: they would otherwise reach workflow IDs and logs.
+func checkNames(cluster, member string) error {
+	if err := spec.CheckName(cluster); err != nil {
+		return apperr.Errorf(apperr.Invalid, "cluster: %s", err)
+	}
+	if err := spec.CheckName(member); member != "" && err != nil {
+		return apperr.Errorf(apperr.Invalid, "member: %s", err)
+	}
+	return nil
+}
+
+func (g *Gateway) postEvent(w http.ResponseWriter, r *http.Request) {
+	cluster, member := r.PathValue("cluster"), r.PathValue("member")
+	if err := checkNames(cluster, member); err != nil {
+		g.refuse(w, err)
+		return
+	}
+	var req EventRequest
+	if err := decode(w, r, &req, true); err != nil {
+		g.refuse(w, err)
+		return
+	}
+	if !slices.Contains(workflows.ReportedEvents, req.Event) {
+		g.refuse(w, apperr.Errorf(apperr.Invalid, "event: %q is not one of down, up, gone, unhealthy", req.Event))
+		return
+	}
+	if req.Source == "" {
+		req.Source = "gateway"
+	}
+	ev := workflows.MemberEvent{Member: member, Event: req.Event, Reason: req.Reason, Source: req.Source}
+	res, err := g.report(r.Context(), cluster, ev)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, res)
+}
+
+// report sends one event and counts its outcome; errors come back with their code.
+func (g *Gateway) report(ctx context.Context, cluster string, ev workflows.MemberEvent) (workflows.MemberEventResult, error) {
+	ctx, cancel := context.WithTimeout(ctx, g.opts.TemporalTimeout)
+	defer cancel()
+	res, err := g.clusters.ReportMemberEvent(ctx, cluster, ev)
+	err = temporalError(err)
+	switch {
+	case apperr.Is(err, apperr.Unavailable):
+		g.metrics.events.WithLabelValues("unavailable").Inc()
+	case err != nil:
+		g.metrics.events.WithLabelValues("refused").Inc()
+	case res.Ignored != "":
+		g.metrics.events.WithLabelValues("ignored").Inc()
+	default:
+		g.metrics.events.WithLabelValues("changed").Inc()
+	}
+	return res, err
+}
+
+func (g *Gateway) refuse(w http.ResponseWriter, err error) {
+	g.metrics.events.WithLabelValues("refused").Inc()
+	writeError(w, err)
+}
+
+// postAlertmanager reports each alert of a notification. An alert about an unknown member
+// is answered in its result without failing the others; if Temporal could not take some,
+// the answer is 503 so that Alertmanager sends the notification again, and the alerts it
+// did take change nothing the second time.
+func (g *Gateway) postAlertmanager(w http.ResponseWriter, r *http.Request) {
+	var n notification
+	if err := decode(w, r, &n, false); err != nil {
+		g.refuse(w, err)
+		return
+	}
+	if err := checkNotification(n); err != nil {
+		g.refuse(w, apperr.Wrap(apperr.Invalid, err))
+		return
+	}
+	reply := AlertmanagerReply{Results: make([]AlertResult, len(n.Alerts))}
+	unavailable := false
+	for i, a := range n.Alerts {
+		res := &reply.Results[i]
+		res.Fingerprint = a.Fingerprint
+		cluster, ev, err := g.opts.Labels.memberEvent(a)
+		res.Cluster, res.Member, res.Event = cluster, ev.Member, ev.Event
+		if err == nil {
+			err = checkNames(cluster, ev.Member)
+		}
+		if err != nil {
+			g.metrics.events.WithLabelValues("refused").Inc()
+			res.Error = err.Error()
+			continue
+		}
+		out, err := g.report(r.Context(), cluster, ev)
+		if err != nil {
+			unavailable = unavailable || apperr.Is(err, apperr.Unavailable)
+			res.Error = err.Error()
+			continue
+		}
+		res.From, res.To, res.Ignored = out.From, out.To, out.Ignored
+	}
+	if unavailable {
+		w.Header().Set("Retry-After", retryAfter)
+		writeJSON(w, http.StatusServiceUnavailable, reply)
+		return
+	}
+	writeJSON(w, http.StatusOK, reply)
+}
+
+func (g *Gateway) getClusters(w http.ResponseWriter, r *http.Request) {
+	ctx, cancel := context.WithTimeout(r.Context(), g.opts.TemporalTimeout)
+	defer cancel()
+	clusters, err := g.clusters.List(ctx, r.URL.Query().Get("all") == "true")
+	if err != nil {
+		writeError(w, temporalError(err))
+		return
+	}
+	if clusters == nil {
+		clusters = []starter.ClusterSummary{}
+	}
+	writeJSON(w, http.StatusOK, clusters)
+}
+
+func (g *Gateway) getCluster(w http.ResponseWriter, r *http.Request) {
+	cluster := r.PathValue("cluster")
+	if err := checkNames(cluster, ""); err != nil {
+		writeError(w, err)
+		return
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), g.opts.TemporalTimeout)
+	defer cancel()
+	status, err := g.clusters.Status(ctx, cluster)
+	if err != nil {
+		writeError(w, temporalError(err))
+		return
+	}
+	writeJSON(w, http.StatusOK, status)
+}
+
+// temporalError marks the errors of a server that did not answer as unavailable, so the
+// caller hears 503 and retries; the others keep their code.
+func temporalError(err error) error {
+	if err == nil || apperr.CodeOf(err) != apperr.Internal {
+		return err
+	}
+	var unavailable *serviceerror.Unavailable
+	var deadline *serviceerror.DeadlineExceeded
+	if errors.As(err, &unavailable) || errors.As(err, &deadline) || errors.Is(err, context.DeadlineExceeded) {
+		return apperr.Errorf(apperr.Unavailable, "Temporal did not answer; retry later: %w", err)
+	}
+	return err
+}
+
+func writeError(w http.ResponseWriter, err error) {
+	status := apperr.HTTPStatus(err)
+	if status == http.StatusServiceUnavailable {
+		w.Header().Set("Retry-After", retryAfter)
+	}
+	writeJSON(w, status, ErrorBody{Error: err.Error()})
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(v)
+}

@@ -1,0 +1,141 @@
+package gateway
+
+import (
+	"bufio"
+	"crypto/rand"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/base64"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"os"
+	"slices"
+	"strings"
+)
+
+// Scope is what a token may do.
+type Scope string
+
+const (
+	// ScopeEvents may report member events.
+	ScopeEvents Scope = "events"
+	// ScopeRead may read clusters and metrics.
+	ScopeRead Scope = "read"
+)
+
+var scopes = []Scope{ScopeEvents, ScopeRead}
+
+// Token is one line of a token file: a name for the logs, what it may do, and the SHA-256
+// of the secret. The secret itself is never stored.
+type Token struct {
+	Name   string
+	Scopes []Scope
+	hash   [sha256.Size]byte
+}
+
+// Tokens are the tokens the gateway accepts.
+type Tokens []Token
+
+// ParseScopes reads "events", "read" or "events,read".
+func ParseScopes(s string) ([]Scope, error) {
+	var out []Scope
+	for part := range strings.SplitSeq(s, ",") {
+		sc := Scope(strings.TrimSpace(part))
+		if !slices.Contains(scopes, sc) {
+			return nil, fmt.Errorf("scope %q is not one of events, read", sc)
+		}
+		if !slices.Contains(out, sc) {
+			out = append(out, sc)
+		}
+	}
+	return out, nil
+}
+
+// ReadTokens reads a token file: one "NAME SCOPES SHA256HEX" per line, # starts a comment.
+func ReadTokens(path string) (Tokens, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("tokens file: %w", err)
+	}
+	defer f.Close()
+	tokens, err := ParseTokens(f)
+	if err != nil {
+		return nil, fmt.Errorf("tokens file %s: %w", path, err)
+	}
+	return tokens, nil
+}
+
+// ParseTokens reads the lines of a token file.
+func ParseTokens(r io.Reader) (Tokens, error) {
+	var tokens Tokens
+	sc := bufio.NewScanner(r)
+	for n := 1; sc.Scan(); n++ {
+		line, _, _ := strings.Cut(sc.Text(), "#")
+		fields := strings.Fields(line)
+		if len(fields) == 0 {
+			continue
+		}
+		if len(fields) != 3 {
+			return nil, fmt.Errorf("line %d: want NAME SCOPES SHA256HEX, got %d fields", n, len(fields))
+		}
+		t := Token{Name: fields[0]}
+		var err error
+		if t.Scopes, err = ParseScopes(fields[1]); err != nil {
+			return nil, fmt.Errorf("line %d: %w", n, err)
+		}
+		sum, err := hex.DecodeString(fields[2])
+		if err != nil || len(sum) != sha256.Size {
+			return nil, fmt.Errorf("line %d: the third field must be the 64 hex digits of the token's SHA-256", n)
+		}
+		copy(t.hash[:], sum)
+		if slices.ContainsFunc(tokens, func(o Token) bool { return o.Name == t.Name }) {
+			return nil, fmt.Errorf("line %d: token name %q is used twice", n, t.Name)
+		}
+		tokens = append(tokens, t)
+	}
+	if err := sc.Err(); err != nil {
+		return nil, err
+	}
+	if len(tokens) == 0 {
+		return nil, fmt.Errorf("no tokens in it (add one with `clusterflow gateway token NAME`)")
+	}
+	return tokens, nil
+}
+
+// Match finds the token whose hash is the secret's. Every entry is compared, in constant
+// time, so that the time taken says nothing about which entry came close.
+func (ts Tokens) Match(secret string) (Token, bool) {
+	sum := sha256.Sum256([]byte(secret))
+	found := -1
+	for i := range ts {
+		if subtle.ConstantTimeCompare(sum[:], ts[i].hash[:]) == 1 {
+			found = i
+		}
+	}
+	if found < 0 {
+		return Token{}, false
+	}
+	return ts[found], true
+}
+
+// Allows says whether the token has the scope.
+func (t Token) Allows(s Scope) bool { return slices.Contains(t.Scopes, s) }
+
+// NewToken makes a random secret and the token file line that accepts it.
+func NewToken(name string, sc []Scope) (secret, line string, err error) {
+	if name == "" || strings.ContainsAny(name, " \t#") {
+		return "", "", fmt.Errorf("token NAME %q: must be non-empty, without spaces or '#'", name)
+	}
+	raw := make([]byte, 32)
+	if _, err := rand.Read(raw); err != nil {
+		return "", "", err
+	}
+	secret = "cfgw_" + base64.RawURLEncoding.EncodeToString(raw)
+	sum := sha256.Sum256([]byte(secret))
+	names := make([]string, len(sc))
+	for i, s := range sc {
+		names[i] = string(s)
+	}
+	return secret, fmt.Sprintf("%s %s %s", name, strings.Join(names, ","), hex.EncodeToString(sum[:])), nil
+}
