@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -11,6 +12,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	enumspb "go.temporal.io/api/enums/v1"
+	historypb "go.temporal.io/api/history/v1"
 
 	"github.com/clusterflow/clusterflow/internal/testenv"
 	"github.com/clusterflow/clusterflow/workflows"
@@ -138,4 +142,128 @@ func TestTheGatewayReportsEventsAndServesReads(t *testing.T) {
 		t.Errorf("the request log should name the token and hide its secret:\n%s", log)
 	}
 	mustSucceed(t, "delete", n, "--wait")
+}
+
+// TestTheGatewayRefusesBadInput sends one bad request per error the gateway answers, and
+// then checks that none reached the cluster: its history holds no update or signal from
+// them, and its members are as they were.
+func TestTheGatewayRefusesBadInput(t *testing.T) {
+	t.Parallel()
+	guard(t)
+	n := "gwbad"
+	specPath, _ := writeCluster(t, healthSpec(n, "1h"))
+	mustSucceed(t, "deploy", "-f", specPath, "--wait")
+	g := startGateway(t, cliEnv, "--allowed-origins", "https://ops.example.com")
+	before := memberEventsIn(t, n)
+	events := "/v1/clusters/" + n + "/members/" + n + "-worker-1/events"
+	huge := append([]byte(`{"event":"down","reason":"`), bytes.Repeat([]byte("x"), 1<<20)...)
+	huge = append(huge, `"}`...)
+	for _, tc := range []struct {
+		name, method, path, token, contentType, body string
+		header                                       []string
+		want                                         int
+		says                                         string
+	}{
+		{"malformed JSON", "POST", events, g.events, "application/json", `{"event":down}`, nil, 400, "body: not valid JSON"},
+		{"truncated JSON", "POST", events, g.events, "application/json", `{"event":"down"`, nil, 400, "body: not valid JSON"},
+		{"wrong type", "POST", events, g.events, "application/json", `{"event":5}`, nil, 400, "body: not valid JSON"},
+		{"unknown field", "POST", events, g.events, "application/json", `{"evnt":"down"}`, nil, 400, "unknown field"},
+		{"two values", "POST", events, g.events, "application/json", `{"event":"down"}{"event":"up"}`, nil, 400, "more than one JSON value"},
+		{"unknown event", "POST", events, g.events, "application/json", `{"event":"explode"}`, nil, 400, `event: "explode" is not one of`},
+		{"path escape in the member", "POST", "/v1/clusters/" + n + "/members/..%2F..%2Fetc%2Fpasswd/events", g.events, "application/json", `{"event":"down"}`, nil, 400, "member: "},
+		{"bad cluster name", "POST", "/v1/clusters/GWBAD/members/" + n + "-worker-1/events", g.events, "application/json", `{"event":"down"}`, nil, 400, "cluster: "},
+		{"unknown cluster", "POST", "/v1/clusters/nosuch/members/nosuch-worker-1/events", g.events, "application/json", `{"event":"down"}`, nil, 404, `cluster "nosuch" not found`},
+		{"unknown member", "POST", "/v1/clusters/" + n + "/members/" + n + "-worker-9/events", g.events, "application/json", `{"event":"down"}`, nil, 404, n + "-worker-9"},
+		{"oversize body", "POST", events, g.events, "application/json", string(huge), nil, 413, "over the limit"},
+		{"not JSON", "POST", events, g.events, "text/plain", `{"event":"down"}`, nil, 415, "not application/json"},
+		{"no content type", "POST", events, g.events, "", `{"event":"down"}`, nil, 415, "not application/json"},
+		{"no token", "POST", events, "", "application/json", `{"event":"down"}`, nil, 401, "Authorization: missing"},
+		{"wrong token", "POST", events, "cfgw_not-a-token", "application/json", `{"event":"down"}`, nil, 401, "not known"},
+		{"read-only token", "POST", events, g.read, "application/json", `{"event":"down"}`, nil, 403, `token "dashboard" may not report events`},
+		{"events-only token reads", "GET", "/v1/clusters/" + n, g.events, "", "", nil, 403, `token "pager" may not read`},
+		{"alertmanager version 3", "POST", "/v1/alertmanager", g.events, "application/json", `{"version":"3","status":"firing","alerts":[{"status":"firing","labels":{"clusterflow_cluster":"` + n + `","clusterflow_member":"` + n + `-worker-1"}}]}`, nil, 400, "version:"},
+		{"alertmanager not an object", "POST", "/v1/alertmanager", g.events, "application/json", `[1,2]`, nil, 400, "body: not valid JSON"},
+		{"unknown route", "POST", "/v1/clusters/" + n + "/explode", g.events, "application/json", `{}`, nil, 404, "no route"},
+		{"disallowed CORS preflight", "OPTIONS", events, "", "", "", []string{"Origin", "https://evil.example", "Access-Control-Request-Method", "POST"}, 403, "may not call"},
+	} {
+		code, header, body := g.do(t, tc.method, tc.path, tc.token, tc.contentType, []byte(tc.body), tc.header...)
+		var e struct{ Error string }
+		if err := json.Unmarshal([]byte(body), &e); code != tc.want || err != nil || !strings.Contains(e.Error, tc.says) {
+			t.Errorf("%s: %d %.300s, want %d with an error saying %q", tc.name, code, body, tc.want, tc.says)
+		}
+		if allow := header.Get("Access-Control-Allow-Origin"); allow != "" {
+			t.Errorf("%s: Access-Control-Allow-Origin %q sent", tc.name, allow)
+		}
+	}
+	// An allowed origin's preflight is answered, for that origin only.
+	code, header, _ := g.do(t, "OPTIONS", events, "", "", nil, "Origin", "https://ops.example.com", "Access-Control-Request-Method", "POST")
+	if code != 204 || header.Get("Access-Control-Allow-Origin") != "https://ops.example.com" {
+		t.Errorf("allowed preflight: %d, allow origin %q", code, header.Get("Access-Control-Allow-Origin"))
+	}
+
+	// A cluster being deleted takes no more events.
+	d := "gwdeleting"
+	specPath, trace := writeCluster(t, strings.ReplaceAll(healthSpec(d, "1h"), "HOLD: TRACE_FILE.hold}", "HOLD: TRACE_FILE.hold, HOLD_TEARDOWN: TRACE_FILE.teardown}"))
+	mustSucceed(t, "deploy", "-f", specPath, "--wait")
+	holdOn(t, trace+".teardown")
+	mustSucceed(t, "delete", d)
+	waitFor(t, "the delete to start", func() bool { return statusJSON(t, d).Phase == workflows.PhaseDeleting })
+	if code, out := g.postEvent(t, d, d+"-worker-1", `{"event":"down"}`); code != 409 || !strings.Contains(out, "delet") {
+		t.Errorf("event during a delete: %d %s, want 409", code, out)
+	}
+	release(t, trace+".teardown")
+	mustSucceed(t, "delete", d, "--wait")
+
+	if after := memberEventsIn(t, n); after != before {
+		t.Errorf("the refused requests left %d member events in the history (%d before)", after, before)
+	}
+	final := statusJSON(t, n)
+	for _, m := range final.Role("worker").Members {
+		if m.State != workflows.MemberReady || m.Health != nil {
+			t.Errorf("%s changed: %s %+v", m.Name, m.State, m.Health)
+		}
+	}
+	mustSucceed(t, "delete", n, "--wait")
+}
+
+// TestTheGatewayLimitsEachTokensRate answers 429 with Retry-After past a token's burst.
+func TestTheGatewayLimitsEachTokensRate(t *testing.T) {
+	t.Parallel()
+	guard(t)
+	g := startGateway(t, cliEnv, "--rate", "0.2", "--burst", "2")
+	for i := range 2 {
+		if code, _, body := g.do(t, "GET", "/v1/clusters", g.read, "", nil); code != 200 {
+			t.Fatalf("request %d within the burst: %d %s", i+1, code, body)
+		}
+	}
+	code, header, body := g.do(t, "GET", "/v1/clusters", g.read, "", nil)
+	if code != 429 || header.Get("Retry-After") == "" || !strings.Contains(body, "retry later") {
+		t.Errorf("past the burst: %d, Retry-After %q, %s", code, header.Get("Retry-After"), body)
+	}
+	// Another token has its own budget.
+	if code, _, body := g.do(t, "GET", "/v1/clusters", g.eventsRO, "", nil); code != 200 {
+		t.Errorf("another token: %d %s", code, body)
+	}
+}
+
+// memberEventsIn counts the updates and signals in a cluster's history: what a member
+// event leaves there.
+func memberEventsIn(t *testing.T, name string) int {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	n := 0
+	err := testenv.WalkHistories(ctx, server.Client, workflows.ClusterWorkflowID(name), func(_ string, _ int, h *historypb.History) error {
+		for _, e := range h.Events {
+			switch e.EventType {
+			case enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_UPDATE_ACCEPTED, enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_SIGNALED:
+				n++
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
 }
