@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -266,4 +267,65 @@ func memberEventsIn(t *testing.T, name string) int {
 		t.Fatal(err)
 	}
 	return n
+}
+
+// TestTheGatewayAnswers503WhileTemporalIsDown stops the server under a running gateway:
+// an event is answered 503 with Retry-After, and once the server is back the retry
+// succeeds, and the member's history holds the event once.
+//
+// It runs before the parallel tests: it starts `dev`, whose embedded server must not race
+// another for ports (see TestDevRunsTheExampleAndKeepsStateAcrossRestarts).
+func TestTheGatewayAnswers503WhileTemporalIsDown(t *testing.T) {
+	guard(t)
+	dir := t.TempDir()
+	data := filepath.Join(dir, "data")
+	testenv.StopAllAtEnd(t, data)
+	addr := freeAddress(t)
+	args := []string{"dev", "--no-ui", "--db", filepath.Join(dir, "dev.db"), "--data", data, "--address", addr}
+	dev := startDev(t, dir, "dev-1", args)
+	if err := dev.WaitFor("Ready", 2*time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	env := []string{"TEMPORAL_ADDRESS=" + addr}
+	n := "gwdown"
+	specPath, _ := writeCluster(t, healthSpec(n, "1h"))
+	if res := run(t, env, "deploy", "-f", specPath, "--wait"); res.Code != 0 {
+		t.Fatalf("deploy: %s", res)
+	}
+	g := startGateway(t, env, "--temporal-timeout", "3s")
+	if code, _, _ := g.do(t, "GET", "/v1/clusters/"+n, g.read, "", nil); code != 200 {
+		t.Fatalf("GET before the stop: %d", code)
+	}
+
+	if code, err := dev.Signal(syscall.SIGTERM, time.Minute); err != nil || code != 0 {
+		t.Fatalf("dev did not stop: %d %v", code, err)
+	}
+	code, header, body := g.do(t, "POST", "/v1/clusters/"+n+"/members/"+n+"-worker-1/events", g.events, "application/json", []byte(`{"event":"down","reason":"while down"}`))
+	if code != 503 || header.Get("Retry-After") == "" || !strings.Contains(body, "Temporal did not answer") {
+		t.Errorf("event while Temporal is down: %d, Retry-After %q, %s", code, header.Get("Retry-After"), body)
+	}
+
+	dev = startDev(t, dir, "dev-2", args)
+	if err := dev.WaitFor("Ready", 2*time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	var res workflows.MemberEventResult
+	waitFor(t, "the retried event to be taken", func() bool {
+		code, body := g.postEvent(t, n, n+"-worker-1", `{"event":"down","reason":"while down"}`)
+		return code == 200 && json.Unmarshal([]byte(body), &res) == nil
+	})
+	if res.From != workflows.MemberReady || res.To != workflows.MemberDown {
+		t.Errorf("the retry: %+v, want ready → down", res)
+	}
+	out := run(t, env, "status", n, "-o", "json")
+	var status workflows.ClusterStatus
+	if err := json.Unmarshal([]byte(out.Stdout), &status); err != nil {
+		t.Fatalf("status: %v\n%s", err, out)
+	}
+	if m := status.Member(n + "-worker-1"); m == nil || m.State != workflows.MemberDown || m.Health == nil || len(m.Health.Transitions) != 1 {
+		t.Errorf("worker-1 should be down with the event once: %+v", m)
+	}
+	if res := run(t, env, "delete", n, "--wait"); res.Code != 0 {
+		t.Errorf("delete: %s", res)
+	}
 }
