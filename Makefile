@@ -5,8 +5,8 @@ GO ?= go
 # build of the server takes far longer than the tests. Everything else runs under it.
 EMBEDS_SERVER := /internal/e2e$$|/internal/devserver$$|/internal/testenv$$|/cmd/
 
-.PHONY: test vet unit e2e bench
-test: vet unit e2e
+.PHONY: test vet unit fuzz e2e bench
+test: vet unit fuzz e2e
 
 vet:
 	$(GO) vet ./...
@@ -17,6 +17,12 @@ vet:
 # so its package timeout only has to cover the whole suite.
 unit:
 	$(GO) test -race -timeout 5m $$($(GO) list ./... | grep -Ev '$(EMBEDS_SERVER)')
+
+# Input from outside (the gateway's Alertmanager payloads, specs) is fuzzed for a few seconds
+# beyond its seed corpus (testdata/fuzz); a panic fails the run and leaves the input there.
+fuzz:
+	$(GO) test -run '^$$' -fuzz FuzzAlertmanagerPayload -fuzztime 15s ./internal/gateway
+	$(GO) test -run '^$$' -fuzz FuzzParse -fuzztime 15s ./internal/spec
 
 e2e:
 	$(GO) test -timeout 20m ./internal/e2e/...

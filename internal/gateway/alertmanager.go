@@ -43,6 +43,27 @@ func checkNotification(n notification) error {
 	return nil
 }
 
+// alertEvent is what one alert asks for: an event about a member of a cluster, or why it
+// asks for nothing that can be done.
+type alertEvent struct {
+	cluster string
+	event   workflows.MemberEvent
+	err     error
+}
+
+// alertEvents reads every alert of a notification; a bad alert does not spoil the others.
+func (l Labels) alertEvents(n notification) []alertEvent {
+	out := make([]alertEvent, len(n.Alerts))
+	for i, a := range n.Alerts {
+		cluster, ev, err := l.memberEvent(a)
+		if err == nil {
+			err = checkNames(cluster, ev.Member)
+		}
+		out[i] = alertEvent{cluster: cluster, event: ev, err: err}
+	}
+	return out
+}
+
 // memberEvent turns one alert into the cluster it is about and the event to report:
 // firing is down (or the event label's gone or unhealthy), resolved is up.
 func (l Labels) memberEvent(a alert) (string, workflows.MemberEvent, error) {

@@ -201,20 +201,16 @@ func (g *Gateway) postAlertmanager(w http.ResponseWriter, r *http.Request) {
 	}
 	reply := AlertmanagerReply{Results: make([]AlertResult, len(n.Alerts))}
 	unavailable := false
-	for i, a := range n.Alerts {
+	for i, ae := range g.opts.Labels.alertEvents(n) {
 		res := &reply.Results[i]
-		res.Fingerprint = a.Fingerprint
-		cluster, ev, err := g.opts.Labels.memberEvent(a)
-		res.Cluster, res.Member, res.Event = cluster, ev.Member, ev.Event
-		if err == nil {
-			err = checkNames(cluster, ev.Member)
-		}
-		if err != nil {
+		res.Fingerprint = n.Alerts[i].Fingerprint
+		res.Cluster, res.Member, res.Event = ae.cluster, ae.event.Member, ae.event.Event
+		if ae.err != nil {
 			g.metrics.events.WithLabelValues("refused").Inc()
-			res.Error = err.Error()
+			res.Error = ae.err.Error()
 			continue
 		}
-		out, err := g.report(r.Context(), cluster, ev)
+		out, err := g.report(r.Context(), ae.cluster, ae.event)
 		if err != nil {
 			unavailable = unavailable || apperr.Is(err, apperr.Unavailable)
 			res.Error = err.Error()
