@@ -19,7 +19,7 @@ shrink=$((members / 10))
 source "$root/bench/lib.sh"
 (cd "$root" && go build -o "$tmp/histories" ./bench/histories)
 
-start_bg dev "^Ready" dev --no-ui --hosts 4 --db "$tmp/dev.db" --data "$tmp/data" --address "$TEMPORAL_ADDRESS" --log-level warn
+start_bg dev "^Ready" dev --no-ui --no-gateway --hosts 4 --db "$tmp/dev.db" --data "$tmp/data" --address "$TEMPORAL_ADDRESS" --log-level warn
 until [ "$("$cf" hosts | grep -c " ready ")" = 4 ]; do sleep 0.2; done
 
 # The script: one line per run, which is all the exactly-once check needs.

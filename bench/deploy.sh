@@ -12,7 +12,7 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 runs=${RUNS:-5}
 levels=3
 source "$root/bench/lib.sh"
-start_bg dev "^Ready" dev --no-ui --db "$tmp/dev.db" --data "$tmp/data" --address "$TEMPORAL_ADDRESS" --log-level warn
+start_bg dev "^Ready" dev --no-ui --no-gateway --db "$tmp/dev.db" --data "$tmp/data" --address "$TEMPORAL_ADDRESS" --log-level warn
 
 printf '#!/bin/sh\nexit 0\n' > "$tmp/noop.sh"
 chmod +x "$tmp/noop.sh"

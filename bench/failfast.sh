@@ -14,7 +14,7 @@ members=${MEMBERS:-2000}
 fail_at=$(( members / 5 ))
 source "$root/bench/lib.sh"
 
-start_bg dev "^Ready" dev --no-ui --hosts 4 --db "$tmp/dev.db" --data "$tmp/data" --address "$TEMPORAL_ADDRESS" --log-level warn
+start_bg dev "^Ready" dev --no-ui --no-gateway --hosts 4 --db "$tmp/dev.db" --data "$tmp/data" --address "$TEMPORAL_ADDRESS" --log-level warn
 until [ "$("$cf" hosts | grep -c " ready ")" = 4 ]; do sleep 0.2; done
 
 cat > "$tmp/fail.sh" <<SH

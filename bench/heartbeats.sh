@@ -14,7 +14,7 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 members=${MEMBERS:-1000}
 source "$root/bench/lib.sh"
 # The agent logs its heartbeat counts at info.
-start_bg dev "^Ready" dev --no-ui --db "$tmp/dev.db" --data "$tmp/data" --address "$TEMPORAL_ADDRESS" --log-level info
+start_bg dev "^Ready" dev --no-ui --no-gateway --db "$tmp/dev.db" --data "$tmp/data" --address "$TEMPORAL_ADDRESS" --log-level info
 
 cat > "$tmp/quiet.sh" <<'SH'
 #!/bin/sh

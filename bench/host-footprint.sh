@@ -14,7 +14,7 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 source "$root/bench/lib.sh"
 host_bin=$tmp/clusterflow-host
 (cd "$root" && go build -o "$host_bin" ./cmd/clusterflow-host)
-start_bg dev "^Ready" dev --no-ui --no-worker --db "$tmp/dev.db" --address "$TEMPORAL_ADDRESS" --log-level warn
+start_bg dev "^Ready" dev --no-ui --no-gateway --no-worker --db "$tmp/dev.db" --address "$TEMPORAL_ADDRESS" --log-level warn
 "$cf" setup > /dev/null
 
 mib() { awk -v k="$1" 'BEGIN { printf "%.1f", k / 1024 }'; }

@@ -16,7 +16,7 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 source "$root/bench/lib.sh"
 host_timeout=5
-start_bg dev "^Ready" dev --no-ui --no-worker --db "$tmp/dev.db" --address "$TEMPORAL_ADDRESS" --log-level warn
+start_bg dev "^Ready" dev --no-ui --no-gateway --no-worker --db "$tmp/dev.db" --address "$TEMPORAL_ADDRESS" --log-level warn
 "$cf" setup > /dev/null
 declare -A host_pid
 start_host() {

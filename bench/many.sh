@@ -12,7 +12,7 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 clusters=${CLUSTERS:-100}
 source "$root/bench/lib.sh"
 
-start_bg dev "^Ready" dev --no-ui --db "$tmp/dev.db" --data "$tmp/data" --address "$TEMPORAL_ADDRESS" --log-level warn
+start_bg dev "^Ready" dev --no-ui --no-gateway --db "$tmp/dev.db" --data "$tmp/data" --address "$TEMPORAL_ADDRESS" --log-level warn
 
 # spec NAME CONTROLLERS WORKERS EDGES
 spec() {

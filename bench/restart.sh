@@ -13,7 +13,7 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 runs=${RUNS:-3}
 source "$root/bench/lib.sh"
 
-start_bg dev "^Ready" dev --no-worker --no-ui --db "$tmp/dev.db" --address "$TEMPORAL_ADDRESS" --log-level warn
+start_bg dev "^Ready" dev --no-worker --no-ui --no-gateway --db "$tmp/dev.db" --address "$TEMPORAL_ADDRESS" --log-level warn
 start_bg worker-0 "Worker starting" worker --data "$tmp/data" --log-level info
 worker_pid=$last_pid
 

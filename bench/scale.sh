@@ -15,7 +15,7 @@ members=${MEMBERS:-200}
 sleep_s=${SLEEP:-3}
 source "$root/bench/lib.sh"
 
-start_bg dev "^Ready" dev --no-ui --db "$tmp/dev.db" --data "$tmp/data" --address "$TEMPORAL_ADDRESS" --log-level warn
+start_bg dev "^Ready" dev --no-ui --no-gateway --db "$tmp/dev.db" --data "$tmp/data" --address "$TEMPORAL_ADDRESS" --log-level warn
 
 pss_start
 

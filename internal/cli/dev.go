@@ -15,6 +15,7 @@ import (
 	"github.com/clusterflow/clusterflow/internal/agent"
 	"github.com/clusterflow/clusterflow/internal/apperr"
 	"github.com/clusterflow/clusterflow/internal/backend"
+	"github.com/clusterflow/clusterflow/internal/gateway"
 	"github.com/clusterflow/clusterflow/internal/logging"
 	"github.com/clusterflow/clusterflow/internal/render"
 	"github.com/clusterflow/clusterflow/internal/spec"
@@ -63,6 +64,10 @@ func runDev(ctx context.Context, args []string, embedded *Embedded) error {
 	address := fs.String("address", "127.0.0.1:7233", "Temporal gRPC listen address")
 	uiAddress := fs.String("ui-address", "127.0.0.1:8233", "Web UI listen address")
 	noUI := fs.Bool("no-ui", false, "do not serve the Web UI")
+	gatewayAddress := fs.String("gateway-address", "127.0.0.1:8088", "health gateway listen address (HTTP; its token is kept beside --db, in gateway-token)")
+	noGateway := fs.Bool("no-gateway", false, "do not serve the health gateway")
+	var gf gatewayFlags
+	gf.register(fs)
 	noWorker := fs.Bool("no-worker", false, "do not run a worker (run `clusterflow worker` separately)")
 	hosts := fs.Int("hosts", 0, "run N hosts in this process, host-1 … host-N, each a worker with its own data folder beside --data, so members are placed on hosts (0: single-host mode)")
 	namespace := fs.String("namespace", "default", "Temporal namespace to create and use")
@@ -88,6 +93,10 @@ func runDev(ctx context.Context, args []string, embedded *Embedded) error {
 			return err
 		}
 		cluster = &c
+	}
+	gatewayOpts, err := gf.options()
+	if err != nil {
+		return err
 	}
 	for _, a := range []string{*address, *uiAddress} {
 		if !isLoopback(a) {
@@ -123,6 +132,14 @@ func runDev(ctx context.Context, args []string, embedded *Embedded) error {
 		}
 		defer ui.Stop()
 		fmt.Printf("Temporal Web UI:  %s/namespaces/%s/workflows\n", ui.URL(), *namespace)
+	}
+
+	if !*noGateway {
+		stop, err := serveDevGateway(ctx, *gatewayAddress, filepath.Join(filepath.Dir(*db), "gateway-token"), gatewayOpts, st, logger)
+		if err != nil {
+			return err
+		}
+		defer stop()
 	}
 
 	conn := agent.Connection{Address: srv.Address(), Namespace: *namespace}
@@ -289,4 +306,37 @@ func isLoopback(address string) bool {
 	}
 	ip := net.ParseIP(host)
 	return ip != nil && ip.IsLoopback()
+}
+
+// serveDevGateway serves the health gateway beside the embedded server, with one token
+// (events and read) kept in tokenFile, and says where. It returns a function that stops it,
+// letting requests in flight finish.
+func serveDevGateway(ctx context.Context, address, tokenFile string, opts gateway.Options, st *starter.Starter, logger *zap.Logger) (func(), error) {
+	secret, err := gateway.LocalToken(tokenFile)
+	if err != nil {
+		return nil, fmt.Errorf("gateway token in %s: %w", tokenFile, err)
+	}
+	opts.Tokens = gateway.Tokens{gateway.TokenFor("dev", []gateway.Scope{gateway.ScopeEvents, gateway.ScopeRead}, secret)}
+	opts.Logger = logger
+	g, err := gateway.New(opts, st)
+	if err != nil {
+		return nil, err
+	}
+	ln, err := net.Listen("tcp", address)
+	if err != nil {
+		return nil, apperr.Errorf(apperr.Invalid, "--gateway-address %s: %w (choose another, or --no-gateway)", address, err)
+	}
+	if !isLoopback(address) {
+		fmt.Fprintf(os.Stderr, "WARNING: the health gateway listens on %s without TLS: its token crosses the network in the clear.\n", address)
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if err := gateway.Serve(ctx, ln, g, "", ""); err != nil {
+			logger.Error("Health gateway stopped", zap.Error(err))
+		}
+	}()
+	fmt.Printf("Health gateway:   http://%s  (token in %s)\n", ln.Addr(), tokenFile)
+	return func() { cancel(); <-done }, nil
 }

@@ -40,6 +40,15 @@ func TestDevRunsTheExampleAndKeepsStateAcrossRestarts(t *testing.T) {
 			t.Errorf("dev output lacks %q:\n%s", want, out)
 		}
 	}
+	// dev serves the health gateway with a token only its user can read.
+	tokenFile := filepath.Join(dir, "gateway-token")
+	if !strings.Contains(string(out), "Health gateway:   http://"+example.gatewayAddr+"  (token in "+tokenFile+")") {
+		t.Errorf("dev output does not say where the gateway and its token are:\n%s", out)
+	}
+	token := devGatewayToken(t, tokenFile)
+	if s := gatewayStatus(t, example.gatewayAddr, token, "demo"); s.Phase != workflows.PhaseReady {
+		t.Errorf("the gateway's status of demo: %q, want ready", s.Phase)
+	}
 	// The Web UI serves its pages and lists the cluster's workflow.
 	if page := httpGet(t, "http://"+uiAddr+"/namespaces/default/workflows"); !strings.Contains(page, "<html") {
 		t.Errorf("UI page is not HTML: %.200s", page)
@@ -90,6 +99,13 @@ func TestDevRunsTheExampleAndKeepsStateAcrossRestarts(t *testing.T) {
 	if err := json.Unmarshal([]byte(res.Stdout), &s); err != nil || s.Phase != workflows.PhaseReady || len(s.Roles) != 3 {
 		t.Fatalf("status after restart: %v %+v", err, s)
 	}
+	// The gateway keeps its token across restarts, so what calls it keeps working.
+	if again := devGatewayToken(t, filepath.Join(dir, "gateway-token")); again != token {
+		t.Error("dev made a new gateway token on restart")
+	}
+	if s := gatewayStatus(t, example.gatewayAddr, token, "demo"); s.Phase != workflows.PhaseReady {
+		t.Errorf("the gateway's status of demo after restart: %q", s.Phase)
+	}
 	if res, err = testenv.Run(ctx, dir, env, "delete", "demo", "--wait"); err != nil || res.Code != 0 {
 		t.Fatalf("delete: %v %s", err, res)
 	}
@@ -115,7 +131,7 @@ func TestDevSaysWhyItCannotStart(t *testing.T) {
 	dir := t.TempDir()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	res, err := testenv.Run(ctx, dir, nil, "dev", "--no-ui", "--no-worker", "--db", filepath.Join(dir, "dev.db"), "--address", taken.Addr().String())
+	res, err := testenv.Run(ctx, dir, nil, "dev", "--no-ui", "--no-worker", "--no-gateway", "--db", filepath.Join(dir, "dev.db"), "--address", taken.Addr().String())
 	if err != nil || res.Code != 1 || !strings.Contains(res.Stderr, "address already in use") {
 		t.Errorf("dev on a taken address: %v %s", err, res)
 	}
@@ -154,8 +170,8 @@ func TestExampleNeedsItsDependencyOrder(t *testing.T) {
 // exampleDev is the README's first command, `clusterflow dev -f` with the example app, set
 // up in a fresh folder with free addresses; its agent and services are stopped at the end.
 type exampleDev struct {
-	dir, data, grpcAddr, uiAddr string
-	args                        []string
+	dir, data, grpcAddr, uiAddr, gatewayAddr string
+	args                                     []string
 }
 
 func newExampleDev(t *testing.T) exampleDev {
@@ -164,7 +180,7 @@ func newExampleDev(t *testing.T) exampleDev {
 	if err != nil {
 		t.Fatal(err)
 	}
-	d := exampleDev{dir: t.TempDir(), grpcAddr: freeAddress(t), uiAddr: freeAddress(t)}
+	d := exampleDev{dir: t.TempDir(), grpcAddr: freeAddress(t), uiAddr: freeAddress(t), gatewayAddr: freeAddress(t)}
 	d.data = filepath.Join(d.dir, "data")
 	testenv.StopAllAtEnd(t, d.data)
 	t.Cleanup(func() {
@@ -173,7 +189,7 @@ func newExampleDev(t *testing.T) exampleDev {
 		}
 	})
 	d.args = []string{"dev", "-f", filepath.Join(root, "examples/registry/cluster.yaml"),
-		"--db", filepath.Join(d.dir, "dev.db"), "--data", d.data, "--address", d.grpcAddr, "--ui-address", d.uiAddr}
+		"--db", filepath.Join(d.dir, "dev.db"), "--data", d.data, "--address", d.grpcAddr, "--ui-address", d.uiAddr, "--gateway-address", d.gatewayAddr}
 	return d
 }
 
@@ -209,4 +225,39 @@ func httpGet(t *testing.T, u string) string {
 		t.Fatalf("GET %s: %s\n%s", u, resp.Status, body)
 	}
 	return string(body)
+}
+
+// devGatewayToken reads dev's gateway token, which must be readable by its owner only.
+func devGatewayToken(t *testing.T, file string) string {
+	t.Helper()
+	info, err := os.Stat(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info.Mode().Perm() != 0o600 {
+		t.Errorf("%s has mode %v, want 0600", file, info.Mode().Perm())
+	}
+	data, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.TrimSpace(string(data))
+}
+
+// gatewayStatus is GET /v1/clusters/NAME with the token.
+func gatewayStatus(t *testing.T, addr, token, name string) workflows.ClusterStatus {
+	t.Helper()
+	req, _ := http.NewRequest("GET", "http://"+addr+"/v1/clusters/"+name, nil)
+	req.Header.Set("Authorization", "Bearer "+token)
+	client := http.Client{Timeout: 30 * time.Second}
+	resp, err := client.Do(req)
+	if err != nil {
+		t.Fatalf("GET the gateway: %v", err)
+	}
+	defer resp.Body.Close()
+	var s workflows.ClusterStatus
+	if err := json.NewDecoder(resp.Body).Decode(&s); resp.StatusCode != 200 || err != nil {
+		t.Errorf("GET /v1/clusters/%s: %d %v", name, resp.StatusCode, err)
+	}
+	return s
 }

@@ -281,7 +281,7 @@ func TestTheGatewayAnswers503WhileTemporalIsDown(t *testing.T) {
 	data := filepath.Join(dir, "data")
 	testenv.StopAllAtEnd(t, data)
 	addr := freeAddress(t)
-	args := []string{"dev", "--no-ui", "--db", filepath.Join(dir, "dev.db"), "--data", data, "--address", addr}
+	args := []string{"dev", "--no-ui", "--no-gateway", "--db", filepath.Join(dir, "dev.db"), "--data", data, "--address", addr}
 	dev := startDev(t, dir, "dev-1", args)
 	if err := dev.WaitFor("Ready", 2*time.Minute); err != nil {
 		t.Fatal(err)

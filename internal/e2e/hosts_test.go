@@ -617,7 +617,7 @@ func TestDevRunsSeveralHosts(t *testing.T) {
 	}
 	address := freeAddress(t)
 	specPath, _ := writeCluster(t, "name: devhosts\nroles: [{name: worker, members: 2, startscript: trace.sh, env: {TRACE: TRACE_FILE}, placement: {maxPerHost: 1}}]\n")
-	dev := startDev(t, dir, "dev-hosts", []string{"dev", "--hosts", "2", "--no-ui", "--db", filepath.Join(dir, "dev.db"),
+	dev := startDev(t, dir, "dev-hosts", []string{"dev", "--hosts", "2", "--no-ui", "--no-gateway", "--db", filepath.Join(dir, "dev.db"),
 		"--data", data, "--address", address, "--log-file", filepath.Join(dir, "dev.log"), "-f", specPath})
 	if err := dev.WaitFor("Ready.", time.Minute); err != nil {
 		t.Fatal(err)

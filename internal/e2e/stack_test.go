@@ -55,7 +55,7 @@ func newServerStackAt(t *testing.T, address string) *stack {
 func (s *stack) startDev() {
 	s.t.Helper()
 	s.devRuns++
-	s.dev = s.start("dev", s.devRuns, "Ready.", "dev", "--no-worker", "--no-ui", "--db", s.db, "--address", s.address)
+	s.dev = s.start("dev", s.devRuns, "Ready.", "dev", "--no-worker", "--no-ui", "--no-gateway", "--db", s.db, "--address", s.address)
 }
 
 func (s *stack) startWorker() {

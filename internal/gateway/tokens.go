@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 )
@@ -127,15 +128,45 @@ func NewToken(name string, sc []Scope) (secret, line string, err error) {
 	if name == "" || strings.ContainsAny(name, " \t#") {
 		return "", "", fmt.Errorf("token NAME %q: must be non-empty, without spaces or '#'", name)
 	}
-	raw := make([]byte, 32)
-	if _, err := rand.Read(raw); err != nil {
+	if secret, err = newSecret(); err != nil {
 		return "", "", err
 	}
-	secret = "cfgw_" + base64.RawURLEncoding.EncodeToString(raw)
-	sum := sha256.Sum256([]byte(secret))
-	names := make([]string, len(sc))
-	for i, s := range sc {
-		names[i] = string(s)
+	return secret, TokenFor(name, sc, secret).Line(), nil
+}
+
+func newSecret() (string, error) {
+	raw := make([]byte, 32)
+	if _, err := rand.Read(raw); err != nil {
+		return "", err
 	}
-	return secret, fmt.Sprintf("%s %s %s", name, strings.Join(names, ","), hex.EncodeToString(sum[:])), nil
+	return "cfgw_" + base64.RawURLEncoding.EncodeToString(raw), nil
+}
+
+// TokenFor is the token that accepts secret.
+func TokenFor(name string, sc []Scope, secret string) Token {
+	return Token{Name: name, Scopes: sc, hash: sha256.Sum256([]byte(secret))}
+}
+
+// Line is the token's line in a token file.
+func (t Token) Line() string {
+	return fmt.Sprintf("%s %s %s", t.Name, joinScopes(t.Scopes), hex.EncodeToString(t.hash[:]))
+}
+
+// LocalToken reads the secret kept in file (mode 0600), or makes one and keeps it there,
+// for a gateway on the user's own machine: `dev`'s.
+func LocalToken(file string) (string, error) {
+	if data, err := os.ReadFile(file); err == nil && len(strings.TrimSpace(string(data))) > 0 {
+		return strings.TrimSpace(string(data)), nil
+	}
+	secret, err := newSecret()
+	if err != nil {
+		return "", err
+	}
+	if err := os.MkdirAll(filepath.Dir(file), 0o700); err != nil {
+		return "", err
+	}
+	if err := os.WriteFile(file, []byte(secret+"\n"), 0o600); err != nil {
+		return "", err
+	}
+	return secret, os.Chmod(file, 0o600)
 }
