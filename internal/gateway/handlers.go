@@ -29,7 +29,9 @@ func (g *Gateway) routes() {
 	g.mux.HandleFunc("GET "+routeClusters, g.auth(ScopeRead, g.getClusters))
 	g.mux.HandleFunc("GET "+routeCluster, g.auth(ScopeRead, g.getCluster))
 	g.mux.Handle("GET "+routeMetrics, g.auth(ScopeRead, promhttp.HandlerFor(g.metrics.registry, promhttp.HandlerOpts{}).ServeHTTP))
-	g.mux.HandleFunc("GET "+routeHealthz, func(w http.ResponseWriter, _ *http.Request) { writeJSON(w, http.StatusOK, map[string]string{"status": "ok"}) })
+	g.mux.HandleFunc("GET "+routeHealthz, func(w http.ResponseWriter, _ *http.Request) {
+		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+	})
 	g.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, apperr.Errorf(apperr.NotFound, "no route %s %s (see the README's gateway section)", r.Method, r.URL.Path))
 	})
