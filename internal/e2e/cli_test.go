@@ -8,7 +8,7 @@ import (
 func TestEveryCommandHasHelp(t *testing.T) {
 	t.Parallel()
 	guard(t)
-	for _, cmd := range []string{"dev", "worker", "agent", "setup", "deploy", "resize", "apply", "cancel", "signal", "resume", "reconcile", "status", "list", "delete"} {
+	for _, cmd := range []string{"dev", "worker", "agent", "setup", "deploy", "resize", "apply", "cancel", "signal", "resume", "reconcile", "status", "list", "delete", "gateway"} {
 		res := cli(t, cmd, "-h")
 		if res.Code != 0 || !strings.Contains(res.Stderr, "Usage: clusterflow "+cmd) || !strings.Contains(res.Stderr, "--") {
 			t.Errorf("%s -h: %s", cmd, res)

@@ -142,7 +142,41 @@ func TestTheGatewayReportsEventsAndServesReads(t *testing.T) {
 	if log := g.proc.Output(); !strings.Contains(log, "pager") || strings.Contains(log, g.events) {
 		t.Errorf("the request log should name the token and hide its secret:\n%s", log)
 	}
+	// SIGTERM stops it cleanly.
+	if code, err := g.proc.Signal(syscall.SIGTERM, 30*time.Second); err != nil || code != 0 {
+		t.Errorf("gateway on SIGTERM: exit %d, %v\n%s", code, err, g.proc.Output())
+	}
 	mustSucceed(t, "delete", n, "--wait")
+}
+
+// TestTheGatewayRefusesUnsafeSettings: it does not start without tokens, open to the
+// network without them, open to every browser origin, or with a token file it cannot read.
+func TestTheGatewayRefusesUnsafeSettings(t *testing.T) {
+	t.Parallel()
+	guard(t)
+	dir := t.TempDir()
+	bad := filepath.Join(dir, "tokens")
+	if err := os.WriteFile(bad, []byte("pager events not-hex\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		args []string
+		says string
+	}{
+		{[]string{"gateway"}, "--tokens-file: the gateway needs tokens"},
+		{[]string{"gateway", "--insecure-no-auth", "--listen", "0.0.0.0:0"}, "--insecure-no-auth: only allowed on a loopback --listen address"},
+		{[]string{"gateway", "--insecure-no-auth", "--listen", "127.0.0.1:0", "--allowed-origins", "*"}, "--allowed-origins: '*' would let any web page"},
+		{[]string{"gateway", "--tokens-file", bad}, "line 1: the third field must be the 64 hex digits"},
+		{[]string{"gateway", "--tokens-file", filepath.Join(dir, "missing")}, "tokens file: open"},
+		{[]string{"gateway", "--tls-cert", "cert.pem", "--insecure-no-auth"}, "--tls-cert and --tls-key: give both or neither"},
+		{[]string{"gateway", "token", "pager", "--scope", "write"}, `--scope: scope "write" is not one of events, read`},
+		{[]string{"gateway", "token", "two words"}, "must be non-empty, without spaces"},
+	} {
+		res := cli(t, tc.args...)
+		if res.Code != 2 || !strings.Contains(res.Stderr, tc.says) {
+			t.Errorf("%v: %s, want exit 2 saying %q", tc.args, res, tc.says)
+		}
+	}
 }
 
 // TestTheGatewayRefusesBadInput sends one bad request per error the gateway answers, and
