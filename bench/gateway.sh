@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# The health gateway's throughput (issue 15): accepted down/up events per second over HTTP
+# against the same events through the Go client in one process, and sent as
+# `clusterflow signal` (one process per event), on the embedded default, in the same run.
+# Target: the gateway within 1.2x of the in-process client, that is bounded by Temporal.
+#
+#   bench/gateway.sh          # EVENTS=2000 CONCURRENCY=16 SIGNALS=200 bench/gateway.sh
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+events=${EVENTS:-2000}
+concurrency=${CONCURRENCY:-16}
+signals=${SIGNALS:-200}
+members=${MEMBERS:-32}
+source "$root/bench/lib.sh"
+(cd "$root" && go build -o "$tmp/gatewayload" ./bench/gatewayload)
+
+gw=127.0.0.1:$(free_port)
+start_bg dev "^Ready" dev --no-ui --gateway-address "$gw" --rate 100000 --burst 100000 --db "$tmp/dev.db" --data "$tmp/data" --address "$TEMPORAL_ADDRESS" --log-level warn
+cat > "$tmp/gw.yaml" <<YAML
+name: gw
+roles:
+  - {name: worker, members: $members, startscript: $tmp/trace.sh, env: {TRACE: $tmp/gw.trace}, replaceAfter: 1h, flapLimit: 1000000, maxUnavailable: "100%"}
+YAML
+"$cf" deploy -f "$tmp/gw.yaml" --wait > /dev/null
+
+echo "$events events over $members members, $concurrency in flight, one cluster, on the embedded default"
+# Each way twice, alternating, so that neither always meets the longer history.
+load() {
+  case $1 in
+    client) "$tmp/gatewayload" -mode client -cluster gw -members "$members" -n "$events" -c "$concurrency" ;;
+    http) "$tmp/gatewayload" -mode http -url "http://$gw" -token-file "$tmp/gateway-token" -cluster gw -members "$members" -n "$events" -c "$concurrency" ;;
+  esac
+}
+runs=()
+for way in http client client http; do
+  runs+=("$(load $way)")
+  echo "  ${runs[-1]}"
+done
+
+# One process per event, as a shell script calling the CLI would: $signals of them.
+start=$(ms)
+seq 0 $((signals - 1)) | xargs -P "$concurrency" -I{} sh -c \
+  'i={}; m=$((i % '"$members"')); e=down; [ $(( (i / '"$members"') % 2 )) -eq 1 ] && e=up; exec "$0" signal gw gw-worker-$m $e --source bench > /dev/null' "$cf"
+signal_ms=$(( $(ms) - start ))
+
+python3 - "$signal_ms" "$signals" "${runs[@]}" <<'PY'
+import re, sys
+signal_ms, signals, *runs = sys.argv[1:]
+rate = lambda way: sum(float(re.search(r"(\d+) per second", r).group(1)) for r in runs if r.startswith(way)) / 2
+c, h = rate("client"), rate("http")
+print(f"  signal (a process each): {int(signals)} events, {int(signals) / (int(signal_ms) / 1000):.0f} per second")
+print(f"  gateway against the in-process client: {c / h:.2f}x the time per event (target at most 1.2x)")
+PY
