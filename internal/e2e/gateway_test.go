@@ -3,6 +3,8 @@ package e2e
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -26,6 +28,8 @@ type gatewayUnderTest struct {
 	url                    string
 	events, read, eventsRO string // tokens: events only, read only, events and read
 	proc                   *testenv.Process
+	// client, when set, is used instead of a plain one (for TLS).
+	client *http.Client
 }
 
 // startGateway runs `clusterflow gateway` against the server at env, with three tokens.
@@ -81,7 +85,10 @@ func (g *gatewayUnderTest) do(t *testing.T, method, path, token, contentType str
 	for i := 0; i+1 < len(header); i += 2 {
 		req.Header.Set(header[i], header[i+1])
 	}
-	client := http.Client{Timeout: 30 * time.Second}
+	client := &http.Client{Timeout: 30 * time.Second}
+	if g.client != nil {
+		client = g.client
+	}
 	resp, err := client.Do(req)
 	if err != nil {
 		t.Fatalf("%s %s: %v", method, path, err)
@@ -147,6 +154,31 @@ func TestTheGatewayReportsEventsAndServesReads(t *testing.T) {
 		t.Errorf("gateway on SIGTERM: exit %d, %v\n%s", code, err, g.proc.Output())
 	}
 	mustSucceed(t, "delete", n, "--wait")
+}
+
+// TestTheGatewayServesTLS: with a certificate, the gateway speaks HTTPS only.
+func TestTheGatewayServesTLS(t *testing.T) {
+	t.Parallel()
+	guard(t)
+	certs, err := testenv.GenerateCerts(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := startGateway(t, cliEnv, "--tls-cert", certs.ServerCert, "--tls-key", certs.ServerKey)
+	if code, _, body := g.do(t, "GET", "/v1/clusters", g.read, "", nil); code != 400 || !strings.Contains(body, "HTTP request to an HTTPS server") {
+		t.Errorf("plain HTTP to the TLS gateway: %d %s", code, body)
+	}
+	ca, err := os.ReadFile(certs.CA)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pool := x509.NewCertPool()
+	pool.AppendCertsFromPEM(ca)
+	g.client = &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}}}
+	g.url = strings.Replace(g.url, "http://", "https://", 1)
+	if code, _, body := g.do(t, "GET", "/v1/clusters", g.read, "", nil); code != 200 || !strings.HasPrefix(body, "[") {
+		t.Errorf("HTTPS: %d %s", code, body)
+	}
 }
 
 // TestTheGatewayRefusesUnsafeSettings: it does not start without tokens, open to the
