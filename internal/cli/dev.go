@@ -99,7 +99,7 @@ func runDev(ctx context.Context, args []string, embedded *Embedded) error {
 		return err
 	}
 	for _, a := range []string{*address, *uiAddress} {
-		if !isLoopback(a) {
+		if !gateway.IsLoopback(a) {
 			fmt.Fprintf(os.Stderr, "WARNING: listening on %s: the embedded server has no authentication, so anyone who can reach it controls your clusters.\n", a)
 		}
 	}
@@ -296,18 +296,6 @@ func stopLogged(l *zap.Logger, what string, stop func() error) {
 	}
 }
 
-func isLoopback(address string) bool {
-	host, _, err := net.SplitHostPort(address)
-	if err != nil {
-		return false
-	}
-	if host == "localhost" {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
-}
-
 // serveDevGateway serves the health gateway beside the embedded server, with one token
 // (events and read) kept in tokenFile, and says where. It returns a function that stops it,
 // letting requests in flight finish.
@@ -326,7 +314,7 @@ func serveDevGateway(ctx context.Context, address, tokenFile string, opts gatewa
 	if err != nil {
 		return nil, apperr.Errorf(apperr.Invalid, "--gateway-address %s: %w (choose another, or --no-gateway)", address, err)
 	}
-	if !isLoopback(address) {
+	if !gateway.IsLoopback(address) {
 		fmt.Fprintf(os.Stderr, "WARNING: the health gateway listens on %s without TLS: its token crosses the network in the clear.\n", address)
 	}
 	ctx, cancel := context.WithCancel(ctx)
