@@ -115,7 +115,7 @@ func TestTheGatewayReportsEventsAndServesReads(t *testing.T) {
 	mustSucceed(t, "deploy", "-f", specPath, "--wait")
 	g := startGateway(t, cliEnv)
 
-	code, out := g.postEvent(t, n, n+"-worker-1", `{"event":"down","reason":"disk full","source":"nagios"}`)
+	code, out := g.postEvent(t, n, n+"-worker-1", `{"event":"down","reason":"disk full","source":"nagios","at":"2026-12-01T06:00:00Z"}`)
 	var res workflows.MemberEventResult
 	if err := json.Unmarshal([]byte(out), &res); code != 200 || err != nil || res.From != workflows.MemberReady || res.To != workflows.MemberDown {
 		t.Fatalf("down: %d %s, want 200 ready → down", code, out)
@@ -124,8 +124,10 @@ func TestTheGatewayReportsEventsAndServesReads(t *testing.T) {
 		t.Errorf("a repeated down: %d %s, want 200", code, out)
 	}
 	after := statusJSON(t, n)
-	if m := after.Member(n + "-worker-1"); m == nil || m.State != workflows.MemberDown || !strings.Contains(m.Detail, "disk full") {
-		t.Errorf("status after the event: %+v", m)
+	if m := after.Member(n + "-worker-1"); m == nil || m.State != workflows.MemberDown || !strings.Contains(m.Detail, "disk full") ||
+		m.Health == nil || len(m.Health.Transitions) != 1 || m.Health.Transitions[0].Source != "nagios" ||
+		!m.Health.Transitions[0].ReportedAt.Equal(time.Date(2026, 12, 1, 6, 0, 0, 0, time.UTC)) {
+		t.Errorf("status after the event and its repeat: %+v %+v", m, m.Health)
 	}
 
 	code, _, body := g.do(t, "GET", "/v1/clusters/"+n, g.read, "", nil)

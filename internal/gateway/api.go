@@ -6,6 +6,7 @@ package gateway
 
 import (
 	"context"
+	"time"
 
 	"github.com/clusterflow/clusterflow/starter"
 	"github.com/clusterflow/clusterflow/workflows"
@@ -33,6 +34,8 @@ type EventRequest struct {
 	Event  workflows.HealthEvent `json:"event"`
 	Reason string                `json:"reason,omitempty"`
 	Source string                `json:"source,omitempty"`
+	// At is when the source saw it (RFC 3339), as in the member-event signal.
+	At time.Time `json:"at,omitzero"`
 }
 
 // ErrorBody is every error's JSON, in the CLI's words.

@@ -154,7 +154,7 @@ func (g *Gateway) postEvent(w http.ResponseWriter, r *http.Request) {
 	if req.Source == "" {
 		req.Source = "gateway"
 	}
-	ev := workflows.MemberEvent{Member: member, Event: req.Event, Reason: req.Reason, Source: req.Source}
+	ev := workflows.MemberEvent{Member: member, Event: req.Event, Reason: req.Reason, Source: req.Source, At: req.At}
 	res, err := g.report(r.Context(), cluster, ev)
 	if err != nil {
 		writeError(w, err)
