@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"crypto/tls"
@@ -8,6 +9,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -151,9 +153,40 @@ func TestTheGatewayReportsEventsAndServesReads(t *testing.T) {
 	if log := g.proc.Output(); !strings.Contains(log, "pager") || strings.Contains(log, g.events) {
 		t.Errorf("the request log should name the token and hide its secret:\n%s", log)
 	}
-	// SIGTERM stops it cleanly.
-	if code, err := g.proc.Signal(syscall.SIGTERM, 30*time.Second); err != nil || code != 0 {
-		t.Errorf("gateway on SIGTERM: exit %d, %v\n%s", code, err, g.proc.Output())
+	// SIGTERM stops it once the requests in flight are answered: a request half sent when
+	// the signal comes is still taken and answered.
+	conn, err := net.Dial("tcp", strings.TrimPrefix(g.url, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	_ = conn.SetDeadline(time.Now().Add(time.Minute))
+	halfSent := `{"event":"up","source":"in flight"}`
+	fmt.Fprintf(conn, "POST /v1/clusters/%s/members/%s-worker-1/events HTTP/1.1\r\nHost: gateway\r\nAuthorization: Bearer %s\r\n"+
+		"Content-Type: application/json\r\nContent-Length: %d\r\n\r\n%s", n, n, g.events, len(halfSent), halfSent[:10])
+	exited := make(chan int, 1)
+	go func() {
+		code, _ := g.proc.Signal(syscall.SIGTERM, 30*time.Second)
+		exited <- code
+	}()
+	waitFor(t, "the gateway to stop taking connections", func() bool {
+		c, err := net.DialTimeout("tcp", strings.TrimPrefix(g.url, "http://"), time.Second)
+		if err == nil {
+			c.Close()
+		}
+		return err != nil
+	})
+	fmt.Fprint(conn, halfSent[10:])
+	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	if err != nil {
+		t.Fatalf("the request in flight was dropped: %v", err)
+	}
+	answer, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != 200 || !strings.Contains(string(answer), `"to":"ready"`) {
+		t.Errorf("the request in flight: %d %s, want 200 down → ready", resp.StatusCode, answer)
+	}
+	if code := <-exited; code != 0 {
+		t.Errorf("gateway on SIGTERM: exit %d\n%s", code, g.proc.Output())
 	}
 	mustSucceed(t, "delete", n, "--wait")
 }
