@@ -121,8 +121,9 @@ func (f *gatewayFlags) options() (gateway.Options, error) {
 		return opts, apperr.Errorf(apperr.Invalid, "--rate %g: must be more than 0", f.rate)
 	case f.burst <= 0:
 		return opts, apperr.Errorf(apperr.Invalid, "--burst %d: must be more than 0", f.burst)
-	case f.temporalTimeout <= 0:
-		return opts, apperr.Errorf(apperr.Invalid, "--temporal-timeout %s: must be more than 0", f.temporalTimeout)
+	case f.temporalTimeout <= 0 || f.temporalTimeout > 50*time.Second:
+		// Answers must come within the server's 60 s write timeout.
+		return opts, apperr.Errorf(apperr.Invalid, "--temporal-timeout %s: must be more than 0 and at most 50s", f.temporalTimeout)
 	}
 	return opts, nil
 }
