@@ -29,7 +29,14 @@ func TestMain(m *testing.M) {
 }
 
 func runMain(m *testing.M) int {
+	defer testenv.RemoveBuilds()
 	if _, err := testenv.Binary(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	// Built before the tests, not in the one that needs it, so that a cold build on a busy
+	// machine does not count against that test's limit.
+	if _, err := testenv.Alertmanager(); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}

@@ -11,6 +11,7 @@ import (
 )
 
 var (
+	toolsDir         string
 	alertmanagerOnce sync.Once
 	alertmanagerBin  string
 	alertmanagerErr  error
@@ -30,6 +31,7 @@ func Alertmanager() (string, error) {
 			alertmanagerErr = err
 			return
 		}
+		toolsDir = dir
 		alertmanagerBin = filepath.Join(dir, "alertmanager")
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 		defer cancel()
@@ -45,4 +47,13 @@ func Alertmanager() (string, error) {
 // StartProgram starts another program than clusterflow in the background, as Start does.
 func StartProgram(bin, dir, logDir, name string, env []string, args ...string) (*Process, error) {
 	return startBinary(bin, "", dir, logDir, name, env, args...)
+}
+
+// RemoveBuilds deletes the binaries this process built; call it once no test needs them.
+func RemoveBuilds() {
+	for _, dir := range []string{binDir, toolsDir} {
+		if dir != "" {
+			_ = os.RemoveAll(dir)
+		}
+	}
 }
