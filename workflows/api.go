@@ -23,6 +23,8 @@ const (
 
 	// StatusQuery returns the ClusterStatus that `clusterflow status -o json` prints.
 	StatusQuery = "status"
+	// SpecQuery returns the desired spec.Cluster, without its scripts' text.
+	SpecQuery = "spec"
 	// DeleteUpdate starts deleting a cluster and returns its status once accepted.
 	DeleteUpdate = "delete"
 	// ResizeUpdate sets role member counts; it returns a ChangeResult once accepted.

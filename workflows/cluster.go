@@ -112,6 +112,13 @@ func (w *clusterWorkflow) setup(ctx workflow.Context) error {
 	}, workflow.QueryHandlerOptions{Description: "The cluster's phase, roles and members, as `clusterflow status -o json` prints them; with {from, limit}, only that page of members"}); err != nil {
 		return err
 	}
+	if err := workflow.SetQueryHandlerWithOptions(ctx, SpecQuery, func() (spec.Cluster, error) {
+		desired := w.spec
+		desired.Scripts = nil // what placement and clients need is the roles, not megabytes of scripts
+		return desired, nil
+	}, workflow.QueryHandlerOptions{Description: "The desired spec, without the scripts' text"}); err != nil {
+		return err
+	}
 	if err := w.setUpdateHandlers(ctx); err != nil {
 		return err
 	}

@@ -639,6 +639,15 @@ func TestDevRunsSeveralHosts(t *testing.T) {
 	if res := run(t, env, "hosts"); res.Code != 0 || strings.Count(res.Stdout, " ready ") != 2 {
 		t.Errorf("hosts: %s", res)
 	}
+	// With maxPerHost 1, one host cannot hold both workers: draining either is refused by
+	// name, and nothing moves.
+	if res := run(t, env, "host", "drain", "host-1"); res.Code != 2 ||
+		!strings.Contains(res.Stderr, "drain refused: without host host-1, cluster devhosts could not hold its members: roles[0].placement: 2 members with maxPerHost 1 need 2 hosts") {
+		t.Errorf("drain beyond the placement: %s", res)
+	}
+	if res := run(t, env, "hosts"); res.Code != 0 || strings.Count(res.Stdout, " ready ") != 2 {
+		t.Errorf("hosts after the refused drain: %s", res)
+	}
 	if code, err := dev.Signal(syscall.SIGTERM, 30*time.Second); err != nil || code != 0 {
 		t.Errorf("dev did not stop cleanly: exit %d, %v\n%s", code, err, dev.Output())
 	}
