@@ -36,3 +36,36 @@ func FuzzAlertmanagerPayload(f *testing.F) {
 		}
 	})
 }
+
+// One row per way an alert maps to a member event, with the label names changed as the
+// flags allow.
+func TestAnAlertBecomesAMemberEvent(t *testing.T) {
+	labels := Labels{Cluster: "c", Member: "m", Event: "e"}
+	for _, tc := range []struct {
+		status, event string
+		want          workflows.HealthEvent
+		fails         string
+	}{
+		{"firing", "", workflows.HealthDown, ""},
+		{"firing", "down", workflows.HealthDown, ""},
+		{"firing", "gone", workflows.HealthGone, ""},
+		{"firing", "unhealthy", workflows.HealthUnhealthy, ""},
+		{"resolved", "gone", workflows.HealthUp, ""},
+		{"firing", "up", "", `labels.e: "up" is not down, gone or unhealthy`},
+		{"pending", "", "", `status: "pending" is neither firing nor resolved`},
+	} {
+		a := alert{Status: tc.status, Labels: map[string]string{"c": "demo", "m": "demo-worker-1", "e": tc.event, "alertname": "NodeDown"}}
+		cluster, ev, err := labels.memberEvent(a)
+		switch {
+		case tc.fails != "":
+			if err == nil || err.Error() != tc.fails {
+				t.Errorf("%s/%s: error %v, want %q", tc.status, tc.event, err, tc.fails)
+			}
+		case err != nil || cluster != "demo" || ev.Member != "demo-worker-1" || ev.Event != tc.want || ev.Reason != "NodeDown" || ev.Source != "alertmanager":
+			t.Errorf("%s/%s: %q %+v %v, want %s of demo-worker-1 for NodeDown", tc.status, tc.event, cluster, ev, err, tc.want)
+		}
+	}
+	if _, _, err := labels.memberEvent(alert{Status: "firing", Labels: map[string]string{"clusterflow_cluster": "demo", "clusterflow_member": "demo-worker-1"}}); err == nil {
+		t.Error("an alert without the renamed labels was accepted")
+	}
+}
