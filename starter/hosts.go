@@ -12,6 +12,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/clusterflow/clusterflow/internal/apperr"
+	"github.com/clusterflow/clusterflow/internal/spec"
 	"github.com/clusterflow/clusterflow/workflows"
 )
 
@@ -60,11 +61,54 @@ func (s *Starter) CordonHost(ctx context.Context, name string, cordon bool) (wor
 }
 
 // DrainHost moves a host's members to other hosts; the host is drained once its Members
-// count is 0.
+// count is 0. It refuses, naming the cluster, role and constraint, when some cluster with
+// members there could not hold them all on the hosts that would be left.
 func (s *Starter) DrainHost(ctx context.Context, name string) (workflows.Host, error) {
+	if err := s.checkDrain(ctx, name); err != nil {
+		return workflows.Host{}, err
+	}
 	var host workflows.Host
 	err := s.updateHosts(ctx, workflows.DrainHostUpdate, &host, name)
 	return host, err
+}
+
+// checkDrain places every member of each cluster on the host afresh on the other ready
+// hosts, as the clusters themselves would: placement rules (maxPerHost, host labels,
+// spreadBy) are each cluster's, so the registry alone cannot tell. A cluster whose worker
+// cannot answer is left to wait for room itself, saying why, as before this check.
+func (s *Starter) checkDrain(ctx context.Context, name string) error {
+	hosts, err := s.Hosts(ctx)
+	if err != nil {
+		return err
+	}
+	i := slices.IndexFunc(hosts, func(h workflows.Host) bool { return h.Name == name })
+	if i < 0 {
+		return nil // the registry refuses an unknown host by name
+	}
+	// Not hosts[i].Members: clusters report their placement to the registry a moment after
+	// it changes, so the clusters themselves are asked.
+	hosts[i].Draining = true
+	clusters, err := s.List(ctx, false)
+	if err != nil {
+		return err
+	}
+	for _, c := range clusters {
+		status, err := s.query(ctx, c.Name, true)
+		if err != nil || !slices.ContainsFunc(status.Roles, func(r workflows.RoleStatus) bool {
+			return slices.ContainsFunc(r.Members, func(m workflows.MemberStatus) bool { return m.Host == name })
+		}) {
+			continue
+		}
+		resp, err := s.client.QueryWorkflow(ctx, workflows.ClusterWorkflowID(c.Name), "", workflows.SpecQuery)
+		var desired spec.Cluster
+		if err != nil || resp.Get(&desired) != nil {
+			continue
+		}
+		if err := workflows.CheckPlacement(desired, hosts); err != nil {
+			return apperr.Errorf(apperr.Conflict, "drain refused: without host %s, cluster %s could not hold its members: %s", name, c.Name, err)
+		}
+	}
+	return nil
 }
 
 // ForgetHost removes a lost or empty host from the registry.
