@@ -99,10 +99,9 @@ func (s *Starter) checkDrain(ctx context.Context, name string) error {
 		}) {
 			continue
 		}
-		resp, err := s.client.QueryWorkflow(ctx, workflows.ClusterWorkflowID(c.Name), "", workflows.SpecQuery)
-		var desired spec.Cluster
-		if err != nil || resp.Get(&desired) != nil {
-			continue
+		desired := spec.Cluster{Name: c.Name}
+		for _, r := range status.Roles {
+			desired.Roles = append(desired.Roles, spec.Role{Name: r.Name, Members: r.Desired, Placement: r.Placement})
 		}
 		if err := workflows.CheckPlacement(desired, hosts); err != nil {
 			return apperr.Errorf(apperr.Conflict, "drain refused: without host %s, cluster %s could not hold its members: %s", name, c.Name, err)

@@ -23,8 +23,6 @@ const (
 
 	// StatusQuery returns the ClusterStatus that `clusterflow status -o json` prints.
 	StatusQuery = "status"
-	// SpecQuery returns the desired spec.Cluster, without its scripts' text.
-	SpecQuery = "spec"
 	// DeleteUpdate starts deleting a cluster and returns its status once accepted.
 	DeleteUpdate = "delete"
 	// ResizeUpdate sets role member counts; it returns a ChangeResult once accepted.
@@ -359,6 +357,8 @@ type RoleStatus struct {
 	// Resumed marks an operator's resume, which holds until the role recovers.
 	Paused  string `json:"paused,omitempty"`
 	Resumed bool   `json:"resumed,omitempty"`
+	// Placement is the role's placement rule from the desired spec, when it has one.
+	Placement spec.Placement `json:"placement,omitzero"`
 }
 
 // StatusPage asks the status query for some members only: those from From (counting

@@ -108,15 +108,14 @@ func newClusterWorkflow(ctx workflow.Context, in ClusterInput) (*clusterWorkflow
 
 func (w *clusterWorkflow) setup(ctx workflow.Context) error {
 	if err := workflow.SetQueryHandlerWithOptions(ctx, StatusQuery, func(page *StatusPage) (ClusterStatus, error) {
-		return w.state.status(page), nil
+		status := w.state.status(page)
+		for i := range status.Roles {
+			if r, ok := w.spec.Role(status.Roles[i].Name); ok {
+				status.Roles[i].Placement = r.Placement
+			}
+		}
+		return status, nil
 	}, workflow.QueryHandlerOptions{Description: "The cluster's phase, roles and members, as `clusterflow status -o json` prints them; with {from, limit}, only that page of members"}); err != nil {
-		return err
-	}
-	if err := workflow.SetQueryHandlerWithOptions(ctx, SpecQuery, func() (spec.Cluster, error) {
-		desired := w.spec
-		desired.Scripts = nil // what placement and clients need is the roles, not megabytes of scripts
-		return desired, nil
-	}, workflow.QueryHandlerOptions{Description: "The desired spec, without the scripts' text"}); err != nil {
 		return err
 	}
 	if err := w.setUpdateHandlers(ctx); err != nil {
