@@ -62,8 +62,9 @@ receivers:
 		t.Fatal(err)
 	}
 	t.Cleanup(am.Stop)
+	client := &http.Client{Timeout: 10 * time.Second}
 	waitFor(t, "Alertmanager to answer", func() bool {
-		resp, err := http.Get("http://" + amAddr + "/-/ready")
+		resp, err := client.Get("http://" + amAddr + "/-/ready")
 		if err != nil {
 			return false
 		}
@@ -85,7 +86,7 @@ receivers:
 			body = append(body, a)
 		}
 		data, _ := json.Marshal(body)
-		resp, err := http.Post("http://"+amAddr+"/api/v2/alerts", "application/json", bytes.NewReader(data))
+		resp, err := client.Post("http://"+amAddr+"/api/v2/alerts", "application/json", bytes.NewReader(data))
 		if err != nil {
 			t.Fatal(err)
 		}
