@@ -153,17 +153,22 @@ func TestTheGatewayReportsEventsAndServesReads(t *testing.T) {
 	if log := g.proc.Output(); !strings.Contains(log, "pager") || strings.Contains(log, g.events) {
 		t.Errorf("the request log should name the token and hide its secret:\n%s", log)
 	}
-	// SIGTERM stops it once the requests in flight are answered: a request half sent when
-	// the signal comes is still taken and answered.
+	// SIGTERM stops it once the requests in flight are answered. The request asks for
+	// "100 Continue", which the server sends once the handler starts reading the body: from
+	// then on the request is in flight, so the signal comes while the body is still unsent.
 	conn, err := net.Dial("tcp", strings.TrimPrefix(g.url, "http://"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer conn.Close()
 	_ = conn.SetDeadline(time.Now().Add(time.Minute))
-	halfSent := `{"event":"up","source":"in flight"}`
+	inFlight := `{"event":"up","source":"in flight"}`
 	fmt.Fprintf(conn, "POST /v1/clusters/%s/members/%s-worker-1/events HTTP/1.1\r\nHost: gateway\r\nAuthorization: Bearer %s\r\n"+
-		"Content-Type: application/json\r\nContent-Length: %d\r\n\r\n%s", n, n, g.events, len(halfSent), halfSent[:10])
+		"Content-Type: application/json\r\nContent-Length: %d\r\nExpect: 100-continue\r\n\r\n", n, n, g.events, len(inFlight))
+	answers := bufio.NewReader(conn)
+	if resp, err := http.ReadResponse(answers, nil); err != nil || resp.StatusCode != http.StatusContinue {
+		t.Fatalf("the gateway did not start reading the request: %v %v", resp, err)
+	}
 	exited := make(chan int, 1)
 	go func() {
 		code, _ := g.proc.Signal(syscall.SIGTERM, 30*time.Second)
@@ -176,8 +181,8 @@ func TestTheGatewayReportsEventsAndServesReads(t *testing.T) {
 		}
 		return err != nil
 	})
-	fmt.Fprint(conn, halfSent[10:])
-	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	fmt.Fprint(conn, inFlight)
+	resp, err := http.ReadResponse(answers, nil)
 	if err != nil {
 		t.Fatalf("the request in flight was dropped: %v", err)
 	}
