@@ -101,9 +101,9 @@ func (f *gatewayFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&f.clusterLabel, "cluster-label", gateway.DefaultLabels.Cluster, "alert label naming the cluster")
 	fs.StringVar(&f.memberLabel, "member-label", gateway.DefaultLabels.Member, "alert label naming the member")
 	fs.StringVar(&f.eventLabel, "event-label", gateway.DefaultLabels.Event, "alert label that may say gone or unhealthy instead of down")
-	fs.Float64Var(&f.rate, "rate", 50, "requests per second allowed to each token")
-	fs.IntVar(&f.burst, "burst", 100, "requests a token may send at once above --rate")
-	fs.DurationVar(&f.temporalTimeout, "temporal-timeout", 10*time.Second, "how long to wait for Temporal before answering 503")
+	fs.Float64Var(&f.rate, "rate", gateway.DefaultRate, "requests per second allowed to each token")
+	fs.IntVar(&f.burst, "burst", gateway.DefaultBurst, "requests a token may send at once above --rate")
+	fs.DurationVar(&f.temporalTimeout, "temporal-timeout", gateway.DefaultTemporalTimeout, "how long to wait for Temporal before answering 503")
 }
 
 func (f *gatewayFlags) options() (gateway.Options, error) {

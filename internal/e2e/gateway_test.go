@@ -412,6 +412,21 @@ func TestTheGatewayAnswers503WhileTemporalIsDown(t *testing.T) {
 		t.Errorf("event while Temporal is down: %d, Retry-After %q, %s", code, header.Get("Retry-After"), body)
 	}
 
+	// An Alertmanager notification: once one alert finds Temporal down, the rest are not
+	// tried (each would wait out the timeout again), and all come back with the 503.
+	var alerts []string
+	for _, m := range []string{"worker-0", "worker-1", "controller-0"} {
+		alerts = append(alerts, fmt.Sprintf(`{"status":"firing","labels":{"clusterflow_cluster":%q,"clusterflow_member":%q}}`, n, n+"-"+m))
+	}
+	code, header, body = g.do(t, "POST", "/v1/alertmanager", g.events, "application/json",
+		[]byte(`{"version":"4","status":"firing","alerts":[`+strings.Join(alerts, ",")+`]}`))
+	var reply struct{ Results []struct{ Member, Error string } }
+	if err := json.Unmarshal([]byte(body), &reply); code != 503 || header.Get("Retry-After") == "" || err != nil || len(reply.Results) != 3 ||
+		!strings.Contains(reply.Results[0].Error, "Temporal did not answer") ||
+		!strings.HasPrefix(reply.Results[1].Error, "not sent:") || !strings.HasPrefix(reply.Results[2].Error, "not sent:") {
+		t.Errorf("a notification while Temporal is down: %d, Retry-After %q, %s", code, header.Get("Retry-After"), body)
+	}
+
 	dev = startDev(t, dir, "dev-2", args)
 	if err := dev.WaitFor("Ready", 2*time.Minute); err != nil {
 		t.Fatal(err)

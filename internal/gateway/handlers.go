@@ -188,9 +188,9 @@ func (g *Gateway) refuse(w http.ResponseWriter, err error) {
 }
 
 // postAlertmanager reports each alert of a notification. An alert about an unknown member
-// is answered in its result without failing the others; if Temporal could not take some,
-// the answer is 503 so that Alertmanager sends the notification again, and the alerts it
-// did take change nothing the second time.
+// is answered in its result without failing the others. Once Temporal does not answer,
+// the rest are not tried, and the answer is 503 so that Alertmanager sends the notification
+// again; the alerts already taken change nothing the second time.
 func (g *Gateway) postAlertmanager(w http.ResponseWriter, r *http.Request) {
 	var n notification
 	if err := decode(w, r, &n, false); err != nil {
@@ -210,6 +210,11 @@ func (g *Gateway) postAlertmanager(w http.ResponseWriter, r *http.Request) {
 		if ae.err != nil {
 			g.metrics.events.WithLabelValues("refused").Inc()
 			res.Error = ae.err.Error()
+			continue
+		}
+		if unavailable {
+			// Each call would wait out the timeout again; Alertmanager resends them all.
+			res.Error = "not sent: Temporal did not answer an earlier alert; retry later"
 			continue
 		}
 		out, err := g.report(r.Context(), ae.cluster, ae.event)

@@ -2,8 +2,6 @@ package gateway
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"net"
@@ -12,7 +10,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
+	"github.com/google/uuid"
 	"go.uber.org/zap"
 	"golang.org/x/time/rate"
 
@@ -36,6 +34,13 @@ type Options struct {
 	TemporalTimeout time.Duration
 	Logger          *zap.Logger
 }
+
+// Defaults for what Options leave at zero; the CLI's flags start from them.
+const (
+	DefaultRate            = 50
+	DefaultBurst           = 100
+	DefaultTemporalTimeout = 10 * time.Second
+)
 
 // maxBody is the largest request body accepted.
 const maxBody = 1 << 20
@@ -67,13 +72,13 @@ func New(opts Options, clusters Clusters) (*Gateway, error) {
 		opts.Labels = DefaultLabels
 	}
 	if opts.Rate <= 0 {
-		opts.Rate = 50
+		opts.Rate = DefaultRate
 	}
 	if opts.Burst <= 0 {
-		opts.Burst = 100
+		opts.Burst = DefaultBurst
 	}
 	if opts.TemporalTimeout <= 0 {
-		opts.TemporalTimeout = 10 * time.Second
+		opts.TemporalTimeout = DefaultTemporalTimeout
 	}
 	if opts.Logger == nil {
 		opts.Logger = zap.NewNop()
@@ -83,14 +88,11 @@ func New(opts Options, clusters Clusters) (*Gateway, error) {
 	return g, nil
 }
 
-// Registry holds the gateway's Prometheus metrics.
-func (g *Gateway) Registry() *prometheus.Registry { return g.metrics.registry }
-
 // ServeHTTP logs and counts every request, and answers CORS before anything else.
 func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
 	rec := &recorder{ResponseWriter: w, status: http.StatusOK}
-	id := requestID()
+	id := uuid.NewString()
 	rec.Header().Set("X-Request-Id", id)
 	if g.cors(rec, r) {
 		g.mux.ServeHTTP(rec, r)
@@ -126,12 +128,6 @@ func (g *Gateway) cors(w http.ResponseWriter, r *http.Request) bool {
 	return false
 }
 
-func requestID() string {
-	b := make([]byte, 8)
-	_, _ = rand.Read(b)
-	return hex.EncodeToString(b)
-}
-
 // recorder keeps the status and the token's name for the request's log line.
 type recorder struct {
 	http.ResponseWriter
@@ -144,7 +140,7 @@ func (r *recorder) WriteHeader(code int) {
 	r.ResponseWriter.WriteHeader(code)
 }
 
-// Serve listens on addr until ctx ends, then finishes the requests in flight. With a
+// Serve serves h on ln until ctx ends, then finishes the requests in flight. With a
 // certificate and key it serves TLS.
 func Serve(ctx context.Context, ln net.Listener, h http.Handler, certFile, keyFile string) error {
 	srv := &http.Server{

@@ -10,9 +10,10 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"slices"
 	"strings"
+
+	"github.com/clusterflow/clusterflow/internal/atomicfile"
 )
 
 // Scope is what a token may do.
@@ -162,11 +163,5 @@ func LocalToken(file string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	if err := os.MkdirAll(filepath.Dir(file), 0o700); err != nil {
-		return "", err
-	}
-	if err := os.WriteFile(file, []byte(secret+"\n"), 0o600); err != nil {
-		return "", err
-	}
-	return secret, os.Chmod(file, 0o600)
+	return secret, atomicfile.Write(file, []byte(secret+"\n"), 0o600)
 }
