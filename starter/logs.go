@@ -114,11 +114,13 @@ func (s *Starter) readLog(ctx context.Context, host string, req activities.LogRe
 	return chunk, nil
 }
 
-// runs reports whether the member is running the event now.
+// runs reports whether the member is running the event now, or is about to: the status
+// can lag a script that has already started, and following a member that waits for its
+// configure should wait with it.
 func runs(m workflows.MemberStatus, event spec.Event) bool {
 	switch {
 	case event == spec.EventConfigure:
-		return m.State == workflows.MemberConfiguring
+		return m.State == workflows.MemberPending || m.State == workflows.MemberCreating || m.State == workflows.MemberConfiguring
 	case event == spec.EventTeardown:
 		return m.State == workflows.MemberDeleting && m.Event == event
 	}

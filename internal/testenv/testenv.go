@@ -256,18 +256,26 @@ func (p *Process) Output() string {
 func (p *Process) WaitFor(text string, limit time.Duration) error {
 	deadline := time.Now().Add(limit)
 	for time.Now().Before(deadline) {
-		out, _ := os.ReadFile(p.Stdout)
-		errOut, _ := os.ReadFile(p.Stderr)
-		if bytes.Contains(out, []byte(text)) || bytes.Contains(errOut, []byte(text)) {
+		if p.printed(text) {
 			return nil
 		}
 		select {
 		case <-p.done:
+			// It may have printed the text between the read above and its exit.
+			if p.printed(text) {
+				return nil
+			}
 			return fmt.Errorf("process exited before printing %q: %v\n%s", text, p.err, p.Output())
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
 	return fmt.Errorf("%q not printed within %s\n%s", text, limit, p.Output())
+}
+
+func (p *Process) printed(text string) bool {
+	out, _ := os.ReadFile(p.Stdout)
+	errOut, _ := os.ReadFile(p.Stderr)
+	return bytes.Contains(out, []byte(text)) || bytes.Contains(errOut, []byte(text))
 }
 
 // Wait waits up to limit for the process to exit by itself, killing it after, and returns
