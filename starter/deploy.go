@@ -33,6 +33,9 @@ type DeployOptions struct {
 // When hosts are registered, the cluster's members are placed on them, and a deploy they
 // cannot hold is refused before anything starts.
 func (s *Starter) Deploy(ctx context.Context, c spec.Cluster, opts DeployOptions) error {
+	if err := s.refuseInMaintenance(ctx, "deploy"); err != nil {
+		return err
+	}
 	// The registry answers through a worker: without one, deploy as before and let the
 	// cluster wait for a worker, rather than hang here.
 	hostsCtx, cancel := context.WithTimeout(ctx, hostsQueryLimit)
@@ -50,7 +53,12 @@ func (s *Starter) Deploy(ctx context.Context, c spec.Cluster, opts DeployOptions
 			return apperr.Errorf(apperr.Invalid, "deploy refused: %v", err)
 		}
 	}
-	_, err = s.client.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
+	return s.startCluster(ctx, c, workflows.PhaseDeploying, workflows.ClusterInput{Spec: c, ContinueAsNewEvery: opts.ContinueAsNewEvery, Hosts: hosts})
+}
+
+// startCluster starts a cluster's workflow, as a deploy or an import.
+func (s *Starter) startCluster(ctx context.Context, c spec.Cluster, phase workflows.Phase, in workflows.ClusterInput) error {
+	_, err := s.client.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
 		ID:        workflows.ClusterWorkflowID(c.Name),
 		TaskQueue: s.taskQueue,
 		// A deleted cluster's name may be used again; a live one may not.
@@ -60,14 +68,14 @@ func (s *Starter) Deploy(ctx context.Context, c spec.Cluster, opts DeployOptions
 		WorkflowExecutionErrorWhenAlreadyStarted: true,
 		TypedSearchAttributes: temporal.NewSearchAttributes(
 			workflows.ClusterNameKey.ValueSet(c.Name),
-			workflows.ClusterPhaseKey.ValueSet(string(workflows.PhaseDeploying)),
+			workflows.ClusterPhaseKey.ValueSet(string(phase)),
 			workflows.ClusterRolesKey.ValueSet(c.RoleNames()),
 			workflows.ClusterMembersKey.ValueSet(int64(c.TotalMembers())),
 		),
 		Memo:          map[string]any{"spec": c.Name, "origin": c.Origin},
 		StaticSummary: workflows.Summary(c),
 		StaticDetails: details(c),
-	}, workflows.ClusterWorkflowName, workflows.ClusterInput{Spec: c, ContinueAsNewEvery: opts.ContinueAsNewEvery, Hosts: hosts})
+	}, workflows.ClusterWorkflowName, in)
 	var started *serviceerror.WorkflowExecutionAlreadyStarted
 	switch {
 	case errors.As(err, &started):

@@ -64,6 +64,9 @@ func (s *Starter) CordonHost(ctx context.Context, name string, cordon bool) (wor
 // count is 0. It refuses, naming the cluster, role and constraint, when some cluster with
 // members there could not hold them all on the hosts that would be left.
 func (s *Starter) DrainHost(ctx context.Context, name string) (workflows.Host, error) {
+	if err := s.refuseInMaintenance(ctx, "drain"); err != nil {
+		return workflows.Host{}, err
+	}
 	if err := s.checkDrain(ctx, name); err != nil {
 		return workflows.Host{}, err
 	}

@@ -154,4 +154,5 @@ func RegisterWorkflows(r interface {
 	r.RegisterWorkflowWithOptions(workflows.HostsWorkflow, workflow.RegisterOptions{Name: workflows.HostsWorkflowName})
 	r.RegisterWorkflowWithOptions(workflows.MemberLogWorkflow, workflow.RegisterOptions{Name: workflows.MemberLogWorkflowName})
 	r.RegisterWorkflowWithOptions(workflows.OrphansWorkflow, workflow.RegisterOptions{Name: workflows.OrphansWorkflowName})
+	r.RegisterWorkflowWithOptions(workflows.MaintenanceWorkflow, workflow.RegisterOptions{Name: workflows.MaintenanceWorkflowName})
 }

@@ -337,6 +337,9 @@ type ClusterStatus struct {
 	Generation          int `json:"generation"`
 	AttemptedGeneration int `json:"attemptedGeneration"`
 	ReachedGeneration   int `json:"reachedGeneration"`
+	// Maintenance is set while the fleet's maintenance holds the cluster; Phase is then
+	// maintenance, and Message says what it holds.
+	Maintenance *Maintenance `json:"maintenance,omitempty"`
 }
 
 // RoleStatus is one role's desired size and its members.

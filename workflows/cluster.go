@@ -48,6 +48,8 @@ type clusterWorkflow struct {
 
 	deleteRequested bool
 	cancelRequested bool
+	// retireRequested closes the workflow without a teardown: the cluster moved.
+	retireRequested bool
 	// cancelOperation stops the operation in progress, for a cancel or a delete.
 	cancelOperation workflow.CancelFunc
 	// activeOps maps a role to the operation acting on its members now.
@@ -130,8 +132,12 @@ func (w *clusterWorkflow) setup(ctx workflow.Context) error {
 		}
 	})
 	w.receiveMemberEvents(ctx)
+	w.receiveMaintenance(ctx)
+	if err := w.setTransferHandlers(ctx); err != nil {
+		return err
+	}
 	if err := workflow.UpsertTypedSearchAttributes(ctx,
-		ClusterNameKey.ValueSet(w.state.Name), ClusterPhaseKey.ValueSet(string(w.state.Phase))); err != nil {
+		ClusterNameKey.ValueSet(w.state.Name), ClusterPhaseKey.ValueSet(string(w.state.shownPhase()))); err != nil {
 		return err
 	}
 	if w.onHosts() && workflow.GetVersion(ctx, changeHosts, workflow.DefaultVersion, 1) >= 1 {
@@ -148,7 +154,7 @@ func (w *clusterWorkflow) setup(ctx workflow.Context) error {
 func (w *clusterWorkflow) run(ctx workflow.Context) (ClusterStatus, error) {
 	for {
 		err := workflow.Await(ctx, func() bool {
-			return w.deleteRequested || w.changePending() || w.continueAsNewDue(ctx)
+			return w.deleteRequested || w.retireRequested || w.operationDue() || w.continueAsNewDue(ctx)
 		})
 		if err != nil {
 			// The workflow itself was cancelled (say from the Web UI): leave nothing behind.
@@ -158,7 +164,10 @@ func (w *clusterWorkflow) run(ctx workflow.Context) (ClusterStatus, error) {
 		if w.deleteRequested {
 			break
 		}
-		if w.changePending() {
+		if w.retireRequested {
+			return w.retire(ctx)
+		}
+		if w.operationDue() {
 			w.operate(ctx)
 			continue
 		}
@@ -173,8 +182,14 @@ func (w *clusterWorkflow) run(ctx workflow.Context) (ClusterStatus, error) {
 	return w.snapshot(), nil
 }
 
+// changePending says an operation is owed: a new generation, or one maintenance held.
 func (w *clusterWorkflow) changePending() bool {
-	return w.state.Generation > w.state.AttemptedGeneration
+	return w.state.Generation > w.state.AttemptedGeneration || w.state.Held != ""
+}
+
+// operationDue says an operation should start now: maintenance holds them all.
+func (w *clusterWorkflow) operationDue() bool {
+	return w.changePending() && !w.inMaintenance()
 }
 
 // operate runs one operation, converging to the desired generation, on a context a cancel
@@ -213,11 +228,11 @@ func (w *clusterWorkflow) continueAsNew(ctx workflow.Context) error {
 
 // setPhase records a phase change where operators look: status, search attributes, details.
 func (w *clusterWorkflow) setPhase(ctx workflow.Context, phase Phase, message string) {
-	changed := w.state.Phase != phase
+	shown := w.state.shownPhase()
 	w.state.Phase, w.state.Message = phase, message
 	w.touch(ctx)
-	if changed {
-		if err := workflow.UpsertTypedSearchAttributes(ctx, ClusterPhaseKey.ValueSet(string(phase))); err != nil {
+	if w.state.shownPhase() != shown {
+		if err := workflow.UpsertTypedSearchAttributes(ctx, ClusterPhaseKey.ValueSet(string(w.state.shownPhase()))); err != nil {
 			w.logger.Warn("Could not upsert the ClusterPhase search attribute", "Error", err)
 		}
 	}

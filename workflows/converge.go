@@ -15,7 +15,7 @@ import (
 func (w *clusterWorkflow) converge(ctx workflow.Context) {
 	for {
 		w.state.Operations++
-		w.state.AttemptedGeneration = w.state.Generation
+		w.state.AttemptedGeneration, w.state.Held = w.state.Generation, ""
 		if w.state.ReachedGeneration > 0 {
 			w.setPhase(ctx, PhaseUpdating, strings.TrimSuffix(fmt.Sprintf("generation %d: %s", w.state.Generation, w.lastChange), ": "))
 		}
@@ -31,7 +31,9 @@ func (w *clusterWorkflow) converge(ctx workflow.Context) {
 func (w *clusterWorkflow) convergeOnce(ctx workflow.Context) (again bool) {
 	generation := w.state.Generation
 	changed := func() bool { return w.state.Generation != generation }
-
+	if w.heldByMaintenance(ctx) {
+		return false
+	}
 	w.adoptRogues(ctx)
 	w.removeUnwanted(ctx, false)
 	if ctx.Err() != nil {
@@ -46,7 +48,7 @@ func (w *clusterWorkflow) convergeOnce(ctx workflow.Context) (again bool) {
 	}
 	w.reshape(ctx)
 	for i, level := range w.state.Levels {
-		if ctx.Err() != nil {
+		if ctx.Err() != nil || w.heldByMaintenance(ctx) {
 			return false
 		}
 		if err := w.writeClusterFiles(ctx, i == 0); err != nil {
@@ -57,7 +59,7 @@ func (w *clusterWorkflow) convergeOnce(ctx workflow.Context) (again bool) {
 			return false
 		}
 		w.configureLevel(ctx, level)
-		if ctx.Err() != nil {
+		if ctx.Err() != nil || w.heldByMaintenance(ctx) {
 			return false
 		}
 		if changed() || w.replaceFailed(ctx, level) {
@@ -72,7 +74,7 @@ func (w *clusterWorkflow) convergeOnce(ctx workflow.Context) (again bool) {
 		}
 	}
 	w.removeReplaced(ctx)
-	if ctx.Err() != nil {
+	if ctx.Err() != nil || w.heldByMaintenance(ctx) {
 		return false
 	}
 	if err := w.writeClusterFiles(ctx, false); err != nil {

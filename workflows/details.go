@@ -7,6 +7,9 @@ import (
 
 // details is the workflow's current details: what is happening right now, in one line.
 func (w *clusterWorkflow) details() string {
+	if w.state.shownPhase() == PhaseMaintenance {
+		return "maintenance: " + w.state.maintenanceDetail()
+	}
 	switch w.state.Phase {
 	case PhaseDeploying, PhaseUpdating:
 		for i, level := range w.state.Levels {

@@ -20,6 +20,9 @@ func (w *clusterWorkflow) stepHealth(ctx workflow.Context, rs *roleState, m *Mem
 		return result
 	}
 	now := workflow.Now(ctx)
+	if w.inMaintenance() {
+		return w.recordHeldEvent(ctx, m, ev, now)
+	}
 	r, _ := w.roleSpec(rs.Name)
 	policy := r.Health.WithDefaults()
 	h := m.Health
@@ -56,10 +59,7 @@ func (w *clusterWorkflow) stepHealth(ctx workflow.Context, rs *roleState, m *Mem
 	case timerSettle:
 		h.Due = now.Add(policy.FlapWindow)
 	}
-	h.Transitions = append(h.Transitions, HealthTransition{At: now, From: m.State, To: t.to, Event: ev.Event, Reason: ev.Reason, Source: ev.Source, ReportedAt: ev.At})
-	if n := len(h.Transitions); n > keptTransitions {
-		h.Transitions = slices.Clone(h.Transitions[n-keptTransitions:])
-	}
+	h.record(HealthTransition{At: now, From: m.State, To: t.to, Event: ev.Event, Reason: ev.Reason, Source: ev.Source, ReportedAt: ev.At})
 	m.Health = h
 	if m.State != t.to {
 		m.Since = now
@@ -73,6 +73,30 @@ func (w *clusterWorkflow) stepHealth(ctx workflow.Context, rs *roleState, m *Mem
 	}
 	w.healthChanged(ctx)
 	return result
+}
+
+// record adds a step to the member's health history, which keeps the latest ones.
+func (h *MemberHealth) record(t HealthTransition) {
+	h.Transitions = append(h.Transitions, t)
+	if n := len(h.Transitions); n > keptTransitions {
+		h.Transitions = slices.Clone(h.Transitions[n-keptTransitions:])
+	}
+}
+
+// recordHeldEvent keeps an event that came while maintenance is on in the member's
+// history, as a step that changed nothing: maintenance holds every reaction to health.
+func (w *clusterWorkflow) recordHeldEvent(ctx workflow.Context, m *Member, ev MemberEvent, now time.Time) MemberEventResult {
+	if m.Health == nil {
+		m.Health = &MemberHealth{}
+	}
+	note := "not acted on: " + w.state.Maintenance.Describe()
+	if ev.Reason != "" {
+		note = ev.Reason + "; " + note
+	}
+	m.Health.record(HealthTransition{At: now, From: m.State, To: m.State, Event: ev.Event, Reason: note, Source: ev.Source, ReportedAt: ev.At})
+	w.logger.Info("Member health event held for maintenance", "Member", m.Name, "Event", ev.Event, "Source", ev.Source)
+	w.touch(ctx)
+	return MemberEventResult{Member: m.Name, From: m.State, To: m.State, Ignored: w.state.Maintenance.Describe()}
 }
 
 // healthDetail says, in the member's status line, what its health state means.

@@ -24,6 +24,15 @@ func (w *clusterWorkflow) watchHealth(ctx workflow.Context) {
 		if err != nil || w.deleteRequested {
 			return
 		}
+		if w.inMaintenance() {
+			// Timers that expire meanwhile fire once it ends, and a reconcile checks the
+			// members against their hosts at once: they may have moved servers.
+			if err := workflow.Await(ctx, func() bool { return !w.inMaintenance() || w.deleteRequested }); err != nil {
+				return
+			}
+			nextReconcile = workflow.Now(ctx)
+			continue
+		}
 		now := workflow.Now(ctx)
 		w.fireDue(ctx, now)
 		if !now.Before(nextReconcile) {

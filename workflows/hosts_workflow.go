@@ -19,6 +19,8 @@ import (
 type HostsInput struct {
 	Hosts    []Host             `json:"hosts,omitempty"`
 	Clusters []ClusterPlacement `json:"clusters,omitempty"`
+	// Maintenance refuses drains while it is on.
+	Maintenance Maintenance `json:"maintenance,omitzero"`
 }
 
 // HostsWorkflow is the host registry (see hosts_api.go). Each host's liveness is a lease:
@@ -46,15 +48,16 @@ type hostsRegistry struct {
 	// clusters maps a subscribed cluster to its members per host.
 	clusters map[string]map[string]int
 	// owed lists clusters that have not been sent the current view.
-	owed   map[string]bool
-	leases map[string]workflow.CancelFunc
-	logger log.Logger
+	owed        map[string]bool
+	leases      map[string]workflow.CancelFunc
+	maintenance Maintenance
+	logger      log.Logger
 }
 
 func newHostsRegistry(ctx workflow.Context, in HostsInput) *hostsRegistry {
 	r := &hostsRegistry{
 		hosts: in.Hosts, clusters: map[string]map[string]int{}, owed: map[string]bool{},
-		leases: map[string]workflow.CancelFunc{}, logger: workflow.GetLogger(ctx),
+		leases: map[string]workflow.CancelFunc{}, maintenance: in.Maintenance, logger: workflow.GetLogger(ctx),
 	}
 	for _, c := range in.Clusters {
 		r.clusters[c.Cluster] = c.Members
@@ -88,6 +91,14 @@ func (r *hostsRegistry) setup(ctx workflow.Context) error {
 	}); err != nil {
 		return err
 	}
+	maintenance := workflow.GetSignalChannel(ctx, MaintenanceSignal)
+	workflow.Go(ctx, func(ctx workflow.Context) {
+		for {
+			var m Maintenance
+			maintenance.Receive(ctx, &m)
+			r.maintenance = m
+		}
+	})
 	placements := workflow.GetSignalChannel(ctx, ClusterHostsSignal)
 	workflow.Go(ctx, func(ctx workflow.Context) {
 		for {
@@ -131,7 +142,7 @@ func (r *hostsRegistry) run(ctx workflow.Context) error {
 	for _, name := range slices.Sorted(maps.Keys(r.clusters)) {
 		carried = append(carried, ClusterPlacement{Cluster: name, Members: r.clusters[name]})
 	}
-	return workflow.NewContinueAsNewError(ctx, HostsWorkflowName, HostsInput{Hosts: r.hosts, Clusters: carried})
+	return workflow.NewContinueAsNewError(ctx, HostsWorkflowName, HostsInput{Hosts: r.hosts, Clusters: carried, Maintenance: r.maintenance})
 }
 
 func (r *hostsRegistry) continueAsNewDue(ctx workflow.Context) bool {
@@ -202,6 +213,9 @@ func (r *hostsRegistry) cordon(ctx workflow.Context, m HostMark) (Host, error) {
 func (r *hostsRegistry) validateDrain(name string) error {
 	if err := r.refuseUnknown("drain", name); err != nil {
 		return err
+	}
+	if r.maintenance.On {
+		return refused(apperr.Maintenance, "%s", r.maintenance.Refusal("drain").Error())
 	}
 	h := r.host(name)
 	if h.Lost {

@@ -2,6 +2,7 @@ package workflows
 
 import (
 	"cmp"
+	"fmt"
 	"slices"
 	"strconv"
 	"strings"
@@ -126,6 +127,34 @@ type clusterState struct {
 	Hosts   []Host `json:"hosts,omitempty"`
 	// Restarted lists hosts that restarted, whose members the next pass starts.
 	Restarted []string `json:"restarted,omitempty"`
+	// Maintenance is set while the fleet's maintenance holds the cluster; Held names the
+	// operation it stopped, which runs again once maintenance ends.
+	Maintenance *Maintenance `json:"maintenance,omitempty"`
+	Held        string       `json:"held,omitempty"`
+	// ExportedIn is the Since of the maintenance during which the cluster was exported;
+	// only then may it be retired.
+	ExportedIn time.Time `json:"exportedIn,omitzero"`
+}
+
+// shownPhase is the phase operators see: maintenance while it holds the cluster, unless
+// the cluster is being deleted, which maintenance does not hold.
+func (s *clusterState) shownPhase() Phase {
+	if s.Maintenance != nil && s.Phase != PhaseDeleting && s.Phase != PhaseDeleted {
+		return PhaseMaintenance
+	}
+	return s.Phase
+}
+
+// maintenanceDetail says what maintenance holds, for the status message and the details.
+func (s *clusterState) maintenanceDetail() string {
+	text := s.Maintenance.Describe() + "; cluster " + string(s.Phase)
+	if s.Message != "" {
+		text += ": " + s.Message
+	}
+	if s.Held != "" || s.Generation > s.AttemptedGeneration {
+		text += fmt.Sprintf("; the operation toward generation %d is held and resumes when maintenance ends", s.Generation)
+	}
+	return text
 }
 
 // Role returns the named role's status.

@@ -18,9 +18,13 @@ func (s MemberState) setUp() bool { return slices.Contains(setUpStates, s) }
 // status projects the workflow's state into what users see: every member, or one page.
 func (s clusterState) status(page *StatusPage) ClusterStatus {
 	out := ClusterStatus{
-		APIVersion: StatusAPIVersion, Name: s.Name, Phase: s.Phase, Message: s.Message, Origin: s.Origin,
+		APIVersion: StatusAPIVersion, Name: s.Name, Phase: s.shownPhase(), Message: s.Message, Origin: s.Origin,
 		Levels: s.Levels, Roles: make([]RoleStatus, len(s.Roles)), CreatedAt: s.CreatedAt, UpdatedAt: s.UpdatedAt,
 		Generation: s.Generation, AttemptedGeneration: s.AttemptedGeneration, ReachedGeneration: s.ReachedGeneration,
+		Maintenance: s.Maintenance,
+	}
+	if out.Phase == PhaseMaintenance {
+		out.Message = s.maintenanceDetail()
 	}
 	seen := 0 // members of the roles before this one
 	for i, r := range s.Roles {

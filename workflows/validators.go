@@ -25,10 +25,21 @@ func (w *clusterWorkflow) refuseWhileDeleting(what string) error {
 	return nil
 }
 
+// refuseChange refuses a change to a cluster being deleted, or held by maintenance.
+func (w *clusterWorkflow) refuseChange(what string) error {
+	if err := w.refuseWhileDeleting(what); err != nil {
+		return err
+	}
+	if m := w.state.Maintenance; m != nil {
+		return refused(apperr.Maintenance, "%s", m.Refusal(what).Error())
+	}
+	return nil
+}
+
 // validateResize refuses unknown roles, negative counts and counts the role's cardinality
 // does not allow, naming every problem at once.
 func (w *clusterWorkflow) validateResize(req ResizeRequest) error {
-	if err := w.refuseWhileDeleting("resize"); err != nil {
+	if err := w.refuseChange("resize"); err != nil {
 		return err
 	}
 	if len(req.Counts) == 0 {
@@ -72,7 +83,7 @@ func (w *clusterWorkflow) refuseUnplaceable(what string, next spec.Cluster) erro
 // and refuses any other change to a role that has members: reconfiguring running members
 // is a different operation.
 func (w *clusterWorkflow) validateApply(req ApplyRequest) error {
-	if err := w.refuseWhileDeleting("apply"); err != nil {
+	if err := w.refuseChange("apply"); err != nil {
 		return err
 	}
 	next := req.Spec
@@ -118,7 +129,7 @@ func (w *clusterWorkflow) validateApply(req ApplyRequest) error {
 }
 
 func (w *clusterWorkflow) validateCancel() error {
-	if err := w.refuseWhileDeleting("cancel"); err != nil {
+	if err := w.refuseChange("cancel"); err != nil {
 		return err
 	}
 	if w.cancelOperation == nil {
@@ -148,14 +159,14 @@ func (w *clusterWorkflow) checkMemberEvent(ev MemberEvent) error {
 }
 
 func (w *clusterWorkflow) validateMemberEvent(ev MemberEvent) error {
-	if err := w.refuseWhileDeleting("member-event"); err != nil {
+	if err := w.refuseChange("member-event"); err != nil {
 		return err
 	}
 	return w.checkMemberEvent(ev)
 }
 
 func (w *clusterWorkflow) validateResume() error {
-	if err := w.refuseWhileDeleting("resume"); err != nil {
+	if err := w.refuseChange("resume"); err != nil {
 		return err
 	}
 	if !w.hasResumable() {
@@ -165,7 +176,7 @@ func (w *clusterWorkflow) validateResume() error {
 }
 
 func (w *clusterWorkflow) validateReconcile() error {
-	return w.refuseWhileDeleting("reconcile")
+	return w.refuseChange("reconcile")
 }
 
 func dependentsOf(roles []spec.Role, name string) []string {

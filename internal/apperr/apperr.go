@@ -25,6 +25,9 @@ const (
 	Gone Code = "gone"
 	// Unavailable: Temporal or a worker did not answer; trying again later may work.
 	Unavailable Code = "unavailable"
+	// Maintenance: maintenance is on, and refuses changes until it ends; trying again
+	// then will work.
+	Maintenance Code = "maintenance"
 	// Failed: the operation ran and failed, or was canceled; its report says why.
 	Failed Code = "failed"
 	// Internal: anything else.
@@ -110,7 +113,7 @@ func ExitCode(err error) int {
 	switch CodeOf(err) {
 	case "":
 		return ExitOK
-	case Invalid, NotFound, Conflict, Gone, Unauthenticated, Forbidden, TooLarge, UnsupportedMedia:
+	case Invalid, NotFound, Conflict, Gone, Maintenance, Unauthenticated, Forbidden, TooLarge, UnsupportedMedia:
 		return ExitBadInput
 	}
 	return ExitFailed
@@ -129,7 +132,7 @@ func HTTPStatus(err error) int {
 		return http.StatusConflict
 	case Gone:
 		return http.StatusGone
-	case Unavailable:
+	case Unavailable, Maintenance:
 		return http.StatusServiceUnavailable
 	case Unauthenticated:
 		return http.StatusUnauthorized
@@ -146,7 +149,7 @@ func HTTPStatus(err error) int {
 }
 
 // Codes lists every code, for those who map them.
-var Codes = []Code{Invalid, NotFound, Conflict, Gone, Unavailable, Failed, Internal,
+var Codes = []Code{Invalid, NotFound, Conflict, Gone, Unavailable, Maintenance, Failed, Internal,
 	Unauthenticated, Forbidden, TooLarge, UnsupportedMedia, RateLimited}
 
 // Known reports whether s names a code, as a refusal's type does when it crosses Temporal.

@@ -16,6 +16,7 @@ func TestEveryCodeMapsToAnExitAndAnHTTPStatus(t *testing.T) {
 		Conflict:    {ExitBadInput, http.StatusConflict},
 		Gone:        {ExitBadInput, http.StatusGone},
 		Unavailable: {ExitFailed, http.StatusServiceUnavailable},
+		Maintenance: {ExitBadInput, http.StatusServiceUnavailable},
 		Failed:      {ExitFailed, http.StatusInternalServerError},
 		Internal:    {ExitFailed, http.StatusInternalServerError},
 

@@ -41,6 +41,9 @@ var commands = []command{
 	{"logs", "NAME MEMBER [--event E] [-f]", "show a member's script output, from whichever host holds it", runLogs},
 	{"hosts", "[-o json]", "list the hosts that hold members", runHosts},
 	{"gateway", "--tokens-file F | token NAME", "serve the HTTP health gateway (Alertmanager, webhooks); make a token", runGateway},
+	{"maintenance", "on --reason TEXT | off | status", "hold every cluster for a move or an upgrade: changes refused, operations stopped", runMaintenance},
+	{"export", "--all | NAME... [-o FILE] | --retire NAME...", "write clusters to a file, to import on another server; retire them here after", runExport},
+	{"import", "-f FILE [--dry-run]", "adopt exported clusters on this server, running no script (in maintenance)", runImport},
 	{"host", "cordon|uncordon|drain|forget NAME [--wait]", "keep new members off a host or allow them again, move its members elsewhere, or remove a lost or empty host", runHost},
 }
 

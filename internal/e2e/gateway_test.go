@@ -420,7 +420,9 @@ func TestTheGatewayAnswers503WhileTemporalIsDown(t *testing.T) {
 	}
 	code, header, body = g.do(t, "POST", "/v1/alertmanager", g.events, "application/json",
 		[]byte(`{"version":"4","status":"firing","alerts":[`+strings.Join(alerts, ",")+`]}`))
-	var reply struct{ Results []struct{ Member, Error string } }
+	var reply struct {
+		Results []struct{ Member, Error string }
+	}
 	if err := json.Unmarshal([]byte(body), &reply); code != 503 || header.Get("Retry-After") == "" || err != nil || len(reply.Results) != 3 ||
 		!strings.Contains(reply.Results[0].Error, "Temporal did not answer") ||
 		!strings.HasPrefix(reply.Results[1].Error, "not sent:") || !strings.HasPrefix(reply.Results[2].Error, "not sent:") {

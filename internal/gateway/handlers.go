@@ -170,7 +170,7 @@ func (g *Gateway) report(ctx context.Context, cluster string, ev workflows.Membe
 	res, err := g.clusters.ReportMemberEvent(ctx, cluster, ev)
 	err = temporalError(err)
 	switch {
-	case apperr.Is(err, apperr.Unavailable):
+	case apperr.Is(err, apperr.Unavailable), apperr.Is(err, apperr.Maintenance):
 		g.metrics.events.WithLabelValues("unavailable").Inc()
 	case err != nil:
 		g.metrics.events.WithLabelValues("refused").Inc()
@@ -202,7 +202,8 @@ func (g *Gateway) postAlertmanager(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	reply := AlertmanagerReply{Results: make([]AlertResult, len(n.Alerts))}
-	unavailable := false
+	// unavailable is why the alerts after one Temporal did not take are not tried.
+	unavailable := ""
 	for i, ae := range g.opts.Labels.alertEvents(n) {
 		res := &reply.Results[i]
 		res.Fingerprint = n.Alerts[i].Fingerprint
@@ -212,20 +213,25 @@ func (g *Gateway) postAlertmanager(w http.ResponseWriter, r *http.Request) {
 			res.Error = ae.err.Error()
 			continue
 		}
-		if unavailable {
+		if unavailable != "" {
 			// Each call would wait out the timeout again; Alertmanager resends them all.
-			res.Error = "not sent: Temporal did not answer an earlier alert; retry later"
+			res.Error = "not sent: " + unavailable + "; retry later"
 			continue
 		}
 		out, err := g.report(r.Context(), ae.cluster, ae.event)
 		if err != nil {
-			unavailable = unavailable || apperr.Is(err, apperr.Unavailable)
+			switch {
+			case apperr.Is(err, apperr.Unavailable):
+				unavailable = "Temporal did not answer an earlier alert"
+			case apperr.Is(err, apperr.Maintenance):
+				unavailable = "maintenance is on"
+			}
 			res.Error = err.Error()
 			continue
 		}
 		res.From, res.To, res.Ignored = out.From, out.To, out.Ignored
 	}
-	if unavailable {
+	if unavailable != "" {
 		w.Header().Set("Retry-After", retryAfter)
 		writeJSON(w, http.StatusServiceUnavailable, reply)
 		return

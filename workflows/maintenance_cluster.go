@@ -1,0 +1,95 @@
+package workflows
+
+import (
+	"fmt"
+	"slices"
+
+	"go.temporal.io/sdk/workflow"
+)
+
+// heldForMaintenance is why members and batches a maintenance stopped did not start.
+const heldForMaintenance = "held for maintenance"
+
+// receiveMaintenance takes the fleet's maintenance flag from the maintenance workflow. Turned
+// on, it stops the operation in progress at its next member or level; turned off, what was
+// held resumes (run's loop, the health timer).
+func (w *clusterWorkflow) receiveMaintenance(ctx workflow.Context) {
+	ch := workflow.GetSignalChannel(ctx, MaintenanceSignal)
+	workflow.Go(ctx, func(ctx workflow.Context) {
+		for {
+			var m Maintenance
+			ch.Receive(ctx, &m)
+			w.setMaintenance(ctx, m)
+		}
+	})
+}
+
+func (w *clusterWorkflow) setMaintenance(ctx workflow.Context, m Maintenance) {
+	if m.On == w.inMaintenance() {
+		return
+	}
+	if m.On {
+		w.state.Maintenance = &m
+		w.holdOperation(ctx)
+	} else {
+		w.state.Maintenance = nil
+	}
+	w.logger.Info("Maintenance", "On", m.On, "Reason", m.Reason)
+	w.healthVersion++ // wakes the health timer, which pauses or resumes
+	w.showPhase(ctx)
+}
+
+func (w *clusterWorkflow) inMaintenance() bool { return w.state.Maintenance != nil }
+
+// refuseInMaintenance is the validators' refusal of a change while maintenance is on.
+func (w *clusterWorkflow) refuseInMaintenance(what string) error {
+	if m := w.state.Maintenance; m != nil {
+		return m.Refusal(what)
+	}
+	return nil
+}
+
+// holdOperation stops the configure children in progress starting further members; the
+// members running finish. converge then stops at its next step and marks the operation
+// held, to run again once maintenance ends.
+func (w *clusterWorkflow) holdOperation(ctx workflow.Context) {
+	for _, role := range slices.Sorted(func(yield func(string) bool) {
+		for r := range w.activeOps {
+			if !yield(r) {
+				return
+			}
+		}
+	}) {
+		op := w.activeOps[role]
+		if op.op != OpConfigure || op.halted != "" {
+			continue
+		}
+		op.halted = heldForMaintenance
+		for _, b := range op.running() {
+			b.future.SignalChildWorkflow(ctx, StopMembersSignal, StopMembers{Halt: heldForMaintenance})
+		}
+	}
+}
+
+// heldByMaintenance reports whether converge must stop here: maintenance is on and no
+// delete is asking to go on. It marks the operation held so that it resumes afterwards.
+func (w *clusterWorkflow) heldByMaintenance(ctx workflow.Context) bool {
+	if !w.inMaintenance() || w.deleteRequested {
+		return false
+	}
+	if w.state.Held == "" {
+		w.state.Held = fmt.Sprintf("generation %d", w.state.Generation)
+		w.logger.Info("Operation held for maintenance", "Generation", w.state.Generation)
+		w.touch(ctx)
+	}
+	return true
+}
+
+// showPhase shows the phase where operators look, maintenance included, in the search
+// attribute and the current details.
+func (w *clusterWorkflow) showPhase(ctx workflow.Context) {
+	if err := workflow.UpsertTypedSearchAttributes(ctx, ClusterPhaseKey.ValueSet(string(w.state.shownPhase()))); err != nil {
+		w.logger.Warn("Could not upsert the ClusterPhase search attribute", "Error", err)
+	}
+	w.touch(ctx)
+}

@@ -1,0 +1,103 @@
+package workflows
+
+import (
+	"time"
+
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/clusterflow/clusterflow/internal/apperr"
+)
+
+// setTransferHandlers registers export and retire, the source's side of moving a cluster to
+// another Temporal server. The target's side is a cluster workflow started from the export
+// as from a continue-as-new: no script runs to adopt the members.
+func (w *clusterWorkflow) setTransferHandlers(ctx workflow.Context) error {
+	if err := workflow.SetUpdateHandlerWithOptions(ctx, ExportUpdate, w.onExport, workflow.UpdateHandlerOptions{
+		Validator: w.validateExport, Description: "Read the whole cluster for `clusterflow export`, once no operation runs",
+	}); err != nil {
+		return err
+	}
+	return workflow.SetUpdateHandlerWithOptions(ctx, RetireUpdate, w.onRetire, workflow.UpdateHandlerOptions{
+		Validator: w.validateRetire, Description: "Close the cluster as exported, without teardown, after a move",
+	})
+}
+
+// validateExport refuses while an operation runs or is about to: its members' states are
+// changing. The starter asks again until its timeout.
+func (w *clusterWorkflow) validateExport() error {
+	if err := w.refuseWhileDeleting("export"); err != nil {
+		return err
+	}
+	if w.cancelOperation != nil || w.operationDue() {
+		return refused(apperr.Unavailable, "export refused: cluster %s is running an operation (%s); export reads a cluster between operations", w.state.Name, w.state.Phase)
+	}
+	return nil
+}
+
+func (w *clusterWorkflow) onExport(ctx workflow.Context) (ClusterExport, error) {
+	// The target keeps its own maintenance and export marks.
+	state := w.state
+	state.Maintenance, state.ExportedIn = nil, time.Time{}
+	export := ClusterExport{
+		Name: w.state.Name, Phase: w.state.Phase, Generation: w.state.Generation, Spec: w.spec,
+		Carried:       Carried{State: state, Removed: w.removed, Retiring: w.retiring},
+		InMaintenance: w.inMaintenance(),
+	}
+	if w.inMaintenance() {
+		w.state.ExportedIn = w.state.Maintenance.Since
+	}
+	return export, nil
+}
+
+// validateRetire allows a retire only after an export taken in the maintenance still on:
+// nothing can have changed since, so the export holds all of the cluster.
+func (w *clusterWorkflow) validateRetire() error {
+	if err := w.refuseWhileDeleting("retire"); err != nil {
+		return err
+	}
+	if m := w.state.Maintenance; m == nil || !w.state.ExportedIn.Equal(m.Since) {
+		return refused(apperr.Conflict, "retire refused: cluster %s was not exported during the maintenance now on; turn maintenance on, export it, import the file on the target, then retire it", w.state.Name)
+	}
+	if w.cancelOperation != nil {
+		return refused(apperr.Conflict, "retire refused: cluster %s is still running an operation", w.state.Name)
+	}
+	return nil
+}
+
+func (w *clusterWorkflow) onRetire(ctx workflow.Context) (ClusterStatus, error) {
+	w.retireRequested = true
+	return w.snapshot(), nil
+}
+
+// retire closes the workflow as exported. No teardown runs: the members are the imported
+// cluster's now, on the other server.
+func (w *clusterWorkflow) retire(ctx workflow.Context) (ClusterStatus, error) {
+	if w.onHosts() {
+		w.reportPlacement(ctx, ClusterPlacement{Cluster: w.state.Name, Gone: true})
+	}
+	w.state.Maintenance = nil
+	w.setPhase(ctx, PhaseExported, "moved to another server; its members were left as they were")
+	if err := workflow.Await(ctx, func() bool { return workflow.AllHandlersFinished(ctx) }); err != nil {
+		return w.snapshot(), err
+	}
+	return w.snapshot(), nil
+}
+
+// MemberList is every member of an exported cluster, role by role.
+func (c ClusterExport) MemberList() []Member {
+	var members []Member
+	for _, rs := range c.Carried.State.Roles {
+		members = append(members, rs.Members...)
+	}
+	return members
+}
+
+// Adopt is the input that starts an exported cluster's workflow on the target, held by the
+// target's maintenance: the run goes on from the exported state, as after a continue-as-new.
+func (c ClusterExport) Adopt(m Maintenance) (ClusterInput, error) {
+	carried := c.Carried
+	carried.State.Maintenance = &m
+	in := ClusterInput{Spec: c.Spec}
+	err := in.carry(carried)
+	return in, err
+}
