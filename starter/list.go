@@ -54,8 +54,8 @@ func (s *Starter) List(ctx context.Context, all bool) ([]ClusterSummary, error) 
 				closed := e.GetCloseTime().AsTime()
 				c.ClosedAt = &closed
 			}
-			if !c.Running && c.Phase != string(workflows.PhaseDeleted) {
-				// Closed without reaching deleted: terminated or failed from outside.
+			if !c.Running && c.Phase != string(workflows.PhaseDeleted) && c.Phase != string(workflows.PhaseExported) {
+				// Closed without reaching deleted or exported: terminated or failed from outside.
 				c.Phase = "closed (" + enumName(e.GetStatus()) + ")"
 			}
 			out = append(out, c)

@@ -121,19 +121,6 @@ func (f *fleet) waitForHosts(what string, cond func([]workflows.Host) bool) []wo
 	return hosts
 }
 
-func (f *fleet) status(name string) workflows.ClusterStatus {
-	f.t.Helper()
-	res := f.cli("status", name, "-o", "json")
-	if res.Code != 0 {
-		f.t.Fatalf("status: %s", res)
-	}
-	var s workflows.ClusterStatus
-	if err := json.Unmarshal([]byte(res.Stdout), &s); err != nil {
-		f.t.Fatal(err)
-	}
-	return s
-}
-
 // sandboxHost says which host's data folder holds the member's sandbox, and checks the
 // member's script was told that host; "" when no host has it.
 func (f *fleet) sandboxHost(cluster, member string) string {

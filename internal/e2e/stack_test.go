@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -13,6 +14,7 @@ import (
 	historypb "go.temporal.io/api/history/v1"
 
 	"github.com/clusterflow/clusterflow/internal/testenv"
+	"github.com/clusterflow/clusterflow/workflows"
 )
 
 // stack is a private `clusterflow dev --no-worker` server plus a separate `clusterflow
@@ -96,6 +98,20 @@ func (s *stack) kill(p *testenv.Process) {
 func (s *stack) cli(args ...string) testenv.Result {
 	s.t.Helper()
 	return run(s.t, s.env, args...)
+}
+
+// status is the cluster's status from the stack's server.
+func (s *stack) status(name string) workflows.ClusterStatus {
+	s.t.Helper()
+	res := s.cli("status", name, "-o", "json")
+	if res.Code != 0 {
+		s.t.Fatalf("status: %s", res)
+	}
+	var status workflows.ClusterStatus
+	if err := json.Unmarshal([]byte(res.Stdout), &status); err != nil {
+		s.t.Fatal(err)
+	}
+	return status
 }
 
 // history reads a workflow's history from the stack's server.

@@ -1,0 +1,249 @@
+package e2e
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/clusterflow/clusterflow/workflows"
+)
+
+// Maintenance is fleet-wide, so these tests run their own servers: on the shared one it
+// would hold every other test's clusters.
+
+// maintenanceOn turns maintenance on with a reason and checks it says so.
+func maintenanceOn(s *stack, reason string) {
+	s.t.Helper()
+	if res := s.cli("maintenance", "on", "--reason", reason); res.Code != 0 || !strings.Contains(res.Stdout, "Maintenance is on since") {
+		s.t.Fatalf("maintenance on: %s", res)
+	}
+}
+
+func maintenanceOff(s *stack) {
+	s.t.Helper()
+	if res := s.cli("maintenance", "off"); res.Code != 0 || !strings.Contains(res.Stdout, "Maintenance is off") {
+		s.t.Fatalf("maintenance off: %s", res)
+	}
+}
+
+func (s *stack) waitForStatus(name, what string, cond func(workflows.ClusterStatus) bool) workflows.ClusterStatus {
+	s.t.Helper()
+	var status workflows.ClusterStatus
+	waitFor(s.t, name+": "+what, func() bool {
+		status = s.status(name)
+		return cond(status)
+	})
+	return status
+}
+
+func TestMaintenanceHoldsARunningDeployAndRefusesEveryChange(t *testing.T) {
+	t.Parallel()
+	guard(t)
+	s := newStack(t)
+	n := "held"
+	specPath, trace := writeCluster(t, `
+name: held
+roles:
+  - {name: controller, cardinality: "1", startscript: trace.sh, env: {TRACE: TRACE_FILE}}
+  - {name: worker, members: 3, maxInFlight: 1, dependsOn: [controller], startscript: trace.sh, env: {TRACE: TRACE_FILE, HOLD: TRACE_FILE.hold}}
+`)
+	holdOn(t, trace+".hold")
+	if res := s.cli("deploy", "-f", specPath); res.Code != 0 {
+		t.Fatalf("deploy: %s", res)
+	}
+	waitFor(t, "the first worker's configure", func() bool { return len(runsOf(readTrace(t, trace), n+"-worker", "configure")) == 1 })
+	maintenanceOn(s, "test move")
+	release(t, trace+".hold")
+
+	// The running member finishes, and no other starts: the deploy is held.
+	status := s.waitForStatus(n, "the deploy held, its running member done", func(st workflows.ClusterStatus) bool {
+		return strings.Contains(st.Message, "is held and resumes when maintenance ends") && st.Role("worker").Ready == 1
+	})
+	if status.Phase != workflows.PhaseMaintenance || !strings.Contains(status.Message, "test move") || status.Maintenance == nil {
+		t.Errorf("held deploy: phase %s (%s)", status.Phase, status.Message)
+	}
+	if runs := runsOf(readTrace(t, trace), n+"-worker", "configure"); len(runs) != 1 {
+		t.Errorf("members started in maintenance: %+v", runs)
+	}
+	if list := s.cli("list"); !strings.Contains(list.Stdout, "maintenance") {
+		t.Errorf("list does not show the maintenance phase:\n%s", list)
+	}
+
+	// Every change is refused, naming the maintenance, and writes nothing to the history.
+	other, _ := writeCluster(t, `
+name: other
+roles:
+  - {name: worker, members: 1, startscript: trace.sh}
+`)
+	before := len(s.history(workflows.ClusterWorkflowID(n)))
+	for _, args := range [][]string{
+		{"resize", n, "worker=4"},
+		{"apply", "-f", specPath},
+		{"cancel", n},
+		{"signal", n, n + "-worker-0", "down"},
+		{"resume", n},
+		{"reconcile", n},
+		{"deploy", "-f", other},
+		{"host", "drain", "h1"},
+	} {
+		res := s.cli(args...)
+		if res.Code != 2 || !strings.Contains(res.Stderr, "refused: maintenance is on since") || !strings.Contains(res.Stderr, "test move") {
+			t.Errorf("%v in maintenance: %s", args, res)
+		}
+	}
+	if after := len(s.history(workflows.ClusterWorkflowID(n))); after != before {
+		t.Errorf("the refusals wrote %d events to the history", after-before)
+	}
+	if res := s.cli("status", "other"); res.Code != 2 {
+		t.Errorf("the refused deploy started a cluster: %s", res)
+	}
+
+	maintenanceOff(s)
+	status = s.waitForStatus(n, "ready", func(st workflows.ClusterStatus) bool { return st.Phase == workflows.PhaseReady })
+	if status.Maintenance != nil || status.Role("worker").Ready != 3 {
+		t.Errorf("after maintenance: %+v", status)
+	}
+	runs := readTrace(t, trace)
+	expectRuns(t, runs, "configure", "", n+"-controller-0", n+"-worker-0", n+"-worker-1", n+"-worker-2")
+
+	// A delete still runs in maintenance.
+	maintenanceOn(s, "test delete")
+	if res := s.cli("delete", n, "--wait"); res.Code != 0 {
+		t.Fatalf("delete in maintenance: %s", res)
+	}
+	expectRuns(t, readTrace(t, trace), "teardown", "", n+"-controller-0", n+"-worker-0", n+"-worker-1", n+"-worker-2")
+}
+
+func TestExportAndImportMoveLiveClustersWithoutRunningScripts(t *testing.T) {
+	t.Parallel()
+	guard(t)
+	src := newStack(t)
+	moverSpec, moverTrace := writeCluster(t, healthSpec("mover", "40s"))
+	stayerSpec, stayerTrace := writeCluster(t, `
+name: stayer
+roles:
+  - {name: worker, members: 2, startscript: trace.sh, env: {TRACE: TRACE_FILE}}
+`)
+	for _, spec := range []string{moverSpec, stayerSpec} {
+		if res := src.cli("deploy", "-f", spec, "--wait"); res.Code != 0 {
+			t.Fatalf("deploy: %s", res)
+		}
+	}
+	if res := src.cli("signal", "mover", "mover-worker-1", "down", "--reason", "disk full"); res.Code != 0 {
+		t.Fatalf("signal: %s", res)
+	}
+	moverBefore := src.status("mover")
+	down := moverBefore.Role("worker").Member("mover-worker-1")
+	if down.State != workflows.MemberDown || down.Health == nil || down.Health.Due.IsZero() {
+		t.Fatalf("mover-worker-1 is not down with a deadline: %+v", down)
+	}
+	due := down.Health.Due
+
+	// Exported in maintenance, twice, to the same bytes.
+	maintenanceOn(src, "moving to the new server")
+	ranBefore := len(readTrace(t, moverTrace)) + len(readTrace(t, stayerTrace))
+	dir := t.TempDir()
+	file, again := filepath.Join(dir, "clusters.json"), filepath.Join(dir, "again.json")
+	for _, f := range []string{file, again} {
+		if res := src.cli("export", "--all", "-o", f); res.Code != 0 {
+			t.Fatalf("export: %s", res)
+		}
+	}
+	data, _ := os.ReadFile(file)
+	if second, _ := os.ReadFile(again); string(second) != string(data) {
+		t.Error("two exports of the same state differ")
+	}
+	var export workflows.ExportFile
+	if err := json.Unmarshal(data, &export); err != nil || export.Format != "clusterflow/v1" || len(export.Clusters) != 2 ||
+		export.Clusters[0].Name != "mover" || !export.Clusters[0].InMaintenance || len(export.Clusters[0].Spec.Scripts) != 1 {
+		t.Fatalf("export: %v\n%s", err, data)
+	}
+	if info, err := os.Stat(file); err != nil || info.Mode().Perm() != 0o600 {
+		t.Errorf("the export holds scripts and env; its mode: %v %v", info.Mode(), err)
+	}
+
+	// The target: its own server, and a worker over the same members (the same agent).
+	dst := newServerStack(t)
+	dst.start("worker", 1, "Worker starting", "worker", "--data", src.data)
+	if res := dst.cli("import", "-f", file); res.Code != 2 || !strings.Contains(res.Stderr, "maintenance is off on this server") {
+		t.Errorf("import outside maintenance: %s", res)
+	}
+	maintenanceOn(dst, "adopting")
+	refusedImports := map[string]string{
+		"a version it does not know": strings.Replace(string(data), `"clusterflow/v1"`, `"clusterflow/v9"`, 1),
+		"a file that is not JSON":    "clusters: [mover]\n",
+		"an unknown host":            strings.Replace(string(data), `"name": "stayer-worker-0",`, `"name": "stayer-worker-0", "host": "nowhere",`, 1),
+	}
+	want := map[string]string{
+		"a version it does not know": `format "clusterflow/v9" is not one this clusterflow reads`,
+		"a file that is not JSON":    "not a clusterflow export",
+		"an unknown host":            "members stayer-worker-0 are on host nowhere, which this server does not know",
+	}
+	for what, content := range refusedImports {
+		bad := filepath.Join(dir, "bad.json")
+		if err := os.WriteFile(bad, []byte(content), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if res := dst.cli("import", "-f", bad); res.Code != 2 || !strings.Contains(res.Stderr, want[what]) {
+			t.Errorf("import of %s: %s", what, res)
+		}
+	}
+	if res := dst.cli("import", "-f", file, "--dry-run"); res.Code != 0 || !strings.Contains(res.Stdout, "Would import cluster mover: 3 members") {
+		t.Errorf("import --dry-run: %s", res)
+	}
+	if res := dst.cli("list", "-o", "json"); res.Code != 0 || strings.TrimSpace(res.Stdout) != "[]" {
+		t.Fatalf("something started before the import: %s", res)
+	}
+	if res := dst.cli("import", "-f", file); res.Code != 0 || !strings.Contains(res.Stdout, "Imported cluster stayer: 2 members") {
+		t.Fatalf("import: %s", res)
+	}
+	if res := dst.cli("import", "-f", file); res.Code != 2 || !strings.Contains(res.Stderr, "cluster mover is live on this server") ||
+		!strings.Contains(res.Stderr, "cluster stayer is live on this server") {
+		t.Errorf("a second import: %s", res)
+	}
+	if s := dst.status("mover"); s.Phase != workflows.PhaseMaintenance || fmt.Sprint(workerNames(s)) != "[mover-worker-0=ready mover-worker-1=down]" {
+		t.Errorf("imported mover: phase %s, %s", s.Phase, workerNames(s))
+	}
+	if ran := len(readTrace(t, moverTrace)) + len(readTrace(t, stayerTrace)); ran != ranBefore {
+		t.Errorf("%d scripts ran during the move", ran-ranBefore)
+	}
+
+	// Released, the target replaces the down member at its deadline from the source.
+	maintenanceOff(dst)
+	moved := dst.waitForStatus("mover", "the down member replaced", func(s workflows.ClusterStatus) bool {
+		return fmt.Sprint(workerNames(s)) == "[mover-worker-0=ready mover-worker-2=ready<mover-worker-1]" && s.Phase == workflows.PhaseReady
+	})
+	if successor := moved.Role("worker").Member("mover-worker-2"); successor == nil {
+		t.Fatal("no successor")
+	}
+	runs := readTrace(t, moverTrace)
+	expectRuns(t, runs, "configure", "", "mover-controller-0", "mover-worker-0", "mover-worker-1", "mover-worker-2")
+	expectRuns(t, runs, "teardown", "", "mover-worker-1")
+	if c := runsOf(runs, "mover-worker-2", "configure"); len(c) == 1 && c[0].Start < float64(due.UnixNano())/1e9 {
+		t.Errorf("replaced before its deadline %s (started at %.3f)", due, c[0].Start)
+	}
+	stayer := dst.status("stayer")
+	if stayer.Phase != workflows.PhaseReady || fmt.Sprint(workerNames(stayer)) != "[stayer-worker-0=ready stayer-worker-1=ready]" {
+		t.Errorf("stayer on the target: %s %v", stayer.Phase, workerNames(stayer))
+	}
+
+	// The source closes its workflows as exported, and nothing is torn down.
+	if res := src.cli("export", "--retire", "mover", "stayer"); res.Code != 0 || strings.Count(res.Stdout, "is exported") != 2 {
+		t.Fatalf("retire: %s", res)
+	}
+	if res := src.cli("list", "--all"); strings.Count(res.Stdout, "exported") != 2 {
+		t.Errorf("the source's clusters after retire:\n%s", res)
+	}
+	if res := dst.cli("resize", "stayer", "worker=3", "--wait"); res.Code != 0 {
+		t.Fatalf("resize on the target: %s", res)
+	}
+	runs = readTrace(t, stayerTrace)
+	expectRuns(t, runs, "configure", "", "stayer-worker-0", "stayer-worker-1", "stayer-worker-2")
+	expectRuns(t, runs, "teardown", "")
+	if !exists(filepath.Join(src.data, "clusters", "stayer", "stayer-worker-0")) {
+		t.Error("a moved member's sandbox is gone")
+	}
+}
