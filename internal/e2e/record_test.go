@@ -278,3 +278,58 @@ func latestWorkflowID(t *testing.T, c client.Client, workflowType string) string
 	}
 	return resp.Executions[0].Execution.WorkflowId
 }
+
+// TestRecordMaintenanceHistories records, on a server of its own (maintenance holds every
+// cluster of a server), a deploy that maintenance holds at its next member and that goes on
+// when it ends, an export and a retire, and the maintenance flag's own workflow.
+//
+//	CLUSTERFLOW_RECORD_HISTORIES=v8-maintenance go test ./internal/e2e -run TestRecordMaintenanceHistories
+func TestRecordMaintenanceHistories(t *testing.T) {
+	guard(t)
+	recordOn := recorder(t)
+	s := newStack(t)
+	c, err := testenv.Dial(s.address)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	specPath, trace := writeCluster(t, `
+name: rec-held
+roles:
+  - {name: controller, cardinality: "1", startscript: trace.sh, env: {TRACE: TRACE_FILE}}
+  - {name: worker, members: 3, maxInFlight: 1, dependsOn: [controller], startscript: trace.sh, env: {TRACE: TRACE_FILE, HOLD: TRACE_FILE.hold}, replaceAfter: 1h}
+`)
+	holdOn(t, trace+".hold")
+	if res := s.cli("deploy", "-f", specPath); res.Code != 0 {
+		t.Fatalf("deploy: %s", res)
+	}
+	waitFor(t, "the first worker's configure", func() bool { return len(runsOf(readTrace(t, trace), "rec-held-worker", "configure")) == 1 })
+	maintenanceOn(s, "recording")
+	release(t, trace+".hold")
+	s.waitForStatus("rec-held", "the deploy held", func(st workflows.ClusterStatus) bool {
+		return strings.Contains(st.Message, "is held and resumes") && st.Role("worker").Ready == 1
+	})
+	// A plain signal is recorded in the member's history, not acted on.
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := c.SignalWorkflow(ctx, workflows.ClusterWorkflowID("rec-held"), "", workflows.MemberEventSignal,
+		workflows.MemberEvent{Member: "rec-held-worker-0", Event: workflows.HealthDown, Source: "test"}); err != nil {
+		t.Fatal(err)
+	}
+	s.waitForStatus("rec-held", "the held event recorded", func(st workflows.ClusterStatus) bool {
+		h := st.Role("worker").Member("rec-held-worker-0").Health
+		return h != nil && len(h.Transitions) == 1
+	})
+	maintenanceOff(s)
+	s.waitForStatus("rec-held", "ready", func(st workflows.ClusterStatus) bool { return st.Phase == workflows.PhaseReady })
+	maintenanceOn(s, "moving")
+	if res := s.cli("export", "rec-held", "-o", filepath.Join(t.TempDir(), "export.json")); res.Code != 0 {
+		t.Fatalf("export: %s", res)
+	}
+	if res := s.cli("export", "--retire", "rec-held"); res.Code != 0 {
+		t.Fatalf("retire: %s", res)
+	}
+	maintenanceOff(s)
+	recordOn(c, "held-exported-retired", workflows.ClusterWorkflowID("rec-held"))
+	recordOn(c, "maintenance-flag", workflows.MaintenanceWorkflowID)
+}
