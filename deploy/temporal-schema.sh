@@ -1,10 +1,11 @@
 #!/bin/sh
 # Creates Temporal's two databases in PostgreSQL if missing and brings their schemas up to
 # the version the server image expects. Run by the temporal-schema service in
-# docker-compose.yml; safe to run again.
+# docker-compose.yml, and by the e2e tests' PostgreSQL-backed server (which set
+# TEMPORAL_SCHEMA_DIR to the server module's schema folder); safe to run again.
 set -eu
 tool() { temporal-sql-tool --plugin "$SQL_PLUGIN" --ep "$SQL_HOST" -p "$SQL_PORT" -u "$SQL_USER" --pw "$SQL_PASSWORD" "$@"; }
-schema=/etc/temporal/schema/postgresql/v12
+schema=${TEMPORAL_SCHEMA_DIR:-/etc/temporal/schema}/postgresql/v12
 for db in temporal visibility; do
   name=temporal
   [ "$db" = visibility ] && name=temporal_visibility

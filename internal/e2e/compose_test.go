@@ -64,13 +64,20 @@ func goModVersion(t *testing.T, module string) string {
 	return m[1]
 }
 
-func TestComposeFileStructure(t *testing.T) {
-	t.Parallel()
-	guard(t)
+// readCompose reads docker-compose.yml.
+func readCompose(t *testing.T) composeFile {
+	t.Helper()
 	var c composeFile
 	if err := yaml.Unmarshal([]byte(readRepoFile(t, "docker-compose.yml")), &c); err != nil {
 		t.Fatalf("docker-compose.yml is not valid YAML: %v", err)
 	}
+	return c
+}
+
+func TestComposeFileStructure(t *testing.T) {
+	t.Parallel()
+	guard(t)
+	c := readCompose(t)
 	server, ui := goModVersion(t, "go.temporal.io/server"), goModVersion(t, "github.com/temporalio/ui-server/v2")
 	wantImages := map[string]string{
 		"postgresql":         "postgres:",

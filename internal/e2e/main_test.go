@@ -40,6 +40,10 @@ func runMain(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
+	if _, err := testenv.Temporal(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
 	var err error
 	if server, err = testenv.StartServer(); err != nil {
 		fmt.Fprintln(os.Stderr, "start server:", err)

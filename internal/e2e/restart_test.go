@@ -74,7 +74,20 @@ func TestAScriptSurvivesItsWorkerBeingKilled(t *testing.T) {
 func TestADeployResumesAfterTheServerIsKilled(t *testing.T) {
 	t.Parallel()
 	guard(t)
-	s := newStack(t)
+	killServerMidDeploy(t, newStack(t))
+}
+
+// TestADeployResumesAfterThePostgresServerIsKilled is the same on the production path:
+// Temporal's own server on PostgreSQL, killed with SIGKILL.
+func TestADeployResumesAfterThePostgresServerIsKilled(t *testing.T) {
+	t.Parallel()
+	guard(t)
+	s := newProductionStack(t)
+	s.startWorker()
+	killServerMidDeploy(t, s)
+}
+
+func killServerMidDeploy(t *testing.T, s *stack) {
 	deployAndInterrupt(t, s, func() {
 		s.kill(s.dev)
 		// The script ends while the server is down: the agent keeps its result and

@@ -28,6 +28,9 @@ type stack struct {
 	// trace is the trace file of the cluster under test, once deployed.
 	trace             string
 	devRuns, workRuns int
+	// serve starts the stack's server for the nth time: `clusterflow dev`, or Temporal's own
+	// server on PostgreSQL.
+	serve func(n int) *testenv.Process
 }
 
 func newStack(t *testing.T) *stack {
@@ -44,6 +47,9 @@ func newServerStackAt(t *testing.T, address string) *stack {
 	dir := t.TempDir()
 	s := &stack{t: t, dir: dir, data: filepath.Join(dir, "data"), db: filepath.Join(dir, "dev.db"), address: address}
 	s.env = []string{"TEMPORAL_ADDRESS=" + s.address, "TEMPORAL_NAMESPACE=default"}
+	s.serve = func(n int) *testenv.Process {
+		return s.start("dev", n, "Ready.", "dev", "--no-worker", "--no-ui", "--no-gateway", "--db", s.db, "--address", s.address)
+	}
 	testenv.StopAllAtEnd(t, s.data)
 	t.Cleanup(func() {
 		if t.Failed() { // the stack's folder goes with the test: show what its processes said
@@ -57,7 +63,7 @@ func newServerStackAt(t *testing.T, address string) *stack {
 func (s *stack) startDev() {
 	s.t.Helper()
 	s.devRuns++
-	s.dev = s.start("dev", s.devRuns, "Ready.", "dev", "--no-worker", "--no-ui", "--no-gateway", "--db", s.db, "--address", s.address)
+	s.dev = s.serve(s.devRuns)
 }
 
 func (s *stack) startWorker() {

@@ -209,7 +209,18 @@ func StartHost(namespace, dir, logDir, name string, env []string, args ...string
 }
 
 func startBinary(bin, namespace, dir, logDir, name string, env []string, args ...string) (*Process, error) {
-	p := &Process{Stdout: filepath.Join(logDir, name+".stdout"), Stderr: filepath.Join(logDir, name+".stderr"), done: make(chan struct{})}
+	cmd := exec.Command(bin, args...)
+	if namespace != "" {
+		// ip execs the binary in place, so signals reach it and its exit is the process's.
+		cmd = exec.Command("ip", append([]string{"netns", "exec", namespace, bin}, args...)...)
+	}
+	cmd.Dir, cmd.Env = dir, append(os.Environ(), env...)
+	return startCommand(cmd, logDir, name)
+}
+
+// startCommand starts cmd with its output in logDir/NAME.stdout and .stderr.
+func startCommand(cmd *exec.Cmd, logDir, name string) (*Process, error) {
+	p := &Process{Stdout: filepath.Join(logDir, name+".stdout"), Stderr: filepath.Join(logDir, name+".stderr"), done: make(chan struct{}), cmd: cmd}
 	stdout, err := os.Create(p.Stdout)
 	if err != nil {
 		return nil, err
@@ -219,15 +230,12 @@ func startBinary(bin, namespace, dir, logDir, name string, env []string, args ..
 		stdout.Close()
 		return nil, err
 	}
-	p.cmd = exec.Command(bin, args...)
-	if namespace != "" {
-		// ip execs the binary in place, so signals reach it and its exit is the process's.
-		p.cmd = exec.Command("ip", append([]string{"netns", "exec", namespace, bin}, args...)...)
-	}
-	p.cmd.Dir, p.cmd.Env = dir, append(os.Environ(), env...)
 	p.cmd.Stdout, p.cmd.Stderr = stdout, stderr
+	if p.cmd.SysProcAttr == nil {
+		p.cmd.SysProcAttr = &syscall.SysProcAttr{}
+	}
 	// Dies with the test process even if the test is killed.
-	p.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	p.cmd.SysProcAttr.Pdeathsig = syscall.SIGKILL
 	if err := p.cmd.Start(); err != nil {
 		stdout.Close()
 		stderr.Close()

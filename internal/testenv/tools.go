@@ -6,12 +6,14 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"sync"
 	"time"
 )
 
 var (
-	toolsDir         string
+	toolsDir, temporalDir string
+
 	alertmanagerOnce sync.Once
 	alertmanagerBin  string
 	alertmanagerErr  error
@@ -51,9 +53,64 @@ func StartProgram(bin, dir, logDir, name string, env []string, args ...string) (
 
 // RemoveBuilds deletes the binaries this process built; call it once no test needs them.
 func RemoveBuilds() {
-	for _, dir := range []string{binDir, toolsDir} {
+	for _, dir := range []string{binDir, toolsDir, temporalDir} {
 		if dir != "" {
 			_ = os.RemoveAll(dir)
 		}
 	}
+}
+
+// TemporalTools are the Temporal server's own programs at the version clusterflow embeds:
+// its entry point (what the temporalio/server image runs), its SQL schema tool (the
+// admin-tools image's temporal-sql-tool) and the schema files that tool applies.
+type TemporalTools struct {
+	Server, SQLTool, SchemaDir string
+}
+
+var (
+	temporalOnce  sync.Once
+	temporalTools TemporalTools
+	temporalErr   error
+)
+
+// Temporal builds the server's programs from the internal/tools/temporal module, once per
+// test process. That module requires what the product's go.mod does, so the build reuses
+// the packages the product's own build compiled.
+func Temporal() (TemporalTools, error) {
+	temporalOnce.Do(func() {
+		root, err := ModuleRoot()
+		if err != nil {
+			temporalErr = err
+			return
+		}
+		dir, err := os.MkdirTemp("", "clusterflow-temporal-")
+		if err != nil {
+			temporalErr = err
+			return
+		}
+		temporalDir = dir
+		moduleDir := filepath.Join(root, "internal", "tools", "temporal")
+		ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
+		defer cancel()
+		// The names the images give them.
+		tools := TemporalTools{Server: filepath.Join(dir, "temporal-server"), SQLTool: filepath.Join(dir, "temporal-sql-tool")}
+		for bin, pkg := range map[string]string{tools.Server: "go.temporal.io/server/cmd/server", tools.SQLTool: "go.temporal.io/server/cmd/tools/sql"} {
+			cmd := exec.CommandContext(ctx, "go", "build", "-o", bin, pkg)
+			cmd.Dir = moduleDir
+			if out, err := cmd.CombinedOutput(); err != nil {
+				temporalErr = fmt.Errorf("build %s in internal/tools/temporal: %v\n%s", pkg, err, out)
+				return
+			}
+		}
+		cmd := exec.CommandContext(ctx, "go", "list", "-m", "-f", "{{.Dir}}", "go.temporal.io/server")
+		cmd.Dir = moduleDir
+		out, err := cmd.Output()
+		if err != nil {
+			temporalErr = fmt.Errorf("find go.temporal.io/server's source: %v", err)
+			return
+		}
+		tools.SchemaDir = filepath.Join(strings.TrimSpace(string(out)), "schema")
+		temporalTools = tools
+	})
+	return temporalTools, temporalErr
 }
