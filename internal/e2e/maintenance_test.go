@@ -5,8 +5,11 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
+
+	"github.com/clusterflow/clusterflow/internal/testenv"
 
 	"github.com/clusterflow/clusterflow/workflows"
 )
@@ -117,15 +120,41 @@ roles:
 	expectRuns(t, readTrace(t, trace), "teardown", "", n+"-controller-0", n+"-worker-0", n+"-worker-1", n+"-worker-2")
 }
 
-func TestExportAndImportMoveLiveClustersWithoutRunningScripts(t *testing.T) {
+// newDevWithHosts is `clusterflow dev --hosts 2` on SQLite, the user's first server: its
+// members are placed on host-1 and host-2, each with its own sandboxes and agent.
+func newDevWithHosts(t *testing.T) *stack {
+	dir := t.TempDir()
+	s := &stack{t: t, dir: dir, data: filepath.Join(dir, "data"), db: filepath.Join(dir, "dev.db"), address: freeAddress(t)}
+	s.env = []string{"TEMPORAL_ADDRESS=" + s.address, "TEMPORAL_NAMESPACE=default"}
+	s.serve = func(n int) *testenv.Process {
+		return s.start("dev", n, "Ready.", "dev", "--hosts", "2", "--no-ui", "--no-gateway", "--db", s.db, "--data", s.data, "--address", s.address)
+	}
+	for _, h := range []string{"host-1", "host-2"} {
+		testenv.StopAllAtEnd(t, s.hostData(h))
+	}
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("dev's logs:\n%s", tailOfFiles(filepath.Join(dir, "dev-*.stderr"), filepath.Join(dir, "hosts", "*", "agent", "agent.log")))
+		}
+	})
+	s.startDev()
+	return s
+}
+
+// hostData is the data folder of one of dev's hosts.
+func (s *stack) hostData(host string) string {
+	return filepath.Join(filepath.Dir(s.data), "hosts", host)
+}
+
+func TestExportAndImportMoveLiveClustersFromDevToPostgres(t *testing.T) {
 	t.Parallel()
 	guard(t)
-	src := newStack(t)
+	src := newDevWithHosts(t)
 	moverSpec, moverTrace := writeCluster(t, healthSpec("mover", "40s"))
 	stayerSpec, stayerTrace := writeCluster(t, `
 name: stayer
 roles:
-  - {name: worker, members: 2, startscript: trace.sh, env: {TRACE: TRACE_FILE}}
+  - {name: worker, members: 2, startscript: trace.sh, env: {TRACE: TRACE_FILE}, placement: {maxPerHost: 1}}
 `)
 	for _, spec := range []string{moverSpec, stayerSpec} {
 		if res := src.cli("deploy", "-f", spec, "--wait"); res.Code != 0 {
@@ -137,13 +166,14 @@ roles:
 	}
 	moverBefore := src.status("mover")
 	down := moverBefore.Role("worker").Member("mover-worker-1")
-	if down.State != workflows.MemberDown || down.Health == nil || down.Health.Due.IsZero() {
-		t.Fatalf("mover-worker-1 is not down with a deadline: %+v", down)
+	if down.State != workflows.MemberDown || down.Health == nil || down.Health.Due.IsZero() || down.Host == "" {
+		t.Fatalf("mover-worker-1 is not down on a host with a deadline: %+v", down)
 	}
 	due := down.Health.Due
+	stayerBefore := src.status("stayer")
 
 	// Exported in maintenance, twice, to the same bytes.
-	maintenanceOn(src, "moving to the new server")
+	maintenanceOn(src, "moving to the production server")
 	ranBefore := len(readTrace(t, moverTrace)) + len(readTrace(t, stayerTrace))
 	dir := t.TempDir()
 	file, again := filepath.Join(dir, "clusters.json"), filepath.Join(dir, "again.json")
@@ -165,39 +195,50 @@ roles:
 		t.Errorf("the export holds scripts and env; its mode: %v %v", info.Mode(), err)
 	}
 
-	// The target: its own server, and a worker over the same members (the same agent).
-	dst := newServerStack(t)
-	dst.start("worker", 1, "Worker starting", "worker", "--data", src.data)
+	// The target: Temporal on PostgreSQL, and a worker for each host over the same
+	// sandboxes and agents.
+	dst := newProductionStack(t)
+	for i, h := range []string{"host-1", "host-2"} {
+		dst.startWith(testenv.StartHost, "", dst.env, "host-"+h, i+1, "Worker starting",
+			"worker", "--host", h, "--host-address", "127.0.0.1", "--data", src.hostData(h))
+	}
+	waitFor(t, "both hosts ready on the target", func() bool {
+		res := dst.cli("hosts")
+		return strings.Count(res.Stdout, "ready") == 2
+	})
 	if res := dst.cli("import", "-f", file); res.Code != 2 || !strings.Contains(res.Stderr, "maintenance is off on this server") {
 		t.Errorf("import outside maintenance: %s", res)
 	}
 	maintenanceOn(dst, "adopting")
-	refusedImports := map[string]string{
-		"a version it does not know": strings.Replace(string(data), `"clusterflow/v1"`, `"clusterflow/v9"`, 1),
-		"a file that is not JSON":    "clusters: [mover]\n",
-		"an unknown host":            strings.Replace(string(data), `"name": "stayer-worker-0",`, `"name": "stayer-worker-0", "host": "nowhere",`, 1),
+	unknownHost := export
+	unknownHost.Clusters = slices.Clone(export.Clusters)
+	stayerState := unknownHost.Clusters[1].Carried.State
+	stayerState.Roles = slices.Clone(stayerState.Roles)
+	stayerState.Roles[0].Members = slices.Clone(stayerState.Roles[0].Members)
+	stayerState.Roles[0].Members[0].Host = "nowhere"
+	unknownHost.Clusters[1].Carried.State = stayerState
+	unknownHostJSON, _ := json.Marshal(unknownHost)
+	refused := []struct{ what, content, says string }{
+		{"a version it does not know", strings.Replace(string(data), `"clusterflow/v1"`, `"clusterflow/v9"`, 1), `format "clusterflow/v9" is not one this clusterflow reads`},
+		{"a file that is not JSON", "clusters: [mover]\n", "not a clusterflow export"},
+		{"an unknown host", string(unknownHostJSON), "members stayer-worker-0 are on host nowhere, which this server does not know"},
 	}
-	want := map[string]string{
-		"a version it does not know": `format "clusterflow/v9" is not one this clusterflow reads`,
-		"a file that is not JSON":    "not a clusterflow export",
-		"an unknown host":            "members stayer-worker-0 are on host nowhere, which this server does not know",
-	}
-	for what, content := range refusedImports {
+	for _, r := range refused {
 		bad := filepath.Join(dir, "bad.json")
-		if err := os.WriteFile(bad, []byte(content), 0o600); err != nil {
+		if err := os.WriteFile(bad, []byte(r.content), 0o600); err != nil {
 			t.Fatal(err)
 		}
-		if res := dst.cli("import", "-f", bad); res.Code != 2 || !strings.Contains(res.Stderr, want[what]) {
-			t.Errorf("import of %s: %s", what, res)
+		if res := dst.cli("import", "-f", bad); res.Code != 2 || !strings.Contains(res.Stderr, r.says) {
+			t.Errorf("import of %s: %s", r.what, res)
 		}
 	}
-	if res := dst.cli("import", "-f", file, "--dry-run"); res.Code != 0 || !strings.Contains(res.Stdout, "Would import cluster mover: 3 members") {
+	if res := dst.cli("import", "-f", file, "--dry-run"); res.Code != 0 || !strings.Contains(res.Stdout, "Would import cluster mover: 3 members on host-") {
 		t.Errorf("import --dry-run: %s", res)
 	}
 	if res := dst.cli("list", "-o", "json"); res.Code != 0 || strings.TrimSpace(res.Stdout) != "[]" {
 		t.Fatalf("something started before the import: %s", res)
 	}
-	if res := dst.cli("import", "-f", file); res.Code != 0 || !strings.Contains(res.Stdout, "Imported cluster stayer: 2 members") {
+	if res := dst.cli("import", "-f", file); res.Code != 0 || !strings.Contains(res.Stdout, "Imported cluster stayer: 2 members on host-1, host-2") {
 		t.Fatalf("import: %s", res)
 	}
 	if res := dst.cli("import", "-f", file); res.Code != 2 || !strings.Contains(res.Stderr, "cluster mover is live on this server") ||
@@ -213,12 +254,9 @@ roles:
 
 	// Released, the target replaces the down member at its deadline from the source.
 	maintenanceOff(dst)
-	moved := dst.waitForStatus("mover", "the down member replaced", func(s workflows.ClusterStatus) bool {
+	dst.waitForStatus("mover", "the down member replaced", func(s workflows.ClusterStatus) bool {
 		return fmt.Sprint(workerNames(s)) == "[mover-worker-0=ready mover-worker-2=ready<mover-worker-1]" && s.Phase == workflows.PhaseReady
 	})
-	if successor := moved.Role("worker").Member("mover-worker-2"); successor == nil {
-		t.Fatal("no successor")
-	}
 	runs := readTrace(t, moverTrace)
 	expectRuns(t, runs, "configure", "", "mover-controller-0", "mover-worker-0", "mover-worker-1", "mover-worker-2")
 	expectRuns(t, runs, "teardown", "", "mover-worker-1")
@@ -226,8 +264,8 @@ roles:
 		t.Errorf("replaced before its deadline %s (started at %.3f)", due, c[0].Start)
 	}
 	stayer := dst.status("stayer")
-	if stayer.Phase != workflows.PhaseReady || fmt.Sprint(workerNames(stayer)) != "[stayer-worker-0=ready stayer-worker-1=ready]" {
-		t.Errorf("stayer on the target: %s %v", stayer.Phase, workerNames(stayer))
+	if stayer.Phase != workflows.PhaseReady || fmt.Sprint(placements(stayer)) != fmt.Sprint(placements(stayerBefore)) {
+		t.Errorf("stayer on the target: %s, placed %v, was %v", stayer.Phase, placements(stayer), placements(stayerBefore))
 	}
 
 	// The source closes its workflows as exported, and nothing is torn down.
@@ -237,13 +275,10 @@ roles:
 	if res := src.cli("list", "--all"); strings.Count(res.Stdout, "exported") != 2 {
 		t.Errorf("the source's clusters after retire:\n%s", res)
 	}
-	if res := dst.cli("resize", "stayer", "worker=3", "--wait"); res.Code != 0 {
+	if res := dst.cli("resize", "stayer", "worker=1", "--wait"); res.Code != 0 {
 		t.Fatalf("resize on the target: %s", res)
 	}
 	runs = readTrace(t, stayerTrace)
-	expectRuns(t, runs, "configure", "", "stayer-worker-0", "stayer-worker-1", "stayer-worker-2")
-	expectRuns(t, runs, "teardown", "")
-	if !exists(filepath.Join(src.data, "clusters", "stayer", "stayer-worker-0")) {
-		t.Error("a moved member's sandbox is gone")
-	}
+	expectRuns(t, runs, "configure", "", "stayer-worker-0", "stayer-worker-1")
+	expectRuns(t, runs, "teardown", "", "stayer-worker-1")
 }
