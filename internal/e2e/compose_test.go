@@ -11,35 +11,12 @@ import (
 	"testing"
 	"time"
 
-	"go.yaml.in/yaml/v3"
-
 	"github.com/clusterflow/clusterflow/internal/testenv"
 )
 
 // There is no Docker engine here, so the compose file and Dockerfile are checked for
 // structure: the service graph, pinned images matching go.mod, and clusterflow commands the
 // CLI accepts.
-
-type composeFile struct {
-	Services map[string]composeService `yaml:"services"`
-	Volumes  map[string]any            `yaml:"volumes"`
-}
-
-type composeService struct {
-	Image       string                       `yaml:"image"`
-	Build       any                          `yaml:"build"`
-	DependsOn   map[string]map[string]string `yaml:"depends_on"`
-	Environment map[string]string            `yaml:"environment"`
-	Entrypoint  []string                     `yaml:"entrypoint"`
-	Command     []string                     `yaml:"command"`
-	Volumes     []string                     `yaml:"volumes"`
-	Healthcheck *struct {
-		Test []string `yaml:"test"`
-	} `yaml:"healthcheck"`
-	Deploy struct {
-		Replicas int `yaml:"replicas"`
-	} `yaml:"deploy"`
-}
 
 func readRepoFile(t *testing.T, name string) string {
 	t.Helper()
@@ -65,11 +42,11 @@ func goModVersion(t *testing.T, module string) string {
 }
 
 // readCompose reads docker-compose.yml.
-func readCompose(t *testing.T) composeFile {
+func readCompose(t *testing.T) testenv.ComposeFile {
 	t.Helper()
-	var c composeFile
-	if err := yaml.Unmarshal([]byte(readRepoFile(t, "docker-compose.yml")), &c); err != nil {
-		t.Fatalf("docker-compose.yml is not valid YAML: %v", err)
+	c, err := testenv.ReadCompose()
+	if err != nil {
+		t.Fatal(err)
 	}
 	return c
 }

@@ -1,0 +1,238 @@
+package testenv
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"go.temporal.io/api/serviceerror"
+	"go.temporal.io/api/workflowservice/v1"
+	"go.yaml.in/yaml/v3"
+	"google.golang.org/protobuf/types/known/durationpb"
+)
+
+// The production path of docker-compose.yml, run without Docker: PostgreSQL, the schema job
+// (deploy/temporal-schema.sh with the server's own SQL tool), the Temporal server's official
+// entry point with the environment the compose file gives the temporalio/server image, and
+// the namespace job. The tests and the benchmarks both run it.
+
+// ComposeFile is the part of docker-compose.yml the tests read.
+type ComposeFile struct {
+	Services map[string]ComposeService `yaml:"services"`
+	Volumes  map[string]any            `yaml:"volumes"`
+}
+
+// ComposeService is one service of the compose file.
+type ComposeService struct {
+	Image       string                       `yaml:"image"`
+	Build       any                          `yaml:"build"`
+	DependsOn   map[string]map[string]string `yaml:"depends_on"`
+	Environment map[string]string            `yaml:"environment"`
+	Entrypoint  []string                     `yaml:"entrypoint"`
+	Command     []string                     `yaml:"command"`
+	Volumes     []string                     `yaml:"volumes"`
+	Healthcheck *struct {
+		Test []string `yaml:"test"`
+	} `yaml:"healthcheck"`
+	Deploy struct {
+		Replicas int `yaml:"replicas"`
+	} `yaml:"deploy"`
+}
+
+// ReadCompose reads the checkout's docker-compose.yml.
+func ReadCompose() (ComposeFile, error) {
+	var c ComposeFile
+	root, err := ModuleRoot()
+	if err != nil {
+		return c, err
+	}
+	data, err := os.ReadFile(filepath.Join(root, "docker-compose.yml"))
+	if err != nil {
+		return c, err
+	}
+	if err := yaml.Unmarshal(data, &c); err != nil {
+		return c, fmt.Errorf("docker-compose.yml is not valid YAML: %w", err)
+	}
+	return c, nil
+}
+
+// ComposeOverrides are the only settings of the compose file's temporal service that the
+// production server here changes, and why: it binds loopback only, on reserved ports, and
+// reads files from the checkout rather than from the container's mounts.
+var ComposeOverrides = map[string]string{
+	"POSTGRES_SEEDS":           "postgresql is the compose service's host name; here the database listens on loopback",
+	"DB_PORT":                  "a reserved port, not 5432",
+	"BIND_ON_IP":               "loopback, not every interface",
+	"DYNAMIC_CONFIG_FILE_PATH": "the file the compose file mounts, read from the checkout",
+}
+
+// ProductionServer is Temporal's own server on a private PostgreSQL, configured as
+// docker-compose.yml configures it.
+type ProductionServer struct {
+	// Address is the frontend's gRPC address.
+	Address string
+	dir     string
+	tools   TemporalTools
+	pg      *Postgres
+	env     []string
+}
+
+// NewProductionServer starts PostgreSQL in a folder under dir and runs the compose file's
+// schema job against it. Start then starts the server itself, as often as needed.
+func NewProductionServer(dir string) (*ProductionServer, error) {
+	compose, err := ReadCompose()
+	if err != nil {
+		return nil, err
+	}
+	tools, err := Temporal()
+	if err != nil {
+		return nil, err
+	}
+	db := compose.Services["postgresql"].Environment
+	pg, err := StartPostgres(dir, db["POSTGRES_USER"], db["POSTGRES_PASSWORD"])
+	if err != nil {
+		return nil, err
+	}
+	p := &ProductionServer{dir: dir, tools: tools, pg: pg}
+	if err := p.runSchemaJob(compose); err != nil {
+		pg.Stop()
+		return nil, err
+	}
+	if p.env, err = p.serverEnv(compose); err != nil {
+		pg.Stop()
+		return nil, err
+	}
+	p.Address = "127.0.0.1:" + envValue(p.env, "FRONTEND_GRPC_PORT")
+	return p, nil
+}
+
+// runSchemaJob runs what the compose file's temporal-schema service runs, with its
+// environment, against the private database.
+func (p *ProductionServer) runSchemaJob(compose ComposeFile) error {
+	root, err := ModuleRoot()
+	if err != nil {
+		return err
+	}
+	env := os.Environ()
+	for k, v := range compose.Services["temporal-schema"].Environment {
+		env = append(env, k+"="+v)
+	}
+	env = append(env, "SQL_HOST=127.0.0.1", "SQL_PORT="+strconv.Itoa(p.pg.Port), "TEMPORAL_SCHEMA_DIR="+p.tools.SchemaDir,
+		"PATH="+filepath.Dir(p.tools.SQLTool)+string(os.PathListSeparator)+os.Getenv("PATH"))
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "sh", filepath.Join(root, "deploy", "temporal-schema.sh"))
+	cmd.Env = env
+	if out, err := cmd.CombinedOutput(); err != nil || !strings.Contains(string(out), "Temporal schemas are up to date.") {
+		return fmt.Errorf("the schema job: %v\n%s", err, out)
+	}
+	return nil
+}
+
+// serverEnv is the compose file's environment for the temporal service, with
+// ComposeOverrides applied and every port the server opens reserved.
+func (p *ProductionServer) serverEnv(compose ComposeFile) ([]string, error) {
+	root, err := ModuleRoot()
+	if err != nil {
+		return nil, err
+	}
+	service := compose.Services["temporal"]
+	values := map[string]string{}
+	for k, v := range service.Environment {
+		values[k] = v
+	}
+	// The dynamic config file is the one the compose file mounts where it points the server.
+	mounted := ""
+	for _, v := range service.Volumes {
+		if src, dst, ok := strings.Cut(v, ":"); ok && strings.HasSuffix(strings.TrimSuffix(dst, ":ro"), values["DYNAMIC_CONFIG_FILE_PATH"]) {
+			mounted = filepath.Join(root, src)
+		}
+	}
+	if mounted == "" {
+		return nil, fmt.Errorf("docker-compose.yml mounts no file at DYNAMIC_CONFIG_FILE_PATH %q", values["DYNAMIC_CONFIG_FILE_PATH"])
+	}
+	values["POSTGRES_SEEDS"], values["DB_PORT"], values["BIND_ON_IP"] = "127.0.0.1", strconv.Itoa(p.pg.Port), "127.0.0.1"
+	values["DYNAMIC_CONFIG_FILE_PATH"] = mounted
+	for _, name := range []string{"FRONTEND_GRPC_PORT", "FRONTEND_HTTP_PORT", "FRONTEND_MEMBERSHIP_PORT", "HISTORY_GRPC_PORT",
+		"HISTORY_MEMBERSHIP_PORT", "MATCHING_GRPC_PORT", "MATCHING_MEMBERSHIP_PORT", "WORKER_GRPC_PORT", "WORKER_MEMBERSHIP_PORT"} {
+		address, err := FreeAddress()
+		if err != nil {
+			return nil, err
+		}
+		values[name] = address[strings.LastIndexByte(address, ':')+1:]
+	}
+	var env []string
+	for k, v := range values {
+		env = append(env, k+"="+v)
+	}
+	return env, nil
+}
+
+func envValue(env []string, key string) string {
+	for _, kv := range env {
+		if k, v, ok := strings.Cut(kv, "="); ok && k == key {
+			return v
+		}
+	}
+	return ""
+}
+
+// Start starts the server, its output in dir/NAME.stdout and .stderr, and returns once it
+// has the default namespace, as the compose file's namespace job makes it: 7 days'
+// retention, created if it is not there yet.
+func (p *ProductionServer) Start(name string) (*Process, error) {
+	proc, err := StartProgram(p.tools.Server, p.dir, p.dir, name, p.env, "start")
+	if err != nil {
+		return nil, err
+	}
+	deadline := time.Now().Add(2 * time.Minute)
+	for {
+		err := createNamespace(p.Address)
+		if err == nil {
+			return proc, nil
+		}
+		select {
+		case <-proc.done:
+			return nil, fmt.Errorf("the Temporal server exited: %v\n%s", proc.err, proc.Output())
+		case <-time.After(500 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			proc.Stop()
+			return nil, fmt.Errorf("the server on %s did not take the default namespace within 2 minutes: %v", p.Address, err)
+		}
+	}
+}
+
+func createNamespace(address string) error {
+	c, err := Dial(address)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	_, err = c.WorkflowService().RegisterNamespace(ctx, &workflowservice.RegisterNamespaceRequest{
+		Namespace: "default", WorkflowExecutionRetentionPeriod: durationpb.New(7 * 24 * time.Hour),
+	})
+	var exists *serviceerror.NamespaceAlreadyExists
+	if err != nil && !errors.As(err, &exists) {
+		return fmt.Errorf("register namespace default: %w", err)
+	}
+	// The namespace is usable once the frontend's cache has it.
+	_, err = c.WorkflowService().DescribeNamespace(ctx, &workflowservice.DescribeNamespaceRequest{Namespace: "default"})
+	return err
+}
+
+// Logs names the files the database and the server write.
+func (p *ProductionServer) Logs() []string {
+	return []string{filepath.Join(p.dir, "temporal-server-*.stderr"), filepath.Join(p.dir, "postgres.stderr")}
+}
+
+// Stop stops PostgreSQL; the caller stops the server processes it started.
+func (p *ProductionServer) Stop() { p.pg.Stop() }
