@@ -61,7 +61,7 @@ echo "deploying $clusters clusters of 10 members on dev..." >&2
 for i in $(seq "$clusters"); do
   printf 'name: c%03d\nroles:\n  - {name: worker, members: 10, startscript: %s}\n' "$i" "$tmp/noop.sh" > "$tmp/c$i.yaml"
 done
-seq "$clusters" | xargs -P 8 -I{} "$cf" deploy -f "$tmp/c{}.yaml" > /dev/null
+seq "$clusters" | xargs -P 2 -I{} "$cf" deploy -f "$tmp/c{}.yaml" > /dev/null
 count_phase() { # SERVER PHASE: how many running clusters list shows in PHASE
   TEMPORAL_ADDRESS=$1 "$cf" list -o json | python3 -c "import json,sys; print(sum(1 for c in json.load(sys.stdin) if c['phase'] == '$2'))"
 }

@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -8,6 +9,9 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
+
+	sdkpb "go.temporal.io/api/sdk/v1"
 
 	"github.com/clusterflow/clusterflow/internal/testenv"
 
@@ -42,6 +46,28 @@ func (s *stack) waitForStatus(name, what string, cond func(workflows.ClusterStat
 	return status
 }
 
+// currentDetails is what the Web UI shows as a workflow's current details.
+func currentDetails(t *testing.T, s *stack, workflowID string) string {
+	t.Helper()
+	c, err := testenv.Dial(s.address)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	// The SDK's built-in query, which the Web UI asks too.
+	resp, err := c.QueryWorkflow(ctx, workflowID, "", "__temporal_workflow_metadata")
+	var meta sdkpb.WorkflowMetadata
+	if err == nil {
+		err = resp.Get(&meta)
+	}
+	if err != nil {
+		t.Fatalf("the workflow's metadata: %v", err)
+	}
+	return meta.GetCurrentDetails()
+}
+
 func TestMaintenanceHoldsARunningDeployAndRefusesEveryChange(t *testing.T) {
 	t.Parallel()
 	guard(t)
@@ -73,6 +99,9 @@ roles:
 	}
 	if list := s.cli("list"); !strings.Contains(list.Stdout, "maintenance") {
 		t.Errorf("list does not show the maintenance phase:\n%s", list)
+	}
+	if details := currentDetails(t, s, workflows.ClusterWorkflowID(n)); !strings.HasPrefix(details, "maintenance: maintenance is on since") || !strings.Contains(details, "test move") {
+		t.Errorf("the Web UI's current details: %q", details)
 	}
 
 	// Every change is refused, naming the maintenance, and writes nothing to the history.
