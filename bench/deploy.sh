@@ -14,17 +14,6 @@ levels=3
 source "$root/bench/lib.sh"
 start_bg dev "^Ready" dev --no-ui --no-gateway --db "$tmp/dev.db" --data "$tmp/data" --address "$TEMPORAL_ADDRESS" --log-level warn
 
-printf '#!/bin/sh\nexit 0\n' > "$tmp/noop.sh"
-chmod +x "$tmp/noop.sh"
-spec() {
-  cat <<YAML
-name: $1
-roles:
-  - {name: controller, members: 1, startscript: $tmp/noop.sh}
-  - {name: worker, members: 8, dependsOn: [controller], startscript: $tmp/noop.sh}
-  - {name: edge, members: 2, dependsOn: [worker], startscript: $tmp/noop.sh}
-YAML
-}
 
 # The workflow's own clock: from its start to the moment it became ready.
 workflow_ms() {
@@ -45,12 +34,12 @@ run_level() {
 
 
 # Warm up the worker and server once before measuring.
-spec warmup > "$tmp/warmup.yaml"
+levels_spec warmup > "$tmp/warmup.yaml"
 "$cf" deploy -f "$tmp/warmup.yaml" --wait > /dev/null
 
 : > "$tmp/cli"; : > "$tmp/workflow"; : > "$tmp/shell"
 for i in $(seq "$runs"); do
-  spec "bench-$i" > "$tmp/bench-$i.yaml"
+  levels_spec "bench-$i" > "$tmp/bench-$i.yaml"
   start=$(ms)
   "$cf" deploy -f "$tmp/bench-$i.yaml" --wait > /dev/null
   echo $(( $(ms) - start )) >> "$tmp/cli"

@@ -36,6 +36,20 @@ start_bg() {
 ms() { date +%s%3N; }
 median() { sort -n | awk '{a[NR]=$1} END {printf "%d\n", (NR % 2) ? a[(NR+1)/2] : (a[NR/2] + a[NR/2+1]) / 2}'; }
 
+# A startscript that does nothing, and the 3-level cluster of them that bench/deploy.sh and
+# bench/transfer.sh deploy: levels_spec NAME (1 controller -> 8 workers -> 2 edge).
+printf '#!/bin/sh\nexit 0\n' > "$tmp/noop.sh"
+chmod +x "$tmp/noop.sh"
+levels_spec() {
+  cat <<YAML
+name: $1
+roles:
+  - {name: controller, members: 1, startscript: $tmp/noop.sh}
+  - {name: worker, members: 8, dependsOn: [controller], startscript: $tmp/noop.sh}
+  - {name: edge, members: 2, dependsOn: [worker], startscript: $tmp/noop.sh}
+YAML
+}
+
 # A startscript that logs its start and end (epoch seconds) to $TRACE and sleeps $SLEEP.
 cat > "$tmp/trace.sh" <<'SH'
 #!/bin/sh

@@ -34,17 +34,6 @@ for h in host-1 host-2; do
 done
 for _ in $(seq 600); do [ "$(on_dst hosts | grep -c ready)" = 2 ] && break; sleep 0.1; done
 
-printf '#!/bin/sh\nexit 0\n' > "$tmp/noop.sh"
-chmod +x "$tmp/noop.sh"
-levels_spec() {
-  cat <<YAML
-name: $1
-roles:
-  - {name: controller, members: 1, startscript: $tmp/noop.sh}
-  - {name: worker, members: 8, dependsOn: [controller], startscript: $tmp/noop.sh}
-  - {name: edge, members: 2, dependsOn: [worker], startscript: $tmp/noop.sh}
-YAML
-}
 levels_spec warm-src > "$tmp/warm-src.yaml"; levels_spec warm-dst > "$tmp/warm-dst.yaml"
 "$cf" deploy -f "$tmp/warm-src.yaml" --wait > /dev/null
 on_dst deploy -f "$tmp/warm-dst.yaml" --wait > /dev/null

@@ -34,23 +34,37 @@ func (s *Starter) Hosts(ctx context.Context) ([]workflows.Host, error) {
 
 // RegisterHost registers a worker's host, starting the registry if it is not running.
 func (s *Starter) RegisterHost(ctx context.Context, reg workflows.HostRegistration) (workflows.Host, error) {
+	var host workflows.Host
+	err := s.updateWithStart(ctx, entity{workflows.HostsWorkflowID, workflows.HostsWorkflowName, workflows.HostsInput{}, "clusterflow host registry"},
+		workflows.RegisterHostUpdate, reg, &host)
+	return host, updateError("register host "+reg.Name, err)
+}
+
+// entity is one of the fleet's singleton workflows, which the first update starts.
+type entity struct {
+	id, workflowName string
+	input            any
+	summary          string
+}
+
+// updateWithStart runs an update on the entity's workflow, starting it if it is not running.
+func (s *Starter) updateWithStart(ctx context.Context, e entity, update string, arg, result any) error {
 	start := s.client.NewWithStartWorkflowOperation(client.StartWorkflowOptions{
-		ID:                       workflows.HostsWorkflowID,
+		ID:                       e.id,
 		TaskQueue:                s.taskQueue,
 		WorkflowIDConflictPolicy: enums.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
-		StaticSummary:            "clusterflow host registry",
-	}, workflows.HostsWorkflowName, workflows.HostsInput{})
+		StaticSummary:            e.summary,
+	}, e.workflowName, e.input)
 	handle, err := s.client.UpdateWithStartWorkflow(ctx, client.UpdateWithStartWorkflowOptions{
 		StartWorkflowOperation: start,
 		UpdateOptions: client.UpdateWorkflowOptions{
-			UpdateName: workflows.RegisterHostUpdate, Args: []any{reg}, WaitForStage: client.WorkflowUpdateStageCompleted,
+			UpdateName: update, Args: []any{arg}, WaitForStage: client.WorkflowUpdateStageCompleted,
 		},
 	})
-	var host workflows.Host
-	if err == nil {
-		err = handle.Get(ctx, &host)
+	if err != nil {
+		return err
 	}
-	return host, hostsError("register host "+reg.Name, err)
+	return handle.Get(ctx, result)
 }
 
 // CordonHost marks a host so that it gets no new members, or clears the mark.
@@ -130,11 +144,12 @@ func (s *Starter) updateHosts(ctx context.Context, update string, result any, ar
 	if isNotFound(err) {
 		return apperr.Errorf(apperr.NotFound, "no host is registered (start a worker with --host)")
 	}
-	return hostsError(update, err)
+	return updateError(update, err)
 }
 
-// hostsError turns a registry validator's refusal into its apperr code.
-func hostsError(action string, err error) error {
+// updateError turns a validator's refusal into its apperr code, and names the action in
+// any other error.
+func updateError(action string, err error) error {
 	var appErr *temporal.ApplicationError
 	if errors.As(err, &appErr) {
 		if code, ok := apperr.Known(appErr.Type()); ok {

@@ -4,9 +4,6 @@ import (
 	"context"
 	"fmt"
 
-	"go.temporal.io/api/enums/v1"
-	"go.temporal.io/sdk/client"
-
 	"github.com/clusterflow/clusterflow/internal/apperr"
 	"github.com/clusterflow/clusterflow/workflows"
 )
@@ -30,24 +27,10 @@ func (s *Starter) Maintenance(ctx context.Context) (workflows.Maintenance, error
 // SetMaintenance turns maintenance on, with a reason, or off. It returns once every
 // running cluster and the host registry have been told.
 func (s *Starter) SetMaintenance(ctx context.Context, on bool, reason string) (workflows.MaintenanceResult, error) {
-	start := s.client.NewWithStartWorkflowOperation(client.StartWorkflowOptions{
-		ID:                       workflows.MaintenanceWorkflowID,
-		TaskQueue:                s.taskQueue,
-		WorkflowIDConflictPolicy: enums.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
-		StaticSummary:            "clusterflow maintenance flag",
-	}, workflows.MaintenanceWorkflowName, workflows.MaintenanceInput{})
-	handle, err := s.client.UpdateWithStartWorkflow(ctx, client.UpdateWithStartWorkflowOptions{
-		StartWorkflowOperation: start,
-		UpdateOptions: client.UpdateWorkflowOptions{
-			UpdateName: workflows.SetMaintenanceUpdate, Args: []any{workflows.MaintenanceRequest{On: on, Reason: reason}},
-			WaitForStage: client.WorkflowUpdateStageCompleted,
-		},
-	})
 	var res workflows.MaintenanceResult
-	if err == nil {
-		err = handle.Get(ctx, &res)
-	}
-	return res, hostsError("set maintenance", err)
+	err := s.updateWithStart(ctx, entity{workflows.MaintenanceWorkflowID, workflows.MaintenanceWorkflowName, workflows.MaintenanceInput{}, "clusterflow maintenance flag"},
+		workflows.SetMaintenanceUpdate, workflows.MaintenanceRequest{On: on, Reason: reason}, &res)
+	return res, updateError("set maintenance", err)
 }
 
 // refuseInMaintenance refuses what the starter is about to do while maintenance is on.

@@ -489,10 +489,7 @@ roles:
 	if res := f.cli("hosts", "--orphans"); res.Code != 0 || !strings.Contains(res.Stdout, "No orphans") {
 		t.Fatalf("orphans before anything was terminated: %s", res)
 	}
-	c, err := testenv.Dial(f.address)
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := f.dial()
 	defer c.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()

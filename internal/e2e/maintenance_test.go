@@ -49,10 +49,7 @@ func (s *stack) waitForStatus(name, what string, cond func(workflows.ClusterStat
 // currentDetails is what the Web UI shows as a workflow's current details.
 func currentDetails(t *testing.T, s *stack, workflowID string) string {
 	t.Helper()
-	c, err := testenv.Dial(s.address)
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := s.dial()
 	defer c.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
@@ -246,11 +243,13 @@ roles:
 	stayerState.Roles[0].Members = slices.Clone(stayerState.Roles[0].Members)
 	stayerState.Roles[0].Members[0].Host = "nowhere"
 	unknownHost.Clusters[1].Carried.State = stayerState
+	unknownHost.Clusters[0].Spec.Name = "elsewhere"
 	unknownHostJSON, _ := json.Marshal(unknownHost)
 	refused := []struct{ what, content, says string }{
 		{"a version it does not know", strings.Replace(string(data), `"clusterflow/v1"`, `"clusterflow/v9"`, 1), `format "clusterflow/v9" is not one this clusterflow reads`},
 		{"a file that is not JSON", "clusters: [mover]\n", "not a clusterflow export"},
-		{"an unknown host", string(unknownHostJSON), "members stayer-worker-0 are on host nowhere, which this server does not know"},
+		{"an unknown host and a spec for another cluster", string(unknownHostJSON), "members stayer-worker-0 are on host nowhere, which this server does not know"},
+		{"every problem at once", string(unknownHostJSON), `clusters[0]: cluster mover: its spec is for cluster "elsewhere"`},
 	}
 	for _, r := range refused {
 		bad := filepath.Join(dir, "bad.json")
@@ -281,8 +280,22 @@ roles:
 		t.Errorf("%d scripts ran during the move", ran-ranBefore)
 	}
 
-	// Released, the target replaces the down member at its deadline from the source.
+	// Released, the target replaces the down member at its deadline from the source, and
+	// each cluster checks its members against their hosts at once.
+	reconciles := func() int {
+		n := 0
+		for _, e := range dst.history(workflows.ClusterWorkflowID("stayer")) {
+			if e.GetActivityTaskScheduledEventAttributes().GetActivityType().GetName() == "ListMembers" {
+				n++
+			}
+		}
+		return n
+	}
+	if n := reconciles(); n != 0 {
+		t.Errorf("the imported stayer reconciled %d times in maintenance", n)
+	}
 	maintenanceOff(dst)
+	waitFor(t, "the imported stayer's first reconcile", func() bool { return reconciles() > 0 })
 	dst.waitForStatus("mover", "the down member replaced", func(s workflows.ClusterStatus) bool {
 		return fmt.Sprint(workerNames(s)) == "[mover-worker-0=ready mover-worker-2=ready<mover-worker-1]" && s.Phase == workflows.PhaseReady
 	})

@@ -133,10 +133,7 @@ func TestRecordHostHistories(t *testing.T) {
 	guard(t)
 	recordOn := recorder(t)
 	f := newFleet(t, "h1:zone=a", "h2:zone=a", "h3:zone=b")
-	c, err := testenv.Dial(f.address)
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := f.dial()
 	defer c.Close()
 	record := func(scenario, workflowID string) { recordOn(c, scenario, workflowID) }
 	specPath, _ := writeCluster(t, spreadSpec)
@@ -288,10 +285,7 @@ func TestRecordMaintenanceHistories(t *testing.T) {
 	guard(t)
 	recordOn := recorder(t)
 	s := newStack(t)
-	c, err := testenv.Dial(s.address)
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := s.dial()
 	defer c.Close()
 	specPath, trace := writeCluster(t, `
 name: rec-held

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	historypb "go.temporal.io/api/history/v1"
+	"go.temporal.io/sdk/client"
 
 	"github.com/clusterflow/clusterflow/internal/testenv"
 	"github.com/clusterflow/clusterflow/workflows"
@@ -120,13 +121,20 @@ func (s *stack) status(name string) workflows.ClusterStatus {
 	return status
 }
 
-// history reads a workflow's history from the stack's server.
-func (s *stack) history(workflowID string) []*historypb.HistoryEvent {
+// dial is a client of the stack's server, for the caller to close.
+func (s *stack) dial() client.Client {
 	s.t.Helper()
 	c, err := testenv.Dial(s.address)
 	if err != nil {
 		s.t.Fatal(err)
 	}
+	return c
+}
+
+// history reads a workflow's history from the stack's server.
+func (s *stack) history(workflowID string) []*historypb.HistoryEvent {
+	s.t.Helper()
+	c := s.dial()
 	defer c.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()

@@ -23,27 +23,40 @@ var (
 // per test process, and returns its path. A failed build fails the test that needs it.
 func Alertmanager() (string, error) {
 	alertmanagerOnce.Do(func() {
-		root, err := ModuleRoot()
+		dir, err := buildDir(&toolsDir, "clusterflow-tools-")
 		if err != nil {
 			alertmanagerErr = err
 			return
 		}
-		dir, err := os.MkdirTemp("", "clusterflow-tools-")
-		if err != nil {
-			alertmanagerErr = err
-			return
-		}
-		toolsDir = dir
 		alertmanagerBin = filepath.Join(dir, "alertmanager")
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
-		defer cancel()
-		cmd := exec.CommandContext(ctx, "go", "build", "-o", alertmanagerBin, "github.com/prometheus/alertmanager/cmd/alertmanager")
-		cmd.Dir = filepath.Join(root, "internal", "tools")
-		if out, err := cmd.CombinedOutput(); err != nil {
-			alertmanagerErr = fmt.Errorf("build alertmanager in internal/tools: %v\n%s", err, out)
-		}
+		alertmanagerErr = buildTool("internal/tools", alertmanagerBin, "github.com/prometheus/alertmanager/cmd/alertmanager")
 	})
 	return alertmanagerBin, alertmanagerErr
+}
+
+// buildDir makes a folder for built programs, which RemoveBuilds removes.
+func buildDir(dir *string, pattern string) (string, error) {
+	d, err := os.MkdirTemp("", pattern)
+	if err == nil {
+		*dir = d
+	}
+	return d, err
+}
+
+// buildTool builds pkg into bin from a tools module of the checkout, moduleDir.
+func buildTool(moduleDir, bin, pkg string) error {
+	root, err := ModuleRoot()
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "go", "build", "-o", bin, pkg)
+	cmd.Dir = filepath.Join(root, moduleDir)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("build %s in %s: %v\n%s", pkg, moduleDir, err, out)
+	}
+	return nil
 }
 
 // StartProgram starts another program than clusterflow in the background, as Start does.
@@ -78,32 +91,27 @@ var (
 // the packages the product's own build compiled.
 func Temporal() (TemporalTools, error) {
 	temporalOnce.Do(func() {
+		dir, err := buildDir(&temporalDir, "clusterflow-temporal-")
+		if err != nil {
+			temporalErr = err
+			return
+		}
+		const module = "internal/tools/temporal"
+		// The names the images give them.
+		tools := TemporalTools{Server: filepath.Join(dir, "temporal-server"), SQLTool: filepath.Join(dir, "temporal-sql-tool")}
+		if temporalErr = buildTool(module, tools.Server, "go.temporal.io/server/cmd/server"); temporalErr != nil {
+			return
+		}
+		if temporalErr = buildTool(module, tools.SQLTool, "go.temporal.io/server/cmd/tools/sql"); temporalErr != nil {
+			return
+		}
 		root, err := ModuleRoot()
 		if err != nil {
 			temporalErr = err
 			return
 		}
-		dir, err := os.MkdirTemp("", "clusterflow-temporal-")
-		if err != nil {
-			temporalErr = err
-			return
-		}
-		temporalDir = dir
-		moduleDir := filepath.Join(root, "internal", "tools", "temporal")
-		ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
-		defer cancel()
-		// The names the images give them.
-		tools := TemporalTools{Server: filepath.Join(dir, "temporal-server"), SQLTool: filepath.Join(dir, "temporal-sql-tool")}
-		for bin, pkg := range map[string]string{tools.Server: "go.temporal.io/server/cmd/server", tools.SQLTool: "go.temporal.io/server/cmd/tools/sql"} {
-			cmd := exec.CommandContext(ctx, "go", "build", "-o", bin, pkg)
-			cmd.Dir = moduleDir
-			if out, err := cmd.CombinedOutput(); err != nil {
-				temporalErr = fmt.Errorf("build %s in internal/tools/temporal: %v\n%s", pkg, err, out)
-				return
-			}
-		}
-		cmd := exec.CommandContext(ctx, "go", "list", "-m", "-f", "{{.Dir}}", "go.temporal.io/server")
-		cmd.Dir = moduleDir
+		cmd := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", "go.temporal.io/server")
+		cmd.Dir = filepath.Join(root, module)
 		out, err := cmd.Output()
 		if err != nil {
 			temporalErr = fmt.Errorf("find go.temporal.io/server's source: %v", err)
