@@ -63,6 +63,8 @@ func (s *Starter) exportOne(ctx context.Context, name string) (workflows.Cluster
 type ImportReport struct {
 	DryRun   bool              `json:"dryRun"`
 	Clusters []ImportedCluster `json:"clusters"`
+	// Maintenance is this server's: a dry run works without it, the import does not.
+	Maintenance workflows.Maintenance `json:"maintenance"`
 }
 
 // ImportedCluster is one cluster an import adopted.
@@ -83,7 +85,12 @@ func (s *Starter) Import(ctx context.Context, file workflows.ExportFile, dryRun 
 	if file.Format != workflows.ExportFormat {
 		return report, apperr.Errorf(apperr.Invalid, "import refused: format %q is not one this clusterflow reads (%s)", file.Format, workflows.ExportFormat)
 	}
-	m, err := s.requireMaintenance(ctx, "import")
+	var err error
+	if dryRun {
+		report.Maintenance, err = s.Maintenance(ctx)
+	} else {
+		report.Maintenance, err = s.requireMaintenance(ctx, "import")
+	}
 	if err != nil {
 		return report, err
 	}
@@ -123,12 +130,13 @@ func (s *Starter) Import(ctx context.Context, file workflows.ExportFile, dryRun 
 		return report, nil
 	}
 	for i, c := range file.Clusters {
-		in, err := c.Adopt(m)
+		in, err := c.Adopt(report.Maintenance)
 		if err == nil {
 			err = s.startCluster(ctx, c.Spec, workflows.PhaseMaintenance, in)
 		}
 		if err != nil {
-			return ImportReport{Clusters: report.Clusters[:i]}, fmt.Errorf("import %s (the clusters before it were imported): %w", c.Name, err)
+			report.Clusters = report.Clusters[:i]
+			return report, fmt.Errorf("import %s (the clusters before it were imported): %w", c.Name, err)
 		}
 	}
 	return report, nil
@@ -158,6 +166,9 @@ func checkExport(c workflows.ClusterExport, hosts []workflows.Host) []string {
 	}
 	if c.Spec.Name != c.Name {
 		problems = append(problems, fmt.Sprintf("cluster %s: its spec is for cluster %q", c.Name, c.Spec.Name))
+	}
+	if c.Carried.State.Name != c.Name {
+		problems = append(problems, fmt.Sprintf("cluster %s: its state is of cluster %q", c.Name, c.Carried.State.Name))
 	}
 	if _, err := spec.Levels(c.Spec.Roles); err != nil {
 		problems = append(problems, fmt.Sprintf("cluster %s: spec: %v", c.Name, err))

@@ -137,9 +137,20 @@ func (w *clusterWorkflow) reportPlacement(ctx workflow.Context, p ClusterPlaceme
 // onHostsChanged applies a new view of the hosts. Members of a host that was lost go down,
 // and those of a host forgotten are gone, so the health machinery replaces them; members
 // of a host that came back are up again. Members waiting for a host get one if one fits.
+//
+// Maintenance holds the view back: the members' histories record what changed, and the
+// view is applied when maintenance ends, so that a host lost meanwhile then takes its
+// members down.
 func (w *clusterWorkflow) onHostsChanged(ctx workflow.Context, hosts []Host) {
 	before := w.state.Hosts
-	w.state.Hosts = hosts
+	if w.inMaintenance() {
+		if w.state.HeldHosts != nil {
+			before = w.state.HeldHosts // its changes are recorded already
+		}
+		w.state.HeldHosts = hosts
+	} else {
+		w.state.Hosts = hosts
+	}
 	wasLost := func(name string) bool {
 		h := named(before, name, func(h *Host) string { return h.Name })
 		return h != nil && h.Lost
@@ -151,7 +162,7 @@ func (w *clusterWorkflow) onHostsChanged(ctx workflow.Context, hosts []Host) {
 			if m.Host == "" {
 				continue
 			}
-			h := w.hostOf(m.Host)
+			h := named(hosts, m.Host, func(h *Host) string { return h.Name })
 			var ev HealthEvent
 			var reason string
 			switch {
@@ -166,6 +177,9 @@ func (w *clusterWorkflow) onHostsChanged(ctx workflow.Context, hosts []Host) {
 			}
 			w.stepHealth(ctx, rs, m, MemberEvent{Member: m.Name, Event: ev, Reason: reason, Source: "hosts", At: workflow.Now(ctx)})
 		}
+	}
+	if w.inMaintenance() {
+		return
 	}
 	w.noteRestarts(before)
 	if w.placeWaiting() {

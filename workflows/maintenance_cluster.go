@@ -33,6 +33,10 @@ func (w *clusterWorkflow) setMaintenance(ctx workflow.Context, m Maintenance) {
 		w.holdOperation(ctx)
 	} else {
 		w.state.Maintenance = nil
+		if held := w.state.HeldHosts; held != nil {
+			w.state.HeldHosts = nil
+			w.onHostsChanged(ctx, held)
+		}
 	}
 	w.logger.Info("Maintenance", "On", m.On, "Reason", m.Reason)
 	w.healthVersion++ // wakes the health timer, which pauses or resumes

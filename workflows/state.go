@@ -131,6 +131,8 @@ type clusterState struct {
 	// operation it stopped, which runs again once maintenance ends.
 	Maintenance *Maintenance `json:"maintenance,omitempty"`
 	Held        string       `json:"held,omitempty"`
+	// HeldHosts is the registry's latest view of the hosts while maintenance holds it back.
+	HeldHosts []Host `json:"heldHosts,omitempty"`
 	// ExportedIn is the Since of the maintenance during which the cluster was exported;
 	// only then may it be retired.
 	ExportedIn time.Time `json:"exportedIn,omitzero"`

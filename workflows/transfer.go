@@ -37,7 +37,7 @@ func (w *clusterWorkflow) validateExport() error {
 func (w *clusterWorkflow) onExport(ctx workflow.Context) (ClusterExport, error) {
 	// The target keeps its own maintenance and export marks.
 	state := w.state
-	state.Maintenance, state.ExportedIn = nil, time.Time{}
+	state.Maintenance, state.ExportedIn, state.HeldHosts = nil, time.Time{}, nil
 	export := ClusterExport{
 		Name: w.state.Name, Phase: w.state.Phase, Generation: w.state.Generation, Spec: w.spec,
 		Carried:       Carried{State: state, Removed: w.removed, Retiring: w.retiring},

@@ -110,6 +110,9 @@ func runImport(ctx context.Context, args []string) error {
 	verb := "Imported"
 	if *dryRun {
 		verb = "Would import"
+		if !report.Maintenance.On {
+			fmt.Println("Maintenance is off on this server: turn it on before the import itself.")
+		}
 	}
 	for _, c := range report.Clusters {
 		where := ""

@@ -235,6 +235,10 @@ roles:
 	if res := dst.cli("import", "-f", file); res.Code != 2 || !strings.Contains(res.Stderr, "maintenance is off on this server") {
 		t.Errorf("import outside maintenance: %s", res)
 	}
+	if res := dst.cli("import", "-f", file, "--dry-run"); res.Code != 0 || !strings.Contains(res.Stdout, "Maintenance is off on this server") ||
+		!strings.Contains(res.Stdout, "Would import cluster stayer") {
+		t.Errorf("import --dry-run outside maintenance: %s", res)
+	}
 	maintenanceOn(dst, "adopting")
 	unknownHost := export
 	unknownHost.Clusters = slices.Clone(export.Clusters)
@@ -323,4 +327,41 @@ roles:
 	runs = readTrace(t, stayerTrace)
 	expectRuns(t, runs, "configure", "", "stayer-worker-0", "stayer-worker-1")
 	expectRuns(t, runs, "teardown", "", "stayer-worker-1")
+}
+
+// A host lost during maintenance is held like any health event: its members stay as they
+// were, the loss is in their history, and they go down once maintenance ends.
+func TestMaintenanceHoldsAHostLossUntilItEnds(t *testing.T) {
+	t.Parallel()
+	guard(t)
+	f := newFleet(t, "h1", "h2")
+	specPath, _ := writeCluster(t, `
+name: hostheld
+roles:
+  - {name: worker, members: 2, startscript: trace.sh, env: {TRACE: TRACE_FILE}, placement: {maxPerHost: 1}, replaceAfter: 1h}
+`)
+	if res := f.cli("deploy", "-f", specPath, "--wait"); res.Code != 0 {
+		t.Fatalf("deploy: %s", res)
+	}
+	var onH1 string
+	deployed := f.status("hostheld")
+	for _, m := range deployed.Role("worker").Members {
+		if m.Host == "h1" {
+			onH1 = m.Name
+		}
+	}
+	maintenanceOn(f.stack, "host move")
+	f.killHost("h1")
+	f.waitForHosts("h1 lost", func(hs []workflows.Host) bool { return slices.Contains(hostStates(hs), "h1=lost") })
+	held := f.waitForStatus("hostheld", "the loss recorded in "+onH1+"'s history", func(s workflows.ClusterStatus) bool {
+		h := s.Role("worker").Member(onH1).Health
+		return h != nil && len(h.Transitions) > 0 && strings.Contains(h.Transitions[len(h.Transitions)-1].Reason, "not acted on")
+	})
+	if m := held.Role("worker").Member(onH1); m.State != workflows.MemberReady {
+		t.Errorf("%s in maintenance: %s", onH1, m.State)
+	}
+	maintenanceOff(f.stack)
+	f.waitForStatus("hostheld", onH1+" down once maintenance ended", func(s workflows.ClusterStatus) bool {
+		return s.Role("worker").Member(onH1).State == workflows.MemberDown
+	})
 }
