@@ -123,6 +123,17 @@ roles:
 			t.Errorf("%v in maintenance: %s", args, res)
 		}
 	}
+	// Over HTTP too: 503 with Retry-After, so that Alertmanager sends again after it.
+	g := startGateway(t, s.env)
+	code, header, body := g.do(t, "POST", "/v1/clusters/held/members/held-worker-0/events", g.events, "application/json", []byte(`{"event":"down"}`))
+	if code != 503 || header.Get("Retry-After") == "" || !strings.Contains(body, "maintenance is on since") {
+		t.Errorf("an event over HTTP in maintenance: %d %s", code, body)
+	}
+	code, header, body = g.do(t, "POST", "/v1/alertmanager", g.events, "application/json",
+		[]byte(`{"version":"4","status":"firing","alerts":[{"status":"firing","labels":{"clusterflow_cluster":"held","clusterflow_member":"held-worker-0"}}]}`))
+	if code != 503 || header.Get("Retry-After") == "" || !strings.Contains(body, "maintenance is on since") {
+		t.Errorf("an Alertmanager notification in maintenance: %d %s", code, body)
+	}
 	if after := len(s.history(workflows.ClusterWorkflowID(n))); after != before {
 		t.Errorf("the refusals wrote %d events to the history", after-before)
 	}
