@@ -39,8 +39,8 @@ func (a *Activities) SignalAll(ctx context.Context, b Broadcast) (int, error) {
 				return reached, fmt.Errorf("signal %s: %w", id, err)
 			}
 			reached++
+			activity.RecordHeartbeat(ctx, reached) // the SDK throttles what it sends
 		}
-		activity.RecordHeartbeat(ctx, reached)
 		if page = resp.GetNextPageToken(); len(page) == 0 {
 			break
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -193,20 +194,10 @@ func checkExport(c workflows.ClusterExport, hosts []workflows.Host) []string {
 			unknownHosts[m.Host] = append(unknownHosts[m.Host], m.Name)
 		}
 	}
-	for _, h := range slices.Sorted(mapKeys(unknownHosts)) {
+	for _, h := range slices.Sorted(maps.Keys(unknownHosts)) {
 		problems = append(problems, fmt.Sprintf("cluster %s: members %s are on host %s, which this server does not know (start its worker with --host %s first)", c.Name, strings.Join(unknownHosts[h], ", "), h, h))
 	}
 	return problems
-}
-
-func mapKeys[V any](m map[string]V) func(func(string) bool) {
-	return func(yield func(string) bool) {
-		for k := range m {
-			if !yield(k) {
-				return
-			}
-		}
-	}
 }
 
 // isLive reports whether the cluster's workflow runs on this server.

@@ -215,7 +215,7 @@ func (r *hostsRegistry) validateDrain(name string) error {
 		return err
 	}
 	if r.maintenance.On {
-		return refused(apperr.Maintenance, "%s", r.maintenance.Refusal("drain").Error())
+		return r.maintenance.refused("drain")
 	}
 	h := r.host(name)
 	if h.Lost {

@@ -69,6 +69,11 @@ func (m Maintenance) Refusal(what string) error {
 	return apperr.Errorf(apperr.Maintenance, "%s refused: %s; `clusterflow maintenance off` ends it", what, m.Describe())
 }
 
+// refused is a validator's refusal of what to do while maintenance is on.
+func (m Maintenance) refused(what string) error {
+	return refused(apperr.Maintenance, "%s", m.Refusal(what).Error())
+}
+
 // Describe says since when and why maintenance is on.
 func (m Maintenance) Describe() string {
 	text := "maintenance is on since " + m.Since.UTC().Format(time.RFC3339)

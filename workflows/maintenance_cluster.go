@@ -2,6 +2,7 @@ package workflows
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 
 	"go.temporal.io/sdk/workflow"
@@ -45,25 +46,11 @@ func (w *clusterWorkflow) setMaintenance(ctx workflow.Context, m Maintenance) {
 
 func (w *clusterWorkflow) inMaintenance() bool { return w.state.Maintenance != nil }
 
-// refuseInMaintenance is the validators' refusal of a change while maintenance is on.
-func (w *clusterWorkflow) refuseInMaintenance(what string) error {
-	if m := w.state.Maintenance; m != nil {
-		return m.Refusal(what)
-	}
-	return nil
-}
-
 // holdOperation stops the configure children in progress starting further members; the
 // members running finish. converge then stops at its next step and marks the operation
 // held, to run again once maintenance ends.
 func (w *clusterWorkflow) holdOperation(ctx workflow.Context) {
-	for _, role := range slices.Sorted(func(yield func(string) bool) {
-		for r := range w.activeOps {
-			if !yield(r) {
-				return
-			}
-		}
-	}) {
+	for _, role := range slices.Sorted(maps.Keys(w.activeOps)) {
 		op := w.activeOps[role]
 		if op.op != OpConfigure || op.halted != "" {
 			continue

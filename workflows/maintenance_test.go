@@ -1,11 +1,13 @@
 package workflows_test
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
 	"time"
 
+	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/testsuite"
 
 	"github.com/clusterflow/clusterflow/internal/apperr"
@@ -22,15 +24,15 @@ func maintenanceAt(env *testsuite.TestWorkflowEnvironment, at time.Duration, on 
 	}, at)
 }
 
+// refusedFor checks that a validator refused the update with the code (the refusal's
+// ApplicationError type) and in words that say each of words.
 func refusedFor(o *outcome, code apperr.Code, words ...string) error {
 	if o.refused == nil {
 		return fmt.Errorf("not refused: %v", o.result)
 	}
-	if !strings.Contains(o.refused.Error(), string(code)) && workflows.ErrorCodeOf(o.refused) != code {
-		// The test environment hands back the validator's ApplicationError.
-		if !strings.Contains(fmt.Sprintf("%#v", o.refused), string(code)) {
-			return fmt.Errorf("refused without code %s: %v", code, o.refused)
-		}
+	var appErr *temporal.ApplicationError
+	if !errors.As(o.refused, &appErr) || appErr.Type() != string(code) {
+		return fmt.Errorf("refused without code %s: %#v", code, o.refused)
 	}
 	for _, w := range words {
 		if !strings.Contains(o.refused.Error(), w) {

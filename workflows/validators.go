@@ -31,7 +31,7 @@ func (w *clusterWorkflow) refuseChange(what string) error {
 		return err
 	}
 	if m := w.state.Maintenance; m != nil {
-		return refused(apperr.Maintenance, "%s", m.Refusal(what).Error())
+		return m.refused(what)
 	}
 	return nil
 }
