@@ -29,9 +29,16 @@ func (w *clusterWorkflow) reconcile(ctx workflow.Context) ReconcileReport {
 	if !before {
 		setUpBefore = w.setUpMembers()
 	}
+	// A member an operation is acting on may have lost its sandbox to that operation (a
+	// shrink's teardown) before the cluster hears of it: the operation, not reconcile,
+	// says what became of it.
+	skipActive := workflow.GetVersion(ctx, changeReconcileSkipsActive, workflow.DefaultVersion, 1) >= 1
 	var present []string
 	for _, rs := range w.state.Roles {
 		for _, m := range rs.Members {
+			if skipActive && w.actedOn(rs.Name, m.Name) {
+				continue
+			}
 			if host, ok := setUpBefore[m.Name]; ok && host == m.Host && listedHosts[m.Host] && m.State.setUp() {
 				present = append(present, m.Name)
 			}
@@ -76,6 +83,12 @@ func (w *clusterWorkflow) reconcile(ctx workflow.Context) ReconcileReport {
 		w.touch(ctx)
 	}
 	return report
+}
+
+// actedOn reports whether an operation in progress acts on the member.
+func (w *clusterWorkflow) actedOn(role, member string) bool {
+	op := w.activeOps[role]
+	return op != nil && slices.Contains(op.members, member)
 }
 
 // setUpMembers maps the members set up (ready, down or flapping) to their hosts.

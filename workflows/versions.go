@@ -31,4 +31,8 @@ const (
 	// cluster at once, rather than with its next coalesced progress report, so that the
 	// role's other batches halt before they start more members.
 	changePromptFailureReports = "prompt-failure-reports"
+	// changeReconcileSkipsActive: reconcile does not judge members an operation in
+	// progress acts on; a shrink's teardown removed their sandboxes before the cluster
+	// heard of it, and reconcile took them for gone.
+	changeReconcileSkipsActive = "reconcile-skips-active"
 )
