@@ -7,6 +7,8 @@ import (
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/contrib/envconfig"
 	"go.temporal.io/sdk/log"
+
+	"github.com/clusterflow/clusterflow/internal/payloadlimit"
 )
 
 // ConnectOptions override the Temporal SDK's environment configuration (TEMPORAL_ADDRESS,
@@ -55,6 +57,7 @@ func ClientOptions(opts ConnectOptions) (client.Options, envconfig.ClientConfigP
 	}
 	co.Logger = opts.Logger
 	co.MetricsHandler = opts.MetricsHandler
+	co.DataConverter = payloadlimit.New()
 	return co, p, nil
 }
 

@@ -10,6 +10,9 @@ import (
 // unknown member (not_found) or event (invalid) is refused by name before anything changes.
 func (s *Starter) ReportMemberEvent(ctx context.Context, cluster string, ev workflows.MemberEvent) (workflows.MemberEventResult, error) {
 	var res workflows.MemberEventResult
+	if err := workflows.CheckMemberEventText(ev); err != nil {
+		return res, err
+	}
 	err := s.update(ctx, cluster, workflows.MemberEventUpdate, &res, ev)
 	return res, err
 }
@@ -17,6 +20,9 @@ func (s *Starter) ReportMemberEvent(ctx context.Context, cluster string, ev work
 // SignalMemberEvent sends the member-event signal, as any health checker would from any
 // Temporal SDK: nothing comes back, and an unknown member is only logged by the workflow.
 func (s *Starter) SignalMemberEvent(ctx context.Context, cluster string, ev workflows.MemberEvent) error {
+	if err := workflows.CheckMemberEventText(ev); err != nil {
+		return err
+	}
 	err := s.client.SignalWorkflow(ctx, workflows.ClusterWorkflowID(cluster), "", workflows.MemberEventSignal, ev)
 	return s.clusterError(ctx, cluster, "signal", err)
 }

@@ -72,10 +72,16 @@ func (s *Starter) queryIf(ctx context.Context, name string, reject enums.QueryRe
 		return s.queryPage(ctx, name, reject, workflows.StatusPage{Limit: 0})
 	}
 	status, err := s.queryPage(ctx, name, reject, workflows.StatusPage{Limit: statusPageMembers})
-	for from := statusPageMembers; err == nil && from < status.MemberCount(); from += statusPageMembers {
+	// A page stops early once its members reach the workflow's budget of bytes: the next
+	// one starts where it stopped.
+	for from := status.Listed(); err == nil && from < status.MemberCount(); {
 		var page workflows.ClusterStatus
 		if page, err = s.queryPage(ctx, name, reject, workflows.StatusPage{From: from, Limit: statusPageMembers}); err == nil {
+			if page.Listed() == 0 {
+				return status, fmt.Errorf("status of %s: the page from member %d lists none of them", name, from)
+			}
 			status.AddMembers(page)
+			from += page.Listed()
 		}
 	}
 	return status, err

@@ -49,6 +49,9 @@ func (s *Starter) exportOne(ctx context.Context, name string) (workflows.Cluster
 	for {
 		var c workflows.ClusterExport
 		err := s.update(ctx, name, workflows.ExportUpdate, &c)
+		if err == nil {
+			err = c.Unpack()
+		}
 		if !apperr.Is(err, apperr.Unavailable) {
 			return c, err
 		}

@@ -2,8 +2,12 @@ package workflows
 
 import (
 	"fmt"
+	"slices"
 
 	"go.temporal.io/sdk/workflow"
+
+	"github.com/clusterflow/clusterflow/internal/backend"
+	"github.com/clusterflow/clusterflow/internal/spec"
 )
 
 // announce tells ready members about members that left (delnodes) and members that
@@ -25,7 +29,8 @@ func (w *clusterWorkflow) announce(ctx workflow.Context) {
 		}
 		nodes := make([]Member, len(left))
 		for i, n := range left {
-			nodes[i] = Member{Name: n.Name, ListedIn: n.ListedIn, Announced: n.Announced, UnlistedFrom: n.UnlistedFrom}
+			_, ordinal, _ := spec.ParseMemberName(w.state.Name, n.Name)
+			nodes[i] = Member{Name: n.Name, Ordinal: ordinal, ListedIn: n.ListedIn, Announced: n.Announced, UnlistedFrom: n.UnlistedFrom}
 		}
 		w.notify(ctx, OpDelNodes, role, nodes)
 		if ctx.Err() == nil {
@@ -62,15 +67,84 @@ func (w *clusterWorkflow) announce(ctx workflow.Context) {
 // addnodes) or knew (for delnodes) some of the nodes, telling each about those nodes: a
 // child workflow per role, all roles at once. A failing notification puts its member in
 // config_error; it is not retried.
+//
+// The nodes travel once per host, as a notice written with the cluster's files, and each
+// host works out a member's nodes from it: a member's run names the notice and what the
+// member knows. A member on a host the notice could not be written to is not told, and is
+// put in config_error saying why.
 func (w *clusterWorkflow) notify(ctx workflow.Context, op RoleOperation, nodesRole string, nodes []Member) {
+	if !w.bounded {
+		w.notifyByName(ctx, op, nodesRole, nodes)
+		return
+	}
+	n := newNotice(w.state.Notices+1, w.state.Name, op, nodesRole, nodes)
+	work := planNotice(w.spec, w.state.Roles, n)
+	if len(work) == 0 {
+		return
+	}
+	w.state.Notices = n.ID
+	failed := w.writeFiles(ctx, fmt.Sprintf("notice %d of %s", n.ID, w.state.Name), hostsOf(work), backend.ClusterFiles{Cluster: w.state.Name, Notice: &n})
+	if len(failed) > 0 {
+		work = w.untold(ctx, op, work, failed)
+	}
+	w.runLevel(ctx, op, work)
+	w.logger.Info("Announced membership change", "Event", op, "Role", nodesRole, "Notice", n.ID, "Nodes", n.Size(), "Roles", fmt.Sprint(workRoles(work)))
+}
+
+// untold takes out of the work the members on hosts where the notice could not be written,
+// and puts them in config_error with the reason: they cannot be told.
+func (w *clusterWorkflow) untold(ctx workflow.Context, op RoleOperation, work []roleWork, failed map[string]error) []roleWork {
+	var kept []roleWork
+	for _, rw := range work {
+		rs := w.state.Role(rw.role)
+		var told []Member
+		for _, m := range rw.members {
+			err, lost := failed[m.Host]
+			if !lost {
+				told = append(told, m)
+				continue
+			}
+			if live := rs.Member(m.Name); live != nil {
+				live.State, live.Event, live.Since = MemberConfigError, spec.Event(op), workflow.Now(ctx)
+				live.Detail = spec.Clip(fmt.Sprintf("%s: the notice could not be written on its host: %s", op, errorMessage(err)), maxDetail)
+			}
+		}
+		if len(told) > 0 {
+			rw.members = told
+			kept = append(kept, rw)
+		}
+	}
+	w.touch(ctx)
+	return kept
+}
+
+// hostsOf lists, sorted, the hosts of the members the work acts on.
+func hostsOf(work []roleWork) []string {
+	var hosts []string
+	for _, rw := range work {
+		for _, m := range rw.members {
+			hosts = append(hosts, m.Host)
+		}
+	}
+	slices.Sort(hosts)
+	return slices.Compact(hosts)
+}
+
+func workRoles(work []roleWork) []string {
+	roles := make([]string, len(work))
+	for i, rw := range work {
+		roles[i] = rw.role
+	}
+	return roles
+}
+
+// notifyByName is notify as runs from before bounded payloads do it: the work names, for
+// every member, the nodes it is told about.
+func (w *clusterWorkflow) notifyByName(ctx workflow.Context, op RoleOperation, nodesRole string, nodes []Member) {
 	work := planNotification(w.spec, w.state.Roles, op, nodesRole, nodes)
 	if len(work) == 0 {
 		return
 	}
 	w.runLevel(ctx, op, work)
-	roles := make([]string, len(work))
-	for i, rw := range work {
-		roles[i] = rw.role
-	}
-	w.logger.Info("Announced membership change", "Event", op, "Role", nodesRole, "Nodes", fmt.Sprint(work[0].nodes.Nodes), "Roles", fmt.Sprint(roles))
+	w.logger.Info("Announced membership change", "Event", op, "Role", nodesRole, "Nodes", fmt.Sprint(work[0].nodes.Nodes), "Roles", fmt.Sprint(workRoles(work)))
 }

@@ -206,21 +206,37 @@ type MemberEventResult struct {
 
 // ResumeResult says what a resume lifted.
 type ResumeResult struct {
-	// Roles had automatic replacement paused; Members were flapping.
-	Roles   []string `json:"roles,omitempty"`
-	Members []string `json:"members,omitempty"`
+	// Roles had automatic replacement paused; Members were flapping (the first
+	// ReportNames of them, and MoreMembers more).
+	Roles       []string `json:"roles,omitempty"`
+	Members     []string `json:"members,omitempty"`
+	MoreMembers int      `json:"moreMembers,omitempty"`
 }
 
-// ReconcileReport is what comparing the members with the backend found.
+// ReconcileReport is what comparing the members with the backend found. Its lists name
+// at most ReportNames members each, and count the rest.
 type ReconcileReport struct {
 	// Listed counts the members the backend has.
 	Listed int `json:"listed"`
 	// Rogues are backend members the cluster did not know; they are being removed.
-	Rogues []string `json:"rogues,omitempty"`
+	Rogues     []string `json:"rogues,omitempty"`
+	MoreRogues int      `json:"moreRogues,omitempty"`
 	// Gone are known members the backend no longer has; they are treated as gone.
-	Gone []string `json:"gone,omitempty"`
+	Gone     []string `json:"gone,omitempty"`
+	MoreGone int      `json:"moreGone,omitempty"`
 	// Deferred says why rogues were not looked for this time, if they were not.
 	Deferred string `json:"deferred,omitempty"`
+}
+
+// ReportNames is how many members an update's answer names in one list; it counts the rest.
+const ReportNames = 100
+
+// capNames keeps the first ReportNames names of a list and counts the rest.
+func capNames(names []string) ([]string, int) {
+	if len(names) <= ReportNames {
+		return names, 0
+	}
+	return names[:ReportNames], len(names) - ReportNames
 }
 
 // RoleOperation is what a role child workflow does to its members.
@@ -251,6 +267,18 @@ type RoleInput struct {
 	// MaxInFlight, when set, is this child's share of the role's maxInFlight: a wide role
 	// runs as batches, a child each, and the limit holds across all of them.
 	MaxInFlight int `json:"maxInFlight,omitempty"`
+	// Notice, for OpAddNodes and OpDelNodes, names the notice the members' hosts hold:
+	// each host works out from it the nodes each member is told of (Nodes and MemberNodes
+	// are then empty).
+	Notice *NoticeRef `json:"notice,omitempty"`
+	// EnvHash names the role's env among the cluster's files; Role.Env is then empty.
+	EnvHash string `json:"envHash,omitempty"`
+}
+
+// NoticeRef names a notice of a membership change, and the role whose nodes it tells of.
+type NoticeRef struct {
+	ID   int    `json:"id"`
+	Role string `json:"role"`
 }
 
 // RoleResult is every member's state once a role operation is over.

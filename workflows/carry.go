@@ -1,23 +1,98 @@
 package workflows
 
 import (
+	"fmt"
+
 	"github.com/clusterflow/clusterflow/internal/gzjson"
+	"github.com/clusterflow/clusterflow/internal/payloadlimit"
+	"github.com/clusterflow/clusterflow/internal/spec"
 )
 
 // carry puts the state for the next run into the input: as plain JSON, readable in the Web
-// UI, or gzipped for a cluster of thousands of members, whose records are about 2 MiB of
-// JSON at 10,000, Temporal's payload limit. Continue-as-new input is not compared on
-// replay, and packing is deterministic anyway.
+// UI, or gzipped for a cluster of thousands of members. Continue-as-new input is not
+// compared on replay, and packing is deterministic anyway.
+//
+// The input, spec and state together, must fit in one payload. The spec is bounded (scripts,
+// env and roles; see internal/spec), and so are the members, so what the state needs fits
+// in what is left: about 16 bytes a member gzipped, 20,000 members in about 320 KiB. What a
+// member may add beyond that, its output tails, health history and detail, is shed as
+// packedCarried describes when it would not fit.
 func (in *ClusterInput) carry(c Carried) error {
-	packed, err := gzjson.PackIfLarge(c)
-	if err != nil {
-		return err
+	plain, packed, err := packCarried(c, payloadSize(in.Spec))
+	in.Carried, in.CarriedGzip = plain, packed
+	return err
+}
+
+// carriedRoom is what a packed state may take beside a spec of specSize bytes.
+func carriedRoom(specSize int) int {
+	return payloadlimit.Default - specSize - 16<<10
+}
+
+// packCarried packs c to fit beside a spec of specSize bytes: plain when small, else
+// gzipped, and past the room left, with what users see of a member's past trimmed, step
+// by step, until it fits: first the output tails (they are in `logs`), then health
+// histories down to their last 3 steps, then all of them, then details. What the workflow
+// decides with (states, hosts, who knows whom, deadlines) is never trimmed; a state that
+// does not fit without those is an error.
+func packCarried(c Carried, specSize int) (*Carried, []byte, error) {
+	room := carriedRoom(specSize)
+	for step := 0; ; step++ {
+		packed, err := gzjson.PackIfLarge(c)
+		if err != nil {
+			return nil, nil, err
+		}
+		if packed == nil {
+			return &c, nil, nil
+		}
+		if len(packed) <= room {
+			return nil, packed, nil
+		}
+		if step == len(trimSteps) {
+			return nil, nil, &payloadlimit.TooLargeError{Size: len(packed) + specSize, Limit: payloadlimit.Default}
+		}
+		c.State = c.State.trimmed(trimSteps[step])
 	}
-	if packed == nil {
-		in.Carried = &c
+}
+
+// trimSteps are what packCarried sheds, in order.
+var trimSteps = []func(m *Member){
+	func(m *Member) { m.StdoutTail, m.StderrTail = "", "" },
+	func(m *Member) {
+		if m.Health != nil {
+			h := *m.Health
+			if n := len(h.Transitions); n > 3 {
+				h.Transitions = h.Transitions[n-3:]
+			}
+			h.Transitions = append([]HealthTransition(nil), h.Transitions...)
+			for i := range h.Transitions {
+				h.Transitions[i].Reason = spec.Clip(h.Transitions[i].Reason, 128)
+				h.Transitions[i].Source = spec.Clip(h.Transitions[i].Source, 128)
+			}
+			m.Health = &h
+		}
+	},
+	func(m *Member) {
+		if m.Health != nil {
+			h := *m.Health
+			h.Transitions = nil
+			m.Health = &h
+		}
+	},
+	func(m *Member) { m.Detail, m.LastLine = "", "" },
+}
+
+// trimmed is a copy of the state with trim applied to every member.
+func (s clusterState) trimmed(trim func(m *Member)) clusterState {
+	roles := make([]roleState, len(s.Roles))
+	for i, rs := range s.Roles {
+		rs.Members = append([]Member(nil), rs.Members...)
+		for j := range rs.Members {
+			trim(&rs.Members[j])
+		}
+		roles[i] = rs
 	}
-	in.CarriedGzip = packed
-	return nil
+	s.Roles = roles
+	return s
 }
 
 // carried is the state a previous run handed over, if any.
@@ -27,7 +102,7 @@ func (in ClusterInput) carried() (*Carried, error) {
 	}
 	var c Carried
 	if err := gzjson.Unmarshal(in.CarriedGzip, &c); err != nil {
-		return nil, err
+		return nil, fmt.Errorf("unpack the carried state: %w", err)
 	}
 	return &c, nil
 }

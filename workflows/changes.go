@@ -165,7 +165,14 @@ func (w *clusterWorkflow) growActive(ctx workflow.Context) {
 	for _, role := range slices.Sorted(maps.Keys(w.activeOps)) {
 		op := w.activeOps[role]
 		if rs := w.state.Role(role); op.op == OpConfigure && rs != nil {
-			if added := w.addPendingTo(ctx, rs); len(added) > 0 {
+			added := w.addPendingTo(ctx, rs)
+			if w.bounded {
+				// The last batch takes no more than a batch holds; the others wait for the
+				// next pass, which the new generation starts once the running level ends.
+				last := op.batches[len(op.batches)-1]
+				added = added[:min(len(added), max(roleBatchSize-len(last.in.Members), 0))]
+			}
+			if len(added) > 0 {
 				grown = append(grown, growth{op, role, added})
 			}
 		}

@@ -1,6 +1,8 @@
 package workflows
 
 import (
+	"strings"
+
 	"go.temporal.io/sdk/log"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
@@ -71,6 +73,12 @@ type clusterWorkflow struct {
 	// touches counts changes of the state (touch), so that waits on the state can check a
 	// number rather than walk every member.
 	touches int
+
+	// bounded says this run keeps every payload bounded (changeBoundedPayloads); runs that
+	// began before keep the old ways to their end.
+	bounded bool
+	// childStarts bounds the child workflows started in one workflow task.
+	childStarts startGate
 }
 
 func newClusterWorkflow(ctx workflow.Context, in ClusterInput) (*clusterWorkflow, error) {
@@ -93,6 +101,10 @@ func newClusterWorkflow(ctx workflow.Context, in ClusterInput) (*clusterWorkflow
 	if err != nil {
 		return nil, temporal.NewNonRetryableApplicationError("invalid spec: "+err.Error(), "InvalidSpec", nil)
 	}
+	if problems := spec.CheckLimits(in.Spec); len(problems) > 0 {
+		// The CLI and the starter refuse such a spec; a raw SDK call may still send one.
+		return nil, temporal.NewNonRetryableApplicationError("invalid spec: "+describeProblems(problems), "InvalidSpec", nil)
+	}
 	now := workflow.Now(ctx)
 	w.state = clusterState{
 		Name: in.Spec.Name, Phase: PhaseDeploying, Origin: in.Spec.Origin,
@@ -109,8 +121,9 @@ func newClusterWorkflow(ctx workflow.Context, in ClusterInput) (*clusterWorkflow
 }
 
 func (w *clusterWorkflow) setup(ctx workflow.Context) error {
+	w.bounded = workflow.GetVersion(ctx, changeBoundedPayloads, workflow.DefaultVersion, 1) >= 1
 	if err := workflow.SetQueryHandlerWithOptions(ctx, StatusQuery, func(page *StatusPage) (ClusterStatus, error) {
-		status := w.state.status(page)
+		status := w.state.status(page, queryStatusBytes)
 		for i := range status.Roles {
 			if r, ok := w.spec.Role(status.Roles[i].Name); ok {
 				status.Roles[i].Placement = r.Placement
@@ -261,12 +274,13 @@ func (w *clusterWorkflow) applyProgress(ctx workflow.Context, p RoleProgress) {
 
 // applyMembers takes a role child's report of its members' states. The child owns only
 // what happens to a member in its operation; who leaves, who knows whom and health are the
-// cluster's to track.
+// cluster's to track. Output tails are kept for at most tailsPerRole members of a role.
 func (w *clusterWorkflow) applyMembers(role string, members []Member) {
 	rs := w.state.Role(role)
 	if rs == nil {
 		return
 	}
+	tailed := -1 // counted when first needed
 	for _, m := range members {
 		current := rs.Member(m.Name)
 		if current == nil {
@@ -275,9 +289,35 @@ func (w *clusterWorkflow) applyMembers(role string, members []Member) {
 		if current.State.unavailable() && m.State != MemberDeleting && m.State != MemberDeleted {
 			continue // a health report that came in while a notification ran wins over its outcome
 		}
-		current.State, current.Event, current.Detail, current.Since = m.State, m.Event, m.Detail, m.Since
-		current.LastLine, current.StdoutTail, current.StderrTail = m.LastLine, m.StdoutTail, m.StderrTail
+		current.State, current.Event, current.Detail, current.Since = m.State, m.Event, spec.Clip(m.Detail, maxDetail), m.Since
+		current.LastLine, current.StdoutTail, current.StderrTail = m.LastLine, "", ""
+		if m.StdoutTail == "" && m.StderrTail == "" {
+			continue
+		}
+		if tailed < 0 {
+			tailed = countTailed(rs.Members)
+		}
+		if tailed < tailsPerRole {
+			tailed++
+			current.StdoutTail, current.StderrTail = m.StdoutTail, m.StderrTail
+		} else if !strings.HasSuffix(current.Detail, seeLogs) {
+			current.Detail = spec.Clip(current.Detail, maxDetail-len(seeLogs)) + seeLogs
+		}
 	}
+}
+
+// tailsPerRole bounds the members of a role whose output tails the state keeps: status shows
+// the first 20 members in trouble with their output, and the rest are in `logs`.
+const tailsPerRole = 20
+
+func countTailed(members []Member) int {
+	n := 0
+	for _, m := range members {
+		if m.StdoutTail != "" || m.StderrTail != "" {
+			n++
+		}
+	}
+	return n
 }
 
 // resultMembers bounds the members in the status that updates and the workflow return:
@@ -287,7 +327,7 @@ const resultMembers = 1000
 
 // snapshot is the status as updates and the workflow's result carry it.
 func (w *clusterWorkflow) snapshot() ClusterStatus {
-	return w.state.status(&StatusPage{Limit: resultMembers})
+	return w.state.status(&StatusPage{Limit: resultMembers}, resultStatusBytes)
 }
 
 // roleSpec finds a role of the desired spec, or one an apply removed whose members are not

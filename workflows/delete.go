@@ -13,6 +13,7 @@ func (w *clusterWorkflow) delete(parent workflow.Context) {
 	ctx, _ := workflow.NewDisconnectedContext(parent)
 	w.state.Operations++
 	w.setPhase(ctx, PhaseDeleting, "")
+	w.state.Installed = nil // teardown scripts must be there, whatever became of the hosts' files
 	if err := w.writeClusterFiles(ctx, true); err != nil {
 		w.logger.Warn("Could not reinstall startscripts; teardown scripts may fail", "Error", err)
 	}

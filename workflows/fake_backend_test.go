@@ -10,6 +10,7 @@ import (
 
 	"github.com/clusterflow/clusterflow/internal/agent"
 	"github.com/clusterflow/clusterflow/internal/backend"
+	"github.com/clusterflow/clusterflow/internal/notice"
 	"github.com/clusterflow/clusterflow/internal/runner"
 	"github.com/clusterflow/clusterflow/internal/spec"
 )
@@ -27,6 +28,9 @@ type fakeBackend struct {
 	outcome func(ctx context.Context, run backend.ScriptRun) runner.Result
 	delay   time.Duration
 	files   []backend.ClusterFiles
+	// notices and envs are what the files installed, as a host keeps them.
+	notices map[int]notice.Notice
+	envs    map[string]map[string]string
 	// members are the sandboxes created and not removed, by name.
 	members map[string]backend.Member
 	// listed, if set, sees each listing before ListMembers returns it: it can hold the
@@ -35,7 +39,8 @@ type fakeBackend struct {
 }
 
 func newFakeBackend() *fakeBackend {
-	return &fakeBackend{running: map[string]int{}, peak: map[string]int{}, members: map[string]backend.Member{}}
+	return &fakeBackend{running: map[string]int{}, peak: map[string]int{}, members: map[string]backend.Member{},
+		notices: map[int]notice.Notice{}, envs: map[string]map[string]string{}}
 }
 
 func (f *fakeBackend) record(format string, args ...any) {
@@ -45,10 +50,38 @@ func (f *fakeBackend) record(format string, args ...any) {
 }
 
 func (f *fakeBackend) WriteClusterFiles(_ context.Context, files backend.ClusterFiles) error {
+	if err := files.Unpack(); err != nil {
+		return err
+	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.files = append(f.files, files)
+	if files.Notice != nil {
+		f.notices[files.Notice.ID] = *files.Notice
+	}
+	maps.Copy(f.envs, files.Envs)
 	return nil
+}
+
+// resolve fills in what a run names, as a host does: its env and its nodes.
+func (f *fakeBackend) resolve(run backend.ScriptRun) (backend.ScriptRun, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if run.EnvHash != "" {
+		env, ok := f.envs[run.EnvHash]
+		if !ok {
+			return run, fmt.Errorf("env %s is not installed", run.EnvHash)
+		}
+		run.Env = env
+	}
+	if run.Notice > 0 {
+		n, ok := f.notices[run.Notice]
+		if !ok {
+			return run, fmt.Errorf("notice %d is not written", run.Notice)
+		}
+		run.NodesRole, run.Nodes = n.Role, n.About(run.Member.Name, *run.Knows)
+	}
+	return run, nil
 }
 
 func (f *fakeBackend) CreateMember(_ context.Context, m backend.Member) error {
@@ -101,6 +134,10 @@ func (f *fakeBackend) LaunchScript(context.Context, backend.ScriptRun, backend.C
 // RunStartscript replaces the activity of the same name: it plays the outcome synchronously
 // and fails the way the agent would, so the workflow logic is tested without the agent.
 func (f *fakeBackend) RunStartscript(ctx context.Context, run backend.ScriptRun) (backend.ScriptResult, error) {
+	run, err := f.resolve(run)
+	if err != nil {
+		return backend.ScriptResult{}, err
+	}
 	if run.Event == spec.EventConfigure {
 		_ = f.CreateMember(ctx, run.Member) // as the real activity does
 	}

@@ -1,14 +1,20 @@
 package workflows
 
 import (
+	"maps"
+	"slices"
+	"strings"
+
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/clusterflow/clusterflow/internal/backend"
 	"github.com/clusterflow/clusterflow/internal/gzjson"
+	"github.com/clusterflow/clusterflow/internal/spec"
 )
 
-// writeClusterFiles refreshes the configmeta members read, and installs the startscripts
-// when asked (once per operation, to keep scripts out of every activity input).
+// writeClusterFiles refreshes the configmeta members read on every host holding members.
+// Runs from before bounded payloads also install the startscripts when asked (once per
+// operation); later runs send scripts and envs to the hosts that lack them (writeFiles).
 func (w *clusterWorkflow) writeClusterFiles(ctx workflow.Context, withScripts bool) error {
 	if err := w.filesLock.Lock(ctx); err != nil {
 		return err
@@ -30,12 +36,10 @@ func (w *clusterWorkflow) writeClusterFiles(ctx workflow.Context, withScripts bo
 	if err != nil {
 		return err
 	}
-	if withScripts {
+	if withScripts && !w.bounded {
 		files.Scripts = w.spec.Scripts
 	}
-	failed := w.onEachHost(withQuickActivity(ctx, "write files of "+w.state.Name), w.memberHosts(), func(ctx workflow.Context, _ string) error {
-		return workflow.ExecuteActivity(ctx, acts.WriteClusterFiles, files).Get(ctx, nil)
-	})
+	failed := w.writeFiles(ctx, "write files of "+w.state.Name, w.memberHosts(), files)
 	if err, ok := failed[""]; ok {
 		return err
 	}
@@ -45,6 +49,54 @@ func (w *clusterWorkflow) writeClusterFiles(ctx workflow.Context, withScripts bo
 		w.logger.Warn("Could not write the cluster's files on some hosts", "Failures", describeFailures(failed))
 	}
 	return nil
+}
+
+// writeFiles writes files on each of hosts (on the shared queue in single-host mode) and
+// returns the hosts where it failed. In bounded runs it adds the startscripts and the
+// roles' envs for a host that does not hold the current ones yet, so that they travel to
+// a host once rather than with every write or every script run.
+func (w *clusterWorkflow) writeFiles(ctx workflow.Context, summary string, hosts []string, files backend.ClusterFiles) map[string]error {
+	var digest string
+	var scripts map[string]string
+	var envs map[string]map[string]string
+	if w.bounded {
+		digest, scripts, envs = w.installable()
+	}
+	return w.onEachHost(withQuickActivity(ctx, summary), hosts, func(ctx workflow.Context, host string) error {
+		f := files
+		if w.bounded && w.state.Installed[host] != digest {
+			f.Scripts, f.Envs = scripts, envs
+		}
+		if err := executeActivity(ctx, acts.WriteClusterFiles, f).Get(ctx, nil); err != nil {
+			return err
+		}
+		if w.bounded {
+			if w.state.Installed == nil {
+				w.state.Installed = map[string]string{}
+			}
+			w.state.Installed[host] = digest
+		}
+		return nil
+	})
+}
+
+// installable is what every host holding members needs of the spec, and its digest: the
+// startscripts and the roles' envs, by hash, including those of roles still being removed.
+func (w *clusterWorkflow) installable() (digest string, scripts map[string]string, envs map[string]map[string]string) {
+	envs = map[string]map[string]string{}
+	for _, r := range slices.Concat(w.spec.Roles, w.retiring) {
+		if hash := spec.EnvHash(r.Env); hash != "" {
+			envs[hash] = r.Env
+		}
+	}
+	names := slices.Concat(slices.Sorted(maps.Keys(w.spec.Scripts)), slices.Sorted(maps.Keys(envs)))
+	return spec.ContentHash([]byte(strings.Join(names, "\n"))), w.spec.Scripts, envs
+}
+
+// forgetInstalled makes the next write send the scripts and envs to host again: it was
+// lost or restarted, and may not hold them any more.
+func (w *clusterWorkflow) forgetInstalled(host string) {
+	delete(w.state.Installed, host)
 }
 
 func (w *clusterWorkflow) configMeta() backend.ConfigMeta {

@@ -4,6 +4,8 @@ import (
 	"slices"
 
 	"go.temporal.io/sdk/workflow"
+
+	"github.com/clusterflow/clusterflow/internal/spec"
 )
 
 // receiveMemberEvents applies member-event signals. A signal cannot be refused, so one
@@ -15,9 +17,11 @@ func (w *clusterWorkflow) receiveMemberEvents(ctx workflow.Context) {
 			var ev MemberEvent
 			events.Receive(ctx, &ev)
 			if err := w.checkMemberEvent(ev); err != nil {
-				w.logger.Warn("Ignoring member-event signal", "Member", ev.Member, "Event", ev.Event, "Source", ev.Source, "Error", err)
+				w.logger.Warn("Ignoring member-event signal", "Member", spec.Clip(ev.Member, spec.MaxMemberNameLength), "Event", spec.Clip(string(ev.Event), 32), "Error", err)
 				continue
 			}
+			// A signal cannot be refused: text past the limit is cut rather than kept whole.
+			ev.Reason, ev.Source = spec.Clip(ev.Reason, spec.MaxTextBytes), spec.Clip(ev.Source, spec.MaxTextBytes)
 			w.onMemberEvent(ctx, ev)
 		}
 	})
@@ -46,7 +50,8 @@ func (w *clusterWorkflow) onResume(ctx workflow.Context) (ResumeResult, error) {
 		}
 	}
 	w.healthChanged(ctx)
-	w.logger.Info("Resumed", "Roles", result.Roles, "Members", result.Members)
+	w.logger.Info("Resumed", "Roles", result.Roles, "Members", spec.Some(result.Members, ReportNames))
+	result.Members, result.MoreMembers = capNames(result.Members)
 	return result, nil
 }
 

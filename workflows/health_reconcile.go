@@ -2,7 +2,6 @@ package workflows
 
 import (
 	"slices"
-	"strings"
 
 	"go.temporal.io/sdk/workflow"
 
@@ -78,10 +77,12 @@ func (w *clusterWorkflow) reconcile(ctx workflow.Context) ReconcileReport {
 		}
 	}
 	if len(report.Rogues) > 0 {
-		w.newGeneration("remove " + strings.Join(report.Rogues, ", ")) // a membership change like any other
-		w.logger.Info("Found rogue members; removing them", "Rogues", report.Rogues, "Generation", w.state.Generation)
+		w.newGeneration("remove " + spec.Some(report.Rogues, refusalNames)) // a membership change like any other
+		w.logger.Info("Found rogue members; removing them", "Rogues", spec.Some(report.Rogues, ReportNames), "Generation", w.state.Generation)
 		w.touch(ctx)
 	}
+	report.Rogues, report.MoreRogues = capNames(report.Rogues)
+	report.Gone, report.MoreGone = capNames(report.Gone)
 	return report
 }
 

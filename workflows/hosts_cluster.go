@@ -155,6 +155,11 @@ func (w *clusterWorkflow) onHostsChanged(ctx workflow.Context, hosts []Host) {
 		h := named(before, name, func(h *Host) string { return h.Name })
 		return h != nil && h.Lost
 	}
+	for _, h := range hosts {
+		if h.Lost && !wasLost(h.Name) {
+			w.forgetInstalled(h.Name) // it may come back without its files
+		}
+	}
 	for i := range w.state.Roles {
 		rs := &w.state.Roles[i]
 		for j := range rs.Members {

@@ -29,6 +29,7 @@ func (w *clusterWorkflow) noteRestarts(before []Host) {
 		return
 	}
 	for _, h := range restarted {
+		w.forgetInstalled(h)
 		if !slices.Contains(w.state.Restarted, h) {
 			w.state.Restarted = append(w.state.Restarted, h)
 		}

@@ -99,6 +99,9 @@ type ClusterExport struct {
 	Generation int          `json:"generation"`
 	Spec       spec.Cluster `json:"spec"`
 	Carried    Carried      `json:"carried"`
+	// CarriedGzip carries a large Carried through Temporal, gzipped (see ClusterInput); the
+	// starter unpacks it (Unpack), so an export file always holds Carried.
+	CarriedGzip []byte `json:"carriedGzip,omitempty"`
 	// InMaintenance says the export was taken while maintenance was on, so nothing could
 	// change after it; only such an export lets the source retire the cluster.
 	InMaintenance bool `json:"inMaintenance"`

@@ -8,6 +8,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/clusterflow/clusterflow/activities"
+	"github.com/clusterflow/clusterflow/internal/payloadlimit"
 	"github.com/clusterflow/clusterflow/internal/spec"
 )
 
@@ -19,6 +20,30 @@ const (
 	// its own timeout.
 	scriptStopAllowance = 2 * time.Minute
 )
+
+// executeActivity is workflow.ExecuteActivity for an input that may be large (the cluster's
+// files). The SDK panics when it cannot encode an activity's input, and clusterflow's data
+// converter refuses one past the payload limit (internal/payloadlimit): the panic would
+// fail the workflow task again and again. Here it fails the activity instead, so the
+// operation fails, saying why.
+func executeActivity(ctx workflow.Context, activity any, args ...any) (f workflow.Future) {
+	defer func() {
+		if r := recover(); r != nil {
+			err, ok := r.(error)
+			if !ok || !payloadlimit.IsTooLarge(err) {
+				panic(r)
+			}
+			future, settable := workflow.NewFuture(ctx)
+			settable.SetError(temporal.NewNonRetryableApplicationError(err.Error(), ErrPayloadTooLarge, nil))
+			f = future
+		}
+	}()
+	return workflow.ExecuteActivity(ctx, activity, args...)
+}
+
+// ErrPayloadTooLarge is the error type of an operation that would have sent a payload
+// Temporal refuses.
+const ErrPayloadTooLarge = "PayloadTooLarge"
 
 // withQuickActivity suits short backend calls: retried a few times, then reported.
 func withQuickActivity(ctx workflow.Context, summary string) workflow.Context {

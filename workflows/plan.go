@@ -6,6 +6,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/clusterflow/clusterflow/internal/notice"
 	"github.com/clusterflow/clusterflow/internal/spec"
 )
 
@@ -17,10 +18,12 @@ import (
 // while the previous step ran is planned for, and carries the step out through runLevel.
 
 // roleWork is one role's share of a step: the members its child workflow acts on and, for a
-// notification, the nodes joining or leaving and those each member is told about.
+// notification, the notice they are told (or, in runs from before notices, the nodes
+// joining or leaving and those each member is told about).
 type roleWork struct {
 	role        string
 	members     []Member
+	notice      *NoticeRef
 	nodes       *NodeGroup
 	memberNodes [][]string
 }
@@ -185,9 +188,42 @@ func levelProblems(desired spec.Cluster, roles []roleState, level []string) []st
 	return failed
 }
 
-// planNotification says who is told of nodes joining (addnodes) or leaving (delnodes): every
-// ready member whose role subscribes to the event and that does not know (addnodes) or knew
-// (delnodes) some of them, told about just those; a child per role.
+// planNotice says who is told a notice of nodes joining (addnodes) or leaving (delnodes):
+// every ready member whose role subscribes to the event and that does not know (addnodes)
+// or knew (delnodes) some of them; a child per role. Each member's host works out which
+// nodes from the notice and what the member knows, so the work names no nodes.
+func planNotice(desired spec.Cluster, roles []roleState, n notice.Notice) []roleWork {
+	ref := &NoticeRef{ID: n.ID, Role: n.Role}
+	var work []roleWork
+	for _, rs := range roles {
+		r, ok := desired.Role(rs.Name)
+		if !ok || !r.Wants(n.Event) {
+			continue
+		}
+		var recipients []Member
+		for _, m := range rs.Members {
+			if m.State == MemberReady && n.Count(m.Name, m.knowledge()) > 0 {
+				recipients = append(recipients, m)
+			}
+		}
+		if len(recipients) > 0 {
+			work = append(work, roleWork{role: rs.Name, members: recipients, notice: ref})
+		}
+	}
+	return work
+}
+
+// newNotice is the notice of nodes (of one role) joining or leaving.
+func newNotice(id int, cluster string, op RoleOperation, role string, nodes []Member) notice.Notice {
+	of := make([]notice.Node, len(nodes))
+	for i, n := range nodes {
+		of[i] = notice.Node{Ordinal: n.Ordinal, Class: n.class()}
+	}
+	return notice.New(id, cluster, spec.Event(op), role, of)
+}
+
+// planNotification is planNotice as runs from before notices had it: the work names, for
+// every member, the nodes it is told about.
 func planNotification(desired spec.Cluster, roles []roleState, op RoleOperation, nodesRole string, nodes []Member) []roleWork {
 	event := spec.Event(op)
 	group := &NodeGroup{Role: nodesRole}

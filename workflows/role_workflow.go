@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"maps"
 	"slices"
-	"strings"
 	"time"
 
 	"go.temporal.io/sdk/workflow"
@@ -40,6 +39,8 @@ type roleWorkflow struct {
 	// failureToReport is set by the first failed configure, which the cluster hears of at
 	// once, as it halts the role's other batches; failureReported once that report went.
 	failureToReport, failureReported bool
+	// tailed counts the failed members whose output tails are kept.
+	tailed int
 }
 
 func newRoleWorkflow(ctx workflow.Context, in RoleInput) *roleWorkflow {
@@ -231,8 +232,11 @@ func (r *roleWorkflow) notifyAll(ctx workflow.Context) {
 	event := spec.Event(r.in.Operation)
 	r.forEachMember(ctx, func(ctx workflow.Context, i int) {
 		what := string(event)
-		if r.in.Nodes != nil {
-			what = fmt.Sprintf("%s (%s: %s)", event, r.in.Nodes.Role, someNames(r.nodesFor(i), detailNames))
+		switch {
+		case r.in.Notice != nil:
+			what = fmt.Sprintf("%s (role %s, notice %d)", event, r.in.Notice.Role, r.in.Notice.ID)
+		case r.in.Nodes != nil:
+			what = fmt.Sprintf("%s (%s: %s)", event, r.in.Nodes.Role, spec.Some(r.nodesFor(i), detailNames))
 		}
 		r.set(ctx, i, MemberReady, event, "running "+what)
 		res, err := r.runScript(ctx, i, event)
@@ -248,14 +252,6 @@ func (r *roleWorkflow) notifyAll(ctx workflow.Context) {
 // member, and a thousand joiners named in each of ten thousand members' details made the
 // cluster's state hundreds of megabytes.
 const detailNames = 5
-
-// someNames names the first n names, and counts the rest.
-func someNames(names []string, n int) string {
-	if len(names) <= n {
-		return strings.Join(names, ", ")
-	}
-	return fmt.Sprintf("%s and %d more", strings.Join(names[:n], ", "), len(names)-n)
-}
 
 // limit is how many members may run at once (0: all): the child's share of the role's
 // maxInFlight when the role runs as batches, else the role's own.
@@ -302,33 +298,57 @@ func (r *roleWorkflow) runScript(ctx workflow.Context, i int, event spec.Event) 
 		Member:     r.ref(i),
 		Event:      event,
 		ScriptHash: r.in.Role.ScriptHash,
+		EnvHash:    r.in.EnvHash,
 		Env:        r.in.Role.Env,
 		Timeout:    r.in.Role.Timeout,
 	}
-	if r.in.Nodes != nil && (event == spec.EventAddNodes || event == spec.EventDelNodes) {
-		run.NodesRole, run.Nodes = r.in.Nodes.Role, r.nodesFor(i)
+	if event == spec.EventAddNodes || event == spec.EventDelNodes {
+		switch {
+		case r.in.Notice != nil:
+			knows := m.knowledge()
+			run.Notice, run.NodesRole, run.Knows = r.in.Notice.ID, r.in.Notice.Role, &knows
+		case r.in.Nodes != nil:
+			run.NodesRole, run.Nodes = r.in.Nodes.Role, r.nodesFor(i)
+		}
 	}
 	var res activities.ScriptResult
 	err := workflow.ExecuteActivity(onMemberHost(withScriptActivity(ctx, r.in.Role, event, m.Name), m.Host), acts.RunStartscript, run).Get(ctx, &res)
 	return res, err
 }
 
-// fail puts a member in config_error, keeping the script's output tails when there are any.
+// fail puts a member in config_error, keeping the script's output tails when there are any,
+// for the first few failures: a batch of failures each with kilobytes of output would make
+// the child's result and the cluster's state too large to carry. The rest are in `logs`.
 func (r *roleWorkflow) fail(ctx workflow.Context, i int, step string, err error) {
 	detail := step + ": " + errorMessage(err)
 	if isCanceled(err) {
 		detail = "canceled"
 	}
 	r.set(ctx, i, MemberConfigError, r.members[i].Event, detail)
-	r.members[i].StdoutTail, r.members[i].StderrTail = scriptTails(err)
+	if stdout, stderr := scriptTails(err); stdout != "" || stderr != "" {
+		if r.tailed < tailsPerChild {
+			r.tailed++
+			r.members[i].StdoutTail, r.members[i].StderrTail = stdout, stderr
+		} else {
+			r.members[i].Detail = spec.Clip(detail, maxDetail-len(seeLogs)) + seeLogs
+		}
+	}
 	if step == "configure" && !isCanceled(err) && !r.failureReported {
 		r.failureToReport = true
 	}
 }
 
+// Bounds on what a child reports of a member: its detail, and output tails for at most
+// tailsPerChild failed members (a tail is up to 4 KiB a stream).
+const (
+	maxDetail     = 512
+	tailsPerChild = 10
+	seeLogs       = " (output: `clusterflow logs`)"
+)
+
 func (r *roleWorkflow) set(ctx workflow.Context, i int, state MemberState, event spec.Event, detail string) {
 	m := &r.members[i]
-	m.State, m.Event, m.Detail, m.Since = state, event, detail, workflow.Now(ctx)
+	m.State, m.Event, m.Detail, m.Since = state, event, spec.Clip(detail, maxDetail), workflow.Now(ctx)
 	m.StdoutTail, m.StderrTail = "", ""
 	r.changed = append(r.changed, i)
 }

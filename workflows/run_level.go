@@ -1,6 +1,7 @@
 package workflows
 
 import (
+	"encoding/json"
 	"fmt"
 
 	"go.temporal.io/api/enums/v1"
@@ -15,7 +16,7 @@ import (
 func (w *clusterWorkflow) runLevel(ctx workflow.Context, op RoleOperation, work []roleWork) {
 	ops := make([]*activeOp, len(work))
 	for i, rw := range work {
-		ops[i] = w.startRole(ctx, op, rw.role, rw.members, rw.nodes, rw.memberNodes)
+		ops[i] = w.startRole(ctx, op, rw)
 	}
 	w.touch(ctx)
 	for i, o := range ops {
@@ -25,22 +26,34 @@ func (w *clusterWorkflow) runLevel(ctx workflow.Context, op RoleOperation, work 
 
 // startRole runs one role operation as child workflows, so that per-member events land in
 // the children's histories rather than the cluster's: one child for a role of up to
-// roleBatchSize members, and batches of that size for a wider one. For a notification,
-// nodes names the members joining or leaving, and memberNodes those each member is told
-// about.
-func (w *clusterWorkflow) startRole(ctx workflow.Context, op RoleOperation, role string, members []Member, nodes *NodeGroup, memberNodes [][]string) *activeOp {
+// roleBatchSize members, and batches of that size for a wider one. A notification's work
+// names the notice (or, in runs from before notices, the nodes) its members are told.
+func (w *clusterWorkflow) startRole(ctx workflow.Context, op RoleOperation, rw roleWork) *activeOp {
+	role := rw.role
 	r, ok := w.roleSpec(role)
 	if !ok {
 		r = spec.Role{Name: role} // a rogue's unknown role: no script, only removal
 	}
 	step := fmt.Sprintf("%s-%d", op, w.state.Operations)
-	if nodes != nil {
-		step += "-" + nodes.Role // a pass may notify a role about several roles' members
+	switch {
+	case rw.notice != nil:
+		step += "-" + rw.notice.Role // a pass may notify a role about several roles' members
+	case rw.nodes != nil:
+		step += "-" + rw.nodes.Role
 	}
 	id := fmt.Sprintf("%s/%s/%s", ClusterWorkflowID(w.state.Name), step, role)
-	in := RoleInput{Cluster: w.state.Name, Operation: op, Role: r, Members: members, Nodes: nodes, MemberNodes: memberNodes}
-	active := &activeOp{op: op, members: make([]string, len(members))}
-	for i, m := range members {
+	in := RoleInput{Cluster: w.state.Name, Operation: op, Role: r, Members: rw.members, Nodes: rw.nodes, MemberNodes: rw.memberNodes, Notice: rw.notice}
+	if w.bounded {
+		// The env travels once per host with the files; the members only as far as a child
+		// needs them.
+		in.EnvHash, in.Role.Env = spec.EnvHash(r.Env), nil
+		in.Members = make([]Member, len(rw.members))
+		for i, m := range rw.members {
+			in.Members[i] = m.forChild()
+		}
+	}
+	active := &activeOp{op: op, members: make([]string, len(rw.members))}
+	for i, m := range rw.members {
 		active.members[i] = m.Name
 	}
 	w.activeOps[role] = active
@@ -51,11 +64,17 @@ func (w *clusterWorkflow) startRole(ctx workflow.Context, op RoleOperation, role
 			ParentClosePolicy:   enums.PARENT_CLOSE_POLICY_REQUEST_CANCEL,
 			WaitForCancellation: true,
 			StaticSummary:       fmt.Sprintf("%s %s/%s: %d %s%s", op, w.state.Name, role, len(b.in.Members), plural(len(b.in.Members), "member"), batchOf(b.id, id)),
-			StaticDetails:       roleDetails(op, r, b.in.Members, nodes),
+			StaticDetails:       roleDetails(op, r, b.in.Members, b.in.Nodes, b.in.Notice),
 		})
+		if w.bounded {
+			w.childStarts.admit(ctx, payloadSize(b.in))
+		}
 		b.future = workflow.ExecuteChildWorkflow(ctx, RoleWorkflowName, b.in)
+		if w.bounded {
+			w.childStarts.started(b.future)
+		}
 	}
-	if len(members) <= roleBatchSize || workflow.GetVersion(ctx, changeRoleBatches, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
+	if len(rw.members) <= roleBatchSize || workflow.GetVersion(ctx, changeRoleBatches, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
 		active.batches = []*roleBatch{{id: id, in: in}}
 		start(ctx, active.batches[0])
 		return active
@@ -64,6 +83,54 @@ func (w *clusterWorkflow) startRole(ctx workflow.Context, op RoleOperation, role
 	active.batches = batches
 	workflow.Go(ctx, func(ctx workflow.Context) { w.runBatches(ctx, role, active, concurrent, start) })
 	return active
+}
+
+// startGate bounds the child workflows a cluster starts in one workflow task. Their inputs
+// all ride in the task's completion, which Temporal refuses past 4 MiB: a wide level (or
+// a role of many batches with no maxInFlight) would otherwise start them all at once.
+// Past the bounds, the next start waits until the children already started have
+// started, which their start events mark in a later task.
+type startGate struct {
+	pending []workflow.ChildWorkflowFuture
+	bytes   int
+	waiting bool
+}
+
+// Bounds of one task's child starts: a batch's input is at most roleBatchSize members of a
+// few hundred bytes each, so both hold far under Temporal's 4 MiB.
+const (
+	startsPerTask     = 16
+	startBytesPerTask = 1 << 20
+)
+
+// admit waits, when a start of size more bytes would pass the bounds, until the children
+// started so far have started.
+func (g *startGate) admit(ctx workflow.Context, size int) {
+	for len(g.pending) > 0 && (len(g.pending) >= startsPerTask || g.bytes+size > startBytesPerTask) {
+		if g.waiting {
+			if err := workflow.Await(ctx, func() bool { return !g.waiting }); err != nil {
+				return
+			}
+			continue
+		}
+		g.waiting = true
+		for _, f := range g.pending {
+			_ = f.GetChildWorkflowExecution().Get(ctx, nil)
+		}
+		g.pending, g.bytes, g.waiting = nil, 0, false
+	}
+	g.bytes += size
+}
+
+func (g *startGate) started(f workflow.ChildWorkflowFuture) { g.pending = append(g.pending, f) }
+
+// payloadSize is the size of v as JSON, which is how the SDK's default converter sends it.
+func payloadSize(v any) int {
+	data, err := json.Marshal(v)
+	if err != nil {
+		return 0
+	}
+	return len(data)
 }
 
 // finishRole waits for a role operation and applies its final member states.
@@ -84,29 +151,30 @@ func (w *clusterWorkflow) finishRole(ctx workflow.Context, role string, op *acti
 	if err != nil {
 		// The role workflow reports member failures in its result; an error here means the
 		// child itself broke (terminated, timed out), so mark what it was doing.
-		w.markUnfinished(ctx, role, "role operation ended without a result: "+errorMessage(err))
+		w.markUnfinishedMembers(ctx, role, op.op, op.batches[0].in.Members, "role operation ended without a result: "+errorMessage(err))
 		return
 	}
 	w.applyMembers(role, res.Members)
 	w.touch(ctx)
 }
 
-// markUnfinished puts members caught mid-operation into config_error.
-func (w *clusterWorkflow) markUnfinished(ctx workflow.Context, role, why string) {
-	w.markUnfinishedMembers(ctx, role, w.state.Role(role).Members, why)
-}
-
-// markUnfinishedMembers does so for some of the role's members: one batch's.
-func (w *clusterWorkflow) markUnfinishedMembers(ctx workflow.Context, role string, members []Member, why string) {
+// markUnfinishedMembers puts the members of a batch caught mid-operation into config_error. A
+// notification that ended without a result may not have run: its ready members are put in
+// config_error too, since nothing may be taken for told that was not.
+func (w *clusterWorkflow) markUnfinishedMembers(ctx workflow.Context, role string, op RoleOperation, members []Member, why string) {
 	rs := w.state.Role(role)
+	notifying := op == OpAddNodes || op == OpDelNodes || op == OpStart
 	for _, m := range members {
 		current := rs.Member(m.Name)
 		if current == nil {
 			continue
 		}
-		switch current.State {
-		case MemberCreating, MemberConfiguring, MemberDeleting:
+		switch {
+		case current.State == MemberCreating, current.State == MemberConfiguring, current.State == MemberDeleting:
 			current.State, current.Detail, current.Since = MemberConfigError, why, workflow.Now(ctx)
+		case w.bounded && notifying && current.State == MemberReady:
+			current.State, current.Event, current.Since = MemberConfigError, spec.Event(op), workflow.Now(ctx)
+			current.Detail = spec.Clip(fmt.Sprintf("%s: %s", op, why), maxDetail)
 		}
 	}
 	w.touch(ctx)

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/clusterflow/clusterflow/internal/notice"
 	"github.com/clusterflow/clusterflow/internal/spec"
 )
 
@@ -80,10 +81,30 @@ func (m Member) hasSetup() bool {
 
 // knows reports whether the member has learnt of other, from configmeta or addnodes.
 func (m Member) knows(other Member) bool {
-	if other.UnlistedFrom > 0 && m.ListedIn >= other.UnlistedFrom {
-		return false // m joined after other left configmeta, and no one announces a leaver
+	return notice.Knows(m.knowledge(), other.class())
+}
+
+// knowledge is what decides which members m knows.
+func (m Member) knowledge() notice.Knowledge {
+	return notice.Knowledge{ListedIn: m.ListedIn, KnowsUpTo: m.KnowsUpTo}
+}
+
+// class is what decides which members know m.
+func (m Member) class() notice.Class {
+	return notice.Class{ListedIn: m.ListedIn, UnlistedFrom: m.UnlistedFrom, Announced: m.Announced}
+}
+
+// forChild is what a role child needs of a member: no health history, replacement links
+// or output, so that a batch's input stays small however long the member has lived.
+func (m Member) forChild() Member {
+	out := Member{
+		Name: m.Name, Role: m.Role, Ordinal: m.Ordinal, State: m.State, Host: m.Host, Event: m.Event, Since: m.Since,
+		ListedIn: m.ListedIn, KnowsUpTo: m.KnowsUpTo,
 	}
-	return other.Announced || (other.ListedIn > 0 && m.KnowsUpTo >= other.ListedIn)
+	if m.Health != nil {
+		out.Health = &MemberHealth{LastReport: m.Health.LastReport} // hasSetup reads it
+	}
+	return out
 }
 
 // roleState is one role's desired size and its members, as the workflow keeps them.
@@ -136,6 +157,11 @@ type clusterState struct {
 	// ExportedIn is the Since of the maintenance during which the cluster was exported;
 	// only then may it be retired.
 	ExportedIn time.Time `json:"exportedIn,omitzero"`
+	// Notices counts the notices of membership changes written, to number them.
+	Notices int `json:"notices,omitempty"`
+	// Installed maps a host ("" in single-host mode) to the digest of the scripts and envs
+	// written there, so that they travel to a host once, not with every files write.
+	Installed map[string]string `json:"installed,omitempty"`
 }
 
 // shownPhase is the phase operators see: maintenance while it holds the cluster, unless

@@ -15,8 +15,18 @@ var setUpStates = []MemberState{MemberReady, MemberDown, MemberFlapping}
 
 func (s MemberState) setUp() bool { return slices.Contains(setUpStates, s) }
 
-// status projects the workflow's state into what users see: every member, or one page.
-func (s clusterState) status(page *StatusPage) ClusterStatus {
+// Budgets of a status's members, as JSON: a query's answer, and the status an update or the
+// workflow returns (which lands in the history). Temporal refuses a payload past 2 MiB, and
+// a member with its output tails and health history takes up to about 20 KiB. A page that
+// reaches its budget lists fewer members than asked for; its roles' counts stay whole.
+const (
+	queryStatusBytes  = 1 << 20
+	resultStatusBytes = 256 << 10
+)
+
+// status projects the workflow's state into what users see: every member, or one page, as
+// many as fit in budget bytes.
+func (s clusterState) status(page *StatusPage, budget int) ClusterStatus {
 	out := ClusterStatus{
 		APIVersion: StatusAPIVersion, Name: s.Name, Phase: s.shownPhase(), Message: s.Message, Origin: s.Origin,
 		Levels: s.Levels, Roles: make([]RoleStatus, len(s.Roles)), CreatedAt: s.CreatedAt, UpdatedAt: s.UpdatedAt,
@@ -43,20 +53,47 @@ func (s clusterState) status(page *StatusPage) ClusterStatus {
 			members = members[lo:hi]
 		}
 		seen += len(r.Members)
-		role.Members = make([]MemberStatus, len(members))
-		for j, m := range members {
+		role.Members = make([]MemberStatus, 0, len(members))
+		for _, m := range members {
+			if budget -= m.statusSize(); budget < 0 {
+				break
+			}
 			if m.Unplaced != "" {
 				m.Detail = m.Unplaced
 			}
-			role.Members[j] = MemberStatus{
+			role.Members = append(role.Members, MemberStatus{
 				Name: m.Name, Role: m.Role, Ordinal: m.Ordinal, State: m.State, Detail: m.Detail, Host: m.Host, Event: m.Event, Since: m.Since,
 				LastLine: m.LastLine, StdoutTail: m.StdoutTail, StderrTail: m.StderrTail, Leaving: m.Leaving, Health: m.Health,
 				Replaces: m.Replaces, ReplacedBy: m.ReplacedBy, Replacements: m.Replacements,
-			}
+			})
 		}
 		out.Roles[i] = role
 	}
 	return out
+}
+
+// statusSize is about what a member takes in a status as JSON, a little more rather than
+// less: field names and times are counted as fixed costs.
+func (m Member) statusSize() int {
+	n := 300 + len(m.Name) + len(m.Role) + len(m.Host) + len(m.Detail) + len(m.Unplaced) + len(m.LastLine) +
+		2*(len(m.StdoutTail)+len(m.StderrTail)) + len(m.Replaces) + len(m.ReplacedBy)
+	if h := m.Health; h != nil {
+		n += 100 + 40*len(h.Recoveries)
+		for _, t := range h.Transitions {
+			n += 200 + 2*(len(t.Reason)+len(t.Source))
+		}
+	}
+	return n
+}
+
+// Listed counts the members a status lists: a page lists fewer than its limit when they
+// reach its budget.
+func (s ClusterStatus) Listed() int {
+	n := 0
+	for _, r := range s.Roles {
+		n += len(r.Members)
+	}
+	return n
 }
 
 // MemberCount is how many members the cluster has, across roles.

@@ -18,7 +18,7 @@ var updateGolden = flag.Bool("update", false, "rewrite testdata/status.golden.js
 // change to it is a deliberate act (run `go test ./workflows -run TestStatusShape -update`,
 // and bump StatusAPIVersion if scripts must adapt). The workflow's bookkeeping stays out.
 func TestStatusShape(t *testing.T) {
-	got, err := json.MarshalIndent(exampleState().status(nil), "", "  ")
+	got, err := json.MarshalIndent(exampleState().status(nil, queryStatusBytes), "", "  ")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -73,15 +73,15 @@ func exampleState() clusterState {
 // A status put together from pages of one member is the whole status.
 func TestStatusPagesAddUpToTheWhole(t *testing.T) {
 	state := exampleState()
-	whole := state.status(nil)
-	paged := state.status(&StatusPage{From: 0, Limit: 1})
+	whole := state.status(nil, queryStatusBytes)
+	paged := state.status(&StatusPage{From: 0, Limit: 1}, queryStatusBytes)
 	if n := len(paged.Role("controller").Members) + len(paged.Role("worker").Members); n != 1 {
 		t.Fatalf("the first page of 1 holds %d members", n)
 	}
 	for from := 1; from < paged.MemberCount(); from++ {
-		paged.AddMembers(state.status(&StatusPage{From: from, Limit: 1}))
+		paged.AddMembers(state.status(&StatusPage{From: from, Limit: 1}, queryStatusBytes))
 	}
-	paged.AddMembers(state.status(&StatusPage{From: 1, Limit: 2})) // a page seen twice adds nothing
+	paged.AddMembers(state.status(&StatusPage{From: 1, Limit: 2}, queryStatusBytes)) // a page seen twice adds nothing
 	a, _ := json.Marshal(whole)
 	b, _ := json.Marshal(paged)
 	if !bytes.Equal(a, b) {

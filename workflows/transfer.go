@@ -1,6 +1,7 @@
 package workflows
 
 import (
+	"fmt"
 	"time"
 
 	"go.temporal.io/sdk/workflow"
@@ -40,13 +41,34 @@ func (w *clusterWorkflow) onExport(ctx workflow.Context) (ClusterExport, error) 
 	state.Maintenance, state.ExportedIn, state.HeldHosts = nil, time.Time{}, nil
 	export := ClusterExport{
 		Name: w.state.Name, Phase: w.state.Phase, Generation: w.state.Generation, Spec: w.spec,
-		Carried:       Carried{State: state, Removed: w.removed, Retiring: w.retiring},
 		InMaintenance: w.inMaintenance(),
 	}
+	// An update's result is one payload: the state goes as a continue-as-new would carry it.
+	plain, packed, err := packCarried(Carried{State: state, Removed: w.removed, Retiring: w.retiring}, payloadSize(w.spec))
+	if err != nil {
+		return ClusterExport{}, fmt.Errorf("export of cluster %s: %w", w.state.Name, err)
+	}
+	if plain != nil {
+		export.Carried = *plain
+	}
+	export.CarriedGzip = packed
 	if w.inMaintenance() {
 		w.state.ExportedIn = w.state.Maintenance.Since
 	}
 	return export, nil
+}
+
+// Unpack fills Carried from CarriedGzip, as an export file holds it.
+func (c *ClusterExport) Unpack() error {
+	if len(c.CarriedGzip) == 0 {
+		return nil
+	}
+	carried, err := ClusterInput{CarriedGzip: c.CarriedGzip}.carried()
+	if err != nil {
+		return fmt.Errorf("cluster %s: %w", c.Name, err)
+	}
+	c.Carried, c.CarriedGzip = *carried, nil
+	return nil
 }
 
 // validateRetire allows a retire only after an export taken in the maintenance still on:

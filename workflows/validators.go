@@ -57,6 +57,8 @@ func (w *clusterWorkflow) validateResize(req ResizeRequest) error {
 			problems = append(problems, asked+fmt.Sprintf("role %s is named more than once", c.Role))
 		case c.Members < 0:
 			problems = append(problems, asked+"a member count cannot be negative")
+		case c.Members > spec.MaxRoleMembers:
+			problems = append(problems, asked+fmt.Sprintf("a role has at most %d members", spec.MaxRoleMembers))
 		case r.Cardinality.Allows(c.Members) != nil:
 			problems = append(problems, asked+fmt.Sprintf("role %s has cardinality %q", c.Role, r.Cardinality))
 		}
@@ -65,7 +67,11 @@ func (w *clusterWorkflow) validateResize(req ResizeRequest) error {
 	if len(problems) > 0 {
 		return refused(apperr.Invalid, "%s", strings.Join(problems, "; "))
 	}
-	return w.refuseUnplaceable("resize", w.resized(req))
+	next := w.resized(req)
+	if total := next.TotalMembers(); total > spec.MaxClusterMembers {
+		return refused(apperr.Invalid, "resize refused: it asks for %d members in all; a cluster has at most %d", total, spec.MaxClusterMembers)
+	}
+	return w.refuseUnplaceable("resize", next)
 }
 
 // refuseUnplaceable refuses a change whose members the hosts cannot hold.
@@ -89,6 +95,9 @@ func (w *clusterWorkflow) validateApply(req ApplyRequest) error {
 	next := req.Spec
 	if next.Name != w.spec.Name {
 		return refused(apperr.Invalid, "apply refused: the spec is for cluster %q, not %q", next.Name, w.spec.Name)
+	}
+	if limits := spec.CheckLimits(next); len(limits) > 0 {
+		return refused(apperr.Invalid, "apply refused: %s", describeProblems(limits))
 	}
 	var problems []string
 	for _, r := range next.Roles {
@@ -139,21 +148,43 @@ func (w *clusterWorkflow) validateCancel() error {
 }
 
 // checkMemberEvent names an unknown member or event; the update refuses it, and the signal
-// drops it.
+// drops it. The refusal names a few of the members and counts the rest.
 func (w *clusterWorkflow) checkMemberEvent(ev MemberEvent) error {
 	if _, m := w.findMember(ev.Member); m == nil || m.State == MemberDeleted {
 		var names []string
+		total := 0
 		for _, rs := range w.state.Roles {
 			for _, m := range rs.Members {
 				if m.State != MemberDeleted {
-					names = append(names, m.Name)
+					total++
+					if len(names) < refusalNames {
+						names = append(names, m.Name)
+					}
 				}
 			}
 		}
-		return refused(apperr.NotFound, "member-event refused: cluster %s has no member %q (its members: %s)", w.state.Name, ev.Member, strings.Join(names, ", "))
+		listed := strings.Join(names, ", ")
+		if total > len(names) {
+			listed += fmt.Sprintf(" and %d more", total-len(names))
+		}
+		return refused(apperr.NotFound, "member-event refused: cluster %s has no member %q (its members: %s)", w.state.Name, spec.Clip(ev.Member, spec.MaxMemberNameLength), listed)
 	}
 	if !slices.Contains(ReportedEvents, ev.Event) {
-		return refused(apperr.Invalid, "member-event refused: event %q is not one of down, up, gone, unhealthy", ev.Event)
+		return refused(apperr.Invalid, "member-event refused: event %q is not one of down, up, gone, unhealthy", spec.Clip(string(ev.Event), 32))
+	}
+	return nil
+}
+
+// refusalNames is how many names a refusal lists before it counts the rest.
+const refusalNames = 5
+
+// CheckMemberEventText refuses a reason or source longer than spec.MaxTextBytes: they are
+// kept in the member's health history, carried whole across continue-as-new.
+func CheckMemberEventText(ev MemberEvent) error {
+	for _, f := range []struct{ name, value string }{{"reason", ev.Reason}, {"source", ev.Source}} {
+		if len(f.value) > spec.MaxTextBytes {
+			return apperr.Errorf(apperr.Invalid, "%s: is %d bytes; at most %d", f.name, len(f.value), spec.MaxTextBytes)
+		}
 	}
 	return nil
 }
@@ -161,6 +192,9 @@ func (w *clusterWorkflow) checkMemberEvent(ev MemberEvent) error {
 func (w *clusterWorkflow) validateMemberEvent(ev MemberEvent) error {
 	if err := w.refuseChange("member-event"); err != nil {
 		return err
+	}
+	if err := CheckMemberEventText(ev); err != nil {
+		return refused(apperr.Invalid, "member-event refused: %s", err.Error())
 	}
 	return w.checkMemberEvent(ev)
 }
@@ -177,6 +211,15 @@ func (w *clusterWorkflow) validateResume() error {
 
 func (w *clusterWorkflow) validateReconcile() error {
 	return w.refuseChange("reconcile")
+}
+
+// describeProblems writes spec problems on one line, each with its field path.
+func describeProblems(problems []spec.Problem) string {
+	parts := make([]string, len(problems))
+	for i, p := range problems {
+		parts[i] = p.String()
+	}
+	return strings.Join(parts, "; ")
 }
 
 func dependentsOf(roles []spec.Role, name string) []string {

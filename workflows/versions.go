@@ -35,4 +35,11 @@ const (
 	// progress acts on; a shrink's teardown removed their sandboxes before the cluster
 	// heard of it, and reconcile took them for gone.
 	changeReconcileSkipsActive = "reconcile-skips-active"
+	// changeBoundedPayloads: nothing a cluster sends grows with members × members or
+	// members × env. Notifications name a notice each host holds instead of listing nodes
+	// per member, envs travel once per host by hash, scripts and envs go only to hosts that
+	// lack them, children start a bounded number per workflow task, and a running batch
+	// takes no more members than a batch holds. Asked once per run, when it starts: a run
+	// that began before keeps the old ways to its end.
+	changeBoundedPayloads = "bounded-payloads"
 )

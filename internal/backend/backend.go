@@ -10,6 +10,7 @@ import (
 
 	"github.com/clusterflow/clusterflow/internal/agent"
 	"github.com/clusterflow/clusterflow/internal/gzjson"
+	"github.com/clusterflow/clusterflow/internal/notice"
 	"github.com/clusterflow/clusterflow/internal/runner"
 	"github.com/clusterflow/clusterflow/internal/spec"
 )
@@ -43,19 +44,50 @@ type Member struct {
 	Host string `json:"host,omitempty"`
 }
 
-// ClusterFiles are the files every member of a cluster can read.
+// ClusterFiles are the files the members of a cluster on one host read: the startscripts
+// and each role's env (both by hash, sent to a host once), configmeta, and the notices that
+// addnodes and delnodes runs name. Each part is optional but the cluster.
 type ClusterFiles struct {
 	Cluster string `json:"cluster"`
 	// Scripts maps SHA-256 to content; already installed scripts may be left out.
-	Scripts    map[string]string `json:"scripts,omitempty"`
-	ConfigMeta ConfigMeta        `json:"configMeta"`
+	Scripts map[string]string `json:"scripts,omitempty"`
+	// Envs maps EnvHash to a role's env; a script run names the one it gets.
+	Envs map[string]map[string]string `json:"envs,omitempty"`
+	// ConfigMeta is written when its Cluster is set (or it comes gzipped).
+	ConfigMeta ConfigMeta `json:"configMeta"`
 	// ConfigMetaGzip, when set, is ConfigMeta as gzipped JSON: a cluster of thousands of
 	// members lists them all, which would pass Temporal's payload limit.
 	ConfigMetaGzip []byte `json:"configMetaGzip,omitempty"`
+	// Notice is a membership change that addnodes or delnodes runs will tell.
+	Notice *notice.Notice `json:"notice,omitempty"`
 }
 
-// Unpack fills ConfigMeta from ConfigMetaGzip when the files came packed.
+// HasConfigMeta says the files carry configmeta to write.
+func (f ClusterFiles) HasConfigMeta() bool {
+	return f.ConfigMeta.Cluster != "" || len(f.ConfigMetaGzip) > 0
+}
+
+// Unpack fills ConfigMeta from ConfigMetaGzip when the files came packed, and checks what a
+// host must not take on trust: the content of every script and env against its hash.
 func (f *ClusterFiles) Unpack() error {
+	for hash, content := range f.Scripts {
+		if spec.ContentHash([]byte(content)) != hash {
+			return fmt.Errorf("startscript %s: its content does not match its hash", hash)
+		}
+	}
+	for hash, env := range f.Envs {
+		if spec.EnvHash(env) != hash {
+			return fmt.Errorf("env %s: its content does not match its hash", hash)
+		}
+	}
+	if f.Notice != nil {
+		if err := f.Notice.Check(); err != nil {
+			return err
+		}
+		if f.Notice.Cluster != f.Cluster {
+			return fmt.Errorf("notice %d is for cluster %q, not %q", f.Notice.ID, f.Notice.Cluster, f.Cluster)
+		}
+	}
 	if len(f.ConfigMetaGzip) == 0 {
 		return nil
 	}
@@ -67,14 +99,25 @@ func (f *ClusterFiles) Unpack() error {
 	return nil
 }
 
-// ScriptRun is one startscript run for one member and event.
+
+// ScriptRun is one startscript run for one member and event. It names what the host
+// already has rather than carrying it: the script and the role's env by hash, and for
+// addnodes and delnodes the notice, from which the host works out the member's nodes. Runs
+// sent before that carried the env (Env) and the nodes (Nodes) themselves.
 type ScriptRun struct {
-	Member     Member            `json:"member"`
-	Event      spec.Event        `json:"event"`
-	ScriptHash string            `json:"scriptHash"`
-	Env        map[string]string `json:"env,omitempty"`
-	Timeout    time.Duration     `json:"timeout"`
-	// NodesRole and Nodes say which members were added or removed (addnodes, delnodes).
+	Member     Member     `json:"member"`
+	Event      spec.Event `json:"event"`
+	ScriptHash string     `json:"scriptHash"`
+	// EnvHash names the role's env among the cluster's files; "" for none.
+	EnvHash string            `json:"envHash,omitempty"`
+	Env     map[string]string `json:"env,omitempty"`
+	Timeout time.Duration     `json:"timeout"`
+	// Notice names the membership change an addnodes or delnodes tells, and Knows is what
+	// the member knows, which decides the nodes it is told of.
+	Notice int               `json:"notice,omitempty"`
+	Knows  *notice.Knowledge `json:"knows,omitempty"`
+	// NodesRole and Nodes say which members were added or removed (addnodes, delnodes); a
+	// run with a Notice has its nodes filled in by the host.
 	NodesRole string   `json:"nodesRole,omitempty"`
 	Nodes     []string `json:"nodes,omitempty"`
 }

@@ -3,19 +3,23 @@ package backend
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"maps"
 	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/clusterflow/clusterflow/internal/agent"
 	"github.com/clusterflow/clusterflow/internal/atomicfile"
+	"github.com/clusterflow/clusterflow/internal/notice"
 	"github.com/clusterflow/clusterflow/internal/runner"
 	"github.com/clusterflow/clusterflow/internal/spec"
 )
@@ -72,7 +76,8 @@ func (l *Local) hostName() string {
 // to find processes a member left behind.
 const MemberDirEnv = "CLUSTERFLOW_MEMBER_DIR"
 
-// WriteClusterFiles implements Backend.
+// WriteClusterFiles implements Backend. Scripts and envs are named by their hash, so one
+// already there is already right; a notice replaces the ones long done.
 func (l *Local) WriteClusterFiles(_ context.Context, files ClusterFiles) error {
 	dir, err := l.clusterDir(files.Cluster)
 	if err != nil {
@@ -90,6 +95,30 @@ func (l *Local) WriteClusterFiles(_ context.Context, files ClusterFiles) error {
 			return fmt.Errorf("install startscript: %w", err)
 		}
 	}
+	for _, hash := range slices.Sorted(maps.Keys(files.Envs)) {
+		path, err := l.envPath(files.Cluster, hash)
+		if err != nil {
+			return err
+		}
+		if _, err := os.Stat(path); err == nil {
+			continue
+		}
+		data, err := json.Marshal(files.Envs[hash])
+		if err != nil {
+			return err
+		}
+		if err := atomicfile.Write(path, data, 0o600); err != nil {
+			return fmt.Errorf("install env: %w", err)
+		}
+	}
+	if files.Notice != nil {
+		if err := l.writeNotice(dir, *files.Notice); err != nil {
+			return err
+		}
+	}
+	if !files.HasConfigMeta() {
+		return nil
+	}
 	meta := files.ConfigMeta
 	meta.Members = slices.Clone(meta.Members)
 	for i, node := range meta.Members {
@@ -102,6 +131,93 @@ func (l *Local) WriteClusterFiles(_ context.Context, files ClusterFiles) error {
 		return err
 	}
 	return atomicfile.Write(l.configMetaPath(dir), data, 0o644)
+}
+
+// keptNotices is how many notices a host keeps: a run names the newest, or, retried, one
+// just before it; a cluster tells one notice at a time.
+const keptNotices = 16
+
+func (l *Local) writeNotice(clusterDir string, n notice.Notice) error {
+	folder := filepath.Join(clusterDir, ".clusterflow", "notices")
+	data, err := json.Marshal(n)
+	if err != nil {
+		return err
+	}
+	if err := atomicfile.Write(filepath.Join(folder, fmt.Sprintf("%d.json", n.ID)), data, 0o600); err != nil {
+		return fmt.Errorf("write notice: %w", err)
+	}
+	entries, _ := os.ReadDir(folder)
+	for _, e := range entries {
+		if id, err := strconv.Atoi(strings.TrimSuffix(e.Name(), ".json")); err == nil && id <= n.ID-keptNotices {
+			_ = os.Remove(filepath.Join(folder, e.Name()))
+		}
+	}
+	return nil
+}
+
+func (l *Local) readNotice(cluster string, id int) (notice.Notice, error) {
+	dir, err := l.clusterDir(cluster)
+	if err != nil {
+		return notice.Notice{}, err
+	}
+	data, err := readSmall(filepath.Join(dir, ".clusterflow", "notices", fmt.Sprintf("%d.json", id)), maxNoticeFile)
+	if err != nil {
+		return notice.Notice{}, fmt.Errorf("notice %d of cluster %s: %w", id, cluster, err)
+	}
+	var n notice.Notice
+	if err := json.Unmarshal(data, &n); err != nil {
+		return n, fmt.Errorf("notice %d of cluster %s: %w", id, cluster, err)
+	}
+	if err := n.Check(); err != nil {
+		return n, err
+	}
+	if n.ID != id || n.Cluster != cluster {
+		return n, fmt.Errorf("notice %d of cluster %s: the file holds notice %d of %s", id, cluster, n.ID, n.Cluster)
+	}
+	return n, nil
+}
+
+// Bounds on the files a launch reads: a notice names nodes by ordinal ranges, at most a
+// few bytes each, and an env is at most spec.MaxRoleEnvBytes of JSON.
+const (
+	maxNoticeFile = 4 << 20
+	maxEnvFile    = spec.MaxRoleEnvBytes + 1<<10
+)
+
+func (l *Local) readEnv(cluster, hash string) (map[string]string, error) {
+	path, err := l.envPath(cluster, hash)
+	if err != nil {
+		return nil, err
+	}
+	data, err := readSmall(path, maxEnvFile)
+	if err != nil {
+		return nil, fmt.Errorf("env %s of cluster %s is not installed: %w", hash, cluster, err)
+	}
+	var env map[string]string
+	if err := json.Unmarshal(data, &env); err != nil {
+		return nil, fmt.Errorf("env %s of cluster %s: %w", hash, cluster, err)
+	}
+	if spec.EnvHash(env) != hash {
+		return nil, fmt.Errorf("env %s of cluster %s: its content does not match its hash", hash, cluster)
+	}
+	return env, nil
+}
+
+// readSmall reads a file of at most limit bytes.
+func readSmall(path string, limit int64) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, limit+1))
+	if err != nil {
+		return nil, err
+	}
+	if int64(len(data)) > limit {
+		return nil, fmt.Errorf("%s is larger than %d bytes", path, limit)
+	}
+	return data, nil
 }
 
 // CreateMember implements Backend.
@@ -122,9 +238,31 @@ func (l *Local) LaunchScript(ctx context.Context, run ScriptRun, to Completion) 
 	if _, err := os.Stat(dir); err != nil {
 		return fmt.Errorf("member %s has no sandbox at %s: %w", run.Member.Name, dir, err)
 	}
+	if run, err = l.resolve(run); err != nil {
+		return err
+	}
+	own := map[string]string{
+		"CLUSTERFLOW_CLUSTER": run.Member.Cluster,
+		"CLUSTERFLOW_ROLE":    run.Member.Role,
+		"CLUSTERFLOW_MEMBER":  run.Member.Name,
+		MemberDirEnv:          dir,
+		"CLUSTERFLOW_EVENT":   string(run.Event),
+		"CLUSTERFLOW_HOST":    l.hostName(),
+		"HOME":                dir,
+	}
 	args, err := scriptArgs(run)
 	if err != nil {
 		return err
+	}
+	if len(run.Nodes) > 0 {
+		nodesFile := filepath.Join(dir, ".clusterflow", string(run.Event)+".nodes")
+		if err := atomicfile.Write(nodesFile, []byte(strings.Join(run.Nodes, "\n")+"\n"), 0o644); err != nil {
+			return fmt.Errorf("write the nodes of %s: %w", run.Event, err)
+		}
+		own[NodesFileEnv] = nodesFile
+		if len(args[len(args)-1]) > MaxNodesArg {
+			args = append(args[:len(args)-2], "--nodes-file", nodesFile)
+		}
 	}
 	script, err := l.scriptPath(run.Member.Cluster, run.ScriptHash)
 	if err != nil {
@@ -139,21 +277,13 @@ func (l *Local) LaunchScript(ctx context.Context, run ScriptRun, to Completion) 
 		return err
 	}
 	clusterDir, _ := l.clusterDir(run.Member.Cluster)
+	own["CLUSTERFLOW_CONFIGMETA"] = l.configMetaPath(clusterDir)
 	_, err = l.agent.Launch(ctx, agent.Launch{
 		Key: to.Key, TaskToken: to.TaskToken, Connection: to.Connection, HeartbeatTimeout: to.HeartbeatTimeout,
 		Member: run.Member.Name, Event: string(run.Event),
 		Script: agent.Script{
 			Path: path, Args: args, Dir: dir,
-			Env: scriptEnv(run, map[string]string{
-				"CLUSTERFLOW_CLUSTER":    run.Member.Cluster,
-				"CLUSTERFLOW_ROLE":       run.Member.Role,
-				"CLUSTERFLOW_MEMBER":     run.Member.Name,
-				MemberDirEnv:             dir,
-				"CLUSTERFLOW_EVENT":      string(run.Event),
-				"CLUSTERFLOW_CONFIGMETA": l.configMetaPath(clusterDir),
-				"CLUSTERFLOW_HOST":       l.hostName(),
-				"HOME":                   dir,
-			}),
+			Env:        scriptEnv(run, own),
 			StdoutFile: filepath.Join(logs, string(run.Event)+".stdout"),
 			StderrFile: filepath.Join(logs, string(run.Event)+".stderr"),
 		},
@@ -162,6 +292,43 @@ func (l *Local) LaunchScript(ctx context.Context, run ScriptRun, to Completion) 
 		RecordDir: filepath.Join(dir, ".clusterflow", "runs"),
 	})
 	return err
+}
+
+// NodesFileEnv names the file listing an addnodes' or delnodes' nodes, one a line.
+const NodesFileEnv = "CLUSTERFLOW_NODES_FILE"
+
+// MaxNodesArg is the longest --nodes argument; past it a script gets --nodes-file instead.
+// Linux refuses a single argument over 128 KiB (and all of them over 2 MiB).
+const MaxNodesArg = 64 << 10
+
+// resolve fills in what a run names rather than carries: the role's env from its hash, and
+// the member's nodes from the notice. A run from before either carries them itself.
+func (l *Local) resolve(run ScriptRun) (ScriptRun, error) {
+	if run.EnvHash != "" {
+		env, err := l.readEnv(run.Member.Cluster, run.EnvHash)
+		if err != nil {
+			return run, err
+		}
+		run.Env = env
+	}
+	if run.Notice > 0 {
+		if run.Event != spec.EventAddNodes && run.Event != spec.EventDelNodes {
+			return run, fmt.Errorf("%s names notice %d, which only addnodes and delnodes tell", run.Event, run.Notice)
+		}
+		n, err := l.readNotice(run.Member.Cluster, run.Notice)
+		if err != nil {
+			return run, err
+		}
+		if n.Event != run.Event {
+			return run, fmt.Errorf("notice %d is a %s, not a %s", n.ID, n.Event, run.Event)
+		}
+		var knows notice.Knowledge
+		if run.Knows != nil {
+			knows = *run.Knows
+		}
+		run.NodesRole, run.Nodes = n.Role, n.About(run.Member.Name, knows)
+	}
+	return run, nil
 }
 
 // RemoveMember implements Backend.
@@ -229,7 +396,7 @@ func (l *Local) memberDir(m Member) (string, error) {
 	if err := spec.CheckName(m.Role); err != nil {
 		return "", fmt.Errorf("role name %w", err)
 	}
-	if err := spec.CheckName(m.Name); err != nil || !strings.HasPrefix(m.Name, m.Cluster+"-"+m.Role+"-") {
+	if role, _, ok := spec.ParseMemberName(m.Cluster, m.Name); !ok || role != m.Role {
 		return "", fmt.Errorf("member name %q is not <cluster>-<role>-<ordinal> for cluster %q, role %q", m.Name, m.Cluster, m.Role)
 	}
 	return filepath.Join(clusterDir, m.Name), nil
@@ -247,6 +414,18 @@ func (l *Local) scriptPath(cluster, hash string) (string, error) {
 	}
 	// Member names cannot start with '.', so this folder never collides with a member.
 	return filepath.Join(dir, ".clusterflow", "scripts", hash), nil
+}
+
+// envPath is where a role's env is installed, by its hash.
+func (l *Local) envPath(cluster, hash string) (string, error) {
+	dir, err := l.clusterDir(cluster)
+	if err != nil {
+		return "", err
+	}
+	if !sha256Hex.MatchString(hash) {
+		return "", fmt.Errorf("env hash %q is not a SHA-256", hash)
+	}
+	return filepath.Join(dir, ".clusterflow", "env", hash+".json"), nil
 }
 
 func (l *Local) configMetaPath(clusterDir string) string {
@@ -270,7 +449,7 @@ func scriptArgs(run ScriptRun) ([]string, error) {
 			return nil, fmt.Errorf("%s needs at least one node", run.Event)
 		}
 		for _, n := range run.Nodes {
-			if err := spec.CheckName(n); err != nil {
+			if err := spec.CheckMemberName(n); err != nil {
 				return nil, fmt.Errorf("%s node %w", run.Event, err)
 			}
 		}

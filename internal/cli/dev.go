@@ -17,6 +17,7 @@ import (
 	"github.com/clusterflow/clusterflow/internal/backend"
 	"github.com/clusterflow/clusterflow/internal/gateway"
 	"github.com/clusterflow/clusterflow/internal/logging"
+	"github.com/clusterflow/clusterflow/internal/payloadlimit"
 	"github.com/clusterflow/clusterflow/internal/render"
 	"github.com/clusterflow/clusterflow/internal/spec"
 	"github.com/clusterflow/clusterflow/starter"
@@ -112,7 +113,7 @@ func runDev(ctx context.Context, args []string, embedded *Embedded) error {
 		return err
 	}
 	defer stopLogged(logger, "Temporal server", srv.Stop)
-	c, err := client.DialContext(ctx, client.Options{HostPort: srv.Address(), Namespace: *namespace, Logger: logging.SDK(logger)})
+	c, err := client.DialContext(ctx, client.Options{HostPort: srv.Address(), Namespace: *namespace, Logger: logging.SDK(logger), DataConverter: payloadlimit.New()})
 	if err != nil {
 		return fmt.Errorf("connect to the embedded server: %w", err)
 	}

@@ -54,7 +54,7 @@ func resume(ctx context.Context, st *starter.Starter, name string) error {
 		fmt.Printf("Resumed automatic replacement of %s in %s: members gone, or down longer than replaceAfter, are replaced now; others when their replaceAfter ends.\n", strings.Join(res.Roles, ", "), name)
 	}
 	if len(res.Members) > 0 {
-		fmt.Printf("No longer flapping: %s.\n", strings.Join(res.Members, ", "))
+		fmt.Printf("No longer flapping: %s.\n", andMore(res.Members, res.MoreMembers))
 	}
 	return nil
 }
@@ -70,10 +70,10 @@ func reconcile(ctx context.Context, st *starter.Starter, name string) error {
 	}
 	fmt.Printf("The backend has %d member sandboxes for %s.\n", report.Listed, name)
 	if len(report.Rogues) > 0 {
-		fmt.Printf("Removing members clusterflow did not know: %s.\n", strings.Join(report.Rogues, ", "))
+		fmt.Printf("Removing members clusterflow did not know: %s.\n", andMore(report.Rogues, report.MoreRogues))
 	}
 	if len(report.Gone) > 0 {
-		fmt.Printf("Gone from the backend, so treated as gone: %s.\n", strings.Join(report.Gone, ", "))
+		fmt.Printf("Gone from the backend, so treated as gone: %s.\n", andMore(report.Gone, report.MoreGone))
 	}
 	if report.Deferred != "" {
 		fmt.Printf("Note: %s.\n", report.Deferred)
@@ -82,4 +82,13 @@ func reconcile(ctx context.Context, st *starter.Starter, name string) error {
 		fmt.Println("Nothing to do: the members match.")
 	}
 	return nil
+}
+
+// andMore lists names, and how many more an answer counted without naming them.
+func andMore(names []string, more int) string {
+	text := strings.Join(names, ", ")
+	if more > 0 {
+		text += fmt.Sprintf(" and %d more", more)
+	}
+	return text
 }

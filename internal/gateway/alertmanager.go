@@ -5,6 +5,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/clusterflow/clusterflow/internal/spec"
 	"github.com/clusterflow/clusterflow/workflows"
 )
 
@@ -40,8 +41,15 @@ func checkNotification(n notification) error {
 	if len(n.Alerts) == 0 {
 		return fmt.Errorf("alerts: none in the notification")
 	}
+	if len(n.Alerts) > MaxAlerts {
+		return fmt.Errorf("alerts: %d in one notification; at most %d (set the receiver's max_alerts)", len(n.Alerts), MaxAlerts)
+	}
 	return nil
 }
+
+// MaxAlerts bounds the alerts of one notification: each is a call to Temporal within the
+// request's time, and the answer lists them all.
+const MaxAlerts = 1000
 
 // alertEvent is what one alert asks for: an event about a member of a cluster, or why it
 // asks for nothing that can be done.
@@ -90,11 +98,13 @@ func (l Labels) memberEvent(a alert) (string, workflows.MemberEvent, error) {
 	return cluster, ev, nil
 }
 
-// reasonOf is the alert's summary, or its name.
+// reasonOf is the alert's summary, or its name, cut to the length a reason may have: the
+// alert is not the caller's to shorten, and refusing it would only make Alertmanager send
+// it again.
 func reasonOf(a alert) string {
 	for _, s := range []string{a.Annotations["summary"], a.Annotations["description"], a.Labels["alertname"]} {
 		if s = strings.TrimSpace(s); s != "" {
-			return s
+			return spec.Clip(s, spec.MaxTextBytes)
 		}
 	}
 	return ""

@@ -130,7 +130,7 @@ func checkNames(cluster, member string) error {
 	if err := spec.CheckName(cluster); err != nil {
 		return apperr.Errorf(apperr.Invalid, "cluster: %s", err)
 	}
-	if err := spec.CheckName(member); member != "" && err != nil {
+	if err := spec.CheckMemberName(member); member != "" && err != nil {
 		return apperr.Errorf(apperr.Invalid, "member: %s", err)
 	}
 	return nil
@@ -155,6 +155,10 @@ func (g *Gateway) postEvent(w http.ResponseWriter, r *http.Request) {
 		req.Source = "gateway"
 	}
 	ev := workflows.MemberEvent{Member: member, Event: req.Event, Reason: req.Reason, Source: req.Source, At: req.At}
+	if err := workflows.CheckMemberEventText(ev); err != nil {
+		g.refuse(w, err)
+		return
+	}
 	res, err := g.report(r.Context(), cluster, ev)
 	if err != nil {
 		writeError(w, err)

@@ -21,6 +21,23 @@ func CheckName(name string) error {
 	return nil
 }
 
+var memberNameShape = regexp.MustCompile(`^[a-z0-9][-a-z0-9]*[0-9]$`)
+
+// CheckMemberName reports why a name cannot be a member's: <cluster>-<role>-<ordinal>, two
+// DNS-1123 labels and an ordinal, so longer than a DNS label when the names are long. It
+// checks the shape only; ParseMemberName also checks the parts.
+func CheckMemberName(name string) error {
+	switch {
+	case name == "":
+		return fmt.Errorf("is empty")
+	case len(name) > MaxMemberNameLength:
+		return fmt.Errorf("%q is %d characters; a member name has at most %d", name, len(name), MaxMemberNameLength)
+	case !memberNameShape.MatchString(name):
+		return fmt.Errorf("%q is not a member name (<cluster>-<role>-<ordinal>: lower-case letters, digits and '-')", name)
+	}
+	return nil
+}
+
 var envName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 
 // ReservedEnvPrefix marks the variables clusterflow itself sets for startscripts.

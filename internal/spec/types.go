@@ -113,7 +113,7 @@ func ParseMemberName(cluster, name string) (role string, ordinal int, ok bool) {
 	}
 	role, digits := rest[:cut], rest[cut+1:]
 	n, err := strconv.Atoi(digits)
-	if err != nil || n < 0 || strconv.Itoa(n) != digits || CheckName(role) != nil || CheckName(name) != nil {
+	if err != nil || n < 0 || strconv.Itoa(n) != digits || CheckName(role) != nil || CheckMemberName(name) != nil {
 		return "", 0, false
 	}
 	return role, n, true

@@ -1,8 +1,6 @@
 package spec
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -70,6 +68,7 @@ func build(d draft, origin string, readScript ScriptReader, ps *problems) Cluste
 		ps.add("roles", "dependency cycle %s", strings.Join(cycle, " -> "))
 	}
 	loadScripts(&c, readScript, ps)
+	checkLimits(c, ps)
 	return c
 }
 
@@ -191,16 +190,15 @@ func loadScripts(c *Cluster, readScript ScriptReader, ps *problems) {
 			ps.add(path, "%s: %v", r.Startscript, err)
 			continue
 		}
-		sum := sha256.Sum256(content)
-		hash := hex.EncodeToString(sum[:])
+		hash := ContentHash(content)
 		if _, dup := c.Scripts[hash]; !dup {
 			c.Scripts[hash] = string(content)
-			total += len(content)
+			total += JSONSize(string(content)) // as it travels: escapes count
 		}
 		c.Roles[i].ScriptHash = hash
 	}
 	if total > MaxTotalScriptSize {
-		ps.add("roles", "startscripts total %d KiB; a cluster's distinct startscripts are limited to %d KiB together", total>>10, MaxTotalScriptSize>>10)
+		ps.add("roles", "startscripts total %s as JSON text; a cluster's distinct startscripts are limited to %s together", size(total), size(MaxTotalScriptSize))
 	}
 }
 

@@ -1,0 +1,70 @@
+// Package payloadlimit turns a payload Temporal would refuse into an error where it is
+// made. Temporal refuses a payload over 2 MiB only once the workflow task that carries it
+// completes: the task then fails and is retried for ever, and the workflow is wedged. Encoded
+// through this converter, the same payload fails the call that made it (a child start, a
+// signal, an update's result, an activity through the workflows' guarded helper), which the
+// workflow reports as the failure of its operation.
+//
+// clusterflow bounds its payloads by construction (see the sizes in internal/spec); this is
+// the net under that, so that a bound missed fails loudly.
+package payloadlimit
+
+import (
+	"errors"
+	"fmt"
+
+	commonpb "go.temporal.io/api/common/v1"
+	"go.temporal.io/sdk/converter"
+)
+
+// Default is the largest payload clusterflow sends: Temporal's default limit, 2 MiB, less
+// room for what the server adds around it.
+const Default = 2<<20 - 64<<10
+
+// TooLargeError is a payload past the limit.
+type TooLargeError struct {
+	Size, Limit int
+}
+
+func (e *TooLargeError) Error() string {
+	return fmt.Sprintf("payload of %s passes the limit of %s (Temporal refuses payloads over 2 MiB)", kib(e.Size), kib(e.Limit))
+}
+
+func kib(n int) string { return fmt.Sprintf("%d KiB", (n+1023)>>10) }
+
+// IsTooLarge reports whether err is, or wraps, a TooLargeError.
+func IsTooLarge(err error) bool {
+	var tooLarge *TooLargeError
+	return errors.As(err, &tooLarge)
+}
+
+// Converter wraps a data converter so that encoding a payload larger than limit fails.
+func Converter(inner converter.DataConverter, limit int) converter.DataConverter {
+	return guard{DataConverter: inner, limit: limit}
+}
+
+// New is the converter every clusterflow client uses: the SDK's default, guarded.
+func New() converter.DataConverter {
+	return Converter(converter.GetDefaultDataConverter(), Default)
+}
+
+type guard struct {
+	converter.DataConverter
+	limit int
+}
+
+func (g guard) ToPayload(value any) (*commonpb.Payload, error) {
+	p, err := g.DataConverter.ToPayload(value)
+	if err == nil && p.Size() > g.limit {
+		return nil, &TooLargeError{Size: p.Size(), Limit: g.limit}
+	}
+	return p, err
+}
+
+func (g guard) ToPayloads(values ...any) (*commonpb.Payloads, error) {
+	p, err := g.DataConverter.ToPayloads(values...)
+	if err == nil && p.Size() > g.limit {
+		return nil, &TooLargeError{Size: p.Size(), Limit: g.limit}
+	}
+	return p, err
+}
