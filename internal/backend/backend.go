@@ -99,7 +99,6 @@ func (f *ClusterFiles) Unpack() error {
 	return nil
 }
 
-
 // ScriptRun is one startscript run for one member and event. It names what the host
 // already has rather than carrying it: the script and the role's env by hash, and for
 // addnodes and delnodes the notice, from which the host works out the member's nodes. Runs

@@ -23,7 +23,7 @@ const (
 	// MaxRoleMembers and MaxClusterMembers bound members: each costs a record in the
 	// workflow's state, which continue-as-new carries whole.
 	MaxRoleMembers    = 10_000
-	MaxClusterMembers = 50_000
+	MaxClusterMembers = 20_000
 	// MaxRoles bounds a cluster's roles: each is a child workflow per operation and a line of
 	// the spec the workflow carries.
 	MaxRoles = 100
