@@ -3,6 +3,7 @@ package backend
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -10,6 +11,7 @@ import (
 	"time"
 
 	"github.com/clusterflow/clusterflow/internal/agent"
+	"github.com/clusterflow/clusterflow/internal/notice"
 	"github.com/clusterflow/clusterflow/internal/runner"
 	"github.com/clusterflow/clusterflow/internal/spec"
 	"github.com/clusterflow/clusterflow/internal/testlimit"
@@ -168,7 +170,7 @@ func TestRemoveMemberStopsWhatTheMemberLeftRunning(t *testing.T) {
 // completion names a run uniquely; nothing listens for its result.
 func completion(run ScriptRun) Completion {
 	return Completion{
-		Key:        agent.Key{WorkflowID: "test/" + run.Member.Name, ActivityID: string(run.Event)},
+		Key:        agent.Key{WorkflowID: "test/" + run.Member.Name, ActivityID: fmt.Sprintf("%s-%d", run.Event, run.Notice)},
 		TaskToken:  []byte("token"),
 		Connection: agent.Connection{Address: "127.0.0.1:1"},
 	}
@@ -228,5 +230,74 @@ func TestListMembersFindsEverySandboxShapedLikeAMember(t *testing.T) {
 	}
 	if want := "edge-gw:c-edge-gw-12 rogue:c-rogue-3 w:c-w-0"; strings.Join(got, " ") != want {
 		t.Errorf("listed %v, want %s", got, want)
+	}
+}
+
+// A run names its env and its notice; the host fills in the env, and the nodes this member
+// is told of: those of the notice it does not know, never itself. Past MaxNodesArg the
+// nodes come as --nodes-file; CLUSTERFLOW_NODES_FILE lists them always.
+func TestRunScriptResolvesItsEnvAndItsNodesOnTheHost(t *testing.T) {
+	l := newLocal(t, "#!/bin/sh\necho \"$@\"; echo \"APP=$APP\"; echo \"lines=$(wc -l < \"$CLUSTERFLOW_NODES_FILE\")\"\n")
+	ctx := context.Background()
+	env := map[string]string{"APP": "from the env file"}
+	// Two classes: ordinals 1-3 listed in configmeta 2, and 4-10000 in 3.
+	var nodes []notice.Node
+	for o := 1; o <= 10000; o++ {
+		listedIn := 3
+		if o <= 3 {
+			listedIn = 2
+		}
+		nodes = append(nodes, notice.Node{Ordinal: o, Class: notice.Class{ListedIn: listedIn}})
+	}
+	small := notice.New(7, "c", spec.EventAddNodes, "w", nodes[:3])
+	large := notice.New(8, "c", spec.EventAddNodes, "w", nodes)
+	for _, n := range []notice.Notice{small, large} {
+		files := ClusterFiles{Cluster: "c", Envs: map[string]map[string]string{spec.EnvHash(env): env}, Notice: &n}
+		if err := files.Unpack(); err != nil {
+			t.Fatal(err)
+		}
+		if err := l.WriteClusterFiles(ctx, files); err != nil {
+			t.Fatal(err)
+		}
+	}
+	m := Member{Cluster: "c", Role: "w", Name: "c-w-2"}
+	if err := l.CreateMember(ctx, m); err != nil {
+		t.Fatal(err)
+	}
+	res := runScript(t, l, ScriptRun{
+		Member: m, Event: spec.EventAddNodes, ScriptHash: scriptHash, EnvHash: spec.EnvHash(env), Timeout: time.Minute,
+		Notice: small.ID, Knows: &notice.Knowledge{ListedIn: 2, KnowsUpTo: 1},
+	})
+	for _, want := range []string{"--addnodes --role w --nodes c-w-1,c-w-3\n", "APP=from the env file\n", "lines=2\n"} {
+		if !strings.Contains(res.StdoutTail, want) {
+			t.Errorf("script output lacks %q:\n%s", want, res.StdoutTail)
+		}
+	}
+	// Knowing configmeta 2, the member is told of the 9997 nodes listed in 3: 85 KB of
+	// names, past MaxNodesArg.
+	res = runScript(t, l, ScriptRun{
+		Member: m, Event: spec.EventAddNodes, ScriptHash: scriptHash, Timeout: time.Minute,
+		Notice: large.ID, Knows: &notice.Knowledge{ListedIn: 2, KnowsUpTo: 2},
+	})
+	dir, _ := l.memberDir(m)
+	for _, want := range []string{"--addnodes --role w --nodes-file " + filepath.Join(dir, ".clusterflow", "addnodes.nodes") + "\n", "lines=9997\n"} {
+		if !strings.Contains(res.StdoutTail, want) {
+			t.Errorf("script output lacks %q:\n%s", want, res.StdoutTail)
+		}
+	}
+	// What a host cannot check is refused: an env whose content does not match its hash, a
+	// notice it does not have, a notice for another event.
+	tampered := ClusterFiles{Cluster: "c", Envs: map[string]map[string]string{spec.EnvHash(env): {"APP": "changed"}}}
+	if err := tampered.Unpack(); err == nil || !strings.Contains(err.Error(), "does not match its hash") {
+		t.Errorf("a tampered env was taken: %v", err)
+	}
+	for _, bad := range []ScriptRun{
+		{Member: m, Event: spec.EventAddNodes, ScriptHash: scriptHash, Timeout: time.Minute, Notice: 99, Knows: &notice.Knowledge{}},
+		{Member: m, Event: spec.EventDelNodes, ScriptHash: scriptHash, Timeout: time.Minute, Notice: small.ID, Knows: &notice.Knowledge{}},
+		{Member: m, Event: spec.EventConfigure, ScriptHash: scriptHash, Timeout: time.Minute, EnvHash: strings.Repeat("ab", 32)},
+	} {
+		if err := l.LaunchScript(ctx, bad, completion(bad)); err == nil {
+			t.Errorf("launched %+v", bad)
+		}
 	}
 }

@@ -2,6 +2,7 @@ package spec
 
 import (
 	"errors"
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -110,6 +111,12 @@ func TestParseReportsEveryProblem(t *testing.T) {
 		{"roles not a list", "name: C\nroles: {a: 1}", []string{"roles: must be a list, got a mapping", `name: "C" is not a DNS-1123 label`}},
 		{"not yaml", "name: [", []string{"spec: not valid YAML"}},
 		{"empty", "", []string{"spec: is empty"}},
+		{"role env past its limit", "name: c\nroles: [{name: a, startscript: s.sh, env: {BIG: " + strings.Repeat("x", MaxRoleEnvBytes) + "}}]", []string{"roles[0].env: is 65 KiB (names and values); a role's env is limited to 64 KiB"}},
+		{"cluster env past its limit", "name: c\nroles: [" + strings.Repeat("{name: a, startscript: s.sh, env: {BIG: "+strings.Repeat("x", 60<<10)+"}}, ", 4) +
+			"{name: e, startscript: s.sh, env: {BIG: " + strings.Repeat("x", 60<<10) + "}}]",
+			[]string{"roles: the roles' env is 301 KiB in all; a cluster's env is limited to 256 KiB", `roles[1].name: "a" is already`, `roles[2].name: "a" is already`, `roles[3].name: "a" is already`}},
+		{"role members past the limit", "name: c\nroles: [{name: a, startscript: s.sh, members: 3000000}]", []string{"roles[0].members: is 3000000; a role has at most 10000 members", "roles: 3000000 members in all; a cluster has at most 20000"}},
+		{"cluster members past the limit", "name: c\nroles: [{name: a, startscript: s.sh, members: 10000}, {name: b, startscript: s.sh, members: 10000}, {name: d, startscript: s.sh, members: 1}]", []string{"roles: 20001 members in all; a cluster has at most 20000"}},
 		{"many at once", "name: Bad\nroles: [{name: a, startscript: nope.sh, members: -2, dependsOn: [zz]}]", []string{
 			`name: "Bad" is not a DNS-1123 label`, "roles[0].members: is -2", `roles[0].dependsOn: unknown role "zz"`, "roles[0].startscript: nope.sh: no such file",
 		}},
@@ -130,6 +137,43 @@ func TestParseReportsEveryProblem(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+func TestTooManyRolesAreRefused(t *testing.T) {
+	var b strings.Builder
+	b.WriteString("name: c\nroles:\n")
+	for i := range MaxRoles + 1 {
+		fmt.Fprintf(&b, "  - {name: r%d, startscript: s.sh}\n", i)
+	}
+	_, err := Parse([]byte(b.String()), "", testScripts)
+	if err == nil || !strings.Contains(err.Error(), "roles: 101 roles; a cluster has at most 100") {
+		t.Errorf("want the roles refused, got %v", err)
+	}
+}
+
+// Limits count what travels: a value full of escapes counts as its JSON text.
+func TestEnvBytesCountsTheJSONText(t *testing.T) {
+	if got := EnvBytes(map[string]string{"A": "x\ny"}); got != len(`"A"`)+len(`"x\ny"`) {
+		t.Errorf("EnvBytes = %d", got)
+	}
+	if got := EnvBytes(map[string]string{"A": "\x01"}); got != len(`"A"`)+len(`"\u0001"`) {
+		t.Errorf("EnvBytes of a control character = %d", got)
+	}
+}
+
+func TestSomeAndClip(t *testing.T) {
+	if got := Some([]string{"a", "b", "c", "d"}, 2); got != "a, b and 2 more" {
+		t.Errorf("Some = %q", got)
+	}
+	if got := Some([]string{"a", "b"}, 2); got != "a, b" {
+		t.Errorf("Some = %q", got)
+	}
+	if got := Clip("héllo world", 6); got != "hé…" || len(got) > 6 {
+		t.Errorf("Clip = %q", got)
+	}
+	if got := Clip("short", 10); got != "short" {
+		t.Errorf("Clip = %q", got)
 	}
 }
 
