@@ -3,12 +3,15 @@ package activities
 import (
 	"context"
 	"fmt"
+	"maps"
+	"slices"
 
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/clusterflow/clusterflow/internal/agent"
 	"github.com/clusterflow/clusterflow/internal/backend"
+	"github.com/clusterflow/clusterflow/internal/notice"
 	"github.com/clusterflow/clusterflow/internal/spec"
 )
 
@@ -43,6 +46,33 @@ func (a *Activities) RemoveMember(ctx context.Context, m MemberRef) error {
 func (a *Activities) ListMembers(ctx context.Context, cluster string) ([]MemberRef, error) {
 	return a.Backend.ListMembers(ctx, cluster)
 }
+
+// ListMemberOrdinals lists the members the backend has for the cluster, as ListMembers
+// does, compactly: by role and ordinal ranges, at most listingLimit members.
+func (a *Activities) ListMemberOrdinals(ctx context.Context, cluster string) (MemberListing, error) {
+	members, err := a.Backend.ListMembers(ctx, cluster)
+	if err != nil {
+		return MemberListing{}, err
+	}
+	var listing MemberListing
+	if len(members) > listingLimit {
+		members, listing.Truncated = members[:listingLimit], true
+	}
+	byRole := map[string][]int{}
+	for _, m := range members {
+		if _, ordinal, ok := spec.ParseMemberName(cluster, m.Name); ok {
+			byRole[m.Role] = append(byRole[m.Role], ordinal)
+		}
+	}
+	for _, role := range slices.Sorted(maps.Keys(byRole)) {
+		listing.Roles = append(listing.Roles, RoleListing{Role: role, Ordinals: notice.Ranges(byRole[role])})
+	}
+	return listing, nil
+}
+
+// listingLimit bounds a listing: more than a cluster can have, so that a listing of a
+// sane host is never cut, and a payload of at most a few hundred kilobytes.
+const listingLimit = 2 * spec.MaxClusterMembers
 
 // RemoveCluster removes the cluster's remaining files.
 func (a *Activities) RemoveCluster(ctx context.Context, cluster string) error {

@@ -7,6 +7,7 @@ import (
 
 	"github.com/clusterflow/clusterflow/internal/agent"
 	"github.com/clusterflow/clusterflow/internal/backend"
+	"github.com/clusterflow/clusterflow/internal/notice"
 )
 
 // Activity input and result types. They are the backend's own types: the activities add
@@ -35,6 +36,21 @@ type HostInfo struct {
 	// Timeout is how long the host may go unheard of before it is lost.
 	Timeout time.Duration `json:"timeout"`
 	BootID  string        `json:"bootID,omitempty"`
+}
+
+// MemberListing is what a backend has of a cluster's members, by role and ordinal ranges,
+// so that a listing of thousands of members stays a few kilobytes. Truncated says the
+// backend had more folders shaped like members than a cluster can have, and the listing
+// stopped there: it cannot tell a member gone from one not listed.
+type MemberListing struct {
+	Roles     []RoleListing `json:"roles"`
+	Truncated bool          `json:"truncated,omitempty"`
+}
+
+// RoleListing is the members of one role a backend has.
+type RoleListing struct {
+	Role     string         `json:"role"`
+	Ordinals []notice.Range `json:"ordinals"`
 }
 
 // ClusterSandboxes is a cluster's files on one host: its members' sandboxes.

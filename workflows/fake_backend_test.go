@@ -184,9 +184,14 @@ func (f *fakeBackend) Calls() []string {
 	return append([]string(nil), f.calls...)
 }
 
+// nodes writes a run's nodes as the calls record them; a long list by its ends and count,
+// so that thousands of members each told of a thousand nodes do not fill the memory.
 func nodes(run backend.ScriptRun) string {
-	if len(run.Nodes) == 0 {
+	switch n := len(run.Nodes); {
+	case n == 0:
 		return ""
+	case n > 8:
+		return fmt.Sprintf(" %s=[%s … %s](%d)", run.NodesRole, run.Nodes[0], run.Nodes[n-1], n)
 	}
 	return fmt.Sprintf(" %s=%v", run.NodesRole, run.Nodes)
 }

@@ -1,6 +1,7 @@
 package workflows
 
 import (
+	"fmt"
 	"slices"
 
 	"go.temporal.io/sdk/workflow"
@@ -111,21 +112,17 @@ func (w *clusterWorkflow) setUpMembers() map[string]string {
 func (w *clusterWorkflow) listMembers(ctx workflow.Context) ([]activities.MemberRef, map[string]bool, error) {
 	ctx = withQuickActivity(ctx, "list members of "+w.state.Name)
 	if !w.onHosts() {
-		var listed []activities.MemberRef
-		err := workflow.ExecuteActivity(ctx, acts.ListMembers, w.state.Name).Get(ctx, &listed)
+		listed, err := w.listOn(ctx, "")
 		return listed, map[string]bool{"": true}, err
 	}
 	var all []activities.MemberRef
 	hosts := map[string]bool{}
 	failed := w.onEachHost(ctx, w.reachableHosts(), func(ctx workflow.Context, host string) error {
-		var listed []activities.MemberRef
-		if err := workflow.ExecuteActivity(ctx, acts.ListMembers, w.state.Name).Get(ctx, &listed); err != nil {
+		listed, err := w.listOn(ctx, host)
+		if err != nil {
 			return err
 		}
-		for _, ref := range listed {
-			ref.Host = host
-			all = append(all, ref)
-		}
+		all = append(all, listed...)
 		hosts[host] = true
 		return nil
 	})
@@ -134,6 +131,39 @@ func (w *clusterWorkflow) listMembers(ctx workflow.Context) ([]activities.Member
 		w.logger.Warn("Reconcile could not list some hosts", "Failures", describeFailures(failed))
 	}
 	return all, hosts, nil
+}
+
+// listOn lists the cluster's members on one host ("" for the shared queue). Bounded runs
+// ask for the compact listing, by ordinal ranges; a listing the host had to cut counts as
+// a failure, since it cannot tell a member gone.
+func (w *clusterWorkflow) listOn(ctx workflow.Context, host string) ([]activities.MemberRef, error) {
+	var listed []activities.MemberRef
+	if !w.bounded {
+		if err := workflow.ExecuteActivity(ctx, acts.ListMembers, w.state.Name).Get(ctx, &listed); err != nil {
+			return nil, err
+		}
+	} else {
+		var listing activities.MemberListing
+		if err := workflow.ExecuteActivity(ctx, acts.ListMemberOrdinals, w.state.Name).Get(ctx, &listing); err != nil {
+			return nil, err
+		}
+		if listing.Truncated {
+			return nil, fmt.Errorf("the host has more sandboxes shaped like members of %s than a cluster can have; the listing was cut", w.state.Name)
+		}
+		for _, r := range listing.Roles {
+			for _, rg := range r.Ordinals {
+				for o := rg[0]; o <= rg[1] && len(listed) <= 2*spec.MaxClusterMembers; o++ {
+					listed = append(listed, activities.MemberRef{Cluster: w.state.Name, Role: r.Role, Name: spec.MemberName(w.state.Name, r.Role, o)})
+				}
+			}
+		}
+	}
+	if host != "" {
+		for i := range listed {
+			listed[i].Host = host
+		}
+	}
+	return listed, nil
 }
 
 // adoptRogues records the rogues reconcile found as leaving members, so that this pass

@@ -135,7 +135,7 @@ func (w *clusterWorkflow) runBatches(ctx workflow.Context, role string, op *acti
 			inFlight--
 			b.done = true
 			if err != nil {
-				w.markUnfinishedMembers(ctx, role, op.op, b.in.Members, "role operation ended without a result: "+errorMessage(err))
+				w.markUnfinishedMembers(ctx, role, op.op, b.in.Members, err)
 				return
 			}
 			w.applyMembers(role, res.Members)

@@ -151,7 +151,7 @@ func (w *clusterWorkflow) finishRole(ctx workflow.Context, role string, op *acti
 	if err != nil {
 		// The role workflow reports member failures in its result; an error here means the
 		// child itself broke (terminated, timed out), so mark what it was doing.
-		w.markUnfinishedMembers(ctx, role, op.op, op.batches[0].in.Members, "role operation ended without a result: "+errorMessage(err))
+		w.markUnfinishedMembers(ctx, role, op.op, op.batches[0].in.Members, err)
 		return
 	}
 	w.applyMembers(role, res.Members)
@@ -160,9 +160,12 @@ func (w *clusterWorkflow) finishRole(ctx workflow.Context, role string, op *acti
 
 // markUnfinishedMembers puts the members of a batch caught mid-operation into config_error. A
 // notification that ended without a result may not have run: its ready members are put in
-// config_error too, since nothing may be taken for told that was not.
-func (w *clusterWorkflow) markUnfinishedMembers(ctx workflow.Context, role string, op RoleOperation, members []Member, why string) {
+// config_error too, since nothing may be taken for told that was not; and so are members
+// of a configure whose child could not even start (its input refused, say), which would
+// otherwise stay pending with no word of why.
+func (w *clusterWorkflow) markUnfinishedMembers(ctx workflow.Context, role string, op RoleOperation, members []Member, err error) {
 	rs := w.state.Role(role)
+	why := spec.Clip("role operation ended without a result: "+errorMessage(err), maxDetail)
 	notifying := op == OpAddNodes || op == OpDelNodes || op == OpStart
 	for _, m := range members {
 		current := rs.Member(m.Name)
@@ -172,6 +175,9 @@ func (w *clusterWorkflow) markUnfinishedMembers(ctx workflow.Context, role strin
 		switch {
 		case current.State == MemberCreating, current.State == MemberConfiguring, current.State == MemberDeleting:
 			current.State, current.Detail, current.Since = MemberConfigError, why, workflow.Now(ctx)
+		case w.bounded && op == OpConfigure && current.State == MemberPending && !isCanceled(err):
+			current.State, current.Event, current.Since = MemberConfigError, spec.EventConfigure, workflow.Now(ctx)
+			current.Detail = why
 		case w.bounded && notifying && current.State == MemberReady:
 			current.State, current.Event, current.Since = MemberConfigError, spec.Event(op), workflow.Now(ctx)
 			current.Detail = spec.Clip(fmt.Sprintf("%s: %s", op, why), maxDetail)

@@ -45,6 +45,21 @@ func Knows(k Knowledge, c Class) bool {
 // Range is the ordinals from Range[0] to Range[1], both included.
 type Range [2]int
 
+// Ranges writes ordinals as ranges, sorting them and dropping repeats.
+func Ranges(ordinals []int) []Range {
+	sorted := slices.Clone(ordinals)
+	slices.Sort(sorted)
+	var out []Range
+	for _, o := range slices.Compact(sorted) {
+		if n := len(out); n > 0 && out[n-1][1]+1 == o {
+			out[n-1][1] = o
+		} else {
+			out = append(out, Range{o, o})
+		}
+	}
+	return out
+}
+
 // Group is the nodes of one class, by ordinal ranges.
 type Group struct {
 	Class

@@ -20,12 +20,13 @@ const (
 	// MaxClusterEnvBytes bounds the env of all roles together: it travels with the spec in
 	// the cluster workflow's input, beside up to MaxTotalScriptSize of scripts.
 	MaxClusterEnvBytes = 256 << 10
-	// MaxRoleMembers and MaxClusterMembers bound members: each costs a record in the
-	// workflow's state, which continue-as-new carries beside the spec in one payload.
-	// 20,000 members take about 320 KiB gzipped (16 bytes each), which fits beside the
-	// largest spec (1 MiB of scripts and 256 KiB of env) under Temporal's 2 MiB.
-	MaxRoleMembers    = 10_000
+	// MaxClusterMembers bounds members: each costs a record in the workflow's state, which
+	// continue-as-new carries beside the spec in one payload. 20,000 members take about
+	// 320 KiB gzipped (16 bytes each), which fits beside the largest spec (1 MiB of scripts
+	// and 256 KiB of env) under Temporal's 2 MiB. One role may hold them all: a role's
+	// operations run as batches of 250 members, a child workflow each, whatever its size.
 	MaxClusterMembers = 20_000
+	MaxRoleMembers    = MaxClusterMembers
 	// MaxRoles bounds a cluster's roles: each is a child workflow per operation and a line of
 	// the spec the workflow carries.
 	MaxRoles = 100

@@ -115,7 +115,7 @@ func TestParseReportsEveryProblem(t *testing.T) {
 		{"cluster env past its limit", "name: c\nroles: [" + strings.Repeat("{name: a, startscript: s.sh, env: {BIG: "+strings.Repeat("x", 60<<10)+"}}, ", 4) +
 			"{name: e, startscript: s.sh, env: {BIG: " + strings.Repeat("x", 60<<10) + "}}]",
 			[]string{"roles: the roles' env is 301 KiB in all; a cluster's env is limited to 256 KiB", `roles[1].name: "a" is already`, `roles[2].name: "a" is already`, `roles[3].name: "a" is already`}},
-		{"role members past the limit", "name: c\nroles: [{name: a, startscript: s.sh, members: 3000000}]", []string{"roles[0].members: is 3000000; a role has at most 10000 members", "roles: 3000000 members in all; a cluster has at most 20000"}},
+		{"role members past the limit", "name: c\nroles: [{name: a, startscript: s.sh, members: 3000000}]", []string{"roles[0].members: is 3000000; a role has at most 20000 members", "roles: 3000000 members in all; a cluster has at most 20000"}},
 		{"cluster members past the limit", "name: c\nroles: [{name: a, startscript: s.sh, members: 10000}, {name: b, startscript: s.sh, members: 10000}, {name: d, startscript: s.sh, members: 1}]", []string{"roles: 20001 members in all; a cluster has at most 20000"}},
 		{"many at once", "name: Bad\nroles: [{name: a, startscript: nope.sh, members: -2, dependsOn: [zz]}]", []string{
 			`name: "Bad" is not a DNS-1123 label`, "roles[0].members: is -2", `roles[0].dependsOn: unknown role "zz"`, "roles[0].startscript: nope.sh: no such file",

@@ -1,0 +1,554 @@
+package e2e
+
+import (
+	"cmp"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"go.temporal.io/api/enums/v1"
+	"go.temporal.io/api/workflowservice/v1"
+	"go.temporal.io/sdk/client"
+
+	"github.com/clusterflow/clusterflow/internal/spec"
+	"github.com/clusterflow/clusterflow/internal/testenv"
+	"github.com/clusterflow/clusterflow/workflows"
+)
+
+// The size matrix: clusters of every shape the contract allows, deployed, grown and shrunk
+// through the built CLI with real scripts, each recording what it was told. Every member
+// configures once; every member that stays hears exactly one addnodes (and later one
+// delnodes) per role that changed, naming exactly the members it did not know (knew); and
+// no history, event or workflow task passes the bounds the README states.
+
+// sizeScript records one line a run: the member and event and, for addnodes and delnodes,
+// the role it was told of and a digest of the nodes' names, read from its arguments as any
+// script would (--nodes a,b or, past 64 KiB, --nodes-file FILE: names in ordinal order).
+const sizeScript = `#!/bin/sh
+case "$CLUSTERFLOW_EVENT" in
+addnodes|delnodes)
+  if [ "$4" = --nodes-file ]; then sum=$(sha256sum < "$5"); else sum=$(printf '%s\n' "$5" | tr , '\n' | sha256sum); fi
+  echo "$CLUSTERFLOW_MEMBER $CLUSTERFLOW_EVENT $3 ${sum%% *}" >> "$TRACE" ;;
+*)
+  echo "$CLUSTERFLOW_MEMBER $CLUSTERFLOW_EVENT" >> "$TRACE" ;;
+esac
+`
+
+// The bounds the README states, checked on every workflow of a case: the events of a
+// history and its bytes, the largest event (it holds at most a payload or two), and the
+// commands of one workflow task together.
+const (
+	boundHistoryEvents = 10240
+	boundHistoryBytes  = 16 << 20
+	boundEventBytes    = 1 << 20
+	boundTaskBytes     = 2 << 20
+)
+
+// sizeCase is one row of the matrix: a spec (SCRIPT and TRACE_FILE stand for the recording
+// script and its trace), then member counts to grow to, then to shrink to.
+type sizeCase struct {
+	name         string
+	spec         string
+	grow, shrink map[string]int
+	// noTeardown: the roles do not subscribe to teardown, which this case does not test.
+	noTeardown bool
+}
+
+func TestSizesLongNames(t *testing.T) {
+	guard(t)
+	a, b := strings.Repeat("a", 63), "b"+strings.Repeat("-x", 31)
+	runSizeCase(t, sizeCase{
+		name: "names63",
+		spec: fmt.Sprintf(`
+name: names63
+roles:
+  - {name: %s, members: 3, startscript: SCRIPT, env: {TRACE: TRACE_FILE}}
+  - {name: %s, members: 60, dependsOn: [%s], startscript: SCRIPT, env: {TRACE: TRACE_FILE}}
+`, a, b, a),
+		grow:   map[string]int{a: 5, b: 90},
+		shrink: map[string]int{a: 3, b: 60},
+	})
+}
+
+func TestSizesFifteenHundredMembers(t *testing.T) {
+	guard(t)
+	runSizeCase(t, sizeCase{
+		name: "wide",
+		spec: `
+name: wide
+roles:
+  - {name: w, members: 1500, maxInFlight: 500, startscript: SCRIPT, events: [configure, addnodes, delnodes], env: {TRACE: TRACE_FILE}}
+`,
+		grow:       map[string]int{"w": 2500},
+		shrink:     map[string]int{"w": 1500},
+		noTeardown: true,
+	})
+}
+
+func TestSizesEnvAtItsLimit(t *testing.T) {
+	guard(t)
+	// The role's env at its limit, 64 KiB as JSON text: TRACE, and a certificate-sized value.
+	runSizeCase(t, sizeCase{
+		name: "envlimit",
+		spec: fmt.Sprintf(`
+name: envlimit
+roles:
+  - {name: w, members: 500, maxInFlight: 500, startscript: SCRIPT, env: {TRACE: TRACE_FILE, CERT: %s}}
+`, strings.Repeat("c", 64<<10-400)),
+		grow:   map[string]int{"w": 600},
+		shrink: map[string]int{"w": 500},
+	})
+}
+
+func TestSizesThreeRolesNotified(t *testing.T) {
+	guard(t)
+	runSizeCase(t, sizeCase{
+		name: "threeroles",
+		spec: `
+name: threeroles
+roles:
+  - {name: ctl, members: 2, startscript: SCRIPT, env: {TRACE: TRACE_FILE}}
+  - {name: mid, members: 30, dependsOn: [ctl], startscript: SCRIPT, env: {TRACE: TRACE_FILE}}
+  - {name: edge, members: 20, dependsOn: [mid], startscript: SCRIPT, env: {TRACE: TRACE_FILE}}
+`,
+		grow:   map[string]int{"ctl": 3, "mid": 50, "edge": 40},
+		shrink: map[string]int{"ctl": 2, "mid": 30, "edge": 20},
+	})
+}
+
+// The three failures of the issue that asked for bounded payloads, on the code before it:
+// a resize of 400 members with a long role name to 1,400 told none of the survivors; one
+// from 200 to 500 wedged the cluster workflow; a deploy of 250 members at once with a
+// 20 KB env value failed.
+
+func TestResizeOfALongRoleNameTellsEverySurvivor(t *testing.T) {
+	guard(t)
+	role := "worker-with-a-long-role-name"
+	runSizeCase(t, sizeCase{
+		name:   "longrole",
+		spec:   fmt.Sprintf("name: longrole\nroles:\n  - {name: %s, members: 400, maxInFlight: 500, startscript: SCRIPT, env: {TRACE: TRACE_FILE}}\n", role),
+		grow:   map[string]int{role: 1400},
+		shrink: nil,
+	})
+}
+
+func TestResizeToFiveHundredDoesNotWedge(t *testing.T) {
+	guard(t)
+	role := "worker-with-a-long-role-name"
+	runSizeCase(t, sizeCase{
+		name:   "fivehundred",
+		spec:   fmt.Sprintf("name: fivehundred\nroles:\n  - {name: %s, members: 200, startscript: SCRIPT, env: {TRACE: TRACE_FILE}}\n", role),
+		grow:   map[string]int{role: 500},
+		shrink: nil,
+	})
+}
+
+func TestACertificateSizedEnvWithManyMembersInFlightDeploys(t *testing.T) {
+	guard(t)
+	runSizeCase(t, sizeCase{
+		name: "bigenv",
+		spec: fmt.Sprintf("name: bigenv\nroles:\n  - {name: w, members: 250, maxInFlight: 250, startscript: SCRIPT, env: {TRACE: TRACE_FILE, CERT: %s}}\n",
+			strings.Repeat("k", 20<<10)),
+	})
+}
+
+// runSizeCase deploys the case's cluster, grows it, shrinks it, checks every run and every
+// bound at each step, and deletes it.
+func runSizeCase(t *testing.T, tc sizeCase) {
+	t.Helper()
+	start := time.Now()
+	dir := t.TempDir()
+	script := filepath.Join(dir, "record.sh")
+	trace := filepath.Join(dir, "trace.log")
+	if err := os.WriteFile(script, []byte(sizeScript), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	specPath := filepath.Join(dir, "cluster.yaml")
+	spec := strings.NewReplacer("SCRIPT", script, "TRACE_FILE", trace).Replace(tc.spec)
+	if err := os.WriteFile(specPath, []byte(spec), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if res := runFor(t, 150*time.Second, "deploy", "-f", specPath, "--wait", "--timeout", "140s"); res.Code != 0 {
+		t.Fatalf("deploy: %s", res)
+	}
+	before := statusJSON(t, tc.name)
+	counts := map[string]int{}
+	for _, r := range before.Roles {
+		counts[r.Name] = r.Desired
+	}
+	lines := readLines(t, trace)
+	expectOnce(t, lines, "configure", memberSet(before))
+	checkSizeBounds(t, workflows.ClusterWorkflowID(tc.name))
+
+	mark := len(lines)
+	t.Logf("%s: deployed %d members", time.Since(start).Round(time.Millisecond), len(memberSet(before)))
+	if tc.grow != nil {
+		resize(t, tc.name, tc.grow)
+		t.Logf("%s: grown", time.Since(start).Round(time.Millisecond))
+		grown := statusJSON(t, tc.name)
+		expectReady(t, grown, tc.grow)
+		lines = readLines(t, trace)
+		added := diffMembers(grown, before)
+		expectOnce(t, lines[mark:], "configure", added)
+		expectTold(t, lines[mark:], "addnodes", grown, memberSet(before), added)
+		checkSizeBounds(t, workflows.ClusterWorkflowID(tc.name))
+		mark, before = len(lines), grown
+	}
+	if tc.shrink != nil {
+		resize(t, tc.name, tc.shrink)
+		t.Logf("%s: shrunk", time.Since(start).Round(time.Millisecond))
+		shrunk := statusJSON(t, tc.name)
+		expectReady(t, shrunk, tc.shrink)
+		lines = readLines(t, trace)
+		removed := diffMembers(before, shrunk)
+		if !tc.noTeardown {
+			expectOnce(t, lines[mark:], "teardown", removed)
+		}
+		expectTold(t, lines[mark:], "delnodes", shrunk, memberSet(shrunk), removed)
+		checkSizeBounds(t, workflows.ClusterWorkflowID(tc.name))
+	}
+	if res := runFor(t, 150*time.Second, "delete", tc.name, "--wait", "--timeout", "140s"); res.Code != 0 {
+		t.Fatalf("delete: %s", res)
+	}
+}
+
+// resize sets the counts and waits for the cluster to reach them.
+func resize(t *testing.T, name string, counts map[string]int) {
+	t.Helper()
+	args := []string{"resize", name}
+	for _, role := range slices.Sorted(maps.Keys(counts)) {
+		args = append(args, fmt.Sprintf("%s=%d", role, counts[role]))
+	}
+	if res := runFor(t, 150*time.Second, append(args, "--wait", "--timeout", "140s")...); res.Code != 0 {
+		t.Fatalf("%s: %s", strings.Join(args, " "), res)
+	}
+}
+
+func expectReady(t *testing.T, s workflows.ClusterStatus, counts map[string]int) {
+	t.Helper()
+	if s.Phase != workflows.PhaseReady {
+		t.Errorf("phase %s (%s), want ready", s.Phase, s.Message)
+	}
+	for role, n := range counts {
+		r := s.Role(role)
+		if r == nil || r.Desired != n || r.Ready != n || r.MemberCount != n || len(r.Members) != n {
+			t.Errorf("role %s: %+v, want %d members ready", role, r, n)
+		}
+	}
+}
+
+func readLines(t *testing.T, path string) []string {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.Split(strings.TrimSpace(string(data)), "\n")
+}
+
+// memberSet maps each member of the status to its role.
+func memberSet(s workflows.ClusterStatus) map[string]string {
+	out := map[string]string{}
+	for _, r := range s.Roles {
+		for _, m := range r.Members {
+			out[m.Name] = r.Name
+		}
+	}
+	return out
+}
+
+// diffMembers lists the members of a that b does not have, with their roles.
+func diffMembers(a, b workflows.ClusterStatus) map[string]string {
+	out := memberSet(a)
+	for name := range memberSet(b) {
+		delete(out, name)
+	}
+	return out
+}
+
+// expectOnce checks that exactly the given members ran the event, each once.
+func expectOnce(t *testing.T, lines []string, event string, members map[string]string) {
+	t.Helper()
+	ran := map[string]int{}
+	for _, line := range lines {
+		if f := strings.Fields(line); len(f) >= 2 && f[1] == event {
+			ran[f[0]]++
+		}
+	}
+	bad := 0
+	for name := range members {
+		if ran[name] != 1 {
+			if bad++; bad <= 3 {
+				t.Errorf("%s ran %s %d times, want once", name, event, ran[name])
+			}
+		}
+	}
+	for name, n := range ran {
+		if _, ok := members[name]; !ok {
+			if bad++; bad <= 3 {
+				t.Errorf("%s ran %s %d times, and was not to", name, event, n)
+			}
+		}
+	}
+	if bad > 3 {
+		t.Errorf("... %d members wrong in all", bad)
+	}
+}
+
+// expectTold checks that every member of listeners in s ran the event once per role of
+// nodes, told of exactly that role's nodes, and that no other member ran it.
+func expectTold(t *testing.T, lines []string, event string, s workflows.ClusterStatus, listeners, nodes map[string]string) {
+	t.Helper()
+	byRole := map[string][]string{}
+	for name, role := range nodes {
+		byRole[role] = append(byRole[role], name)
+	}
+	want := map[string]string{} // "member role" -> digest
+	for name := range listeners {
+		for role, names := range byRole {
+			want[name+" "+role] = digest(names)
+		}
+	}
+	got := map[string][]string{}
+	for _, line := range lines {
+		f := strings.Fields(line)
+		if len(f) == 4 && f[1] == event {
+			key := f[0] + " " + f[2]
+			got[key] = append(got[key], f[3])
+		}
+	}
+	bad := 0
+	for key, w := range want {
+		if g := got[key]; len(g) != 1 || g[0] != w {
+			if bad++; bad <= 3 {
+				t.Errorf("%s: %s told %v (digest), want once %s", key, event, g, w)
+			}
+		}
+	}
+	for key, g := range got {
+		if _, ok := want[key]; !ok {
+			if bad++; bad <= 3 {
+				t.Errorf("%s: %s told %v, and was not to be told", key, event, g)
+			}
+		}
+	}
+	if bad > 3 {
+		t.Errorf("... %d wrong in all, of %d %s runs expected", bad, len(want), event)
+	}
+}
+
+// digest is what sizeScript writes of a list of names: the SHA-256 of the names in ordinal
+// order, a line each, which is how --nodes and --nodes-file give them.
+func digest(names []string) string {
+	sorted := slices.Clone(names)
+	slices.SortFunc(sorted, func(a, b string) int {
+		return cmp.Or(cmp.Compare(len(a), len(b)), strings.Compare(a, b)) // one role: longer ordinals come later
+	})
+	sum := sha256.Sum256([]byte(strings.Join(sorted, "\n") + "\n"))
+	return hex.EncodeToString(sum[:])
+}
+
+// historySizes are the largest of each bound over a cluster's workflows.
+type historySizes struct {
+	events, bytes, event, task         int
+	eventsOf, bytesOf, eventOf, taskOf string
+}
+
+// checkSizeBounds reads every run of the workflows whose IDs start with prefix (a cluster
+// and its role children) and fails on a history, an event or a workflow task's commands
+// past the bounds. A task's commands are the events its completion recorded: those right
+// after WorkflowTaskCompleted.
+func checkSizeBounds(t *testing.T, prefix string) historySizes {
+	t.Helper()
+	sizes := measureHistories(t, prefix)
+	t.Logf("%s: largest history %d events (%s), %d bytes (%s); largest event %d bytes (%s); largest task %d bytes (%s)",
+		prefix, sizes.events, sizes.eventsOf, sizes.bytes, sizes.bytesOf, sizes.event, sizes.eventOf, sizes.task, sizes.taskOf)
+	if sizes.events > boundHistoryEvents || sizes.bytes > boundHistoryBytes || sizes.event > boundEventBytes || sizes.task > boundTaskBytes {
+		t.Errorf("past the bounds (%d events, %d bytes a history; %d bytes an event; %d bytes a task): %+v",
+			boundHistoryEvents, boundHistoryBytes, boundEventBytes, boundTaskBytes, sizes)
+	}
+	return sizes
+}
+
+// commandEvents are the events a workflow task's completion records for its commands.
+var commandEvents = map[enums.EventType]bool{
+	enums.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED:                              true,
+	enums.EVENT_TYPE_START_CHILD_WORKFLOW_EXECUTION_INITIATED:             true,
+	enums.EVENT_TYPE_SIGNAL_EXTERNAL_WORKFLOW_EXECUTION_INITIATED:         true,
+	enums.EVENT_TYPE_REQUEST_CANCEL_EXTERNAL_WORKFLOW_EXECUTION_INITIATED: true,
+	enums.EVENT_TYPE_TIMER_STARTED:                                        true,
+	enums.EVENT_TYPE_TIMER_CANCELED:                                       true,
+	enums.EVENT_TYPE_ACTIVITY_TASK_CANCEL_REQUESTED:                       true,
+	enums.EVENT_TYPE_MARKER_RECORDED:                                      true,
+	enums.EVENT_TYPE_UPSERT_WORKFLOW_SEARCH_ATTRIBUTES:                    true,
+	enums.EVENT_TYPE_WORKFLOW_PROPERTIES_MODIFIED:                         true,
+	enums.EVENT_TYPE_WORKFLOW_EXECUTION_UPDATE_ACCEPTED:                   true,
+	enums.EVENT_TYPE_WORKFLOW_EXECUTION_UPDATE_COMPLETED:                  true,
+	enums.EVENT_TYPE_WORKFLOW_EXECUTION_COMPLETED:                         true,
+	enums.EVENT_TYPE_WORKFLOW_EXECUTION_CONTINUED_AS_NEW:                  true,
+	enums.EVENT_TYPE_WORKFLOW_EXECUTION_FAILED:                            true,
+}
+
+func measureHistories(t *testing.T, prefix string) historySizes {
+	t.Helper()
+	c, err := testenv.Dial(server.Address())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	var sizes historySizes
+	var token []byte
+	for {
+		resp, err := c.ListWorkflow(ctx, &workflowservice.ListWorkflowExecutionsRequest{
+			Namespace: "default", PageSize: 1000, NextPageToken: token, Query: fmt.Sprintf("WorkflowId STARTS_WITH %q", prefix),
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range resp.Executions {
+			id := e.Execution.WorkflowId
+			events, bytes, task, inTask := 0, 0, 0, false
+			it := c.GetWorkflowHistory(ctx, id, e.Execution.RunId, false, enums.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+			for it.HasNext() {
+				ev, err := it.Next()
+				if err != nil {
+					t.Fatal(err)
+				}
+				size := ev.Size()
+				events++
+				bytes += size
+				if size > sizes.event {
+					sizes.event, sizes.eventOf = size, fmt.Sprintf("%s event %d %s", id, ev.EventId, ev.EventType)
+				}
+				switch {
+				case ev.EventType == enums.EVENT_TYPE_WORKFLOW_TASK_COMPLETED:
+					task, inTask = 0, true
+				case inTask && commandEvents[ev.EventType]:
+					task += size
+					if task > sizes.task {
+						sizes.task, sizes.taskOf = task, fmt.Sprintf("%s up to event %d", id, ev.EventId)
+					}
+				default:
+					inTask = false
+				}
+			}
+			if events > sizes.events {
+				sizes.events, sizes.eventsOf = events, id
+			}
+			if bytes > sizes.bytes {
+				sizes.bytes, sizes.bytesOf = bytes, id
+			}
+		}
+		if token = resp.NextPageToken; len(token) == 0 {
+			return sizes
+		}
+	}
+}
+
+// Every limit of the contract is refused up front, with its field, by the CLI, by the
+// cluster's update validators (here sent by a raw SDK call, as a program might) and by the
+// gateway; a refusal names a few members and counts the rest; and none of it reaches the
+// cluster's history.
+func TestLimitsAreRefusedWithTheirFieldAndChangeNothing(t *testing.T) {
+	t.Parallel()
+	guard(t)
+	n := "limits"
+	specPath, _ := writeCluster(t, "name: limits\nroles:\n  - {name: w, members: 12, startscript: trace.sh, env: {TRACE: TRACE_FILE}}\n")
+	mustSucceed(t, "deploy", "-f", specPath, "--wait")
+	g := startGateway(t, cliEnv)
+	id := workflows.ClusterWorkflowID(n)
+	events := countEvents(t, id)
+
+	bigEnv := writeSpec(t, specPath, "bigenv.yaml", fmt.Sprintf("name: limits\nroles:\n  - {name: w, members: 12, startscript: trace.sh, env: {BIG: %s}}\n", strings.Repeat("x", 70<<10)))
+	many := writeSpec(t, specPath, "many.yaml", "name: limits\nroles:\n  - {name: w, members: 30000, startscript: trace.sh}\n")
+	long := strings.Repeat("r", 1100)
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"resize", n, "w=3000000"}, "w=3000000 refused: a role has at most 20000 members"},
+		{[]string{"apply", "-f", bigEnv}, "roles[0].env: is 71 KiB (names and values); a role's env is limited to 64 KiB"},
+		{[]string{"deploy", "-f", bigEnv}, "roles[0].env: is 71 KiB"},
+		{[]string{"apply", "-f", many}, "roles[0].members: is 30000; a role has at most 20000 members"},
+		{[]string{"signal", n, n + "-w-1", "down", "--reason", long}, "reason: is 1100 bytes; at most 1024"},
+		{[]string{"signal", n, n + "-w-1", "down", "--source", long}, "source: is 1100 bytes; at most 1024"},
+		{[]string{"signal", n, "limits-w-99", "down"}, `cluster limits has no member "limits-w-99" (its members: limits-w-0, limits-w-1, limits-w-2, limits-w-3, limits-w-4 and 7 more)`},
+	} {
+		res := cli(t, tc.args...)
+		if res.Code != 2 || !strings.Contains(res.Stderr, tc.want) {
+			t.Errorf("%s: want exit 2 saying %q, got %s", strings.Join(tc.args[:min(3, len(tc.args))], " "), tc.want, res)
+		}
+	}
+
+	// The validators, past the CLI: a raw update with an env past its limit, and a member
+	// event with a reason past its limit.
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	current := statusJSON(t, n)
+	if current.Generation != 1 {
+		t.Fatalf("generation %d before the raw updates", current.Generation)
+	}
+	spec := loadSpec(t, specPath)
+	spec.Roles[0].Env = map[string]string{"BIG": strings.Repeat("x", 70<<10)}
+	for _, u := range []struct {
+		name string
+		arg  any
+		want string
+	}{
+		{workflows.ApplyUpdate, workflows.ApplyRequest{Spec: spec}, "apply refused: roles[0].env: is 71 KiB"},
+		{workflows.ResizeUpdate, workflows.ResizeRequest{Counts: []workflows.RoleCount{{Role: "w", Members: 20001}}}, "w=20001 refused: a role has at most 20000 members"},
+		{workflows.MemberEventUpdate, workflows.MemberEvent{Member: n + "-w-1", Event: workflows.HealthDown, Reason: long}, "member-event refused: reason: is 1100 bytes; at most 1024"},
+	} {
+		handle, err := server.Client.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{
+			WorkflowID: id, UpdateName: u.name, Args: []any{u.arg}, WaitForStage: client.WorkflowUpdateStageCompleted,
+		})
+		if err == nil {
+			err = handle.Get(ctx, nil)
+		}
+		if err == nil || !strings.Contains(err.Error(), u.want) {
+			t.Errorf("raw %s: want refused saying %q, got %v", u.name, u.want, err)
+		}
+	}
+
+	// The gateway, before Temporal is asked.
+	code, out := g.postEvent(t, n, n+"-w-1", fmt.Sprintf(`{"event":"down","reason":%q}`, long))
+	if code != 400 || !strings.Contains(out, "reason: is 1100 bytes; at most 1024") {
+		t.Errorf("gateway event with a long reason: %d %s", code, out)
+	}
+	var alerts []string
+	for i := range 1001 {
+		alerts = append(alerts, fmt.Sprintf(`{"status":"firing","labels":{"clusterflow_cluster":%q,"clusterflow_member":"%s-w-%d"}}`, n, n, i%12))
+	}
+	code, _, out = g.do(t, "POST", "/v1/alertmanager", g.events, "application/json", []byte(`{"version":"4","alerts":[`+strings.Join(alerts, ",")+`]}`))
+	if code != 400 || !strings.Contains(out, "alerts: 1001 in one notification; at most 1000") {
+		t.Errorf("gateway notification of 1001 alerts: %d %s", code, out)
+	}
+
+	if after := countEvents(t, id); after != events {
+		t.Errorf("the refusals wrote %d events to the cluster's history", after-events)
+	}
+	if s := statusJSON(t, n); s.Generation != 1 || s.Phase != workflows.PhaseReady || s.Role("w").Ready != 12 {
+		t.Errorf("after the refusals: generation %d, phase %s, %d ready", s.Generation, s.Phase, s.Role("w").Ready)
+	}
+	mustSucceed(t, "delete", n, "--wait")
+}
+
+// loadSpec reads a spec as deploy does.
+func loadSpec(t *testing.T, path string) spec.Cluster {
+	t.Helper()
+	c, err := spec.Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}

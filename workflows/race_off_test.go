@@ -1,0 +1,5 @@
+//go:build !race
+
+package workflows_test
+
+const raceDetector = false
