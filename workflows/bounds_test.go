@@ -33,8 +33,8 @@ type payloadWatch struct {
 	what, burstOf         string
 	// byType is the largest payload of each type encoded.
 	byType map[string]int
-	step                  int
-	bursts                map[string]int
+	step   int
+	bursts map[string]int
 }
 
 func watchPayloads(env *testsuite.TestWorkflowEnvironment) *payloadWatch {
