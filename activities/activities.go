@@ -136,13 +136,17 @@ func (a *Activities) ListHostClusters(ctx context.Context) ([]ClusterSandboxes, 
 		return nil, err
 	}
 	var out []ClusterSandboxes
-	for _, name := range names {
+	for _, name := range names[:min(len(names), ListedClusters)] {
 		members, err := a.Backend.ListMembers(ctx, name)
 		if err != nil {
 			return nil, err
 		}
 		found := ClusterSandboxes{Cluster: name, Members: []string{}}
 		for _, m := range members {
+			if len(found.Members) == SandboxNames {
+				found.MoreMembers++
+				continue
+			}
 			found.Members = append(found.Members, m.Name)
 		}
 		out = append(out, found)

@@ -53,8 +53,17 @@ type RoleListing struct {
 	Ordinals []notice.Range `json:"ordinals"`
 }
 
-// ClusterSandboxes is a cluster's files on one host: its members' sandboxes.
+// ClusterSandboxes is a cluster's files on one host: its members' sandboxes, the first
+// SandboxNames of them by name, and how many more.
 type ClusterSandboxes struct {
-	Cluster string   `json:"cluster"`
-	Members []string `json:"members"`
+	Cluster     string   `json:"cluster"`
+	Members     []string `json:"members"`
+	MoreMembers int      `json:"moreMembers,omitempty"`
 }
+
+// Bounds of a host's listing of its clusters, which is one payload: the members it names of
+// each cluster, and the clusters it lists.
+const (
+	SandboxNames   = 20
+	ListedClusters = 1000
+)

@@ -18,6 +18,8 @@ type Orphan struct {
 	Host    string   `json:"host"`
 	Cluster string   `json:"cluster"`
 	Members []string `json:"members"`
+	// MoreMembers counts the members a host found beyond those it names.
+	MoreMembers int `json:"moreMembers,omitempty"`
 	// Workflow says what became of the cluster's workflow: "none", "terminated" ….
 	Workflow string `json:"workflow"`
 	Removed  bool   `json:"removed,omitempty"`
@@ -53,7 +55,7 @@ func (s *Starter) Orphans(ctx context.Context, remove bool) ([]Orphan, error) {
 				return orphans, err
 			}
 			if how != "running" {
-				here = append(here, Orphan{Host: hostName(host), Cluster: c.Cluster, Members: c.Members, Workflow: how})
+				here = append(here, Orphan{Host: hostName(host), Cluster: c.Cluster, Members: c.Members, MoreMembers: c.MoreMembers, Workflow: how})
 			}
 		}
 		if remove && len(here) > 0 {

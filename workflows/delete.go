@@ -5,6 +5,8 @@ import (
 	"strings"
 
 	"go.temporal.io/sdk/workflow"
+
+	"github.com/clusterflow/clusterflow/internal/spec"
 )
 
 // delete tears the cluster down in reverse dependency order and removes every member. It
@@ -47,7 +49,7 @@ func (w *clusterWorkflow) leftovers(removeClusterFailures string) string {
 		}
 	}
 	if len(left) > 0 {
-		notes = append(notes, fmt.Sprintf("could not remove %s; see their details", strings.Join(left, ", ")))
+		notes = append(notes, fmt.Sprintf("could not remove %s; see their details", spec.Some(left, refusalNames)))
 	}
 	if removeClusterFailures != "" {
 		notes = append(notes, "could not remove the cluster's folder: "+removeClusterFailures)

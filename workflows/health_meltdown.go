@@ -5,6 +5,8 @@ import (
 	"strings"
 
 	"go.temporal.io/sdk/workflow"
+
+	"github.com/clusterflow/clusterflow/internal/spec"
 )
 
 // The meltdown guard, after BOSH's resurrector: when more of a role's members are
@@ -94,7 +96,7 @@ func (w *clusterWorkflow) healthPhase() (Phase, string) {
 	case len(pausedRoles) > 0:
 		return PhasePaused, strings.Join(pausedRoles, "; ") + fmt.Sprintf("; run `clusterflow resume %s` to replace them anyway", w.state.Name)
 	case len(unavailable) > 0:
-		return PhaseDegraded, strings.Join(unavailable, ", ")
+		return PhaseDegraded, spec.Some(unavailable, refusalNames)
 	}
 	ready, total := countMembers(w.state.Roles, MemberReady)
 	return PhaseReady, fmt.Sprintf("%d/%d members ready", ready, total)

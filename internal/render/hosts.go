@@ -53,6 +53,9 @@ func Orphans(w io.Writer, orphans []starter.Orphan) {
 	fmt.Fprintln(tw, "HOST\tCLUSTER\tWORKFLOW\tMEMBERS\t")
 	for _, o := range orphans {
 		members := strings.Join(o.Members, ",")
+		if o.MoreMembers > 0 {
+			members += fmt.Sprintf(" and %d more", o.MoreMembers)
+		}
 		if members == "" {
 			members = "-"
 		}
