@@ -1,31 +1,42 @@
 #!/usr/bin/env bash
 # One cluster of 10,000 members on the embedded default, over 4 hosts in one `dev`
-# process: one controller and 9,999 workers, maxInFlight 500, 0 s scripts.
+# process: one controller and 9,999 workers with a 63-character role name and a 32 KiB env,
+# maxInFlight 500, 0 s scripts.
 #
-# Deploys it, shrinks the workers by 1,000 and grows them back, times `status` and
-# `status -o json`, and deletes it. The floor is the same number of the same script run
-# by a shell with the same parallelism (xargs -P 500), each in a sandbox folder of its
-# own, measured in the same run. Then it checks, from the scripts' own trace, that every
-# event ran exactly once per member, and from the server that no workflow history passed
-# 10,240 events and no event 1 MiB (bench/histories). Targets: deploy at most 2x the
-# floor, peak PSS at most 1 GiB.
+# Deploys it, grows the workers by 1,000 and shrinks them back (every member that stays
+# runs addnodes, then delnodes, about the 1,000), times `status` and `status -o json`, and
+# deletes it. The floor is the same number of the same script run by a shell with the same
+# parallelism (xargs -P 500), each in a sandbox folder of its own, measured in the same
+# run. Then it checks, from the scripts' own trace, that every event ran exactly once per
+# member and that every member that stayed was told exactly once, and from the server the
+# bounds of every workflow (bench/histories: events and bytes of a history, the largest
+# event and the largest workflow task). Targets: deploy at most 2x the floor, peak PSS at
+# most 1 GiB.
 #
 #   bench/big.sh          # MEMBERS=2000 bench/big.sh for a quicker run; PROFILE=1 to profile
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 members=${MEMBERS:-10000}
 workers=$((members - 1))
-shrink=$((members / 10))
+change=${CHANGE:-$((members / 10))}
+role=w$(printf '%062d' 0 | tr 0 o)   # 63 characters
+cert=$(head -c 24000 /dev/urandom | base64 -w0 | head -c 32000)
 source "$root/bench/lib.sh"
 (cd "$root" && go build -o "$tmp/histories" ./bench/histories)
 
 start_bg dev "^Ready" dev --no-ui --no-gateway --hosts 4 --db "$tmp/dev.db" --data "$tmp/data" --address "$TEMPORAL_ADDRESS" --log-level warn
 until [ "$("$cf" hosts | grep -c " ready ")" = 4 ]; do sleep 0.2; done
 
-# The script: one line per run, which is all the exactly-once check needs.
+# The script: one line per run, which is all the exactly-once check needs; addnodes and
+# delnodes also write how many nodes they were told of.
 cat > "$tmp/note.sh" <<'SH'
 #!/bin/sh
-echo "$CLUSTERFLOW_MEMBER $CLUSTERFLOW_EVENT" >> "$TRACE"
+case "$4" in
+--nodes) n=$(printf '%s' "$5" | tr , '\n' | wc -l); n=$((n + 1)) ;;
+--nodes-file) n=$(wc -l < "$5") ;;
+*) n=- ;;
+esac
+echo "$CLUSTERFLOW_MEMBER $CLUSTERFLOW_EVENT $n" >> "$TRACE"
 SH
 chmod +x "$tmp/note.sh"
 cat > "$tmp/big.yaml" <<YAML
@@ -35,12 +46,12 @@ roles:
     cardinality: "1"
     startscript: $tmp/note.sh
     env: {TRACE: $tmp/big.trace}
-  - name: worker
+  - name: $role
     members: $workers
     maxInFlight: 500
     dependsOn: [controller]
     startscript: $tmp/note.sh
-    env: {TRACE: $tmp/big.trace}
+    env: {TRACE: $tmp/big.trace, CERT: "$cert"}
 YAML
 
 # timed LABEL COMMAND...: runs a clusterflow command, prints and keeps its wall time.
@@ -52,27 +63,30 @@ timed() {
   "$cf" "$@" > "$tmp/$label.out" 2>&1 || { cat "$tmp/$label.out"; exit 1; }
   took[$label]=$(( $(ms) - start ))
 }
-# phase LABEL: the trace lines of the step just done, checked for runs twice.
+# phase LABEL: the trace lines of the step just done, checked for runs twice; told[LABEL]
+# counts the notifications that named exactly the members changed.
 mark=0
 phase() {
   local lines
   lines=$(wc -l < "$tmp/big.trace")
-  tail -n +$((mark + 1)) "$tmp/big.trace" | head -n $((lines - mark)) | sort | uniq -d > "$tmp/$1.twice"
+  tail -n +$((mark + 1)) "$tmp/big.trace" | head -n $((lines - mark)) > "$tmp/$1.trace"
+  cut -d' ' -f1,2 "$tmp/$1.trace" | sort | uniq -d > "$tmp/$1.twice"
   runs[$1]=$((lines - mark))
   twice[$1]=$(wc -l < "$tmp/$1.twice")
+  told[$1]=$(grep -c -E " (addnodes|delnodes) $change\$" "$tmp/$1.trace" || true)
   mark=$lines
 }
-declare -A runs twice
+declare -A runs twice told
 
 pss_start
 profile_start "${PROFILE_SECONDS:-30}"
 timed deploy deploy -f "$tmp/big.yaml" --wait --timeout 60m
 pss_stop
 phase deploy
-timed shrink resize big "worker=$((workers - shrink))" --wait --timeout 30m
-phase shrink
-timed grow resize big "worker=$workers" --wait --timeout 30m
+timed grow resize big "$role=$((workers + change))" --wait --timeout 30m
 phase grow
+timed shrink resize big "$role=$workers" --wait --timeout 30m
+phase shrink
 timed status status big
 timed status_json status big -o json
 timed status_members status big --members
@@ -89,16 +103,18 @@ floor_ms=$(( $(ms) - start ))
 
 read -r _ pss _ < "$tmp/rss"
 ratio() { python3 -c "print(f'{$1 / $2:.2f}x')"; }
-echo "$members members (1 controller, $workers workers, maxInFlight 500, 0 s scripts) over 4 hosts, on the embedded default"
+echo "$members members (1 controller, $workers workers named by 63 characters with a 32 KiB env, maxInFlight 500, 0 s scripts) over 4 hosts, on the embedded default"
 printf '  floor, %d scripts by xargs -P 500:    %7d ms\n' "$members" "$floor_ms"
 printf '  deploy --wait:                       %7d ms   %s the floor\n' "${took[deploy]}" "$(ratio "${took[deploy]}" "$floor_ms")"
-printf '  resize -%d --wait:                 %7d ms\n' "$shrink" "${took[shrink]}"
-printf '  resize +%d --wait:                 %7d ms\n' "$shrink" "${took[grow]}"
+printf '  resize +%d --wait:                 %7d ms\n' "$change" "${took[grow]}"
+printf '  resize -%d --wait:                 %7d ms\n' "$change" "${took[shrink]}"
 printf '  status / -o json / --members:        %7d / %d / %d ms (json lists %d members)\n' "${took[status]}" "${took[status_json]}" "${took[status_members]}" "$json_members"
 printf '  delete --wait:                       %7d ms\n' "${took[delete]}"
 printf '  peak PSS during the deploy:          %7d MiB\n' "$pss"
-for p in deploy shrink grow delete; do
+for p in deploy grow shrink delete; do
   printf '  %-7s script runs: %6d, run twice: %d\n' "$p" "${runs[$p]}" "${twice[$p]}"
 done
+printf '  addnodes naming the %d new:          %6d of %d members that stayed\n' "$change" "${told[grow]}" "$members"
+printf '  delnodes naming the %d removed:      %6d of %d members that stayed\n' "$change" "${told[shrink]}" "$members"
 echo "  histories: $bounds: $(cat "$tmp/histories.out")"
 profile_report

@@ -14,10 +14,9 @@ import (
 	"testing"
 	"time"
 
-	"go.temporal.io/api/enums/v1"
-	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
 
+	"github.com/clusterflow/clusterflow/internal/histories"
 	"github.com/clusterflow/clusterflow/internal/spec"
 	"github.com/clusterflow/clusterflow/internal/testenv"
 	"github.com/clusterflow/clusterflow/workflows"
@@ -41,16 +40,6 @@ addnodes|delnodes)
   echo "$CLUSTERFLOW_MEMBER $CLUSTERFLOW_EVENT" >> "$TRACE" ;;
 esac
 `
-
-// The bounds the README states, checked on every workflow of a case: the events of a
-// history and its bytes, the largest event (it holds at most a payload or two), and the
-// commands of one workflow task together.
-const (
-	boundHistoryEvents = 10240
-	boundHistoryBytes  = 16 << 20
-	boundEventBytes    = 1 << 20
-	boundTaskBytes     = 2 << 20
-)
 
 // sizeCase is one row of the matrix: a spec (SCRIPT and TRACE_FILE stand for the recording
 // script and its trace), then member counts to grow to, then to shrink to.
@@ -356,48 +345,10 @@ func digest(names []string) string {
 	return hex.EncodeToString(sum[:])
 }
 
-// historySizes are the largest of each bound over a cluster's workflows.
-type historySizes struct {
-	events, bytes, event, task         int
-	eventsOf, bytesOf, eventOf, taskOf string
-}
-
 // checkSizeBounds reads every run of the workflows whose IDs start with prefix (a cluster
-// and its role children) and fails on a history, an event or a workflow task's commands
-// past the bounds. A task's commands are the events its completion recorded: those right
-// after WorkflowTaskCompleted.
-func checkSizeBounds(t *testing.T, prefix string) historySizes {
-	t.Helper()
-	sizes := measureHistories(t, prefix)
-	t.Logf("%s: largest history %d events (%s), %d bytes (%s); largest event %d bytes (%s); largest task %d bytes (%s)",
-		prefix, sizes.events, sizes.eventsOf, sizes.bytes, sizes.bytesOf, sizes.event, sizes.eventOf, sizes.task, sizes.taskOf)
-	if sizes.events > boundHistoryEvents || sizes.bytes > boundHistoryBytes || sizes.event > boundEventBytes || sizes.task > boundTaskBytes {
-		t.Errorf("past the bounds (%d events, %d bytes a history; %d bytes an event; %d bytes a task): %+v",
-			boundHistoryEvents, boundHistoryBytes, boundEventBytes, boundTaskBytes, sizes)
-	}
-	return sizes
-}
-
-// commandEvents are the events a workflow task's completion records for its commands.
-var commandEvents = map[enums.EventType]bool{
-	enums.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED:                              true,
-	enums.EVENT_TYPE_START_CHILD_WORKFLOW_EXECUTION_INITIATED:             true,
-	enums.EVENT_TYPE_SIGNAL_EXTERNAL_WORKFLOW_EXECUTION_INITIATED:         true,
-	enums.EVENT_TYPE_REQUEST_CANCEL_EXTERNAL_WORKFLOW_EXECUTION_INITIATED: true,
-	enums.EVENT_TYPE_TIMER_STARTED:                                        true,
-	enums.EVENT_TYPE_TIMER_CANCELED:                                       true,
-	enums.EVENT_TYPE_ACTIVITY_TASK_CANCEL_REQUESTED:                       true,
-	enums.EVENT_TYPE_MARKER_RECORDED:                                      true,
-	enums.EVENT_TYPE_UPSERT_WORKFLOW_SEARCH_ATTRIBUTES:                    true,
-	enums.EVENT_TYPE_WORKFLOW_PROPERTIES_MODIFIED:                         true,
-	enums.EVENT_TYPE_WORKFLOW_EXECUTION_UPDATE_ACCEPTED:                   true,
-	enums.EVENT_TYPE_WORKFLOW_EXECUTION_UPDATE_COMPLETED:                  true,
-	enums.EVENT_TYPE_WORKFLOW_EXECUTION_COMPLETED:                         true,
-	enums.EVENT_TYPE_WORKFLOW_EXECUTION_CONTINUED_AS_NEW:                  true,
-	enums.EVENT_TYPE_WORKFLOW_EXECUTION_FAILED:                            true,
-}
-
-func measureHistories(t *testing.T, prefix string) historySizes {
+// and its role children) and fails on a history, an event or a workflow task past the
+// bounds the README states (histories.Bounds).
+func checkSizeBounds(t *testing.T, prefix string) histories.Sizes {
 	t.Helper()
 	c, err := testenv.Dial(server.Address())
 	if err != nil {
@@ -406,53 +357,15 @@ func measureHistories(t *testing.T, prefix string) historySizes {
 	defer c.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	var sizes historySizes
-	var token []byte
-	for {
-		resp, err := c.ListWorkflow(ctx, &workflowservice.ListWorkflowExecutionsRequest{
-			Namespace: "default", PageSize: 1000, NextPageToken: token, Query: fmt.Sprintf("WorkflowId STARTS_WITH %q", prefix),
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, e := range resp.Executions {
-			id := e.Execution.WorkflowId
-			events, bytes, task, inTask := 0, 0, 0, false
-			it := c.GetWorkflowHistory(ctx, id, e.Execution.RunId, false, enums.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
-			for it.HasNext() {
-				ev, err := it.Next()
-				if err != nil {
-					t.Fatal(err)
-				}
-				size := ev.Size()
-				events++
-				bytes += size
-				if size > sizes.event {
-					sizes.event, sizes.eventOf = size, fmt.Sprintf("%s event %d %s", id, ev.EventId, ev.EventType)
-				}
-				switch {
-				case ev.EventType == enums.EVENT_TYPE_WORKFLOW_TASK_COMPLETED:
-					task, inTask = 0, true
-				case inTask && commandEvents[ev.EventType]:
-					task += size
-					if task > sizes.task {
-						sizes.task, sizes.taskOf = task, fmt.Sprintf("%s up to event %d", id, ev.EventId)
-					}
-				default:
-					inTask = false
-				}
-			}
-			if events > sizes.events {
-				sizes.events, sizes.eventsOf = events, id
-			}
-			if bytes > sizes.bytes {
-				sizes.bytes, sizes.bytesOf = bytes, id
-			}
-		}
-		if token = resp.NextPageToken; len(token) == 0 {
-			return sizes
-		}
+	sizes, err := histories.Measure(ctx, c, "default", fmt.Sprintf("WorkflowId STARTS_WITH %q", prefix))
+	if err != nil {
+		t.Fatal(err)
 	}
+	t.Logf("%s: %s", prefix, sizes)
+	if !sizes.Within(histories.Bounds) {
+		t.Errorf("past the bounds %+v: %s", histories.Bounds, sizes)
+	}
+	return sizes
 }
 
 // Every limit of the contract is refused up front, with its field, by the CLI, by the
