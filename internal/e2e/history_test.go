@@ -89,7 +89,7 @@ roles:
 	reconciles := func(events []*historypb.HistoryEvent) int {
 		n := 0
 		for _, e := range events {
-			if e.GetActivityTaskScheduledEventAttributes().GetActivityType().GetName() == "ListMembers" {
+			if isReconcileListing(e) {
 				n++
 			}
 		}
@@ -107,4 +107,14 @@ roles:
 		t.Errorf("%d reconciles added %d events; an idle reconcile should add about 10", done, added)
 	}
 	mustSucceed(t, "delete", "idle", "--wait")
+}
+
+// isReconcileListing reports whether the event schedules a reconcile's listing of the
+// backend's members: ListMemberOrdinals, or ListMembers in runs from before bounded payloads.
+func isReconcileListing(e *historypb.HistoryEvent) bool {
+	switch e.GetActivityTaskScheduledEventAttributes().GetActivityType().GetName() {
+	case "ListMembers", "ListMemberOrdinals":
+		return true
+	}
+	return false
 }

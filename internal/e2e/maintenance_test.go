@@ -300,7 +300,7 @@ roles:
 	reconciles := func() int {
 		n := 0
 		for _, e := range dst.history(workflows.ClusterWorkflowID("stayer")) {
-			if e.GetActivityTaskScheduledEventAttributes().GetActivityType().GetName() == "ListMembers" {
+			if isReconcileListing(e) {
 				n++
 			}
 		}
