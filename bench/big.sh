@@ -13,13 +13,15 @@
 # event and the largest workflow task). Targets: deploy at most 2x the floor, peak PSS at
 # most 1 GiB.
 #
-#   bench/big.sh          # MEMBERS=2000 bench/big.sh for a quicker run; PROFILE=1 to profile
+#   bench/big.sh          # MEMBERS=2000 bench/big.sh for a quicker run; PROFILE=1 to profile;
+#                         # ROLE_LEN=40 for member names that clusterflow before 2026-12 took
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 members=${MEMBERS:-10000}
 workers=$((members - 1))
 change=${CHANGE:-$((members / 10))}
-role=w$(printf '%062d' 0 | tr 0 o)   # 63 characters
+role_len=${ROLE_LEN:-63}
+role=w$(printf "%0$((role_len - 1))d" 0 | tr 0 o)   # 63 characters unless ROLE_LEN says
 cert=$(head -c 24000 /dev/urandom | base64 -w0 | head -c 32000)
 source "$root/bench/lib.sh"
 (cd "$root" && go build -o "$tmp/histories" ./bench/histories)
@@ -103,7 +105,7 @@ floor_ms=$(( $(ms) - start ))
 
 read -r _ pss _ < "$tmp/rss"
 ratio() { python3 -c "print(f'{$1 / $2:.2f}x')"; }
-echo "$members members (1 controller, $workers workers named by 63 characters with a 32 KiB env, maxInFlight 500, 0 s scripts) over 4 hosts, on the embedded default"
+echo "$members members (1 controller, $workers workers of a role named by $role_len characters with a 32 KiB env, maxInFlight 500, 0 s scripts) over 4 hosts, on the embedded default"
 printf '  floor, %d scripts by xargs -P 500:    %7d ms\n' "$members" "$floor_ms"
 printf '  deploy --wait:                       %7d ms   %s the floor\n' "${took[deploy]}" "$(ratio "${took[deploy]}" "$floor_ms")"
 printf '  resize +%d --wait:                 %7d ms\n' "$change" "${took[grow]}"

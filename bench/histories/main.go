@@ -29,8 +29,10 @@ func main() {
 		os.Exit(2)
 	}
 	fmt.Println(sizes)
+	fmt.Println("largest event by type:", sizes.ByType())
 	if !sizes.Within(histories.Bounds) {
-		fmt.Printf("over the bounds: %+v\n", histories.Bounds)
+		b := histories.Bounds
+		fmt.Printf("over the bounds: %d events or %d bytes a history, %d bytes an event, %d bytes a task\n", b.Events, b.Bytes, b.Event, b.Task)
 		os.Exit(1)
 	}
 }

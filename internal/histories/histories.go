@@ -8,6 +8,7 @@ package histories
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	"go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/workflowservice/v1"
@@ -16,6 +17,8 @@ import (
 
 // Sizes are the largest of each measure over the histories read, and where each was.
 type Sizes struct {
+	// Largest is the largest event of each type, for a payload's growth by kind.
+	Largest map[enums.EventType]int
 	Histories                          int
 	Events, Bytes, Event, Task         int
 	EventsOf, BytesOf, EventOf, TaskOf string
@@ -24,6 +27,22 @@ type Sizes struct {
 func (s Sizes) String() string {
 	return fmt.Sprintf("%d histories; largest history %d events (%s), %d bytes (%s); largest event %d bytes (%s); largest task %d bytes (%s)",
 		s.Histories, s.Events, s.EventsOf, s.Bytes, s.BytesOf, s.Event, s.EventOf, s.Task, s.TaskOf)
+}
+
+// ByType lists the largest event of each of the most common payload-carrying types.
+func (s Sizes) ByType() string {
+	var parts []string
+	for _, t := range []enums.EventType{
+		enums.EVENT_TYPE_WORKFLOW_EXECUTION_STARTED, enums.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED,
+		enums.EVENT_TYPE_START_CHILD_WORKFLOW_EXECUTION_INITIATED, enums.EVENT_TYPE_WORKFLOW_EXECUTION_SIGNALED,
+		enums.EVENT_TYPE_ACTIVITY_TASK_COMPLETED, enums.EVENT_TYPE_CHILD_WORKFLOW_EXECUTION_COMPLETED,
+		enums.EVENT_TYPE_WORKFLOW_EXECUTION_UPDATE_COMPLETED, enums.EVENT_TYPE_WORKFLOW_EXECUTION_CONTINUED_AS_NEW,
+	} {
+		if n, ok := s.Largest[t]; ok {
+			parts = append(parts, fmt.Sprintf("%s %d", strings.TrimPrefix(t.String(), "EVENT_TYPE_"), n))
+		}
+	}
+	return strings.Join(parts, ", ")
 }
 
 // Bounds are the limits the README states for every workflow: Temporal's warning threshold
@@ -88,6 +107,10 @@ func (s *Sizes) add(ctx context.Context, c client.Client, workflowID, runID stri
 			return err
 		}
 		size := ev.Size()
+		if s.Largest == nil {
+			s.Largest = map[enums.EventType]int{}
+		}
+		s.Largest[ev.EventType] = max(s.Largest[ev.EventType], size)
 		events++
 		bytes += size
 		if size > s.Event {
