@@ -127,6 +127,8 @@ type Carried struct {
 	Removed []RemovedNode `json:"removed,omitempty"`
 	// Retiring are roles an apply removed whose members are not all gone yet.
 	Retiring []spec.Role `json:"retiring,omitempty"`
+	// Deleting says a delete was accepted: the next run deletes the cluster.
+	Deleting bool `json:"deleting,omitempty"`
 }
 
 // RemovedNode is a member that left, with what the cluster knew of who knew it.

@@ -1,6 +1,7 @@
 package workflows_test
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -279,5 +280,46 @@ func TestAPayloadPastTheLimitFailsTheOperationLoudly(t *testing.T) {
 				t.Errorf("after the delete: %s", final.Phase)
 			}
 		})
+	}
+}
+
+// A run whose history has grown starts afresh before its next large step: a delete that
+// arrives while the deploy runs, with continue-as-new due after it, is carried to the next
+// run, which deletes the cluster; the first run tears nothing down.
+func TestADueContinueAsNewComesBeforeADelete(t *testing.T) {
+	fake := newFakeBackend()
+	fake.delay = 10 * time.Millisecond // the delete arrives while the deploy runs
+	env := newEnv(t, fake)
+	env.RegisterDelayedCallback(func() {
+		env.UpdateWorkflow(workflows.DeleteUpdate, "delete", &testsuite.TestUpdateCallback{
+			OnReject: func(err error) { t.Errorf("delete refused: %v", err) }, OnAccept: func() {}, OnComplete: func(any, error) {},
+		})
+	}, time.Millisecond)
+	env.ExecuteWorkflow(workflows.ClusterWorkflowName, workflows.ClusterInput{Spec: testSpec(t, threeLevels), ContinueAsNewEvery: 1})
+	var can *workflow.ContinueAsNewError
+	if err := env.GetWorkflowError(); !errors.As(err, &can) {
+		t.Fatalf("want continue-as-new after the stopped deploy, got %v", err)
+	}
+	var next workflows.ClusterInput
+	if err := converter.GetDefaultDataConverter().FromPayloads(can.Input, &next); err != nil {
+		t.Fatal(err)
+	}
+	if next.Carried == nil || !next.Carried.Deleting {
+		t.Fatalf("the delete was not handed over: %+v", next.Carried)
+	}
+	if calls := fake.Calls(); indexOf(calls, "teardown") >= 0 || indexOf(calls, "remove") >= 0 {
+		t.Errorf("the first run began the delete: %v", calls)
+	}
+	env = newEnv(t, fake)
+	env.ExecuteWorkflow(workflows.ClusterWorkflowName, next)
+	var final workflows.ClusterStatus
+	if err := env.GetWorkflowResult(&final); err != nil {
+		t.Fatal(err)
+	}
+	if final.Phase != workflows.PhaseDeleted {
+		t.Errorf("the next run ended %s (%s), want deleted", final.Phase, final.Message)
+	}
+	if n := len(fake.members); n != 0 {
+		t.Errorf("%d sandboxes left", n)
 	}
 }

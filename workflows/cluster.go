@@ -94,7 +94,7 @@ func newClusterWorkflow(ctx workflow.Context, in ClusterInput) (*clusterWorkflow
 		return nil, temporal.NewNonRetryableApplicationError("cannot read the state carried over: "+err.Error(), "InvalidInput", nil)
 	}
 	if carried != nil {
-		w.state, w.removed, w.retiring = carried.State, carried.Removed, carried.Retiring
+		w.state, w.removed, w.retiring, w.deleteRequested = carried.State, carried.Removed, carried.Retiring, carried.Deleting
 		return w, nil
 	}
 	levels, err := spec.Levels(in.Spec.Roles)
@@ -174,6 +174,12 @@ func (w *clusterWorkflow) run(ctx workflow.Context) (ClusterStatus, error) {
 			w.logger.Info("Cluster workflow cancelled; deleting the cluster")
 			break
 		}
+		// A run whose history has grown starts afresh before its next operation, or a
+		// delete, so that no run holds more than one large operation (one on 20,000
+		// members adds about 15 MB): runs from before bounded payloads went on.
+		if w.bounded && w.continueAsNewDue(ctx) && (w.deleteRequested || w.operationDue()) {
+			return ClusterStatus{}, w.continueAsNew(ctx)
+		}
 		if w.deleteRequested {
 			break
 		}
@@ -233,7 +239,7 @@ func (w *clusterWorkflow) continueAsNew(ctx workflow.Context) error {
 	}
 	w.logger.Info("Continuing as new", "Operations", w.state.Operations, "Generation", w.state.Generation)
 	next := ClusterInput{Spec: w.spec, ContinueAsNewEvery: w.continueAsNewEvery}
-	if err := next.carry(Carried{State: w.state, Removed: w.removed, Retiring: w.retiring}); err != nil {
+	if err := next.carry(Carried{State: w.state, Removed: w.removed, Retiring: w.retiring, Deleting: w.deleteRequested}); err != nil {
 		return err
 	}
 	return workflow.NewContinueAsNewError(ctx, ClusterWorkflowName, next)

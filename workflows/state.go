@@ -16,8 +16,8 @@ import (
 // role children. Users see its projection, MemberStatus.
 type Member struct {
 	Name    string      `json:"name"`
-	Role    string      `json:"role"`
-	Ordinal int         `json:"ordinal"`
+	Role    string      `json:"role,omitempty"`
+	Ordinal int         `json:"ordinal,omitempty"`
 	State   MemberState `json:"state"`
 	// Host holds the member; empty in single-host mode, where members use the shared
 	// task queue. Unplaced says why a pending member has no host yet.
@@ -56,11 +56,12 @@ type Member struct {
 }
 
 // outcome is what a role child reports of a member: what its operation did to it. The
-// cluster keeps the rest (who knows whom, health, replacements), so leaving it out keeps
-// a wide role's reports and results small.
+// cluster keeps the rest (its role, ordinal and host, who knows whom, health,
+// replacements), so leaving it out keeps a wide role's reports and results small: they
+// make most of a cluster's history.
 func (m Member) outcome() Member {
 	return Member{
-		Name: m.Name, Role: m.Role, Ordinal: m.Ordinal, State: m.State, Host: m.Host, Detail: m.Detail, Event: m.Event, Since: m.Since,
+		Name: m.Name, State: m.State, Detail: m.Detail, Event: m.Event, Since: m.Since,
 		LastLine: m.LastLine, StdoutTail: m.StdoutTail, StderrTail: m.StderrTail,
 	}
 }
