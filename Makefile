@@ -17,7 +17,7 @@ vet:
 # detector, so it runs once more without it (and skips under it). The e2e suite bounds each test on its own (testlimit.Guard, 3 minutes),
 # so its package timeout only has to cover the whole suite.
 unit:
-	$(GO) test -race -timeout 5m $$($(GO) list ./... | grep -Ev '$(EMBEDS_SERVER)')
+	$(GO) test -race -timeout 10m $$($(GO) list ./... | grep -Ev '$(EMBEDS_SERVER)')
 	$(GO) test -timeout 5m -run 'AtTenThousandMembers' ./workflows
 
 # Input from outside (the gateway's Alertmanager payloads, specs) is fuzzed for a few seconds
