@@ -18,7 +18,7 @@ import (
 // Sizes are the largest of each measure over the histories read, and where each was.
 type Sizes struct {
 	// Largest is the largest event of each type, for a payload's growth by kind.
-	Largest map[enums.EventType]int
+	Largest                            map[enums.EventType]int
 	Histories                          int
 	Events, Bytes, Event, Task         int
 	EventsOf, BytesOf, EventOf, TaskOf string
