@@ -205,12 +205,24 @@ const hostsWait = time.Minute
 // without a host: a deploy that finds no ready host (the hosts are starting, or registered
 // but not checked in yet) waits up to hostsWait for one, then is refused, naming them.
 func (s *Starter) fleetHosts(ctx context.Context, hosts []workflows.Host) ([]workflows.Host, error) {
-	pollers, err := s.hostWorkers(ctx)
+	pollers, anyWorker, err := s.hostWorkers(ctx)
 	if err != nil {
 		return nil, err
 	}
+	// With no worker polling at all, the fleet may be starting (dev --hosts answers before
+	// its hosts poll): give the first worker a moment to show which mode this is.
+	for wait := time.Now().Add(firstWorkerWait); len(hosts) == 0 && !anyWorker && time.Now().Before(wait); {
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(250 * time.Millisecond):
+		}
+		if pollers, anyWorker, err = s.hostWorkers(ctx); err != nil {
+			return nil, err
+		}
+	}
 	if len(hosts) == 0 && len(pollers) == 0 {
-		return nil, nil // single-host mode
+		return nil, nil // single-host mode (or no worker yet: the workflow waits for one)
 	}
 	deadline := time.Now().Add(hostsWait)
 	for !slices.ContainsFunc(hosts, workflows.Host.Schedulable) {
@@ -234,11 +246,16 @@ func (s *Starter) fleetHosts(ctx context.Context, hosts []workflows.Host) ([]wor
 	return hosts, nil
 }
 
-// hostWorkers names the hosts whose workers poll the task queue now.
-func (s *Starter) hostWorkers(ctx context.Context) ([]string, error) {
+// firstWorkerWait bounds how long a deploy that finds no worker at all waits for one to
+// poll before it starts in single-host mode.
+const firstWorkerWait = 5 * time.Second
+
+// hostWorkers names the hosts whose workers poll the task queue now, and says whether any
+// worker does.
+func (s *Starter) hostWorkers(ctx context.Context) ([]string, bool, error) {
 	resp, err := s.client.DescribeTaskQueue(ctx, s.taskQueue, enums.TASK_QUEUE_TYPE_WORKFLOW)
 	if err != nil {
-		return nil, fmt.Errorf("describe task queue %s: %w", s.taskQueue, err)
+		return nil, false, fmt.Errorf("describe task queue %s: %w", s.taskQueue, err)
 	}
 	var hosts []string
 	for _, p := range resp.GetPollers() {
@@ -247,7 +264,7 @@ func (s *Starter) hostWorkers(ctx context.Context) ([]string, error) {
 		}
 	}
 	slices.Sort(hosts)
-	return hosts, nil
+	return hosts, len(resp.GetPollers()) > 0, nil
 }
 
 func describeHostStates(hosts []workflows.Host) string {
