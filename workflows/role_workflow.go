@@ -322,7 +322,9 @@ func (r *roleWorkflow) runScript(ctx workflow.Context, i int, event spec.Event) 
 	var res activities.ScriptResult
 	f := workflow.ExecuteActivity(onMemberHost(withScriptActivity(ctx, r.in.Role, event, m.Name), m.Host), acts.RunStartscript, run)
 	if workflow.GetVersion(ctx, changeStopScriptsAtOnce, workflow.DefaultVersion, 1) >= 1 {
-		r.stopWhenCanceled(ctx, f, activities.ScriptStop{Member: run.Member, Event: event, WorkflowID: workflow.GetInfo(ctx).WorkflowExecution.ID}, m.Host)
+		if abandoned := r.stopWhenCanceled(ctx, f, activities.ScriptStop{Member: run.Member, Event: event, WorkflowID: workflow.GetInfo(ctx).WorkflowExecution.ID}, m.Host); abandoned {
+			return res, ctx.Err()
+		}
 	}
 	err := f.Get(ctx, &res)
 	return res, err
@@ -332,15 +334,20 @@ func (r *roleWorkflow) runScript(ctx workflow.Context, i int, event spec.Event) 
 // delete, a cancel, a member no longer wanted or set up elsewhere), asks the member's host
 // to stop the script at once: its agent hears of the cancel otherwise only at its next
 // heartbeat, a third of the role's heartbeat timeout later. The run then reports its
-// cancellation, which the caller waits for.
-func (r *roleWorkflow) stopWhenCanceled(ctx workflow.Context, run workflow.Future, stop activities.ScriptStop, host string) {
+// cancellation, which the caller waits for. A run on a lost host is abandoned instead
+// (true): nothing there can stop it or report, and waiting for its heartbeat timeout would
+// hold the whole operation; its sandbox goes once the host is back.
+func (r *roleWorkflow) stopWhenCanceled(ctx workflow.Context, run workflow.Future, stop activities.ScriptStop, host string) (abandoned bool) {
 	canceled := false
 	sel := workflow.NewSelector(ctx)
 	sel.AddFuture(run, func(workflow.Future) {})
 	sel.AddReceive(ctx.Done(), func(workflow.ReceiveChannel, bool) { canceled = true })
 	sel.Select(ctx)
-	if !canceled || r.hostLost[stop.Member.Name] {
-		return
+	if !canceled {
+		return false
+	}
+	if r.hostLost[stop.Member.Name] {
+		return true
 	}
 	stopCtx, _ := workflow.NewDisconnectedContext(ctx)
 	stopCtx = workflow.WithActivityOptions(stopCtx, workflow.ActivityOptions{
@@ -351,6 +358,7 @@ func (r *roleWorkflow) stopWhenCanceled(ctx workflow.Context, run workflow.Futur
 		Summary:                fmt.Sprintf("stop %s %s", stop.Event, stop.Member.Name),
 	})
 	workflow.ExecuteActivity(onHost(stopCtx, host, stopScriptWait), acts.StopScript, stop) // not waited for: the run's end is
+	return false
 }
 
 // stopScriptWait bounds a stop's wait for the member's host.
