@@ -39,11 +39,31 @@ roles:
   - {name: edge, members: 2, dependsOn: [worker], startscript: SCRIPT, env: {TRACE: TRACE_FILE}, replaceAfter: 5s, heartbeatTimeout: 10s, placement: {maxPerHost: 1}}
 `
 
-func TestLosingAHostAtAnyMomentOfADeploy1(t *testing.T) { t.Parallel(); guard(t); hostLossTrials(t, 1, 2) }
-func TestLosingAHostAtAnyMomentOfADeploy2(t *testing.T) { t.Parallel(); guard(t); hostLossTrials(t, 2, 2) }
-func TestLosingAHostAtAnyMomentOfADeploy3(t *testing.T) { t.Parallel(); guard(t); hostLossTrials(t, 3, 2) }
-func TestLosingAHostAtAnyMomentOfADeploy4(t *testing.T) { t.Parallel(); guard(t); hostLossTrials(t, 4, 2) }
-func TestLosingAHostAtAnyMomentOfADeploy5(t *testing.T) { t.Parallel(); guard(t); hostLossTrials(t, 5, 2) }
+func TestLosingAHostAtAnyMomentOfADeploy1(t *testing.T) {
+	t.Parallel()
+	guard(t)
+	hostLossTrials(t, 1, 2)
+}
+func TestLosingAHostAtAnyMomentOfADeploy2(t *testing.T) {
+	t.Parallel()
+	guard(t)
+	hostLossTrials(t, 2, 2)
+}
+func TestLosingAHostAtAnyMomentOfADeploy3(t *testing.T) {
+	t.Parallel()
+	guard(t)
+	hostLossTrials(t, 3, 2)
+}
+func TestLosingAHostAtAnyMomentOfADeploy4(t *testing.T) {
+	t.Parallel()
+	guard(t)
+	hostLossTrials(t, 4, 2)
+}
+func TestLosingAHostAtAnyMomentOfADeploy5(t *testing.T) {
+	t.Parallel()
+	guard(t)
+	hostLossTrials(t, 5, 2)
+}
 
 // hostLossTrials runs trials on a fleet of its own; set is its share of the ten trials.
 func hostLossTrials(t *testing.T, set, trials int) {
