@@ -105,6 +105,11 @@ func (a *Activities) RunStartscript(ctx context.Context, run ScriptRun) (ScriptR
 	return ScriptResult{}, activity.ErrResultPending
 }
 
+// StopScript stops a run whose activity was cancelled, at once, on the member's host.
+func (a *Activities) StopScript(ctx context.Context, stop ScriptStop) error {
+	return a.Backend.StopScript(ctx, stop)
+}
+
 // logReader is a backend that can read members' script output.
 type logReader interface {
 	ReadLog(ctx context.Context, req backend.LogRequest) (backend.LogChunk, error)

@@ -16,6 +16,7 @@ type (
 	MemberRef    = backend.Member
 	ClusterFiles = backend.ClusterFiles
 	ScriptRun    = backend.ScriptRun
+	ScriptStop   = backend.ScriptStop
 	ScriptResult = backend.ScriptResult
 	LogRequest   = backend.LogRequest
 	LogChunk     = backend.LogChunk

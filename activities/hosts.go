@@ -20,16 +20,18 @@ func (a *Activities) CheckInHost(ctx context.Context) (HostInfo, error) {
 	return *a.Host, nil
 }
 
-// HoldHostLease heartbeats for the lease's term. The registry takes a missed heartbeat for
-// the host being lost; when that already happened (the heartbeat is refused), the context
-// ends and so does the lease.
+// HoldHostLease heartbeats for the lease's term, every LeaseBeat(timeout): the host's
+// worker lets its heartbeats through that often (its MaxHeartbeatThrottleInterval), so the
+// server's last word from the host is never older than that. The registry takes a missed
+// heartbeat for the host being lost; when that already happened (the heartbeat is
+// refused), the context ends and so does the lease.
 func (a *Activities) HoldHostLease(ctx context.Context, timeout time.Duration) error {
 	if a.Host == nil {
 		return errNotAHost
 	}
 	term := time.NewTimer(leaseTerm(ctx))
 	defer term.Stop()
-	tick := time.NewTicker(max(timeout/4, 100*time.Millisecond))
+	tick := time.NewTicker(LeaseBeat(timeout))
 	defer tick.Stop()
 	for {
 		activity.RecordHeartbeat(ctx)
@@ -52,4 +54,11 @@ func leaseTerm(ctx context.Context) time.Duration {
 		return 0
 	}
 	return left - min(left/10, info.HeartbeatTimeout)
+}
+
+// LeaseBeat is how often a host's lease heartbeats: a tenth of its timeout. The lease's
+// heartbeat timeout is the host timeout and one beat more, so that a host is lost between
+// one and 1.1 host timeouts after it was last heard of, never sooner.
+func LeaseBeat(timeout time.Duration) time.Duration {
+	return max(timeout/10, 100*time.Millisecond)
 }

@@ -10,6 +10,9 @@
 #      --host-timeout + 2 s; then from replaceAfter expiring (members replacing) until the
 #      replacements are ready, against growing the role by as many members. Target: 1.5x.
 #   3. A drain of a host holding 20 members, against the same 20 members reported gone.
+#   4. A host killed at a random moment of a 3-level deploy, 10 trials: until the cluster
+#      is ready without it, against the same deploy on two hosts from the start.
+#   5. A host's worker killed, until it is taken for lost: the detection window.
 #
 #   bench/hosts.sh
 set -euo pipefail
@@ -143,3 +146,65 @@ drain=$(( $(ms) - start ))
 echo "3. 60 members, 20 per host"
 echo "   drain of h1 ($drained_members members) until drained and ready: ${drain} ms"
 echo "   the $(echo "$members" | wc -w) members of h2 reported gone, until ready: ${gone} ms; ratio $(ratio "$drain" "$gone")"
+"$cf" host uncordon h1 > /dev/null
+
+# 4. A host lost mid-deploy: a 3-level cluster (1 -> 6 -> 2, configure 3 s) over the three
+#    hosts, a random host killed (worker, agent, scripts) 1-9 s in, timed from the kill to
+#    the cluster ready without it; against the same deploy on two hosts from the start.
+levels3() { # levels3 NAME: the 3-level spec
+  cat <<YAML
+name: $1
+roles:
+  - {name: controller, cardinality: "1", startscript: $tmp/trace.sh, env: {TRACE: $tmp/$1.trace, SLEEP: "3"}, replaceAfter: 5s}
+  - {name: worker, members: 6, dependsOn: [controller], startscript: $tmp/trace.sh, env: {TRACE: $tmp/$1.trace, SLEEP: "3"}, replaceAfter: 5s, placement: {maxPerHost: 3}}
+  - {name: edge, members: 2, dependsOn: [worker], startscript: $tmp/trace.sh, env: {TRACE: $tmp/$1.trace, SLEEP: "3"}, replaceAfter: 5s, placement: {maxPerHost: 1}}
+YAML
+}
+ready_without() { # ready_without NAME HOST
+  "$cf" status "$1" -o json | python3 -c "
+import json, sys
+s = json.load(sys.stdin)
+ms = [m for r in s['roles'] for m in r['members']]
+sys.exit(0 if s['phase'] == 'ready' and len(ms) == 9 and all(m['state'] == 'ready' and m.get('host') != '$2' for m in ms) else 1)"
+}
+"$cf" host cordon h3 > /dev/null
+levels3 twohosts > "$tmp/twohosts.yaml"
+start=$(ms)
+"$cf" deploy -f "$tmp/twohosts.yaml" --wait > /dev/null
+twohosts=$(( $(ms) - start ))
+"$cf" delete twohosts --wait > /dev/null
+"$cf" host uncordon h3 > /dev/null
+: > "$tmp/loss"
+for i in $(seq "${TRIALS:-10}"); do
+  dead=h$(( RANDOM % 3 + 1 ))
+  levels3 "loss-$i" > "$tmp/loss-$i.yaml"
+  "$cf" deploy -f "$tmp/loss-$i.yaml" > /dev/null
+  sleep "$(python3 -c 'import random; print(round(random.uniform(1, 9), 2))')"
+  start=$(ms)
+  kill -9 "${host_pid[$dead]}"
+  [ -f "$tmp/data-$dead/agent/agent.pid" ] && kill -9 "$(cat "$tmp/data-$dead/agent/agent.pid")" 2>/dev/null || true
+  pkill -9 -f "$tmp/data-$dead/clusters" 2>/dev/null || true
+  wait_until 300 ready_without "loss-$i" "$dead"
+  echo $(( $(ms) - start )) >> "$tmp/loss"
+  "$cf" delete "loss-$i" --wait > /dev/null
+  start_host "$dead"
+  wait_until 60 sh -c "'$cf' hosts | grep -q '$dead .*ready'"
+done
+echo "4. a host killed at a random moment of a 3-level deploy (1 -> 6 -> 2, 3 s configures), ${TRIALS:-10} trials; --host-timeout ${host_timeout}s, replaceAfter 5s"
+echo "   kill until ready without it: median $(median < "$tmp/loss") ms ($(tr '\n' ' ' < "$tmp/loss")ms)"
+echo "   the same deploy on two hosts from the start: ${twohosts} ms; ratio $(ratio "$(median < "$tmp/loss")" "$twohosts")"
+
+# 5. The window in which a lost host is taken for lost: its worker killed at a random moment
+#    of its lease's beat (every tenth of the host timeout), until `hosts` says lost.
+: > "$tmp/window"
+for i in $(seq "${TRIALS:-10}"); do
+  sleep "$(python3 -c "import random; print(round(random.uniform(0, $host_timeout / 10), 3))")"
+  start=$(ms)
+  kill -9 "${host_pid[h2]}"
+  until "$cf" hosts | grep -q 'h2 .*lost'; do sleep 0.05; done
+  echo $(( $(ms) - start )) >> "$tmp/window"
+  start_host h2
+  wait_until 60 sh -c "'$cf' hosts | grep -q 'h2 .*ready'"
+done
+echo "5. a host's worker killed, until taken for lost; --host-timeout ${host_timeout}s (its last heartbeat is at most $(( host_timeout * 100 )) ms before the kill)"
+echo "   earliest $(sort -n "$tmp/window" | head -1) ms, latest $(sort -n "$tmp/window" | tail -1) ms after the kill ($(tr '\n' ' ' < "$tmp/window")ms); documented: between 1 and 1.1 host timeouts after the last heartbeat"

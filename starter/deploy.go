@@ -48,6 +48,9 @@ func (s *Starter) Deploy(ctx context.Context, c spec.Cluster, opts DeployOptions
 	case err != nil:
 		return fmt.Errorf("deploy %s: %w", c.Name, err)
 	}
+	if hosts, err = s.fleetHosts(ctx, hosts); err != nil {
+		return err
+	}
 	if len(hosts) > 0 {
 		if err := workflows.CheckPlacement(c, hosts); err != nil {
 			return apperr.Errorf(apperr.Invalid, "deploy refused: %v", err)

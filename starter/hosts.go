@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"go.temporal.io/api/enums/v1"
@@ -194,4 +195,82 @@ func (s *Starter) WaitDrained(ctx context.Context, name string, progress func(wo
 		case <-time.After(time.Second):
 		}
 	}
+}
+
+// hostsWait bounds how long a deploy waits for a fleet's first ready host.
+const hostsWait = time.Minute
+
+// fleetHosts returns the hosts a new cluster is placed on. In single-host mode (no host
+// registered, no host worker polling) there are none. In a fleet, a member is never placed
+// without a host: a deploy that finds no ready host (the hosts are starting, or registered
+// but not checked in yet) waits up to hostsWait for one, then is refused, naming them.
+func (s *Starter) fleetHosts(ctx context.Context, hosts []workflows.Host) ([]workflows.Host, error) {
+	pollers, anyWorker, err := s.hostWorkers(ctx)
+	if err != nil {
+		return nil, err
+	}
+	// With no worker polling at all, the fleet may be starting (dev --hosts answers before
+	// its hosts poll): give the first worker a moment to show which mode this is.
+	for wait := time.Now().Add(firstWorkerWait); len(hosts) == 0 && !anyWorker && time.Now().Before(wait); {
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(250 * time.Millisecond):
+		}
+		if pollers, anyWorker, err = s.hostWorkers(ctx); err != nil {
+			return nil, err
+		}
+	}
+	if len(hosts) == 0 && len(pollers) == 0 {
+		return nil, nil // single-host mode (or no worker yet: the workflow waits for one)
+	}
+	deadline := time.Now().Add(hostsWait)
+	for !slices.ContainsFunc(hosts, workflows.Host.Schedulable) {
+		if time.Now().After(deadline) {
+			what := "no host has registered"
+			if len(hosts) > 0 {
+				what = fmt.Sprintf("no host is ready (%s)", describeHostStates(hosts))
+			}
+			return nil, apperr.Errorf(apperr.Unavailable, "deploy refused: this namespace has host workers (%s), but %s after %s; see `clusterflow hosts`",
+				strings.Join(pollers, ", "), what, hostsWait)
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(500 * time.Millisecond):
+		}
+		if hosts, err = s.Hosts(ctx); err != nil {
+			return nil, err
+		}
+	}
+	return hosts, nil
+}
+
+// firstWorkerWait bounds how long a deploy that finds no worker at all waits for one to
+// poll before it starts in single-host mode.
+const firstWorkerWait = 5 * time.Second
+
+// hostWorkers names the hosts whose workers poll the task queue now, and says whether any
+// worker does.
+func (s *Starter) hostWorkers(ctx context.Context) ([]string, bool, error) {
+	resp, err := s.client.DescribeTaskQueue(ctx, s.taskQueue, enums.TASK_QUEUE_TYPE_WORKFLOW)
+	if err != nil {
+		return nil, false, fmt.Errorf("describe task queue %s: %w", s.taskQueue, err)
+	}
+	var hosts []string
+	for _, p := range resp.GetPollers() {
+		if _, host, ok := strings.Cut(p.GetIdentity(), workflows.HostWorkerIdentity); ok && !slices.Contains(hosts, host) {
+			hosts = append(hosts, host)
+		}
+	}
+	slices.Sort(hosts)
+	return hosts, len(resp.GetPollers()) > 0, nil
+}
+
+func describeHostStates(hosts []workflows.Host) string {
+	var parts []string
+	for _, h := range hosts {
+		parts = append(parts, h.Name+" "+string(h.State()))
+	}
+	return strings.Join(parts, ", ")
 }

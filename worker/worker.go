@@ -4,6 +4,7 @@ package worker
 import (
 	"context"
 	"fmt"
+	"os"
 	"time"
 
 	"go.temporal.io/sdk/client"
@@ -79,6 +80,10 @@ func newHostWorker(c client.Client, opts Options) sdkworker.Worker {
 		MaxConcurrentActivityTaskPollers: 8,
 		BuildID:                          buildID(),
 		WorkerStopTimeout:                opts.StopTimeout,
+		// The lease's heartbeats must reach the server as often as they beat: the SDK's
+		// default would hold them back to 0.8 of the heartbeat timeout, and a host cut just
+		// after one got through was lost after as little as 38% of its timeout.
+		MaxHeartbeatThrottleInterval: activities.LeaseBeat(opts.Host.Timeout),
 	})
 	w.RegisterActivity(newActivities(opts))
 	return w
@@ -126,7 +131,15 @@ func New(c client.Client, opts Options) (sdkworker.Worker, error) {
 	if opts.TaskQueue == "" {
 		opts.TaskQueue = workflows.DefaultTaskQueue
 	}
+	identity := ""
+	if opts.Host != nil {
+		// Deploys look for host workers among the pollers: in a fleet, no member is placed
+		// without a host, even before the first host registers.
+		hostname, _ := os.Hostname()
+		identity = fmt.Sprintf("%d@%s%s%s", os.Getpid(), hostname, workflows.HostWorkerIdentity, opts.Host.Name)
+	}
 	w := sdkworker.New(c, opts.TaskQueue, sdkworker.Options{
+		Identity: identity,
 		// A wide role schedules hundreds of short activities at once; more pollers take
 		// them off the queue in parallel instead of two at a time.
 		MaxConcurrentActivityTaskPollers: 8,

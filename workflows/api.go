@@ -176,6 +176,8 @@ type ChangeResult struct {
 // StopMembers names members a role child must stop configuring.
 type StopMembers struct {
 	Members []string `json:"members"`
+	// HostLost says their host is lost: nothing is sent there to stop their scripts.
+	HostLost bool `json:"hostLost,omitempty"`
 	// Halt, when set, stops the child starting any further member, and says why: another
 	// batch of the same role failed.
 	Halt string `json:"halt,omitempty"`
@@ -451,6 +453,8 @@ const (
 	HealthConfigError HealthEvent = "config_error"
 	// HealthDrain is raised when the member's host is drained.
 	HealthDrain HealthEvent = "drain"
+	// HealthLost is raised for a member being set up when its host is lost.
+	HealthLost HealthEvent = "lost"
 )
 
 // ReportedEvents are the events external services may send.

@@ -130,24 +130,35 @@ func (w *clusterWorkflow) stopUnwanted(ctx workflow.Context) {
 			rs.Member(m.Name).Leaving = true
 			leaving[m.Name] = true
 		}
-		for _, b := range w.activeOps[rw.role].batches {
-			if b.done {
-				continue
+		w.stopInOperation(ctx, rw.role, leaving, false)
+	}
+}
+
+// stopInOperation stops the members of a role's operation in progress: a batch that has
+// not started drops them, and a running one is told to stop them (their scripts killed, or
+// never started).
+func (w *clusterWorkflow) stopInOperation(ctx workflow.Context, role string, stop map[string]bool, hostLost bool) {
+	op := w.activeOps[role]
+	if op == nil {
+		return
+	}
+	for _, b := range op.batches {
+		if b.done {
+			continue
+		}
+		var names []string
+		for _, m := range b.in.Members {
+			if stop[m.Name] {
+				names = append(names, m.Name)
 			}
-			var names []string
-			for _, m := range b.in.Members {
-				if leaving[m.Name] {
-					names = append(names, m.Name)
-				}
-			}
-			switch {
-			case len(names) == 0:
-			case b.future == nil:
-				// Not started yet: it sets up only the members still wanted.
-				b.in.Members = slices.DeleteFunc(b.in.Members, func(m Member) bool { return leaving[m.Name] })
-			default:
-				b.future.SignalChildWorkflow(ctx, StopMembersSignal, StopMembers{Members: names})
-			}
+		}
+		switch {
+		case len(names) == 0:
+		case b.future == nil:
+			// Not started yet: it sets up only the members still wanted.
+			b.in.Members = slices.DeleteFunc(b.in.Members, func(m Member) bool { return stop[m.Name] })
+		default:
+			b.future.SignalChildWorkflow(ctx, StopMembersSignal, StopMembers{Members: names, HostLost: hostLost})
 		}
 	}
 }

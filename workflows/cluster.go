@@ -77,6 +77,9 @@ type clusterWorkflow struct {
 	// bounded says this run keeps every payload bounded (changeBoundedPayloads); runs that
 	// began before keep the old ways to their end.
 	bounded bool
+	// setUpElsewhere says members being set up on a lost host are set up elsewhere
+	// (changeSetUpElsewhere).
+	setUpElsewhere bool
 	// childStarts bounds the child workflows started in one workflow task.
 	childStarts startGate
 }
@@ -122,6 +125,7 @@ func newClusterWorkflow(ctx workflow.Context, in ClusterInput) (*clusterWorkflow
 
 func (w *clusterWorkflow) setup(ctx workflow.Context) error {
 	w.bounded = workflow.GetVersion(ctx, changeBoundedPayloads, workflow.DefaultVersion, 1) >= 1
+	w.setUpElsewhere = workflow.GetVersion(ctx, changeSetUpElsewhere, workflow.DefaultVersion, 1) >= 1
 	if err := workflow.SetQueryHandlerWithOptions(ctx, StatusQuery, func(page *StatusPage) (ClusterStatus, error) {
 		status := w.state.status(page, queryStatusBytes)
 		for i := range status.Roles {
@@ -273,28 +277,30 @@ func (w *clusterWorkflow) applyProgress(ctx workflow.Context, p RoleProgress) {
 	if b := op.batch(p.Operation); b == nil || b.done {
 		return
 	}
-	w.applyMembers(p.Role, p.Members)
-	w.haltOnFailure(ctx, op, p.Members)
+	w.haltOnFailure(ctx, op, w.applyMembers(p.Role, p.Members))
 	w.touch(ctx)
 }
 
 // applyMembers takes a role child's report of its members' states. The child owns only
 // what happens to a member in its operation; who leaves, who knows whom and health are the
 // cluster's to track. Output tails are kept for at most tailsPerRole members of a role.
-func (w *clusterWorkflow) applyMembers(role string, members []Member) {
+// It returns the reports it took: none of members set up elsewhere since (Moved).
+func (w *clusterWorkflow) applyMembers(role string, members []Member) []Member {
 	rs := w.state.Role(role)
 	if rs == nil {
-		return
+		return nil
 	}
 	tailed := -1 // counted when first needed
+	var taken []Member
 	for _, m := range members {
 		current := rs.Member(m.Name)
-		if current == nil {
+		if current == nil || current.Moved {
 			continue
 		}
 		if current.State.unavailable() && m.State != MemberDeleting && m.State != MemberDeleted {
 			continue // a health report that came in while a notification ran wins over its outcome
 		}
+		taken = append(taken, m)
 		current.State, current.Event, current.Detail, current.Since = m.State, m.Event, spec.Clip(m.Detail, maxDetail), m.Since
 		current.LastLine, current.StdoutTail, current.StderrTail = m.LastLine, "", ""
 		if m.StdoutTail == "" && m.StderrTail == "" {
@@ -310,6 +316,7 @@ func (w *clusterWorkflow) applyMembers(role string, members []Member) {
 			current.Detail = spec.Clip(current.Detail, maxDetail-len(seeLogs)) + seeLogs
 		}
 	}
+	return taken
 }
 
 // tailsPerRole bounds the members of a role whose output tails the state keeps: status shows

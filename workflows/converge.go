@@ -35,6 +35,9 @@ func (w *clusterWorkflow) convergeOnce(ctx workflow.Context) (again bool) {
 		return false
 	}
 	w.adoptRogues(ctx)
+	if w.setUpElsewhere {
+		w.removeStale(ctx)
+	}
 	w.removeUnwanted(ctx, false)
 	if ctx.Err() != nil {
 		return false
@@ -118,8 +121,9 @@ func (w *clusterWorkflow) configureLevel(ctx workflow.Context, level []string) {
 	for _, rw := range work {
 		rs := w.state.Role(rw.role)
 		for i := range rw.members {
-			rs.Member(rw.members[i].Name).KnowsUpTo = w.state.ConfigMetaVersion
-			rw.members[i].KnowsUpTo = w.state.ConfigMetaVersion
+			live := rs.Member(rw.members[i].Name)
+			live.KnowsUpTo, live.Moved = w.state.ConfigMetaVersion, false // this operation sets it up now
+			rw.members[i].KnowsUpTo, rw.members[i].Moved = w.state.ConfigMetaVersion, false
 		}
 	}
 	w.runLevel(ctx, OpConfigure, work)

@@ -5,8 +5,11 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 	"sync"
 	"time"
+
+	"go.temporal.io/sdk/activity"
 
 	"github.com/clusterflow/clusterflow/internal/agent"
 	"github.com/clusterflow/clusterflow/internal/backend"
@@ -84,19 +87,26 @@ func (f *fakeBackend) resolve(run backend.ScriptRun) (backend.ScriptRun, error) 
 	return run, nil
 }
 
-func (f *fakeBackend) CreateMember(_ context.Context, m backend.Member) error {
-	f.record("create %s", m.Name)
+func (f *fakeBackend) CreateMember(ctx context.Context, m backend.Member) error {
+	f.record("create %s%s", m.Name, onHost(ctx))
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.members[m.Name] = m
+	f.members[sandboxKey(ctx, m.Name)] = m
 	return nil
 }
 
-func (f *fakeBackend) ListMembers(_ context.Context, cluster string) ([]backend.Member, error) {
+// sandboxKey names a sandbox by its host ("" in single-host mode) and member, as the
+// hosts of a fleet keep sandboxes apart.
+func sandboxKey(ctx context.Context, member string) string {
+	return strings.TrimPrefix(onHost(ctx), "@") + "/" + member
+}
+
+func (f *fakeBackend) ListMembers(ctx context.Context, cluster string) ([]backend.Member, error) {
 	f.mu.Lock()
 	var members []backend.Member
-	for _, name := range slices.Sorted(maps.Keys(f.members)) {
-		if m := f.members[name]; m.Cluster == cluster {
+	host := strings.TrimPrefix(onHost(ctx), "@") + "/"
+	for _, key := range slices.Sorted(maps.Keys(f.members)) {
+		if m := f.members[key]; m.Cluster == cluster && strings.HasPrefix(key, host) {
 			members = append(members, m)
 		}
 	}
@@ -120,10 +130,16 @@ func (f *fakeBackend) setSandbox(m backend.Member, present bool) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if present {
-		f.members[m.Name] = m
+		f.members[m.Host+"/"+m.Name] = m
 	} else {
-		delete(f.members, m.Name)
+		delete(f.members, m.Host+"/"+m.Name)
 	}
+}
+
+// StopScript records the stop; the fake's runs end on their activity's cancel.
+func (f *fakeBackend) StopScript(ctx context.Context, stop backend.ScriptStop) error {
+	f.record("stop %s %s%s", stop.Event, stop.Member.Name, onHost(ctx))
+	return nil
 }
 
 // LaunchScript is not used: RunStartscript below stands in for the launch and the agent.
@@ -153,7 +169,7 @@ func (f *fakeBackend) RunStartscript(ctx context.Context, run backend.ScriptRun)
 		f.runningAll--
 		f.mu.Unlock()
 	}()
-	f.record("%s %s%s", run.Event, run.Member.Name, nodes(run))
+	f.record("%s %s%s%s", run.Event, run.Member.Name, onHost(ctx), nodes(run))
 	time.Sleep(f.delay)
 	res := runner.Result{Outcome: runner.Exited}
 	if f.outcome != nil {
@@ -165,11 +181,11 @@ func (f *fakeBackend) RunStartscript(ctx context.Context, run backend.ScriptRun)
 	return res, agent.ResultError(string(run.Event), run.Timeout, res)
 }
 
-func (f *fakeBackend) RemoveMember(_ context.Context, m backend.Member) error {
-	f.record("remove %s", m.Name)
+func (f *fakeBackend) RemoveMember(ctx context.Context, m backend.Member) error {
+	f.record("remove %s%s", m.Name, onHost(ctx))
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	delete(f.members, m.Name)
+	delete(f.members, sandboxKey(ctx, m.Name))
 	return nil
 }
 
@@ -182,6 +198,18 @@ func (f *fakeBackend) Calls() []string {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return append([]string(nil), f.calls...)
+}
+
+// onHost is "@HOST" for an activity on a host's task queue, as the calls record it; "" in
+// single-host mode.
+func onHost(ctx context.Context) string {
+	if !activity.IsActivity(ctx) {
+		return ""
+	}
+	if _, host, ok := strings.Cut(activity.GetInfo(ctx).TaskQueue, "@"); ok {
+		return "@" + host
+	}
+	return ""
 }
 
 // nodes writes a run's nodes as the calls record them; a long list by its ends and count,

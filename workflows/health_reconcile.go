@@ -53,13 +53,20 @@ func (w *clusterWorkflow) reconcile(ctx workflow.Context) ReconcileReport {
 		report.Deferred = "the cluster is being deleted"
 		return report
 	}
+	// Where a member may be set up elsewhere, a sandbox counts only on the member's host.
+	where := func(name, host string) string {
+		if w.setUpElsewhere {
+			return name + "@" + host
+		}
+		return name
+	}
 	onBackend := map[string]bool{}
 	for _, ref := range listed {
-		onBackend[ref.Name] = true
+		onBackend[where(ref.Name, ref.Host)] = true
 	}
 	for _, name := range present {
 		rs, m := w.findMember(name)
-		if m == nil || onBackend[name] {
+		if m == nil || onBackend[where(name, m.Host)] {
 			continue
 		}
 		res := w.stepHealth(ctx, rs, m, MemberEvent{Member: name, Event: HealthGone, Reason: "its sandbox is gone from the backend", Source: "reconcile"})
@@ -71,11 +78,20 @@ func (w *clusterWorkflow) reconcile(ctx workflow.Context) ReconcileReport {
 		report.Deferred = "members were added or removed while listing; rogues are looked for next time"
 		return report
 	}
+	stale := 0
 	for _, ref := range listed {
-		if _, m := w.findMember(ref.Name); m == nil && !slices.Contains(w.rogues, ref) {
+		_, m := w.findMember(ref.Name)
+		switch {
+		case m == nil && !slices.Contains(w.rogues, ref):
 			w.rogues = append(w.rogues, ref)
 			report.Rogues = append(report.Rogues, ref.Name)
+		case m != nil && w.setUpElsewhere && ref.Host != m.Host && w.noteStale(ref):
+			stale++
 		}
+	}
+	if stale > 0 {
+		w.newGeneration(fmt.Sprintf("remove %d sandboxes of members set up elsewhere", stale))
+		w.touch(ctx)
 	}
 	if len(report.Rogues) > 0 {
 		w.newGeneration("remove " + spec.Some(report.Rogues, refusalNames)) // a membership change like any other

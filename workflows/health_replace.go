@@ -56,3 +56,27 @@ func (w *clusterWorkflow) replacing() bool {
 	n, _ := countMembers(w.state.Roles, MemberReplacing)
 	return n > 0
 }
+
+// rehome sets up elsewhere a member being set up whose host was lost (or that is gone): it
+// is placed afresh, with the same name, on a host that fits its role's placement (or
+// waits, saying why); its run on the old host is stopped and what its operation reports of
+// it ignored (Moved); and a new generation sets it up where it lives now. Its sandbox on
+// the old host, if the run had begun there, is removed once the host is back: never
+// adopted, never torn down by script, since the member lives elsewhere now.
+func (w *clusterWorkflow) rehome(ctx workflow.Context, rs *roleState, m *Member, from MemberState, ev MemberEvent) {
+	old := m.Host
+	if old != "" && (from != MemberPending || w.actedOn(rs.Name, m.Name)) {
+		w.state.Stale = append(w.state.Stale, StaleSandbox{Role: rs.Name, Member: m.Name, Host: old})
+	}
+	m.Host, m.Unplaced, m.Event, m.Moved = "", "", "", true
+	m.Detail = fmt.Sprintf("to be set up elsewhere: %s", ev.Reason)
+	name := m.Name
+	if w.onHosts() {
+		r, _ := w.roleSpec(rs.Name)
+		rs.Members = placeMembers(r, rs.Members, w.state.Hosts)
+	}
+	w.stopInOperation(ctx, rs.Name, map[string]bool{name: true}, old != "" && !w.reachable(old))
+	w.membershipEpoch++
+	w.newGeneration(fmt.Sprintf("set %s up elsewhere (%s)", name, ev.Event))
+	w.logger.Info("Setting a member up elsewhere", "Member", name, "Was", from, "Host", old, "Now", rs.Member(name).Host, "Reason", ev.Reason)
+}

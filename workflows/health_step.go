@@ -31,10 +31,11 @@ func (w *clusterWorkflow) stepHealth(ctx workflow.Context, rs *roleState, m *Mem
 	}
 	recent := slices.DeleteFunc(slices.Clone(h.Recoveries), func(t time.Time) bool { return now.Sub(t) > policy.FlapWindow })
 	facts := healthFacts{
-		paused:      w.replacementPaused(rs, m),
-		flapping:    len(recent)+1 > policy.FlapLimit,
-		up:          h.LastReport == HealthUp,
-		replaceable: policy.ReplaceOnConfigError && m.Replacements < policy.MaxReplacements,
+		paused:         w.replacementPaused(rs, m),
+		flapping:       len(recent)+1 > policy.FlapLimit,
+		up:             h.LastReport == HealthUp,
+		replaceable:    policy.ReplaceOnConfigError && m.Replacements < policy.MaxReplacements,
+		setUpElsewhere: w.setUpElsewhere,
 	}
 	t, ok := nextTransition(m.State, ev.Event, facts)
 	if !ok {
@@ -68,8 +69,11 @@ func (w *clusterWorkflow) stepHealth(ctx workflow.Context, rs *roleState, m *Mem
 	m.Detail = healthDetail(*m, ev, policy.FlapLimit, policy.FlapWindow, len(recent))
 	result.To = t.to
 	w.logger.Info("Member health", "Member", m.Name, "From", result.From, "To", t.to, "Event", ev.Event, "Reason", ev.Reason, "Source", ev.Source)
-	if t.to == MemberReplacing {
+	switch t.to {
+	case MemberReplacing:
 		w.replace(rs, m, ev)
+	case MemberPending:
+		w.rehome(ctx, rs, m, result.From, ev)
 	}
 	w.healthChanged(ctx)
 	return result

@@ -3,9 +3,9 @@ package workflows
 // The member health state machine. External services report events about members; each
 // state may arm a timer (a TTL) whose expiry raises HealthTimeout. The table below is the
 // whole machine: a state and an event lead to the first row whose guard holds, and a state
-// and event with no row are ignored (and logged by the caller). Lifecycle states (pending,
-// configuring, deleting …) have no rows: health events about members being set up or
-// removed mean nothing yet.
+// and event with no row are ignored (and logged by the caller). Members being set up
+// (pending, creating, configuring) take only their host's loss and gone, which set them up
+// elsewhere; members being removed take nothing.
 
 // healthFacts are what guards look at, worked out by the cluster before a step.
 type healthFacts struct {
@@ -19,6 +19,9 @@ type healthFacts struct {
 	// replaceable: the role replaces failed setups and this member slot has replacements
 	// left.
 	replaceable bool
+	// setUpElsewhere: members being set up are placed afresh when their host is lost or
+	// they are gone (runs from before that ignored such events).
+	setUpElsewhere bool
 }
 
 type guard func(healthFacts) bool
@@ -28,6 +31,7 @@ func notPaused(f healthFacts) bool   { return !f.paused }
 func flapping(f healthFacts) bool    { return f.flapping }
 func isUp(f healthFacts) bool        { return f.up }
 func replaceable(f healthFacts) bool { return f.replaceable }
+func elsewhere(f healthFacts) bool   { return f.setUpElsewhere }
 
 // healthTimer is what a transition does to the member's timer.
 type healthTimer int
@@ -77,6 +81,16 @@ var transitions = []transition{
 	{MemberFlapping, HealthResume, nil, MemberDown, timerReplace},
 
 	{MemberConfigError, HealthConfigError, replaceable, MemberReplacing, timerStop},
+
+	// A member being set up whose host is lost, or that is gone, has nothing to wait for:
+	// it is placed afresh, with the same name, and set up elsewhere (rehome). A down or
+	// unhealthy report about it means nothing yet: its script ends one way or the other.
+	{MemberPending, HealthLost, elsewhere, MemberPending, timerStop},
+	{MemberCreating, HealthLost, elsewhere, MemberPending, timerStop},
+	{MemberConfiguring, HealthLost, elsewhere, MemberPending, timerStop},
+	{MemberPending, HealthGone, elsewhere, MemberPending, timerStop},
+	{MemberCreating, HealthGone, elsewhere, MemberPending, timerStop},
+	{MemberConfiguring, HealthGone, elsewhere, MemberPending, timerStop},
 
 	// A drain paces itself within maxUnavailable (planDrain), so the guard does not apply.
 	{MemberReady, HealthDrain, nil, MemberReplacing, timerStop},

@@ -97,6 +97,11 @@ type ClusterPlacement struct {
 	Gone bool `json:"gone,omitempty"`
 }
 
+// HostWorkerIdentity marks the workers of hosts among a task queue's pollers: their
+// identity ends with it and the host's name, so that a client can tell a fleet from
+// single-host mode before any host has registered.
+const HostWorkerIdentity = "@clusterflow-host:"
+
 // HostTaskQueue is the task queue of one host's worker: member activities for the host's
 // members go there.
 func HostTaskQueue(sharedQueue, host string) string { return sharedQueue + "@" + host }

@@ -173,6 +173,8 @@ func (w *clusterWorkflow) onHostsChanged(ctx workflow.Context, hosts []Host) {
 			switch {
 			case h == nil:
 				ev, reason = HealthGone, fmt.Sprintf("host %s was forgotten", m.Host)
+			case h.Lost && !wasLost(m.Host) && w.setUpElsewhere && m.State.beingSetUp():
+				ev, reason = HealthLost, fmt.Sprintf("host %s lost (unheard of since %s)", m.Host, h.LastSeen.UTC().Format(time.RFC3339))
 			case h.Lost && !wasLost(m.Host):
 				ev, reason = HealthDown, fmt.Sprintf("host %s lost (unheard of since %s)", m.Host, h.LastSeen.UTC().Format(time.RFC3339))
 			case !h.Lost && wasLost(m.Host):
@@ -187,6 +189,7 @@ func (w *clusterWorkflow) onHostsChanged(ctx workflow.Context, hosts []Host) {
 		return
 	}
 	w.noteRestarts(before)
+	w.noteStaleHostsBack(ctx, before)
 	if w.placeWaiting() {
 		w.newGeneration("hosts changed: set up members that were waiting for a host")
 		w.touch(ctx)
@@ -262,13 +265,50 @@ func (w *clusterWorkflow) onEachHost(ctx workflow.Context, hosts []string, run f
 		}
 		return failed
 	}
-	for _, host := range hosts {
+	onOne := func(ctx workflow.Context, host string) {
 		wait := w.hostWait(host)
 		hostCtx := onHost(ctx, host, wait)
 		hostCtx = workflow.WithStartToCloseTimeout(hostCtx, wait)
 		hostCtx = workflow.WithRetryPolicy(hostCtx, temporal.RetryPolicy{InitialInterval: time.Second, MaximumAttempts: 2})
 		if err := run(hostCtx, host); err != nil {
 			failed[host] = err
+		}
+	}
+	if !w.setUpElsewhere {
+		for _, host := range hosts { // one host after the other, as runs from before did
+			onOne(ctx, host)
+		}
+		return failed
+	}
+	// All hosts at once, and a host found lost meanwhile is not waited for: its run is
+	// cancelled, so that no step of the cluster depends on a dead host past its loss.
+	left := len(hosts)
+	cancels := map[string]workflow.CancelFunc{}
+	for _, host := range hosts {
+		hostCtx, cancel := workflow.WithCancel(ctx)
+		cancels[host] = cancel
+		workflow.Go(hostCtx, func(ctx workflow.Context) {
+			onOne(ctx, host)
+			left--
+		})
+	}
+	// The runs answer a cancel at once, so waiting for them outlives one.
+	waitCtx, _ := workflow.NewDisconnectedContext(ctx)
+	lostOne := func() bool {
+		for host := range cancels {
+			if !w.reachable(host) {
+				return true
+			}
+		}
+		return false
+	}
+	for left > 0 {
+		_ = workflow.Await(waitCtx, func() bool { return left == 0 || lostOne() })
+		for _, host := range slices.Sorted(maps.Keys(cancels)) {
+			if !w.reachable(host) {
+				cancels[host]()
+				delete(cancels, host)
+			}
 		}
 	}
 	return failed

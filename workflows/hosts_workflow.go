@@ -11,6 +11,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
+	"github.com/clusterflow/clusterflow/activities"
 	"github.com/clusterflow/clusterflow/internal/apperr"
 	"github.com/clusterflow/clusterflow/internal/spec"
 )
@@ -380,14 +381,15 @@ func withCheckIn(ctx workflow.Context, queue, host string) workflow.Context {
 	})
 }
 
-// withLease breaks the lease when the host misses a heartbeat for its timeout, or cannot
-// even start the lease within it.
+// withLease breaks the lease when the host goes unheard of for its timeout (the heartbeat
+// timeout is one beat longer, since the last heartbeat the server got may be a beat old),
+// or cannot even start the lease within it.
 func withLease(ctx workflow.Context, queue string, timeout time.Duration) workflow.Context {
 	return workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
 		TaskQueue:              queue,
 		ScheduleToStartTimeout: timeout,
 		StartToCloseTimeout:    leaseTerm + timeout,
-		HeartbeatTimeout:       timeout,
+		HeartbeatTimeout:       timeout + activities.LeaseBeat(timeout),
 		RetryPolicy:            &temporal.RetryPolicy{MaximumAttempts: 1},
 		Summary:                fmt.Sprintf("lease of %s", queue),
 	})

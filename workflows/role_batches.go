@@ -138,8 +138,7 @@ func (w *clusterWorkflow) runBatches(ctx workflow.Context, role string, op *acti
 				w.markUnfinishedMembers(ctx, role, op.op, b.in.Members, err)
 				return
 			}
-			w.applyMembers(role, res.Members)
-			w.haltOnFailure(ctx, op, res.Members)
+			w.haltOnFailure(ctx, op, w.applyMembers(role, res.Members))
 			w.touch(ctx)
 		})
 	}

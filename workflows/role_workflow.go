@@ -6,6 +6,7 @@ import (
 	"slices"
 	"time"
 
+	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/clusterflow/clusterflow/activities"
@@ -41,12 +42,14 @@ type roleWorkflow struct {
 	failureToReport, failureReported bool
 	// tailed counts the failed members whose output tails are kept.
 	tailed int
+	// hostLost marks members stopped because their host is lost: nothing goes there.
+	hostLost map[string]bool
 }
 
 func newRoleWorkflow(ctx workflow.Context, in RoleInput) *roleWorkflow {
 	return &roleWorkflow{
 		in: in, members: append([]Member(nil), in.Members...), started: workflow.Now(ctx),
-		unwanted: map[string]bool{}, cancelMember: map[int]workflow.CancelFunc{},
+		unwanted: map[string]bool{}, cancelMember: map[int]workflow.CancelFunc{}, hostLost: map[string]bool{},
 	}
 }
 
@@ -63,6 +66,11 @@ func (r *roleWorkflow) setup(ctx workflow.Context) {
 			}
 			if stop.Halt != "" && r.halted == "" {
 				r.halted = stop.Halt
+			}
+			if stop.HostLost {
+				for _, name := range stop.Members {
+					r.hostLost[name] = true
+				}
 			}
 			r.stop(stop.Members)
 		}
@@ -312,9 +320,49 @@ func (r *roleWorkflow) runScript(ctx workflow.Context, i int, event spec.Event) 
 		}
 	}
 	var res activities.ScriptResult
-	err := workflow.ExecuteActivity(onMemberHost(withScriptActivity(ctx, r.in.Role, event, m.Name), m.Host), acts.RunStartscript, run).Get(ctx, &res)
+	f := workflow.ExecuteActivity(onMemberHost(withScriptActivity(ctx, r.in.Role, event, m.Name), m.Host), acts.RunStartscript, run)
+	if workflow.GetVersion(ctx, changeStopScriptsAtOnce, workflow.DefaultVersion, 1) >= 1 {
+		if abandoned := r.stopWhenCanceled(ctx, f, activities.ScriptStop{Member: run.Member, Event: event, WorkflowID: workflow.GetInfo(ctx).WorkflowExecution.ID}, m.Host); abandoned {
+			return res, ctx.Err()
+		}
+	}
+	err := f.Get(ctx, &res)
 	return res, err
 }
+
+// stopWhenCanceled waits for the run, and if the member's operation is cancelled first (a
+// delete, a cancel, a member no longer wanted or set up elsewhere), asks the member's host
+// to stop the script at once: its agent hears of the cancel otherwise only at its next
+// heartbeat, a third of the role's heartbeat timeout later. The run then reports its
+// cancellation, which the caller waits for. A run on a lost host is abandoned instead
+// (true): nothing there can stop it or report, and waiting for its heartbeat timeout would
+// hold the whole operation; its sandbox goes once the host is back.
+func (r *roleWorkflow) stopWhenCanceled(ctx workflow.Context, run workflow.Future, stop activities.ScriptStop, host string) (abandoned bool) {
+	canceled := false
+	sel := workflow.NewSelector(ctx)
+	sel.AddFuture(run, func(workflow.Future) {})
+	sel.AddReceive(ctx.Done(), func(workflow.ReceiveChannel, bool) { canceled = true })
+	sel.Select(ctx)
+	if !canceled {
+		return false
+	}
+	if r.hostLost[stop.Member.Name] {
+		return true
+	}
+	stopCtx, _ := workflow.NewDisconnectedContext(ctx)
+	stopCtx = workflow.WithActivityOptions(stopCtx, workflow.ActivityOptions{
+		// A lost host cannot stop anything: its run's heartbeat timeout ends it.
+		ScheduleToStartTimeout: stopScriptWait,
+		StartToCloseTimeout:    stopScriptWait,
+		RetryPolicy:            &temporal.RetryPolicy{MaximumAttempts: 1},
+		Summary:                fmt.Sprintf("stop %s %s", stop.Event, stop.Member.Name),
+	})
+	workflow.ExecuteActivity(onHost(stopCtx, host, stopScriptWait), acts.StopScript, stop) // not waited for: the run's end is
+	return false
+}
+
+// stopScriptWait bounds a stop's wait for the member's host.
+const stopScriptWait = 10 * time.Second
 
 // fail puts a member in config_error, keeping the script's output tails when there are any,
 // for the first few failures: a batch of failures each with kilobytes of output would make

@@ -169,7 +169,7 @@ func (w *clusterWorkflow) markUnfinishedMembers(ctx workflow.Context, role strin
 	notifying := op == OpAddNodes || op == OpDelNodes || op == OpStart
 	for _, m := range members {
 		current := rs.Member(m.Name)
-		if current == nil {
+		if current == nil || current.Moved {
 			continue
 		}
 		switch {

@@ -46,6 +46,9 @@ type Member struct {
 	Announced bool `json:"announced,omitempty"`
 	// UnlistedFrom is the first configmeta version that leaves out a member being replaced.
 	UnlistedFrom int `json:"unlistedFrom,omitempty"`
+	// Moved marks a member being set up that was placed afresh (its host was lost): what the
+	// operation it was in reports of it is ignored, until another sets it up.
+	Moved bool `json:"moved,omitempty"`
 	// Health is the member's health record, once anything was reported about it.
 	Health *MemberHealth `json:"health,omitempty"`
 	// Replaces and ReplacedBy link a replaced member and its successor. Replacements counts
@@ -163,6 +166,17 @@ type clusterState struct {
 	// Installed maps a host ("" in single-host mode) to the digest of the scripts and envs
 	// written there, so that they travel to a host once, not with every files write.
 	Installed map[string]string `json:"installed,omitempty"`
+	// Stale are sandboxes of members set up elsewhere since, left on hosts that were lost:
+	// removed (never torn down, which would undo the member where it lives now) once the
+	// host is back.
+	Stale []StaleSandbox `json:"stale,omitempty"`
+}
+
+// StaleSandbox is a member's sandbox on a host it no longer lives on.
+type StaleSandbox struct {
+	Role   string `json:"role"`
+	Member string `json:"member"`
+	Host   string `json:"host"`
 }
 
 // shownPhase is the phase operators see: maintenance while it holds the cluster, unless

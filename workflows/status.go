@@ -15,6 +15,11 @@ var setUpStates = []MemberState{MemberReady, MemberDown, MemberFlapping}
 
 func (s MemberState) setUp() bool { return slices.Contains(setUpStates, s) }
 
+// beingSetUp says the member's setup has not ended: not started, or running.
+func (s MemberState) beingSetUp() bool {
+	return s == MemberPending || s == MemberCreating || s == MemberConfiguring
+}
+
 // Budgets of a status's members, as JSON: a query's answer, and the status an update or the
 // workflow returns (which lands in the history). Temporal refuses a payload past 2 MiB, and
 // a member with its output tails and health history takes up to about 20 KiB. A page that

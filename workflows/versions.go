@@ -42,4 +42,14 @@ const (
 	// takes no more members than a batch holds. Asked once per run, when it starts: a run
 	// that began before keeps the old ways to its end.
 	changeBoundedPayloads = "bounded-payloads"
+	// changeSetUpElsewhere: a member being set up (pending, creating or configuring) whose
+	// host is lost, or that is reported gone, is placed afresh and set up elsewhere; its run
+	// on the lost host is stopped and its outcome ignored, and its sandbox there is removed
+	// once the host is back. Files are written to the hosts at once, and a host lost
+	// meanwhile is not waited for. Asked once per run, when it starts.
+	changeSetUpElsewhere = "set-up-elsewhere"
+	// changeStopScriptsAtOnce: a role child whose member's run is cancelled asks the
+	// member's host to stop the script at once, rather than waiting for its agent's next
+	// heartbeat (up to a third of the heartbeat timeout: 10 s by default).
+	changeStopScriptsAtOnce = "stop-scripts-at-once"
 )

@@ -8,9 +8,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -146,16 +148,35 @@ func lock(path string) (func(), error) {
 func (a *Agent) serveConn(conn net.Conn) {
 	defer conn.Close()
 	_ = conn.SetDeadline(time.Now().Add(30 * time.Second))
-	var l Launch
+	var req request
 	reply := Reply{}
-	if err := json.NewDecoder(bufio.NewReader(conn)).Decode(&l); err != nil {
+	if err := json.NewDecoder(bufio.NewReader(conn)).Decode(&req); err != nil {
 		reply.Error = "bad launch request: " + err.Error()
-	} else if action, err := a.launch(l); err != nil {
+	} else if req.Stop != nil {
+		reply.Action = fmt.Sprintf("stopped %d", a.stop(*req.Stop))
+	} else if action, err := a.launch(req.Launch); err != nil {
 		reply.Error = err.Error()
 	} else {
 		reply.Action = action
 	}
 	_ = json.NewEncoder(conn).Encode(reply)
+}
+
+// stop cancels the runs the request names that are still running; it returns how many.
+func (a *Agent) stop(s Stop) int {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	n := 0
+	for _, id := range slices.Sorted(maps.Keys(a.runs)) {
+		r := a.runs[id]
+		rec := r.snapshot()
+		if rec.Key.WorkflowID == s.WorkflowID && rec.Member == s.Member && rec.Event == s.Event && !rec.state().finished() {
+			a.log.Info("Stopping a run its workflow cancelled", zap.String("member", rec.Member), zap.String("event", rec.Event))
+			r.cancel()
+			n++
+		}
+	}
+	return n
 }
 
 // exitWhenIdle stops the agent once no run has needed it for IdleExit.

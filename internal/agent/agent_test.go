@@ -230,3 +230,33 @@ func TestAnAgentInADeepFolderServes(t *testing.T) {
 		t.Errorf("exit %d", res.ExitCode)
 	}
 }
+
+// A stop reaches a quiet script at once, not at its next heartbeat: the run ends cancelled
+// (its process group killed). A stop for another workflow, member or event, or for a run
+// that has ended, stops nothing.
+func TestAStopEndsTheRunAtOnce(t *testing.T) {
+	f := newFixture(t)
+	if action := f.launch("a1", "token", "sleep 30\n"); action != ActionStarted {
+		t.Fatalf("launch: %s", action)
+	}
+	for _, other := range []Stop{{WorkflowID: "other", Member: "m", Event: "configure"}, {WorkflowID: "wf", Member: "n", Event: "configure"}, {WorkflowID: "wf", Member: "m", Event: "teardown"}} {
+		if reply, err := f.client.Stop(context.Background(), other); err != nil || reply.Action != "stopped 0" {
+			t.Errorf("stop %+v: %v, %v", other, reply, err)
+		}
+	}
+	started := time.Now()
+	reply, err := f.client.Stop(context.Background(), Stop{WorkflowID: "wf", Member: "m", Event: "configure"})
+	if err != nil || reply.Action != "stopped 1" {
+		t.Fatalf("stop: %v, %v", reply, err)
+	}
+	res := f.waitResult("a1")
+	if res.Outcome != runner.Canceled {
+		t.Errorf("the stopped run ended %+v, want canceled", res)
+	}
+	if took := time.Since(started); took > 5*time.Second {
+		t.Errorf("the stop took %s", took)
+	}
+	if reply, err := f.client.Stop(context.Background(), Stop{WorkflowID: "wf", Member: "m", Event: "configure"}); err != nil || reply.Action != "stopped 0" {
+		t.Errorf("a second stop: %v, %v", reply, err)
+	}
+}

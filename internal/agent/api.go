@@ -52,6 +52,22 @@ type Launch struct {
 	RecordDir string `json:"recordDir"`
 }
 
+// Stop asks the agent to stop, at once, the runs of a member's event that a workflow
+// started: their activity was cancelled, and a quiet script would hear of it only at its
+// next heartbeat, a third of its heartbeat timeout later. Each stopped run reports its
+// cancellation.
+type Stop struct {
+	WorkflowID string `json:"workflowId"`
+	Member     string `json:"member"`
+	Event      string `json:"event"`
+}
+
+// request is what the agent's socket takes: a Launch, or a Stop.
+type request struct {
+	Launch
+	Stop *Stop `json:"stop,omitempty"`
+}
+
 // Script is the process to run.
 type Script struct {
 	Path       string   `json:"path"`

@@ -68,7 +68,28 @@ func (c *Client) Launch(ctx context.Context, l Launch) (Reply, error) {
 	}
 }
 
+// Stop asks the agent to stop a workflow's runs of a member's event now. An agent that is
+// not running has no run to stop.
+func (c *Client) Stop(ctx context.Context, s Stop) (Reply, error) {
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	reply, err := c.sendRequest(ctx, request{Stop: &s})
+	switch {
+	case errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ENOENT):
+		return Reply{Action: "stopped 0"}, nil
+	case err != nil:
+		return reply, fmt.Errorf("agent at %s: %w", SocketPath(c.Dir), err)
+	case reply.Error != "":
+		return reply, errors.New(reply.Error)
+	}
+	return reply, nil
+}
+
 func (c *Client) send(ctx context.Context, l Launch) (Reply, error) {
+	return c.sendRequest(ctx, request{Launch: l})
+}
+
+func (c *Client) sendRequest(ctx context.Context, req request) (Reply, error) {
 	var d net.Dialer
 	conn, err := d.DialContext(ctx, "unix", SocketPath(c.Dir))
 	if err != nil {
@@ -78,7 +99,7 @@ func (c *Client) send(ctx context.Context, l Launch) (Reply, error) {
 	if deadline, ok := ctx.Deadline(); ok {
 		_ = conn.SetDeadline(deadline)
 	}
-	if err := json.NewEncoder(conn).Encode(l); err != nil {
+	if err := json.NewEncoder(conn).Encode(req); err != nil {
 		return Reply{}, err
 	}
 	var reply Reply

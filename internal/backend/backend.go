@@ -25,6 +25,10 @@ type Backend interface {
 	// scripts for the member (for the local backend, the host's agent) and returns once it
 	// has been taken. The run's result goes to the completion, not to the caller.
 	LaunchScript(ctx context.Context, run ScriptRun, to Completion) error
+	// StopScript stops, at once, the member's run of an event that a workflow started and
+	// then cancelled, rather than when the run next reports: the run then reports the
+	// cancellation. It is idempotent, and stops nothing that has ended.
+	StopScript(ctx context.Context, stop ScriptStop) error
 	// RemoveMember stops whatever the member left running and deletes its sandbox. It is
 	// idempotent.
 	RemoveMember(ctx context.Context, m Member) error
@@ -119,6 +123,13 @@ type ScriptRun struct {
 	// run with a Notice has its nodes filled in by the host.
 	NodesRole string   `json:"nodesRole,omitempty"`
 	Nodes     []string `json:"nodes,omitempty"`
+}
+
+// ScriptStop names runs to stop: the member's runs of an event for one workflow.
+type ScriptStop struct {
+	Member     Member     `json:"member"`
+	Event      spec.Event `json:"event"`
+	WorkflowID string     `json:"workflowId"`
 }
 
 // ScriptResult is how a run ended, with the tails of its output.

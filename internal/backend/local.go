@@ -331,6 +331,15 @@ func (l *Local) resolve(run ScriptRun) (ScriptRun, error) {
 	return run, nil
 }
 
+// StopScript implements Backend, through the host's agent.
+func (l *Local) StopScript(ctx context.Context, stop ScriptStop) error {
+	if _, err := l.memberDir(stop.Member); err != nil {
+		return err
+	}
+	_, err := l.agent.Stop(ctx, agent.Stop{WorkflowID: stop.WorkflowID, Member: stop.Member.Name, Event: string(stop.Event)})
+	return err
+}
+
 // RemoveMember implements Backend.
 func (l *Local) RemoveMember(_ context.Context, m Member) error {
 	dir, err := l.memberDir(m)

@@ -9,6 +9,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -260,4 +261,57 @@ func gatewayStatus(t *testing.T, addr, token, name string) workflows.ClusterStat
 		t.Errorf("GET /v1/clusters/%s: %d %v", name, resp.StatusCode, err)
 	}
 	return s
+}
+
+// The README suggests `dev --hosts N` to watch placement: the example comes up there, with
+// a worker on each host, whether dev deploys it itself or a client deploys it right after
+// dev starts, before its hosts have registered (a fleet never places a member without a
+// host, so it waits for them).
+func TestTheExampleRunsOnDevWithThreeHosts(t *testing.T) {
+	guard(t)
+	root, err := testenv.ModuleRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	example := filepath.Join(root, "examples/registry/cluster.yaml")
+	for _, byDev := range []bool{true, false} {
+		dir := t.TempDir()
+		for _, h := range []string{"host-1", "host-2", "host-3"} {
+			testenv.StopAllAtEnd(t, filepath.Join(dir, "hosts", h))
+		}
+		address := freeAddress(t)
+		args := []string{"dev", "--hosts", "3", "--no-ui", "--no-gateway", "--db", filepath.Join(dir, "dev.db"),
+			"--data", filepath.Join(dir, "data"), "--address", address, "--log-file", filepath.Join(dir, "dev.log")}
+		if byDev {
+			args = append(args, "-f", example)
+		}
+		dev := startDev(t, dir, "dev-example-hosts", args)
+		env := []string{"TEMPORAL_ADDRESS=" + address}
+		if !byDev {
+			// As soon as the server answers, before the hosts have registered.
+			waitFor(t, "dev's server to answer", func() bool { return run(t, env, "list").Code == 0 })
+			if res := run(t, env, "deploy", "-f", example, "--wait", "--timeout", "100s"); res.Code != 0 {
+				t.Fatalf("deploy right after dev started: %s\ndev: %s", res, dev.Output())
+			}
+		}
+		var s workflows.ClusterStatus
+		waitUpTo(t, 100*time.Second, "the example ready on three hosts", func() bool {
+			res := run(t, env, "status", "demo", "-o", "json")
+			return res.Code == 0 && json.Unmarshal([]byte(res.Stdout), &s) == nil && s.Phase == workflows.PhaseReady
+		})
+		var hosts []string
+		for _, m := range s.Role("worker").Members {
+			hosts = append(hosts, m.Host)
+		}
+		slices.Sort(hosts)
+		if !slices.Equal(hosts, []string{"host-1", "host-2", "host-3"}) {
+			t.Errorf("deployed by dev %v: workers on %v, want one on each host", byDev, hosts)
+		}
+		if res := run(t, env, "delete", "demo", "--wait"); res.Code != 0 {
+			t.Errorf("delete: %s", res)
+		}
+		if code, err := dev.Signal(syscall.SIGTERM, 30*time.Second); err != nil || code != 0 {
+			t.Errorf("dev did not stop cleanly: exit %d, %v", code, err)
+		}
+	}
 }

@@ -30,6 +30,8 @@ type fleet struct {
 	*stack
 	net   *testenv.Network
 	hosts map[string]*fleetHost
+	// timeout is the hosts' --host-timeout.
+	timeout time.Duration
 }
 
 type fleetHost struct {
@@ -43,12 +45,17 @@ type fleetHost struct {
 
 // newFleet starts a server and one worker per host; hosts are "name" or "name:k=v,k=v".
 func newFleet(t *testing.T, hosts ...string) *fleet {
+	return newFleetWith(t, hostTimeout, hosts...)
+}
+
+// newFleetWith is newFleet with hosts of the given --host-timeout.
+func newFleetWith(t *testing.T, timeout time.Duration, hosts ...string) *fleet {
 	network := testenv.NewNetwork(t)
 	port, err := ports.Reserve(network.Address)
 	if err != nil {
 		t.Fatal(err)
 	}
-	f := &fleet{stack: newServerStackAt(t, net.JoinHostPort(network.Address, strconv.Itoa(port))), net: network, hosts: map[string]*fleetHost{}}
+	f := &fleet{stack: newServerStackAt(t, net.JoinHostPort(network.Address, strconv.Itoa(port))), net: network, hosts: map[string]*fleetHost{}, timeout: timeout}
 	t.Cleanup(func() {
 		if t.Failed() {
 			t.Logf("the hosts' logs:\n%s", tailOfFiles(filepath.Join(f.dir, "host-*.stderr"), filepath.Join(f.dir, "hosts", "*", "agent", "agent.log")))
@@ -82,7 +89,7 @@ func (f *fleet) startHost(name string) {
 	f.t.Helper()
 	h := f.hosts[name]
 	h.runs++
-	args := []string{"worker", "--data", h.data, "--host", name, "--host-address", h.net.Address, "--host-timeout", hostTimeout.String()}
+	args := []string{"worker", "--data", h.data, "--host", name, "--host-address", h.net.Address, "--host-timeout", f.timeout.String()}
 	if h.labels != "" {
 		args = append(args, "--labels", h.labels)
 	}

@@ -181,6 +181,37 @@ roles:
 		t.Fatalf("delete: %s", res)
 	}
 	record("drain-and-restart", workflows.ClusterWorkflowID("moved"))
+
+	// A host lost while its members are being set up: they are set up elsewhere at once,
+	// and their sandboxes there are removed once the host is back.
+	f.cli("host", "uncordon", "h1") // ends its drain
+	specPath, trace := writeCluster(t, `
+name: midloss
+roles:
+  - {name: controller, cardinality: "1", startscript: trace.sh, env: {TRACE: TRACE_FILE}, placement: {hosts: {zone: b}}}
+  - {name: worker, members: 2, dependsOn: [controller], startscript: trace.sh, env: {TRACE: TRACE_FILE, HOLD: TRACE_FILE.hold}}
+`)
+	holdOn(t, trace+".hold")
+	if res := f.cli("deploy", "-f", specPath); res.Code != 0 {
+		t.Fatalf("deploy: %s", res)
+	}
+	waitFor(t, "the workers' configures to start", func() bool { return len(runsOf(readTrace(t, trace), "midloss-worker", "configure")) == 2 })
+	f.killHost("h1")
+	f.waitForHosts("h1 lost", func(hs []workflows.Host) bool { return slices.Contains(hostStates(hs), "h1=lost") })
+	release(t, trace+".hold")
+	waitFor(t, "midloss ready without h1", func() bool {
+		s := f.status("midloss")
+		return s.Phase == workflows.PhaseReady && !slices.ContainsFunc(placements(s), func(p string) bool { return strings.Contains(p, "@h1=") })
+	})
+	f.startHost("h1")
+	waitFor(t, "the stale sandbox on h1 removed", func() bool {
+		entries, _ := os.ReadDir(filepath.Join(f.hosts["h1"].data, "clusters", "midloss"))
+		return !slices.ContainsFunc(entries, func(e os.DirEntry) bool { return strings.HasPrefix(e.Name(), "midloss-") })
+	})
+	if res := f.cli("delete", "midloss", "--wait"); res.Code != 0 {
+		t.Fatalf("delete: %s", res)
+	}
+	record("host-lost-mid-setup", workflows.ClusterWorkflowID("midloss"))
 	record("host-registry", workflows.HostsWorkflowID)
 }
 

@@ -1,0 +1,138 @@
+package workflows_test
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/mock"
+	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/testsuite"
+
+	"github.com/clusterflow/clusterflow/activities"
+	"github.com/clusterflow/clusterflow/internal/backend"
+	"github.com/clusterflow/clusterflow/internal/runner"
+	"github.com/clusterflow/clusterflow/workflows"
+)
+
+func readyHosts(names ...string) []workflows.Host {
+	var hosts []workflows.Host
+	for _, n := range names {
+		hosts = append(hosts, workflows.Host{HostRegistration: activities.HostInfo{Name: n, Address: "10.0.0." + n[1:], Timeout: 10 * time.Second}})
+	}
+	return hosts
+}
+
+// withLost marks the named hosts lost in a view.
+func withLost(hosts []workflows.Host, lost ...string) []workflows.Host {
+	out := slices.Clone(hosts)
+	for i := range out {
+		out[i].Lost = slices.Contains(lost, out[i].Name)
+	}
+	return out
+}
+
+// A host is lost while its members are being set up: the worker configuring there, and the
+// edge placed there but not started, are set up elsewhere, with the same names, at once;
+// nothing more is sent to the lost host; the cluster ends ready without it. When the host
+// is back, the sandbox left there is removed (no teardown: the member lives elsewhere), and
+// nothing ran twice on its final host.
+func TestMembersBeingSetUpOnALostHostAreSetUpElsewhere(t *testing.T) {
+	fake := newFakeBackend()
+	hosts := readyHosts("h1", "h2", "h3")
+	var env *testsuite.TestWorkflowEnvironment
+	var loss sync.Once
+	var mu sync.Mutex
+	canceled := map[string]bool{}
+	fake.outcome = func(ctx context.Context, run backend.ScriptRun) runner.Result {
+		if strings.HasSuffix(activity.GetInfo(ctx).TaskQueue, "@h2") {
+			// h2 dies with its first run: the registry tells the cluster, and nothing
+			// comes back from the run but the cancel.
+			loss.Do(func() { env.SignalWorkflow(workflows.HostsChangedSignal, withLost(hosts, "h2")) })
+			id := activity.GetInfo(ctx).ActivityID
+			for done := false; !done; time.Sleep(5 * time.Millisecond) {
+				mu.Lock()
+				done = canceled[id] || ctx.Err() != nil
+				mu.Unlock()
+			}
+			return runner.Result{Outcome: runner.Canceled}
+		}
+		return runner.Result{Outcome: runner.Exited}
+	}
+	env = newEnv(t, fake)
+	env.SetOnActivityCanceledListener(func(info *activity.Info) {
+		mu.Lock()
+		defer mu.Unlock()
+		canceled[info.ActivityID] = true
+	})
+	env.OnSignalExternalWorkflow(mock.Anything, workflows.HostsWorkflowID, "", workflows.ClusterHostsSignal, mock.Anything).Return(nil)
+	var lost workflows.ClusterStatus
+	env.RegisterDelayedCallback(func() { lost = query(t, env) }, time.Hour)
+	env.RegisterDelayedCallback(func() { env.SignalWorkflow(workflows.HostsChangedSignal, hosts) }, 2*time.Hour)
+	var back workflows.ClusterStatus
+	env.RegisterDelayedCallback(func() { back = query(t, env) }, 3*time.Hour)
+	env.ExecuteWorkflow(workflows.ClusterWorkflowName, workflows.ClusterInput{Hosts: hosts, Spec: testSpec(t, `
+name: c
+roles:
+  - {name: controller, cardinality: "1", startscript: s.sh}
+  - {name: worker, members: 3, dependsOn: [controller], startscript: s.sh, placement: {maxPerHost: 2}}
+  - {name: edge, members: 2, dependsOn: [worker], startscript: s.sh, placement: {maxPerHost: 1}}
+`)})
+
+	if lost.Phase != workflows.PhaseReady {
+		t.Fatalf("with h2 lost: phase %s (%s), want ready", lost.Phase, lost.Message)
+	}
+	want := []string{"c-controller-0@h1=ready", "c-worker-0@h1=ready", "c-worker-1@h1=ready", "c-worker-2@h3=ready", "c-edge-0@h1=ready", "c-edge-1@h3=ready"}
+	if got := placementsOf(lost); !slices.Equal(got, want) {
+		t.Errorf("with h2 lost: placed %v, want %v", got, want)
+	}
+	calls := fake.Calls()
+	lossAt := indexOf(calls, "configure c-worker-1@h2") // the run the loss stopped
+	if lossAt < 0 {
+		t.Fatalf("c-worker-1 never began on h2: %v", calls)
+	}
+	for _, c := range calls[lossAt+1:] {
+		if strings.Contains(c, "@h2") && !strings.HasPrefix(c, "remove ") {
+			t.Errorf("sent to h2 after its loss: %s", c)
+		}
+	}
+	for _, m := range []string{"c-controller-0", "c-worker-0", "c-worker-2", "c-edge-0", "c-edge-1"} {
+		if n := countPrefix(calls, "configure "+m+"@"); n != 1 {
+			t.Errorf("%s configured %d times, want once", m, n)
+		}
+	}
+	if countCalls(calls, "configure c-worker-1@h1") != 1 {
+		t.Errorf("c-worker-1 was not set up on h1 once: %v", calls)
+	}
+	// Back, h2 loses the sandbox left there; nothing is torn down by script.
+	if back.Phase != workflows.PhaseReady || !slices.Equal(placementsOf(back), want) {
+		t.Errorf("with h2 back: phase %s, placed %v", back.Phase, placementsOf(back))
+	}
+	calls = fake.Calls()
+	if countCalls(calls, "remove c-worker-1@h2") != 1 || indexOf(calls, "teardown") >= 0 {
+		t.Errorf("the stale sandbox on h2: %v", calls)
+	}
+}
+
+func placementsOf(s workflows.ClusterStatus) []string {
+	var out []string
+	for _, r := range s.Roles {
+		for _, m := range r.Members {
+			out = append(out, m.Name+"@"+m.Host+"="+string(m.State))
+		}
+	}
+	return out
+}
+
+func countPrefix(calls []string, prefix string) int {
+	n := 0
+	for _, c := range calls {
+		if strings.HasPrefix(c, prefix) {
+			n++
+		}
+	}
+	return n
+}

@@ -1,0 +1,81 @@
+package workflows
+
+import (
+	"fmt"
+	"slices"
+
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/clusterflow/clusterflow/activities"
+)
+
+// A member being set up on a host that is lost is set up elsewhere (rehome). Its sandbox on
+// the lost host, where its script may even still run, is stale: once the host is back, the
+// next pass removes it there, stopping what it runs, and tells no one, since the member
+// lives elsewhere. Reconcile finds any that were missed: a sandbox of a known member on a
+// host that is not the member's.
+
+// noteStaleHostsBack starts a pass when a host holding stale sandboxes comes back, and
+// forgets the stale sandboxes of hosts forgotten.
+func (w *clusterWorkflow) noteStaleHostsBack(ctx workflow.Context, before []Host) {
+	if len(w.state.Stale) == 0 {
+		return
+	}
+	w.state.Stale = slices.DeleteFunc(w.state.Stale, func(s StaleSandbox) bool { return w.hostOf(s.Host) == nil })
+	var back []string
+	for _, s := range w.state.Stale {
+		prev := named(before, s.Host, func(h *Host) string { return h.Name })
+		if w.reachable(s.Host) && (prev == nil || prev.Lost) && !slices.Contains(back, s.Host) {
+			back = append(back, s.Host)
+		}
+	}
+	if len(back) > 0 {
+		w.newGeneration(fmt.Sprintf("host %s is back: remove the sandboxes of members set up elsewhere", abbreviate(back)))
+		w.touch(ctx)
+	}
+}
+
+// removeStale removes the stale sandboxes on hosts that can be reached, at once; those on
+// hosts still lost wait for them.
+func (w *clusterWorkflow) removeStale(ctx workflow.Context) {
+	var now []StaleSandbox
+	for _, s := range w.state.Stale {
+		if w.reachable(s.Host) {
+			now = append(now, s)
+		}
+	}
+	if len(now) == 0 {
+		return
+	}
+	removed := make([]bool, len(now))
+	wg := workflow.NewWaitGroup(ctx)
+	for i, s := range now {
+		wg.Add(1)
+		workflow.Go(ctx, func(ctx workflow.Context) {
+			defer wg.Done()
+			ref := activities.MemberRef{Cluster: w.state.Name, Role: s.Role, Name: s.Member}
+			err := workflow.ExecuteActivity(onMemberHost(withQuickActivity(ctx, "remove stale "+s.Member), s.Host), acts.RemoveMember, ref).Get(ctx, nil)
+			if err != nil {
+				w.logger.Warn("Could not remove a stale sandbox; trying again next pass", "Member", s.Member, "Host", s.Host, "Error", err)
+				return
+			}
+			removed[i] = true
+			w.logger.Info("Removed a stale sandbox", "Member", s.Member, "Host", s.Host)
+		})
+	}
+	wg.Wait(ctx)
+	w.state.Stale = slices.DeleteFunc(w.state.Stale, func(s StaleSandbox) bool {
+		i := slices.Index(now, s)
+		return i >= 0 && removed[i]
+	})
+}
+
+// noteStale records a sandbox reconcile found of a known member on a host not its own.
+func (w *clusterWorkflow) noteStale(ref activities.MemberRef) bool {
+	s := StaleSandbox{Role: ref.Role, Member: ref.Name, Host: ref.Host}
+	if ref.Host == "" || slices.Contains(w.state.Stale, s) {
+		return false
+	}
+	w.state.Stale = append(w.state.Stale, s)
+	return true
+}
