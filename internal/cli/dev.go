@@ -298,14 +298,14 @@ func stopLogged(l *zap.Logger, what string, stop func() error) {
 }
 
 // serveDevGateway serves the health gateway beside the embedded server, with one token
-// (events and read) kept in tokenFile, and says where. It returns a function that stops it,
+// (every scope, every cluster: the developer's own) kept in tokenFile, and says where. It returns a function that stops it,
 // letting requests in flight finish.
 func serveDevGateway(ctx context.Context, address, tokenFile string, opts gateway.Options, st *starter.Starter, logger *zap.Logger) (func(), error) {
 	secret, err := gateway.LocalToken(tokenFile)
 	if err != nil {
 		return nil, fmt.Errorf("gateway token in %s: %w", tokenFile, err)
 	}
-	opts.Tokens = gateway.Tokens{gateway.TokenFor("dev", []gateway.Scope{gateway.ScopeEvents, gateway.ScopeRead}, secret)}
+	opts.Tokens = gateway.Tokens{gateway.TokenFor("dev", []gateway.Scope{gateway.ScopeEvents, gateway.ScopeReplace, gateway.ScopeRead}, gateway.AllClusters, secret)}
 	opts.Logger = logger
 	g, err := gateway.New(opts, st)
 	if err != nil {

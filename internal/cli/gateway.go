@@ -21,13 +21,13 @@ func runGateway(ctx context.Context, args []string) error {
 	if len(args) > 0 && args[0] == "token" {
 		return runGatewayToken(args[1:])
 	}
-	fs := newFlagSet("gateway", "--listen ADDR --tokens-file FILE [flags] | gateway token NAME --scope events,read")
+	fs := newFlagSet("gateway", "--listen ADDR --tokens-file FILE [flags] | gateway token NAME --scope events,read [--clusters GLOBS]")
 	var conn connection
 	conn.register(fs, "info")
 	listen := fs.String("listen", "127.0.0.1:8088", "address to serve HTTP on")
 	var gf gatewayFlags
 	gf.register(fs)
-	tokensFile := fs.String("tokens-file", "", "token file: one 'NAME SCOPES SHA256HEX' per line (see `clusterflow gateway token`)")
+	tokensFile := fs.String("tokens-file", "", "token file: one 'NAME SCOPES CLUSTERS SHA256HEX' per line (see `clusterflow gateway token`)")
 	insecure := fs.Bool("insecure-no-auth", false, "serve without tokens (loopback --listen only)")
 	certFile := fs.String("tls-cert", "", "TLS certificate file (with --tls-key)")
 	keyFile := fs.String("tls-key", "", "TLS key file (with --tls-cert)")
@@ -130,8 +130,9 @@ func (f *gatewayFlags) options() (gateway.Options, error) {
 
 // runGatewayToken prints a new token and the token file line that accepts it.
 func runGatewayToken(args []string) error {
-	fs := newFlagSet("gateway token", "NAME [--scope events,read]")
-	scope := fs.String("scope", "events", "what the token may do: events, read, or events,read")
+	fs := newFlagSet("gateway token", "NAME [--scope events,replace,read] [--clusters GLOB,...]")
+	scope := fs.String("scope", "events", "what the token may do: events (down, up), replace (gone, unhealthy: replaces members and deletes their data), read; a comma list")
+	clusters := fs.String("clusters", "*", "the clusters the token may act on or read: a comma list of globs, such as 'team-a-*'")
 	if err := fs.Parse(args); err != nil {
 		return flagError(err)
 	}
@@ -143,7 +144,11 @@ func runGatewayToken(args []string) error {
 	if err != nil {
 		return apperr.Errorf(apperr.Invalid, "--scope: %s", err)
 	}
-	secret, line, err := gateway.NewToken(fs.Arg(0), scopes)
+	globs, err := gateway.ParseClusters(*clusters)
+	if err != nil {
+		return apperr.Errorf(apperr.Invalid, "--clusters: %s", err)
+	}
+	secret, line, err := gateway.NewToken(fs.Arg(0), scopes, globs)
 	if err != nil {
 		return apperr.Wrap(apperr.Invalid, err)
 	}

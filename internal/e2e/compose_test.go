@@ -223,3 +223,53 @@ func runHostBinary(args ...string) (string, error) {
 	out, err := exec.CommandContext(ctx, bin, args...).CombinedOutput()
 	return string(out), err
 }
+
+// The compose file exposes nothing beyond the machine it runs on and ships no password:
+// every published port binds 127.0.0.1, every password comes from the operator's .env
+// and compose refuses to start without one, and the Web UI, which proxies the whole
+// Temporal API, is read-only unless the operator turns write actions on.
+func TestComposeExposesNothingByDefault(t *testing.T) {
+	t.Parallel()
+	guard(t)
+	c, err := testenv.ReadComposeRaw()
+	if err != nil {
+		t.Fatal(err)
+	}
+	required := regexp.MustCompile(`^\$\{([A-Z_]+):\?[^}]+\}$`)
+	passwords := 0
+	for name, s := range c.Services {
+		for _, p := range s.Ports {
+			if !strings.HasPrefix(p, "127.0.0.1:") {
+				t.Errorf("%s publishes %q: bind it to 127.0.0.1", name, p)
+			}
+		}
+		for k, v := range s.Environment {
+			if !strings.Contains(k, "PASSWORD") && !strings.Contains(k, "PWD") {
+				continue
+			}
+			passwords++
+			m := required.FindStringSubmatch(v)
+			if m == nil {
+				t.Errorf("%s: %s is %q, a default; want ${VAR:?why} from the operator's .env", name, k, v)
+				continue
+			}
+			if _, err := testenv.InterpolateCompose(v, map[string]string{}); err == nil {
+				t.Errorf("%s: %s: an unset %s is accepted", name, k, m[1])
+			}
+		}
+	}
+	if passwords < 3 {
+		t.Errorf("found %d password settings, want the database's, the schema job's and the server's", passwords)
+	}
+	readOnly, err := testenv.InterpolateCompose(c.Services["temporal-ui"].Environment["TEMPORAL_DISABLE_WRITE_ACTIONS"], map[string]string{})
+	if err != nil || readOnly != "true" {
+		t.Errorf("the Web UI's write actions: TEMPORAL_DISABLE_WRITE_ACTIONS is %q by default, want true", readOnly)
+	}
+	example := readRepoFile(t, ".env.example")
+	if !regexp.MustCompile(`(?m)^POSTGRES_PASSWORD=$`).MatchString(example) {
+		t.Errorf(".env.example must leave POSTGRES_PASSWORD empty, for the operator to choose:\n%s", example)
+	}
+	if !regexp.MustCompile(`(?m)^/\.env$`).MatchString(readRepoFile(t, ".gitignore")) {
+		t.Error(".gitignore does not keep .env out of version control")
+	}
+}

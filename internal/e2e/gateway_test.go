@@ -34,31 +34,47 @@ type gatewayUnderTest struct {
 	client *http.Client
 }
 
-// startGateway runs `clusterflow gateway` against the server at env, with three tokens.
+// gatewayToken is a token to make with `clusterflow gateway token` for a gateway under test.
+type gatewayToken struct {
+	name, scope, clusters string
+	secret                *string
+}
+
+// startGateway runs `clusterflow gateway` against the server at env, with three tokens for
+// every cluster.
 func startGateway(t *testing.T, env []string, extra ...string) *gatewayUnderTest {
 	t.Helper()
-	dir := t.TempDir()
 	g := &gatewayUnderTest{}
+	startGatewayWith(t, g, env, []gatewayToken{{"pager", "events", "", &g.events}, {"dashboard", "read", "", &g.read}, {"ops", "events,read", "", &g.eventsRO}}, extra...)
+	return g
+}
+
+// startGatewayWith runs `clusterflow gateway` as g, accepting the tokens it makes.
+func startGatewayWith(t *testing.T, g *gatewayUnderTest, env []string, tokens []gatewayToken, extra ...string) {
+	t.Helper()
+	dir := t.TempDir()
 	var lines []string
-	for _, tok := range []struct {
-		name, scope string
-		secret      *string
-	}{{"pager", "events", &g.events}, {"dashboard", "read", &g.read}, {"ops", "events,read", &g.eventsRO}} {
-		res := cli(t, "gateway", "token", tok.name, "--scope", tok.scope)
+	for _, tok := range tokens {
+		args := []string{"gateway", "token", tok.name, "--scope", tok.scope}
+		clusters := "*"
+		if tok.clusters != "" {
+			args, clusters = append(args, "--clusters", tok.clusters), tok.clusters
+		}
+		res := cli(t, args...)
 		out := strings.Split(strings.TrimSpace(res.Stdout), "\n")
-		if res.Code != 0 || len(out) != 2 || !strings.HasPrefix(out[1], tok.name+" "+tok.scope+" ") {
+		if res.Code != 0 || len(out) != 2 || !strings.HasPrefix(out[1], tok.name+" "+tok.scope+" "+clusters+" ") {
 			t.Fatalf("gateway token %s: %s", tok.name, res)
 		}
 		*tok.secret = out[0]
 		lines = append(lines, out[1])
 	}
-	tokens := filepath.Join(dir, "tokens")
-	if err := os.WriteFile(tokens, []byte("# name scopes sha256\n"+strings.Join(lines, "\n")+"\n"), 0o600); err != nil {
+	file := filepath.Join(dir, "tokens")
+	if err := os.WriteFile(file, []byte("# name scopes clusters sha256\n"+strings.Join(lines, "\n")+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	addr := freeAddress(t)
 	g.url = "http://" + addr
-	args := append([]string{"gateway", "--listen", addr, "--tokens-file", tokens}, extra...)
+	args := append([]string{"gateway", "--listen", addr, "--tokens-file", file}, extra...)
 	p, err := testenv.Start(dir, dir, "gateway", env, args...)
 	if err != nil {
 		t.Fatal(err)
@@ -68,7 +84,6 @@ func startGateway(t *testing.T, env []string, extra ...string) *gatewayUnderTest
 	if err := p.WaitFor("Gateway serving", 30*time.Second); err != nil {
 		t.Fatal(err)
 	}
-	return g
 }
 
 // do sends a request and returns the status and the body.
@@ -238,10 +253,11 @@ func TestTheGatewayRefusesUnsafeSettings(t *testing.T) {
 		{[]string{"gateway"}, "--tokens-file: the gateway needs tokens"},
 		{[]string{"gateway", "--insecure-no-auth", "--listen", "0.0.0.0:0"}, "--insecure-no-auth: only allowed on a loopback --listen address"},
 		{[]string{"gateway", "--insecure-no-auth", "--listen", "127.0.0.1:0", "--allowed-origins", "*"}, "--allowed-origins: '*' would let any web page"},
-		{[]string{"gateway", "--tokens-file", bad}, "line 1: the third field must be the 64 hex digits"},
+		{[]string{"gateway", "--tokens-file", bad}, "line 1: the last field must be the 64 hex digits"},
 		{[]string{"gateway", "--tokens-file", filepath.Join(dir, "missing")}, "tokens file: open"},
 		{[]string{"gateway", "--tls-cert", "cert.pem", "--insecure-no-auth"}, "--tls-cert and --tls-key: give both or neither"},
-		{[]string{"gateway", "token", "pager", "--scope", "write"}, `--scope: scope "write" is not one of events, read`},
+		{[]string{"gateway", "token", "pager", "--scope", "write"}, `--scope: scope "write" is not one of events, replace, read`},
+		{[]string{"gateway", "token", "pager", "--clusters", "team-[a"}, `--clusters: cluster glob "team-[a" is not a valid pattern`},
 		{[]string{"gateway", "token", "two words"}, "must be non-empty, without spaces"},
 	} {
 		res := cli(t, tc.args...)
@@ -331,6 +347,80 @@ func TestTheGatewayRefusesBadInput(t *testing.T) {
 		}
 	}
 	mustSucceed(t, "delete", n, "--wait")
+}
+
+// A token acts only on its clusters and within its scopes: a team's token gets 403 on
+// another team's cluster (events, alerts and reads alike) and sees only its own clusters
+// in the list; an events token may report down and up but not gone or unhealthy, which
+// replace a member and delete its data. Nothing refused reaches a history.
+func TestGatewayTokensAreScopedToClustersAndEvents(t *testing.T) {
+	t.Parallel()
+	guard(t)
+	mine, theirs := "gwteam-a-1", "gwteam-b-1"
+	for _, n := range []string{mine, theirs} {
+		specPath, _ := writeCluster(t, healthSpec(n, "1h"))
+		mustSucceed(t, "deploy", "-f", specPath, "--wait")
+	}
+	g := &gatewayUnderTest{}
+	var events, reader, replacer string
+	startGatewayWith(t, g, cliEnv, []gatewayToken{
+		{"team-a-pager", "events", "gwteam-a-*", &events},
+		{"team-a-dashboard", "read", "gwteam-a-*", &reader},
+		{"team-a-replacer", "events,replace", "gwteam-a-*", &replacer},
+	})
+	before := map[string]int{mine: memberEventsIn(t, mine), theirs: memberEventsIn(t, theirs)}
+	eventPath := func(n string) string { return "/v1/clusters/" + n + "/members/" + n + "-worker-1/events" }
+	alert := func(n, event string) string {
+		return `{"version":"4","status":"firing","alerts":[{"status":"firing","labels":{"clusterflow_cluster":"` + n + `","clusterflow_member":"` + n + `-worker-1","clusterflow_event":"` + event + `"}}]}`
+	}
+	for _, tc := range []struct {
+		name, method, path, token, body string
+		want                            int
+		says                            string
+	}{
+		{"down on another team's cluster", "POST", eventPath(theirs), events, `{"event":"down"}`, 403, `token "team-a-pager" may not act on cluster ` + theirs},
+		{"gone with an events token", "POST", eventPath(mine), events, `{"event":"gone"}`, 403, `token "team-a-pager" may not report members gone or unhealthy`},
+		{"unhealthy with an events token", "POST", eventPath(mine), events, `{"event":"unhealthy"}`, 403, "may not report members gone or unhealthy"},
+		{"gone on another team's cluster", "POST", eventPath(theirs), replacer, `{"event":"gone"}`, 403, "may not act on cluster " + theirs},
+		{"read another team's cluster", "GET", "/v1/clusters/" + theirs, reader, "", 403, `token "team-a-dashboard" may not act on cluster ` + theirs},
+	} {
+		code, _, body := g.do(t, tc.method, tc.path, tc.token, "application/json", []byte(tc.body))
+		var e struct{ Error string }
+		if err := json.Unmarshal([]byte(body), &e); code != tc.want || err != nil || !strings.Contains(e.Error, tc.says) {
+			t.Errorf("%s: %d %.300s, want %d saying %q", tc.name, code, body, tc.want, tc.says)
+		}
+	}
+	// Alerts are answered one by one: each refused one says why.
+	for _, tc := range []struct{ cluster, event, says string }{
+		{theirs, "down", "may not act on cluster " + theirs},
+		{mine, "gone", "may not report members gone or unhealthy"},
+	} {
+		code, _, body := g.do(t, "POST", "/v1/alertmanager", events, "application/json", []byte(alert(tc.cluster, tc.event)))
+		var reply struct{ Results []struct{ Error string } }
+		if err := json.Unmarshal([]byte(body), &reply); code != 200 || err != nil || len(reply.Results) != 1 || !strings.Contains(reply.Results[0].Error, tc.says) {
+			t.Errorf("alert %s on %s: %d %.300s, want its result saying %q", tc.event, tc.cluster, code, body, tc.says)
+		}
+	}
+	for n, was := range before {
+		if now := memberEventsIn(t, n); now != was {
+			t.Errorf("refused requests left %d member events in %s's history (%d before)", now, n, was)
+		}
+	}
+	code, _, body := g.do(t, "GET", "/v1/clusters", reader, "", nil)
+	var listed []struct{ Name string }
+	if err := json.Unmarshal([]byte(body), &listed); code != 200 || err != nil || len(listed) != 1 || listed[0].Name != mine {
+		t.Errorf("GET /v1/clusters with a team-a token: %d %.300s, want only %s", code, body, mine)
+	}
+	// Within its clusters and scopes, a token works.
+	if code, _, body := g.do(t, "POST", eventPath(mine), events, "application/json", []byte(`{"event":"down"}`)); code != 200 || !strings.Contains(body, `"to":"down"`) {
+		t.Errorf("down on its own cluster: %d %.300s", code, body)
+	}
+	if code, _, body := g.do(t, "POST", eventPath(mine), replacer, "application/json", []byte(`{"event":"gone"}`)); code != 200 || !strings.Contains(body, `"to":"replacing"`) {
+		t.Errorf("gone with a replace token: %d %.300s", code, body)
+	}
+	for _, n := range []string{mine, theirs} {
+		mustSucceed(t, "delete", n, "--wait")
+	}
 }
 
 // TestTheGatewayLimitsEachTokensRate answers 429 with Retry-After past a token's burst.

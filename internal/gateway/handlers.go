@@ -24,11 +24,11 @@ import (
 
 func (g *Gateway) routes() {
 	g.mux = http.NewServeMux()
-	g.mux.HandleFunc("POST "+routeEvents, g.auth(ScopeEvents, g.postEvent))
-	g.mux.HandleFunc("POST "+routeAlertmanager, g.auth(ScopeEvents, g.postAlertmanager))
-	g.mux.HandleFunc("GET "+routeClusters, g.auth(ScopeRead, g.getClusters))
-	g.mux.HandleFunc("GET "+routeCluster, g.auth(ScopeRead, g.getCluster))
-	g.mux.Handle("GET "+routeMetrics, g.auth(ScopeRead, promhttp.HandlerFor(g.metrics.registry, promhttp.HandlerOpts{}).ServeHTTP))
+	g.mux.HandleFunc("POST "+routeEvents, g.auth(g.postEvent, ScopeEvents, ScopeReplace))
+	g.mux.HandleFunc("POST "+routeAlertmanager, g.auth(g.postAlertmanager, ScopeEvents, ScopeReplace))
+	g.mux.HandleFunc("GET "+routeClusters, g.auth(g.getClusters, ScopeRead))
+	g.mux.HandleFunc("GET "+routeCluster, g.auth(g.getCluster, ScopeRead))
+	g.mux.Handle("GET "+routeMetrics, g.auth(promhttp.HandlerFor(g.metrics.registry, promhttp.HandlerOpts{}).ServeHTTP, ScopeRead))
 	g.mux.HandleFunc("GET "+routeHealthz, func(w http.ResponseWriter, _ *http.Request) {
 		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
 	})
@@ -37,10 +37,17 @@ func (g *Gateway) routes() {
 	})
 }
 
-// auth checks the bearer token and its scope, then the token's rate.
-func (g *Gateway) auth(scope Scope, next http.HandlerFunc) http.HandlerFunc {
+// anonymous is who calls a gateway serving without tokens: it may do anything.
+var anonymous = Token{Name: "anonymous", Scopes: scopes, Clusters: AllClusters}
+
+type tokenKey struct{}
+
+// auth checks the bearer token and that it has one of the route's scopes, then the
+// token's rate. The handler checks the scope of what is asked and the cluster it is about
+// (tokenOf, permit).
+func (g *Gateway) auth(next http.HandlerFunc, anyOf ...Scope) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		name := "anonymous"
+		tok := anonymous
 		if !g.opts.InsecureNoAuth {
 			secret, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
 			if !ok || secret == "" {
@@ -48,34 +55,60 @@ func (g *Gateway) auth(scope Scope, next http.HandlerFunc) http.HandlerFunc {
 				writeError(w, apperr.Errorf(apperr.Unauthenticated, "Authorization: missing; send 'Authorization: Bearer TOKEN'"))
 				return
 			}
-			tok, ok := g.opts.Tokens.Match(strings.TrimSpace(secret))
-			if !ok {
+			if tok, ok = g.opts.Tokens.Match(strings.TrimSpace(secret)); !ok {
 				w.Header().Set("WWW-Authenticate", `Bearer realm="clusterflow", error="invalid_token"`)
 				writeError(w, apperr.Errorf(apperr.Unauthenticated, "Authorization: the token is not known"))
 				return
 			}
-			name = tok.Name
 			if rec, ok := w.(*recorder); ok {
-				rec.token = name
+				rec.token = tok.Name
 			}
-			if !tok.Allows(scope) {
-				writeError(w, apperr.Errorf(apperr.Forbidden, "token %q may not %s (its scopes: %s)", name, scopeVerb(scope), joinScopes(tok.Scopes)))
+			if !slices.ContainsFunc(anyOf, tok.Allows) {
+				writeError(w, apperr.Errorf(apperr.Forbidden, "token %q may not %s (its scopes: %s)", tok.Name, scopeVerb(anyOf[0]), joinScopes(tok.Scopes)))
 				return
 			}
 		}
-		if res := g.limiter(name).Reserve(); res.Delay() > 0 {
+		if res := g.limiter(tok.Name).Reserve(); res.Delay() > 0 {
 			res.Cancel()
 			w.Header().Set("Retry-After", fmt.Sprint(int(math.Ceil(res.Delay().Seconds()))))
-			writeError(w, apperr.Errorf(apperr.RateLimited, "token %q sent more than %g requests a second; retry later", name, g.opts.Rate))
+			writeError(w, apperr.Errorf(apperr.RateLimited, "token %q sent more than %g requests a second; retry later", tok.Name, g.opts.Rate))
 			return
 		}
-		next(w, r)
+		next(w, r.WithContext(context.WithValue(r.Context(), tokenKey{}, tok)))
 	}
 }
 
+func tokenOf(r *http.Request) Token {
+	tok, _ := r.Context().Value(tokenKey{}).(Token)
+	return tok
+}
+
+// permit says why the token may not do what scope names on the cluster, if it may not.
+func permit(tok Token, scope Scope, cluster string) error {
+	if !tok.Allows(scope) {
+		return apperr.Errorf(apperr.Forbidden, "token %q may not %s (its scopes: %s)", tok.Name, scopeVerb(scope), joinScopes(tok.Scopes))
+	}
+	if !tok.AllowsCluster(cluster) {
+		return apperr.Errorf(apperr.Forbidden, "token %q may not act on cluster %s (its clusters: %s)", tok.Name, cluster, strings.Join(tok.Clusters, ","))
+	}
+	return nil
+}
+
+// eventScope is the scope an event needs: gone and unhealthy replace the member and delete
+// its data, so down/up alone does not allow them.
+func eventScope(ev workflows.HealthEvent) Scope {
+	if ev == workflows.HealthGone || ev == workflows.HealthUnhealthy {
+		return ScopeReplace
+	}
+	return ScopeEvents
+}
+
 func scopeVerb(s Scope) string {
-	if s == ScopeEvents {
+	switch s {
+	case ScopeEvents:
 		return "report events"
+	case ScopeReplace:
+		return "report members gone or unhealthy"
 	}
 	return "read"
 }
@@ -159,6 +192,10 @@ func (g *Gateway) postEvent(w http.ResponseWriter, r *http.Request) {
 		g.refuse(w, err)
 		return
 	}
+	if err := permit(tokenOf(r), eventScope(ev.Event), cluster); err != nil {
+		g.refuse(w, err)
+		return
+	}
 	res, err := g.report(r.Context(), cluster, ev)
 	if err != nil {
 		writeError(w, err)
@@ -212,6 +249,9 @@ func (g *Gateway) postAlertmanager(w http.ResponseWriter, r *http.Request) {
 		res := &reply.Results[i]
 		res.Fingerprint = n.Alerts[i].Fingerprint
 		res.Cluster, res.Member, res.Event = ae.cluster, ae.event.Member, ae.event.Event
+		if ae.err == nil {
+			ae.err = permit(tokenOf(r), eventScope(ae.event.Event), ae.cluster)
+		}
 		if ae.err != nil {
 			g.metrics.events.WithLabelValues("refused").Inc()
 			res.Error = ae.err.Error()
@@ -251,6 +291,8 @@ func (g *Gateway) getClusters(w http.ResponseWriter, r *http.Request) {
 		writeError(w, temporalError(err))
 		return
 	}
+	// A token scoped to some clusters sees only those.
+	clusters = slices.DeleteFunc(clusters, func(c starter.ClusterSummary) bool { return !tokenOf(r).AllowsCluster(c.Name) })
 	if clusters == nil {
 		clusters = []starter.ClusterSummary{}
 	}
@@ -260,6 +302,10 @@ func (g *Gateway) getClusters(w http.ResponseWriter, r *http.Request) {
 func (g *Gateway) getCluster(w http.ResponseWriter, r *http.Request) {
 	cluster := r.PathValue("cluster")
 	if err := checkNames(cluster, ""); err != nil {
+		writeError(w, err)
+		return
+	}
+	if err := permit(tokenOf(r), ScopeRead, cluster); err != nil {
 		writeError(w, err)
 		return
 	}

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path"
 	"slices"
 	"strings"
 
@@ -20,32 +21,40 @@ import (
 type Scope string
 
 const (
-	// ScopeEvents may report member events.
+	// ScopeEvents may report a member down or up: nothing is lost by either.
 	ScopeEvents Scope = "events"
+	// ScopeReplace may report a member gone or unhealthy, which replaces it and deletes its
+	// data: a monitor that only watches needs events, not this.
+	ScopeReplace Scope = "replace"
 	// ScopeRead may read clusters and metrics.
 	ScopeRead Scope = "read"
 )
 
-var scopes = []Scope{ScopeEvents, ScopeRead}
+var scopes = []Scope{ScopeEvents, ScopeReplace, ScopeRead}
 
-// Token is one line of a token file: a name for the logs, what it may do, and the SHA-256
-// of the secret. The secret itself is never stored.
+// AllClusters is the cluster list of a token that may act on every cluster.
+var AllClusters = []string{"*"}
+
+// Token is one line of a token file: a name for the logs, what it may do, on which
+// clusters, and the SHA-256 of the secret. The secret itself is never stored.
 type Token struct {
 	Name   string
 	Scopes []Scope
-	hash   [sha256.Size]byte
+	// Clusters are globs (path.Match) of the cluster names the token may act on or read.
+	Clusters []string
+	hash     [sha256.Size]byte
 }
 
 // Tokens are the tokens the gateway accepts.
 type Tokens []Token
 
-// ParseScopes reads "events", "read" or "events,read".
+// ParseScopes reads a comma list of events, replace and read.
 func ParseScopes(s string) ([]Scope, error) {
 	var out []Scope
 	for part := range strings.SplitSeq(s, ",") {
 		sc := Scope(strings.TrimSpace(part))
 		if !slices.Contains(scopes, sc) {
-			return nil, fmt.Errorf("scope %q is not one of events, read", sc)
+			return nil, fmt.Errorf("scope %q is not one of events, replace, read", sc)
 		}
 		if !slices.Contains(out, sc) {
 			out = append(out, sc)
@@ -54,7 +63,23 @@ func ParseScopes(s string) ([]Scope, error) {
 	return out, nil
 }
 
-// ReadTokens reads a token file: one "NAME SCOPES SHA256HEX" per line, # starts a comment.
+// ParseClusters reads a comma list of cluster name globs ("*" for every cluster).
+func ParseClusters(s string) ([]string, error) {
+	var out []string
+	for glob := range strings.SplitSeq(s, ",") {
+		glob = strings.TrimSpace(glob)
+		if _, err := path.Match(glob, ""); err != nil || glob == "" {
+			return nil, fmt.Errorf("cluster glob %q is not a valid pattern (use *, ? and [...], as in team-a-*)", glob)
+		}
+		if !slices.Contains(out, glob) {
+			out = append(out, glob)
+		}
+	}
+	return out, nil
+}
+
+// ReadTokens reads a token file: one "NAME SCOPES CLUSTERS SHA256HEX" per line (a line of
+// three fields, "NAME SCOPES SHA256HEX", is for every cluster), # starts a comment.
 func ReadTokens(path string) (Tokens, error) {
 	f, err := os.Open(path)
 	if err != nil {
@@ -78,17 +103,23 @@ func ParseTokens(r io.Reader) (Tokens, error) {
 		if len(fields) == 0 {
 			continue
 		}
-		if len(fields) != 3 {
-			return nil, fmt.Errorf("line %d: want NAME SCOPES SHA256HEX, got %d fields", n, len(fields))
+		if len(fields) == 3 { // written before tokens were scoped to clusters
+			fields = []string{fields[0], fields[1], "*", fields[2]}
+		}
+		if len(fields) != 4 {
+			return nil, fmt.Errorf("line %d: want NAME SCOPES CLUSTERS SHA256HEX, got %d fields", n, len(fields))
 		}
 		t := Token{Name: fields[0]}
 		var err error
 		if t.Scopes, err = ParseScopes(fields[1]); err != nil {
 			return nil, fmt.Errorf("line %d: %w", n, err)
 		}
-		sum, err := hex.DecodeString(fields[2])
+		if t.Clusters, err = ParseClusters(fields[2]); err != nil {
+			return nil, fmt.Errorf("line %d: %w", n, err)
+		}
+		sum, err := hex.DecodeString(fields[3])
 		if err != nil || len(sum) != sha256.Size {
-			return nil, fmt.Errorf("line %d: the third field must be the 64 hex digits of the token's SHA-256", n)
+			return nil, fmt.Errorf("line %d: the last field must be the 64 hex digits of the token's SHA-256", n)
 		}
 		copy(t.hash[:], sum)
 		if slices.ContainsFunc(tokens, func(o Token) bool { return o.Name == t.Name }) {
@@ -124,15 +155,23 @@ func (ts Tokens) Match(secret string) (Token, bool) {
 // Allows says whether the token has the scope.
 func (t Token) Allows(s Scope) bool { return slices.Contains(t.Scopes, s) }
 
+// AllowsCluster says whether the token may act on or read the cluster.
+func (t Token) AllowsCluster(cluster string) bool {
+	return slices.ContainsFunc(t.Clusters, func(glob string) bool {
+		ok, _ := path.Match(glob, cluster)
+		return ok
+	})
+}
+
 // NewToken makes a random secret and the token file line that accepts it.
-func NewToken(name string, sc []Scope) (secret, line string, err error) {
+func NewToken(name string, sc []Scope, clusters []string) (secret, line string, err error) {
 	if name == "" || strings.ContainsAny(name, " \t#") {
 		return "", "", fmt.Errorf("token NAME %q: must be non-empty, without spaces or '#'", name)
 	}
 	if secret, err = newSecret(); err != nil {
 		return "", "", err
 	}
-	return secret, TokenFor(name, sc, secret).Line(), nil
+	return secret, TokenFor(name, sc, clusters, secret).Line(), nil
 }
 
 func newSecret() (string, error) {
@@ -144,13 +183,13 @@ func newSecret() (string, error) {
 }
 
 // TokenFor is the token that accepts secret.
-func TokenFor(name string, sc []Scope, secret string) Token {
-	return Token{Name: name, Scopes: sc, hash: sha256.Sum256([]byte(secret))}
+func TokenFor(name string, sc []Scope, clusters []string, secret string) Token {
+	return Token{Name: name, Scopes: sc, Clusters: clusters, hash: sha256.Sum256([]byte(secret))}
 }
 
 // Line is the token's line in a token file.
 func (t Token) Line() string {
-	return fmt.Sprintf("%s %s %s", t.Name, joinScopes(t.Scopes), hex.EncodeToString(t.hash[:]))
+	return fmt.Sprintf("%s %s %s %s", t.Name, joinScopes(t.Scopes), strings.Join(t.Clusters, ","), hex.EncodeToString(t.hash[:]))
 }
 
 // LocalToken reads the secret kept in file (mode 0600), or makes one and keeps it there,

@@ -2,6 +2,7 @@ package testenv
 
 import (
 	"context"
+	"crypto/rand"
 	"errors"
 	"fmt"
 	"os"
@@ -37,6 +38,7 @@ type ComposeService struct {
 	Entrypoint  []string                     `yaml:"entrypoint"`
 	Command     []string                     `yaml:"command"`
 	Volumes     []string                     `yaml:"volumes"`
+	Ports       []string                     `yaml:"ports"`
 	Healthcheck *struct {
 		Test []string `yaml:"test"`
 	} `yaml:"healthcheck"`
@@ -45,8 +47,25 @@ type ComposeService struct {
 	} `yaml:"deploy"`
 }
 
-// ReadCompose reads the checkout's docker-compose.yml.
+// ReadCompose reads the checkout's docker-compose.yml, with its variables filled in as
+// compose fills them from .env: the tests' own values (ComposeVars).
 func ReadCompose() (ComposeFile, error) {
+	c, err := ReadComposeRaw()
+	if err != nil {
+		return c, err
+	}
+	for name, svc := range c.Services {
+		for k, v := range svc.Environment {
+			if svc.Environment[k], err = InterpolateCompose(v, ComposeVars); err != nil {
+				return c, fmt.Errorf("docker-compose.yml: service %s: %s: %w", name, k, err)
+			}
+		}
+	}
+	return c, nil
+}
+
+// ReadComposeRaw reads the checkout's docker-compose.yml as written, variables and all.
+func ReadComposeRaw() (ComposeFile, error) {
 	var c ComposeFile
 	root, err := ModuleRoot()
 	if err != nil {
@@ -60,6 +79,37 @@ func ReadCompose() (ComposeFile, error) {
 		return c, fmt.Errorf("docker-compose.yml is not valid YAML: %w", err)
 	}
 	return c, nil
+}
+
+// ComposeVars stand for the operator's .env: a password of the tests' own, made afresh in
+// each test process, as the compose file asks every operator to choose one.
+var ComposeVars = map[string]string{"POSTGRES_PASSWORD": rand.Text()}
+
+// InterpolateCompose fills in compose's ${NAME}, ${NAME:-default} and ${NAME:?error} from
+// vars, as compose does from .env; ${NAME:?error} with NAME unset or empty is the error.
+func InterpolateCompose(value string, vars map[string]string) (string, error) {
+	var missing error
+	out := os.Expand(value, func(expr string) string {
+		name, op, arg := expr, "", ""
+		if i := strings.IndexAny(expr, ":-?"); i >= 0 {
+			name, op = expr[:i], expr[i:]
+			for _, p := range []string{":-", ":?", "-", "?"} {
+				if rest, ok := strings.CutPrefix(op, p); ok {
+					op, arg = p, rest
+					break
+				}
+			}
+		}
+		v, set := vars[name]
+		switch {
+		case (op == ":-" && v == "") || (op == "-" && !set):
+			return arg
+		case (op == ":?" && v == "") || (op == "?" && !set):
+			missing = fmt.Errorf("%s: %s", name, arg)
+		}
+		return v
+	})
+	return out, missing
 }
 
 // ComposeOverrides are the only settings of the compose file's temporal service that the
