@@ -43,6 +43,8 @@ type EmbeddedServerOptions struct {
 type (
 	EmbeddedServer interface {
 		Address() string
+		// HTTPAddress is the frontend's HTTP API, on loopback.
+		HTTPAddress() string
 		Stop() error
 	}
 	EmbeddedUI interface {
@@ -123,6 +125,7 @@ func runDev(ctx context.Context, args []string, embedded *Embedded) error {
 		return err
 	}
 	fmt.Printf("Temporal server:  %s  (namespace %s, state in %s)\n", srv.Address(), *namespace, *db)
+	logger.Info("Temporal HTTP API serving", zap.String("address", srv.HTTPAddress()))
 	if *logFile != "" {
 		fmt.Printf("Logs:             %s\n", *logFile)
 	}

@@ -62,8 +62,9 @@ type TLS struct {
 
 // Server is a running embedded Temporal server.
 type Server struct {
-	server  temporal.Server
-	address string
+	server      temporal.Server
+	address     string
+	httpAddress string
 }
 
 // Start creates the database when needed and starts every Temporal service in-process.
@@ -147,6 +148,9 @@ func Start(opts Options) (*Server, error) {
 			// cannot hold it, so every start re-read and decoded the whole batch from SQLite:
 			// quadratic in a role's width. 16 MiB holds many batches of hundreds.
 			dynamicconfig.EventsCacheMaxSizeBytes.Key(): 16 << 20,
+			// The HTTP API answers only requests that name it by its loopback address: a web
+			// page that rebinds its own domain name to 127.0.0.1 sends its own name as Host.
+			dynamicconfig.FrontendHTTPAllowedHosts.Key(): []string{"127.0.0.1:" + strconv.Itoa(httpPort), "localhost:" + strconv.Itoa(httpPort)},
 		}),
 	}, extra...)...)
 	if err != nil {
@@ -155,11 +159,31 @@ func Start(opts Options) (*Server, error) {
 	if err := srv.Start(); err != nil {
 		return nil, fmt.Errorf("start temporal server on %s: %w", address, err)
 	}
-	return &Server{server: srv, address: address}, nil
+	return &Server{server: srv, address: address, httpAddress: net.JoinHostPort("127.0.0.1", strconv.Itoa(httpPort))}, nil
+}
+
+// ownerOnly makes the database and its WAL files readable by their owner alone: they hold
+// every workflow's inputs and results. SQLite gives the WAL files the database's mode, so
+// the database is created 0600 before SQLite opens it, and older ones are narrowed.
+func ownerOnly(file string) error {
+	f, err := os.OpenFile(file, os.O_CREATE|os.O_RDWR, 0o600)
+	if err != nil {
+		return fmt.Errorf("open %s: %w", file, err)
+	}
+	f.Close()
+	for _, path := range []string{file, file + "-wal", file + "-shm"} {
+		if err := os.Chmod(path, 0o600); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return fmt.Errorf("make %s private: %w", path, err)
+		}
+	}
+	return nil
 }
 
 // Address is the frontend gRPC address clients dial.
 func (s *Server) Address() string { return s.address }
+
+// HTTPAddress is the frontend's HTTP API (loopback only).
+func (s *Server) HTTPAddress() string { return s.httpAddress }
 
 // Stop shuts every service down; state in a DB file is kept.
 func (s *Server) Stop() error { return s.server.Stop() }
@@ -177,13 +201,20 @@ func prepareDatabase(file, namespace string, searchAttributes map[string]enums.I
 		// committed (only a power cut could), and each commit skips an fsync.
 		sqlConf.ConnectAttributes["journal_mode"] = "wal"
 		sqlConf.ConnectAttributes["synchronous"] = "normal"
-		if err := os.MkdirAll(filepath.Dir(file), 0o755); err != nil {
+		if err := os.MkdirAll(filepath.Dir(file), 0o700); err != nil {
 			return nil, fmt.Errorf("create folder for %s: %w", file, err)
 		}
 	}
 	// A file needs its schema the first time; the SQLite plugin sets up a memory database
 	// itself.
-	if _, err := os.Stat(file); file != "" && errors.Is(err, os.ErrNotExist) {
+	_, statErr := os.Stat(file)
+	fresh := file != "" && errors.Is(statErr, os.ErrNotExist)
+	if file != "" {
+		if err := ownerOnly(file); err != nil {
+			return nil, err
+		}
+	}
+	if fresh {
 		if err := sqliteschema.SetupSchema(sqlConf); err != nil {
 			return nil, fmt.Errorf("create temporal schema in %s: %w", describeDB(file), err)
 		}

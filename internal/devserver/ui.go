@@ -1,9 +1,13 @@
 package devserver
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"net"
 	"net/http"
+	"net/http/httputil"
+	"net/url"
 	"strconv"
 	"time"
 
@@ -15,10 +19,13 @@ import (
 // UI is a running Temporal Web UI.
 type UI struct {
 	server *uiserver.Server
+	front  *http.Server
 	url    string
 }
 
 // StartUI serves the Temporal Web UI on address, talking to the server at temporalAddress.
+// The UI server itself listens on a private loopback port; what listens on address checks
+// each request's Host first (see allowedHost) and passes the rest on.
 func StartUI(address, temporalAddress, namespace string) (*UI, error) {
 	host, port, err := splitAddress(address)
 	if err != nil {
@@ -29,14 +36,17 @@ func StartUI(address, temporalAddress, namespace string) (*UI, error) {
 			return nil, err
 		}
 	}
-	// The UI server exits the whole process when it cannot bind, so check first.
-	l, err := net.Listen("tcp", net.JoinHostPort(host, strconv.Itoa(port)))
+	front, err := net.Listen("tcp", net.JoinHostPort(host, strconv.Itoa(port)))
 	if err != nil {
 		return nil, fmt.Errorf("web UI cannot listen on %s: %w", address, err)
 	}
-	l.Close()
+	innerPort, err := freePort("127.0.0.1")
+	if err != nil {
+		front.Close()
+		return nil, err
+	}
 	server := uiserver.NewServer(uiopts.WithConfigProvider(&uiconfig.Config{
-		Host: host, Port: port,
+		Host: "127.0.0.1", Port: innerPort,
 		TemporalGRPCAddress: temporalAddress,
 		DefaultNamespace:    namespace,
 		EnableUI:            true,
@@ -45,19 +55,52 @@ func StartUI(address, temporalAddress, namespace string) (*UI, error) {
 		CORS:                uiconfig.CORS{CookieInsecure: true},
 	}))
 	go func() { _ = server.Start() }()
-	url := "http://" + net.JoinHostPort(displayHost(host), strconv.Itoa(port))
-	if err := waitHealthy(url+"/healthz", 15*time.Second); err != nil {
+	inner := &url.URL{Scheme: "http", Host: net.JoinHostPort("127.0.0.1", strconv.Itoa(innerPort))}
+	if err := waitHealthy(inner.String()+"/healthz", 15*time.Second); err != nil {
+		front.Close()
 		server.Stop()
 		return nil, err
 	}
-	return &UI{server: server, url: url}, nil
+	proxy := httputil.NewSingleHostReverseProxy(inner)
+	u := &UI{server: server, url: "http://" + net.JoinHostPort(displayHost(host), strconv.Itoa(port))}
+	u.front = &http.Server{
+		Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if !allowedHost(r.Host, host) {
+				http.Error(w, fmt.Sprintf("Host %q is not this Web UI's address: open %s", r.Host, u.url), http.StatusMisdirectedRequest)
+				return
+			}
+			proxy.ServeHTTP(w, r)
+		}),
+		ReadHeaderTimeout: 10 * time.Second,
+	}
+	go func() { _ = u.front.Serve(front) }()
+	return u, nil
+}
+
+// allowedHost says whether a request's Host header names this server. A web page can make
+// a browser send requests here by rebinding its own domain name to this address (DNS
+// rebinding), but the browser then sends that domain as Host. So only IP literals,
+// localhost and the name the UI was told to listen on are taken.
+func allowedHost(hostHeader, listenHost string) bool {
+	name, _, err := net.SplitHostPort(hostHeader)
+	if err != nil {
+		name = hostHeader
+	}
+	return name == "localhost" || (name != "" && name == listenHost) || net.ParseIP(name) != nil
 }
 
 // URL is where a browser opens the UI.
 func (u *UI) URL() string { return u.url }
 
-// Stop closes the UI server.
-func (u *UI) Stop() { u.server.Stop() }
+// Stop closes the UI server and what listens in front of it.
+func (u *UI) Stop() {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := u.front.Shutdown(ctx); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		u.front.Close()
+	}
+	u.server.Stop()
+}
 
 func waitHealthy(url string, limit time.Duration) error {
 	client := http.Client{Timeout: time.Second}

@@ -9,6 +9,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"syscall"
@@ -63,6 +64,13 @@ func TestDevRunsTheExampleAndKeepsStateAcrossRestarts(t *testing.T) {
 	}
 	if list := listAPI(`ClusterName = "demo" AND ClusterPhase = "failed"`); strings.Contains(list, "cluster/demo") {
 		t.Errorf("UI API lists the ready cluster/demo as failed: %.500s", list)
+	}
+	checkDevRefusesForeignHosts(t, uiAddr, filepath.Join(dir, ".clusterflow", "dev.log"))
+	// What dev keeps (every workflow's inputs, logs, the gateway's token) is its user's alone.
+	for _, f := range []string{"dev.db", "dev.db-wal", "gateway-token", filepath.Join(".clusterflow", "dev.log")} {
+		if fi, err := os.Stat(filepath.Join(dir, f)); err != nil || fi.Mode().Perm() != 0o600 {
+			t.Errorf("%s: %v, want mode 0600", f, statMode(fi, err))
+		}
 	}
 	if services := testenv.MemberProcesses(data); len(services) == 0 {
 		t.Error("the controller's registry service is not running")
@@ -314,4 +322,56 @@ func TestTheExampleRunsOnDevWithThreeHosts(t *testing.T) {
 			t.Errorf("dev did not stop cleanly: exit %d, %v", code, err)
 		}
 	}
+}
+
+// checkDevRefusesForeignHosts checks that dev's Web UI and Temporal's HTTP API answer only
+// requests that name them by their own address: a page that rebinds its own domain to
+// 127.0.0.1 (DNS rebinding) sends its domain as Host, and is refused, while the same
+// request by address is served.
+func checkDevRefusesForeignHosts(t *testing.T, uiAddr, logFile string) {
+	t.Helper()
+	log, _ := os.ReadFile(logFile)
+	m := regexp.MustCompile(`Temporal HTTP API serving.*"address": "([0-9.:]+)"`).FindSubmatch(log)
+	if m == nil {
+		t.Fatalf("dev's log does not say where Temporal's HTTP API is:\n%s", log)
+	}
+	for _, tc := range []struct{ what, url string }{
+		{"the Web UI's API", "http://" + uiAddr + "/api/v1/namespaces/default/workflows"},
+		{"the Web UI's page", "http://" + uiAddr + "/namespaces/default/workflows"},
+		{"Temporal's HTTP API", "http://" + string(m[1]) + "/api/v1/namespaces/default/workflows"},
+	} {
+		u, err := url.Parse(tc.url)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, host := range []string{"evil.example", "evil.example:" + u.Port(), ""} {
+			req, err := http.NewRequest("GET", tc.url, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if host != "" {
+				req.Host = host
+			}
+			resp, err := (&http.Client{Timeout: 30 * time.Second}).Do(req)
+			if err != nil {
+				t.Fatalf("%s with Host %q: %v", tc.what, host, err)
+			}
+			body, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			served := resp.StatusCode == http.StatusOK
+			switch {
+			case host != "" && (served || strings.Contains(string(body), "cluster/demo")):
+				t.Errorf("%s answered Host %q: %d %.200s", tc.what, host, resp.StatusCode, body)
+			case host == "" && !served:
+				t.Errorf("%s refused its own address: %d %.200s", tc.what, resp.StatusCode, body)
+			}
+		}
+	}
+}
+
+func statMode(fi os.FileInfo, err error) string {
+	if err != nil {
+		return err.Error()
+	}
+	return fi.Mode().Perm().String()
 }

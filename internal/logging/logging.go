@@ -21,11 +21,16 @@ func New(format, level string) (*zap.Logger, error) {
 // NewFile returns a logger like New's that appends to the file at path, creating it and
 // its folder; close the returned file when done.
 func NewFile(format, level, path string) (*zap.Logger, *os.File, error) {
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return nil, nil, err
 	}
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	// Logs name clusters, members and script output: their owner's alone, older files too.
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
 	if err != nil {
+		return nil, nil, err
+	}
+	if err := f.Chmod(0o600); err != nil {
+		f.Close()
 		return nil, nil, err
 	}
 	l, err := newLogger(format, level, zapcore.Lock(f))

@@ -5,11 +5,14 @@
 // embedded Temporal server exits the whole process when a bind fails. So ports come from
 // below the kernel's ephemeral range, which port 0 and outgoing connections draw from, and
 // each port handed out keeps an exclusive lock on a file named after it, shared by every
-// process on the machine, until this process exits.
+// process of the same user on the machine, until this process exits. (Another user's
+// processes bind-check instead: a port they hold is found taken.)
 package ports
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
 	"math/rand/v2"
 	"net"
 	"os"
@@ -55,11 +58,11 @@ func lock(port int) bool { return Claim("ports", port) }
 // exits, or reports that another process or caller holds it.
 func Claim(space string, n int) bool {
 	port := n
-	dir := filepath.Join(os.TempDir(), "clusterflow-"+space)
-	if err := os.MkdirAll(dir, 0o777); err != nil {
+	dir, ok := claimsDir(space)
+	if !ok {
 		return false
 	}
-	f, err := os.OpenFile(filepath.Join(dir, strconv.Itoa(port)), os.O_CREATE|os.O_RDWR, 0o666)
+	f, err := os.OpenFile(filepath.Join(dir, strconv.Itoa(port)), os.O_CREATE|os.O_RDWR|syscall.O_NOFOLLOW, 0o600)
 	if err != nil {
 		return false
 	}
@@ -72,4 +75,20 @@ func Claim(space string, n int) bool {
 	held = append(held, f)
 	mu.Unlock()
 	return true
+}
+
+// claimsDir is the user's own folder of claims in the shared temporary folder: mode 0700,
+// owned by the user, and not a symbolic link, or not used at all (another local user
+// could otherwise plant links in it, or hold every claim).
+func claimsDir(space string) (string, bool) {
+	dir := filepath.Join(os.TempDir(), fmt.Sprintf("clusterflow-%d-%s", os.Getuid(), space))
+	if err := os.Mkdir(dir, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
+		return "", false
+	}
+	fi, err := os.Lstat(dir)
+	if err != nil || !fi.IsDir() || fi.Mode().Perm() != 0o700 {
+		return "", false
+	}
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	return dir, ok && int(st.Uid) == os.Getuid()
 }
