@@ -2,6 +2,7 @@ package activities
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -99,7 +100,12 @@ func (a *Activities) RunStartscript(ctx context.Context, run ScriptRun) (ScriptR
 		// The agent reports a quiet script once within this rather than every 2 s.
 		HeartbeatTimeout: info.HeartbeatTimeout,
 	})
-	if err != nil {
+	var secretErr *backend.SecretError
+	switch {
+	case errors.As(err, &secretErr):
+		// Nothing ran, and a retry finds the same host: the operator must supply it.
+		return ScriptResult{}, temporal.NewNonRetryableApplicationError(secretErr.Error(), ErrSecretUnavailable, nil)
+	case err != nil:
 		return ScriptResult{}, fmt.Errorf("launch %s on %s: %w", run.Event, run.Member.Name, err)
 	}
 	return ScriptResult{}, activity.ErrResultPending

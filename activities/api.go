@@ -22,11 +22,14 @@ type (
 	LogChunk     = backend.LogChunk
 )
 
-// Error types of failed startscripts. Both are non-retryable: running a failing script
+// Error types of failed startscripts. All are non-retryable: running a failing script
 // again rarely helps, and a user wants to see the failure now.
 const (
 	ErrScriptFailed   = agent.ErrScriptFailed
 	ErrScriptTimedOut = agent.ErrScriptTimedOut
+	// ErrSecretUnavailable: a secret reference of the role's env could not be filled in on
+	// the member's host, so nothing ran.
+	ErrSecretUnavailable = "SecretUnavailable"
 )
 
 // HostInfo is what a host's worker says about its host.

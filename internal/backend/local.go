@@ -34,6 +34,8 @@ type Local struct {
 	Grace time.Duration
 	// Host names the host the backend runs on, for scripts (CLUSTERFLOW_HOST).
 	Host string
+	// SecretsDir holds each cluster's secret files, in a folder named after the cluster.
+	SecretsDir string
 }
 
 // NewLocal returns a local backend keeping its data under root. agentCommand starts the
@@ -311,6 +313,11 @@ func (l *Local) resolve(run ScriptRun) (ScriptRun, error) {
 		}
 		run.Env = env
 	}
+	env, err := l.fillSecrets(run.Member.Cluster, run.Env)
+	if err != nil {
+		return run, err
+	}
+	run.Env = env
 	if run.Notice > 0 {
 		if run.Event != spec.EventAddNodes && run.Event != spec.EventDelNodes {
 			return run, fmt.Errorf("%s names notice %d, which only addnodes and delnodes tell", run.Event, run.Notice)

@@ -74,6 +74,7 @@ func runDev(ctx context.Context, args []string, embedded *Embedded) error {
 	noWorker := fs.Bool("no-worker", false, "do not run a worker (run `clusterflow worker` separately)")
 	hosts := fs.Int("hosts", 0, "run N hosts in this process, host-1 … host-N, each a worker with its own data folder beside --data, so members are placed on hosts (0: single-host mode)")
 	namespace := fs.String("namespace", "default", "Temporal namespace to create and use")
+	secretsDir := fs.String("secrets-dir", ".clusterflow/secrets", "folder of secret files: a spec's {fromFile: F} reads DIR/CLUSTER/F")
 	logFile := fs.String("log-file", ".clusterflow/dev.log", "file for the server's and worker's logs, so the terminal shows progress and status; empty for stderr")
 	if err := fs.Parse(args); err != nil {
 		return flagError(err)
@@ -153,7 +154,7 @@ func runDev(ctx context.Context, args []string, embedded *Embedded) error {
 	case *hosts > 0:
 		for i := 1; i <= *hosts; i++ {
 			name := fmt.Sprintf("host-%d", i)
-			w, err := newDevWorker(filepath.Join(filepath.Dir(*data), "hosts", name), com, &workflows.HostRegistration{
+			w, err := newDevWorker(filepath.Join(filepath.Dir(*data), "hosts", name), *secretsDir, com, &workflows.HostRegistration{
 				Name: name, Address: "127.0.0.1", Timeout: workflows.DefaultHostTimeout, BootID: bootID(),
 			})
 			if err != nil {
@@ -163,7 +164,7 @@ func runDev(ctx context.Context, args []string, embedded *Embedded) error {
 		}
 		fmt.Printf("Hosts:            %d, sandboxes in %s\n", *hosts, filepath.Join(filepath.Dir(*data), "hosts"))
 	default:
-		w, err := newDevWorker(*data, com, nil)
+		w, err := newDevWorker(*data, *secretsDir, com, nil)
 		if err != nil {
 			return err
 		}
@@ -211,8 +212,8 @@ type devWorker struct {
 	host  *workflows.HostRegistration
 }
 
-func newDevWorker(data string, com common, host *workflows.HostRegistration) (devWorker, error) {
-	local, err := localBackend(data, com)
+func newDevWorker(data, secretsDir string, com common, host *workflows.HostRegistration) (devWorker, error) {
+	local, err := localBackend(data, secretsDir, com)
 	if err != nil {
 		return devWorker{}, err
 	}

@@ -66,6 +66,7 @@ func runWorker(ctx context.Context, args []string) error {
 	var conn connection
 	conn.register(fs, "info")
 	data := fs.String("data", ".clusterflow/data", "folder for member sandboxes")
+	secretsDir := fs.String("secrets-dir", "/etc/clusterflow/secrets", "folder of secret files: a spec's {fromFile: F} reads DIR/CLUSTER/F on this host")
 	metricsAddress := fs.String("metrics-address", "", "serve Prometheus metrics at http://ADDRESS/metrics (default off)")
 	hostName := fs.String("host", "", "serve this host: its members' activities come to it alone (default: single-host mode, every member here)")
 	labels := fs.String("labels", "", "the host's labels, K=V,K=V, for placement selectors and spreadBy")
@@ -108,7 +109,7 @@ func runWorker(ctx context.Context, args []string) error {
 		slices.Sort(names)
 		return fmt.Errorf("namespace %q lacks the search attributes %s: run `clusterflow setup` once against it", co.Namespace, strings.Join(names, ", "))
 	}
-	local, err := localBackend(*data, conn.common)
+	local, err := localBackend(*data, *secretsDir, conn.common)
 	if err != nil {
 		return err
 	}

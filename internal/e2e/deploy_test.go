@@ -39,7 +39,12 @@ roles:
 
 func statusJSON(t *testing.T, name string) workflows.ClusterStatus {
 	t.Helper()
-	res := cli(t, "status", name, "-o", "json")
+	return parseStatus(t, name, cli(t, "status", name, "-o", "json"))
+}
+
+// parseStatus reads the output of `status NAME -o json`.
+func parseStatus(t *testing.T, name string, res testenv.Result) workflows.ClusterStatus {
+	t.Helper()
 	if res.Code != 0 {
 		t.Fatalf("status %s: %s", name, res)
 	}

@@ -79,7 +79,7 @@ func (w walker) role(path string, n *yaml.Node) draftRole {
 		"cardinality":          func(p string, n *yaml.Node) { r.Cardinality = w.str(p, n) },
 		"startscript":          func(p string, n *yaml.Node) { r.Startscript = w.str(p, n) },
 		"events":               func(p string, n *yaml.Node) { r.Events, r.EventsSet = w.strings(p, n), true },
-		"env":                  func(p string, n *yaml.Node) { r.Env = w.stringMap(p, n) },
+		"env":                  func(p string, n *yaml.Node) { r.Env = w.envMap(p, n) },
 		"timeout":              func(p string, n *yaml.Node) { r.Timeout = w.duration(p, n) },
 		"heartbeatTimeout":     func(p string, n *yaml.Node) { r.Heartbeat = w.duration(p, n) },
 		"maxInFlight":          func(p string, n *yaml.Node) { r.MaxInFlight = w.integer(p, n) },
@@ -208,6 +208,49 @@ func (w walker) stringMap(path string, n *yaml.Node) map[string]string {
 		if s := w.str(join(path, key), value); s != nil {
 			out[key] = *s
 		}
+	}
+	return out
+}
+
+// envMap reads a role's env: NAME: value, or NAME: {fromFile: F} / {fromEnv: N} for a
+// secret the host fills in (kept as SecretRef.Encode).
+func (w walker) envMap(path string, n *yaml.Node) map[string]string {
+	if n.Kind != yaml.MappingNode {
+		w.ps.add(path, "must be a mapping of NAME: value, got %s", describe(n))
+		return nil
+	}
+	out := map[string]string{}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		key, value := n.Content[i].Value, n.Content[i+1]
+		p := join(path, key)
+		if value.Kind != yaml.MappingNode {
+			if s := w.str(p, value); s != nil {
+				if strings.ContainsRune(*s, 0) {
+					w.ps.add(p, "contains a NUL byte")
+					continue
+				}
+				out[key] = *s
+			}
+			continue
+		}
+		var ref SecretRef
+		w.mapping(p, value, map[string]func(string, *yaml.Node){
+			"fromFile": func(p2 string, n *yaml.Node) {
+				if s := w.str(p2, n); s != nil {
+					ref.FromFile = *s
+				}
+			},
+			"fromEnv": func(p2 string, n *yaml.Node) {
+				if s := w.str(p2, n); s != nil {
+					ref.FromEnv = *s
+				}
+			},
+		})
+		if err := ref.Check(); err != nil {
+			w.ps.add(p, "%s", err)
+			continue
+		}
+		out[key] = ref.Encode()
 	}
 	return out
 }

@@ -114,8 +114,6 @@ func buildRole(path string, d draftRole, ps *problems) Role {
 			ps.add(path+".env."+k, "is not a valid environment variable name (letters, digits and '_', not starting with a digit)")
 		case strings.HasPrefix(k, ReservedEnvPrefix):
 			ps.add(path+".env."+k, "the %s prefix is reserved for variables clusterflow sets", ReservedEnvPrefix)
-		case strings.ContainsRune(d.Env[k], 0):
-			ps.add(path+".env."+k, "contains a NUL byte")
 		}
 	}
 	if d.Timeout != nil {
