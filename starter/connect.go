@@ -51,13 +51,15 @@ func ClientOptions(opts ConnectOptions) (client.Options, envconfig.ClientConfigP
 	if err != nil {
 		return client.Options{}, p, err
 	}
-	co, err := p.ToClientOptions(envconfig.ToClientOptionsRequest{})
+	// A codec the operator configured (TEMPORAL_CODEC_ENDPOINT, or a profile's [codec])
+	// encodes every payload this client sends and decodes what it reads.
+	co, err := p.ToClientOptions(envconfig.ToClientOptionsRequest{IncludeRemoteCodec: true})
 	if err != nil {
 		return co, p, fmt.Errorf("Temporal client settings: %w", err)
 	}
 	co.Logger = opts.Logger
 	co.MetricsHandler = opts.MetricsHandler
-	co.DataConverter = payloadlimit.New()
+	co.DataConverter = payloadlimit.Wrap(co.DataConverter)
 	return co, p, nil
 }
 

@@ -69,6 +69,8 @@ func (s *Starter) List(ctx context.Context, all bool) ([]ClusterSummary, error) 
 	return out, nil
 }
 
+// keyword reads a search attribute, which the SDK never passes through a codec (the
+// server must index it), so the default converter reads it.
 func keyword(p *commonpb.Payload) string {
 	var s string
 	if p != nil {

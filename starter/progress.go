@@ -3,8 +3,6 @@ package starter
 import (
 	"context"
 
-	"go.temporal.io/sdk/converter"
-
 	"github.com/clusterflow/clusterflow/internal/agent"
 	"github.com/clusterflow/clusterflow/workflows"
 )
@@ -37,7 +35,7 @@ func (s *Starter) addLastLines(ctx context.Context, status *workflows.ClusterSta
 		}
 		for _, act := range role.GetPendingActivities() {
 			var p agent.Progress
-			if act.GetHeartbeatDetails() == nil || converter.GetDefaultDataConverter().FromPayloads(act.GetHeartbeatDetails(), &p) != nil {
+			if act.GetHeartbeatDetails() == nil || s.dataConverter.FromPayloads(act.GetHeartbeatDetails(), &p) != nil {
 				continue
 			}
 			if m := running[p.Member]; m != nil && string(m.Event) == p.Event {

@@ -8,8 +8,10 @@ import (
 
 	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/converter"
 
 	"github.com/clusterflow/clusterflow/internal/apperr"
+	"github.com/clusterflow/clusterflow/internal/payloadlimit"
 	"github.com/clusterflow/clusterflow/workflows"
 )
 
@@ -17,6 +19,9 @@ import (
 type Starter struct {
 	client    client.Client
 	taskQueue string
+	// dataConverter decodes what the starter reads outside the SDK's own calls (activity
+	// heartbeat details); it must be the client's, codec included.
+	dataConverter converter.DataConverter
 }
 
 // New returns a Starter; an empty task queue means workflows.DefaultTaskQueue.
@@ -24,7 +29,16 @@ func New(c client.Client, taskQueue string) *Starter {
 	if taskQueue == "" {
 		taskQueue = workflows.DefaultTaskQueue
 	}
-	return &Starter{client: c, taskQueue: taskQueue}
+	return &Starter{client: c, taskQueue: taskQueue, dataConverter: payloadlimit.New()}
+}
+
+// WithDataConverter tells the Starter the converter its client was made with (from
+// ClientOptions), so that what it decodes itself goes through the same codec.
+func (s *Starter) WithDataConverter(dc converter.DataConverter) *Starter {
+	if dc != nil {
+		s.dataConverter = dc
+	}
+	return s
 }
 
 // Errors are *apperr.Error values (workflows.Error), with a code a caller can test with

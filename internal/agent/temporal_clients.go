@@ -15,6 +15,7 @@ import (
 
 	"github.com/clusterflow/clusterflow/internal/atomicfile"
 	"github.com/clusterflow/clusterflow/internal/logging"
+	"github.com/clusterflow/clusterflow/internal/payloadlimit"
 )
 
 // temporalClients keeps one Temporal client per connection the agent was handed. Connections are
@@ -66,7 +67,8 @@ func (c *temporalClients) get(id string) (client.Client, error) {
 	if err := json.Unmarshal(data, &profile); err != nil {
 		return nil, fmt.Errorf("connection settings %s: %w", id, err)
 	}
-	opts, err := profile.ToClientOptions(envconfig.ToClientOptionsRequest{})
+	// The worker's codec, if it has one, encodes the results the agent reports.
+	opts, err := profile.ToClientOptions(envconfig.ToClientOptionsRequest{IncludeRemoteCodec: true})
 	if err != nil {
 		return nil, fmt.Errorf("connection settings %s: %w", id, err)
 	}
@@ -74,6 +76,7 @@ func (c *temporalClients) get(id string) (client.Client, error) {
 		opts.HostPort = client.DefaultHostPort
 	}
 	opts.Logger = logging.SDK(c.log)
+	opts.DataConverter = payloadlimit.Wrap(opts.DataConverter)
 	cl, err := client.NewLazyClient(opts)
 	if err != nil {
 		return nil, err

@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/pflag"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/contrib/envconfig"
+	"go.temporal.io/sdk/converter"
 	"go.uber.org/zap"
 
 	"github.com/clusterflow/clusterflow/internal/apperr"
@@ -43,6 +44,8 @@ type connection struct {
 	address, namespace string
 	// metrics, when set before connect, receives the client's and workers' metrics.
 	metrics client.MetricsHandler
+	// dataConverter is the connected client's, set by connect.
+	dataConverter converter.DataConverter
 }
 
 func (c *connection) register(fs *pflag.FlagSet, defaultLogLevel string) {
@@ -60,6 +63,7 @@ func (c *connection) connect(ctx context.Context, logger *zap.Logger) (client.Cl
 	if err != nil {
 		return nil, settings, apperr.Wrap(apperr.Invalid, err)
 	}
+	c.dataConverter = co.DataConverter
 	cl, err := starter.Dial(ctx, co)
 	return cl, settings, err
 }
@@ -74,7 +78,7 @@ func (c *connection) starter(ctx context.Context) (*starter.Starter, envconfig.C
 	if err != nil {
 		return nil, co, nil, err
 	}
-	return starter.New(cl, c.taskQueue), co, cl.Close, nil
+	return starter.New(cl, c.taskQueue).WithDataConverter(c.dataConverter), co, cl.Close, nil
 }
 
 func newFlagSet(name, args string) *pflag.FlagSet {

@@ -48,6 +48,15 @@ func New() converter.DataConverter {
 	return Converter(converter.GetDefaultDataConverter(), Default)
 }
 
+// Wrap guards a client's configured converter (one with a remote codec, say), or the
+// default when none is configured.
+func Wrap(inner converter.DataConverter) converter.DataConverter {
+	if inner == nil {
+		return New()
+	}
+	return Converter(inner, Default)
+}
+
 type guard struct {
 	converter.DataConverter
 	limit int
