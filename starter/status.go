@@ -88,13 +88,23 @@ func (s *Starter) queryIf(ctx context.Context, name string, reject enums.QueryRe
 }
 
 func (s *Starter) queryPage(ctx context.Context, name string, reject enums.QueryRejectCondition, page workflows.StatusPage) (workflows.ClusterStatus, error) {
-	queryCtx, cancel := context.WithTimeout(ctx, queryTimeout)
-	defer cancel()
 	var status workflows.ClusterStatus
-	resp, err := s.client.QueryWorkflowWithOptions(queryCtx, &client.QueryWorkflowWithOptionsRequest{
-		WorkflowID: workflows.ClusterWorkflowID(name), QueryType: workflows.StatusQuery, QueryRejectCondition: reject,
-		Args: []any{page},
-	})
+	var resp *client.QueryWorkflowWithOptionsResponse
+	var err error
+	// A query goes to the worker that has the workflow cached. When that worker has just
+	// died (its host lost, say), the server still counts its poller for a few seconds and
+	// the query waits there in vain; asked again, the server sends it to a live worker.
+	for attempt := 1; attempt <= 2; attempt++ {
+		queryCtx, cancel := context.WithTimeout(ctx, queryTimeout)
+		resp, err = s.client.QueryWorkflowWithOptions(queryCtx, &client.QueryWorkflowWithOptionsRequest{
+			WorkflowID: workflows.ClusterWorkflowID(name), QueryType: workflows.StatusQuery, QueryRejectCondition: reject,
+			Args: []any{page},
+		})
+		cancel()
+		if !noAnswer(err) || ctx.Err() != nil {
+			break
+		}
+	}
 	switch {
 	case err != nil && ctx.Err() != nil:
 		return status, ctx.Err()

@@ -66,7 +66,12 @@ func Serve(ctx context.Context, opts Options) error {
 		return err
 	}
 	opts.Dir = dir
-	if err := os.MkdirAll(filepath.Join(dir, indexDir), 0o755); err != nil {
+	if err := os.MkdirAll(filepath.Join(dir, indexDir), 0o700); err != nil {
+		return err
+	}
+	// The agent's folder holds its connections, index and socket: its user's alone, also
+	// when an older version made it open.
+	if err := os.Chmod(dir, 0o700); err != nil {
 		return err
 	}
 	unlock, err := lock(filepath.Join(dir, "agent.lock"))
@@ -74,7 +79,7 @@ func Serve(ctx context.Context, opts Options) error {
 		return err
 	}
 	defer unlock()
-	_ = os.WriteFile(filepath.Join(dir, "agent.pid"), fmt.Appendf(nil, "%d\n", os.Getpid()), 0o644)
+	_ = os.WriteFile(filepath.Join(dir, "agent.pid"), fmt.Appendf(nil, "%d\n", os.Getpid()), 0o600)
 
 	ctx, stop := context.WithCancel(ctx)
 	defer stop()
@@ -84,13 +89,17 @@ func Serve(ctx context.Context, opts Options) error {
 	a.readopt()
 
 	sock := SocketPath(dir)
-	if err := os.MkdirAll(filepath.Dir(sock), 0o700); err != nil {
-		return fmt.Errorf("create the folder of the agent's socket: %w", err)
+	if err := privateFolder(filepath.Dir(sock)); err != nil {
+		return fmt.Errorf("the folder of the agent's socket: %w", err)
 	}
 	_ = os.Remove(sock) // left by an agent that died; the lock says none is running now
 	ln, err := net.Listen("unix", sock)
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", sock, err)
+	}
+	if err := os.Chmod(sock, 0o600); err != nil {
+		ln.Close()
+		return err
 	}
 	go func() {
 		<-ctx.Done()
@@ -130,8 +139,50 @@ func SocketPath(dir string) string {
 const maxSocketPath = 100
 
 // lock takes the folder's lock file so that one agent serves it.
+// privateFolder makes dir (mode 0700) or checks that it is the user's own, 0700 and not a
+// link: a socket in a folder another local user controls could be replaced by theirs.
+func privateFolder(dir string) error {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return err
+	}
+	fi, err := os.Lstat(dir)
+	if err != nil {
+		return err
+	}
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	switch {
+	case !fi.IsDir():
+		return fmt.Errorf("%s is not a folder", dir)
+	case !ok || int(st.Uid) != os.Getuid():
+		return fmt.Errorf("%s belongs to another user", dir)
+	case fi.Mode().Perm() != 0o700:
+		return fmt.Errorf("%s has mode %04o; it must be 0700", dir, fi.Mode().Perm())
+	}
+	return nil
+}
+
+// peerUID is the user ID of the process at the other end of a Unix socket connection.
+func peerUID(conn net.Conn) (int, bool) {
+	uc, ok := conn.(*net.UnixConn)
+	if !ok {
+		return -1, false
+	}
+	raw, err := uc.SyscallConn()
+	if err != nil {
+		return -1, false
+	}
+	var cred *syscall.Ucred
+	var credErr error
+	if err := raw.Control(func(fd uintptr) {
+		cred, credErr = syscall.GetsockoptUcred(int(fd), syscall.SOL_SOCKET, syscall.SO_PEERCRED)
+	}); err != nil || credErr != nil {
+		return -1, false
+	}
+	return int(cred.Uid), true
+}
+
 func lock(path string) (func(), error) {
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o644)
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o600)
 	if err != nil {
 		return nil, err
 	}
@@ -147,6 +198,12 @@ func lock(path string) (func(), error) {
 
 func (a *Agent) serveConn(conn net.Conn) {
 	defer conn.Close()
+	if uid, ok := peerUID(conn); !ok || uid != os.Getuid() {
+		// Only the agent's own user (its worker) may launch or stop runs, whatever the
+		// socket's mode and folder allow.
+		a.log.Warn("Refused a connection from another user", zap.Int("uid", uid))
+		return
+	}
 	_ = conn.SetDeadline(time.Now().Add(30 * time.Second))
 	var req request
 	reply := Reply{}

@@ -14,6 +14,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/clusterflow/clusterflow/internal/profiling"
 )
 
 // Client hands runs to the agent serving a folder, and starts that agent when none is
@@ -165,15 +167,16 @@ func (c *Client) start() error {
 	if len(c.Command) == 0 {
 		return fmt.Errorf("no agent is running for %s, and none can be started here", c.Dir)
 	}
-	if err := os.MkdirAll(c.Dir, 0o755); err != nil {
+	if err := os.MkdirAll(c.Dir, 0o700); err != nil {
 		return err
 	}
-	log, err := os.OpenFile(c.logPath(), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	log, err := os.OpenFile(c.logPath(), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
 	if err != nil {
 		return err
 	}
 	defer log.Close()
 	cmd := exec.Command(c.Command[0], c.Command[1:]...)
+	cmd.Env = agentEnv()
 	cmd.Stdout, cmd.Stderr = log, log
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	if err := cmd.Start(); err != nil {
@@ -184,3 +187,16 @@ func (c *Client) start() error {
 }
 
 func (c *Client) logPath() string { return filepath.Join(c.Dir, "agent.log") }
+
+// agentEnv is the little of the worker's environment the agent needs. The rest (the
+// worker's Temporal credentials above all) stays out of /proc/<agent>/environ: the agent
+// reads its connections from its folder, and each run's environment comes with its launch.
+func agentEnv() []string {
+	var env []string
+	for _, k := range []string{"PATH", "LANG", "LC_ALL", "TZ", "TMPDIR", "GOGC", "GOMEMLIMIT", "GOTRACEBACK", profiling.DirEnv} {
+		if v, ok := os.LookupEnv(k); ok {
+			env = append(env, k+"="+v)
+		}
+	}
+	return env
+}

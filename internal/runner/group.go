@@ -22,6 +22,9 @@ func waitGroupGone(pgid int, limit time.Duration) {
 // count: when PID 1 does not reap orphans (as in some containers) they linger forever but
 // run nothing.
 func groupAlive(pgid int) bool {
+	if pgid < 2 {
+		return false // no script's group: -1 and 0 name every process and the caller's group
+	}
 	if err := syscall.Kill(-pgid, 0); errors.Is(err, syscall.ESRCH) {
 		return false
 	}

@@ -107,8 +107,8 @@ func (h Handle) Running() bool {
 // Stop sends SIGTERM to the whole group, gives it the grace period to exit, then sends
 // SIGKILL to whatever is left and waits briefly for it to go.
 func (h Handle) Stop(grace time.Duration) {
-	if !h.Running() {
-		return
+	if h.PID < 2 || !h.Running() {
+		return // kill(-1) would signal every process the agent may, kill(0) its own group
 	}
 	_ = syscall.Kill(-h.PID, syscall.SIGTERM)
 	waitGroupGone(h.PID, grace)

@@ -1,0 +1,61 @@
+package e2e
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/clusterflow/clusterflow/internal/agent"
+	"github.com/clusterflow/clusterflow/workflows"
+)
+
+// The agent keeps to itself what a script must not reach: it runs with a minimal
+// environment (none of the worker's credentials in /proc/<agent>/environ), and its
+// folder (connections, index, pid), socket and log are its user's alone.
+func TestTheAgentKeepsTheWorkersSecretsToItself(t *testing.T) {
+	t.Parallel()
+	guard(t)
+	s := newServerStack(t)
+	s.env = append(s.env, "CLUSTERFLOW_TEST_WORKER_ONLY=worker-credential")
+	s.startWorker()
+	dir := t.TempDir()
+	script := filepath.Join(dir, "s.sh")
+	if err := os.WriteFile(script, []byte("#!/bin/sh\ntrue\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	specPath := filepath.Join(dir, "c.yaml")
+	if err := os.WriteFile(specPath, []byte("name: kept\nroles:\n  - {name: w, members: 1, startscript: "+script+"}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if res := s.cli("deploy", "-f", specPath, "--wait"); res.Code != 0 {
+		t.Fatalf("deploy: %s", res)
+	}
+	agentDir := filepath.Join(s.data, "agent")
+	pidText, err := os.ReadFile(filepath.Join(agentDir, "agent.pid"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid, _ := strconv.Atoi(strings.TrimSpace(string(pidText)))
+	environ, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "environ"))
+	if err != nil {
+		t.Fatalf("the agent (pid %d): %v", pid, err)
+	}
+	if bytes.Contains(environ, []byte("worker-credential")) {
+		t.Error("the worker's environment reached the agent's /proc/<pid>/environ")
+	}
+	for path, want := range map[string]os.FileMode{
+		agentDir: 0o700, filepath.Join(agentDir, "agent.pid"): 0o600, filepath.Join(agentDir, "agent.log"): 0o600,
+		agent.SocketPath(agentDir): 0o600, filepath.Join(agentDir, "connections"): 0o700,
+	} {
+		fi, err := os.Stat(path)
+		if err != nil || fi.Mode().Perm() != want {
+			t.Errorf("%s: %v, want mode %04o", path, statMode(fi, err), want)
+		}
+	}
+	if res := s.cli("delete", "kept", "--wait"); res.Code != 0 || s.status("kept").Phase != workflows.PhaseDeleted {
+		t.Errorf("delete: %s", res)
+	}
+}
