@@ -111,6 +111,11 @@ func (a *Agent) heartbeat(ctx context.Context, r *run) {
 			force = true
 		}
 		rec := r.snapshot()
+		for _, f := range []string{rec.Handle.StdoutFile, rec.Handle.StderrFile} {
+			if _, err := runner.RotateLog(f, runner.MaxLogBytes); err != nil {
+				a.log.Warn("Could not rotate a script's log", zap.String("file", f), zap.Error(err))
+			}
+		}
 		line := rec.Handle.LastLine()
 		if !force && line == sentLine && time.Since(sentAt) < a.keepAliveEvery(rec) {
 			continue

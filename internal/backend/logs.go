@@ -34,6 +34,9 @@ type LogChunk struct {
 	Missing bool `json:"missing,omitempty"`
 }
 
+// MaxLogRead bounds the bytes of each stream one log read returns.
+const MaxLogRead = 512 << 10
+
 // ReadLog reads a member's script output for one event, from the offsets asked.
 func (l *Local) ReadLog(_ context.Context, req LogRequest) (LogChunk, error) {
 	dir, err := l.memberDir(req.Member)
@@ -42,6 +45,10 @@ func (l *Local) ReadLog(_ context.Context, req LogRequest) (LogChunk, error) {
 	}
 	if !slices.Contains(spec.KnownEvents, req.Event) {
 		return LogChunk{}, fmt.Errorf("unknown event %q", req.Event)
+	}
+	// A read's answer is an activity result: it must stay far below Temporal's 2 MiB.
+	if req.Limit <= 0 || req.Limit > MaxLogRead {
+		req.Limit = MaxLogRead
 	}
 	base := filepath.Join(dir, "logs", string(req.Event))
 	var chunk LogChunk

@@ -59,3 +59,38 @@ func TestTheAgentKeepsTheWorkersSecretsToItself(t *testing.T) {
 		t.Errorf("delete: %s", res)
 	}
 }
+
+// A script that floods its output cannot fill the host's disk: past 64 MiB an event's log
+// is rotated once (FILE.1 replaced each time), and `logs` still shows what came after.
+func TestAScriptsOutputIsCappedByRotation(t *testing.T) {
+	t.Parallel()
+	guard(t)
+	s := newStack(t)
+	dir := t.TempDir()
+	script := filepath.Join(dir, "flood.sh")
+	flood := "#!/bin/sh\nhead -c 70000000 /dev/zero | tr '\\0' 'x' | fold -w 99\nsleep 5\necho after-the-flood\n"
+	if err := os.WriteFile(script, []byte(flood), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	specPath := filepath.Join(dir, "c.yaml")
+	if err := os.WriteFile(specPath, []byte("name: flood\nroles:\n  - {name: w, members: 1, startscript: "+script+"}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if res := s.cli("deploy", "-f", specPath, "--wait"); res.Code != 0 {
+		t.Fatalf("deploy: %s", res)
+	}
+	logs := filepath.Join(s.data, "clusters", "flood", "flood-w-0", "logs")
+	current, err := os.Stat(filepath.Join(logs, "configure.stdout"))
+	if err != nil || current.Size() > 1<<20 {
+		t.Errorf("configure.stdout after 70 MB of output: %v, want it rotated", statMode(current, err))
+	}
+	if rotated, err := os.Stat(filepath.Join(logs, "configure.stdout.1")); err != nil || rotated.Size() < 64<<20 {
+		t.Errorf("configure.stdout.1: %v, want the flood", err)
+	}
+	if res := s.cli("logs", "flood", "flood-w-0", "--event", "configure", "--tail", "1"); res.Code != 0 || !strings.Contains(res.Stdout, "after-the-flood") {
+		t.Errorf("logs after the rotation: %s", res)
+	}
+	if res := s.cli("delete", "flood", "--wait"); res.Code != 0 {
+		t.Errorf("delete: %s", res)
+	}
+}

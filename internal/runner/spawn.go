@@ -146,6 +146,9 @@ func modTime(path string, from int64) int64 {
 }
 
 func openLog(path string) (*os.File, int64, error) {
+	if _, err := RotateLog(path, MaxLogBytes); err != nil {
+		return nil, 0, err
+	}
 	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		return nil, 0, err

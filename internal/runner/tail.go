@@ -16,6 +16,9 @@ func readTail(path string, from, limit int64) string {
 	if err != nil {
 		return ""
 	}
+	if from > info.Size() {
+		from = 0 // rotated (RotateLog) since the run began: its output starts afresh
+	}
 	start := max(from, info.Size()-limit)
 	buf := make([]byte, info.Size()-start)
 	n, _ := f.ReadAt(buf, start)
