@@ -13,7 +13,6 @@ import (
 	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/interceptor"
 	"go.temporal.io/sdk/testsuite"
-	"go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/clusterflow/clusterflow/internal/backend"
@@ -41,7 +40,9 @@ type payloadWatch struct {
 func watchPayloads(env *testsuite.TestWorkflowEnvironment) *payloadWatch {
 	w := &payloadWatch{DataConverter: converter.GetDefaultDataConverter(), bursts: map[string]int{}, byType: map[string]int{}}
 	env.SetDataConverter(w)
-	env.SetWorkerOptions(worker.Options{Interceptors: []interceptor.WorkerInterceptor{&watchInterceptor{w: w}}})
+	opts := testWorkerOptions
+	opts.Interceptors = []interceptor.WorkerInterceptor{&watchInterceptor{w: w}}
+	env.SetWorkerOptions(opts)
 	next := func() {
 		w.mu.Lock()
 		defer w.mu.Unlock()

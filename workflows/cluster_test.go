@@ -11,6 +11,7 @@ import (
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/testsuite"
+	sdkworker "go.temporal.io/sdk/worker"
 
 	"github.com/clusterflow/clusterflow/activities"
 	"github.com/clusterflow/clusterflow/internal/backend"
@@ -39,13 +40,19 @@ roles:
   - {name: controller, cardinality: "1", startscript: s.sh}
 `
 
+// testWorkerOptions are the test environment's worker options. The SDK fails a workflow
+// task that runs 1 s without yielding, as a deadlock; under the race detector on a busy
+// 2-core machine a wide role's task took longer than that with no deadlock at all.
+var testWorkerOptions = sdkworker.Options{DeadlockDetectionTimeout: time.Minute}
+
 func newEnv(t *testing.T, fake *fakeBackend) *testsuite.TestWorkflowEnvironment {
 	var suite testsuite.WorkflowTestSuite
 	env := suite.NewTestWorkflowEnvironment()
+	env.SetWorkerOptions(testWorkerOptions)
 	worker.RegisterWorkflows(env)
 	env.RegisterActivity(&activities.Activities{Backend: fake})
 	env.RegisterActivityWithOptions(fake.RunStartscript, activity.RegisterOptions{Name: "RunStartscript", DisableAlreadyRegisteredCheck: true})
-	env.SetTestTimeout(30 * time.Second)
+	env.SetTestTimeout(2 * time.Minute)
 	// A cluster lives until deleted, reconciling every minute: end tests that leave it
 	// running after a few hours of workflow time (their events end within that).
 	env.SetWorkflowRunTimeout(5 * time.Hour)
