@@ -48,27 +48,35 @@ func (w *clusterWorkflow) removeStale(ctx workflow.Context) {
 		return
 	}
 	removed := make([]bool, len(now))
-	wg := workflow.NewWaitGroup(ctx)
-	for i, s := range now {
-		wg.Add(1)
-		workflow.Go(ctx, func(ctx workflow.Context) {
-			defer wg.Done()
-			ref := activities.MemberRef{Cluster: w.state.Name, Role: s.Role, Name: s.Member}
-			err := workflow.ExecuteActivity(onMemberHost(withQuickActivity(ctx, "remove stale "+s.Member), s.Host), acts.RemoveMember, ref).Get(ctx, nil)
-			if err != nil {
-				w.logger.Warn("Could not remove a stale sandbox; trying again next pass", "Member", s.Member, "Host", s.Host, "Error", err)
-				return
-			}
-			removed[i] = true
-			w.logger.Info("Removed a stale sandbox", "Member", s.Member, "Host", s.Host)
-		})
+	// A lost host may have held thousands: at most staleAtOnce removals are pending at a
+	// time, far under Temporal's 2,000 pending activities.
+	for first := 0; first < len(now); first += staleAtOnce {
+		wg := workflow.NewWaitGroup(ctx)
+		for i := first; i < min(first+staleAtOnce, len(now)); i++ {
+			s := now[i]
+			wg.Add(1)
+			workflow.Go(ctx, func(ctx workflow.Context) {
+				defer wg.Done()
+				ref := activities.MemberRef{Cluster: w.state.Name, Role: s.Role, Name: s.Member}
+				err := workflow.ExecuteActivity(onMemberHost(withQuickActivity(ctx, "remove stale "+s.Member), s.Host), acts.RemoveMember, ref).Get(ctx, nil)
+				if err != nil {
+					w.logger.Warn("Could not remove a stale sandbox; trying again next pass", "Member", s.Member, "Host", s.Host, "Error", err)
+					return
+				}
+				removed[i] = true
+				w.logger.Info("Removed a stale sandbox", "Member", s.Member, "Host", s.Host)
+			})
+		}
+		wg.Wait(ctx)
 	}
-	wg.Wait(ctx)
 	w.state.Stale = slices.DeleteFunc(w.state.Stale, func(s StaleSandbox) bool {
 		i := slices.Index(now, s)
 		return i >= 0 && removed[i]
 	})
 }
+
+// staleAtOnce bounds the stale sandboxes removed at once.
+const staleAtOnce = 200
 
 // noteStale records a sandbox reconcile found of a known member on a host not its own.
 func (w *clusterWorkflow) noteStale(ref activities.MemberRef) bool {
