@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/mock"
 	commonpb "go.temporal.io/api/common/v1"
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/converter"
@@ -17,6 +18,7 @@ import (
 
 	"github.com/clusterflow/clusterflow/internal/backend"
 	"github.com/clusterflow/clusterflow/internal/payloadlimit"
+	"github.com/clusterflow/clusterflow/internal/spec"
 	"github.com/clusterflow/clusterflow/workflows"
 )
 
@@ -322,5 +324,28 @@ func TestADueContinueAsNewComesBeforeADelete(t *testing.T) {
 	}
 	if n := len(fake.members); n != 0 {
 		t.Errorf("%d sandboxes left", n)
+	}
+}
+
+// Cluster files go to every host at once, and a first write to a host carries the
+// startscripts: with eight hosts and 900 KB of scripts, the writes one workflow task
+// schedules must still stay far under Temporal's 4 MiB (all eight at once would be 7 MB).
+func TestFilesToManyHostsStayUnderTheTaskLimit(t *testing.T) {
+	fake := newFakeBackend()
+	env := newEnv(t, fake)
+	w := watchPayloads(env)
+	env.OnSignalExternalWorkflow(mock.Anything, workflows.HostsWorkflowID, "", workflows.ClusterHostsSignal, mock.Anything).Return(nil)
+	big := "#!/bin/sh\n# " + strings.Repeat("x", 900<<10) + "\n"
+	c, err := spec.Parse([]byte("name: c\nroles:\n  - {name: w, members: 8, startscript: s.sh, placement: {maxPerHost: 1}}\n"), "test.yaml",
+		func(string) ([]byte, error) { return []byte(big), nil })
+	if err != nil {
+		t.Fatal(err)
+	}
+	env.ExecuteWorkflow(workflows.ClusterWorkflowName, workflows.ClusterInput{Hosts: readyHosts("h1", "h2", "h3", "h4", "h5", "h6", "h7", "h8"), Spec: c})
+	if s := query(t, env); s.Phase != workflows.PhaseReady {
+		t.Fatalf("phase %s (%s), want ready", s.Phase, s.Message)
+	}
+	if w.largestBurst > 2<<20 {
+		t.Errorf("one burst of commands sent %d bytes (%s), want at most 2 MiB", w.largestBurst, w.burstOf)
 	}
 }

@@ -62,12 +62,29 @@ func (w *clusterWorkflow) writeFiles(ctx workflow.Context, summary string, hosts
 	if w.bounded {
 		digest, scripts, envs = w.installable()
 	}
+	// Hosts are written to at once, and the writes scheduled in one workflow task must stay
+	// far under Temporal's 4 MiB: a first write to a host carries the scripts (up to 1 MiB)
+	// and the envs besides the configmeta. So a write waits while others in flight hold
+	// more than hostWriteBytes; a write alone always goes.
+	sizes := map[bool]int{false: payloadSize(files)}
+	inFlight := 0
 	return w.onEachHost(withQuickActivity(ctx, summary), hosts, func(ctx workflow.Context, host string) error {
 		f := files
-		if w.bounded && w.state.Installed[host] != digest {
+		install := w.bounded && w.state.Installed[host] != digest
+		if install {
 			f.Scripts, f.Envs = scripts, envs
+			if _, ok := sizes[true]; !ok {
+				sizes[true] = payloadSize(f)
+			}
 		}
-		if err := executeActivity(ctx, acts.WriteClusterFiles, f).Get(ctx, nil); err != nil {
+		size := sizes[install]
+		if err := workflow.Await(ctx, func() bool { return inFlight == 0 || inFlight+size <= hostWriteBytes }); err != nil {
+			return err
+		}
+		inFlight += size
+		err := executeActivity(ctx, acts.WriteClusterFiles, f).Get(ctx, nil)
+		inFlight -= size
+		if err != nil {
 			return err
 		}
 		if w.bounded {
@@ -79,6 +96,9 @@ func (w *clusterWorkflow) writeFiles(ctx workflow.Context, summary string, hosts
 		return nil
 	})
 }
+
+// hostWriteBytes bounds the cluster files in flight to hosts at once.
+const hostWriteBytes = 1 << 20
 
 // installable is what every host holding members needs of the spec, and its digest: the
 // startscripts and the roles' envs, by hash, including those of roles still being removed.
