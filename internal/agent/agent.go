@@ -19,6 +19,8 @@ import (
 	"time"
 
 	"go.uber.org/zap"
+
+	"github.com/clusterflow/clusterflow/internal/atomicfile"
 )
 
 // Options configure an agent.
@@ -89,7 +91,10 @@ func Serve(ctx context.Context, opts Options) error {
 	a.readopt()
 
 	sock := SocketPath(dir)
-	if err := privateFolder(filepath.Dir(sock)); err != nil {
+	if err := os.MkdirAll(filepath.Dir(filepath.Dir(sock)), 0o700); err != nil {
+		return err
+	}
+	if err := atomicfile.PrivateDir(filepath.Dir(sock)); err != nil {
 		return fmt.Errorf("the folder of the agent's socket: %w", err)
 	}
 	_ = os.Remove(sock) // left by an agent that died; the lock says none is running now
@@ -139,28 +144,6 @@ func SocketPath(dir string) string {
 const maxSocketPath = 100
 
 // lock takes the folder's lock file so that one agent serves it.
-// privateFolder makes dir (mode 0700) or checks that it is the user's own, 0700 and not a
-// link: a socket in a folder another local user controls could be replaced by theirs.
-func privateFolder(dir string) error {
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return err
-	}
-	fi, err := os.Lstat(dir)
-	if err != nil {
-		return err
-	}
-	st, ok := fi.Sys().(*syscall.Stat_t)
-	switch {
-	case !fi.IsDir():
-		return fmt.Errorf("%s is not a folder", dir)
-	case !ok || int(st.Uid) != os.Getuid():
-		return fmt.Errorf("%s belongs to another user", dir)
-	case fi.Mode().Perm() != 0o700:
-		return fmt.Errorf("%s has mode %04o; it must be 0700", dir, fi.Mode().Perm())
-	}
-	return nil
-}
-
 // peerUID is the user ID of the process at the other end of a Unix socket connection.
 func peerUID(conn net.Conn) (int, bool) {
 	uc, ok := conn.(*net.UnixConn)

@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -258,5 +259,44 @@ func TestAStopEndsTheRunAtOnce(t *testing.T) {
 	}
 	if reply, err := f.client.Stop(context.Background(), Stop{WorkflowID: "wf", Member: "m", Event: "configure"}); err != nil || reply.Action != "stopped 0" {
 		t.Errorf("a second stop: %v, %v", reply, err)
+	}
+}
+
+// Only the agent's own user may use its socket. With the folder opened up (as an older
+// version left it), a process of another user reaches the socket and is still refused:
+// its stop gets no answer, while the same stop from the agent's user does.
+func TestTheAgentRefusesAnotherUser(t *testing.T) {
+	if os.Getuid() != 0 {
+		t.Fatal("needs root, to connect as another user (CI runs the tests as root)")
+	}
+	f := newFixture(t)
+	if reply, err := f.client.Stop(context.Background(), Stop{WorkflowID: "wf", Member: "m", Event: "configure"}); err != nil || reply.Action != "stopped 0" {
+		t.Fatalf("a stop from the agent's user: %v, %v", reply, err)
+	}
+	sock := SocketPath(f.client.Dir)
+	for d := filepath.Dir(sock); d != os.TempDir() && d != "/"; d = filepath.Dir(d) {
+		if err := os.Chmod(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Chmod(sock, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	probe := `import os, socket
+os.setgid(65534); os.setuid(65534)
+s = socket.socket(socket.AF_UNIX); s.settimeout(10); s.connect(os.environ["SOCK"])
+s.sendall(b'{"stop":{"workflowId":"wf","member":"m","event":"configure"}}\n')
+try:
+    answer = s.recv(4096).decode()
+except ConnectionResetError:  # closed with the request unread
+    answer = ""
+print("answer:" + answer)`
+	cmd := exec.CommandContext(ctx, "python3", "-c", probe)
+	cmd.Env = append(os.Environ(), "SOCK="+sock)
+	out, err := cmd.CombinedOutput()
+	if err != nil || strings.TrimSpace(string(out)) != "answer:" {
+		t.Errorf("another user's stop: %v, %q; want the connection closed with no answer", err, out)
 	}
 }

@@ -10,9 +10,7 @@
 package ports
 
 import (
-	"errors"
 	"fmt"
-	"io/fs"
 	"math/rand/v2"
 	"net"
 	"os"
@@ -20,6 +18,8 @@ import (
 	"strconv"
 	"sync"
 	"syscall"
+
+	"github.com/clusterflow/clusterflow/internal/atomicfile"
 )
 
 // The range stays below Linux's default ephemeral range (32768–60999).
@@ -77,18 +77,10 @@ func Claim(space string, n int) bool {
 	return true
 }
 
-// claimsDir is the user's own folder of claims in the shared temporary folder: mode 0700,
-// owned by the user, and not a symbolic link, or not used at all (another local user
-// could otherwise plant links in it, or hold every claim).
+// claimsDir is the user's own folder of claims in the shared temporary folder, or none
+// (atomicfile.PrivateDir): another local user could otherwise plant links in it, or hold
+// every claim.
 func claimsDir(space string) (string, bool) {
 	dir := filepath.Join(os.TempDir(), fmt.Sprintf("clusterflow-%d-%s", os.Getuid(), space))
-	if err := os.Mkdir(dir, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
-		return "", false
-	}
-	fi, err := os.Lstat(dir)
-	if err != nil || !fi.IsDir() || fi.Mode().Perm() != 0o700 {
-		return "", false
-	}
-	st, ok := fi.Sys().(*syscall.Stat_t)
-	return dir, ok && int(st.Uid) == os.Getuid()
+	return dir, atomicfile.PrivateDir(dir) == nil
 }
