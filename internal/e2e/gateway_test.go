@@ -256,7 +256,7 @@ func TestTheGatewayRefusesUnsafeSettings(t *testing.T) {
 		{[]string{"gateway", "--tokens-file", bad}, "line 1: the last field must be the 64 hex digits"},
 		{[]string{"gateway", "--tokens-file", filepath.Join(dir, "missing")}, "tokens file: open"},
 		{[]string{"gateway", "--tls-cert", "cert.pem", "--insecure-no-auth"}, "--tls-cert and --tls-key: give both or neither"},
-		{[]string{"gateway", "token", "pager", "--scope", "write"}, `--scope: scope "write" is not one of events, replace, read`},
+		{[]string{"gateway", "token", "pager", "--scope", "write"}, `--scope: scope "write" is not one of events, replace, read, codec`},
 		{[]string{"gateway", "token", "pager", "--clusters", "team-[a"}, `--clusters: cluster glob "team-[a" is not a valid pattern`},
 		{[]string{"gateway", "token", "two words"}, "must be non-empty, without spaces"},
 	} {

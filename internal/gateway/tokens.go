@@ -28,9 +28,12 @@ const (
 	ScopeReplace Scope = "replace"
 	// ScopeRead may read clusters and metrics.
 	ScopeRead Scope = "read"
+	// ScopeCodec may encrypt and decrypt payloads through `clusterflow codec-server`: it
+	// reads every payload of the namespace, so it is never scoped to clusters.
+	ScopeCodec Scope = "codec"
 )
 
-var scopes = []Scope{ScopeEvents, ScopeReplace, ScopeRead}
+var scopes = []Scope{ScopeEvents, ScopeReplace, ScopeRead, ScopeCodec}
 
 // AllClusters is the cluster list of a token that may act on every cluster.
 var AllClusters = []string{"*"}
@@ -48,13 +51,13 @@ type Token struct {
 // Tokens are the tokens the gateway accepts.
 type Tokens []Token
 
-// ParseScopes reads a comma list of events, replace and read.
+// ParseScopes reads a comma list of events, replace, read and codec.
 func ParseScopes(s string) ([]Scope, error) {
 	var out []Scope
 	for part := range strings.SplitSeq(s, ",") {
 		sc := Scope(strings.TrimSpace(part))
 		if !slices.Contains(scopes, sc) {
-			return nil, fmt.Errorf("scope %q is not one of events, replace, read", sc)
+			return nil, fmt.Errorf("scope %q is not one of events, replace, read, codec", sc)
 		}
 		if !slices.Contains(out, sc) {
 			out = append(out, sc)

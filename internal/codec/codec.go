@@ -1,0 +1,107 @@
+package codec
+
+import (
+	"crypto/rand"
+	"errors"
+	"fmt"
+
+	commonpb "go.temporal.io/api/common/v1"
+	"go.temporal.io/sdk/converter"
+	"go.temporal.io/sdk/temporal"
+	"google.golang.org/protobuf/proto"
+)
+
+const (
+	// Encoding marks an encrypted payload, as Temporal's samples and tools do.
+	Encoding = "binary/encrypted"
+	// MetadataKeyID names the key that encrypted a payload.
+	MetadataKeyID = "encryption-key-id"
+)
+
+// ErrNoKey is a payload that needs a key this process does not have.
+var ErrNoKey = errors.New("no key for an encrypted payload")
+
+// Codec encrypts with the first key and decrypts with any. Payloads that are not
+// encrypted decode as they are: histories written before the codec was turned on still
+// read, so a live cluster carries on when it is.
+type Codec struct {
+	keys *Keys
+}
+
+// New returns the codec of keys; nil keys give a codec that encrypts nothing and refuses,
+// with a clear error, to read encrypted payloads: a client that forgot its key file.
+func New(keys *Keys) *Codec { return &Codec{keys: keys} }
+
+// Encode encrypts each payload whole, metadata included, under the first key.
+func (c *Codec) Encode(payloads []*commonpb.Payload) ([]*commonpb.Payload, error) {
+	if c.keys == nil {
+		return payloads, nil
+	}
+	id := c.keys.EncryptingID()
+	aead := c.keys.aead[id]
+	out := make([]*commonpb.Payload, len(payloads))
+	for i, p := range payloads {
+		plain, err := proto.Marshal(p)
+		if err != nil {
+			return nil, err
+		}
+		sealed := make([]byte, aead.NonceSize(), aead.NonceSize()+len(plain)+aead.Overhead())
+		if _, err := rand.Read(sealed); err != nil {
+			return nil, err
+		}
+		// The key ID is authenticated with the data, so it cannot be swapped.
+		sealed = aead.Seal(sealed, sealed, plain, []byte(id))
+		out[i] = &commonpb.Payload{
+			Metadata: map[string][]byte{converter.MetadataEncoding: []byte(Encoding), MetadataKeyID: []byte(id)},
+			Data:     sealed,
+		}
+	}
+	return out, nil
+}
+
+// Decode decrypts encrypted payloads and passes the others through.
+func (c *Codec) Decode(payloads []*commonpb.Payload) ([]*commonpb.Payload, error) {
+	out := make([]*commonpb.Payload, len(payloads))
+	for i, p := range payloads {
+		if string(p.GetMetadata()[converter.MetadataEncoding]) != Encoding {
+			out[i] = p
+			continue
+		}
+		id := string(p.GetMetadata()[MetadataKeyID])
+		if c.keys == nil {
+			return nil, fmt.Errorf("%w: the payload is encrypted with clusterflow codec key %q, and no key file was given (--codec-key-file, or %s)", ErrNoKey, id, KeyFileEnv)
+		}
+		aead, ok := c.keys.aead[id]
+		if !ok {
+			return nil, fmt.Errorf("%w: the payload is encrypted with codec key %q, which the key file does not hold (it holds %v)", ErrNoKey, id, c.keys.ids)
+		}
+		if len(p.Data) < aead.NonceSize() {
+			return nil, fmt.Errorf("an encrypted payload of %d bytes is too short to be one", len(p.Data))
+		}
+		nonce, sealed := p.Data[:aead.NonceSize()], p.Data[aead.NonceSize():]
+		plain, err := aead.Open(nil, nonce, sealed, []byte(id))
+		if err != nil {
+			return nil, fmt.Errorf("a payload encrypted with key %q does not decrypt with it (altered, or another key of that ID): %w", id, err)
+		}
+		out[i] = &commonpb.Payload{}
+		if err := proto.Unmarshal(plain, out[i]); err != nil {
+			return nil, fmt.Errorf("a payload decrypted with key %q is not a payload: %w", id, err)
+		}
+	}
+	return out, nil
+}
+
+// Converters are what a client is made with: inner (the default, or one with a remote
+// codec) with this codec on top, and a failure converter that encodes failure messages and
+// stack traces too, since script output lands in them. With nil keys, nothing is
+// encrypted, and an encrypted payload read fails with ErrNoKey rather than as garbage.
+func Converters(inner converter.DataConverter, keys *Keys) (converter.DataConverter, converter.FailureConverter) {
+	if inner == nil {
+		inner = converter.GetDefaultDataConverter()
+	}
+	dc := converter.NewCodecDataConverter(inner, New(keys))
+	fc := temporal.NewDefaultFailureConverter(temporal.DefaultFailureConverterOptions{
+		DataConverter: dc, EncodeCommonAttributes: keys != nil,
+	})
+	return dc, fc
+}
