@@ -8,7 +8,7 @@ import (
 	"go.temporal.io/sdk/contrib/envconfig"
 	"go.temporal.io/sdk/log"
 
-	"github.com/clusterflow/clusterflow/internal/payloadlimit"
+	"github.com/clusterflow/clusterflow/internal/codec"
 )
 
 // ConnectOptions override the Temporal SDK's environment configuration (TEMPORAL_ADDRESS,
@@ -20,6 +20,10 @@ type ConnectOptions struct {
 	Logger    log.Logger
 	// MetricsHandler, if set, receives the client's and its workers' metrics.
 	MetricsHandler client.MetricsHandler
+	// CodecKeyFile names clusterflow's codec keys (one "ID BASE64" a line, owner-only):
+	// every payload is then encrypted with the first and decrypted with any. Empty: payloads
+	// go as they are, and an encrypted one read is an error that says a key is needed.
+	CodecKeyFile string
 }
 
 // Settings resolves the connection settings: flags over environment over profile file
@@ -59,8 +63,7 @@ func ClientOptions(opts ConnectOptions) (client.Options, envconfig.ClientConfigP
 	}
 	co.Logger = opts.Logger
 	co.MetricsHandler = opts.MetricsHandler
-	co.DataConverter = payloadlimit.Wrap(co.DataConverter)
-	return co, p, nil
+	return co, p, codec.Apply(&co, opts.CodecKeyFile)
 }
 
 // Dial connects with resolved options and checks the connection, so a wrong address fails

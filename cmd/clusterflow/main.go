@@ -17,8 +17,8 @@ func main() {
 				DBFile: o.DBFile, Address: o.Address, Namespace: o.Namespace, Logger: o.Logger, SearchAttributes: o.SearchAttributes,
 			})
 		},
-		StartUI: func(address, temporalAddress, namespace string) (cli.EmbeddedUI, error) {
-			return devserver.StartUI(address, temporalAddress, namespace)
+		StartUI: func(address, temporalAddress, namespace, codecEndpoint string) (cli.EmbeddedUI, error) {
+			return devserver.StartUI(address, temporalAddress, namespace, codecEndpoint)
 		},
 	}))
 }

@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"go.temporal.io/sdk/contrib/envconfig"
+
 	"github.com/clusterflow/clusterflow/internal/runner"
 	"github.com/clusterflow/clusterflow/internal/testlimit"
 )
@@ -69,7 +71,7 @@ func (f *fixture) launch(id, token, body string) string {
 	}
 	reply, err := f.client.Launch(context.Background(), Launch{
 		Key: Key{WorkflowID: "wf", ActivityID: id}, TaskToken: []byte(token),
-		Connection: Connection{Address: "127.0.0.1:1"}, Member: "m", Event: "configure",
+		Connection: Connection{ClientConfigProfile: envconfig.ClientConfigProfile{Address: "127.0.0.1:1"}}, Member: "m", Event: "configure",
 		Script: Script{Path: script, Dir: member, Env: []string{"PATH=" + os.Getenv("PATH")},
 			StdoutFile: filepath.Join(member, "out"), StderrFile: filepath.Join(member, "err")},
 		Timeout: time.Minute, Grace: time.Second, RecordDir: filepath.Join(member, "runs"),

@@ -16,8 +16,12 @@ import (
 )
 
 // Connection is how the agent reaches Temporal: the SDK's client profile, as the worker
-// that launched the run resolved it.
-type Connection = envconfig.ClientConfigProfile
+// that launched the run resolved it, and the worker's codec key file, if it has one, so
+// that what the agent reports is encrypted as the worker's payloads are.
+type Connection struct {
+	envconfig.ClientConfigProfile
+	CodecKeyFile string `json:"codecKeyFile,omitempty"`
+}
 
 // Key identifies a run across activity attempts: a retried activity keeps its workflow ID
 // and activity ID, so its relaunch finds the run the first attempt started.

@@ -14,8 +14,8 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/clusterflow/clusterflow/internal/atomicfile"
+	"github.com/clusterflow/clusterflow/internal/codec"
 	"github.com/clusterflow/clusterflow/internal/logging"
-	"github.com/clusterflow/clusterflow/internal/payloadlimit"
 )
 
 // temporalClients keeps one Temporal client per connection the agent was handed. Connections are
@@ -25,12 +25,15 @@ type temporalClients struct {
 	dir string
 	log *zap.Logger
 
-	mu   sync.Mutex
-	byID map[string]client.Client
+	mu sync.Mutex
+	// byID holds a client per connection and version of its codec key file, so that keys
+	// rotated in the file are used from the next report on.
+	byID     map[string]client.Client
+	keyFiles map[string]string
 }
 
 func newTemporalClients(agentDir string, log *zap.Logger) *temporalClients {
-	return &temporalClients{dir: filepath.Join(agentDir, "connections"), log: log, byID: map[string]client.Client{}}
+	return &temporalClients{dir: filepath.Join(agentDir, "connections"), log: log, byID: map[string]client.Client{}, keyFiles: map[string]string{}}
 }
 
 // save stores the connection once and returns its ID.
@@ -56,19 +59,23 @@ func (c *temporalClients) save(conn Connection) (string, error) {
 func (c *temporalClients) get(id string) (client.Client, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if cl, ok := c.byID[id]; ok {
-		return cl, nil
+	cacheKey := id
+	if keyFile, ok := c.keyFiles[id]; ok {
+		cacheKey = id + keyFileStamp(keyFile)
+		if cl, ok := c.byID[cacheKey]; ok {
+			return cl, nil
+		}
 	}
 	data, err := os.ReadFile(filepath.Join(c.dir, id+".json"))
 	if err != nil {
 		return nil, fmt.Errorf("connection settings %s: %w", id, err)
 	}
-	var profile envconfig.ClientConfigProfile
-	if err := json.Unmarshal(data, &profile); err != nil {
+	var conn Connection
+	if err := json.Unmarshal(data, &conn); err != nil {
 		return nil, fmt.Errorf("connection settings %s: %w", id, err)
 	}
 	// The worker's codec, if it has one, encodes the results the agent reports.
-	opts, err := profile.ToClientOptions(envconfig.ToClientOptionsRequest{IncludeRemoteCodec: true})
+	opts, err := conn.ToClientOptions(envconfig.ToClientOptionsRequest{IncludeRemoteCodec: true})
 	if err != nil {
 		return nil, fmt.Errorf("connection settings %s: %w", id, err)
 	}
@@ -76,13 +83,28 @@ func (c *temporalClients) get(id string) (client.Client, error) {
 		opts.HostPort = client.DefaultHostPort
 	}
 	opts.Logger = logging.SDK(c.log)
-	opts.DataConverter = payloadlimit.Wrap(opts.DataConverter)
+	if err := codec.Apply(&opts, conn.CodecKeyFile); err != nil {
+		return nil, fmt.Errorf("connection settings %s: %w", id, err)
+	}
 	cl, err := client.NewLazyClient(opts)
 	if err != nil {
 		return nil, err
 	}
-	c.byID[id] = cl
+	c.keyFiles[id] = conn.CodecKeyFile
+	c.byID[id+keyFileStamp(conn.CodecKeyFile)] = cl
 	return cl, nil
+}
+
+// keyFileStamp changes when the key file does: its size and time of change.
+func keyFileStamp(keyFile string) string {
+	if keyFile == "" {
+		return ""
+	}
+	info, err := os.Stat(keyFile)
+	if err != nil {
+		return "/missing"
+	}
+	return fmt.Sprintf("/%d/%d", info.Size(), info.ModTime().UnixNano())
 }
 
 func (c *temporalClients) close() {

@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"go.temporal.io/sdk/contrib/envconfig"
+
 	"github.com/clusterflow/clusterflow/internal/agent"
 	"github.com/clusterflow/clusterflow/internal/notice"
 	"github.com/clusterflow/clusterflow/internal/runner"
@@ -172,7 +174,7 @@ func completion(run ScriptRun) Completion {
 	return Completion{
 		Key:        agent.Key{WorkflowID: "test/" + run.Member.Name, ActivityID: fmt.Sprintf("%s-%d", run.Event, run.Notice)},
 		TaskToken:  []byte("token"),
-		Connection: agent.Connection{Address: "127.0.0.1:1"},
+		Connection: agent.Connection{ClientConfigProfile: envconfig.ClientConfigProfile{Address: "127.0.0.1:1"}},
 	}
 }
 

@@ -41,6 +41,8 @@ var commands = []command{
 	{"logs", "NAME MEMBER [--event E] [-f]", "show a member's script output, from whichever host holds it", runLogs},
 	{"hosts", "[-o json]", "list the hosts that hold members", runHosts},
 	{"gateway", "--tokens-file F | token NAME", "serve the HTTP health gateway (Alertmanager, webhooks); make a token", runGateway},
+	{"codec-server", "--codec-key-file F [--allowed-origins URL]", "serve the payload codec for the Web UI and `temporal --codec-endpoint`", runCodecServer},
+	{"codec-key", "new ID", "print a new codec key line for a --codec-key-file", runCodecKey},
 	{"maintenance", "on --reason TEXT | off | status", "hold every cluster for a move or an upgrade: changes refused, operations stopped", runMaintenance},
 	{"export", "--all | NAME... [-o FILE] | --retire NAME...", "write clusters to a file, to import on another server; retire them here after", runExport},
 	{"import", "-f FILE [--dry-run]", "adopt exported clusters on this server, running no script (in maintenance)", runImport},

@@ -6,18 +6,21 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/contrib/envconfig"
 	"go.uber.org/zap"
 
 	"github.com/clusterflow/clusterflow/internal/agent"
 	"github.com/clusterflow/clusterflow/internal/apperr"
 	"github.com/clusterflow/clusterflow/internal/backend"
+	"github.com/clusterflow/clusterflow/internal/codec"
+	"github.com/clusterflow/clusterflow/internal/codecserver"
 	"github.com/clusterflow/clusterflow/internal/gateway"
 	"github.com/clusterflow/clusterflow/internal/logging"
-	"github.com/clusterflow/clusterflow/internal/payloadlimit"
 	"github.com/clusterflow/clusterflow/internal/render"
 	"github.com/clusterflow/clusterflow/internal/spec"
 	"github.com/clusterflow/clusterflow/starter"
@@ -29,7 +32,8 @@ import (
 // them (internal/devserver): they are most of its size and start-up memory.
 type Embedded struct {
 	StartServer func(opts EmbeddedServerOptions) (EmbeddedServer, error)
-	StartUI     func(address, temporalAddress, namespace string) (EmbeddedUI, error)
+	// StartUI's codecEndpoint, when set, is the codec server the UI decodes payloads through.
+	StartUI func(address, temporalAddress, namespace, codecEndpoint string) (EmbeddedUI, error)
 }
 
 // EmbeddedServerOptions describe the embedded server dev starts.
@@ -75,6 +79,9 @@ func runDev(ctx context.Context, args []string, embedded *Embedded) error {
 	hosts := fs.Int("hosts", 0, "run N hosts in this process, host-1 … host-N, each a worker with its own data folder beside --data, so members are placed on hosts (0: single-host mode)")
 	namespace := fs.String("namespace", "default", "Temporal namespace to create and use")
 	secretsDir := fs.String("secrets-dir", ".clusterflow/secrets", "folder of secret files: a spec's {fromFile: F} reads DIR/CLUSTER/F")
+	var codecKeyFile string
+	codecKeyFlag(fs, &codecKeyFile)
+	codecAddress := fs.String("codec-address", "127.0.0.1:8089", "with --codec-key-file, where the codec server the Web UI decodes through listens (loopback only)")
 	logFile := fs.String("log-file", ".clusterflow/dev.log", "file for the server's and worker's logs, so the terminal shows progress and status; empty for stderr")
 	if err := fs.Parse(args); err != nil {
 		return flagError(err)
@@ -84,6 +91,19 @@ func runDev(ctx context.Context, args []string, embedded *Embedded) error {
 	}
 	if *hosts > 0 && *noWorker {
 		return apperr.Errorf(apperr.Invalid, "--hosts: runs workers, so it cannot go with --no-worker")
+	}
+	var err error
+	if codecKeyFile, err = absoluteKeyFile(codecKeyFile); err != nil {
+		return err
+	}
+	var keys *codec.Keys
+	if codecKeyFile != "" {
+		if keys, err = codec.LoadKeys(codecKeyFile); err != nil {
+			return apperr.Wrap(apperr.Invalid, err)
+		}
+		if !gateway.IsLoopback(*codecAddress) {
+			return apperr.Errorf(apperr.Invalid, "--codec-address %s: dev's codec server decrypts for whoever reaches it, so it listens on loopback only", *codecAddress)
+		}
 	}
 	logger, closeLog, err := devLogger(com, *logFile)
 	if err != nil {
@@ -116,12 +136,16 @@ func runDev(ctx context.Context, args []string, embedded *Embedded) error {
 		return err
 	}
 	defer stopLogged(logger, "Temporal server", srv.Stop)
-	c, err := client.DialContext(ctx, client.Options{HostPort: srv.Address(), Namespace: *namespace, Logger: logging.SDK(logger), DataConverter: payloadlimit.New()})
+	co := client.Options{HostPort: srv.Address(), Namespace: *namespace, Logger: logging.SDK(logger)}
+	if err := codec.Apply(&co, codecKeyFile); err != nil {
+		return apperr.Wrap(apperr.Invalid, err)
+	}
+	c, err := client.DialContext(ctx, co)
 	if err != nil {
 		return fmt.Errorf("connect to the embedded server: %w", err)
 	}
 	defer c.Close()
-	st := starter.New(c, com.taskQueue)
+	st := starter.New(c, com.taskQueue).WithDataConverter(co.DataConverter)
 	if _, err := st.Setup(ctx, *namespace); err != nil {
 		return err
 	}
@@ -131,12 +155,11 @@ func runDev(ctx context.Context, args []string, embedded *Embedded) error {
 		fmt.Printf("Logs:             %s\n", *logFile)
 	}
 	if !*noUI {
-		ui, err := embedded.StartUI(*uiAddress, srv.Address(), *namespace)
+		stop, err := startDevUI(ctx, embedded, *uiAddress, srv.Address(), *namespace, keys, *codecAddress, logger)
 		if err != nil {
 			return err
 		}
-		defer ui.Stop()
-		fmt.Printf("Temporal Web UI:  %s/namespaces/%s/workflows\n", ui.URL(), *namespace)
+		defer stop()
 	}
 
 	if !*noGateway {
@@ -147,7 +170,7 @@ func runDev(ctx context.Context, args []string, embedded *Embedded) error {
 		defer stop()
 	}
 
-	conn := agent.Connection{Address: srv.Address(), Namespace: *namespace}
+	conn := agent.Connection{ClientConfigProfile: envconfig.ClientConfigProfile{Address: srv.Address(), Namespace: *namespace}, CodecKeyFile: codecKeyFile}
 	var workers []devWorker
 	switch {
 	case *noWorker:
@@ -332,4 +355,49 @@ func serveDevGateway(ctx context.Context, address, tokenFile string, opts gatewa
 	}()
 	fmt.Printf("Health gateway:   http://%s  (token in %s)\n", ln.Addr(), tokenFile)
 	return func() { cancel(); <-done }, nil
+}
+
+// startDevUI serves the Web UI and, with keys, the codec server it decodes payloads
+// through, which answers the UI's origin only. It returns what stops both.
+func startDevUI(ctx context.Context, embedded *Embedded, address, temporalAddress, namespace string, keys *codec.Keys, codecAddress string, logger *zap.Logger) (func(), error) {
+	if keys == nil {
+		ui, err := embedded.StartUI(address, temporalAddress, namespace, "")
+		if err != nil {
+			return nil, err
+		}
+		fmt.Printf("Temporal Web UI:  %s/namespaces/%s/workflows\n", ui.URL(), namespace)
+		return ui.Stop, nil
+	}
+	// The UI is told the codec's address before it starts, and the codec the UI's origin after.
+	ln, err := net.Listen("tcp", codecAddress)
+	if err != nil {
+		return nil, apperr.Errorf(apperr.Invalid, "--codec-address %s: %w", codecAddress, err)
+	}
+	endpoint := "http://" + ln.Addr().String()
+	ui, err := embedded.StartUI(address, temporalAddress, namespace, endpoint)
+	if err != nil {
+		ln.Close()
+		return nil, err
+	}
+	opts := codecserver.Options{AllowedOrigins: browserOrigins(ui.URL()), Logger: logger.Named("codec")}
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if err := gateway.Serve(ctx, ln, codecserver.Handler(keys, opts), "", ""); err != nil {
+			logger.Error("Codec server stopped", zap.Error(err))
+		}
+	}()
+	fmt.Printf("Temporal Web UI:  %s/namespaces/%s/workflows  (decoding through %s)\n", ui.URL(), namespace, endpoint)
+	return func() { cancel(); <-done; ui.Stop() }, nil
+}
+
+// browserOrigins are the origins a browser sends for the UI at url: a UI on 127.0.0.1 is
+// also opened as localhost.
+func browserOrigins(url string) []string {
+	origins := []string{url}
+	if rest, ok := strings.CutPrefix(url, "http://127.0.0.1:"); ok {
+		origins = append(origins, "http://localhost:"+rest)
+	}
+	return origins
 }

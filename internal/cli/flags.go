@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"path/filepath"
 	"time"
 
 	"github.com/spf13/pflag"
@@ -13,6 +14,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/clusterflow/clusterflow/internal/apperr"
+	"github.com/clusterflow/clusterflow/internal/codec"
 	"github.com/clusterflow/clusterflow/internal/logging"
 	"github.com/clusterflow/clusterflow/internal/spec"
 	"github.com/clusterflow/clusterflow/starter"
@@ -42,6 +44,8 @@ func (c *common) logger() (*zap.Logger, error) {
 type connection struct {
 	common
 	address, namespace string
+	// codecKeyFile is absolute once connect has run.
+	codecKeyFile string
 	// metrics, when set before connect, receives the client's and workers' metrics.
 	metrics client.MetricsHandler
 	// dataConverter is the connected client's, set by connect.
@@ -52,13 +56,36 @@ func (c *connection) register(fs *pflag.FlagSet, defaultLogLevel string) {
 	c.common.register(fs, defaultLogLevel)
 	fs.StringVar(&c.address, "address", "", "Temporal server host:port (default $TEMPORAL_ADDRESS, else 127.0.0.1:7233)")
 	fs.StringVar(&c.namespace, "namespace", "", "Temporal namespace (default $TEMPORAL_NAMESPACE, else default)")
+	codecKeyFlag(fs, &c.codecKeyFile)
+}
+
+// codecKeyFlag adds --codec-key-file, which defaults to $CLUSTERFLOW_CODEC_KEY_FILE.
+func codecKeyFlag(fs *pflag.FlagSet, file *string) {
+	fs.StringVar(file, "codec-key-file", os.Getenv(codec.KeyFileEnv), "encrypt every payload sent to Temporal with the first key of this file, and decrypt with any (lines of ID BASE64; make one with `clusterflow codec-key new ID`); default $"+codec.KeyFileEnv)
+}
+
+// absoluteKeyFile makes a key file's path absolute, so the agent, started elsewhere, reads the same file.
+func absoluteKeyFile(file string) (string, error) {
+	if file == "" {
+		return "", nil
+	}
+	abs, err := filepath.Abs(file)
+	if err != nil {
+		return "", apperr.Errorf(apperr.Invalid, "--codec-key-file: %v", err)
+	}
+	return abs, nil
 }
 
 // connect resolves the flags over the SDK's environment settings and dials Temporal. It
 // returns the settings it used, so callers can tell which namespace they reached.
 func (c *connection) connect(ctx context.Context, logger *zap.Logger) (client.Client, envconfig.ClientConfigProfile, error) {
+	var err error
+	if c.codecKeyFile, err = absoluteKeyFile(c.codecKeyFile); err != nil {
+		return nil, envconfig.ClientConfigProfile{}, err
+	}
 	co, settings, err := starter.ClientOptions(starter.ConnectOptions{
 		Address: c.address, Namespace: c.namespace, Logger: logging.SDK(logger), MetricsHandler: c.metrics,
+		CodecKeyFile: c.codecKeyFile,
 	})
 	if err != nil {
 		return nil, settings, apperr.Wrap(apperr.Invalid, err)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"net"
-	"strings"
 	"time"
 
 	"github.com/spf13/pflag"
@@ -59,7 +58,7 @@ func runGateway(ctx context.Context, args []string) error {
 	}
 	opts.Logger = logger
 	// A lazy client lets the gateway start, and answer 503, while Temporal is down.
-	co, _, err := starter.ClientOptions(starter.ConnectOptions{Address: conn.address, Namespace: conn.namespace, Logger: logging.SDK(logger)})
+	co, _, err := starter.ClientOptions(starter.ConnectOptions{Address: conn.address, Namespace: conn.namespace, Logger: logging.SDK(logger), CodecKeyFile: conn.codecKeyFile})
 	if err != nil {
 		return apperr.Wrap(apperr.Invalid, err)
 	}
@@ -68,7 +67,7 @@ func runGateway(ctx context.Context, args []string) error {
 		return apperr.Wrap(apperr.Invalid, err)
 	}
 	defer cl.Close()
-	g, err := gateway.New(opts, starter.New(cl, conn.taskQueue))
+	g, err := gateway.New(opts, starter.New(cl, conn.taskQueue).WithDataConverter(co.DataConverter))
 	if err != nil {
 		return err
 	}
@@ -111,11 +110,7 @@ func (f *gatewayFlags) options() (gateway.Options, error) {
 		Labels: gateway.Labels{Cluster: f.clusterLabel, Member: f.memberLabel, Event: f.eventLabel},
 		Rate:   f.rate, Burst: f.burst, TemporalTimeout: f.temporalTimeout,
 	}
-	for o := range strings.SplitSeq(f.origins, ",") {
-		if o = strings.TrimSpace(o); o != "" {
-			opts.AllowedOrigins = append(opts.AllowedOrigins, o)
-		}
-	}
+	opts.AllowedOrigins = commaList(f.origins)
 	switch {
 	case f.rate <= 0:
 		return opts, apperr.Errorf(apperr.Invalid, "--rate %g: must be more than 0", f.rate)
@@ -130,8 +125,8 @@ func (f *gatewayFlags) options() (gateway.Options, error) {
 
 // runGatewayToken prints a new token and the token file line that accepts it.
 func runGatewayToken(args []string) error {
-	fs := newFlagSet("gateway token", "NAME [--scope events,replace,read] [--clusters GLOB,...]")
-	scope := fs.String("scope", "events", "what the token may do: events (down, up), replace (gone, unhealthy: replaces members and deletes their data), read; a comma list")
+	fs := newFlagSet("gateway token", "NAME [--scope events,replace,read,codec] [--clusters GLOB,...]")
+	scope := fs.String("scope", "events", "what the token may do: events (down, up), replace (gone, unhealthy: replaces members and deletes their data), read, codec (decrypt through `clusterflow codec-server`); a comma list")
 	clusters := fs.String("clusters", "*", "the clusters the token may act on or read: a comma list of globs, such as 'team-a-*'")
 	if err := fs.Parse(args); err != nil {
 		return flagError(err)

@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/pflag"
 	"go.uber.org/zap"
 
+	"github.com/clusterflow/clusterflow/internal/agent"
 	"github.com/clusterflow/clusterflow/internal/apperr"
 	"github.com/clusterflow/clusterflow/internal/metrics"
 	"github.com/clusterflow/clusterflow/internal/spec"
@@ -119,7 +120,7 @@ func runWorker(ctx context.Context, args []string) error {
 	logger.Info("Worker starting", zap.String("address", co.Address), zap.String("namespace", co.Namespace),
 		zap.String("taskQueue", conn.taskQueue), zap.String("data", *data))
 	err = worker.Run(ctx, c, worker.Options{
-		TaskQueue: conn.taskQueue, Backend: local, Connection: co, StopTimeout: *stopTimeout, Host: host, Logger: logger,
+		TaskQueue: conn.taskQueue, Backend: local, Connection: agent.Connection{ClientConfigProfile: co, CodecKeyFile: conn.codecKeyFile}, StopTimeout: *stopTimeout, Host: host, Logger: logger,
 	})
 	logger.Info("Worker stopped")
 	return err

@@ -6,9 +6,12 @@ import (
 	"fmt"
 
 	commonpb "go.temporal.io/api/common/v1"
+	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/temporal"
 	"google.golang.org/protobuf/proto"
+
+	"github.com/clusterflow/clusterflow/internal/payloadlimit"
 )
 
 const (
@@ -104,4 +107,20 @@ func Converters(inner converter.DataConverter, keys *Keys) (converter.DataConver
 		DataConverter: dc, EncodeCommonAttributes: keys != nil,
 	})
 	return dc, fc
+}
+
+// Apply sets a client's converters: the codec of keyFile's keys (none when empty) over the
+// converter the options already have (a remote codec's, say), guarded by payloadlimit.
+func Apply(co *client.Options, keyFile string) error {
+	var keys *Keys
+	if keyFile != "" {
+		var err error
+		if keys, err = LoadKeys(keyFile); err != nil {
+			return err
+		}
+	}
+	var dc converter.DataConverter
+	dc, co.FailureConverter = Converters(co.DataConverter, keys)
+	co.DataConverter = payloadlimit.Wrap(dc)
+	return nil
 }

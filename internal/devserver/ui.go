@@ -23,10 +23,11 @@ type UI struct {
 	url    string
 }
 
-// StartUI serves the Temporal Web UI on address, talking to the server at temporalAddress.
+// StartUI serves the Temporal Web UI on address, talking to the server at temporalAddress,
+// and decoding payloads in the browser through codecEndpoint when it is set.
 // The UI server itself listens on a private loopback port; what listens on address checks
 // each request's Host first (see allowedHost) and passes the rest on.
-func StartUI(address, temporalAddress, namespace string) (*UI, error) {
+func StartUI(address, temporalAddress, namespace, codecEndpoint string) (*UI, error) {
 	host, port, err := splitAddress(address)
 	if err != nil {
 		return nil, fmt.Errorf("ui address: %w", err)
@@ -53,6 +54,7 @@ func StartUI(address, temporalAddress, namespace string) (*UI, error) {
 		HideLogs:            true,
 		DisableNewsFetch:    true,
 		CORS:                uiconfig.CORS{CookieInsecure: true},
+		Codec:               uiconfig.Codec{Endpoint: codecEndpoint},
 	}))
 	go func() { _ = server.Start() }()
 	inner := &url.URL{Scheme: "http", Host: net.JoinHostPort("127.0.0.1", strconv.Itoa(innerPort))}

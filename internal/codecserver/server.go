@@ -1,4 +1,5 @@
-package codec
+// Package codecserver serves clusterflow's codec over HTTP, for Temporal's Web UI and CLI.
+package codecserver
 
 import (
 	"fmt"
@@ -10,6 +11,7 @@ import (
 	"go.temporal.io/sdk/converter"
 	"go.uber.org/zap"
 
+	"github.com/clusterflow/clusterflow/internal/codec"
 	"github.com/clusterflow/clusterflow/internal/gateway"
 )
 
@@ -17,8 +19,8 @@ import (
 // UI sends one event's at a time.
 const maxRequest = 8 << 20
 
-// ServerOptions configure the codec server.
-type ServerOptions struct {
+// Options configure the codec server.
+type Options struct {
 	// AllowedOrigins are the Web UIs' origins (scheme://host:port) that may call it from a
 	// browser; a request from any other origin is refused. Never "*".
 	AllowedOrigins []string
@@ -29,7 +31,7 @@ type ServerOptions struct {
 }
 
 // Check refuses options that would serve more than asked.
-func (o ServerOptions) Check() error {
+func (o Options) Check() error {
 	for _, origin := range o.AllowedOrigins {
 		if origin == "*" || !strings.Contains(origin, "://") || strings.HasSuffix(origin, "/") {
 			return fmt.Errorf("--allowed-origins: %q is not an origin: write scheme://host[:port], as the browser sends it (never *)", origin)
@@ -45,8 +47,8 @@ func (o ServerOptions) Check() error {
 
 // Handler serves POST /{namespace}/encode and /{namespace}/decode (or /encode, /decode) as
 // Temporal's Web UI and CLI expect (--codec-endpoint), for these keys only.
-func Handler(keys *Keys, opts ServerOptions) http.Handler {
-	inner := converter.NewPayloadCodecHTTPHandler(New(keys))
+func Handler(keys *codec.Keys, opts Options) http.Handler {
+	inner := converter.NewPayloadCodecHTTPHandler(codec.New(keys))
 	log := opts.Logger
 	if log == nil {
 		log = zap.NewNop()
@@ -61,7 +63,7 @@ func Handler(keys *Keys, opts ServerOptions) http.Handler {
 	})
 }
 
-func serve(w http.ResponseWriter, r *http.Request, inner http.Handler, opts ServerOptions) {
+func serve(w http.ResponseWriter, r *http.Request, inner http.Handler, opts Options) {
 	origin := r.Header.Get("Origin")
 	if origin != "" {
 		if !slices.Contains(opts.AllowedOrigins, origin) {
