@@ -9,9 +9,13 @@ import (
 	"strings"
 	"time"
 
+	commonpb "go.temporal.io/api/common/v1"
 	"go.temporal.io/api/enums/v1"
+	"go.temporal.io/sdk/converter"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/clusterflow/clusterflow/internal/apperr"
+	"github.com/clusterflow/clusterflow/internal/payloadlimit"
 	"github.com/clusterflow/clusterflow/internal/spec"
 	"github.com/clusterflow/clusterflow/workflows"
 )
@@ -40,6 +44,40 @@ func (s *Starter) Export(ctx context.Context, names []string, all bool) (workflo
 		file.Clusters = append(file.Clusters, c)
 	}
 	return file, nil
+}
+
+// Seal returns the file with its clusters encoded by the client's codec, when the client
+// has one, so that the file holds no more plain text than the server does. Without a codec
+// the file is returned as it is.
+func (s *Starter) Seal(file workflows.ExportFile) (workflows.ExportFile, error) {
+	p, err := payloadlimit.Unguarded(s.dataConverter).ToPayload(file.Clusters)
+	if err != nil {
+		return file, fmt.Errorf("seal the export: %w", err)
+	}
+	if string(p.GetMetadata()[converter.MetadataEncoding]) == converter.MetadataEncodingJSON {
+		return file, nil // no codec
+	}
+	sealed, err := proto.Marshal(p)
+	if err != nil {
+		return file, fmt.Errorf("seal the export: %w", err)
+	}
+	return workflows.ExportFile{Format: file.Format, Clusters: []workflows.ClusterExport{}, Sealed: sealed}, nil
+}
+
+// unseal opens a sealed file with the client's codec.
+func (s *Starter) unseal(file workflows.ExportFile) (workflows.ExportFile, error) {
+	if len(file.Sealed) == 0 {
+		return file, nil
+	}
+	var p commonpb.Payload
+	if err := proto.Unmarshal(file.Sealed, &p); err != nil {
+		return file, apperr.Errorf(apperr.Invalid, "import refused: the sealed clusters are not a payload: %v", err)
+	}
+	var clusters []workflows.ClusterExport
+	if err := payloadlimit.Unguarded(s.dataConverter).FromPayload(&p, &clusters); err != nil {
+		return file, apperr.Errorf(apperr.Invalid, "import refused: the file was sealed by its exporter's codec and does not open here: %v", err)
+	}
+	return workflows.ExportFile{Format: file.Format, Clusters: clusters}, nil
 }
 
 // exportPoll is how often Export asks again a cluster that is running an operation.
@@ -89,7 +127,10 @@ func (s *Starter) Import(ctx context.Context, file workflows.ExportFile, dryRun 
 	if file.Format != workflows.ExportFormat {
 		return report, apperr.Errorf(apperr.Invalid, "import refused: format %q is not one this clusterflow reads (%s)", file.Format, workflows.ExportFormat)
 	}
-	var err error
+	file, err := s.unseal(file)
+	if err != nil {
+		return report, err
+	}
 	if dryRun {
 		report.Maintenance, err = s.Maintenance(ctx)
 	} else {

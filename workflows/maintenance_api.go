@@ -87,6 +87,10 @@ func (m Maintenance) Describe() string {
 type ExportFile struct {
 	Format   string          `json:"format"`
 	Clusters []ClusterExport `json:"clusters"`
+	// Sealed holds the clusters instead, as one payload encoded by the exporting client's
+	// codec (a protobuf Payload), when it has one: an export is no plainer than the history
+	// it came from. Import opens it with the same keys.
+	Sealed []byte `json:"sealed,omitempty"`
 }
 
 // ClusterExport is one cluster as export read it: its desired spec with the scripts, and

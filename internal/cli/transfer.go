@@ -58,6 +58,10 @@ func runExport(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
+	exported := len(export.Clusters)
+	if export, err = st.Seal(export); err != nil {
+		return err
+	}
 	data, err := json.MarshalIndent(export, "", "  ")
 	if err != nil {
 		return err
@@ -71,7 +75,7 @@ func runExport(ctx context.Context, args []string) error {
 	if err := atomicfile.Write(*file, data, 0o600); err != nil {
 		return fmt.Errorf("--output: %w", err)
 	}
-	fmt.Fprintf(os.Stderr, "Exported %d clusters to %s.\n", len(export.Clusters), *file)
+	fmt.Fprintf(os.Stderr, "Exported %d clusters to %s.\n", exported, *file)
 	return nil
 }
 

@@ -57,6 +57,15 @@ func Wrap(inner converter.DataConverter) converter.DataConverter {
 	return Converter(inner, Default)
 }
 
+// Unguarded is the converter under the guard: for what is not sent to Temporal, such as
+// an export file.
+func Unguarded(dc converter.DataConverter) converter.DataConverter {
+	if g, ok := dc.(guard); ok {
+		return g.DataConverter
+	}
+	return dc
+}
+
 type guard struct {
 	converter.DataConverter
 	limit int
