@@ -2,15 +2,22 @@ package e2e
 
 import (
 	"context"
+	"crypto/rand"
 	"fmt"
+	"net/http"
 	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/chromedp/chromedp"
+
+	"github.com/clusterflow/clusterflow/internal/testenv"
+	"github.com/clusterflow/clusterflow/workflows"
 )
 
 // browserRequired makes a missing Chromium fail the browser test rather than skip it;
@@ -210,4 +217,98 @@ func findChromium() string {
 		}
 	}
 	return ""
+}
+
+// TestWebUIDecodesThroughTheCodecServerOnly: with --codec-key-file, dev's Web UI shows a
+// cluster's input decoded, through the codec server dev serves for the UI's origin only.
+// The same page served without the key never holds the plain value, and the codec server
+// refuses a request from another origin.
+func TestWebUIDecodesThroughTheCodecServerOnly(t *testing.T) {
+	t.Parallel()
+	guard(t)
+	chromium := findChromium()
+	if chromium == "" {
+		if os.Getenv(browserRequired) != "" {
+			t.Fatalf("Chromium not found, and %s is set", browserRequired)
+		}
+		t.Skip("Chromium not installed (apt-get install chromium); CI installs it")
+	}
+	dir := t.TempDir()
+	data := filepath.Join(dir, "data")
+	testenv.StopAllAtEnd(t, data)
+	marker := "ui-marker-" + rand.Text()
+	keys := filepath.Join(dir, "codec.keys")
+	writeKeyFile(t, keys, newKeyLine(t, "ui-key"))
+	script := filepath.Join(dir, "s.sh")
+	if err := os.WriteFile(script, []byte("#!/bin/sh\ntrue\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	specFile := filepath.Join(dir, "c.yaml")
+	if err := os.WriteFile(specFile, []byte("name: sealed\nroles:\n  - {name: w, members: 1, startscript: "+script+", env: {MARK: "+marker+"}}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	uiAddr, codecAddr := freeAddress(t), freeAddress(t)
+	args := []string{"dev", "-f", specFile, "--db", filepath.Join(dir, "dev.db"), "--data", data, "--address", freeAddress(t),
+		"--ui-address", uiAddr, "--no-gateway", "--log-file", filepath.Join(dir, "dev.log")}
+	dev := startDev(t, dir, "dev-codec", append(args, "--codec-key-file", keys, "--codec-address", codecAddr))
+	if err := dev.WaitFor("Phase:    ready", 2*time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(dev.Output(), "decoding through http://"+codecAddr) {
+		t.Errorf("dev does not say the UI decodes through its codec server:\n%s", dev.Output())
+	}
+	// A page of another origin may not use the codec server.
+	req, err := http.NewRequest(http.MethodPost, "http://"+codecAddr+"/default/decode", strings.NewReader(`{"payloads":[]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Origin", "http://evil.example")
+	resp, err := (&http.Client{Timeout: 30 * time.Second}).Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusForbidden || resp.Header.Get("Access-Control-Allow-Origin") != "" {
+		t.Errorf("the codec server answered a foreign origin: %d %v", resp.StatusCode, resp.Header)
+	}
+
+	shots, err := os.MkdirTemp("", "clusterflow-ui-codec-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("screenshots kept in %s", shots)
+		} else {
+			os.RemoveAll(shots)
+		}
+	})
+	ctx := newBrowser(t, chromium)
+	page := "http://" + uiAddr + "/namespaces/default/workflows/" + url.PathEscape(workflows.ClusterWorkflowID("sealed"))
+	step(t, ctx, shots, "decoded-input",
+		open(page, "h1", "cluster/sealed"),
+		waitText("body", marker),
+	)
+
+	// The same page without the key: the history loads, the value does not.
+	if code, err := dev.Signal(syscall.SIGTERM, 30*time.Second); err != nil || code != 0 {
+		t.Fatalf("dev did not stop cleanly: %d %v", code, err)
+	}
+	dev = startDev(t, dir, "dev-nokey", args)
+	if err := dev.WaitFor("Ready.", 2*time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	step(t, ctx, shots, "encoded-input",
+		open(page, "h1", "cluster/sealed"),
+		// The input card, then, shows the ciphertext (base64).
+		waitText("body", "Results will appear upon completion"),
+		poll(`/[A-Za-z0-9+\/]{200}/.test(document.body.innerText)`),
+	)
+	html, err := browse(ctx, chromedp.Evaluate[string](`document.documentElement.outerHTML`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(html, marker) {
+		t.Error("without the codec server, the page holds the plain value")
+	}
 }
