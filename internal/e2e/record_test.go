@@ -358,3 +358,47 @@ roles:
 	recordOn(c, "held-exported-retired", workflows.ClusterWorkflowID("rec-held"))
 	recordOn(c, "maintenance-flag", workflows.MaintenanceWorkflowID)
 }
+
+// TestRecordCodecHistories records, like TestRecordHistories, a cluster whose every payload
+// is encrypted (workflows/testdata/codec-test.keys): the replay test reads them with that
+// key, as a worker with the codec does.
+//
+//	CLUSTERFLOW_RECORD_HISTORIES=v11-codec go test ./internal/e2e -run TestRecordCodecHistories
+func TestRecordCodecHistories(t *testing.T) {
+	guard(t)
+	recordOn := recorder(t)
+	root, err := testenv.ModuleRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	keyLines, err := os.ReadFile(filepath.Join(root, "workflows", "testdata", "codec-test.keys"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := newServerStack(t)
+	keys := filepath.Join(s.dir, "codec.keys")
+	if err := os.WriteFile(keys, keyLines, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s.env = append(s.env, "CLUSTERFLOW_CODEC_KEY_FILE="+keys)
+	s.startWorker()
+	specPath, _ := writeCluster(t, resizableSpec("rec-codec"))
+	for _, args := range [][]string{
+		{"deploy", "-f", specPath, "--wait"},
+		{"resize", "rec-codec", "worker=3", "--wait"},
+		{"resize", "rec-codec", "worker=1", "--wait"},
+		{"delete", "rec-codec", "--wait"},
+	} {
+		if res := s.cli(args...); res.Code != 0 {
+			t.Fatalf("clusterflow %v: %s", args, res)
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	c, err := client.DialContext(ctx, client.Options{HostPort: s.address})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	recordOn(c, "encrypted-deploy-resize-delete", workflows.ClusterWorkflowID("rec-codec"))
+}
