@@ -3,8 +3,6 @@ package codec
 import (
 	"bytes"
 	"errors"
-	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -12,9 +10,6 @@ import (
 
 	commonpb "go.temporal.io/api/common/v1"
 	"go.temporal.io/sdk/converter"
-	"google.golang.org/protobuf/encoding/protojson"
-
-	"github.com/clusterflow/clusterflow/internal/gateway"
 )
 
 func keysOf(t *testing.T, ids ...string) (*Keys, []string) {
