@@ -9,9 +9,15 @@ COPY . .
 RUN CGO_ENABLED=0 go build -trimpath -o /out/ ./cmd/clusterflow ./cmd/clusterflow-host
 
 FROM debian:bookworm-slim
-RUN useradd --system --create-home --home-dir /var/lib/clusterflow clusterflow
+# tini is PID 1: it reaps the zombies that scripts' orphaned children leave, which the worker
+# would not, and passes signals on.
+RUN apt-get update && apt-get install -y --no-install-recommends tini \
+    && rm -rf /var/lib/apt/lists/* \
+    && useradd --system --create-home --home-dir /var/lib/clusterflow clusterflow \
+    && chmod 0700 /var/lib/clusterflow
 COPY --from=build /out/clusterflow /out/clusterflow-host /usr/local/bin/
+# Never root: startscripts run as the worker's user.
 USER clusterflow
 WORKDIR /var/lib/clusterflow
-ENTRYPOINT ["clusterflow"]
+ENTRYPOINT ["/usr/bin/tini", "--", "clusterflow"]
 CMD ["worker", "--data", "/var/lib/clusterflow"]

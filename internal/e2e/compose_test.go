@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -148,9 +149,10 @@ func TestComposeFileStructure(t *testing.T) {
 		if cmd := s.Command; len(cmd) == 0 || cmd[0] != "worker" || !slices.Contains(cmd, "--metrics-address") {
 			t.Errorf("%s: worker command %v", name, cmd)
 		}
-		// Hosts run the light binary, which must take the same command.
-		if !slices.Equal(s.Entrypoint, []string{"clusterflow-host"}) {
-			t.Errorf("%s: entrypoint %v, want clusterflow-host", name, s.Entrypoint)
+		// Hosts run the light binary, which must take the same command, under an init that
+		// reaps zombies.
+		if !slices.Equal(s.Entrypoint, []string{"/usr/bin/tini", "--", "clusterflow-host"}) {
+			t.Errorf("%s: entrypoint %v, want clusterflow-host under tini", name, s.Entrypoint)
 		}
 		if out, err := runHostBinary(append(slices.Clone(s.Command), "-h")...); err != nil {
 			t.Errorf("%s: clusterflow-host %v is refused: %v\n%s", name, s.Command, err, out)
@@ -183,9 +185,52 @@ func TestDockerfileIsMultiStageOnGoModsGo(t *testing.T) {
 	if !strings.HasPrefix(froms[0][1], "golang:"+goVersion) {
 		t.Errorf("build stage %s, want golang:%s", froms[0][1], goVersion)
 	}
-	for _, want := range []string{"COPY --from=build", "./cmd/clusterflow ", "./cmd/clusterflow-host", `ENTRYPOINT ["clusterflow"]`} {
+	for _, want := range []string{"COPY --from=build", "./cmd/clusterflow ", "./cmd/clusterflow-host", "install -y --no-install-recommends tini", `ENTRYPOINT ["/usr/bin/tini", "--", "clusterflow"]`} {
 		if !strings.Contains(dockerfile, want) {
 			t.Errorf("Dockerfile lacks %q", want)
+		}
+	}
+	// The runtime stage ends as a user that is not root.
+	runtime := dockerfile[strings.LastIndex(dockerfile, "\nFROM "):]
+	users := regexp.MustCompile(`(?m)^USER\s+(\S+)`).FindAllStringSubmatch(runtime, -1)
+	if len(users) == 0 || slices.Contains([]string{"root", "0", "0:0"}, users[len(users)-1][1]) {
+		t.Errorf("the image runs as root (USER lines of its runtime stage: %v)", users)
+	}
+}
+
+// TestTheSystemdUnitIsHardened rates the shipped unit with systemd's own review,
+// `systemd-analyze security --offline=true`, which must say at most 5.0 (lower is safer;
+// the unit as first shipped, as root with nothing restricted, rated 9.6). The unit must
+// also never run as root nor keep a capability, since startscripts run as its user.
+func TestTheSystemdUnitIsHardened(t *testing.T) {
+	t.Parallel()
+	guard(t)
+	analyze, err := exec.LookPath("systemd-analyze")
+	if err != nil {
+		t.Fatal("the unit's rating needs systemd-analyze (apt-get install systemd; .ci/run does)")
+	}
+	root, err := testenv.ModuleRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, analyze, "security", "--offline=true", "--no-pager",
+		filepath.Join(root, "deploy/systemd/clusterflow-worker.service")).CombinedOutput()
+	// systemd-analyze security exits non-zero when the rating passes its own threshold.
+	m := regexp.MustCompile(`Overall exposure level for \S+: ([0-9.]+)`).FindSubmatch(out)
+	if m == nil {
+		t.Fatalf("systemd-analyze security gave no rating (%v):\n%s", err, out)
+	}
+	score, _ := strconv.ParseFloat(string(m[1]), 64)
+	t.Logf("systemd-analyze security: %.1f", score)
+	if score > 5.0 {
+		t.Errorf("the unit rates %.1f, more than 5.0:\n%s", score, out)
+	}
+	unit := readRepoFile(t, "deploy/systemd/clusterflow-worker.service")
+	for _, want := range []string{"\nUser=clusterflow\n", "\nCapabilityBoundingSet=\n", "\nNoNewPrivileges=yes\n", "\nUMask=0077\n"} {
+		if !strings.Contains(unit, want) {
+			t.Errorf("the unit lacks %q", strings.TrimSpace(want))
 		}
 	}
 }
