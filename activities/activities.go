@@ -23,6 +23,25 @@ type Activities struct {
 	Connection agent.Connection
 	// Host is the host this worker serves, or nil in single-host mode.
 	Host *HostInfo
+	// Admission is what this host runs, enforced here whatever placed a member on it:
+	// the workflow that asks is not what the host trusts.
+	Admission Admission
+}
+
+// refuse fails, for good, a task for a cluster (with these env names) that the host does
+// not run. Teardowns and removals are never refused: the host cleans up what it holds.
+func (a *Activities) refuse(ctx context.Context, cluster string, envNames []string) error {
+	why := a.Admission.Refuses(cluster, activity.GetInfo(ctx).WorkflowNamespace, envNames)
+	if why == "" {
+		return nil
+	}
+	host := "this host"
+	if a.Host != nil {
+		host = "host " + a.Host.Name
+	}
+	msg := fmt.Sprintf("%s %s", host, why)
+	activity.GetLogger(ctx).Warn("Refused a task the host does not run", "cluster", cluster, "reason", msg)
+	return temporal.NewNonRetryableApplicationError(msg, ErrHostRefused, nil)
 }
 
 // WriteClusterFiles installs startscripts and writes the configmeta every member reads.
@@ -30,11 +49,21 @@ func (a *Activities) WriteClusterFiles(ctx context.Context, files ClusterFiles) 
 	if err := files.Unpack(); err != nil {
 		return temporal.NewNonRetryableApplicationError(err.Error(), "InvalidInput", err)
 	}
+	var names []string
+	for _, env := range files.Envs {
+		names = append(names, slices.Collect(maps.Keys(env))...)
+	}
+	if err := a.refuse(ctx, files.Cluster, names); err != nil {
+		return err
+	}
 	return a.Backend.WriteClusterFiles(ctx, files)
 }
 
 // CreateMember creates a member's sandbox.
 func (a *Activities) CreateMember(ctx context.Context, m MemberRef) error {
+	if err := a.refuse(ctx, m.Cluster, nil); err != nil {
+		return err
+	}
 	return a.Backend.CreateMember(ctx, m)
 }
 
@@ -85,6 +114,12 @@ func (a *Activities) RemoveCluster(ctx context.Context, cluster string) error {
 // heartbeats its progress and completes the activity: with the ScriptResult on exit 0, and
 // otherwise with a non-retryable error whose details are the ScriptResult, tails included.
 func (a *Activities) RunStartscript(ctx context.Context, run ScriptRun) (ScriptResult, error) {
+	// The role's env by hash was checked when the cluster's files were written.
+	if run.Event != spec.EventTeardown {
+		if err := a.refuse(ctx, run.Member.Cluster, slices.Collect(maps.Keys(run.Env))); err != nil {
+			return ScriptResult{}, err
+		}
+	}
 	if run.Event == spec.EventConfigure {
 		// A member's first event creates its sandbox (idempotently), sparing a wide role
 		// an activity per member.

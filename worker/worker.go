@@ -35,6 +35,9 @@ type Options struct {
 	// Host is the host this worker serves: it also polls the host's own task queue, where
 	// its members' activities go, and registers the host. Nil is single-host mode.
 	Host *activities.HostInfo
+	// Admission is what this worker's host runs (worker --allow-clusters, …), enforced on
+	// every task; a host advertises it in its registration too.
+	Admission activities.Admission
 	// Logger reports the host's registration.
 	Logger *zap.Logger
 }
@@ -112,7 +115,7 @@ func register(ctx context.Context, c client.Client, opts Options) {
 }
 
 func newActivities(opts Options) *activities.Activities {
-	return &activities.Activities{Backend: opts.Backend, Connection: opts.Connection, Host: opts.Host}
+	return &activities.Activities{Backend: opts.Backend, Connection: opts.Connection, Host: opts.Host, Admission: opts.Admission}
 }
 
 // deadlockDetection is how long one step of workflow code may run, by the wall clock,

@@ -80,6 +80,8 @@ type clusterWorkflow struct {
 	// setUpElsewhere says members being set up on a lost host are set up elsewhere
 	// (changeSetUpElsewhere).
 	setUpElsewhere bool
+	// hostCheck is what placement asks of hosts' allow-lists (changeHostAllowLists).
+	hostCheck hostCheck
 	// childStarts bounds the child workflows started in one workflow task.
 	childStarts startGate
 }
@@ -91,6 +93,10 @@ func newClusterWorkflow(ctx workflow.Context, in ClusterInput) (*clusterWorkflow
 	}
 	if w.continueAsNewEvery <= 0 {
 		w.continueAsNewEvery = defaultContinueAsNewEvery
+	}
+	// Asked before the first placement, which the start of a deploy makes.
+	if workflow.GetVersion(ctx, changeHostAllowLists, workflow.DefaultVersion, 1) >= 1 {
+		w.hostCheck = hostCheck{on: true, namespace: workflow.GetInfo(ctx).Namespace}
 	}
 	carried, err := in.carried()
 	if err != nil {

@@ -73,7 +73,7 @@ func (w *clusterWorkflow) rehome(ctx workflow.Context, rs *roleState, m *Member,
 	name := m.Name
 	if w.onHosts() {
 		r, _ := w.roleSpec(rs.Name)
-		rs.Members = placeMembers(r, rs.Members, w.state.Hosts)
+		rs.Members = placeMembers(r, rs.Members, w.hostCheck.hostsFor(w.state.Hosts, w.state.Name, r))
 	}
 	w.stopInOperation(ctx, rs.Name, map[string]bool{name: true}, old != "" && !w.reachable(old))
 	w.membershipEpoch++

@@ -53,6 +53,10 @@ const (
 // check-in.
 type HostRegistration = activities.HostInfo
 
+// Admission is what a host lets run: its allow-lists (worker --allow-clusters,
+// --allow-namespaces, --allow-env-override).
+type Admission = activities.Admission
+
 // Host is one host as the registry keeps it.
 type Host struct {
 	HostRegistration
@@ -65,6 +69,8 @@ type Host struct {
 	LastSeen time.Time `json:"lastSeen"`
 	// Members counts the members clusters placed on the host.
 	Members int `json:"members"`
+	// refuses is why the host's allow-lists refuse the role being placed (hostCheck).
+	refuses string
 }
 
 // State is the host's state: lost outranks draining, which outranks cordoned.

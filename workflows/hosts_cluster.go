@@ -208,7 +208,7 @@ func (w *clusterWorkflow) placeWaiting() bool {
 			continue
 		}
 		r, _ := w.roleSpec(rs.Name)
-		rs.Members = placeMembers(r, rs.Members, w.state.Hosts)
+		rs.Members = placeMembers(r, rs.Members, w.hostCheck.hostsFor(w.state.Hosts, w.state.Name, r))
 		placed = placed || slices.ContainsFunc(rs.Members, func(m Member) bool { return m.State == MemberPending && m.Host != "" && m.Unplaced == "" })
 	}
 	return placed

@@ -73,7 +73,7 @@ func (w *clusterWorkflow) addPendingTo(ctx workflow.Context, rs *roleState) []Me
 	rs.Members = append(rs.Members, added...)
 	if w.onHosts() && len(added) > 0 {
 		r, _ := w.roleSpec(rs.Name)
-		rs.Members = placeMembers(r, rs.Members, w.state.Hosts)
+		rs.Members = placeMembers(r, rs.Members, w.hostCheck.hostsFor(w.state.Hosts, w.state.Name, r))
 		added = rs.Members[len(rs.Members)-len(added):]
 	}
 	if len(added) > 0 {

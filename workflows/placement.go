@@ -2,6 +2,7 @@ package workflows
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 
@@ -11,6 +12,28 @@ import (
 // Placement decides which host gets each new member. It is pure and deterministic: hosts
 // are taken in name order, fewest of the role's members first, and with spreadBy the label
 // value holding the fewest of the role's members comes first.
+
+// hostCheck is what placement asks of each host's allow-lists (Admission): nothing in runs
+// that began before hosts had them (changeHostAllowLists). An empty namespace is not
+// checked: a client placing ahead of the workflow does not know it.
+type hostCheck struct {
+	on        bool
+	namespace string
+}
+
+// hostsFor returns the hosts with what each refuses of role r of the cluster marked, so
+// that placement passes them over; members already on them stay and count as before.
+func (c hostCheck) hostsFor(hosts []Host, cluster string, r spec.Role) []Host {
+	if !c.on {
+		return hosts
+	}
+	envNames := slices.Sorted(maps.Keys(r.Env))
+	out := slices.Clone(hosts)
+	for i := range out {
+		out[i].refuses = out[i].Refuses(cluster, c.namespace, envNames)
+	}
+	return out
+}
 
 // occupies reports whether a member counts against its host's share of the role.
 func (m Member) occupies() bool {
@@ -95,15 +118,16 @@ func bestHost(p spec.Placement, hosts []Host, perHost, perValue map[string]int) 
 
 // fits reports whether host h may take one more of a role's members, holding held already.
 func fits(p spec.Placement, h Host, held int) bool {
-	return h.Schedulable() && p.Matches(h.Labels) && (p.SpreadBy == "" || h.Labels[p.SpreadBy] != "") &&
+	return h.Schedulable() && h.refuses == "" && p.Matches(h.Labels) && (p.SpreadBy == "" || h.Labels[p.SpreadBy] != "") &&
 		(p.MaxPerHost == 0 || held < p.MaxPerHost)
 }
 
 // placementProblem says why the hosts cannot hold the desired members of every role, or
 // returns nil. Members already on a host that is not lost stay there, even if it takes no
 // new members (cordoned, draining); the rest need room on ready hosts that fit.
-func placementProblem(desired spec.Cluster, roles []roleState, hosts []Host) error {
+func placementProblem(desired spec.Cluster, roles []roleState, allHosts []Host, check hostCheck) error {
 	for i, r := range desired.Roles {
+		hosts := check.hostsFor(allHosts, desired.Name, r)
 		if r.Members == 0 {
 			continue
 		}
@@ -182,6 +206,10 @@ func describeHosts(hosts []Host) string {
 	}
 	var parts []string
 	for _, h := range hosts {
+		if h.refuses != "" && h.Schedulable() {
+			parts = append(parts, h.Name+" "+h.refuses)
+			continue
+		}
 		parts = append(parts, h.Name+" "+string(h.State()))
 	}
 	return abbreviate(parts)
@@ -196,7 +224,8 @@ func abbreviate(items []string) string {
 }
 
 // CheckPlacement says why the hosts cannot hold a new cluster's members, or returns nil;
-// the starter refuses such a deploy before anything starts.
+// the starter refuses such a deploy before anything starts. Hosts' allow-lists count,
+// but for the namespace, which the workflow checks.
 func CheckPlacement(desired spec.Cluster, hosts []Host) error {
-	return placementProblem(desired, nil, hosts)
+	return placementProblem(desired, nil, hosts, hostCheck{on: true})
 }

@@ -92,7 +92,7 @@ func TestPlacementProblemNamesTheConstraint(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			err := placementProblem(tt.desired, nil, hosts)
+			err := placementProblem(tt.desired, nil, hosts, hostCheck{})
 			got := ""
 			if err != nil {
 				got = err.Error()
@@ -111,11 +111,11 @@ func TestPlacementProblemKeepsMembersWhereTheyAre(t *testing.T) {
 	desired := spec.Cluster{Roles: []spec.Role{role}}
 	roles := []roleState{{Name: "w", Members: members}}
 	// a and b keep their members; c is lost, and a has no room for a third.
-	if err := placementProblem(desired, roles, hosts); err == nil || err.Error() != "roles[0].placement: 3 members with maxPerHost 1 need 3 hosts; 1 is ready (a)" {
+	if err := placementProblem(desired, roles, hosts, hostCheck{}); err == nil || err.Error() != "roles[0].placement: 3 members with maxPerHost 1 need 3 hosts; 1 is ready (a)" {
 		t.Errorf("got %v", err)
 	}
 	desired.Roles[0].Members = 2
-	if err := placementProblem(desired, roles, hosts); err != nil {
+	if err := placementProblem(desired, roles, hosts, hostCheck{}); err != nil {
 		t.Errorf("members staying on a cordoned host were refused: %v", err)
 	}
 }
@@ -157,5 +157,59 @@ func TestPlanDrain(t *testing.T) {
 				t.Errorf("drains %q, want %q", got, tt.want)
 			}
 		})
+	}
+}
+
+// A host's allow-lists (worker --allow-clusters, --allow-namespaces, --allow-env-override)
+// keep new members off it; members already there stay. Runs from before the allow-lists
+// (hostCheck off) place as they did.
+func TestPlacementRespectsHostAllowLists(t *testing.T) {
+	allow := func(h Host, a Admission) Host { h.Admission = a; return h }
+	teamA := allow(host("a1"), Admission{Clusters: []string{"team-a-*"}})
+	prod := allow(host("p1"), Admission{Namespaces: []string{"prod"}})
+	loose := allow(host("l1"), Admission{EnvOverride: true})
+	plain, pathEnv := spec.Role{Name: "w"}, spec.Role{Name: "w", Env: map[string]string{"PATH": "/opt/x/bin", "A": "b"}}
+	on := func(ns string) hostCheck { return hostCheck{on: true, namespace: ns} }
+	tests := []struct {
+		name    string
+		cluster string
+		role    spec.Role
+		check   hostCheck
+		hosts   []Host
+		members []Member
+		want    string
+	}{
+		{"a cluster the glob takes", "team-a-db", plain, on("dev"), []Host{teamA}, pendingMembers(2), "a1 a1"},
+		{"a cluster it does not", "team-b-db", plain, on("dev"), []Host{teamA, host("z1")}, pendingMembers(2), "z1 z1"},
+		{"only refusing hosts", "team-b-db", plain, on("dev"), []Host{teamA}, pendingMembers(1), "-"},
+		{"another namespace", "c", plain, on("dev"), []Host{prod, host("z1")}, pendingMembers(2), "z1 z1"},
+		{"its namespace", "c", plain, on("prod"), []Host{prod}, pendingMembers(1), "p1"},
+		{"a loader variable needs a host that allows it", "c", pathEnv, on("dev"), []Host{host("a0"), loose}, pendingMembers(2), "l1 l1"},
+		{"members already there stay", "team-b-db", plain, on("dev"), []Host{teamA, host("z1")},
+			append([]Member{{Name: "c-w-0", State: MemberReady, Host: "a1"}}, pendingMembers(2)[1:]...), "a1 z1"},
+		{"runs from before the allow-lists", "team-b-db", pathEnv, hostCheck{}, []Host{teamA}, pendingMembers(1), "a1"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			placed := placeMembers(tt.role, tt.members, tt.check.hostsFor(tt.hosts, tt.cluster, tt.role))
+			var got []string
+			for _, m := range placed {
+				if m.Host != "" {
+					got = append(got, m.Host)
+				} else {
+					got = append(got, "-")
+				}
+			}
+			if strings.Join(got, " ") != tt.want {
+				t.Errorf("got %q, want %q (unplaced: %q)", strings.Join(got, " "), tt.want, placed[len(placed)-1].Unplaced)
+			}
+		})
+	}
+	// The refusal names the host and why.
+	err := placementProblem(spec.Cluster{Name: "c", Roles: []spec.Role{{Name: "w", Members: 1, Env: map[string]string{"LD_PRELOAD": "/x.so"}}}},
+		nil, []Host{host("a0")}, on("dev"))
+	want := "roles[0].placement: 1 member needs hosts; none is ready (a0 lets no spec set the loader variable LD_PRELOAD (worker --allow-env-override))"
+	if err == nil || err.Error() != want {
+		t.Errorf("got  %v\nwant %s", err, want)
 	}
 }

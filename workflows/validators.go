@@ -79,7 +79,7 @@ func (w *clusterWorkflow) refuseUnplaceable(what string, next spec.Cluster) erro
 	if !w.onHosts() {
 		return nil
 	}
-	if err := placementProblem(next, w.state.Roles, w.state.Hosts); err != nil {
+	if err := placementProblem(next, w.state.Roles, w.state.Hosts, w.hostCheck); err != nil {
 		return refused(apperr.Invalid, "%s refused: %v", what, err)
 	}
 	return nil

@@ -52,4 +52,8 @@ const (
 	// member's host to stop the script at once, rather than waiting for its agent's next
 	// heartbeat (up to a third of the heartbeat timeout: 10 s by default).
 	changeStopScriptsAtOnce = "stop-scripts-at-once"
+	// changeHostAllowLists: placement passes over hosts whose allow-lists (worker
+	// --allow-clusters, --allow-namespaces, --allow-env-override) refuse the cluster, its
+	// namespace or a role's env. Asked once per run, when it starts.
+	changeHostAllowLists = "host-allow-lists"
 )

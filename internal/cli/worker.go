@@ -13,6 +13,7 @@ import (
 
 	"github.com/clusterflow/clusterflow/internal/agent"
 	"github.com/clusterflow/clusterflow/internal/apperr"
+	"github.com/clusterflow/clusterflow/internal/gateway"
 	"github.com/clusterflow/clusterflow/internal/metrics"
 	"github.com/clusterflow/clusterflow/internal/spec"
 	"github.com/clusterflow/clusterflow/starter"
@@ -75,12 +76,24 @@ func runWorker(ctx context.Context, args []string) error {
 	address := fs.String("host-address", "", "how other members reach this host (default: the host name)")
 	hostTimeout := fs.Duration("host-timeout", workflows.DefaultHostTimeout, "how long the host may go unheard of before its members are taken for down")
 	stopTimeout := fs.Duration("shutdown-timeout", 30*time.Second, "on SIGTERM, how long in-flight activity tasks may take to finish")
+	allowClusters := fs.String("allow-clusters", "", "run only clusters whose names match these comma-separated globs, such as 'team-a-*' (default: every cluster)")
+	allowNamespaces := fs.String("allow-namespaces", "", "run only clusters of these comma-separated Temporal namespaces (default: every namespace)")
+	allowEnvOverride := fs.Bool("allow-env-override", false, "let a spec's env set loader variables (PATH, LD_*, BASH_ENV, …), which choose what code a script runs")
 	if err := fs.Parse(args); err != nil {
 		return flagError(err)
 	}
 	host, err := hostInfo(fs, *hostName, *labels, *address, *hostTimeout)
 	if err != nil {
 		return err
+	}
+	admission := workflows.Admission{Namespaces: commaList(*allowNamespaces), EnvOverride: *allowEnvOverride}
+	if *allowClusters != "" {
+		if admission.Clusters, err = gateway.ParseClusters(*allowClusters); err != nil {
+			return apperr.Errorf(apperr.Invalid, "--allow-clusters: %v", err)
+		}
+	}
+	if host != nil {
+		host.Admission = admission
 	}
 	logger, err := conn.logger()
 	if err != nil {
@@ -118,9 +131,11 @@ func runWorker(ctx context.Context, args []string) error {
 		local.Host = host.Name
 	}
 	logger.Info("Worker starting", zap.String("address", co.Address), zap.String("namespace", co.Namespace),
-		zap.String("taskQueue", conn.taskQueue), zap.String("data", *data))
+		zap.String("taskQueue", conn.taskQueue), zap.String("data", *data),
+		zap.Strings("allowClusters", admission.Clusters), zap.Strings("allowNamespaces", admission.Namespaces), zap.Bool("allowEnvOverride", admission.EnvOverride))
 	err = worker.Run(ctx, c, worker.Options{
 		TaskQueue: conn.taskQueue, Backend: local, Connection: agent.Connection{ClientConfigProfile: co, CodecKeyFile: conn.codecKeyFile}, StopTimeout: *stopTimeout, Host: host, Logger: logger,
+		Admission: admission,
 	})
 	logger.Info("Worker stopped")
 	return err

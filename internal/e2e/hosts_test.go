@@ -41,6 +41,8 @@ type fleetHost struct {
 	net    *testenv.Host
 	worker *testenv.Process
 	runs   int
+	// args are more worker flags, such as allow-lists.
+	args []string
 }
 
 // newFleet starts a server and one worker per host; hosts are "name" or "name:k=v,k=v".
@@ -93,6 +95,7 @@ func (f *fleet) startHost(name string) {
 	if h.labels != "" {
 		args = append(args, "--labels", h.labels)
 	}
+	args = append(args, h.args...)
 	// Hosts run the light binary, without the embedded server and Web UI.
 	env := append(slices.Clone(f.env), "CLUSTERFLOW_BOOT_ID_FILE="+h.bootID)
 	h.worker = f.startWith(testenv.StartHost, h.net.Namespace, env, "host-"+name, h.runs, "Worker starting", args...)
