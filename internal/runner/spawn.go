@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 )
@@ -32,6 +33,9 @@ type Handle struct {
 	PID int `json:"pid"`
 	// StartTicks is the wrapper's start time in /proc, to tell a reused PID apart.
 	StartTicks uint64 `json:"startTicks"`
+	// BootID is the machine's boot the run began in: after a reboot its PID may be anyone's,
+	// so a handle of an earlier boot is never running and never signalled.
+	BootID     string `json:"bootID,omitempty"`
 	StdoutFile string `json:"stdoutFile"`
 	StderrFile string `json:"stderrFile"`
 	StdoutFrom int64  `json:"stdoutFrom"`
@@ -79,8 +83,21 @@ func Spawn(s Spec) (Handle, <-chan struct{}, error) {
 	watchExit(cmd, exited)
 	h.PID = cmd.Process.Pid
 	h.StartTicks, _ = startTicks(h.PID)
+	h.BootID = bootID()
 	return h, exited, nil
 }
+
+// bootID is the kernel's ID of this boot of the machine, read once.
+var bootID = sync.OnceValue(func() string {
+	id, err := os.ReadFile("/proc/sys/kernel/random/boot_id")
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSpace(string(id))
+})
+
+// ofAnotherBoot says the run began before the machine last booted.
+func (h Handle) ofAnotherBoot() bool { return h.BootID != "" && h.BootID != bootID() }
 
 // ExitCode returns the exit status the wrapper wrote, if the script has ended.
 func (h Handle) ExitCode() (int, bool) {
@@ -94,6 +111,9 @@ func (h Handle) ExitCode() (int, bool) {
 
 // Running reports whether anything of the script's process group still runs.
 func (h Handle) Running() bool {
+	if h.ofAnotherBoot() {
+		return false
+	}
 	fields, ok := statFields(h.PID)
 	if ok && len(fields) >= 20 && (h.StartTicks == 0 || fields[19] == strconv.FormatUint(h.StartTicks, 10)) && fields[0] != "Z" {
 		return true // the wrapper lives as long as the script: the cheap, common answer
@@ -108,7 +128,9 @@ func (h Handle) Running() bool {
 // SIGKILL to whatever is left and waits briefly for it to go.
 func (h Handle) Stop(grace time.Duration) {
 	if h.PID < 2 || !h.Running() {
-		return // kill(-1) would signal every process the agent may, kill(0) its own group
+		// kill(-1) would signal every process the agent may, kill(0) its own group; a
+		// run of an earlier boot is not running, whoever has its PID now.
+		return
 	}
 	_ = syscall.Kill(-h.PID, syscall.SIGTERM)
 	waitGroupGone(h.PID, grace)

@@ -254,3 +254,22 @@ func TestRunningScriptsDoNotHoldAThreadEach(t *testing.T) {
 		t.Fatal("a script's exit was not seen within 10 s")
 	}
 }
+
+// A handle from an earlier boot of the machine is never running and never signalled: its
+// PID, even with the same start time, may be anyone's now.
+func TestARunOfAnEarlierBootIsNeverSignalled(t *testing.T) {
+	h := spawn(t, script(t, "echo up\nsleep 30\n"))
+	waitLine(t, h, "up")
+	if h.BootID == "" || !h.Running() {
+		t.Fatalf("a run of this boot: boot ID %q, running %v", h.BootID, h.Running())
+	}
+	earlier := h
+	earlier.BootID = "an-earlier-boot"
+	if earlier.Running() {
+		t.Error("a run of an earlier boot was taken for running")
+	}
+	earlier.Stop(0)
+	if !h.Running() {
+		t.Error("stopping a run of an earlier boot signalled the process that has its PID now")
+	}
+}
