@@ -136,10 +136,13 @@ func (a *Activities) RunStartscript(ctx context.Context, run ScriptRun) (ScriptR
 		HeartbeatTimeout: info.HeartbeatTimeout,
 	})
 	var secretErr *backend.SecretError
+	var refused *agent.RefusedError
 	switch {
 	case errors.As(err, &secretErr):
 		// Nothing ran, and a retry finds the same host: the operator must supply it.
 		return ScriptResult{}, temporal.NewNonRetryableApplicationError(secretErr.Error(), ErrSecretUnavailable, nil)
+	case errors.As(err, &refused):
+		return ScriptResult{}, temporal.NewNonRetryableApplicationError(refused.Error(), ErrHostRefused, nil)
 	case err != nil:
 		return ScriptResult{}, fmt.Errorf("launch %s on %s: %w", run.Event, run.Member.Name, err)
 	}

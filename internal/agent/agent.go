@@ -195,7 +195,8 @@ func (a *Agent) serveConn(conn net.Conn) {
 	} else if req.Stop != nil {
 		reply.Action = fmt.Sprintf("stopped %d", a.stop(*req.Stop))
 	} else if action, err := a.launch(req.Launch); err != nil {
-		reply.Error = err.Error()
+		var refused *RefusedError
+		reply.Error, reply.Refused = err.Error(), errors.As(err, &refused)
 	} else {
 		reply.Action = action
 	}

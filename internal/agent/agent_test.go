@@ -3,6 +3,7 @@ package agent
 import (
 	"context"
 	"crypto/sha256"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -300,5 +301,47 @@ print("answer:" + answer)`
 	out, err := cmd.CombinedOutput()
 	if err != nil || strings.TrimSpace(string(out)) != "answer:" {
 		t.Errorf("another user's stop: %v, %q; want the connection closed with no answer", err, out)
+	}
+}
+
+// The agent runs a startscript only when its content is what the launch's hash says: one
+// changed on the host since (by a member, say) is refused, for good, and nothing runs.
+func TestAScriptThatIsNotItsHashIsRefused(t *testing.T) {
+	f := newFixture(t)
+	member := filepath.Join(f.dir, "member")
+	if err := os.MkdirAll(member, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	body := "#!/bin/sh\necho run >> count\n"
+	script := filepath.Join(member, "script.sh")
+	if err := os.WriteFile(script, []byte(body), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	launch := func(id, sum string) error {
+		_, err := f.client.Launch(context.Background(), Launch{
+			Key: Key{WorkflowID: "wf", ActivityID: id}, TaskToken: []byte("t"),
+			Connection: Connection{ClientConfigProfile: envconfig.ClientConfigProfile{Address: "127.0.0.1:1"}}, Member: "m", Event: "configure",
+			Script: Script{File: script, SHA256: sum, Path: script, Dir: member, Env: []string{"PATH=" + os.Getenv("PATH")},
+				StdoutFile: filepath.Join(member, "out"), StderrFile: filepath.Join(member, "err")},
+			Timeout: time.Minute, Grace: time.Second, RecordDir: filepath.Join(member, "runs"),
+		})
+		return err
+	}
+	sum := sha256.Sum256([]byte(body))
+	good := fmt.Sprintf("%x", sum)
+	if err := launch("1", good); err != nil {
+		t.Fatalf("the script as hashed: %v", err)
+	}
+	f.waitResult("1")
+	if err := os.WriteFile(script, []byte(body+"echo evil >> count\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	err := launch("2", good)
+	var refused *RefusedError
+	if !errors.As(err, &refused) || !strings.Contains(err.Error(), "was changed on this host") {
+		t.Fatalf("a changed script: %v, want a refusal", err)
+	}
+	if f.runs() != 1 || f.record("2") != nil {
+		t.Errorf("the changed script ran (%d runs) or left a record", f.runs())
 	}
 }

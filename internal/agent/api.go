@@ -74,6 +74,10 @@ type request struct {
 
 // Script is the process to run.
 type Script struct {
+	// File and SHA256 name the startscript and its content's hash, which the agent checks
+	// before it runs anything: Path may be an interpreter that File is handed to.
+	File       string   `json:"file,omitempty"`
+	SHA256     string   `json:"sha256,omitempty"`
 	Path       string   `json:"path"`
 	Args       []string `json:"args,omitempty"`
 	Dir        string   `json:"dir"`
@@ -88,7 +92,15 @@ type Reply struct {
 	// finished; its stored result is being delivered).
 	Action string `json:"action,omitempty"`
 	Error  string `json:"error,omitempty"`
+	// Refused says the agent will not run the launch as asked, and asking again changes
+	// nothing (a script that is not what its hash says).
+	Refused bool `json:"refused,omitempty"`
 }
+
+// RefusedError is a launch the agent will not run, whoever asks again.
+type RefusedError struct{ Reason string }
+
+func (e *RefusedError) Error() string { return e.Reason }
 
 const (
 	ActionStarted    = "started"

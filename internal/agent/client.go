@@ -45,6 +45,9 @@ func (c *Client) Launch(ctx context.Context, l Launch) (Reply, error) {
 			err = errStopping
 		}
 		if err == nil {
+			if reply.Refused {
+				return reply, &RefusedError{Reason: reply.Error}
+			}
 			if reply.Error != "" {
 				return reply, errors.New(reply.Error)
 			}

@@ -1,8 +1,11 @@
 package agent
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"sync"
@@ -117,6 +120,9 @@ func (a *Agent) launch(l Launch) (string, error) {
 		Started: time.Now(),
 	}
 	s := l.Script
+	if err := s.verify(); err != nil {
+		return "", err
+	}
 	var exited <-chan struct{}
 	rec.Handle, exited, err = runner.Spawn(runner.Spec{
 		Path: s.Path, Args: s.Args, Dir: s.Dir, Env: s.Env,
@@ -182,6 +188,31 @@ func (l Launch) check() error {
 		return fmt.Errorf("launch record folder %q is not absolute", l.RecordDir)
 	case l.Timeout <= 0:
 		return fmt.Errorf("launch needs a timeout")
+	}
+	return nil
+}
+
+// verify checks that the startscript is the content its hash names, right before it runs:
+// a script changed on the host after the workflow chose it is not the script asked for.
+func (s Script) verify() error {
+	if s.SHA256 == "" {
+		return nil // a worker from before scripts were hashed
+	}
+	file := s.File
+	if file == "" {
+		file = s.Path
+	}
+	f, err := os.Open(file)
+	if err != nil {
+		return &RefusedError{Reason: fmt.Sprintf("startscript %s: %v", file, err)}
+	}
+	defer f.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, f); err != nil {
+		return &RefusedError{Reason: fmt.Sprintf("startscript %s: %v", file, err)}
+	}
+	if got := hex.EncodeToString(h.Sum(nil)); got != s.SHA256 {
+		return &RefusedError{Reason: fmt.Sprintf("startscript %s was changed on this host: its SHA-256 is %s, not %s as the cluster's spec says; nothing ran", file, got, s.SHA256)}
 	}
 	return nil
 }

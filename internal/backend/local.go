@@ -284,6 +284,7 @@ func (l *Local) LaunchScript(ctx context.Context, run ScriptRun, to Completion) 
 		Key: to.Key, TaskToken: to.TaskToken, Connection: to.Connection, HeartbeatTimeout: to.HeartbeatTimeout,
 		Member: run.Member.Name, Event: string(run.Event),
 		Script: agent.Script{
+			File: script, SHA256: run.ScriptHash,
 			Path: path, Args: args, Dir: dir,
 			Env:        scriptEnv(run, own),
 			StdoutFile: filepath.Join(logs, string(run.Event)+".stdout"),
