@@ -31,13 +31,7 @@ const browserRequired = "CLUSTERFLOW_BROWSER_REQUIRED"
 func TestWebUIShowsClustersInARealBrowser(t *testing.T) {
 	t.Parallel()
 	guard(t)
-	chromium := findChromium()
-	if chromium == "" {
-		if os.Getenv(browserRequired) != "" {
-			t.Fatalf("Chromium not found, and %s is set", browserRequired)
-		}
-		t.Skip("Chromium not installed (apt-get install chromium); CI installs it")
-	}
+	chromium := requireChromium(t)
 	example := newExampleDev(t)
 	uiAddr := example.uiAddr
 	dev := startDev(t, example.dir, "dev-ui", example.args)
@@ -45,17 +39,7 @@ func TestWebUIShowsClustersInARealBrowser(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	shots, err := os.MkdirTemp("", "clusterflow-ui-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if t.Failed() {
-			t.Logf("screenshots kept in %s", shots)
-		} else {
-			os.RemoveAll(shots)
-		}
-	})
+	shots := screenshotDir(t)
 	ctx := newBrowser(t, chromium)
 	base := "http://" + uiAddr + "/namespaces/default/workflows"
 	list := func(query string) string { return base + "?query=" + url.QueryEscape(query) }
@@ -210,6 +194,37 @@ func newBrowser(t *testing.T, chromium string) context.Context {
 	return ctx
 }
 
+// requireChromium finds Chromium, or skips the test; in CI (browserRequired) it fails.
+func requireChromium(t *testing.T) string {
+	t.Helper()
+	chromium := findChromium()
+	if chromium == "" {
+		if os.Getenv(browserRequired) != "" {
+			t.Fatalf("Chromium not found, and %s is set", browserRequired)
+		}
+		t.Skip("Chromium not installed (apt-get install chromium); CI installs it")
+	}
+	return chromium
+}
+
+// screenshotDir is where a browser test keeps its steps' screenshots: removed when the
+// test passes, kept and named in the log when it fails.
+func screenshotDir(t *testing.T) string {
+	t.Helper()
+	shots, err := os.MkdirTemp("", "clusterflow-ui-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("screenshots kept in %s", shots)
+		} else {
+			os.RemoveAll(shots)
+		}
+	})
+	return shots
+}
+
 func findChromium() string {
 	for _, name := range []string{"chromium", "chromium-browser", "google-chrome"} {
 		if path, err := exec.LookPath(name); err == nil {
@@ -226,13 +241,7 @@ func findChromium() string {
 func TestWebUIDecodesThroughTheCodecServerOnly(t *testing.T) {
 	t.Parallel()
 	guard(t)
-	chromium := findChromium()
-	if chromium == "" {
-		if os.Getenv(browserRequired) != "" {
-			t.Fatalf("Chromium not found, and %s is set", browserRequired)
-		}
-		t.Skip("Chromium not installed (apt-get install chromium); CI installs it")
-	}
+	chromium := requireChromium(t)
 	dir := t.TempDir()
 	data := filepath.Join(dir, "data")
 	testenv.StopAllAtEnd(t, data)
@@ -272,17 +281,7 @@ func TestWebUIDecodesThroughTheCodecServerOnly(t *testing.T) {
 		t.Errorf("the codec server answered a foreign origin: %d %v", resp.StatusCode, resp.Header)
 	}
 
-	shots, err := os.MkdirTemp("", "clusterflow-ui-codec-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if t.Failed() {
-			t.Logf("screenshots kept in %s", shots)
-		} else {
-			os.RemoveAll(shots)
-		}
-	})
+	shots := screenshotDir(t)
 	ctx := newBrowser(t, chromium)
 	page := "http://" + uiAddr + "/namespaces/default/workflows/" + url.PathEscape(workflows.ClusterWorkflowID("sealed"))
 	step(t, ctx, shots, "decoded-input",

@@ -239,24 +239,31 @@ func TestTheCodecKeepsEveryValueOutOfTemporalAndRotates(t *testing.T) {
 	stopDev(dev)
 
 	// At rest: neither value of the coded cluster anywhere; the early plain value in the database.
-	var database []byte
-	files := []string{filepath.Join(dir, "dev.db"), filepath.Join(dir, "dev.db-wal"), exported, logFile}
 	matches, _ := filepath.Glob(filepath.Join(dir, "dev-*"))
-	for _, f := range append(files, matches...) {
+	database := assertNotAtRest(t, append([]string{filepath.Join(dir, "dev.db"), filepath.Join(dir, "dev.db-wal"), exported, logFile}, matches...), plain, password)
+	if !bytes.Contains(database, []byte(before)) {
+		t.Error("the value written before the codec is not in the database either: the search would not find a plain value there")
+	}
+}
+
+// assertNotAtRest fails the test for each file that holds one of the values, and returns
+// what the database files (dev.db*) among them hold, for the caller to check that a
+// value it expects is found there.
+func assertNotAtRest(t *testing.T, files []string, values ...string) (database []byte) {
+	t.Helper()
+	for _, f := range files {
 		b, err := os.ReadFile(f)
 		if err != nil && !os.IsNotExist(err) {
 			t.Fatal(err)
 		}
-		for _, secret := range []string{plain, password} {
-			if bytes.Contains(b, []byte(secret)) {
-				t.Errorf("%s holds a value of the encrypted cluster", f)
+		for _, v := range values {
+			if bytes.Contains(b, []byte(v)) {
+				t.Errorf("%s holds a value that must not be at rest", f)
 			}
 		}
 		if strings.HasPrefix(filepath.Base(f), "dev.db") {
 			database = append(database, b...)
 		}
 	}
-	if !bytes.Contains(database, []byte(before)) {
-		t.Error("the value written before the codec is not in the database either: the search would not find a plain value there")
-	}
+	return database
 }
