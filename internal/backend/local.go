@@ -292,7 +292,7 @@ func (l *Local) LaunchScript(ctx context.Context, run ScriptRun, to Completion) 
 		},
 		Timeout:   run.Timeout,
 		Grace:     l.Grace,
-		RecordDir: filepath.Join(dir, ".clusterflow", "runs"),
+		RecordDir: l.recordDir(run.Member),
 	})
 	return err
 }
@@ -355,7 +355,17 @@ func (l *Local) RemoveMember(_ context.Context, m Member) error {
 		return err
 	}
 	runner.KillTagged(MemberDirEnv + "=" + dir)
+	if err := os.RemoveAll(l.recordDir(m)); err != nil {
+		return err
+	}
 	return os.RemoveAll(dir)
+}
+
+// recordDir holds a member's run records: in the agent's own folder (0700), out of the
+// member's sandbox, so that its script cannot rewrite what the agent trusts about its
+// runs by mistake. Names are checked (memberDir) before a record is written or removed.
+func (l *Local) recordDir(m Member) string {
+	return filepath.Join(AgentDir(l.root), "records", m.Cluster, m.Name)
 }
 
 // RemoveCluster implements Backend.
@@ -367,6 +377,9 @@ func (l *Local) RemoveCluster(_ context.Context, cluster string) error {
 	entries, _ := os.ReadDir(dir)
 	for _, e := range entries {
 		runner.KillTagged(MemberDirEnv + "=" + filepath.Join(dir, e.Name()))
+	}
+	if err := os.RemoveAll(filepath.Join(AgentDir(l.root), "records", cluster)); err != nil {
+		return err
 	}
 	return os.RemoveAll(dir)
 }

@@ -2,6 +2,7 @@ package backend
 
 import (
 	"context"
+	"crypto/sha256"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -19,7 +20,9 @@ import (
 	"github.com/clusterflow/clusterflow/internal/testlimit"
 )
 
-const scriptHash = "0000000000000000000000000000000000000000000000000000000000000000"
+// scriptHash is the SHA-256 of the script newLocal installed, which the agent checks
+// before it runs it. The tests of this package run one at a time.
+var scriptHash string
 
 func newLocal(t *testing.T, script string) *Local {
 	t.Helper()
@@ -39,6 +42,7 @@ func newLocal(t *testing.T, script string) *Local {
 		}
 	})
 	testlimit.Poll(t, "the agent to answer", 10*time.Second, l.agent.Running)
+	scriptHash = fmt.Sprintf("%x", sha256.Sum256([]byte(script)))
 	err = l.WriteClusterFiles(context.Background(), ClusterFiles{
 		Cluster: "c",
 		Scripts: map[string]string{scriptHash: script},
@@ -77,6 +81,19 @@ func TestRunScriptGivesTheScriptItsSandboxAndEnvironment(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(dir, "logs", "addnodes.stdout")); err != nil {
 		t.Errorf("stdout not kept in the sandbox: %v", err)
+	}
+	// The run's record is the agent's, out of the sandbox, and goes with the member.
+	if _, err := os.Stat(filepath.Join(dir, ".clusterflow", "runs")); !os.IsNotExist(err) {
+		t.Errorf("run records in the member's sandbox (%v)", err)
+	}
+	if _, err := os.Stat(l.recordDir(m)); err != nil {
+		t.Errorf("no run record in the agent's folder: %v", err)
+	}
+	if err := l.RemoveMember(context.Background(), m); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(l.recordDir(m)); !os.IsNotExist(err) {
+		t.Errorf("the member's run records outlived it (%v)", err)
 	}
 }
 
@@ -185,8 +202,7 @@ func runScript(t *testing.T, l *Local, run ScriptRun) runner.Result {
 	if err := l.LaunchScript(context.Background(), run, to); err != nil {
 		t.Fatal(err)
 	}
-	dir, _ := l.memberDir(run.Member)
-	path := filepath.Join(dir, ".clusterflow", "runs", to.Key.ID(), "record.json")
+	path := filepath.Join(l.recordDir(run.Member), to.Key.ID(), "record.json")
 	for end := time.Now().Add(10 * time.Second); time.Now().Before(end); time.Sleep(20 * time.Millisecond) {
 		var rec struct{ Result *runner.Result }
 		if data, err := os.ReadFile(path); err == nil && json.Unmarshal(data, &rec) == nil && rec.Result != nil {
