@@ -33,6 +33,9 @@ func TestHostsRunOnlyWhatTheyAllow(t *testing.T) {
 		i := slices.IndexFunc(hs, func(h workflows.Host) bool { return h.Name == "h1" })
 		return i >= 0 && hs[i].State() == workflows.HostReady && slices.Equal(hs[i].Admission.Clusters, []string{"team-a-*"}) && hs[i].Admission.EnvOverride
 	})
+	if table := f.cli("hosts"); !strings.Contains(table.Stdout, "clusters team-a-*; loader variables") || !strings.Contains(table.Stdout, " any") {
+		t.Errorf("the hosts table does not say what each host runs:\n%s", table.Stdout)
+	}
 	specFile := func(name, env string) string {
 		p, _ := writeCluster(t, "name: "+name+"\nroles:\n  - {name: w, members: 4, startscript: trace.sh, env: {TRACE: TRACE_FILE"+env+"}}\n")
 		return p

@@ -21,15 +21,33 @@ func Hosts(w io.Writer, hosts []workflows.Host, now time.Time) {
 		return
 	}
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "NAME\tSTATE\tMEMBERS\tLABELS\tADDRESS\tLAST-SEEN")
+	fmt.Fprintln(tw, "NAME\tSTATE\tMEMBERS\tLABELS\tADDRESS\tLAST-SEEN\tRUNS")
 	for _, h := range hosts {
 		seen := "within " + h.Timeout.String()
 		if h.Lost {
 			seen = Ago(h.LastSeen, now)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\n", h.Name, h.State(), h.Members, labels(h.Labels), h.Address, seen)
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\t%s\n", h.Name, h.State(), h.Members, labels(h.Labels), h.Address, seen, admits(h.Admission))
 	}
 	tw.Flush()
+}
+
+// admits says what a host's allow-lists let it run: "any" without them.
+func admits(a workflows.Admission) string {
+	var parts []string
+	if len(a.Clusters) > 0 {
+		parts = append(parts, "clusters "+strings.Join(a.Clusters, ","))
+	}
+	if len(a.Namespaces) > 0 {
+		parts = append(parts, "namespaces "+strings.Join(a.Namespaces, ","))
+	}
+	if a.EnvOverride {
+		parts = append(parts, "loader variables")
+	}
+	if len(parts) == 0 {
+		return "any"
+	}
+	return strings.Join(parts, "; ")
 }
 
 func labels(l map[string]string) string {
