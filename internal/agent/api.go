@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"go.temporal.io/sdk/contrib/envconfig"
+
+	"github.com/clusterflow/clusterflow/internal/runner"
 )
 
 // Connection is how the agent reaches Temporal: the SDK's client profile, as the worker
@@ -84,6 +86,11 @@ type Script struct {
 	Env        []string `json:"env,omitempty"`
 	StdoutFile string   `json:"stdoutFile"`
 	StderrFile string   `json:"stderrFile"`
+	// User, when set, is who the script runs as (the agent then runs as root), and
+	// ExitFile where its exit status goes: somewhere that user may write, since the run's
+	// record folder is the agent's own. Empty: the record folder.
+	User     *runner.User `json:"user,omitempty"`
+	ExitFile string       `json:"exitFile,omitempty"`
 }
 
 // Reply says what the agent did with a launch.

@@ -124,9 +124,13 @@ func (a *Agent) launch(l Launch) (string, error) {
 		return "", err
 	}
 	var exited <-chan struct{}
+	exitFile := s.ExitFile
+	if exitFile == "" {
+		exitFile = filepath.Join(dir, "exit")
+	}
 	rec.Handle, exited, err = runner.Spawn(runner.Spec{
 		Path: s.Path, Args: s.Args, Dir: s.Dir, Env: s.Env,
-		StdoutFile: s.StdoutFile, StderrFile: s.StderrFile, ExitFile: filepath.Join(dir, "exit"),
+		StdoutFile: s.StdoutFile, StderrFile: s.StderrFile, ExitFile: exitFile, User: s.User,
 	})
 	if err != nil {
 		return "", err

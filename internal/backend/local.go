@@ -36,6 +36,22 @@ type Local struct {
 	Host string
 	// SecretsDir holds each cluster's secret files, in a folder named after the cluster.
 	SecretsDir string
+	// ScriptUser, when set, is who scripts run as, never the worker's user (which is then
+	// root): each sandbox is theirs, mode 0700, and the agent's folder is out of their reach.
+	ScriptUser *runner.User
+}
+
+// own gives paths in a sandbox to the script user, when there is one.
+func (l *Local) own(paths ...string) error {
+	if l.ScriptUser == nil {
+		return nil
+	}
+	for _, p := range paths {
+		if err := os.Lchown(p, int(l.ScriptUser.UID), int(l.ScriptUser.GID)); err != nil {
+			return fmt.Errorf("give %s to the script user: %w", p, err)
+		}
+	}
+	return nil
 }
 
 // NewLocal returns a local backend keeping its data under root. agentCommand starts the
@@ -228,7 +244,16 @@ func (l *Local) CreateMember(_ context.Context, m Member) error {
 	if err != nil {
 		return err
 	}
-	return os.MkdirAll(filepath.Join(dir, "logs"), 0o755)
+	if err := os.MkdirAll(filepath.Join(dir, "logs"), 0o755); err != nil {
+		return err
+	}
+	if l.ScriptUser == nil {
+		return nil
+	}
+	if err := os.Chmod(dir, 0o700); err != nil {
+		return err
+	}
+	return l.own(dir, filepath.Join(dir, "logs"))
 }
 
 // LaunchScript implements Backend.
@@ -261,6 +286,9 @@ func (l *Local) LaunchScript(ctx context.Context, run ScriptRun, to Completion) 
 		if err := atomicfile.Write(nodesFile, []byte(strings.Join(run.Nodes, "\n")+"\n"), 0o644); err != nil {
 			return fmt.Errorf("write the nodes of %s: %w", run.Event, err)
 		}
+		if err := l.own(filepath.Dir(nodesFile), nodesFile); err != nil {
+			return err
+		}
 		own[NodesFileEnv] = nodesFile
 		if len(args[len(args)-1]) > MaxNodesArg {
 			args = append(args[:len(args)-2], "--nodes-file", nodesFile)
@@ -280,6 +308,18 @@ func (l *Local) LaunchScript(ctx context.Context, run ScriptRun, to Completion) 
 	}
 	clusterDir, _ := l.clusterDir(run.Member.Cluster)
 	own["CLUSTERFLOW_CONFIGMETA"] = l.configMetaPath(clusterDir)
+	exitFile := ""
+	if l.ScriptUser != nil {
+		// The record folder is the agent's, out of the script user's reach; the exit
+		// status goes to the sandbox, which is theirs.
+		exitFile = filepath.Join(dir, ".clusterflow", "exit", to.Key.ID())
+		if err := os.MkdirAll(filepath.Dir(filepath.Dir(exitFile)), 0o755); err != nil {
+			return err
+		}
+		if err := l.own(filepath.Dir(filepath.Dir(exitFile))); err != nil {
+			return err
+		}
+	}
 	_, err = l.agent.Launch(ctx, agent.Launch{
 		Key: to.Key, TaskToken: to.TaskToken, Connection: to.Connection, HeartbeatTimeout: to.HeartbeatTimeout,
 		Member: run.Member.Name, Event: string(run.Event),
@@ -289,6 +329,7 @@ func (l *Local) LaunchScript(ctx context.Context, run ScriptRun, to Completion) 
 			Env:        scriptEnv(run, own),
 			StdoutFile: filepath.Join(logs, string(run.Event)+".stdout"),
 			StderrFile: filepath.Join(logs, string(run.Event)+".stderr"),
+			User:       l.ScriptUser, ExitFile: exitFile,
 		},
 		Timeout:   run.Timeout,
 		Grace:     l.Grace,

@@ -78,6 +78,7 @@ func runWorker(ctx context.Context, args []string) error {
 	stopTimeout := fs.Duration("shutdown-timeout", 30*time.Second, "on SIGTERM, how long in-flight activity tasks may take to finish")
 	allowClusters := fs.String("allow-clusters", "", "run only clusters whose names match these comma-separated globs, such as 'team-a-*' (default: every cluster)")
 	allowNamespaces := fs.String("allow-namespaces", "", "run only clusters of these comma-separated Temporal namespaces (default: every namespace)")
+	scriptUserName := fs.String("script-user", "", "run startscripts as this unprivileged user, never the worker's (which must be root); each sandbox is theirs, mode 0700")
 	allowEnvOverride := fs.Bool("allow-env-override", false, "let a spec's env set loader variables (PATH, LD_*, BASH_ENV, …), which choose what code a script runs")
 	if err := fs.Parse(args); err != nil {
 		return flagError(err)
@@ -126,6 +127,12 @@ func runWorker(ctx context.Context, args []string) error {
 	local, err := localBackend(*data, *secretsDir, conn.common)
 	if err != nil {
 		return err
+	}
+	if local.ScriptUser, err = scriptUser(*scriptUserName, *data); err != nil {
+		return err
+	}
+	if local.ScriptUser == nil && os.Geteuid() == 0 {
+		logger.Warn("Startscripts run as root, as this worker does: give --script-user an unprivileged user")
 	}
 	if host != nil {
 		local.Host = host.Name

@@ -24,6 +24,15 @@ type Spec struct {
 	// ExitFile receives the script's exit status once it ends, written by a small shell
 	// wrapper, so the status survives the death of whoever started the script.
 	ExitFile string
+	// User, when set, is who the script runs as (the caller must be root): its output
+	// files and the exit file's folder are made theirs, and it keeps no supplementary group.
+	User *User
+}
+
+// User is a numeric user and group a script runs as.
+type User struct {
+	UID uint32 `json:"uid"`
+	GID uint32 `json:"gid"`
 }
 
 // Handle finds a started script again, from any process. It is plain data, so it can be
@@ -57,6 +66,9 @@ func Spawn(s Spec) (Handle, <-chan struct{}, error) {
 	if err := os.MkdirAll(filepath.Dir(s.ExitFile), 0o755); err != nil {
 		return Handle{}, nil, err
 	}
+	if err := s.User.own(filepath.Dir(s.ExitFile)); err != nil {
+		return Handle{}, nil, err
+	}
 	h := Handle{StdoutFile: s.StdoutFile, StderrFile: s.StderrFile, ExitFile: s.ExitFile}
 	stdout, from, err := openLog(s.StdoutFile)
 	if err != nil {
@@ -70,12 +82,20 @@ func Spawn(s Spec) (Handle, <-chan struct{}, error) {
 	}
 	defer stderr.Close()
 	h.StderrFrom = from
+	for _, f := range []*os.File{stdout, stderr} {
+		if err := s.User.own(f.Name()); err != nil {
+			return h, nil, err
+		}
+	}
 
 	args := append([]string{"-c", wrapper, "clusterflow-run", s.ExitFile, s.Path}, s.Args...)
 	cmd := exec.Command("/bin/sh", args...)
 	cmd.Dir, cmd.Env = s.Dir, s.Env
 	cmd.Stdout, cmd.Stderr = stdout, stderr
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	if s.User != nil {
+		cmd.SysProcAttr.Credential = &syscall.Credential{Uid: s.User.UID, Gid: s.User.GID, Groups: []uint32{}}
+	}
 	if err := cmd.Start(); err != nil {
 		return h, nil, fmt.Errorf("start %s: %w", s.Path, err)
 	}
@@ -85,6 +105,15 @@ func Spawn(s Spec) (Handle, <-chan struct{}, error) {
 	h.StartTicks, _ = startTicks(h.PID)
 	h.BootID = bootID()
 	return h, exited, nil
+}
+
+// own gives path to the user, when there is one: what the script must write is theirs,
+// and nothing in its sandbox is left to the agent's user.
+func (u *User) own(path string) error {
+	if u == nil {
+		return nil
+	}
+	return os.Lchown(path, int(u.UID), int(u.GID))
 }
 
 // bootID is the kernel's ID of this boot of the machine, read once.
