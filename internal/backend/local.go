@@ -39,19 +39,9 @@ type Local struct {
 	// ScriptUser, when set, is who scripts run as, never the worker's user (which is then
 	// root): each sandbox is theirs, mode 0700, and the agent's folder is out of their reach.
 	ScriptUser *runner.User
-}
-
-// own gives paths in a sandbox to the script user, when there is one.
-func (l *Local) own(paths ...string) error {
-	if l.ScriptUser == nil {
-		return nil
-	}
-	for _, p := range paths {
-		if err := os.Lchown(p, int(l.ScriptUser.UID), int(l.ScriptUser.GID)); err != nil {
-			return fmt.Errorf("give %s to the script user: %w", p, err)
-		}
-	}
-	return nil
+	// ScriptUIDs, when set, gives each cluster a user of its own instead (see userOf), and
+	// its folder to that user's group only (0750): one cluster's scripts reach no other's.
+	ScriptUIDs *UIDRange
 }
 
 // NewLocal returns a local backend keeping its data under root. agentCommand starts the
@@ -99,6 +89,9 @@ const MemberDirEnv = "CLUSTERFLOW_MEMBER_DIR"
 func (l *Local) WriteClusterFiles(_ context.Context, files ClusterFiles) error {
 	dir, err := l.clusterDir(files.Cluster)
 	if err != nil {
+		return err
+	}
+	if err := l.ownClusterDir(files.Cluster, dir); err != nil {
 		return err
 	}
 	for _, hash := range slices.Sorted(maps.Keys(files.Scripts)) {
@@ -247,13 +240,17 @@ func (l *Local) CreateMember(_ context.Context, m Member) error {
 	if err := os.MkdirAll(filepath.Join(dir, "logs"), 0o755); err != nil {
 		return err
 	}
-	if l.ScriptUser == nil {
-		return nil
+	u, err := l.userOf(m.Cluster)
+	if err != nil || u == nil {
+		return err
+	}
+	if err := l.ownClusterDir(m.Cluster, filepath.Dir(dir)); err != nil {
+		return err
 	}
 	if err := os.Chmod(dir, 0o700); err != nil {
 		return err
 	}
-	return l.own(dir, filepath.Join(dir, "logs"))
+	return giveTo(u, dir, filepath.Join(dir, "logs"))
 }
 
 // LaunchScript implements Backend.
@@ -266,6 +263,10 @@ func (l *Local) LaunchScript(ctx context.Context, run ScriptRun, to Completion) 
 		return fmt.Errorf("member %s has no sandbox at %s: %w", run.Member.Name, dir, err)
 	}
 	if run, err = l.resolve(run); err != nil {
+		return err
+	}
+	user, err := l.userOf(run.Member.Cluster)
+	if err != nil {
 		return err
 	}
 	own := map[string]string{
@@ -286,7 +287,7 @@ func (l *Local) LaunchScript(ctx context.Context, run ScriptRun, to Completion) 
 		if err := atomicfile.Write(nodesFile, []byte(strings.Join(run.Nodes, "\n")+"\n"), 0o644); err != nil {
 			return fmt.Errorf("write the nodes of %s: %w", run.Event, err)
 		}
-		if err := l.own(filepath.Dir(nodesFile), nodesFile); err != nil {
+		if err := giveTo(user, filepath.Dir(nodesFile), nodesFile); err != nil {
 			return err
 		}
 		own[NodesFileEnv] = nodesFile
@@ -309,14 +310,14 @@ func (l *Local) LaunchScript(ctx context.Context, run ScriptRun, to Completion) 
 	clusterDir, _ := l.clusterDir(run.Member.Cluster)
 	own["CLUSTERFLOW_CONFIGMETA"] = l.configMetaPath(clusterDir)
 	exitFile := ""
-	if l.ScriptUser != nil {
+	if user != nil {
 		// The record folder is the agent's, out of the script user's reach; the exit
 		// status goes to the sandbox, which is theirs.
 		exitFile = filepath.Join(dir, ".clusterflow", "exit", to.Key.ID())
 		if err := os.MkdirAll(filepath.Dir(filepath.Dir(exitFile)), 0o755); err != nil {
 			return err
 		}
-		if err := l.own(filepath.Dir(filepath.Dir(exitFile))); err != nil {
+		if err := giveTo(user, filepath.Dir(filepath.Dir(exitFile))); err != nil {
 			return err
 		}
 	}
@@ -329,7 +330,7 @@ func (l *Local) LaunchScript(ctx context.Context, run ScriptRun, to Completion) 
 			Env:        scriptEnv(run, own),
 			StdoutFile: filepath.Join(logs, string(run.Event)+".stdout"),
 			StderrFile: filepath.Join(logs, string(run.Event)+".stderr"),
-			User:       l.ScriptUser, ExitFile: exitFile,
+			User:       user, ExitFile: exitFile,
 		},
 		Timeout:   run.Timeout,
 		Grace:     l.Grace,
@@ -422,7 +423,13 @@ func (l *Local) RemoveCluster(_ context.Context, cluster string) error {
 	if err := os.RemoveAll(filepath.Join(AgentDir(l.root), "records", cluster)); err != nil {
 		return err
 	}
-	return os.RemoveAll(dir)
+	if err := os.RemoveAll(dir); err != nil {
+		return err
+	}
+	if l.ScriptUIDs != nil {
+		return l.ScriptUIDs.release(cluster)
+	}
+	return nil
 }
 
 // ListMembers implements Backend: every folder in the cluster's folder whose name has a

@@ -79,6 +79,7 @@ func runWorker(ctx context.Context, args []string) error {
 	allowClusters := fs.String("allow-clusters", "", "run only clusters whose names match these comma-separated globs, such as 'team-a-*' (default: every cluster)")
 	allowNamespaces := fs.String("allow-namespaces", "", "run only clusters of these comma-separated Temporal namespaces (default: every namespace)")
 	scriptUserName := fs.String("script-user", "", "run startscripts as this unprivileged user, never the worker's (which must be root); each sandbox is theirs, mode 0700")
+	scriptUIDs := fs.String("script-uids", "", "run each cluster's startscripts as a user of its own, allocated from FIRST-LAST (say 61000-61999), never the worker's (which must be root); no cluster reaches another's files")
 	allowEnvOverride := fs.Bool("allow-env-override", false, "let a spec's env set loader variables (PATH, LD_*, BASH_ENV, …), which choose what code a script runs")
 	if err := fs.Parse(args); err != nil {
 		return flagError(err)
@@ -128,11 +129,11 @@ func runWorker(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	if local.ScriptUser, err = scriptUser(*scriptUserName, *data); err != nil {
+	if err := scriptUsers(local, *scriptUserName, *scriptUIDs, *data); err != nil {
 		return err
 	}
-	if local.ScriptUser == nil && os.Geteuid() == 0 {
-		logger.Warn("Startscripts run as root, as this worker does: give --script-user an unprivileged user")
+	if local.ScriptUser == nil && local.ScriptUIDs == nil && os.Geteuid() == 0 {
+		logger.Warn("Startscripts run as root, as this worker does: give --script-uids (a user per cluster) or --script-user")
 	}
 	if host != nil {
 		local.Host = host.Name

@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"encoding/json"
 	"io/fs"
 	"os"
 	"os/user"
@@ -28,6 +29,7 @@ try read-agent-environ cat "/proc/$AGENT_PID/environ"
 try rewrite-run-record sh -c 'for f in "$AGENT_DIR"/records/*/*/*/record.json; do echo x > "$f" || exit 1; done'
 try connect-agent-socket perl -MIO::Socket::UNIX -e 'IO::Socket::UNIX->new(Peer => $ARGV[0]) or exit 1' "$AGENT_SOCKET"
 try signal-agent kill -0 "$AGENT_PID"
+[ -z "$OTHER" ] || try read-another-cluster ls "$OTHER"
 echo done >> "$out"
 `
 
@@ -39,6 +41,22 @@ echo done >> "$out"
 func TestAScriptUserKeepsAMemberFromTheHost(t *testing.T) {
 	t.Parallel()
 	guard(t)
+	hostileMember(t, "--script-user", "nobody")
+}
+
+// With --script-uids, each cluster's scripts run as a user of its own: on top of what a
+// script user keeps a member from, one cluster's scripts cannot read another's sandbox.
+func TestEachClusterRunsAsAUserOfItsOwn(t *testing.T) {
+	t.Parallel()
+	guard(t)
+	hostileMember(t, "--script-uids", "61000-61009")
+}
+
+// hostileMember runs the hostile script on a root worker started with flags, and checks
+// that every attempt is refused and that the member's sandbox is its user's alone.
+func hostileMember(t *testing.T, flags ...string) {
+	t.Helper()
+	perCluster := flags[0] == "--script-uids"
 	if os.Geteuid() != 0 {
 		t.Fatal("script users need the tests to run as root, as CI does")
 	}
@@ -58,7 +76,7 @@ func TestAScriptUserKeepsAMemberFromTheHost(t *testing.T) {
 	}
 	testenv.StopAllAtEnd(t, data)
 	s := newServerStack(t)
-	s.start("worker", 1, "Worker starting", "worker", "--data", data, "--script-user", "nobody")
+	s.start("worker", 1, "Worker starting", append([]string{"worker", "--data", data}, flags...)...)
 
 	// A first cluster starts the agent, whose PID the hostile script is handed.
 	dir := t.TempDir()
@@ -69,9 +87,13 @@ func TestAScriptUserKeepsAMemberFromTheHost(t *testing.T) {
 	agentDir := filepath.Join(data, "agent")
 	spec := func(name string) string {
 		pid, _ := os.ReadFile(filepath.Join(agentDir, "agent.pid"))
+		other := ""
+		if perCluster {
+			other = ", OTHER: " + filepath.Join(data, "clusters", "warmup", "warmup-m-0")
+		}
 		p := filepath.Join(dir, name+".yaml")
 		body := "name: " + name + "\nroles:\n  - {name: m, members: 2, startscript: " + script + ", env: {AGENT_DIR: " + agentDir +
-			", AGENT_PID: \"" + strings.TrimSpace(string(pid)) + "\", AGENT_SOCKET: " + agent.SocketPath(agentDir) + "}}\n"
+			", AGENT_PID: \"" + strings.TrimSpace(string(pid)) + "\", AGENT_SOCKET: " + agent.SocketPath(agentDir) + other + "}}\n"
 		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
 			t.Fatal(err)
 		}
@@ -82,6 +104,14 @@ func TestAScriptUserKeepsAMemberFromTheHost(t *testing.T) {
 	}
 	if res := s.cli("deploy", "-f", spec("hostile"), "--wait"); res.Code != 0 {
 		t.Fatalf("deploy: %s", res)
+	}
+	if perCluster {
+		uids := map[string]int{}
+		data, err := os.ReadFile(filepath.Join(agentDir, "script-uids.json"))
+		if err != nil || json.Unmarshal(data, &uids) != nil || uids["hostile"] == uids["warmup"] || uids["hostile"] < 61000 || uids["hostile"] > 61009 {
+			t.Fatalf("the clusters' users: %s, %v; want two of 61000-61009", data, err)
+		}
+		uid = uids["hostile"]
 	}
 	refused, leaked := 0, 0
 	for _, m := range []string{"hostile-m-0", "hostile-m-1"} {
@@ -114,8 +144,12 @@ func TestAScriptUserKeepsAMemberFromTheHost(t *testing.T) {
 		})
 	}
 	t.Logf("hostile actions: %d tried, %d refused, %d leaked", refused+leaked, refused, leaked)
-	if refused != 12 {
-		t.Errorf("%d refusals, want 6 for each of 2 members", refused)
+	want := 6
+	if perCluster {
+		want = 7 // another cluster's sandbox too
+	}
+	if refused != 2*want {
+		t.Errorf("%d refusals, want %d for each of 2 members", refused, want)
 	}
 	if st := s.status("hostile"); st.Phase != workflows.PhaseReady {
 		t.Errorf("hostile cluster %s", st.Phase)
@@ -129,4 +163,10 @@ func TestAScriptUserKeepsAMemberFromTheHost(t *testing.T) {
 		entries, _ := os.ReadDir(filepath.Join(data, "clusters"))
 		return len(entries) == 0
 	})
+	if perCluster {
+		// A deleted cluster's user is free again.
+		if left, err := os.ReadFile(filepath.Join(agentDir, "script-uids.json")); err != nil || strings.TrimSpace(string(left)) != "{}" {
+			t.Errorf("script users after the deletes: %s, %v; want none", left, err)
+		}
+	}
 }

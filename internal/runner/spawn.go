@@ -66,7 +66,7 @@ func Spawn(s Spec) (Handle, <-chan struct{}, error) {
 	if err := os.MkdirAll(filepath.Dir(s.ExitFile), 0o755); err != nil {
 		return Handle{}, nil, err
 	}
-	if err := s.User.own(filepath.Dir(s.ExitFile)); err != nil {
+	if err := s.User.Own(filepath.Dir(s.ExitFile)); err != nil {
 		return Handle{}, nil, err
 	}
 	h := Handle{StdoutFile: s.StdoutFile, StderrFile: s.StderrFile, ExitFile: s.ExitFile}
@@ -83,7 +83,7 @@ func Spawn(s Spec) (Handle, <-chan struct{}, error) {
 	defer stderr.Close()
 	h.StderrFrom = from
 	for _, f := range []*os.File{stdout, stderr} {
-		if err := s.User.own(f.Name()); err != nil {
+		if err := s.User.Own(f.Name()); err != nil {
 			return h, nil, err
 		}
 	}
@@ -107,9 +107,9 @@ func Spawn(s Spec) (Handle, <-chan struct{}, error) {
 	return h, exited, nil
 }
 
-// own gives path to the user, when there is one: what the script must write is theirs,
+// Own gives path to the user, when there is one: what the script must write is theirs,
 // and nothing in its sandbox is left to the agent's user.
-func (u *User) own(path string) error {
+func (u *User) Own(path string) error {
 	if u == nil {
 		return nil
 	}
