@@ -20,6 +20,9 @@ echo "building clusterflow..." >&2
 (cd "$root" && go build -o "$cf" ./cmd/clusterflow)
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
 export TEMPORAL_ADDRESS=127.0.0.1:$(free_port)
+# Benchmarks run scripts in temporary folders only their user may reach; as root, let the
+# workers run them as root rather than as users per cluster (bench/scriptusers.sh compares).
+export CLUSTERFLOW_ALLOW_ROOT_SCRIPTS=1
 
 # start_bg NAME READY-TEXT ARGS...: run the binary in the background until it prints READY-TEXT.
 start_bg() {

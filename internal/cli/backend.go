@@ -8,6 +8,9 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/spf13/pflag"
+	"go.uber.org/zap"
+
 	"github.com/clusterflow/clusterflow/internal/apperr"
 	"github.com/clusterflow/clusterflow/internal/backend"
 	"github.com/clusterflow/clusterflow/internal/runner"
@@ -32,38 +35,69 @@ func localBackend(data, secretsDir string, com common) (*backend.Local, error) {
 	return local, nil
 }
 
-// scriptUsers sets who runs scripts instead of the worker's user: one user (--script-user)
-// or a user per cluster (--script-uids FIRST-LAST). Either needs a root worker and a data
-// folder other users may pass through (o+x on it and every folder above), since sandboxes
-// live there.
-func scriptUsers(local *backend.Local, name, uids, data string) error {
-	if name != "" && uids != "" {
+// scriptUserFlags say who runs startscripts on a worker that runs as root: by default a
+// user per cluster from DefaultScriptUIDs, never root itself unless allowed.
+type scriptUserFlags struct {
+	user, uids string
+	allowRoot  bool
+}
+
+// DefaultScriptUIDs are the users a root worker gives clusters when told nothing else.
+const DefaultScriptUIDs = "61000-61999"
+
+// allowRootScriptsEnv stands for --allow-root-scripts, for whoever starts workers in bulk.
+const allowRootScriptsEnv = "CLUSTERFLOW_ALLOW_ROOT_SCRIPTS"
+
+// register adds the flags; dev, a developer's own, lets root run scripts as root unless
+// asked otherwise, where a worker of a fleet does not.
+func (f *scriptUserFlags) register(fs *pflag.FlagSet, forDev bool) {
+	fs.StringVar(&f.uids, "script-uids", "", "as root, run each cluster's startscripts as a user of its own from FIRST-LAST (default "+DefaultScriptUIDs+"); no cluster reaches another's files")
+	fs.StringVar(&f.user, "script-user", "", "as root, run every startscript as this one unprivileged user instead")
+	allow, usage := os.Getenv(allowRootScriptsEnv) == "1", "as root, run startscripts as root too (default $"+allowRootScriptsEnv+"=1); never needed otherwise"
+	if forDev {
+		allow, usage = true, "as root, run startscripts as root too, unless --script-uids or --script-user says otherwise"
+	}
+	fs.BoolVar(&f.allowRoot, "allow-root-scripts", allow, usage)
+}
+
+// apply sets who runs the backend's scripts. As root, that is a user per cluster unless
+// another user or root itself is asked for; as anyone else, that user, since only root
+// may start processes as others. Script users need the data folder, and every folder
+// above it, to let other users through (o+x), since their sandboxes live there.
+func (f *scriptUserFlags) apply(local *backend.Local, data string, logger *zap.Logger) error {
+	switch {
+	case f.user != "" && f.uids != "":
 		return apperr.Errorf(apperr.Invalid, "--script-user and --script-uids: give one or the other")
-	}
-	if name == "" && uids == "" {
-		return nil
-	}
-	if os.Geteuid() != 0 {
+	case (f.user != "" || f.uids != "") && os.Geteuid() != 0:
 		return apperr.Errorf(apperr.Invalid, "--script-user and --script-uids: starting scripts as another user needs the worker to run as root")
+	case os.Geteuid() != 0:
+		return nil // scripts run as this unprivileged user
+	case f.allowRoot && f.user == "" && f.uids == "": // a user asked for outranks the allowance
+		logger.Warn("Startscripts run as root, as this worker does (--allow-root-scripts): any cluster's script can act as the host")
+		return nil
 	}
 	if err := traversable(data); err != nil {
 		return err
 	}
-	if uids != "" {
-		first, last, ok := strings.Cut(uids, "-")
-		f, err1 := strconv.ParseUint(first, 10, 32)
-		l, err2 := strconv.ParseUint(last, 10, 32)
-		if !ok || err1 != nil || err2 != nil {
-			return apperr.Errorf(apperr.Invalid, "--script-uids %q: want FIRST-LAST, such as 61000-61999", uids)
-		}
-		if err := local.UseScriptUIDs(uint32(f), uint32(l)); err != nil {
-			return apperr.Errorf(apperr.Invalid, "--script-uids: %v", err)
-		}
-		return nil
+	if f.user != "" {
+		var err error
+		local.ScriptUser, err = scriptUser(f.user)
+		return err
 	}
-	var err error
-	local.ScriptUser, err = scriptUser(name)
-	return err
+	uids := f.uids
+	if uids == "" {
+		uids = DefaultScriptUIDs
+	}
+	first, last, ok := strings.Cut(uids, "-")
+	lo, err1 := strconv.ParseUint(first, 10, 32)
+	hi, err2 := strconv.ParseUint(last, 10, 32)
+	if !ok || err1 != nil || err2 != nil {
+		return apperr.Errorf(apperr.Invalid, "--script-uids %q: want FIRST-LAST, such as %s", uids, DefaultScriptUIDs)
+	}
+	if err := local.UseScriptUIDs(uint32(lo), uint32(hi)); err != nil {
+		return apperr.Errorf(apperr.Invalid, "--script-uids: %v", err)
+	}
+	return nil
 }
 
 // traversable checks that other users may pass through data and every folder above it.
@@ -74,7 +108,7 @@ func traversable(data string) error {
 	}
 	for dir := abs; ; dir = filepath.Dir(dir) {
 		if info, err := os.Stat(dir); err == nil && info.Mode().Perm()&0o001 == 0 {
-			return apperr.Errorf(apperr.Invalid, "script users: %s (mode %04o) does not let other users through to the sandboxes under --data %s; chmod o+x it", dir, info.Mode().Perm(), data)
+			return apperr.Errorf(apperr.Invalid, "this worker runs as root, so its startscripts run as users of their own, and %s (mode %04o) does not let them through to their sandboxes under --data %s: chmod o+x it, or run scripts as root with --allow-root-scripts", dir, info.Mode().Perm(), data)
 		}
 		if dir == filepath.Dir(dir) {
 			return nil

@@ -79,6 +79,8 @@ func runDev(ctx context.Context, args []string, embedded *Embedded) error {
 	hosts := fs.Int("hosts", 0, "run N hosts in this process, host-1 … host-N, each a worker with its own data folder beside --data, so members are placed on hosts (0: single-host mode)")
 	namespace := fs.String("namespace", "default", "Temporal namespace to create and use")
 	secretsDir := fs.String("secrets-dir", ".clusterflow/secrets", "folder of secret files: a spec's {fromFile: F} reads DIR/CLUSTER/F")
+	var scriptUsers scriptUserFlags
+	scriptUsers.register(fs, true)
 	var codecKeyFile string
 	codecKeyFlag(fs, &codecKeyFile)
 	codecAddress := fs.String("codec-address", "127.0.0.1:8089", "with --codec-key-file, where the codec server the Web UI decodes through listens (loopback only)")
@@ -177,7 +179,7 @@ func runDev(ctx context.Context, args []string, embedded *Embedded) error {
 	case *hosts > 0:
 		for i := 1; i <= *hosts; i++ {
 			name := fmt.Sprintf("host-%d", i)
-			w, err := newDevWorker(filepath.Join(filepath.Dir(*data), "hosts", name), *secretsDir, com, &workflows.HostRegistration{
+			w, err := newDevWorker(filepath.Join(filepath.Dir(*data), "hosts", name), *secretsDir, com, &scriptUsers, logger, &workflows.HostRegistration{
 				Name: name, Address: "127.0.0.1", Timeout: workflows.DefaultHostTimeout, BootID: bootID(),
 			})
 			if err != nil {
@@ -187,7 +189,7 @@ func runDev(ctx context.Context, args []string, embedded *Embedded) error {
 		}
 		fmt.Printf("Hosts:            %d, sandboxes in %s\n", *hosts, filepath.Join(filepath.Dir(*data), "hosts"))
 	default:
-		w, err := newDevWorker(*data, *secretsDir, com, nil)
+		w, err := newDevWorker(*data, *secretsDir, com, &scriptUsers, logger, nil)
 		if err != nil {
 			return err
 		}
@@ -235,9 +237,12 @@ type devWorker struct {
 	host  *workflows.HostRegistration
 }
 
-func newDevWorker(data, secretsDir string, com common, host *workflows.HostRegistration) (devWorker, error) {
+func newDevWorker(data, secretsDir string, com common, scriptUsers *scriptUserFlags, logger *zap.Logger, host *workflows.HostRegistration) (devWorker, error) {
 	local, err := localBackend(data, secretsDir, com)
 	if err != nil {
+		return devWorker{}, err
+	}
+	if err := scriptUsers.apply(local, data, logger); err != nil {
 		return devWorker{}, err
 	}
 	if host != nil {

@@ -78,8 +78,8 @@ func runWorker(ctx context.Context, args []string) error {
 	stopTimeout := fs.Duration("shutdown-timeout", 30*time.Second, "on SIGTERM, how long in-flight activity tasks may take to finish")
 	allowClusters := fs.String("allow-clusters", "", "run only clusters whose names match these comma-separated globs, such as 'team-a-*' (default: every cluster)")
 	allowNamespaces := fs.String("allow-namespaces", "", "run only clusters of these comma-separated Temporal namespaces (default: every namespace)")
-	scriptUserName := fs.String("script-user", "", "run startscripts as this unprivileged user, never the worker's (which must be root); each sandbox is theirs, mode 0700")
-	scriptUIDs := fs.String("script-uids", "", "run each cluster's startscripts as a user of its own, allocated from FIRST-LAST (say 61000-61999), never the worker's (which must be root); no cluster reaches another's files")
+	var scriptUsers scriptUserFlags
+	scriptUsers.register(fs, false)
 	allowEnvOverride := fs.Bool("allow-env-override", false, "let a spec's env set loader variables (PATH, LD_*, BASH_ENV, …), which choose what code a script runs")
 	if err := fs.Parse(args); err != nil {
 		return flagError(err)
@@ -100,6 +100,17 @@ func runWorker(ctx context.Context, args []string) error {
 	logger, err := conn.logger()
 	if err != nil {
 		return err
+	}
+	// Who runs scripts is checked before anything connects.
+	local, err := localBackend(*data, *secretsDir, conn.common)
+	if err != nil {
+		return err
+	}
+	if err := scriptUsers.apply(local, *data, logger); err != nil {
+		return err
+	}
+	if host != nil {
+		local.Host = host.Name
 	}
 	if *metricsAddress != "" {
 		// Served until the process exits, so that the worker's shutdown is reported too.
@@ -124,19 +135,6 @@ func runWorker(ctx context.Context, args []string) error {
 		}
 		slices.Sort(names)
 		return fmt.Errorf("namespace %q lacks the search attributes %s: run `clusterflow setup` once against it", co.Namespace, strings.Join(names, ", "))
-	}
-	local, err := localBackend(*data, *secretsDir, conn.common)
-	if err != nil {
-		return err
-	}
-	if err := scriptUsers(local, *scriptUserName, *scriptUIDs, *data); err != nil {
-		return err
-	}
-	if local.ScriptUser == nil && local.ScriptUIDs == nil && os.Geteuid() == 0 {
-		logger.Warn("Startscripts run as root, as this worker does: give --script-uids (a user per cluster) or --script-user")
-	}
-	if host != nil {
-		local.Host = host.Name
 	}
 	logger.Info("Worker starting", zap.String("address", co.Address), zap.String("namespace", co.Namespace),
 		zap.String("taskQueue", conn.taskQueue), zap.String("data", *data),

@@ -30,6 +30,10 @@ func TestMain(m *testing.M) {
 
 func runMain(m *testing.M) int {
 	defer testenv.RemoveBuilds()
+	// The tests run as root and hand scripts folders only root may reach (their temporary
+	// folders), so the workers they start run scripts as root too; the tests of script
+	// users start theirs without this.
+	os.Setenv("CLUSTERFLOW_ALLOW_ROOT_SCRIPTS", "1")
 	if _, err := testenv.Binary(); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1

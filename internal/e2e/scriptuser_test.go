@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/user"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -52,11 +53,24 @@ func TestEachClusterRunsAsAUserOfItsOwn(t *testing.T) {
 	hostileMember(t, "--script-uids", "61000-61009")
 }
 
+// A root worker told nothing gives each cluster a user of its own, from 61000-61999.
+func TestARootWorkerGivesEachClusterAUserByDefault(t *testing.T) {
+	t.Parallel()
+	guard(t)
+	hostileMember(t)
+	// A data folder those users cannot pass through is refused, saying what to do.
+	env := []string{"TEMPORAL_ADDRESS=127.0.0.1:1", "CLUSTERFLOW_ALLOW_ROOT_SCRIPTS="}
+	res := run(t, env, "worker", "--data", filepath.Join(t.TempDir(), "data"))
+	if res.Code != 2 || !strings.Contains(res.Stderr, "chmod o+x it, or run scripts as root with --allow-root-scripts") {
+		t.Errorf("a root worker on a folder script users cannot reach: %s", res)
+	}
+}
+
 // hostileMember runs the hostile script on a root worker started with flags, and checks
 // that every attempt is refused and that the member's sandbox is its user's alone.
 func hostileMember(t *testing.T, flags ...string) {
 	t.Helper()
-	perCluster := flags[0] == "--script-uids"
+	perCluster := len(flags) == 0 || flags[0] == "--script-uids"
 	if os.Geteuid() != 0 {
 		t.Fatal("script users need the tests to run as root, as CI does")
 	}
@@ -76,7 +90,8 @@ func hostileMember(t *testing.T, flags ...string) {
 	}
 	testenv.StopAllAtEnd(t, data)
 	s := newServerStack(t)
-	s.start("worker", 1, "Worker starting", append([]string{"worker", "--data", data}, flags...)...)
+	env := append(slices.Clone(s.env), "CLUSTERFLOW_ALLOW_ROOT_SCRIPTS=")
+	s.startWith(testenv.StartIn, "", env, "worker", 1, "Worker starting", append([]string{"worker", "--data", data}, flags...)...)
 
 	// A first cluster starts the agent, whose PID the hostile script is handed.
 	dir := t.TempDir()
@@ -108,8 +123,8 @@ func hostileMember(t *testing.T, flags ...string) {
 	if perCluster {
 		uids := map[string]int{}
 		data, err := os.ReadFile(filepath.Join(agentDir, "script-uids.json"))
-		if err != nil || json.Unmarshal(data, &uids) != nil || uids["hostile"] == uids["warmup"] || uids["hostile"] < 61000 || uids["hostile"] > 61009 {
-			t.Fatalf("the clusters' users: %s, %v; want two of 61000-61009", data, err)
+		if err != nil || json.Unmarshal(data, &uids) != nil || uids["hostile"] == uids["warmup"] || uids["hostile"] < 61000 || uids["hostile"] > 61999 {
+			t.Fatalf("the clusters' users: %s, %v; want two of 61000-61999", data, err)
 		}
 		uid = uids["hostile"]
 	}
