@@ -269,6 +269,9 @@ func (l *Local) LaunchScript(ctx context.Context, run ScriptRun, to Completion) 
 	if err != nil {
 		return err
 	}
+	if err := ownSandbox(user, dir); err != nil {
+		return err
+	}
 	own := map[string]string{
 		"CLUSTERFLOW_CLUSTER": run.Member.Cluster,
 		"CLUSTERFLOW_ROLE":    run.Member.Role,

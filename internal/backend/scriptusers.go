@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"syscall"
 
 	"github.com/clusterflow/clusterflow/internal/atomicfile"
 	"github.com/clusterflow/clusterflow/internal/runner"
@@ -136,4 +137,30 @@ func (l *Local) ownClusterDir(cluster, dir string) error {
 		return fmt.Errorf("give %s to cluster %s's group: %w", dir, cluster, err)
 	}
 	return os.Chmod(dir, 0o750)
+}
+
+// ownSandbox makes a member's sandbox its script user's, if it is not yet: a sandbox made
+// before scripts had users of their own (by a root worker of an earlier version) is given
+// to the user whole, once, at the member's next event, so its app keeps its files.
+func ownSandbox(u *runner.User, dir string) error {
+	if u == nil {
+		return nil
+	}
+	info, err := os.Stat(dir)
+	if err != nil {
+		return err
+	}
+	if st, ok := info.Sys().(*syscall.Stat_t); ok && st.Uid == u.UID && info.Mode().Perm() == 0o700 {
+		return nil
+	}
+	err = filepath.WalkDir(dir, func(path string, _ fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		return u.Own(path)
+	})
+	if err != nil {
+		return fmt.Errorf("give the sandbox %s to its script user: %w", dir, err)
+	}
+	return os.Chmod(dir, 0o700)
 }

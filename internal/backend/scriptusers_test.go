@@ -1,8 +1,13 @@
 package backend
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
+
+	"github.com/clusterflow/clusterflow/internal/runner"
 )
 
 // Each cluster gets the lowest free user of the range and keeps it, across a new backend
@@ -46,5 +51,33 @@ func TestClustersGetUsersOfTheirOwnFromTheRange(t *testing.T) {
 	}
 	if err := (&Local{}).UseScriptUIDs(0, 10); err == nil {
 		t.Error("a range from 0 (root) was taken")
+	}
+}
+
+// A sandbox made before scripts had users of their own (root's, 0755) is given whole to
+// its cluster's user at the member's next event, once: its app keeps its files.
+func TestASandboxFromBeforeScriptUsersIsGivenToItsUser(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Fatal("giving files to another user needs root, as CI runs the tests")
+	}
+	dir := filepath.Join(t.TempDir(), "c-w-0")
+	if err := os.MkdirAll(filepath.Join(dir, "app", "data"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "app", "data", "db"), []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	u := &runner.User{UID: 65534, GID: 65534}
+	if err := ownSandbox(u, dir); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{dir, filepath.Join(dir, "app"), filepath.Join(dir, "app", "data", "db")} {
+		info, err := os.Stat(p)
+		if err != nil || info.Sys().(*syscall.Stat_t).Uid != u.UID {
+			t.Errorf("%s not the script user's after the upgrade: %v", p, err)
+		}
+	}
+	if info, _ := os.Stat(dir); info.Mode().Perm() != 0o700 {
+		t.Errorf("the sandbox is %04o, want 0700", info.Mode().Perm())
 	}
 }
