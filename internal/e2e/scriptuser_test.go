@@ -185,3 +185,57 @@ func hostileMember(t *testing.T, flags ...string) {
 		}
 	}
 }
+
+// Upgrading a root worker that ran scripts as root: its clusters carry on, each member's
+// sandbox, with what its app wrote there, becoming its cluster's user's at its next event.
+func TestARootWorkerUpgradedToScriptUsersKeepsItsClusters(t *testing.T) {
+	t.Parallel()
+	guard(t)
+	data, err := os.MkdirTemp("", "cf-scriptuser-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(data) })
+	if err := os.Chmod(data, 0o711); err != nil {
+		t.Fatal(err)
+	}
+	testenv.StopAllAtEnd(t, data)
+	s := newServerStack(t)
+	dir := t.TempDir()
+	// Each event appends to a file the app keeps in its sandbox: as root before the
+	// upgrade, as the cluster's user after.
+	script := filepath.Join(dir, "app.sh")
+	if err := os.WriteFile(script, []byte("#!/bin/sh\necho \"$CLUSTERFLOW_EVENT $(id -u)\" >> \"$CLUSTERFLOW_MEMBER_DIR/app.log\"\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	specFile := filepath.Join(dir, "c.yaml")
+	if err := os.WriteFile(specFile, []byte("name: kept\nroles:\n  - {name: w, members: 1, startscript: "+script+"}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	old := s.startWith(testenv.StartIn, "", append(slices.Clone(s.env), "CLUSTERFLOW_ALLOW_ROOT_SCRIPTS=1"), "worker", 1, "Worker starting", "worker", "--data", data)
+	if res := s.cli("deploy", "-f", specFile, "--wait"); res.Code != 0 {
+		t.Fatalf("deploy: %s", res)
+	}
+	if code, err := old.Signal(syscall.SIGTERM, 45*time.Second); err != nil {
+		t.Fatalf("stop the old worker: %d %v", code, err)
+	}
+	s.startWith(testenv.StartIn, "", append(slices.Clone(s.env), "CLUSTERFLOW_ALLOW_ROOT_SCRIPTS="), "worker", 2, "Worker starting", "worker", "--data", data)
+	if res := s.cli("resize", "kept", "w=2", "--wait"); res.Code != 0 {
+		t.Fatalf("resize after the upgrade: %s", res)
+	}
+	log, err := os.ReadFile(filepath.Join(data, "clusters", "kept", "kept-w-0", "app.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(string(log)), "\n")
+	if len(lines) != 2 || lines[0] != "configure 0" || !strings.HasPrefix(lines[1], "addnodes 61") {
+		t.Errorf("kept-w-0's app log: %q; want its configure as root, then its addnodes as the cluster's user", lines)
+	}
+	info, err := os.Stat(filepath.Join(data, "clusters", "kept", "kept-w-0", "app.log"))
+	if err != nil || info.Sys().(*syscall.Stat_t).Uid < 61000 {
+		t.Errorf("the app's file was not given to the cluster's user: %v", err)
+	}
+	if res := s.cli("delete", "kept", "--wait"); res.Code != 0 {
+		t.Errorf("delete: %s", res)
+	}
+}
