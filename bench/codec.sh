@@ -36,15 +36,7 @@ cf_at() {
     TEMPORAL_ADDRESS=$off "$cf" "$@"
   fi
 }
-# The workflow's own clock: from its start to the moment it became ready.
-workflow_ms() {
-  cf_at "$1" status "$2" -o json | python3 -c '
-import json, sys
-from datetime import datetime
-s = json.load(sys.stdin)
-p = lambda t: datetime.fromisoformat(t.replace("Z", "+00:00"))
-print(round((p(s["updatedAt"]) - p(s["createdAt"])).total_seconds() * 1000))'
-}
+workflow_ms() { cf_at "$1" status "$2" -o json | status_ms; }
 wide_spec() {
   cat <<YAML
 name: $1

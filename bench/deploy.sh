@@ -15,15 +15,7 @@ source "$root/bench/lib.sh"
 start_bg dev "^Ready" dev --no-ui --no-gateway --db "$tmp/dev.db" --data "$tmp/data" --address "$TEMPORAL_ADDRESS" --log-level warn
 
 
-# The workflow's own clock: from its start to the moment it became ready.
-workflow_ms() {
-  "$cf" status "$1" -o json | python3 -c '
-import json, sys
-from datetime import datetime
-s = json.load(sys.stdin)
-p = lambda t: datetime.fromisoformat(t.replace("Z", "+00:00"))
-print(round((p(s["updatedAt"]) - p(s["createdAt"])).total_seconds() * 1000))'
-}
+workflow_ms() { "$cf" status "$1" -o json | status_ms; }
 
 # run_level N runs the script N times in parallel, as one level of members.
 run_level() {

@@ -37,6 +37,16 @@ start_bg() {
 }
 
 ms() { date +%s%3N; }
+# status_ms reads `status -o json` on stdin and prints the workflow's own clock: from the
+# cluster's start to the moment it became ready.
+status_ms() {
+  python3 -c '
+import json, sys
+from datetime import datetime
+s = json.load(sys.stdin)
+p = lambda t: datetime.fromisoformat(t.replace("Z", "+00:00"))
+print(round((p(s["updatedAt"]) - p(s["createdAt"])).total_seconds() * 1000))'
+}
 median() { sort -n | awk '{a[NR]=$1} END {printf "%d\n", (NR % 2) ? a[(NR+1)/2] : (a[NR/2] + a[NR/2+1]) / 2}'; }
 
 # A startscript that does nothing, and the 3-level cluster of them that bench/deploy.sh and

@@ -24,14 +24,7 @@ for way in plain users; do
 done
 
 cf_at() { local addr=$plain; [ "$1" = users ] && addr=$users; shift; TEMPORAL_ADDRESS=$addr "$cf" "$@"; }
-workflow_ms() {
-  cf_at "$1" status "$2" -o json | python3 -c '
-import json, sys
-from datetime import datetime
-s = json.load(sys.stdin)
-p = lambda t: datetime.fromisoformat(t.replace("Z", "+00:00"))
-print(round((p(s["updatedAt"]) - p(s["createdAt"])).total_seconds() * 1000))'
-}
+workflow_ms() { cf_at "$1" status "$2" -o json | status_ms; }
 spec() {
   cat <<YAML
 name: $1

@@ -79,16 +79,7 @@ func hostileMember(t *testing.T, flags ...string) {
 		t.Fatal(err)
 	}
 	uid, _ := strconv.Atoi(nobody.Uid)
-	// The data folder must let the script user through; a test's temporary folder does not.
-	data, err := os.MkdirTemp("", "cf-scriptuser-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(data) })
-	if err := os.Chmod(data, 0o711); err != nil {
-		t.Fatal(err)
-	}
-	testenv.StopAllAtEnd(t, data)
+	data := scriptUserData(t)
 	s := newServerStack(t)
 	env := append(slices.Clone(s.env), "CLUSTERFLOW_ALLOW_ROOT_SCRIPTS=")
 	s.startWith(testenv.StartIn, "", env, "worker", 1, "Worker starting", append([]string{"worker", "--data", data}, flags...)...)
@@ -191,15 +182,7 @@ func hostileMember(t *testing.T, flags ...string) {
 func TestARootWorkerUpgradedToScriptUsersKeepsItsClusters(t *testing.T) {
 	t.Parallel()
 	guard(t)
-	data, err := os.MkdirTemp("", "cf-scriptuser-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(data) })
-	if err := os.Chmod(data, 0o711); err != nil {
-		t.Fatal(err)
-	}
-	testenv.StopAllAtEnd(t, data)
+	data := scriptUserData(t)
 	s := newServerStack(t)
 	dir := t.TempDir()
 	// Each event appends to a file the app keeps in its sandbox: as root before the
@@ -238,4 +221,20 @@ func TestARootWorkerUpgradedToScriptUsersKeepsItsClusters(t *testing.T) {
 	if res := s.cli("delete", "kept", "--wait"); res.Code != 0 {
 		t.Errorf("delete: %s", res)
 	}
+}
+
+// scriptUserData is a data folder script users may pass through, which a test's temporary
+// folder (0700) is not; it and what runs from it go when the test ends.
+func scriptUserData(t *testing.T) string {
+	t.Helper()
+	data, err := os.MkdirTemp("", "cf-scriptuser-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(data) })
+	if err := os.Chmod(data, 0o711); err != nil {
+		t.Fatal(err)
+	}
+	testenv.StopAllAtEnd(t, data)
+	return data
 }
