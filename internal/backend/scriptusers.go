@@ -21,6 +21,8 @@ type UIDRange struct {
 	First, Last uint32
 	file        string
 	mu          sync.Mutex
+	// byCluster is the file's map, read once: this worker is the only one that writes it.
+	byCluster map[string]uint32
 }
 
 // UseScriptUIDs gives each cluster a user of its own from first to last, both included,
@@ -33,18 +35,22 @@ func (l *Local) UseScriptUIDs(first, last uint32) error {
 	return nil
 }
 
+// load returns the map, reading the file the first time; the caller holds mu.
 func (r *UIDRange) load() (map[string]uint32, error) {
+	if r.byCluster != nil {
+		return r.byCluster, nil
+	}
 	byCluster := map[string]uint32{}
 	data, err := os.ReadFile(r.file)
-	if errors.Is(err, fs.ErrNotExist) {
-		return byCluster, nil
-	}
-	if err != nil {
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return nil, err
 	}
-	if err := json.Unmarshal(data, &byCluster); err != nil {
-		return nil, fmt.Errorf("script users %s: %w", r.file, err)
+	if err == nil {
+		if err := json.Unmarshal(data, &byCluster); err != nil {
+			return nil, fmt.Errorf("script users %s: %w", r.file, err)
+		}
 	}
+	r.byCluster = byCluster
 	return byCluster, nil
 }
 
@@ -78,6 +84,7 @@ func (r *UIDRange) forCluster(cluster string) (*runner.User, error) {
 		if !taken[uid] {
 			byCluster[cluster] = uid
 			if err := r.save(byCluster); err != nil {
+				delete(byCluster, cluster) // kept only once it is on disk
 				return nil, err
 			}
 			return &runner.User{UID: uid, GID: uid}, nil
@@ -94,11 +101,16 @@ func (r *UIDRange) release(cluster string) error {
 	if err != nil {
 		return err
 	}
-	if _, ok := byCluster[cluster]; !ok {
+	uid, ok := byCluster[cluster]
+	if !ok {
 		return nil
 	}
 	delete(byCluster, cluster)
-	return r.save(byCluster)
+	if err := r.save(byCluster); err != nil {
+		byCluster[cluster] = uid
+		return err
+	}
+	return nil
 }
 
 // userOf is who runs the cluster's scripts: a user of its own (ScriptUIDs), the one
