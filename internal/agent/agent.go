@@ -3,8 +3,6 @@ package agent
 import (
 	"bufio"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -20,7 +18,6 @@ import (
 
 	"go.uber.org/zap"
 
-	"github.com/clusterflow/clusterflow/internal/atomicfile"
 )
 
 // Options configure an agent.
@@ -90,20 +87,8 @@ func Serve(ctx context.Context, opts Options) error {
 	defer a.clients.close()
 	a.readopt()
 
-	sock := SocketPath(dir)
-	if err := os.MkdirAll(filepath.Dir(filepath.Dir(sock)), 0o700); err != nil {
-		return err
-	}
-	if err := atomicfile.PrivateDir(filepath.Dir(sock)); err != nil {
-		return fmt.Errorf("the folder of the agent's socket: %w", err)
-	}
-	_ = os.Remove(sock) // left by an agent that died; the lock says none is running now
-	ln, err := net.Listen("unix", sock)
+	ln, err := listen(dir)
 	if err != nil {
-		return fmt.Errorf("listen on %s: %w", sock, err)
-	}
-	if err := os.Chmod(sock, 0o600); err != nil {
-		ln.Close()
 		return err
 	}
 	go func() {
@@ -128,20 +113,52 @@ func Serve(ctx context.Context, opts Options) error {
 	}
 }
 
-// SocketPath is where the agent for dir listens: in dir, unless that path is too long for
-// a Unix socket (about 107 bytes), as a deep --data folder makes it. Then it is a short
-// path in the temporary folder, named after dir so that agent and clients agree on it.
-func SocketPath(dir string) string {
-	natural := filepath.Join(dir, "agent.sock")
-	if len(natural) <= maxSocketPath {
-		return natural
-	}
-	sum := sha256.Sum256([]byte(dir))
-	return filepath.Join(os.TempDir(), "clusterflow-agents", hex.EncodeToString(sum[:10])+".sock")
-}
+// SocketPath is the agent's socket: in its own folder, its user's alone (0700).
+func SocketPath(dir string) string { return filepath.Join(dir, "agent.sock") }
 
 // maxSocketPath leaves room under Linux's 108-byte limit, terminator included.
 const maxSocketPath = 100
+
+// socketAddress is the name to bind or dial SocketPath(dir) by. A Unix socket's path is
+// limited to about 107 bytes, which a deep --data folder passes: then the folder is opened
+// and reached through /proc/self/fd, a short name for the same place, rather than through
+// a shared folder such as /tmp that another local user could take first. done closes the
+// folder once the socket is bound or dialled.
+func socketAddress(dir string) (addr string, done func(), err error) {
+	sock := SocketPath(dir)
+	if len(sock) <= maxSocketPath {
+		return sock, func() {}, nil
+	}
+	f, err := os.OpenFile(dir, os.O_RDONLY|syscall.O_DIRECTORY|syscall.O_CLOEXEC, 0)
+	if err != nil {
+		return "", nil, err
+	}
+	return fmt.Sprintf("/proc/self/fd/%d/agent.sock", f.Fd()), func() { f.Close() }, nil
+}
+
+// listen makes the agent's socket, mode 0600, in its folder.
+func listen(dir string) (net.Listener, error) {
+	addr, done, err := socketAddress(dir)
+	if err != nil {
+		return nil, err
+	}
+	defer done()
+	_ = os.Remove(addr) // left by an agent that died; the lock says none is running now
+	ln, err := net.Listen("unix", addr)
+	if err != nil {
+		return nil, fmt.Errorf("listen on %s: %w", SocketPath(dir), err)
+	}
+	if ul, ok := ln.(*net.UnixListener); ok {
+		// The name may be a /proc one, gone with done: the socket file is unlinked by hand
+		// (before the next agent binds) rather than on close, by a name that no longer works.
+		ul.SetUnlinkOnClose(false)
+	}
+	if err := os.Chmod(addr, 0o600); err != nil {
+		ln.Close()
+		return nil, err
+	}
+	return ln, nil
+}
 
 // lock takes the folder's lock file so that one agent serves it.
 // peerUID is the user ID of the process at the other end of a Unix socket connection.
@@ -189,7 +206,7 @@ func (a *Agent) serveConn(conn net.Conn) {
 	}
 	_ = conn.SetDeadline(time.Now().Add(30 * time.Second))
 	var req request
-	reply := Reply{}
+	reply := Reply{Protocol: Protocol}
 	if err := json.NewDecoder(bufio.NewReader(conn)).Decode(&req); err != nil {
 		reply.Error = "bad launch request: " + err.Error()
 	} else if req.Stop != nil {

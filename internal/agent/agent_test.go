@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"os/signal"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -55,36 +56,63 @@ func (f *fixture) start() {
 	testlimit.Poll(f.t, "the agent to answer", 10*time.Second, f.client.Running)
 }
 
-// launch launches body as the run for activity id, with its own member folder.
-func (f *fixture) launch(id, token, body string) string {
+// The fixture's runs are member c-m-0's, of cluster c, in the data folder the agent's
+// folder is in.
+const testCluster, testMember = "c", "c-m-0"
+
+// sandbox is the member's folder, where its scripts run and write.
+func (f *fixture) sandbox() string {
+	return filepath.Join(filepath.Dir(f.client.Dir), "clusters", testCluster, testMember)
+}
+
+// install puts a startscript where the agent looks for it, by its hash, and makes the
+// member's sandbox.
+func (f *fixture) install(body string) string {
 	f.t.Helper()
-	member := filepath.Join(f.dir, "member")
-	if err := os.MkdirAll(member, 0o755); err != nil {
+	if err := os.MkdirAll(f.sandbox(), 0o755); err != nil {
 		f.t.Fatal(err)
 	}
+	sum := fmt.Sprintf("%x", sha256.Sum256([]byte(body)))
+	script := filepath.Join(filepath.Dir(f.sandbox()), ".clusterflow", "scripts", sum)
 	// A file per body, written once: rewriting a script that an earlier launch is starting
 	// fails with "text file busy".
-	script := filepath.Join(member, fmt.Sprintf("script-%x.sh", sha256.Sum256([]byte(body))))
 	if _, err := os.Stat(script); err != nil {
-		if err := os.WriteFile(script, []byte("#!/bin/sh\n"+body), 0o755); err != nil {
+		if err := os.MkdirAll(filepath.Dir(script), 0o755); err != nil {
+			f.t.Fatal(err)
+		}
+		if err := os.WriteFile(script, []byte(body), 0o755); err != nil {
 			f.t.Fatal(err)
 		}
 	}
-	reply, err := f.client.Launch(context.Background(), Launch{
+	return sum
+}
+
+func (f *fixture) launchOf(id, token, sum string) Launch {
+	return Launch{
 		Key: Key{WorkflowID: "wf", ActivityID: id}, TaskToken: []byte(token),
-		Connection: Connection{ClientConfigProfile: envconfig.ClientConfigProfile{Address: "127.0.0.1:1"}}, Member: "m", Event: "configure",
-		Script: Script{Path: script, Dir: member, Env: []string{"PATH=" + os.Getenv("PATH")},
-			StdoutFile: filepath.Join(member, "out"), StderrFile: filepath.Join(member, "err")},
-		Timeout: time.Minute, Grace: time.Second, RecordDir: filepath.Join(member, "runs"),
-	})
+		Connection: Connection{ClientConfigProfile: envconfig.ClientConfigProfile{Address: "127.0.0.1:1"}},
+		Cluster:    testCluster, Member: testMember, Event: "configure",
+		Script:  Script{SHA256: sum, Env: []string{"PATH=" + os.Getenv("PATH")}},
+		Timeout: time.Minute, Grace: time.Second,
+	}
+}
+
+// launch launches body as the run for activity id.
+func (f *fixture) launch(id, token, body string) string {
+	f.t.Helper()
+	reply, err := f.client.Launch(context.Background(), f.launchOf(id, token, f.install("#!/bin/sh\n"+body)))
 	if err != nil {
 		f.t.Fatal(err)
 	}
 	return reply.Action
 }
 
+func (f *fixture) recordDir(id string) string {
+	return filepath.Join(f.client.Dir, "records", testCluster, testMember, Key{WorkflowID: "wf", ActivityID: id}.ID())
+}
+
 func (f *fixture) record(id string) *record {
-	rec, _ := loadRecord(filepath.Join(f.dir, "member", "runs", Key{WorkflowID: "wf", ActivityID: id}.ID()))
+	rec, _ := loadRecord(f.recordDir(id))
 	return rec
 }
 
@@ -100,7 +128,7 @@ func (f *fixture) waitResult(id string) runner.Result {
 }
 
 func (f *fixture) runs() int {
-	data, _ := os.ReadFile(filepath.Join(f.dir, "member", "count"))
+	data, _ := os.ReadFile(filepath.Join(f.sandbox(), "count"))
 	return strings.Count(string(data), "run\n")
 }
 
@@ -175,7 +203,7 @@ func TestATimedOutScriptIsStopped(t *testing.T) {
 	f.stop()
 	rec := f.record("1")
 	rec.Timeout = 100 * time.Millisecond
-	if err := rec.save(filepath.Join(f.dir, "member", "runs", rec.Key.ID())); err != nil {
+	if err := rec.save(f.recordDir("1")); err != nil {
 		t.Fatal(err)
 	}
 	f.start()
@@ -199,11 +227,13 @@ func TestAnIdleAgentExitsOnlyOnceItsRunsAreDone(t *testing.T) {
 	start := time.Now()
 	f.launch("1", "t", "touch ../started; sleep 1\n")
 	testlimit.Poll(t, "the script to start", 10*time.Second, func() bool {
-		_, err := os.Stat(filepath.Join(f.dir, "started"))
+		_, err := os.Stat(filepath.Join(filepath.Dir(f.sandbox()), "started"))
 		return err == nil
 	})
-	if err := os.RemoveAll(filepath.Join(f.dir, "member")); err != nil {
-		t.Fatal(err)
+	for _, dir := range []string{f.sandbox(), filepath.Join(dir, "records", testCluster, testMember)} {
+		if err := os.RemoveAll(dir); err != nil {
+			t.Fatal(err)
+		}
 	}
 	select {
 	case err := <-served:
@@ -243,13 +273,13 @@ func TestAStopEndsTheRunAtOnce(t *testing.T) {
 	if action := f.launch("a1", "token", "sleep 30\n"); action != ActionStarted {
 		t.Fatalf("launch: %s", action)
 	}
-	for _, other := range []Stop{{WorkflowID: "other", Member: "m", Event: "configure"}, {WorkflowID: "wf", Member: "n", Event: "configure"}, {WorkflowID: "wf", Member: "m", Event: "teardown"}} {
+	for _, other := range []Stop{{WorkflowID: "other", Member: testMember, Event: "configure"}, {WorkflowID: "wf", Member: "c-n-0", Event: "configure"}, {WorkflowID: "wf", Member: testMember, Event: "teardown"}} {
 		if reply, err := f.client.Stop(context.Background(), other); err != nil || reply.Action != "stopped 0" {
 			t.Errorf("stop %+v: %v, %v", other, reply, err)
 		}
 	}
 	started := time.Now()
-	reply, err := f.client.Stop(context.Background(), Stop{WorkflowID: "wf", Member: "m", Event: "configure"})
+	reply, err := f.client.Stop(context.Background(), Stop{WorkflowID: "wf", Member: testMember, Event: "configure"})
 	if err != nil || reply.Action != "stopped 1" {
 		t.Fatalf("stop: %v, %v", reply, err)
 	}
@@ -260,7 +290,7 @@ func TestAStopEndsTheRunAtOnce(t *testing.T) {
 	if took := time.Since(started); took > 5*time.Second {
 		t.Errorf("the stop took %s", took)
 	}
-	if reply, err := f.client.Stop(context.Background(), Stop{WorkflowID: "wf", Member: "m", Event: "configure"}); err != nil || reply.Action != "stopped 0" {
+	if reply, err := f.client.Stop(context.Background(), Stop{WorkflowID: "wf", Member: testMember, Event: "configure"}); err != nil || reply.Action != "stopped 0" {
 		t.Errorf("a second stop: %v, %v", reply, err)
 	}
 }
@@ -273,7 +303,7 @@ func TestTheAgentRefusesAnotherUser(t *testing.T) {
 		t.Fatal("needs root, to connect as another user (CI runs the tests as root)")
 	}
 	f := newFixture(t)
-	if reply, err := f.client.Stop(context.Background(), Stop{WorkflowID: "wf", Member: "m", Event: "configure"}); err != nil || reply.Action != "stopped 0" {
+	if reply, err := f.client.Stop(context.Background(), Stop{WorkflowID: "wf", Member: testMember, Event: "configure"}); err != nil || reply.Action != "stopped 0" {
 		t.Fatalf("a stop from the agent's user: %v, %v", reply, err)
 	}
 	sock := SocketPath(f.client.Dir)
@@ -308,40 +338,144 @@ print("answer:" + answer)`
 // changed on the host since (by a member, say) is refused, for good, and nothing runs.
 func TestAScriptThatIsNotItsHashIsRefused(t *testing.T) {
 	f := newFixture(t)
-	member := filepath.Join(f.dir, "member")
-	if err := os.MkdirAll(member, 0o755); err != nil {
-		t.Fatal(err)
-	}
 	body := "#!/bin/sh\necho run >> count\n"
-	script := filepath.Join(member, "script.sh")
-	if err := os.WriteFile(script, []byte(body), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	launch := func(id, sum string) error {
-		_, err := f.client.Launch(context.Background(), Launch{
-			Key: Key{WorkflowID: "wf", ActivityID: id}, TaskToken: []byte("t"),
-			Connection: Connection{ClientConfigProfile: envconfig.ClientConfigProfile{Address: "127.0.0.1:1"}}, Member: "m", Event: "configure",
-			Script: Script{File: script, SHA256: sum, Path: script, Dir: member, Env: []string{"PATH=" + os.Getenv("PATH")},
-				StdoutFile: filepath.Join(member, "out"), StderrFile: filepath.Join(member, "err")},
-			Timeout: time.Minute, Grace: time.Second, RecordDir: filepath.Join(member, "runs"),
-		})
+	sum := f.install(body)
+	launch := func(id string) error {
+		_, err := f.client.Launch(context.Background(), f.launchOf(id, "t", sum))
 		return err
 	}
-	sum := sha256.Sum256([]byte(body))
-	good := fmt.Sprintf("%x", sum)
-	if err := launch("1", good); err != nil {
+	if err := launch("1"); err != nil {
 		t.Fatalf("the script as hashed: %v", err)
 	}
 	f.waitResult("1")
+	script := filepath.Join(filepath.Dir(f.sandbox()), ".clusterflow", "scripts", sum)
 	if err := os.WriteFile(script, []byte(body+"echo evil >> count\n"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	err := launch("2", good)
+	err := launch("2")
 	var refused *RefusedError
 	if !errors.As(err, &refused) || !strings.Contains(err.Error(), "was changed on this host") {
 		t.Fatalf("a changed script: %v, want a refusal", err)
 	}
 	if f.runs() != 1 || f.record("2") != nil {
 		t.Errorf("the changed script ran (%d runs) or left a record", f.runs())
+	}
+}
+
+// The agent derives every path of a run from the names in its launch, and refuses names
+// that would lead out of its data folder, before anything runs.
+func TestALaunchNamesWhatToRunNeverWhere(t *testing.T) {
+	f := newFixture(t)
+	sum := f.install("#!/bin/sh\necho run >> count\n")
+	for name, change := range map[string]func(*Launch){
+		"a cluster out of the folder": func(l *Launch) { l.Cluster = "../c" },
+		"a member of another cluster": func(l *Launch) { l.Member = "d-m-0" },
+		"a member's path":             func(l *Launch) { l.Member = "c-m-0/../../d/d-m-0" },
+		"an unknown event":            func(l *Launch) { l.Event = "../../../etc/x" },
+		"a script that is no hash":    func(l *Launch) { l.Script.SHA256 = "../../../bin/sh" },
+	} {
+		l := f.launchOf(name, "t", sum)
+		change(&l)
+		_, err := f.client.Launch(context.Background(), l)
+		var refused *RefusedError
+		if !errors.As(err, &refused) {
+			t.Errorf("%s: %v, want a refusal", name, err)
+		}
+	}
+	if f.runs() != 0 {
+		t.Errorf("%d runs", f.runs())
+	}
+}
+
+// A script's sandbox is its own, links and all: a link it plants where its output goes
+// leads the agent (root, where scripts have users) nowhere out of the sandbox. The agent
+// neither appends the output to the link's target nor reads it into a tail.
+func TestALinkInTheSandboxLeadsNowhere(t *testing.T) {
+	f := newFixture(t)
+	secret := filepath.Join(f.dir, "secret")
+	if err := os.WriteFile(secret, []byte("the host's secret\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Join(f.sandbox(), "logs"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	// Planted before the run: the output file is a link to the secret.
+	if err := os.Symlink(secret, filepath.Join(f.sandbox(), "logs", "configure.stdout")); err != nil {
+		t.Fatal(err)
+	}
+	f.launch("1", "t", "echo output\n")
+	if res := f.waitResult("1"); res.ExitCode != 0 || res.StdoutTail != "output\n" {
+		t.Errorf("the run: %+v", res)
+	}
+	// Planted during the run: the output file turned into a link before the tail is read.
+	f.launch("2", "t", "rm logs/configure.stdout; ln -s "+secret+" logs/configure.stdout\n")
+	if res := f.waitResult("2"); strings.Contains(res.StdoutTail, "secret") {
+		t.Errorf("the tail read the link's target: %+v", res)
+	}
+	if data, _ := os.ReadFile(secret); string(data) != "the host's secret\n" {
+		t.Errorf("the link's target was written: %q", data)
+	}
+}
+
+// An agent of an older protocol, left running by the version a worker was upgraded from,
+// is replaced: the launch is run by a new agent.
+func TestAnAgentOfAnOlderProtocolIsReplaced(t *testing.T) {
+	f := newFixture(t)
+	f.stop()
+	// The old agent answers every launch with an error, and exits on SIGTERM.
+	old := exec.Command("python3", "-c", `import json, os, signal, socket, sys
+signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
+if os.path.exists(sys.argv[1]): os.unlink(sys.argv[1])
+s = socket.socket(socket.AF_UNIX); s.bind(sys.argv[1]); s.listen(8)
+open(sys.argv[2], "w").write(str(os.getpid()))
+while True:
+    c, _ = s.accept()
+    try:
+        if c.makefile("rb").readline():
+            c.sendall(json.dumps({"error": "launch needs a script path and output files"}).encode() + b"\n")
+    except OSError:
+        pass
+    c.close()`,
+		SocketPath(f.client.Dir), filepath.Join(f.client.Dir, "agent.pid"))
+	if err := old.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- old.Wait() }()
+	t.Cleanup(func() { _ = old.Process.Kill() })
+	testlimit.Poll(t, "the old agent to answer", 10*time.Second, f.client.Running)
+	// The new agent, started by the client as a worker does.
+	f.client.Command = []string{os.Args[0], "-test.run=^TestServeAgentProcess$", "--", f.client.Dir}
+	if action := f.launch("1", "t", "exit 0\n"); action != ActionStarted {
+		t.Errorf("launch: %q", action)
+	}
+	select {
+	case <-exited:
+	case <-time.After(10 * time.Second):
+		t.Error("the old agent was not stopped")
+	}
+	if res := f.waitResult("1"); res.ExitCode != 0 {
+		t.Errorf("the run: %+v", res)
+	}
+	if _, err := f.client.Stop(context.Background(), Stop{WorkflowID: "x", Member: testMember, Event: "configure"}); err != nil {
+		t.Error(err)
+	}
+	if pid, ok := f.client.PID(); ok {
+		_ = syscall.Kill(pid, syscall.SIGTERM)
+		testlimit.Poll(t, "the new agent to stop", 10*time.Second, func() bool { return !f.client.Running() })
+	}
+}
+
+// TestServeAgentProcess is the agent process TestAnAgentOfAnOlderProtocolIsReplaced starts;
+// run by itself, it does nothing.
+func TestServeAgentProcess(t *testing.T) {
+	if len(os.Args) < 3 || os.Args[len(os.Args)-2] != "--" {
+		return
+	}
+	dir := os.Args[len(os.Args)-1]
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM)
+	defer stop()
+	if err := Serve(ctx, Options{Dir: dir}); err != nil {
+		t.Fatal(err)
 	}
 }

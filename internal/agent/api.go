@@ -38,12 +38,21 @@ func (k Key) ID() string {
 	return hex.EncodeToString(sum[:10])
 }
 
-// Launch asks the agent to run a startscript, or to attach to the run it already has.
+// Protocol is the version of what the worker and the agent say to each other. A worker
+// finding an agent of an older protocol (left running by the version it was upgraded from)
+// replaces it: the runs it looks after carry on, and the new agent adopts them.
+const Protocol = 2
+
+// Launch asks the agent to run a startscript, or to attach to the run it already has. It
+// names what to run, never where: the agent derives every path from the cluster, member,
+// event and script hash (see layout), under the data folder it serves.
 type Launch struct {
+	Protocol  int    `json:"protocol"`
 	Key       Key    `json:"key"`
 	TaskToken []byte `json:"taskToken"`
 	// Connection is kept apart from the run record, readable by the agent's user only.
 	Connection Connection `json:"connection"`
+	Cluster    string     `json:"cluster"`
 	Member     string     `json:"member"`
 	Event      string     `json:"event"`
 	Script     Script     `json:"script"`
@@ -53,9 +62,6 @@ type Launch struct {
 	// HeartbeatTimeout is the activity's; zero (a worker from before it was sent) makes the
 	// agent report every HeartbeatEvery.
 	HeartbeatTimeout time.Duration `json:"heartbeatTimeout,omitempty"`
-	// RecordDir holds the run's record; it lives in the member's sandbox, so removing the
-	// member removes its records.
-	RecordDir string `json:"recordDir"`
 }
 
 // Stop asks the agent to stop, at once, the runs of a member's event that a workflow
@@ -74,27 +80,20 @@ type request struct {
 	Stop *Stop `json:"stop,omitempty"`
 }
 
-// Script is the process to run.
+// Script is what to run: the cluster's startscript of this content hash, which the agent
+// checks before it runs anything, with these arguments and environment.
 type Script struct {
-	// File and SHA256 name the startscript and its content's hash, which the agent checks
-	// before it runs anything: Path may be an interpreter that File is handed to.
-	File       string   `json:"file,omitempty"`
-	SHA256     string   `json:"sha256,omitempty"`
-	Path       string   `json:"path"`
-	Args       []string `json:"args,omitempty"`
-	Dir        string   `json:"dir"`
-	Env        []string `json:"env,omitempty"`
-	StdoutFile string   `json:"stdoutFile"`
-	StderrFile string   `json:"stderrFile"`
-	// User, when set, is who the script runs as (the agent then runs as root), and
-	// ExitFile where its exit status goes: somewhere that user may write, since the run's
-	// record folder is the agent's own. Empty: the record folder.
-	User     *runner.User `json:"user,omitempty"`
-	ExitFile string       `json:"exitFile,omitempty"`
+	SHA256 string   `json:"sha256"`
+	Args   []string `json:"args,omitempty"`
+	Env    []string `json:"env,omitempty"`
+	// User, when set, is who the script runs as (the agent then runs as root).
+	User *runner.User `json:"user,omitempty"`
 }
 
 // Reply says what the agent did with a launch.
 type Reply struct {
+	// Protocol is the agent's (zero from an agent of before protocols).
+	Protocol int `json:"protocol,omitempty"`
 	// Action is started, attached (the run was already going) or delivering (the run had
 	// finished; its stored result is being delivered).
 	Action string `json:"action,omitempty"`

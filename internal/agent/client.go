@@ -38,9 +38,18 @@ const startWait = 15 * time.Second
 func (c *Client) Launch(ctx context.Context, l Launch) (Reply, error) {
 	ctx, cancel := context.WithTimeout(ctx, startWait+30*time.Second)
 	defer cancel()
+	l.Protocol = Protocol
 	var waitingSince time.Time
 	for wait := 10 * time.Millisecond; ; wait = min(wait*2, 500*time.Millisecond) {
 		reply, err := c.send(ctx, l)
+		if err == nil && reply.Protocol < Protocol {
+			// An agent the version before this one left running: it would refuse this
+			// launch, or run it as it once did. It hands its runs over to a new one.
+			if err := c.replace(ctx); err != nil {
+				return reply, err
+			}
+			err = errStopping
+		}
 		if err == nil && reply.Error == errStopping.Error() {
 			err = errStopping
 		}
@@ -95,8 +104,7 @@ func (c *Client) send(ctx context.Context, l Launch) (Reply, error) {
 }
 
 func (c *Client) sendRequest(ctx context.Context, req request) (Reply, error) {
-	var d net.Dialer
-	conn, err := d.DialContext(ctx, "unix", SocketPath(c.Dir))
+	conn, err := dial(ctx, c.Dir)
 	if err != nil {
 		return Reply{}, err
 	}
@@ -116,7 +124,9 @@ func (c *Client) sendRequest(ctx context.Context, req request) (Reply, error) {
 
 // Running reports whether an agent answers on the folder's socket.
 func (c *Client) Running() bool {
-	conn, err := net.DialTimeout("unix", SocketPath(c.Dir), time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	conn, err := dial(ctx, c.Dir)
 	if err != nil {
 		return false
 	}
@@ -132,6 +142,24 @@ func (c *Client) PID() (int, bool) {
 	}
 	pid, err := strconv.Atoi(strings.TrimSpace(string(data)))
 	return pid, err == nil
+}
+
+// replace stops the agent answering (SIGTERM: its scripts carry on, and the next agent
+// adopts them), and waits for it to go.
+func (c *Client) replace(ctx context.Context) error {
+	pid, ok := c.PID()
+	if !ok {
+		return nil
+	}
+	if err := syscall.Kill(pid, syscall.SIGTERM); err != nil {
+		return fmt.Errorf("stop the agent of an older version (pid %d): %w", pid, err)
+	}
+	for deadline := time.Now().Add(startWait); c.Running(); time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			return fmt.Errorf("the agent of an older version (pid %d) did not stop within %s; see %s", pid, startWait, c.logPath())
+		}
+	}
+	return nil
 }
 
 // KeepAlive restarts the agent whenever it is down while runs still need it (a run still
@@ -187,6 +215,16 @@ func (c *Client) start() error {
 	}
 	go func() { _ = cmd.Wait() }()
 	return nil
+}
+
+func dial(ctx context.Context, dir string) (net.Conn, error) {
+	addr, done, err := socketAddress(dir)
+	if err != nil {
+		return nil, err
+	}
+	defer done()
+	var d net.Dialer
+	return d.DialContext(ctx, "unix", addr)
 }
 
 func (c *Client) logPath() string { return filepath.Join(c.Dir, "agent.log") }

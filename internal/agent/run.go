@@ -14,6 +14,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/clusterflow/clusterflow/internal/atomicfile"
+	"github.com/clusterflow/clusterflow/internal/layout"
 	"github.com/clusterflow/clusterflow/internal/runner"
 )
 
@@ -77,7 +78,11 @@ func (a *Agent) launch(l Launch) (string, error) {
 		return "", err
 	}
 	id := l.Key.ID()
-	dir := filepath.Join(l.RecordDir, id)
+	at, err := a.place(l, id)
+	if err != nil {
+		return "", err
+	}
+	dir := at.records
 	retoken := func(rec *record) {
 		rec.TaskToken, rec.ConnectionID = l.TaskToken, connID
 	}
@@ -120,17 +125,14 @@ func (a *Agent) launch(l Launch) (string, error) {
 		Started: time.Now(),
 	}
 	s := l.Script
-	if err := s.verify(); err != nil {
+	path, args, err := verify(at.script, s.SHA256, s.Args)
+	if err != nil {
 		return "", err
 	}
 	var exited <-chan struct{}
-	exitFile := s.ExitFile
-	if exitFile == "" {
-		exitFile = filepath.Join(dir, "exit")
-	}
 	rec.Handle, exited, err = runner.Spawn(runner.Spec{
-		Path: s.Path, Args: s.Args, Dir: s.Dir, Env: s.Env,
-		StdoutFile: s.StdoutFile, StderrFile: s.StderrFile, ExitFile: exitFile, User: s.User,
+		Path: path, Args: args, Dir: at.sandbox, Env: s.Env, Sandbox: at.sandbox,
+		StdoutFile: at.stdout, StderrFile: at.stderr, ExitFile: at.exit, User: s.User,
 	})
 	if err != nil {
 		return "", err
@@ -182,41 +184,68 @@ func (a *Agent) readopt() {
 
 func (l Launch) check() error {
 	switch {
+	case l.Protocol != Protocol:
+		return &RefusedError{Reason: fmt.Sprintf("a launch of protocol %d; this agent speaks %d", l.Protocol, Protocol)}
 	case l.Key.WorkflowID == "" || l.Key.ActivityID == "":
 		return fmt.Errorf("launch needs a workflow ID and an activity ID")
 	case len(l.TaskToken) == 0:
 		return fmt.Errorf("launch needs a task token")
-	case l.Script.Path == "" || l.Script.StdoutFile == "" || l.Script.StderrFile == "":
-		return fmt.Errorf("launch needs a script path and output files")
-	case !filepath.IsAbs(l.RecordDir):
-		return fmt.Errorf("launch record folder %q is not absolute", l.RecordDir)
 	case l.Timeout <= 0:
 		return fmt.Errorf("launch needs a timeout")
 	}
 	return nil
 }
 
-// verify checks that the startscript is the content its hash names, right before it runs:
-// a script changed on the host after the workflow chose it is not the script asked for.
-func (s Script) verify() error {
-	if s.SHA256 == "" {
-		return nil // a worker from before scripts were hashed
+// runPlace is where a run lives, all of it derived from the launch's names: its member's
+// sandbox, the script it runs, its record folder, and its output and exit files within
+// the sandbox.
+type runPlace struct {
+	sandbox, script, records string
+	stdout, stderr, exit     string
+}
+
+func (a *Agent) place(l Launch, id string) (runPlace, error) {
+	root := layout.Root(filepath.Dir(a.opts.Dir))
+	var p runPlace
+	var err error
+	if p.sandbox, err = root.Sandbox(l.Cluster, l.Member); err != nil {
+		return p, &RefusedError{Reason: err.Error()}
 	}
-	file := s.File
-	if file == "" {
-		file = s.Path
+	if p.script, err = root.Script(l.Cluster, l.Script.SHA256); err != nil {
+		return p, &RefusedError{Reason: err.Error()}
 	}
-	f, err := os.Open(file)
+	records, err := root.Records(l.Cluster, l.Member)
 	if err != nil {
-		return &RefusedError{Reason: fmt.Sprintf("startscript %s: %v", file, err)}
+		return p, &RefusedError{Reason: err.Error()}
+	}
+	if p.stdout, p.stderr, err = layout.Output(l.Event); err != nil {
+		return p, &RefusedError{Reason: err.Error()}
+	}
+	p.records, p.exit = filepath.Join(records, id), layout.ExitFile(id)
+	return p, nil
+}
+
+// verify checks that the startscript is the content its hash names, right before it runs
+// (a script changed on the host after the workflow chose it is not the script asked for),
+// and returns how to run it: directly with a #! line, by /bin/sh without.
+func verify(script, sum string, args []string) (string, []string, error) {
+	f, err := os.Open(script)
+	if err != nil {
+		return "", nil, &RefusedError{Reason: fmt.Sprintf("startscript %s: %v", script, err)}
 	}
 	defer f.Close()
 	h := sha256.New()
+	head := make([]byte, 2)
+	n, _ := io.ReadFull(f, head)
+	h.Write(head[:n])
 	if _, err := io.Copy(h, f); err != nil {
-		return &RefusedError{Reason: fmt.Sprintf("startscript %s: %v", file, err)}
+		return "", nil, &RefusedError{Reason: fmt.Sprintf("startscript %s: %v", script, err)}
 	}
-	if got := hex.EncodeToString(h.Sum(nil)); got != s.SHA256 {
-		return &RefusedError{Reason: fmt.Sprintf("startscript %s was changed on this host: its SHA-256 is %s, not %s as the cluster's spec says; nothing ran", file, got, s.SHA256)}
+	if got := hex.EncodeToString(h.Sum(nil)); got != sum {
+		return "", nil, &RefusedError{Reason: fmt.Sprintf("startscript %s was changed on this host: its SHA-256 is %s, not %s as the cluster's spec says; nothing ran", script, got, sum)}
 	}
-	return nil
+	if string(head[:n]) == "#!" {
+		return script, args, nil
+	}
+	return "/bin/sh", append([]string{script}, args...), nil
 }

@@ -1,7 +1,6 @@
 package backend
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -11,7 +10,6 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -19,6 +17,7 @@ import (
 
 	"github.com/clusterflow/clusterflow/internal/agent"
 	"github.com/clusterflow/clusterflow/internal/atomicfile"
+	"github.com/clusterflow/clusterflow/internal/layout"
 	"github.com/clusterflow/clusterflow/internal/notice"
 	"github.com/clusterflow/clusterflow/internal/runner"
 	"github.com/clusterflow/clusterflow/internal/spec"
@@ -28,8 +27,9 @@ import (
 // its startscripts there through the host's agent, which keeps its own state in
 // <Root>/agent/.
 type Local struct {
-	root  string
-	agent *agent.Client
+	root   string
+	layout layout.Root
+	agent  *agent.Client
 	// Grace is how long a script has between SIGTERM and SIGKILL when stopped.
 	Grace time.Duration
 	// Host names the host the backend runs on, for scripts (CLUSTERFLOW_HOST).
@@ -59,11 +59,11 @@ func NewLocal(root string, agentCommand ...string) (*Local, error) {
 	if len(agentCommand) > 0 {
 		command = append(slices.Clone(agentCommand), agentDir)
 	}
-	return &Local{root: abs, agent: &agent.Client{Dir: agentDir, Command: command}, Grace: 10 * time.Second}, nil
+	return &Local{root: abs, layout: layout.Root(abs), agent: &agent.Client{Dir: agentDir, Command: command}, Grace: 10 * time.Second}, nil
 }
 
 // AgentDir is the folder of the agent serving a local backend rooted at root.
-func AgentDir(root string) string { return filepath.Join(root, "agent") }
+func AgentDir(root string) string { return layout.Root(root).Agent() }
 
 // AgentPID returns the process ID of the running agent, if there is one.
 func (l *Local) AgentPID() (int, bool) { return l.agent.PID() }
@@ -95,7 +95,7 @@ func (l *Local) WriteClusterFiles(_ context.Context, files ClusterFiles) error {
 		return err
 	}
 	for _, hash := range slices.Sorted(maps.Keys(files.Scripts)) {
-		path, err := l.scriptPath(files.Cluster, hash)
+		path, err := l.layout.Script(files.Cluster, hash)
 		if err != nil {
 			return err
 		}
@@ -107,7 +107,7 @@ func (l *Local) WriteClusterFiles(_ context.Context, files ClusterFiles) error {
 		}
 	}
 	for _, hash := range slices.Sorted(maps.Keys(files.Envs)) {
-		path, err := l.envPath(files.Cluster, hash)
+		path, err := l.layout.Env(files.Cluster, hash)
 		if err != nil {
 			return err
 		}
@@ -196,7 +196,7 @@ const (
 )
 
 func (l *Local) readEnv(cluster, hash string) (map[string]string, error) {
-	path, err := l.envPath(cluster, hash)
+	path, err := l.layout.Env(cluster, hash)
 	if err != nil {
 		return nil, err
 	}
@@ -237,7 +237,15 @@ func (l *Local) CreateMember(_ context.Context, m Member) error {
 	if err != nil {
 		return err
 	}
-	if err := os.MkdirAll(filepath.Join(dir, "logs"), 0o755); err != nil {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	sandbox, err := os.OpenRoot(dir)
+	if err != nil {
+		return err
+	}
+	defer sandbox.Close()
+	if err := sandbox.MkdirAll(layout.LogsDir, 0o755); err != nil {
 		return err
 	}
 	u, err := l.userOf(m.Cluster)
@@ -250,7 +258,7 @@ func (l *Local) CreateMember(_ context.Context, m Member) error {
 	if err := os.Chmod(dir, 0o700); err != nil {
 		return err
 	}
-	return giveTo(u, dir, filepath.Join(dir, "logs"))
+	return giveTo(u, sandbox, ".", layout.LogsDir)
 }
 
 // LaunchScript implements Backend.
@@ -269,8 +277,13 @@ func (l *Local) LaunchScript(ctx context.Context, run ScriptRun, to Completion) 
 	if err != nil {
 		return err
 	}
-	if err := ownSandbox(user, dir); err != nil {
+	sandbox, err := os.OpenRoot(dir)
+	if err != nil {
 		return err
+	}
+	defer sandbox.Close()
+	if err := ownSandbox(user, sandbox); err != nil {
+		return fmt.Errorf("give the sandbox %s to its script user: %w", dir, err)
 	}
 	own := map[string]string{
 		"CLUSTERFLOW_CLUSTER": run.Member.Cluster,
@@ -286,58 +299,45 @@ func (l *Local) LaunchScript(ctx context.Context, run ScriptRun, to Completion) 
 		return err
 	}
 	if len(run.Nodes) > 0 {
-		nodesFile := filepath.Join(dir, ".clusterflow", string(run.Event)+".nodes")
-		if err := atomicfile.Write(nodesFile, []byte(strings.Join(run.Nodes, "\n")+"\n"), 0o644); err != nil {
+		// Written through the sandbox's root: its user may have put a link where it goes.
+		nodesFile := layout.NodesFile(string(run.Event))
+		if err := atomicfile.WriteIn(sandbox, nodesFile, []byte(strings.Join(run.Nodes, "\n")+"\n"), 0o644); err != nil {
 			return fmt.Errorf("write the nodes of %s: %w", run.Event, err)
 		}
-		if err := giveTo(user, filepath.Dir(nodesFile), nodesFile); err != nil {
+		if err := giveTo(user, sandbox, filepath.Dir(nodesFile), nodesFile); err != nil {
 			return err
 		}
-		own[NodesFileEnv] = nodesFile
+		own[NodesFileEnv] = filepath.Join(dir, nodesFile)
 		if len(args[len(args)-1]) > MaxNodesArg {
-			args = append(args[:len(args)-2], "--nodes-file", nodesFile)
+			args = append(args[:len(args)-2], "--nodes-file", own[NodesFileEnv])
 		}
 	}
-	script, err := l.scriptPath(run.Member.Cluster, run.ScriptHash)
+	// The agent finds the script, the sandbox and the files of the run by these names
+	// alone: the script must be installed, and the folders of the output and exit files
+	// there, the script user's.
+	script, err := l.layout.Script(run.Member.Cluster, run.ScriptHash)
 	if err != nil {
 		return err
 	}
-	path, args, err := interpreter(script, args)
-	if err != nil {
+	if _, err := os.Stat(script); err != nil {
+		return fmt.Errorf("startscript not installed: %w", err)
+	}
+	for _, folder := range []string{layout.LogsDir, layout.ExitDir} {
+		if err := sandbox.MkdirAll(folder, 0o755); err != nil {
+			return err
+		}
+	}
+	if err := giveTo(user, sandbox, layout.LogsDir, filepath.Dir(layout.ExitDir), layout.ExitDir); err != nil {
 		return err
 	}
-	logs := filepath.Join(dir, "logs")
-	if err := os.MkdirAll(logs, 0o755); err != nil {
-		return err
-	}
-	clusterDir, _ := l.clusterDir(run.Member.Cluster)
+	clusterDir, _ := l.layout.Cluster(run.Member.Cluster)
 	own["CLUSTERFLOW_CONFIGMETA"] = l.configMetaPath(clusterDir)
-	exitFile := ""
-	if user != nil {
-		// The record folder is the agent's, out of the script user's reach; the exit
-		// status goes to the sandbox, which is theirs.
-		exitFile = filepath.Join(dir, ".clusterflow", "exit", to.Key.ID())
-		if err := os.MkdirAll(filepath.Dir(filepath.Dir(exitFile)), 0o755); err != nil {
-			return err
-		}
-		if err := giveTo(user, filepath.Dir(filepath.Dir(exitFile))); err != nil {
-			return err
-		}
-	}
 	_, err = l.agent.Launch(ctx, agent.Launch{
 		Key: to.Key, TaskToken: to.TaskToken, Connection: to.Connection, HeartbeatTimeout: to.HeartbeatTimeout,
-		Member: run.Member.Name, Event: string(run.Event),
-		Script: agent.Script{
-			File: script, SHA256: run.ScriptHash,
-			Path: path, Args: args, Dir: dir,
-			Env:        scriptEnv(run, own),
-			StdoutFile: filepath.Join(logs, string(run.Event)+".stdout"),
-			StderrFile: filepath.Join(logs, string(run.Event)+".stderr"),
-			User:       user, ExitFile: exitFile,
-		},
-		Timeout:   run.Timeout,
-		Grace:     l.Grace,
-		RecordDir: l.recordDir(run.Member),
+		Cluster: run.Member.Cluster, Member: run.Member.Name, Event: string(run.Event),
+		Script:  agent.Script{SHA256: run.ScriptHash, Args: args, Env: scriptEnv(run, own), User: user},
+		Timeout: run.Timeout,
+		Grace:   l.Grace,
 	})
 	return err
 }
@@ -400,17 +400,14 @@ func (l *Local) RemoveMember(_ context.Context, m Member) error {
 		return err
 	}
 	runner.KillTagged(MemberDirEnv + "=" + dir)
-	if err := os.RemoveAll(l.recordDir(m)); err != nil {
+	records, err := l.layout.Records(m.Cluster, m.Name)
+	if err != nil {
+		return err
+	}
+	if err := os.RemoveAll(records); err != nil {
 		return err
 	}
 	return os.RemoveAll(dir)
-}
-
-// recordDir holds a member's run records: in the agent's own folder (0700), out of the
-// member's sandbox, so that its script cannot rewrite what the agent trusts about its
-// runs by mistake. Names are checked (memberDir) before a record is written or removed.
-func (l *Local) recordDir(m Member) string {
-	return filepath.Join(AgentDir(l.root), "records", m.Cluster, m.Name)
 }
 
 // RemoveCluster implements Backend.
@@ -423,7 +420,11 @@ func (l *Local) RemoveCluster(_ context.Context, cluster string) error {
 	for _, e := range entries {
 		runner.KillTagged(MemberDirEnv + "=" + filepath.Join(dir, e.Name()))
 	}
-	if err := os.RemoveAll(filepath.Join(AgentDir(l.root), "records", cluster)); err != nil {
+	records, err := l.layout.ClusterRecords(cluster)
+	if err != nil {
+		return err
+	}
+	if err := os.RemoveAll(records); err != nil {
 		return err
 	}
 	if err := os.RemoveAll(dir); err != nil {
@@ -461,52 +462,17 @@ func (l *Local) ListMembers(_ context.Context, cluster string) ([]Member, error)
 	return members, nil
 }
 
-func (l *Local) clusterDir(cluster string) (string, error) {
-	if err := spec.CheckName(cluster); err != nil {
-		return "", fmt.Errorf("cluster name %w", err)
-	}
-	return filepath.Join(l.root, "clusters", cluster), nil
-}
+func (l *Local) clusterDir(cluster string) (string, error) { return l.layout.Cluster(cluster) }
 
 // memberDir checks every name before it becomes part of a path.
 func (l *Local) memberDir(m Member) (string, error) {
-	clusterDir, err := l.clusterDir(m.Cluster)
-	if err != nil {
-		return "", err
-	}
 	if err := spec.CheckName(m.Role); err != nil {
 		return "", fmt.Errorf("role name %w", err)
 	}
 	if role, _, ok := spec.ParseMemberName(m.Cluster, m.Name); !ok || role != m.Role {
 		return "", fmt.Errorf("member name %q is not <cluster>-<role>-<ordinal> for cluster %q, role %q", m.Name, m.Cluster, m.Role)
 	}
-	return filepath.Join(clusterDir, m.Name), nil
-}
-
-var sha256Hex = regexp.MustCompile(`^[0-9a-f]{64}$`)
-
-func (l *Local) scriptPath(cluster, hash string) (string, error) {
-	dir, err := l.clusterDir(cluster)
-	if err != nil {
-		return "", err
-	}
-	if !sha256Hex.MatchString(hash) {
-		return "", fmt.Errorf("script hash %q is not a SHA-256", hash)
-	}
-	// Member names cannot start with '.', so this folder never collides with a member.
-	return filepath.Join(dir, ".clusterflow", "scripts", hash), nil
-}
-
-// envPath is where a role's env is installed, by its hash.
-func (l *Local) envPath(cluster, hash string) (string, error) {
-	dir, err := l.clusterDir(cluster)
-	if err != nil {
-		return "", err
-	}
-	if !sha256Hex.MatchString(hash) {
-		return "", fmt.Errorf("env hash %q is not a SHA-256", hash)
-	}
-	return filepath.Join(dir, ".clusterflow", "env", hash+".json"), nil
+	return l.layout.Sandbox(m.Cluster, m.Name)
 }
 
 func (l *Local) configMetaPath(clusterDir string) string {
@@ -537,21 +503,6 @@ func scriptArgs(run ScriptRun) ([]string, error) {
 		return []string{"--" + string(run.Event), "--role", run.NodesRole, "--nodes", strings.Join(run.Nodes, ",")}, nil
 	}
 	return nil, fmt.Errorf("unknown event %q", run.Event)
-}
-
-// interpreter runs scripts with a #! line directly and others with /bin/sh.
-func interpreter(script string, args []string) (string, []string, error) {
-	f, err := os.Open(script)
-	if err != nil {
-		return "", nil, fmt.Errorf("startscript not installed: %w", err)
-	}
-	defer f.Close()
-	head := make([]byte, 2)
-	n, _ := f.Read(head)
-	if bytes.Equal(head[:n], []byte("#!")) {
-		return script, args, nil
-	}
-	return "/bin/sh", append([]string{script}, args...), nil
 }
 
 // passedThrough are the worker's variables a script inherits; anything else (credentials

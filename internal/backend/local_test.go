@@ -86,13 +86,13 @@ func TestRunScriptGivesTheScriptItsSandboxAndEnvironment(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(dir, ".clusterflow", "runs")); !os.IsNotExist(err) {
 		t.Errorf("run records in the member's sandbox (%v)", err)
 	}
-	if _, err := os.Stat(l.recordDir(m)); err != nil {
+	if _, err := os.Stat(records(t, l, m)); err != nil {
 		t.Errorf("no run record in the agent's folder: %v", err)
 	}
 	if err := l.RemoveMember(context.Background(), m); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := os.Stat(l.recordDir(m)); !os.IsNotExist(err) {
+	if _, err := os.Stat(records(t, l, m)); !os.IsNotExist(err) {
 		t.Errorf("the member's run records outlived it (%v)", err)
 	}
 }
@@ -202,7 +202,7 @@ func runScript(t *testing.T, l *Local, run ScriptRun) runner.Result {
 	if err := l.LaunchScript(context.Background(), run, to); err != nil {
 		t.Fatal(err)
 	}
-	path := filepath.Join(l.recordDir(run.Member), to.Key.ID(), "record.json")
+	path := filepath.Join(records(t, l, run.Member), to.Key.ID(), "record.json")
 	for end := time.Now().Add(10 * time.Second); time.Now().Before(end); time.Sleep(20 * time.Millisecond) {
 		var rec struct{ Result *runner.Result }
 		if data, err := os.ReadFile(path); err == nil && json.Unmarshal(data, &rec) == nil && rec.Result != nil {
@@ -318,4 +318,13 @@ func TestRunScriptResolvesItsEnvAndItsNodesOnTheHost(t *testing.T) {
 			t.Errorf("launched %+v", bad)
 		}
 	}
+}
+
+func records(t *testing.T, l *Local, m Member) string {
+	t.Helper()
+	dir, err := l.layout.Records(m.Cluster, m.Name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return dir
 }

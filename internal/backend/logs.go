@@ -3,13 +3,11 @@ package backend
 import (
 	"context"
 	"errors"
-	"fmt"
 	"io"
 	"io/fs"
 	"os"
-	"path/filepath"
-	"slices"
 
+	"github.com/clusterflow/clusterflow/internal/layout"
 	"github.com/clusterflow/clusterflow/internal/spec"
 )
 
@@ -43,21 +41,31 @@ func (l *Local) ReadLog(_ context.Context, req LogRequest) (LogChunk, error) {
 	if err != nil {
 		return LogChunk{}, err
 	}
-	if !slices.Contains(spec.KnownEvents, req.Event) {
-		return LogChunk{}, fmt.Errorf("unknown event %q", req.Event)
+	stdout, stderr, err := layout.Output(string(req.Event))
+	if err != nil {
+		return LogChunk{}, err
 	}
 	// A read's answer is an activity result: it must stay far below Temporal's 2 MiB.
 	if req.Limit <= 0 || req.Limit > MaxLogRead {
 		req.Limit = MaxLogRead
 	}
-	base := filepath.Join(dir, "logs", string(req.Event))
-	var chunk LogChunk
-	var missing [2]bool
-	chunk.Stdout, chunk.StdoutOffset, missing[0], err = readFrom(base+".stdout", req.StdoutOffset, req.Limit)
+	// The sandbox is its script user's, who may have put links in it: the output is read
+	// through its root, so none leads the worker's read out of it.
+	sandbox, err := os.OpenRoot(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return LogChunk{Missing: true}, nil
+	}
 	if err != nil {
 		return LogChunk{}, err
 	}
-	chunk.Stderr, chunk.StderrOffset, missing[1], err = readFrom(base+".stderr", req.StderrOffset, req.Limit)
+	defer sandbox.Close()
+	var chunk LogChunk
+	var missing [2]bool
+	chunk.Stdout, chunk.StdoutOffset, missing[0], err = readFrom(sandbox, stdout, req.StdoutOffset, req.Limit)
+	if err != nil {
+		return LogChunk{}, err
+	}
+	chunk.Stderr, chunk.StderrOffset, missing[1], err = readFrom(sandbox, stderr, req.StderrOffset, req.Limit)
 	if err != nil {
 		return LogChunk{}, err
 	}
@@ -67,8 +75,8 @@ func (l *Local) ReadLog(_ context.Context, req LogRequest) (LogChunk, error) {
 
 // readFrom reads up to limit bytes of path from offset, or its last limit bytes when offset
 // is negative, and returns them with the offset to read from next.
-func readFrom(path string, offset int64, limit int) (text string, next int64, missing bool, err error) {
-	f, err := os.Open(path)
+func readFrom(sandbox *os.Root, name string, offset int64, limit int) (text string, next int64, missing bool, err error) {
+	f, err := sandbox.Open(name)
 	if errors.Is(err, fs.ErrNotExist) {
 		return "", max(offset, 0), true, nil
 	}

@@ -122,11 +122,11 @@ func (l *Local) userOf(cluster string) (*runner.User, error) {
 	return l.ScriptUser, nil
 }
 
-// giveTo gives paths in a sandbox to the script user u, when there is one.
-func giveTo(u *runner.User, paths ...string) error {
-	for _, p := range paths {
-		if err := u.Own(p); err != nil {
-			return fmt.Errorf("give %s to the script user: %w", p, err)
+// giveTo gives names in a sandbox to the script user u, when there is one.
+func giveTo(u *runner.User, sandbox *os.Root, names ...string) error {
+	for _, name := range names {
+		if err := u.Own(sandbox, name); err != nil {
+			return fmt.Errorf("give %s to the script user: %w", name, err)
 		}
 	}
 	return nil
@@ -153,26 +153,27 @@ func (l *Local) ownClusterDir(cluster, dir string) error {
 
 // ownSandbox makes a member's sandbox its script user's, if it is not yet: a sandbox made
 // before scripts had users of their own (by a root worker of an earlier version) is given
-// to the user whole, once, at the member's next event, so its app keeps its files.
-func ownSandbox(u *runner.User, dir string) error {
+// to the user whole, once, at the member's next event, so its app keeps its files. The
+// walk stays within the sandbox, whatever links are in it.
+func ownSandbox(u *runner.User, sandbox *os.Root) error {
 	if u == nil {
 		return nil
 	}
-	info, err := os.Stat(dir)
+	info, err := sandbox.Stat(".")
 	if err != nil {
 		return err
 	}
 	if st, ok := info.Sys().(*syscall.Stat_t); ok && st.Uid == u.UID && info.Mode().Perm() == 0o700 {
 		return nil
 	}
-	err = filepath.WalkDir(dir, func(path string, _ fs.DirEntry, err error) error {
+	err = fs.WalkDir(sandbox.FS(), ".", func(name string, _ fs.DirEntry, err error) error {
 		if err != nil {
 			return err
 		}
-		return u.Own(path)
+		return u.Own(sandbox, name)
 	})
 	if err != nil {
-		return fmt.Errorf("give the sandbox %s to its script user: %w", dir, err)
+		return err
 	}
-	return os.Chmod(dir, 0o700)
+	return sandbox.Chmod(".", 0o700)
 }

@@ -67,9 +67,28 @@ func TestASandboxFromBeforeScriptUsersIsGivenToItsUser(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "app", "data", "db"), []byte("x"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	u := &runner.User{UID: 65534, GID: 65534}
-	if err := ownSandbox(u, dir); err != nil {
+	// Links out of the sandbox, as an app may have left (or a member planted): what they
+	// lead to stays root's.
+	victim := filepath.Join(filepath.Dir(dir), "victim")
+	if err := os.WriteFile(victim, nil, 0o600); err != nil {
 		t.Fatal(err)
+	}
+	for name, target := range map[string]string{"absolute": victim, "relative": "../../victim"} {
+		if err := os.Symlink(target, filepath.Join(dir, "app", name)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	u := &runner.User{UID: 65534, GID: 65534}
+	sandbox, err := os.OpenRoot(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sandbox.Close()
+	if err := ownSandbox(u, sandbox); err != nil {
+		t.Fatal(err)
+	}
+	if info, err := os.Stat(victim); err != nil || info.Sys().(*syscall.Stat_t).Uid != 0 {
+		t.Errorf("a file a link in the sandbox leads to was given away: %v", err)
 	}
 	for _, p := range []string{dir, filepath.Join(dir, "app"), filepath.Join(dir, "app", "data", "db")} {
 		info, err := os.Stat(p)

@@ -21,8 +21,11 @@ import (
 // hostileScript tries, as a member, what would let it act as the host, and writes into its
 // own sandbox, for each, whether it was refused or it leaked.
 const hostileScript = `#!/bin/sh
-[ "$CLUSTERFLOW_EVENT" = configure ] || exit 0
+[ "$CLUSTERFLOW_EVENT" = configure ] || { echo "written by $CLUSTERFLOW_EVENT"; exit 0; }
 out="$CLUSTERFLOW_MEMBER_DIR/hostile.log"
+# Links where the host reads and writes the member's output: to be followed by nobody.
+ln -sf "$VICTIM" "$CLUSTERFLOW_MEMBER_DIR/logs/teardown.stdout"
+ln -sf "$VICTIM" "$CLUSTERFLOW_MEMBER_DIR/logs/start.stdout"
 try() { name=$1; shift; if "$@" >/dev/null 2>&1; then echo "$name leaked" >> "$out"; else echo "$name refused" >> "$out"; fi; }
 try run-as-root test "$(id -u)" = 0
 try read-agent-connections sh -c 'cat "$AGENT_DIR"/connections/*.json'
@@ -91,6 +94,12 @@ func hostileMember(t *testing.T, flags ...string) {
 		t.Fatal(err)
 	}
 	agentDir := filepath.Join(data, "agent")
+	// A root-only file the hostile members link to from their logs: the host must neither
+	// show it as their output nor write their output into it.
+	victim := filepath.Join(t.TempDir(), "victim")
+	if err := os.WriteFile(victim, []byte("root's own\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	spec := func(name string) string {
 		pid, _ := os.ReadFile(filepath.Join(agentDir, "agent.pid"))
 		other := ""
@@ -99,7 +108,7 @@ func hostileMember(t *testing.T, flags ...string) {
 		}
 		p := filepath.Join(dir, name+".yaml")
 		body := "name: " + name + "\nroles:\n  - {name: m, members: 2, startscript: " + script + ", env: {AGENT_DIR: " + agentDir +
-			", AGENT_PID: \"" + strings.TrimSpace(string(pid)) + "\", AGENT_SOCKET: " + agent.SocketPath(agentDir) + other + "}}\n"
+			", AGENT_PID: \"" + strings.TrimSpace(string(pid)) + "\", AGENT_SOCKET: " + agent.SocketPath(agentDir) + ", VICTIM: " + victim + other + "}}\n"
 		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
 			t.Fatal(err)
 		}
@@ -160,6 +169,9 @@ func hostileMember(t *testing.T, flags ...string) {
 	if st := s.status("hostile"); st.Phase != workflows.PhaseReady {
 		t.Errorf("hostile cluster %s", st.Phase)
 	}
+	if res := s.cli("logs", "hostile", "hostile-m-0", "--event", "start"); strings.Contains(res.Stdout+res.Stderr, "root's own") {
+		t.Errorf("the host showed the file a member's log links to: %s", res)
+	}
 	for _, n := range []string{"warmup", "hostile"} {
 		if res := s.cli("delete", n, "--wait"); res.Code != 0 {
 			t.Errorf("delete %s: %s", n, res)
@@ -169,6 +181,9 @@ func hostileMember(t *testing.T, flags ...string) {
 		entries, _ := os.ReadDir(filepath.Join(data, "clusters"))
 		return len(entries) == 0
 	})
+	if got, _ := os.ReadFile(victim); string(got) != "root's own\n" {
+		t.Errorf("the host wrote a member's teardown output through its link: %q", got)
+	}
 	if perCluster {
 		// A deleted cluster's user is free again.
 		if left, err := os.ReadFile(filepath.Join(agentDir, "script-uids.json")); err != nil || strings.TrimSpace(string(left)) != "{}" {

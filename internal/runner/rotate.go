@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"syscall"
 )
 
 // MaxLogBytes caps one event's stdout or stderr file of a member. Past it the file is
@@ -16,30 +17,41 @@ const MaxLogBytes = 64 << 20
 // from under them: as logrotate's copytruncate does, the content is copied to path.1 and
 // path truncated, and the script's next write lands at the start of the emptied file.
 // What it writes between the copy and the truncation is lost.
-func RotateLog(path string, limit int64) (bool, error) {
-	info, err := os.Stat(path)
-	if err != nil || info.Size() <= limit {
+//
+// The file is a script's, named within its sandbox (see rooted), and the copy is made there.
+func RotateLog(sandbox, name string, limit int64) (bool, error) {
+	root, name, err := rooted(sandbox, name)
+	if err != nil {
+		return false, nil // no sandbox, no log
+	}
+	defer root.Close()
+	src, err := root.OpenFile(name, os.O_RDWR, 0)
+	if err != nil {
 		return false, nil
 	}
-	src, err := os.Open(path)
+	defer src.Close()
+	info, err := src.Stat()
+	if err != nil || !info.Mode().IsRegular() || info.Size() <= limit {
+		return false, nil
+	}
+	tmp := name + ".1.tmp"
+	_ = root.Remove(tmp)
+	dst, err := root.OpenFile(tmp, os.O_CREATE|os.O_EXCL|os.O_WRONLY, info.Mode().Perm())
 	if err != nil {
 		return false, err
 	}
-	defer src.Close()
-	tmp := path + ".1.tmp"
-	dst, err := os.OpenFile(tmp, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, info.Mode().Perm())
-	if err != nil {
-		return false, err
+	if st, ok := info.Sys().(*syscall.Stat_t); ok {
+		_ = dst.Chown(int(st.Uid), int(st.Gid)) // the rotated output stays the script user's
 	}
 	if _, err := io.Copy(dst, src); err != nil {
 		dst.Close()
-		return false, fmt.Errorf("rotate %s: %w", path, err)
+		return false, fmt.Errorf("rotate %s: %w", name, err)
 	}
 	if err := dst.Close(); err != nil {
 		return false, err
 	}
-	if err := os.Rename(tmp, path+".1"); err != nil {
+	if err := root.Rename(tmp, name+".1"); err != nil {
 		return false, err
 	}
-	return true, os.Truncate(path, 0)
+	return true, src.Truncate(0)
 }

@@ -20,10 +20,10 @@ func TestALogPastItsLimitIsRotatedUnderItsWriter(t *testing.T) {
 	if _, err := w.WriteString(strings.Repeat("old line\n", 20)); err != nil {
 		t.Fatal(err)
 	}
-	if rotated, err := RotateLog(path, 1000); err != nil || rotated {
+	if rotated, err := RotateLog("", path, 1000); err != nil || rotated {
 		t.Fatalf("180 bytes under a limit of 1000: rotated %v, %v", rotated, err)
 	}
-	if rotated, err := RotateLog(path, 100); err != nil || !rotated {
+	if rotated, err := RotateLog("", path, 100); err != nil || !rotated {
 		t.Fatalf("180 bytes over a limit of 100: rotated %v, %v", rotated, err)
 	}
 	if _, err := w.WriteString("new line\n"); err != nil {
@@ -34,14 +34,14 @@ func TestALogPastItsLimitIsRotatedUnderItsWriter(t *testing.T) {
 	if string(now) != "new line\n" || string(old) != strings.Repeat("old line\n", 20) {
 		t.Errorf("after rotation: %q and .1 %q", now, old)
 	}
-	if tail := readTail(path, 180, 1024); tail != "new line\n" {
+	if tail := readTail("", path, 180, 1024); tail != "new line\n" {
 		t.Errorf("tail from an offset past the rotated file's end: %q", tail)
 	}
 	// Rotated again, the older .1 is replaced: at most two files.
 	if _, err := w.WriteString(strings.Repeat("x", 200)); err != nil {
 		t.Fatal(err)
 	}
-	if rotated, err := RotateLog(path, 100); err != nil || !rotated {
+	if rotated, err := RotateLog("", path, 100); err != nil || !rotated {
 		t.Fatalf("second rotation: %v %v", rotated, err)
 	}
 	if old, _ := os.ReadFile(path + ".1"); !strings.HasPrefix(string(old), "new line\n") {

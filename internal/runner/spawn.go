@@ -18,6 +18,9 @@ type Spec struct {
 	Args []string
 	Dir  string
 	Env  []string
+	// Sandbox is the folder the files below are named in, and reached only through (see
+	// rooted).
+	Sandbox string
 	// StdoutFile and StderrFile receive the output; they are appended to, and the tails
 	// cover only this run.
 	StdoutFile, StderrFile string
@@ -44,7 +47,10 @@ type Handle struct {
 	StartTicks uint64 `json:"startTicks"`
 	// BootID is the machine's boot the run began in: after a reboot its PID may be anyone's,
 	// so a handle of an earlier boot is never running and never signalled.
-	BootID     string `json:"bootID,omitempty"`
+	BootID string `json:"bootID,omitempty"`
+	// Sandbox and the file names are the Spec's; a handle recorded before sandboxes were
+	// named has none, and absolute file names.
+	Sandbox    string `json:"sandbox,omitempty"`
 	StdoutFile string `json:"stdoutFile"`
 	StderrFile string `json:"stderrFile"`
 	StdoutFrom int64  `json:"stdoutFrom"`
@@ -61,37 +67,45 @@ const wrapper = `x=$1; shift; trap : TERM INT HUP; "$@"; c=$?; echo $c >"$x.tmp"
 // leaves the script running. The caller's own child is reaped in the background, and the
 // returned channel is closed when the wrapper exits, so the caller need not poll.
 func Spawn(s Spec) (Handle, <-chan struct{}, error) {
-	_ = os.Remove(s.ExitFile)
+	if s.Sandbox == "" {
+		return Handle{}, nil, fmt.Errorf("a script needs a sandbox")
+	}
+	h := Handle{Sandbox: s.Sandbox, StdoutFile: s.StdoutFile, StderrFile: s.StderrFile, ExitFile: s.ExitFile}
+	root, exitFile, err := rooted(s.Sandbox, s.ExitFile)
+	if err != nil {
+		return h, nil, err
+	}
+	defer root.Close()
+	_ = root.Remove(exitFile)
 	// The wrapper writes the exit status there, maybe before Spawn returns.
-	if err := os.MkdirAll(filepath.Dir(s.ExitFile), 0o755); err != nil {
-		return Handle{}, nil, err
-	}
-	if err := s.User.Own(filepath.Dir(s.ExitFile)); err != nil {
-		return Handle{}, nil, err
-	}
-	h := Handle{StdoutFile: s.StdoutFile, StderrFile: s.StderrFile, ExitFile: s.ExitFile}
-	stdout, from, err := openLog(s.StdoutFile)
-	if err != nil {
+	if err := root.MkdirAll(filepath.Dir(exitFile), 0o755); err != nil {
 		return h, nil, err
 	}
-	defer stdout.Close()
-	h.StdoutFrom = from
-	stderr, from, err := openLog(s.StderrFile)
-	if err != nil {
+	if err := s.User.Own(root, filepath.Dir(exitFile)); err != nil {
 		return h, nil, err
 	}
-	defer stderr.Close()
-	h.StderrFrom = from
-	for _, f := range []*os.File{stdout, stderr} {
-		if err := s.User.Own(f.Name()); err != nil {
+	var files [2]*os.File
+	for i, name := range []string{s.StdoutFile, s.StderrFile} {
+		f, from, err := openLog(s.Sandbox, name)
+		if err != nil {
 			return h, nil, err
+		}
+		defer f.Close()
+		if err := s.User.OwnFile(f); err != nil {
+			return h, nil, err
+		}
+		files[i] = f
+		if i == 0 {
+			h.StdoutFrom = from
+		} else {
+			h.StderrFrom = from
 		}
 	}
 
-	args := append([]string{"-c", wrapper, "clusterflow-run", s.ExitFile, s.Path}, s.Args...)
+	args := append([]string{"-c", wrapper, "clusterflow-run", absolute(s.Sandbox, s.ExitFile), s.Path}, s.Args...)
 	cmd := exec.Command("/bin/sh", args...)
 	cmd.Dir, cmd.Env = s.Dir, s.Env
-	cmd.Stdout, cmd.Stderr = stdout, stderr
+	cmd.Stdout, cmd.Stderr = files[0], files[1]
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	if s.User != nil {
 		cmd.SysProcAttr.Credential = &syscall.Credential{Uid: s.User.UID, Gid: s.User.GID, Groups: []uint32{}}
@@ -107,13 +121,21 @@ func Spawn(s Spec) (Handle, <-chan struct{}, error) {
 	return h, exited, nil
 }
 
-// Own gives path to the user, when there is one: what the script must write is theirs,
-// and nothing in its sandbox is left to the agent's user.
-func (u *User) Own(path string) error {
+// Own gives name, within root, to the user, when there is one: what the script must write
+// is theirs, and nothing in its sandbox is left to the agent's user.
+func (u *User) Own(root *os.Root, name string) error {
 	if u == nil {
 		return nil
 	}
-	return os.Lchown(path, int(u.UID), int(u.GID))
+	return root.Lchown(name, int(u.UID), int(u.GID))
+}
+
+// OwnFile gives an open file to the user, when there is one.
+func (u *User) OwnFile(f *os.File) error {
+	if u == nil {
+		return nil
+	}
+	return f.Chown(int(u.UID), int(u.GID))
 }
 
 // bootID is the kernel's ID of this boot of the machine, read once.
@@ -130,7 +152,12 @@ func (h Handle) ofAnotherBoot() bool { return h.BootID != "" && h.BootID != boot
 
 // ExitCode returns the exit status the wrapper wrote, if the script has ended.
 func (h Handle) ExitCode() (int, bool) {
-	data, err := os.ReadFile(h.ExitFile)
+	root, name, err := rooted(h.Sandbox, h.ExitFile)
+	if err != nil {
+		return 0, false
+	}
+	defer root.Close()
+	data, err := root.ReadFile(name)
 	if err != nil {
 		return 0, false
 	}
@@ -171,36 +198,56 @@ func (h Handle) Stop(grace time.Duration) {
 
 // Tails returns up to TailSize bytes of what this run wrote to each stream.
 func (h Handle) Tails() (stdout, stderr string) {
-	return readTail(h.StdoutFile, h.StdoutFrom, TailSize), readTail(h.StderrFile, h.StderrFrom, TailSize)
+	return readTail(h.Sandbox, h.StdoutFile, h.StdoutFrom, TailSize), readTail(h.Sandbox, h.StderrFile, h.StderrFrom, TailSize)
 }
 
 // LastLine returns the last non-empty line this run wrote to whichever stream was written
 // most recently.
 func (h Handle) LastLine() string {
 	path, from := h.StdoutFile, h.StdoutFrom
-	if modTime(h.StderrFile, h.StderrFrom) > modTime(h.StdoutFile, h.StdoutFrom) {
+	if modTime(h.Sandbox, h.StderrFile, h.StderrFrom) > modTime(h.Sandbox, h.StdoutFile, h.StdoutFrom) {
 		path, from = h.StderrFile, h.StderrFrom
 	}
-	text := strings.TrimRight(readTail(path, from, 1024), "\n")
+	text := strings.TrimRight(readTail(h.Sandbox, path, from, 1024), "\n")
 	if i := strings.LastIndexByte(text, '\n'); i >= 0 {
 		text = text[i+1:]
 	}
 	return strings.TrimSpace(text)
 }
 
-func modTime(path string, from int64) int64 {
-	info, err := os.Stat(path)
+func modTime(sandbox, name string, from int64) int64 {
+	f, err := openIn(sandbox, name)
+	if err != nil {
+		return 0
+	}
+	defer f.Close()
+	info, err := f.Stat()
 	if err != nil || info.Size() == from {
 		return 0
 	}
 	return info.ModTime().UnixNano()
 }
 
-func openLog(path string) (*os.File, int64, error) {
-	if _, err := RotateLog(path, MaxLogBytes); err != nil {
+// openLog opens a script's output file for it to append to. Anything but a regular file
+// there (a link the script planted, say) is replaced by one.
+func openLog(sandbox, name string) (*os.File, int64, error) {
+	if _, err := RotateLog(sandbox, name, MaxLogBytes); err != nil {
 		return nil, 0, err
 	}
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	root, name, err := rooted(sandbox, name)
+	if err != nil {
+		return nil, 0, err
+	}
+	defer root.Close()
+	if err := root.MkdirAll(filepath.Dir(name), 0o755); err != nil {
+		return nil, 0, err
+	}
+	if info, err := root.Lstat(name); err == nil && !info.Mode().IsRegular() {
+		if err := root.Remove(name); err != nil {
+			return nil, 0, err
+		}
+	}
+	f, err := root.OpenFile(name, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		return nil, 0, err
 	}

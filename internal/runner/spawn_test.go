@@ -21,8 +21,7 @@ func script(t *testing.T, body string) Spec {
 	}
 	return Spec{
 		Path: path, Dir: dir, Env: []string{"PATH=" + os.Getenv("PATH")},
-		StdoutFile: filepath.Join(dir, "out"), StderrFile: filepath.Join(dir, "err"),
-		ExitFile: filepath.Join(dir, "exit"),
+		Sandbox: dir, StdoutFile: "out", StderrFile: "err", ExitFile: "exit",
 	}
 }
 
@@ -73,7 +72,7 @@ func TestSpawnRecordsExitStatusAndTails(t *testing.T) {
 	if out, _ := h.Tails(); out != "first\n" {
 		t.Errorf("tail mixes runs: %q", out)
 	}
-	if data, _ := os.ReadFile(s.StdoutFile); string(data) != "first\nfirst\n" {
+	if data, _ := os.ReadFile(filepath.Join(s.Sandbox, s.StdoutFile)); string(data) != "first\nfirst\n" {
 		t.Errorf("log not appended: %q", data)
 	}
 }
@@ -203,7 +202,7 @@ func assertGone(t *testing.T, pidFile string) {
 // 0 s script ended first, was taken for lost and ran a second time.
 func TestAQuickScriptLeavesItsStatusInAFolderNotYetMade(t *testing.T) {
 	s := script(t, "exit 3\n")
-	s.ExitFile = filepath.Join(filepath.Dir(s.ExitFile), "runs", "r1", "exit")
+	s.ExitFile = filepath.Join("runs", "r1", "exit")
 	h := spawn(t, s)
 	if code := waitExit(t, h); code != 3 {
 		t.Fatalf("exit status %d, want 3", code)

@@ -1,13 +1,13 @@
 package runner
 
 import (
-	"os"
 	"strings"
 )
 
-// readTail reads the last limit bytes of a file written after offset from, as valid UTF-8.
-func readTail(path string, from, limit int64) string {
-	f, err := os.Open(path)
+// readTail reads the last limit bytes of a script's file written after offset from, as
+// valid UTF-8.
+func readTail(sandbox, name string, from, limit int64) string {
+	f, err := openIn(sandbox, name)
 	if err != nil {
 		return ""
 	}
