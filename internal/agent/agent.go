@@ -17,7 +17,6 @@ import (
 	"time"
 
 	"go.uber.org/zap"
-
 )
 
 // Options configure an agent.
