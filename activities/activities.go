@@ -13,6 +13,7 @@ import (
 	"github.com/clusterflow/clusterflow/internal/agent"
 	"github.com/clusterflow/clusterflow/internal/backend"
 	"github.com/clusterflow/clusterflow/internal/notice"
+	"github.com/clusterflow/clusterflow/internal/signing"
 	"github.com/clusterflow/clusterflow/internal/spec"
 )
 
@@ -26,6 +27,8 @@ type Activities struct {
 	// Admission is what this host runs, enforced here whatever placed a member on it:
 	// the workflow that asks is not what the host trusts.
 	Admission Admission
+	// Trusted, when set, are the keys whose signed specs alone this host runs scripts of.
+	Trusted signing.Trusted
 }
 
 // refuse fails, for good, a task for a cluster (with these env names) that the host does
@@ -42,6 +45,41 @@ func (a *Activities) refuse(ctx context.Context, cluster string, envNames []stri
 	msg := fmt.Sprintf("%s %s", host, why)
 	activity.GetLogger(ctx).Warn("Refused a task the host does not run", "cluster", cluster, "reason", msg)
 	return temporal.NewNonRetryableApplicationError(msg, ErrHostRefused, nil)
+}
+
+// signedReader is a backend that keeps the signed manifests of clusters' specs.
+type signedReader interface {
+	SignedSpecs(cluster string) ([]signing.Signed, error)
+}
+
+// refuseUnsigned fails, for good, a script run that no spec signed by a trusted key
+// covers, when the host trusts keys: the member goes to config_error saying why (unsigned
+// spec, a signature by an unknown key, a change made after signing), and nothing runs.
+func (a *Activities) refuseUnsigned(ctx context.Context, run ScriptRun) error {
+	if a.Trusted == nil {
+		return nil
+	}
+	reader, ok := a.Backend.(signedReader)
+	if !ok {
+		return temporal.NewNonRetryableApplicationError("this backend cannot check signed specs", ErrHostRefused, nil)
+	}
+	signed, err := reader.SignedSpecs(run.Member.Cluster)
+	if err != nil {
+		return err
+	}
+	env := run.EnvHash
+	if env == "" {
+		env = spec.EnvHash(run.Env)
+	}
+	err = a.Trusted.Check(signed, signing.Run{
+		Cluster: run.Member.Cluster, Namespace: activity.GetInfo(ctx).WorkflowNamespace, Role: run.Member.Role,
+		Script: run.ScriptHash, Env: env, Event: run.Event,
+	})
+	if err == nil {
+		return nil
+	}
+	activity.GetLogger(ctx).Warn("Refused a script no trusted signature covers", "member", run.Member.Name, "event", run.Event, "reason", err)
+	return temporal.NewNonRetryableApplicationError(err.Error(), ErrHostRefused, nil)
 }
 
 // WriteClusterFiles installs startscripts and writes the configmeta every member reads.
@@ -114,6 +152,9 @@ func (a *Activities) RemoveCluster(ctx context.Context, cluster string) error {
 // heartbeats its progress and completes the activity: with the ScriptResult on exit 0, and
 // otherwise with a non-retryable error whose details are the ScriptResult, tails included.
 func (a *Activities) RunStartscript(ctx context.Context, run ScriptRun) (ScriptResult, error) {
+	if err := a.refuseUnsigned(ctx, run); err != nil {
+		return ScriptResult{}, err
+	}
 	// The role's env by hash was checked when the cluster's files were written.
 	if run.Event != spec.EventTeardown {
 		if err := a.refuse(ctx, run.Member.Cluster, slices.Collect(maps.Keys(run.Env))); err != nil {

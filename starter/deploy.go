@@ -33,6 +33,7 @@ type DeployOptions struct {
 // When hosts are registered, the cluster's members are placed on them, and a deploy they
 // cannot hold is refused before anything starts.
 func (s *Starter) Deploy(ctx context.Context, c spec.Cluster, opts DeployOptions) error {
+	c = s.sign(c)
 	if err := s.refuseInMaintenance(ctx, "deploy"); err != nil {
 		return err
 	}

@@ -22,6 +22,8 @@ type Starter struct {
 	// dataConverter decodes what the starter reads outside the SDK's own calls (activity
 	// heartbeat details); it must be the client's, codec included.
 	dataConverter converter.DataConverter
+	// signer, when set, signs what the Starter deploys, applies and resizes (SignWith).
+	signer *signer
 }
 
 // New returns a Starter; an empty task queue means workflows.DefaultTaskQueue.

@@ -20,7 +20,11 @@ import (
 // accepted the change, with the generation to wait for; a refusal is a workflows.Error naming what was refused.
 func (s *Starter) Resize(ctx context.Context, name string, counts []workflows.RoleCount) (workflows.ChangeResult, error) {
 	var res workflows.ChangeResult
-	err := s.update(ctx, name, workflows.ResizeUpdate, &res, workflows.ResizeRequest{Counts: counts})
+	req, err := s.signResize(ctx, name, workflows.ResizeRequest{Counts: counts})
+	if err != nil {
+		return res, err
+	}
+	err = s.update(ctx, name, workflows.ResizeUpdate, &res, req)
 	return res, err
 }
 
@@ -28,7 +32,7 @@ func (s *Starter) Resize(ctx context.Context, name string, counts []workflows.Ro
 // come from spec.Load or spec.Parse, which validated it.
 func (s *Starter) Apply(ctx context.Context, c spec.Cluster) (workflows.ChangeResult, error) {
 	var res workflows.ChangeResult
-	err := s.update(ctx, c.Name, workflows.ApplyUpdate, &res, workflows.ApplyRequest{Spec: c})
+	err := s.update(ctx, c.Name, workflows.ApplyUpdate, &res, workflows.ApplyRequest{Spec: s.sign(c)})
 	return res, err
 }
 

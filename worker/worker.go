@@ -15,6 +15,7 @@ import (
 	"github.com/clusterflow/clusterflow/activities"
 	"github.com/clusterflow/clusterflow/internal/agent"
 	"github.com/clusterflow/clusterflow/internal/backend"
+	"github.com/clusterflow/clusterflow/internal/signing"
 	"github.com/clusterflow/clusterflow/starter"
 	"github.com/clusterflow/clusterflow/workflows"
 )
@@ -38,6 +39,9 @@ type Options struct {
 	// Admission is what this worker's host runs (worker --allow-clusters, …), enforced on
 	// every task; a host advertises it in its registration too.
 	Admission activities.Admission
+	// Trusted, when set, are the keys whose signed specs alone the host runs scripts of
+	// (worker --trusted-keys).
+	Trusted signing.Trusted
 	// Logger reports the host's registration.
 	Logger *zap.Logger
 }
@@ -115,7 +119,7 @@ func register(ctx context.Context, c client.Client, opts Options) {
 }
 
 func newActivities(opts Options) *activities.Activities {
-	return &activities.Activities{Backend: opts.Backend, Connection: opts.Connection, Host: opts.Host, Admission: opts.Admission}
+	return &activities.Activities{Backend: opts.Backend, Connection: opts.Connection, Host: opts.Host, Admission: opts.Admission, Trusted: opts.Trusted}
 }
 
 // deadlockDetection is how long one step of workflow code may run, by the wall clock,

@@ -29,6 +29,9 @@ const (
 	ResizeUpdate = "resize"
 	// ApplyUpdate replaces the desired spec; it returns a ChangeResult once accepted.
 	ApplyUpdate = "apply"
+	// ManifestQuery returns the manifest a signature of the cluster's spec covers
+	// (internal/signing), as a ResizeRequest's counts (none: as it is) would make it.
+	ManifestQuery = "manifest"
 	// CancelUpdate stops the operation in progress and returns the status once accepted.
 	CancelUpdate = "cancel"
 	// RoleProgressSignal carries member changes from a role child to its cluster.
@@ -156,6 +159,10 @@ type RoleCount struct {
 // ResizeRequest sets the member count of some roles; the others keep theirs.
 type ResizeRequest struct {
 	Counts []RoleCount `json:"counts"`
+	// Signature signs the resized spec's manifest (see ManifestQuery); without one the new
+	// generation is unsigned, and hosts that trust keys run what an earlier signed spec
+	// of theirs covers (the member count is not checked on hosts).
+	Signature *spec.Signature `json:"signature,omitempty"`
 }
 
 // ApplyRequest replaces the desired spec of an existing cluster.
@@ -372,6 +379,17 @@ type ClusterStatus struct {
 	// Maintenance is set while the fleet's maintenance holds the cluster; Phase is then
 	// maintenance, and Message says what it holds.
 	Maintenance *Maintenance `json:"maintenance,omitempty"`
+	// Signatures says who signed the spec of each recent generation, newest first, once
+	// any spec of the cluster was signed.
+	Signatures []GenerationSignature `json:"signatures,omitempty"`
+}
+
+// GenerationSignature names the key that signed a generation's spec; none: unsigned. The
+// workflow does not check signatures (hosts with --trusted-keys do): this is what the
+// spec said.
+type GenerationSignature struct {
+	Generation int    `json:"generation"`
+	Key        string `json:"key,omitempty"`
 }
 
 // RoleStatus is one role's desired size and its members.

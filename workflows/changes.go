@@ -40,7 +40,9 @@ func (w *clusterWorkflow) setUpdateHandlers(ctx workflow.Context) error {
 }
 
 func (w *clusterWorkflow) onResize(ctx workflow.Context, req ResizeRequest) (ChangeResult, error) {
-	result := w.change(ctx, w.resized(req))
+	next := w.resized(req)
+	next.Signature = req.Signature
+	result := w.change(ctx, next)
 	w.growActive(ctx)
 	return result, nil
 }
@@ -103,6 +105,7 @@ func (w *clusterWorkflow) change(ctx workflow.Context, next spec.Cluster) Change
 	}
 	w.spec = next
 	w.newGeneration(summary)
+	w.noteSignature()
 	w.syncDesired()
 	w.touch(ctx)
 	if err := workflow.UpsertTypedSearchAttributes(ctx,
@@ -112,6 +115,23 @@ func (w *clusterWorkflow) change(ctx workflow.Context, next spec.Cluster) Change
 	w.stopUnwanted(ctx)
 	w.logger.Info("Desired state changed", "Generation", w.state.Generation, "Change", summary)
 	return ChangeResult{Generation: w.state.Generation, Changed: true, Summary: summary}
+}
+
+// keptSignatures bounds the generations whose signers status shows.
+const keptSignatures = 10
+
+// noteSignature records who signed the desired generation's spec, once any spec of the
+// cluster was signed (an unsigned cluster's status says nothing of signatures).
+func (w *clusterWorkflow) noteSignature() {
+	if w.spec.Signature == nil && len(w.state.Signatures) == 0 {
+		return
+	}
+	entry := GenerationSignature{Generation: w.state.Generation}
+	if w.spec.Signature != nil {
+		entry.Key = w.spec.Signature.Key
+	}
+	w.state.Signatures = slices.Insert(w.state.Signatures, 0, entry)
+	w.state.Signatures = w.state.Signatures[:min(len(w.state.Signatures), keptSignatures)]
 }
 
 // stopUnwanted tells role children still configuring members that are no longer wanted to

@@ -8,6 +8,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/clusterflow/clusterflow/activities"
+	"github.com/clusterflow/clusterflow/internal/signing"
 	"github.com/clusterflow/clusterflow/internal/spec"
 )
 
@@ -119,6 +120,7 @@ func newClusterWorkflow(ctx workflow.Context, in ClusterInput) (*clusterWorkflow
 		Name: in.Spec.Name, Phase: PhaseDeploying, Origin: in.Spec.Origin,
 		Levels: levels, CreatedAt: now, UpdatedAt: now, Generation: 1,
 	}
+	w.noteSignature()
 	if len(in.Hosts) > 0 {
 		w.state.OnHosts, w.state.Hosts = true, in.Hosts
 	}
@@ -141,6 +143,11 @@ func (w *clusterWorkflow) setup(ctx workflow.Context) error {
 		}
 		return status, nil
 	}, workflow.QueryHandlerOptions{Description: "The cluster's phase, roles and members, as `clusterflow status -o json` prints them; with {from, limit}, only that page of members"}); err != nil {
+		return err
+	}
+	if err := workflow.SetQueryHandlerWithOptions(ctx, ManifestQuery, func(req ResizeRequest) (signing.Manifest, error) {
+		return signing.ManifestOf(w.resized(req), workflow.GetInfo(ctx).Namespace), nil
+	}, workflow.QueryHandlerOptions{Description: "The manifest a signature of the spec covers, as a resize to {counts} would make it"}); err != nil {
 		return err
 	}
 	if err := w.setUpdateHandlers(ctx); err != nil {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/clusterflow/clusterflow/internal/backend"
 	"github.com/clusterflow/clusterflow/internal/gzjson"
+	"github.com/clusterflow/clusterflow/internal/signing"
 	"github.com/clusterflow/clusterflow/internal/spec"
 )
 
@@ -59,8 +60,9 @@ func (w *clusterWorkflow) writeFiles(ctx workflow.Context, summary string, hosts
 	var digest string
 	var scripts map[string]string
 	var envs map[string]map[string]string
+	var signed map[string]signing.Signed
 	if w.bounded {
-		digest, scripts, envs = w.installable()
+		digest, scripts, envs, signed = w.installable(workflow.GetInfo(ctx).Namespace)
 	}
 	// Hosts are written to at once, and the writes scheduled in one workflow task must stay
 	// far under Temporal's 4 MiB: a first write to a host carries the scripts (up to 1 MiB)
@@ -72,7 +74,7 @@ func (w *clusterWorkflow) writeFiles(ctx workflow.Context, summary string, hosts
 		f := files
 		install := w.bounded && w.state.Installed[host] != digest
 		if install {
-			f.Scripts, f.Envs = scripts, envs
+			f.Scripts, f.Envs, f.Signed = scripts, envs, signed
 			if _, ok := sizes[true]; !ok {
 				sizes[true] = payloadSize(f)
 			}
@@ -101,8 +103,10 @@ func (w *clusterWorkflow) writeFiles(ctx workflow.Context, summary string, hosts
 const hostWriteBytes = 1 << 20
 
 // installable is what every host holding members needs of the spec, and its digest: the
-// startscripts and the roles' envs, by hash, including those of roles still being removed.
-func (w *clusterWorkflow) installable() (digest string, scripts map[string]string, envs map[string]map[string]string) {
+// startscripts and the roles' envs, by hash, including those of roles still being removed,
+// and the spec's manifest with its signature, when it has one, for hosts to check (the
+// workflow only carries it; an unsigned spec sends none, and its digest is as before).
+func (w *clusterWorkflow) installable(namespace string) (digest string, scripts map[string]string, envs map[string]map[string]string, signed map[string]signing.Signed) {
 	envs = map[string]map[string]string{}
 	for _, r := range slices.Concat(w.spec.Roles, w.retiring) {
 		if hash := spec.EnvHash(r.Env); hash != "" {
@@ -110,7 +114,12 @@ func (w *clusterWorkflow) installable() (digest string, scripts map[string]strin
 		}
 	}
 	names := slices.Concat(slices.Sorted(maps.Keys(w.spec.Scripts)), slices.Sorted(maps.Keys(envs)))
-	return spec.ContentHash([]byte(strings.Join(names, "\n"))), w.spec.Scripts, envs
+	if sig := w.spec.Signature; sig != nil {
+		s := signing.Signed{Manifest: signing.ManifestOf(w.spec, namespace), Signature: *sig}
+		signed = map[string]signing.Signed{s.Hash(): s}
+		names = append(names, "signed "+s.Hash())
+	}
+	return spec.ContentHash([]byte(strings.Join(names, "\n"))), w.spec.Scripts, envs, signed
 }
 
 // forgetInstalled makes the next write send the scripts and envs to host again: it was

@@ -161,6 +161,9 @@ type clusterState struct {
 	// ExportedIn is the Since of the maintenance during which the cluster was exported;
 	// only then may it be retired.
 	ExportedIn time.Time `json:"exportedIn,omitzero"`
+	// Signatures is who signed the spec of recent generations, newest first (at most
+	// keptSignatures), once any spec was signed.
+	Signatures []GenerationSignature `json:"signatures,omitempty"`
 	// Notices counts the notices of membership changes written, to number them.
 	Notices int `json:"notices,omitempty"`
 	// Installed maps a host ("" in single-host mode) to the digest of the scripts and envs

@@ -36,7 +36,7 @@ func (s clusterState) status(page *StatusPage, budget int) ClusterStatus {
 		APIVersion: StatusAPIVersion, Name: s.Name, Phase: s.shownPhase(), Message: s.Message, Origin: s.Origin,
 		Levels: s.Levels, Roles: make([]RoleStatus, len(s.Roles)), CreatedAt: s.CreatedAt, UpdatedAt: s.UpdatedAt,
 		Generation: s.Generation, AttemptedGeneration: s.AttemptedGeneration, ReachedGeneration: s.ReachedGeneration,
-		Maintenance: s.Maintenance,
+		Maintenance: s.Maintenance, Signatures: s.Signatures,
 	}
 	if out.Phase == PhaseMaintenance {
 		out.Message = s.maintenanceDetail()

@@ -50,6 +50,7 @@ func exampleState() clusterState {
 		Name: "demo", Phase: PhaseDegraded, Message: "1 of 2 workers down", Origin: "cluster.yaml",
 		Levels: [][]string{{"controller"}, {"worker"}}, CreatedAt: at, UpdatedAt: at.Add(time.Minute),
 		Operations: 3, Generation: 3, AttemptedGeneration: 3, ReachedGeneration: 2, ConfigMetaVersion: 7,
+		Signatures: []GenerationSignature{{Generation: 3}, {Generation: 2, Key: "ops"}},
 		Roles: []roleState{
 			{Name: "controller", Level: 0, Desired: 1, Members: []Member{
 				{Name: "demo-controller-0", Role: "controller", State: MemberReady, Event: "configure", Since: at, ListedIn: 1, KnowsUpTo: 1, Announced: true},

@@ -90,6 +90,12 @@ func Serve(ctx context.Context, opts Options) error {
 	if err != nil {
 		return err
 	}
+	defer func() {
+		// Gone before the lock is: a client finds no socket rather than a closing one, and
+		// the next agent binds afresh.
+		ln.Close()
+		_ = os.Remove(SocketPath(dir))
+	}()
 	go func() {
 		<-ctx.Done()
 		ln.Close()
@@ -148,8 +154,8 @@ func listen(dir string) (net.Listener, error) {
 		return nil, fmt.Errorf("listen on %s: %w", SocketPath(dir), err)
 	}
 	if ul, ok := ln.(*net.UnixListener); ok {
-		// The name may be a /proc one, gone with done: the socket file is unlinked by hand
-		// (before the next agent binds) rather than on close, by a name that no longer works.
+		// The name may be a /proc one, gone with done: Serve removes the socket file by its
+		// real name instead.
 		ul.SetUnlinkOnClose(false)
 	}
 	if err := os.Chmod(addr, 0o600); err != nil {

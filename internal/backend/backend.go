@@ -12,6 +12,7 @@ import (
 	"github.com/clusterflow/clusterflow/internal/gzjson"
 	"github.com/clusterflow/clusterflow/internal/notice"
 	"github.com/clusterflow/clusterflow/internal/runner"
+	"github.com/clusterflow/clusterflow/internal/signing"
 	"github.com/clusterflow/clusterflow/internal/spec"
 )
 
@@ -64,6 +65,9 @@ type ClusterFiles struct {
 	ConfigMetaGzip []byte `json:"configMetaGzip,omitempty"`
 	// Notice is a membership change that addnodes or delnodes runs will tell.
 	Notice *notice.Notice `json:"notice,omitempty"`
+	// Signed maps Signed.Hash to the spec's manifest and signature, for a host that
+	// trusts keys to check runs against.
+	Signed map[string]signing.Signed `json:"signed,omitempty"`
 }
 
 // HasConfigMeta says the files carry configmeta to write.
@@ -82,6 +86,11 @@ func (f *ClusterFiles) Unpack() error {
 	for hash, env := range f.Envs {
 		if spec.EnvHash(env) != hash {
 			return fmt.Errorf("env %s: its content does not match its hash", hash)
+		}
+	}
+	for hash, s := range f.Signed {
+		if s.Hash() != hash {
+			return fmt.Errorf("signed manifest %s: its content does not match its hash", hash)
 		}
 	}
 	if f.Notice != nil {

@@ -122,6 +122,9 @@ func (l *Local) WriteClusterFiles(_ context.Context, files ClusterFiles) error {
 			return fmt.Errorf("install env: %w", err)
 		}
 	}
+	if err := l.writeSigned(files.Cluster, files.Signed); err != nil {
+		return err
+	}
 	if files.Notice != nil {
 		if err := l.writeNotice(dir, *files.Notice); err != nil {
 			return err

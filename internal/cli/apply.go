@@ -13,6 +13,7 @@ func runApply(ctx context.Context, args []string) error {
 	fs := newFlagSet("apply", "-f SPEC [--wait] [--timeout D]")
 	var conn connection
 	conn.register(fs, "warn")
+	signKeyFlag(fs, &conn.signKey)
 	file := fs.StringP("file", "f", "", "the cluster's new spec (YAML)")
 	wait, timeout := waitFlags(fs, "wait until the cluster matches the spec (or fails), showing progress")
 	c, st, closeClient, err := specCommand(ctx, fs, &conn, file, args)

@@ -12,6 +12,7 @@ func runDeploy(ctx context.Context, args []string) error {
 	fs := newFlagSet("deploy", "-f SPEC [--wait] [--timeout D]")
 	var conn connection
 	conn.register(fs, "warn")
+	signKeyFlag(fs, &conn.signKey)
 	file := fs.StringP("file", "f", "", "cluster spec (YAML)")
 	wait, timeout := waitFlags(fs, "wait until the cluster is ready or failed, showing progress")
 	continueAsNewEvery := fs.Int("continue-as-new-every", 0, "continue the cluster workflow as new after every N operations (for testing; default: when Temporal suggests it, or every 50)")

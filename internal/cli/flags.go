@@ -16,6 +16,7 @@ import (
 	"github.com/clusterflow/clusterflow/internal/apperr"
 	"github.com/clusterflow/clusterflow/internal/codec"
 	"github.com/clusterflow/clusterflow/internal/logging"
+	"github.com/clusterflow/clusterflow/internal/signing"
 	"github.com/clusterflow/clusterflow/internal/spec"
 	"github.com/clusterflow/clusterflow/starter"
 	"github.com/clusterflow/clusterflow/workflows"
@@ -50,6 +51,8 @@ type connection struct {
 	metrics client.MetricsHandler
 	// dataConverter is the connected client's, set by connect.
 	dataConverter converter.DataConverter
+	// signKey, when set (--sign-key), is the key the commands that send a spec sign it with.
+	signKey string
 }
 
 func (c *connection) register(fs *pflag.FlagSet, defaultLogLevel string) {
@@ -101,11 +104,21 @@ func (c *connection) starter(ctx context.Context) (*starter.Starter, envconfig.C
 	if err != nil {
 		return nil, envconfig.ClientConfigProfile{}, nil, err
 	}
+	var key signing.PrivateKey
+	if c.signKey != "" {
+		if key, err = signing.LoadPrivateKey(c.signKey); err != nil {
+			return nil, envconfig.ClientConfigProfile{}, nil, apperr.Errorf(apperr.Invalid, "--sign-key: %v", err)
+		}
+	}
 	cl, co, err := c.connect(ctx, logger)
 	if err != nil {
 		return nil, co, nil, err
 	}
-	return starter.New(cl, c.taskQueue).WithDataConverter(c.dataConverter), co, cl.Close, nil
+	st := starter.New(cl, c.taskQueue).WithDataConverter(c.dataConverter)
+	if c.signKey != "" {
+		st.SignWith(key, co.Namespace)
+	}
+	return st, co, cl.Close, nil
 }
 
 func newFlagSet(name, args string) *pflag.FlagSet {

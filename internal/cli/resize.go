@@ -13,6 +13,7 @@ func runResize(ctx context.Context, args []string) error {
 	fs := newFlagSet("resize", "NAME ROLE=N [ROLE=N ...] [--wait] [--timeout D]")
 	var conn connection
 	conn.register(fs, "warn")
+	signKeyFlag(fs, &conn.signKey)
 	wait, timeout := waitFlags(fs, "wait until the cluster reaches the new size (or fails), showing progress")
 	if err := fs.Parse(args); err != nil {
 		return flagError(err)

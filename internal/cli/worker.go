@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"fmt"
+	"maps"
 	"os"
 	"slices"
 	"strings"
@@ -15,6 +16,7 @@ import (
 	"github.com/clusterflow/clusterflow/internal/apperr"
 	"github.com/clusterflow/clusterflow/internal/gateway"
 	"github.com/clusterflow/clusterflow/internal/metrics"
+	"github.com/clusterflow/clusterflow/internal/signing"
 	"github.com/clusterflow/clusterflow/internal/spec"
 	"github.com/clusterflow/clusterflow/starter"
 	"github.com/clusterflow/clusterflow/worker"
@@ -81,8 +83,16 @@ func runWorker(ctx context.Context, args []string) error {
 	var scriptUsers scriptUserFlags
 	scriptUsers.register(fs, false)
 	allowEnvOverride := fs.Bool("allow-env-override", false, "let a spec's env set loader variables (PATH, LD_*, BASH_ENV, …), which choose what code a script runs")
+	trustedKeys := fs.String("trusted-keys", "", "run only scripts of specs signed by a key in this file (lines printed by `clusterflow keys new`; default: any spec)")
 	if err := fs.Parse(args); err != nil {
 		return flagError(err)
+	}
+	var trusted signing.Trusted
+	if *trustedKeys != "" {
+		var err error
+		if trusted, err = signing.LoadTrusted(*trustedKeys); err != nil {
+			return apperr.Errorf(apperr.Invalid, "--trusted-keys: %v", err)
+		}
 	}
 	host, err := hostInfo(fs, *hostName, *labels, *address, *hostTimeout)
 	if err != nil {
@@ -138,10 +148,11 @@ func runWorker(ctx context.Context, args []string) error {
 	}
 	logger.Info("Worker starting", zap.String("address", co.Address), zap.String("namespace", co.Namespace),
 		zap.String("taskQueue", conn.taskQueue), zap.String("data", *data),
-		zap.Strings("allowClusters", admission.Clusters), zap.Strings("allowNamespaces", admission.Namespaces), zap.Bool("allowEnvOverride", admission.EnvOverride))
+		zap.Strings("allowClusters", admission.Clusters), zap.Strings("allowNamespaces", admission.Namespaces), zap.Bool("allowEnvOverride", admission.EnvOverride),
+		zap.Strings("trustedKeys", slices.Sorted(maps.Keys(trusted))))
 	err = worker.Run(ctx, c, worker.Options{
 		TaskQueue: conn.taskQueue, Backend: local, Connection: agent.Connection{ClientConfigProfile: co, CodecKeyFile: conn.codecKeyFile}, StopTimeout: *stopTimeout, Host: host, Logger: logger,
-		Admission: admission,
+		Admission: admission, Trusted: trusted,
 	})
 	logger.Info("Worker stopped")
 	return err

@@ -16,9 +16,10 @@ import (
 	"crypto/rand"
 	"encoding/base64"
 	"fmt"
-	"os"
 	"regexp"
 	"strings"
+
+	"github.com/clusterflow/clusterflow/internal/keyfile"
 )
 
 // KeyFileEnv names the key file when --codec-key-file is not given.
@@ -46,27 +47,9 @@ func (k *Keys) IDs() []string { return append([]string(nil), k.ids...) }
 
 // LoadKeys reads a key file. It must be readable by its owner only, as a private key is.
 func LoadKeys(path string) (*Keys, error) {
-	f, err := os.Open(path)
+	data, err := keyfile.ReadPrivate(path, "codec key file", maxKeyFile)
 	if err != nil {
-		return nil, fmt.Errorf("codec key file: %w", err)
-	}
-	defer f.Close()
-	info, err := f.Stat()
-	if err != nil {
-		return nil, fmt.Errorf("codec key file: %w", err)
-	}
-	if !info.Mode().IsRegular() {
-		return nil, fmt.Errorf("codec key file %s: not a regular file", path)
-	}
-	if perm := info.Mode().Perm(); perm&0o077 != 0 {
-		return nil, fmt.Errorf("codec key file %s: mode %04o lets others read the keys; chmod 600 it", path, perm)
-	}
-	if info.Size() > maxKeyFile {
-		return nil, fmt.Errorf("codec key file %s: %d bytes, more than a key file holds (%d at most)", path, info.Size(), maxKeyFile)
-	}
-	data := make([]byte, info.Size())
-	if _, err := f.ReadAt(data, 0); err != nil && info.Size() > 0 {
-		return nil, fmt.Errorf("codec key file %s: %w", path, err)
+		return nil, err
 	}
 	keys, err := ParseKeys(data)
 	if err != nil {

@@ -402,3 +402,37 @@ func TestRecordCodecHistories(t *testing.T) {
 	defer c.Close()
 	recordOn(c, "encrypted-deploy-resize-delete", workflows.ClusterWorkflowID("rec-codec"))
 }
+
+// TestRecordSignedHistories records a cluster whose specs are signed, on a host that
+// trusts the key: a signed deploy, a signed resize, an unsigned one, and a delete.
+//
+//	CLUSTERFLOW_RECORD_HISTORIES=v13-signed-specs go test ./internal/e2e -run TestRecordSignedHistories
+func TestRecordSignedHistories(t *testing.T) {
+	guard(t)
+	recordOn := recorder(t)
+	s := newServerStack(t)
+	key := filepath.Join(s.dir, "ops.key")
+	res := s.cli("keys", "new", "ops", "--out", key)
+	if res.Code != 0 {
+		t.Fatalf("keys new: %s", res)
+	}
+	trusted := filepath.Join(s.dir, "trusted-keys")
+	if err := os.WriteFile(trusted, []byte(res.Stdout), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s.start("worker", 1, "Worker starting", "worker", "--data", s.data, "--trusted-keys", trusted)
+	specPath, _ := writeCluster(t, resizableSpec("rec-signed"))
+	for _, args := range [][]string{
+		{"deploy", "-f", specPath, "--sign-key", key, "--wait"},
+		{"resize", "rec-signed", "worker=3", "--sign-key", key, "--wait"},
+		{"resize", "rec-signed", "worker=2", "--wait"},
+		{"delete", "rec-signed", "--wait"},
+	} {
+		if res := s.cli(args...); res.Code != 0 {
+			t.Fatalf("clusterflow %v: %s", args, res)
+		}
+	}
+	c := s.dial()
+	defer c.Close()
+	recordOn(c, "signed-deploy-resize-delete", workflows.ClusterWorkflowID("rec-signed"))
+}

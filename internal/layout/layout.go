@@ -67,6 +67,15 @@ func (r Root) byHash(cluster, folder, hash, ext, what string) (string, error) {
 	return filepath.Join(dir, ".clusterflow", folder, hash+ext), nil
 }
 
+// SignedDir holds the signed manifests a cluster's specs came with, by their hash.
+func (r Root) SignedDir(cluster string) (string, error) {
+	dir, err := r.Cluster(cluster)
+	if err != nil {
+		return "", err
+	}
+	return filepath.Join(dir, ".clusterflow", "signed"), nil
+}
+
 // Records holds the agent's records of a member's runs: in the agent's folder, out of the
 // sandbox, so a script cannot rewrite what the agent trusts about its runs.
 func (r Root) Records(cluster, member string) (string, error) {

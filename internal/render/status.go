@@ -40,6 +40,9 @@ func Status(w io.Writer, s workflows.ClusterStatus, now time.Time, allMembers bo
 	if s.AttemptedGeneration > s.ReachedGeneration {
 		fmt.Fprintf(w, ", %d attempted", s.AttemptedGeneration)
 	}
+	if len(s.Signatures) > 0 {
+		fmt.Fprintf(w, "\nSigned:   %s", Signatures(s.Signatures))
+	}
 	fmt.Fprint(w, "\n\n")
 
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
@@ -246,4 +249,18 @@ func Ago(t, now time.Time) string {
 		return fmt.Sprintf("%dh ago", int(d.Hours()))
 	}
 	return fmt.Sprintf("%dd ago", int(d.Hours()/24))
+}
+
+// Signatures says who signed each recent generation's spec, newest first: "3 by ops, 2
+// unsigned, 1 by ops".
+func Signatures(sigs []workflows.GenerationSignature) string {
+	parts := make([]string, len(sigs))
+	for i, sig := range sigs {
+		if sig.Key == "" {
+			parts[i] = fmt.Sprintf("generation %d unsigned", sig.Generation)
+		} else {
+			parts[i] = fmt.Sprintf("generation %d by %s", sig.Generation, sig.Key)
+		}
+	}
+	return strings.Join(parts, ", ")
 }

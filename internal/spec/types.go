@@ -57,6 +57,16 @@ type Cluster struct {
 	// ReconcileEvery is how often the members are compared with what the backend has;
 	// zero takes DefaultReconcileEvery.
 	ReconcileEvery time.Duration `json:"reconcileEvery,omitempty"`
+	// Signature, when set, is a signature of the spec's manifest (internal/signing) by a
+	// key that hosts started with --trusted-keys may trust. The workflow only carries it:
+	// hosts check it.
+	Signature *Signature `json:"signature,omitempty"`
+}
+
+// Signature is an ed25519 signature by the named key.
+type Signature struct {
+	Key   string `json:"key"`
+	Value []byte `json:"value"`
 }
 
 // Role is one validated role, with defaults filled in.

@@ -1,0 +1,109 @@
+package backend
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/clusterflow/clusterflow/internal/atomicfile"
+	"github.com/clusterflow/clusterflow/internal/signing"
+)
+
+// keptSigned is how many signed manifests a host keeps of a cluster: the newest ones, which
+// cover its current spec and the roles still being removed under an older one.
+const keptSigned = 32
+
+// writeSigned keeps the signed manifests a cluster's specs came with. One already there is
+// marked the newest again, as the spec it belongs to is the current one.
+func (l *Local) writeSigned(cluster string, signed map[string]signing.Signed) error {
+	if len(signed) == 0 {
+		return nil
+	}
+	dir, err := l.layout.SignedDir(cluster)
+	if err != nil {
+		return err
+	}
+	now := time.Now()
+	for _, hash := range slices.Sorted(maps.Keys(signed)) {
+		path := filepath.Join(dir, hash+".json")
+		if err := os.Chtimes(path, now, now); err == nil {
+			continue
+		}
+		data, err := json.Marshal(signed[hash])
+		if err != nil {
+			return err
+		}
+		if err := atomicfile.Write(path, data, 0o644); err != nil {
+			return fmt.Errorf("write the signed spec: %w", err)
+		}
+	}
+	files, err := l.signedFiles(cluster)
+	if err != nil {
+		return err
+	}
+	for _, old := range files[min(len(files), keptSigned):] {
+		_ = os.Remove(old)
+	}
+	return nil
+}
+
+// signedFiles lists the cluster's signed manifests, newest first.
+func (l *Local) signedFiles(cluster string) ([]string, error) {
+	dir, err := l.layout.SignedDir(cluster)
+	if err != nil {
+		return nil, err
+	}
+	entries, err := os.ReadDir(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	type file struct {
+		path string
+		mod  time.Time
+	}
+	var files []file
+	for _, e := range entries {
+		info, err := e.Info()
+		if err != nil || !strings.HasSuffix(e.Name(), ".json") {
+			continue
+		}
+		files = append(files, file{filepath.Join(dir, e.Name()), info.ModTime()})
+	}
+	slices.SortFunc(files, func(a, b file) int { return b.mod.Compare(a.mod) })
+	paths := make([]string, len(files))
+	for i, f := range files {
+		paths[i] = f.path
+	}
+	return paths, nil
+}
+
+// SignedSpecs returns the signed manifests this host holds of a cluster, newest first.
+func (l *Local) SignedSpecs(cluster string) ([]signing.Signed, error) {
+	files, err := l.signedFiles(cluster)
+	if err != nil {
+		return nil, err
+	}
+	var signed []signing.Signed
+	for _, path := range files {
+		data, err := os.ReadFile(path)
+		if err != nil {
+			return nil, err
+		}
+		var s signing.Signed
+		if err := json.Unmarshal(data, &s); err != nil {
+			return nil, fmt.Errorf("signed spec %s: %w", path, err)
+		}
+		signed = append(signed, s)
+	}
+	return signed, nil
+}

@@ -1,0 +1,163 @@
+package e2e
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/clusterflow/clusterflow/internal/signing"
+	"github.com/clusterflow/clusterflow/internal/spec"
+	"github.com/clusterflow/clusterflow/starter"
+	"github.com/clusterflow/clusterflow/workflows"
+)
+
+// A host started with --trusted-keys runs only the scripts of specs signed by a key it
+// trusts, as BOSH's agents run only what the director signed. An unsigned deploy and one
+// signed by an unknown key run nothing, and their members say why; a signed deploy and a
+// signed resize run, and status says who signed each generation. Changes sent with an old
+// signature (as a raw SDK call or the Web UI would send them) are refused on the host: a
+// role the signed spec does not have, and a deploy whose env is not the one signed.
+func TestHostsRunOnlySpecsSignedByKeysTheyTrust(t *testing.T) {
+	t.Parallel()
+	guard(t)
+	s := newServerStack(t)
+	dir := t.TempDir()
+	lines := map[string]string{}
+	for _, name := range []string{"ops", "mallory"} {
+		res := s.cli("keys", "new", name, "--out", filepath.Join(dir, name+".key"))
+		if res.Code != 0 || !strings.HasPrefix(res.Stdout, name+" ed25519 ") {
+			t.Fatalf("keys new %s: %s", name, res)
+		}
+		lines[name] = strings.TrimSpace(res.Stdout)
+		if info, err := os.Stat(filepath.Join(dir, name+".key")); err != nil || info.Mode().Perm() != 0o600 {
+			t.Errorf("the private key of %s: %v, %v; want mode 0600", name, info, err)
+		}
+	}
+	if res := s.cli("keys", "new", "ops", "--out", filepath.Join(dir, "ops.key")); res.Code == 0 || !strings.Contains(res.Stderr, "never overwritten") {
+		t.Errorf("a second key over the first: %s", res)
+	}
+	trusted := filepath.Join(dir, "trusted-keys")
+	if err := os.WriteFile(trusted, []byte(lines["ops"]+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s.start("worker", 1, "Worker starting", "worker", "--data", s.data, "--trusted-keys", trusted)
+
+	ran := filepath.Join(dir, "ran.log")
+	script := filepath.Join(dir, "app.sh")
+	if err := os.WriteFile(script, []byte("#!/bin/sh\necho \"$CLUSTERFLOW_MEMBER $CLUSTERFLOW_EVENT setting=$SETTING\" >> "+ran+"\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	specFile := func(name, setting string, members int) string {
+		p := filepath.Join(dir, name+"-"+setting+".yaml")
+		body := "name: " + name + "\nroles:\n  - {name: w, members: " + string(rune('0'+members)) + ", startscript: " + script + ", env: {SETTING: " + setting + "}}\n"
+		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	detailOf := func(cluster, member string) string {
+		st := s.status(cluster)
+		for _, m := range st.Role("w").Members {
+			if m.Name == member {
+				return string(m.State) + ": " + m.Detail
+			}
+		}
+		return ""
+	}
+
+	if res := s.cli("deploy", "-f", specFile("plain", "a", 1), "--wait"); res.Code == 0 {
+		t.Errorf("an unsigned deploy succeeded: %s", res)
+	}
+	if got := detailOf("plain", "plain-w-0"); !strings.Contains(got, "config_error") || !strings.Contains(got, "unsigned spec") {
+		t.Errorf("the unsigned member: %q", got)
+	}
+	if res := s.cli("deploy", "-f", specFile("rogue", "a", 1), "--sign-key", filepath.Join(dir, "mallory.key"), "--wait"); res.Code == 0 {
+		t.Errorf("a deploy signed by an unknown key succeeded: %s", res)
+	}
+	if got := detailOf("rogue", "rogue-w-0"); !strings.Contains(got, `signature by unknown key "mallory"`) {
+		t.Errorf("the member signed by an unknown key: %q", got)
+	}
+
+	if res := s.cli("deploy", "-f", specFile("signed", "a", 1), "--sign-key", filepath.Join(dir, "ops.key"), "--wait"); res.Code != 0 {
+		t.Fatalf("a signed deploy: %s", res)
+	}
+	if res := s.cli("resize", "signed", "w=2", "--sign-key", filepath.Join(dir, "ops.key"), "--wait"); res.Code != 0 {
+		t.Fatalf("a signed resize: %s", res)
+	}
+	st := s.status("signed")
+	if want := []workflows.GenerationSignature{{Generation: 2, Key: "ops"}, {Generation: 1, Key: "ops"}}; !slices.Equal(st.Signatures, want) {
+		t.Errorf("signatures in status: %+v, want %+v", st.Signatures, want)
+	}
+	if table := s.cli("status", "signed"); !strings.Contains(table.Stdout, "Signed:   generation 2 by ops, generation 1 by ops") {
+		t.Errorf("status does not say who signed:\n%s", table.Stdout)
+	}
+
+	// What a namespace writer could send with the Web UI or a raw SDK call, keeping the
+	// signature of generation 2: an apply adding a role, and a deploy whose env differs
+	// from the one signed. (An apply changing the env of a role with members is refused
+	// before it reaches history, signed or not.)
+	key, err := signing.LoadPrivateKey(filepath.Join(dir, "ops.key"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	signedSpec, err := spec.Load(specFile("signed", "a", 2))
+	if err != nil {
+		t.Fatal(err)
+	}
+	oldSignature := key.Sign(signing.ManifestOf(signedSpec, "default"))
+	tc := s.dial()
+	defer tc.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	raw := starter.New(tc, "")
+	changed, err := spec.Load(specFile("signed", "b", 2))
+	if err != nil {
+		t.Fatal(err)
+	}
+	changed.Signature = oldSignature
+	if _, err := raw.Apply(ctx, changed); err == nil || !strings.Contains(err.Error(), "its env cannot change") {
+		t.Errorf("an apply changing the env of running members: %v", err)
+	}
+	grown := signedSpec
+	extra := grown.Roles[0]
+	extra.Name = "x"
+	grown.Roles = append(slices.Clone(grown.Roles), extra)
+	grown.Signature = oldSignature
+	if _, err := raw.Apply(ctx, grown); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the host to refuse the unsigned role", func() bool {
+		st := s.status("signed")
+		members := st.Role("x").Members
+		return len(members) > 0 && strings.Contains(members[0].Detail, `signature by key "ops" does not match the spec it came with (changed after it was signed); and before it, the spec key "ops" signed has no role "x"`)
+	})
+	forged, err := spec.Load(specFile("forged", "b", 1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	forged.Signature = key.Sign(signing.ManifestOf(func() spec.Cluster { c, _ := spec.Load(specFile("forged", "a", 1)); return c }(), "default"))
+	if err := raw.Deploy(ctx, forged, starter.DeployOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the host to refuse the tampered spec", func() bool {
+		return strings.Contains(detailOf("forged", "forged-w-0"), `signature by key "ops" does not match the spec it came with`)
+	})
+
+	log, _ := os.ReadFile(ran)
+	got := strings.Split(strings.TrimSpace(string(log)), "\n")
+	for _, line := range got {
+		if !strings.HasPrefix(line, "signed-") || !strings.HasSuffix(line, "setting=a") {
+			t.Errorf("ran what no trusted key signed: %q", line)
+		}
+	}
+	if !slices.Contains(got, "signed-w-0 configure setting=a") || !slices.Contains(got, "signed-w-1 configure setting=a") {
+		t.Errorf("the signed members did not run:\n%s", log)
+	}
+	for _, n := range []string{"plain", "rogue", "signed", "forged"} {
+		s.cli("delete", n, "--wait")
+	}
+}

@@ -1,0 +1,273 @@
+// Package signing signs cluster specs, as BOSH's director signs what its agents run, so a
+// host started with --trusted-keys runs only what a key it trusts signed, whoever can write
+// to the Temporal namespace.
+//
+// A signature covers a spec's manifest: the cluster's name, the namespace it was signed
+// for, and for each role its name, member count, startscript (SHA-256), env (names and
+// values, by spec.EnvHash; secret references as references) and events. A host checks a
+// run against the manifests it was sent: the run's role, script, env and event must be in
+// one signed by a trusted key, for this cluster and namespace. The member count and the
+// other settings (timeouts, placement, health) are signed but not checked by hosts, which
+// see one member at a time; nor is a spec's generation, so a namespace writer may go back
+// to an earlier signed spec of the same cluster.
+package signing
+
+import (
+	"bufio"
+	"bytes"
+	"crypto/ed25519"
+	"crypto/rand"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"regexp"
+	"slices"
+	"strings"
+
+	"github.com/clusterflow/clusterflow/internal/keyfile"
+	"github.com/clusterflow/clusterflow/internal/spec"
+)
+
+// Manifest is what a signature covers.
+type Manifest struct {
+	Cluster   string `json:"cluster"`
+	Namespace string `json:"namespace"`
+	Roles     []Role `json:"roles"`
+}
+
+// Role is a role as its manifest has it.
+type Role struct {
+	Name    string       `json:"name"`
+	Members int          `json:"members"`
+	Script  string       `json:"script"`
+	Env     string       `json:"env,omitempty"`
+	Events  []spec.Event `json:"events"`
+}
+
+// ManifestOf is a spec's manifest in a namespace. It is a pure function of the spec, so
+// the signer and the workflow that forwards the signature to hosts agree on it.
+func ManifestOf(c spec.Cluster, namespace string) Manifest {
+	m := Manifest{Cluster: c.Name, Namespace: namespace, Roles: []Role{}}
+	for _, r := range c.Roles {
+		m.Roles = append(m.Roles, Role{Name: r.Name, Members: r.Members, Script: r.ScriptHash, Env: spec.EnvHash(r.Env), Events: slices.Clone(r.Events)})
+	}
+	return m
+}
+
+// message is what is signed: the manifest's JSON under a label that no other use of the
+// key shares.
+func (m Manifest) message() []byte {
+	data, _ := json.Marshal(m) // plain strings and ints always encode
+	return append([]byte("clusterflow signed spec v1\n"), data...)
+}
+
+// Signed is a manifest with the signature its spec carried: what a host keeps and checks.
+type Signed struct {
+	Manifest  Manifest       `json:"manifest"`
+	Signature spec.Signature `json:"signature"`
+}
+
+// Hash names a Signed among a cluster's files.
+func (s Signed) Hash() string {
+	data, _ := json.Marshal(s)
+	return spec.ContentHash(data)
+}
+
+var validName = regexp.MustCompile(`^[A-Za-z0-9._@-]{1,64}$`)
+
+func checkName(name string) error {
+	if !validName.MatchString(name) {
+		return fmt.Errorf("key name %q must be 1 to 64 of A-Z a-z 0-9 . _ @ -", name)
+	}
+	return nil
+}
+
+// PrivateKey is a named signing key.
+type PrivateKey struct {
+	Name string
+	key  ed25519.PrivateKey
+}
+
+// maxKeyFile bounds what is read of a key file: a private key is one line, a trusted-keys
+// file a line per key.
+const maxKeyFile = 1 << 20
+
+const (
+	privateKind = "ed25519-private"
+	publicKind  = "ed25519"
+)
+
+// NewKey makes a random signing key.
+func NewKey(name string) (PrivateKey, error) {
+	if err := checkName(name); err != nil {
+		return PrivateKey{}, err
+	}
+	_, key, err := ed25519.GenerateKey(rand.Reader)
+	return PrivateKey{Name: name, key: key}, err
+}
+
+// File is the key's private key file: "NAME ed25519-private BASE64-SEED".
+func (k PrivateKey) File() []byte {
+	return []byte(fmt.Sprintf("%s %s %s\n", k.Name, privateKind, base64.StdEncoding.EncodeToString(k.key.Seed())))
+}
+
+// PublicLine is the key's line for a host's --trusted-keys file: "NAME ed25519 BASE64".
+func (k PrivateKey) PublicLine() string {
+	return fmt.Sprintf("%s %s %s", k.Name, publicKind, base64.StdEncoding.EncodeToString(k.key.Public().(ed25519.PublicKey)))
+}
+
+// Sign signs the manifest.
+func (k PrivateKey) Sign(m Manifest) *spec.Signature {
+	return &spec.Signature{Key: k.Name, Value: ed25519.Sign(k.key, m.message())}
+}
+
+// LoadPrivateKey reads a private key file, which must be its owner's alone.
+func LoadPrivateKey(path string) (PrivateKey, error) {
+	data, err := keyfile.ReadPrivate(path, "signing key", maxKeyFile)
+	if err != nil {
+		return PrivateKey{}, err
+	}
+	lines, err := keyLines(data, privateKind)
+	switch {
+	case err != nil:
+		return PrivateKey{}, fmt.Errorf("signing key %s: %w", path, err)
+	case len(lines) != 1:
+		return PrivateKey{}, fmt.Errorf("signing key %s: holds %d keys, want one (make one with `clusterflow keys new NAME`)", path, len(lines))
+	case len(lines[0].raw) != ed25519.SeedSize:
+		return PrivateKey{}, fmt.Errorf("signing key %s: not an ed25519 private key", path)
+	}
+	return PrivateKey{Name: lines[0].name, key: ed25519.NewKeyFromSeed(lines[0].raw)}, nil
+}
+
+type keyLine struct {
+	name string
+	raw  []byte
+}
+
+// keyLines reads "NAME KIND BASE64" lines; # starts a comment.
+func keyLines(data []byte, kind string) ([]keyLine, error) {
+	var lines []keyLine
+	seen := map[string]bool{}
+	sc := bufio.NewScanner(bytes.NewReader(data))
+	for n := 1; sc.Scan(); n++ {
+		line, _, _ := strings.Cut(sc.Text(), "#")
+		fields := strings.Fields(line)
+		if len(fields) == 0 {
+			continue
+		}
+		if len(fields) != 3 || fields[1] != kind {
+			return nil, fmt.Errorf("line %d: want NAME %s BASE64", n, kind)
+		}
+		if err := checkName(fields[0]); err != nil {
+			return nil, fmt.Errorf("line %d: %w", n, err)
+		}
+		if seen[fields[0]] {
+			return nil, fmt.Errorf("line %d: key name %q is used twice", n, fields[0])
+		}
+		seen[fields[0]] = true
+		raw, err := base64.StdEncoding.DecodeString(fields[2])
+		if err != nil {
+			return nil, fmt.Errorf("line %d: key %s is not base64", n, fields[0])
+		}
+		lines = append(lines, keyLine{name: fields[0], raw: raw})
+	}
+	return lines, sc.Err()
+}
+
+// Trusted are the public keys a host trusts, by name.
+type Trusted map[string]ed25519.PublicKey
+
+// LoadTrusted reads a --trusted-keys file: the lines `clusterflow keys new` prints. No one
+// but its owner may write it.
+func LoadTrusted(path string) (Trusted, error) {
+	data, err := keyfile.ReadPublic(path, "trusted keys file", maxKeyFile)
+	if err != nil {
+		return nil, err
+	}
+	lines, err := keyLines(data, publicKind)
+	if err == nil && len(lines) == 0 {
+		err = fmt.Errorf("no keys in it (each line is one `clusterflow keys new NAME` printed)")
+	}
+	if err != nil {
+		return nil, fmt.Errorf("trusted keys file %s: %w", path, err)
+	}
+	t := Trusted{}
+	for _, l := range lines {
+		if len(l.raw) != ed25519.PublicKeySize {
+			return nil, fmt.Errorf("trusted keys file %s: key %s is not an ed25519 public key", path, l.name)
+		}
+		t[l.name] = l.raw
+	}
+	return t, nil
+}
+
+// Verify checks a manifest's signature.
+func (t Trusted) Verify(s Signed) error {
+	key, ok := t[s.Signature.Key]
+	switch {
+	case !ok:
+		return fmt.Errorf("signature by unknown key %q", s.Signature.Key)
+	case !ed25519.Verify(key, s.Manifest.message(), s.Signature.Value):
+		return fmt.Errorf("signature by key %q does not match the spec it came with (changed after it was signed)", s.Signature.Key)
+	}
+	return nil
+}
+
+// Run is what a host is asked to run, as a manifest must cover it.
+type Run struct {
+	Cluster, Namespace, Role string
+	Script, Env              string
+	Event                    spec.Event
+}
+
+// Check says whether one of the manifests, signed by a trusted key, covers the run, and if
+// none does, why, in words for the member's detail. signed is newest first: the reason
+// names what the newest one lacks.
+func (t Trusted) Check(signed []Signed, run Run) error {
+	if len(signed) == 0 {
+		return fmt.Errorf("unsigned spec: this host runs only specs signed by a key it trusts (--trusted-keys); deploy or apply it with --sign-key")
+	}
+	newest, older := "", ""
+	for i, s := range signed {
+		why := t.covers(s, run)
+		switch {
+		case why == "":
+			return nil
+		case i == 0:
+			newest = why
+		case older == "" && t.Verify(s) == nil:
+			older = why // the newest spec a trusted key did sign, and what it lacks
+		}
+	}
+	if older != "" {
+		return fmt.Errorf("%s; and before it, %s; nothing ran", newest, older)
+	}
+	return fmt.Errorf("%s; nothing ran", newest)
+}
+
+func (t Trusted) covers(s Signed, run Run) string {
+	if err := t.Verify(s); err != nil {
+		return err.Error()
+	}
+	m := s.Manifest
+	switch {
+	case m.Cluster != run.Cluster:
+		return fmt.Sprintf("the spec key %q signed is for cluster %q, not %q", s.Signature.Key, m.Cluster, run.Cluster)
+	case m.Namespace != run.Namespace:
+		return fmt.Sprintf("the spec key %q signed is for namespace %q, not %q", s.Signature.Key, m.Namespace, run.Namespace)
+	}
+	i := slices.IndexFunc(m.Roles, func(r Role) bool { return r.Name == run.Role })
+	if i < 0 {
+		return fmt.Sprintf("the spec key %q signed has no role %q", s.Signature.Key, run.Role)
+	}
+	r := m.Roles[i]
+	switch {
+	case r.Script != run.Script:
+		return fmt.Sprintf("role %s's startscript is not the one key %q signed (unsigned spec change)", run.Role, s.Signature.Key)
+	case r.Env != run.Env:
+		return fmt.Sprintf("role %s's env is not the one key %q signed (unsigned spec change)", run.Role, s.Signature.Key)
+	case !slices.Contains(r.Events, run.Event):
+		return fmt.Sprintf("role %s's events, as key %q signed them, do not include %s", run.Role, s.Signature.Key, run.Event)
+	}
+	return ""
+}
