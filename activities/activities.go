@@ -12,6 +12,7 @@ import (
 
 	"github.com/clusterflow/clusterflow/internal/agent"
 	"github.com/clusterflow/clusterflow/internal/backend"
+	"github.com/clusterflow/clusterflow/internal/layout"
 	"github.com/clusterflow/clusterflow/internal/notice"
 	"github.com/clusterflow/clusterflow/internal/signing"
 	"github.com/clusterflow/clusterflow/internal/spec"
@@ -49,7 +50,7 @@ func (a *Activities) refuse(ctx context.Context, cluster string, envNames []stri
 
 // signedReader is a backend that keeps the signed manifests of clusters' specs.
 type signedReader interface {
-	SignedSpecs(cluster string) ([]signing.Signed, error)
+	SignedSpecs(cluster layout.Cluster) ([]signing.Signed, error)
 }
 
 // refuseUnsigned fails, for good, a script run that no spec signed by a trusted key
@@ -63,7 +64,7 @@ func (a *Activities) refuseUnsigned(ctx context.Context, run ScriptRun) error {
 	if !ok {
 		return temporal.NewNonRetryableApplicationError("this backend cannot check signed specs", ErrHostRefused, nil)
 	}
-	signed, err := reader.SignedSpecs(run.Member.Cluster)
+	signed, err := reader.SignedSpecs(run.Member.Folder())
 	if err != nil {
 		return err
 	}
@@ -110,7 +111,8 @@ func (a *Activities) RemoveMember(ctx context.Context, m MemberRef) error {
 	return a.Backend.RemoveMember(ctx, m)
 }
 
-// ListMembers lists the members the backend has for the cluster, for reconciling.
+// ListMembers lists the members the backend has for the cluster, for reconciling. cluster
+// is its folder key (NAME or NAME@HOME; see layout.Cluster), as for the activities below.
 func (a *Activities) ListMembers(ctx context.Context, cluster string) ([]MemberRef, error) {
 	return a.Backend.ListMembers(ctx, cluster)
 }
@@ -128,7 +130,7 @@ func (a *Activities) ListMemberOrdinals(ctx context.Context, cluster string) (Me
 	}
 	byRole := map[string][]int{}
 	for _, m := range members {
-		if _, ordinal, ok := spec.ParseMemberName(cluster, m.Name); ok {
+		if _, ordinal, ok := spec.ParseMemberName(m.Cluster, m.Name); ok {
 			byRole[m.Role] = append(byRole[m.Role], ordinal)
 		}
 	}
@@ -142,9 +144,15 @@ func (a *Activities) ListMemberOrdinals(ctx context.Context, cluster string) (Me
 // sane host is never cut, and a payload of at most a few hundred kilobytes.
 const listingLimit = 2 * spec.MaxClusterMembers
 
-// RemoveCluster removes the cluster's remaining files.
+// RemoveCluster removes the cluster's remaining files, unless another server or namespace
+// owns them now.
 func (a *Activities) RemoveCluster(ctx context.Context, cluster string) error {
-	return a.Backend.RemoveCluster(ctx, cluster)
+	err := a.Backend.RemoveCluster(ctx, cluster)
+	var elsewhere *backend.OwnedElsewhereError
+	if errors.As(err, &elsewhere) {
+		return temporal.NewNonRetryableApplicationError(err.Error(), ErrHostRefused, nil)
+	}
+	return err
 }
 
 // RunStartscript hands one startscript event for one member to the member's agent and
@@ -212,6 +220,7 @@ func (a *Activities) ReadMemberLog(ctx context.Context, req LogRequest) (LogChun
 // clusterLister is a backend that can list the clusters it holds files of.
 type clusterLister interface {
 	ListClusters(ctx context.Context) ([]string, error)
+	OwnedElsewhere(key string) bool
 }
 
 // ListHostClusters lists every cluster with files on this worker's backend, with the
@@ -221,17 +230,25 @@ func (a *Activities) ListHostClusters(ctx context.Context) ([]ClusterSandboxes, 
 	if !ok {
 		return nil, fmt.Errorf("this backend cannot list its clusters")
 	}
-	names, err := l.ListClusters(ctx)
+	keys, err := l.ListClusters(ctx)
 	if err != nil {
 		return nil, err
 	}
 	var out []ClusterSandboxes
-	for _, name := range names[:min(len(names), ListedClusters)] {
-		members, err := a.Backend.ListMembers(ctx, name)
+	for _, key := range keys[:min(len(keys), ListedClusters)] {
+		c, err := layout.ParseKey(key)
+		if err != nil {
+			continue
+		}
+		found := ClusterSandboxes{Cluster: c.Name, Home: c.Home, Members: []string{}, Elsewhere: l.OwnedElsewhere(key)}
+		if found.Elsewhere {
+			out = append(out, found) // another server's: its members are not this one's business
+			continue
+		}
+		members, err := a.Backend.ListMembers(ctx, key)
 		if err != nil {
 			return nil, err
 		}
-		found := ClusterSandboxes{Cluster: name, Members: []string{}}
 		for _, m := range members {
 			if len(found.Members) == SandboxNames {
 				found.MoreMembers++

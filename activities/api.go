@@ -11,6 +11,7 @@ import (
 
 	"github.com/clusterflow/clusterflow/internal/agent"
 	"github.com/clusterflow/clusterflow/internal/backend"
+	"github.com/clusterflow/clusterflow/internal/layout"
 	"github.com/clusterflow/clusterflow/internal/notice"
 )
 
@@ -120,10 +121,17 @@ type RoleListing struct {
 // ClusterSandboxes is a cluster's files on one host: its members' sandboxes, the first
 // SandboxNames of them by name, and how many more.
 type ClusterSandboxes struct {
-	Cluster     string   `json:"cluster"`
+	Cluster string `json:"cluster"`
+	// Home sets the cluster's folder apart from others of its name (layout.Cluster).
+	Home        string   `json:"home,omitempty"`
 	Members     []string `json:"members"`
 	MoreMembers int      `json:"moreMembers,omitempty"`
+	// Elsewhere says another server or namespace owns the folder: not this one's to remove.
+	Elsewhere bool `json:"elsewhere,omitempty"`
 }
+
+// Key is the cluster's folder key, which RemoveCluster takes.
+func (c ClusterSandboxes) Key() string { return layout.Cluster{Name: c.Cluster, Home: c.Home}.Key() }
 
 // Bounds of a host's listing of its clusters, which is one payload: the members it names of
 // each cluster, and the clusters it lists.

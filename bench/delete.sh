@@ -41,7 +41,7 @@ for i in $(seq "$runs"); do
   start=$(ms)
   "$cf" delete "midway-$i" --wait > /dev/null
   echo $(( $(ms) - start )) >> "$tmp/midway"
-  if [ -d "$tmp/data/clusters/midway-$i" ]; then echo "sandboxes left after the delete" >&2; exit 1; fi
+  if compgen -G "$tmp/data/clusters/midway-$i@*" >/dev/null; then echo "sandboxes left after the delete" >&2; exit 1; fi
 done
 
 idle=$(median < "$tmp/idle"); midway=$(median < "$tmp/midway"); worst=$(sort -n "$tmp/midway" | tail -1)

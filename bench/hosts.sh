@@ -61,7 +61,7 @@ spec wide 300 3 > "$tmp/wide.yaml"
 start=$(ms)
 "$cf" deploy -f "$tmp/wide.yaml" --wait > /dev/null
 wide=$(( $(ms) - start ))
-per_host=$(for h in h1 h2 h3; do ls "$tmp/data-$h/clusters/wide" | grep -c wide-worker; done | tr '\n' ' ')
+per_host=$(for h in h1 h2 h3; do ls "$tmp/data-$h"/clusters/wide@* | grep -c wide-worker; done | tr '\n' ' ')
 echo "1. 300 members, 3 s configure, over 3 hosts (members per host: $per_host)"
 echo "   deploy --wait: ${wide} ms; floor 3000 ms; ratio $(ratio "$wide" 3000) (target 1.3)"
 "$cf" delete wide --wait > /dev/null

@@ -38,7 +38,7 @@ for i in $(seq "$runs"); do
   "$cf" signal "replace-$i" "replace-$i-worker-1" gone > /dev/null
   "$cf" status "replace-$i" --wait > /dev/null
   echo $(( $(ms) - start )) >> "$tmp/replace"
-  if [ -d "$tmp/data/clusters/replace-$i/replace-$i-worker-1" ] || [ ! -d "$tmp/data/clusters/replace-$i/replace-$i-worker-4" ]; then
+  if compgen -G "$tmp/data/clusters/replace-$i@*/replace-$i-worker-1" >/dev/null || ! compgen -G "$tmp/data/clusters/replace-$i@*/replace-$i-worker-4" >/dev/null; then
     echo "the sandboxes do not show the replacement" >&2; exit 1
   fi
   grep -q "replace-$i-controller-0 addnodes" "$tmp/replace-$i.trace" || { echo "no addnodes for the successor" >&2; exit 1; }

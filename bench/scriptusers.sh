@@ -47,7 +47,7 @@ for i in $(seq "$runs"); do
   done
 done
 p=$(median < "$tmp/ms-plain"); u=$(median < "$tmp/ms-users")
-owner=$(stat -c %u "$tmp/users/data/clusters/warmup/warmup-worker-0")
+owner=$(stat -c %u "$tmp/users/data/clusters/"warmup@*/warmup-worker-0)
 echo "$members x 0 s scripts on a root worker, workflow clock, median of $runs (sandboxes owned by uid $owner with --script-uids)"
 printf '  as the worker (root):        %6d ms\n' "$p"
 printf '  a user per cluster:          %6d ms   ratio %.3fx (target at most 1.1x)\n' "$u" "$(echo "$u / $p" | bc -l)"

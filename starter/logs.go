@@ -48,7 +48,7 @@ func (s *Starter) Logs(ctx context.Context, cluster, member string, opts LogOpti
 		event = spec.EventConfigure
 	}
 	req := activities.LogRequest{
-		Member: activities.MemberRef{Cluster: cluster, Role: m.Role, Name: member},
+		Member: activities.MemberRef{Cluster: cluster, Home: status.Home, Role: m.Role, Name: member},
 		Event:  event, Limit: logChunkLimit,
 	}
 	if opts.Tail > 0 {

@@ -7,16 +7,22 @@ import (
 	"github.com/google/uuid"
 	"go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/converter"
 
 	"github.com/clusterflow/clusterflow/activities"
 	"github.com/clusterflow/clusterflow/workflows"
 )
 
 // Orphan is a cluster's files on a host while the cluster has no running workflow: it was
-// terminated (from the Web UI, say), or deleted while the host was away.
+// terminated (from the Web UI, say), or deleted while the host was away; or files of an
+// earlier cluster of the same name. Files another server or namespace owns (they share
+// the host's data folder, as a migration's source and target do), and those of a cluster
+// exported from here, are never orphans.
 type Orphan struct {
-	Host    string   `json:"host"`
-	Cluster string   `json:"cluster"`
+	Host    string `json:"host"`
+	Cluster string `json:"cluster"`
+	// Home is the folder's (see ClusterStatus.Home): the folder is Cluster@Home.
+	Home    string   `json:"home,omitempty"`
 	Members []string `json:"members"`
 	// MoreMembers counts the members a host found beyond those it names.
 	MoreMembers int `json:"moreMembers,omitempty"`
@@ -27,7 +33,8 @@ type Orphan struct {
 
 // Orphans looks on every host that is not lost (the one shared queue in single-host mode)
 // for files of clusters without a running workflow, and removes them when asked, stopping
-// whatever their members left running. Nothing is removed unless asked.
+// whatever their members left running. Nothing is removed unless asked, and nothing that
+// another server or namespace owns, or that was exported from here.
 func (s *Starter) Orphans(ctx context.Context, remove bool) ([]Orphan, error) {
 	hosts, err := s.Hosts(ctx)
 	if err != nil {
@@ -50,18 +57,21 @@ func (s *Starter) Orphans(ctx context.Context, remove bool) ([]Orphan, error) {
 		}
 		var here []Orphan
 		for _, c := range found {
-			how, err := s.workflowState(ctx, c.Cluster)
+			if c.Elsewhere {
+				continue
+			}
+			how, err := s.workflowState(ctx, c.Cluster, c.Home)
 			if err != nil {
 				return orphans, err
 			}
-			if how != "running" {
-				here = append(here, Orphan{Host: hostName(host), Cluster: c.Cluster, Members: c.Members, MoreMembers: c.MoreMembers, Workflow: how})
+			if how != "running" && how != "exported" {
+				here = append(here, Orphan{Host: hostName(host), Cluster: c.Cluster, Home: c.Home, Members: c.Members, MoreMembers: c.MoreMembers, Workflow: how})
 			}
 		}
 		if remove && len(here) > 0 {
 			var clusters []string
 			for _, o := range here {
-				clusters = append(clusters, o.Cluster)
+				clusters = append(clusters, activities.ClusterSandboxes{Cluster: o.Cluster, Home: o.Home}.Key())
 			}
 			if _, err := s.hostClusters(ctx, host, clusters); err != nil {
 				return append(orphans, here...), err
@@ -89,9 +99,11 @@ func (s *Starter) hostClusters(ctx context.Context, host string, remove []string
 	return found, nil
 }
 
-// workflowState says whether a cluster's workflow runs: "running", "none" when there never
-// was one (or it is past retention), or how it closed.
-func (s *Starter) workflowState(ctx context.Context, cluster string) (string, error) {
+// workflowState says what became of the cluster whose folder has that home: "running"
+// when its workflow runs with that home, "exported" when it closed after a move, "none"
+// when there never was one (or it is past retention), "replaced" when the one running has
+// another home (the folder is an earlier cluster's of the same name), or how it closed.
+func (s *Starter) workflowState(ctx context.Context, cluster, home string) (string, error) {
 	desc, err := s.client.DescribeWorkflowExecution(ctx, workflows.ClusterWorkflowID(cluster), "")
 	switch {
 	case isNotFound(err):
@@ -99,9 +111,22 @@ func (s *Starter) workflowState(ctx context.Context, cluster string) (string, er
 	case err != nil:
 		return "", fmt.Errorf("describe the workflow of cluster %s: %w", cluster, err)
 	}
-	status := desc.GetWorkflowExecutionInfo().GetStatus()
-	if status == enums.WORKFLOW_EXECUTION_STATUS_RUNNING {
-		return "running", nil
+	info := desc.GetWorkflowExecutionInfo()
+	if info.GetStatus() != enums.WORKFLOW_EXECUTION_STATUS_RUNNING {
+		if phase, ok := info.GetSearchAttributes().GetIndexedFields()[workflows.ClusterPhaseKey.GetName()]; ok {
+			var p string
+			if converter.GetDefaultDataConverter().FromPayload(phase, &p) == nil && workflows.Phase(p) == workflows.PhaseExported {
+				return "exported", nil
+			}
+		}
+		return closedHow(info.GetStatus()), nil
 	}
-	return closedHow(status), nil
+	status, err := s.query(ctx, cluster, false)
+	if err != nil {
+		return "", err
+	}
+	if status.Home != home {
+		return "replaced", nil
+	}
+	return "running", nil
 }

@@ -98,3 +98,17 @@ func (s *Starter) MissingSearchAttributes(ctx context.Context, namespace string)
 	}
 	return missing, nil
 }
+
+// NamespaceID is the namespace's ID, unique across Temporal servers: a worker marks the
+// cluster folders it writes with it, so that hosts shared by several servers or namespaces
+// (a migration's source and target) tell whose each folder is.
+func (s *Starter) NamespaceID(ctx context.Context, namespace string) (string, error) {
+	if namespace == "" {
+		namespace = "default"
+	}
+	resp, err := s.client.WorkflowService().DescribeNamespace(ctx, &workflowservice.DescribeNamespaceRequest{Namespace: namespace})
+	if err != nil {
+		return "", fmt.Errorf("describe namespace %q: %w", namespace, err)
+	}
+	return resp.GetNamespaceInfo().GetId(), nil
+}

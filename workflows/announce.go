@@ -83,7 +83,7 @@ func (w *clusterWorkflow) notify(ctx workflow.Context, op RoleOperation, nodesRo
 		return
 	}
 	w.state.Notices = n.ID
-	failed := w.writeFiles(ctx, fmt.Sprintf("notice %d of %s", n.ID, w.state.Name), hostsOf(work), backend.ClusterFiles{Cluster: w.state.Name, Notice: &n})
+	failed := w.writeFiles(ctx, fmt.Sprintf("notice %d of %s", n.ID, w.state.Name), hostsOf(work), backend.ClusterFiles{Cluster: w.state.Name, Home: w.state.Home, Notice: &n})
 	if len(failed) > 0 {
 		work = w.untold(ctx, op, work, failed)
 	}

@@ -30,8 +30,10 @@ const (
 	// ApplyUpdate replaces the desired spec; it returns a ChangeResult once accepted.
 	ApplyUpdate = "apply"
 	// ManifestQuery returns the manifest a signature of the cluster's spec covers
-	// (internal/signing), as a ResizeRequest's counts (none: as it is) would make it.
-	ManifestQuery = "manifest"
+	// (internal/signing), as a ResizeRequest's counts (none: as it is) would make it: what
+	// to sign. (Named to sort after status, which the Web UI's Queries tab then offers
+	// first.)
+	ManifestQuery = "to-sign"
 	// CancelUpdate stops the operation in progress and returns the status once accepted.
 	CancelUpdate = "cancel"
 	// RoleProgressSignal carries member changes from a role child to its cluster.
@@ -265,7 +267,9 @@ const (
 
 // RoleInput starts a role child workflow.
 type RoleInput struct {
-	Cluster   string        `json:"cluster"`
+	Cluster string `json:"cluster"`
+	// Home is the cluster's (clusterState.Home), which its members' hosts need.
+	Home      string        `json:"home,omitempty"`
 	Operation RoleOperation `json:"operation"`
 	Role      spec.Role     `json:"role"`
 	// Members are the members to act on, in ordinal order.
@@ -361,8 +365,11 @@ const StatusAPIVersion = "clusterflow/v1"
 type ClusterStatus struct {
 	APIVersion string `json:"apiVersion"`
 	Name       string `json:"name"`
-	Phase      Phase  `json:"phase"`
-	Message    string `json:"message,omitempty"`
+	// Home names the cluster's folders on its hosts, <data>/clusters/NAME@HOME; empty for
+	// a cluster deployed before homes, whose folders are <data>/clusters/NAME.
+	Home    string `json:"home,omitempty"`
+	Phase   Phase  `json:"phase"`
+	Message string `json:"message,omitempty"`
 	// Origin is where the spec came from, as deploy or apply was told.
 	Origin string `json:"origin,omitempty"`
 	// Levels is the dependency plan: the roles set up together, level by level.

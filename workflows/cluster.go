@@ -8,6 +8,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/clusterflow/clusterflow/activities"
+	"github.com/clusterflow/clusterflow/internal/layout"
 	"github.com/clusterflow/clusterflow/internal/signing"
 	"github.com/clusterflow/clusterflow/internal/spec"
 )
@@ -119,6 +120,9 @@ func newClusterWorkflow(ctx workflow.Context, in ClusterInput) (*clusterWorkflow
 	w.state = clusterState{
 		Name: in.Spec.Name, Phase: PhaseDeploying, Origin: in.Spec.Origin,
 		Levels: levels, CreatedAt: now, UpdatedAt: now, Generation: 1,
+	}
+	if workflow.GetVersion(ctx, changeSandboxHomes, workflow.DefaultVersion, 1) >= 1 {
+		w.state.Home = layout.HomeOf(workflow.GetInfo(ctx).WorkflowExecution.RunID)
 	}
 	w.noteSignature()
 	if len(in.Hosts) > 0 {

@@ -101,7 +101,8 @@ func sandboxKey(ctx context.Context, member string) string {
 	return strings.TrimPrefix(onHost(ctx), "@") + "/" + member
 }
 
-func (f *fakeBackend) ListMembers(ctx context.Context, cluster string) ([]backend.Member, error) {
+func (f *fakeBackend) ListMembers(ctx context.Context, key string) ([]backend.Member, error) {
+	cluster, _, _ := strings.Cut(key, "@") // the fake keeps one cluster of a name
 	f.mu.Lock()
 	var members []backend.Member
 	host := strings.TrimPrefix(onHost(ctx), "@") + "/"
@@ -189,7 +190,8 @@ func (f *fakeBackend) RemoveMember(ctx context.Context, m backend.Member) error 
 	return nil
 }
 
-func (f *fakeBackend) RemoveCluster(_ context.Context, cluster string) error {
+func (f *fakeBackend) RemoveCluster(_ context.Context, key string) error {
+	cluster, _, _ := strings.Cut(key, "@")
 	f.record("remove cluster %s", cluster)
 	return nil
 }

@@ -7,8 +7,10 @@ import (
 
 	"go.temporal.io/sdk/workflow"
 
+	"github.com/clusterflow/clusterflow/activities"
 	"github.com/clusterflow/clusterflow/internal/backend"
 	"github.com/clusterflow/clusterflow/internal/gzjson"
+	"github.com/clusterflow/clusterflow/internal/layout"
 	"github.com/clusterflow/clusterflow/internal/signing"
 	"github.com/clusterflow/clusterflow/internal/spec"
 )
@@ -33,7 +35,7 @@ func (w *clusterWorkflow) writeClusterFiles(ctx workflow.Context, withScripts bo
 			}
 		}
 	}
-	files, err := packedFiles(w.state.Name, w.configMeta())
+	files, err := packedFiles(w.folder(), w.configMeta())
 	if err != nil {
 		return err
 	}
@@ -152,10 +154,20 @@ func (w *clusterWorkflow) configMeta() backend.ConfigMeta {
 }
 
 // packedFiles carries configmeta as is, or gzipped when it lists thousands of members.
-func packedFiles(cluster string, meta backend.ConfigMeta) (backend.ClusterFiles, error) {
+func packedFiles(folder layout.Cluster, meta backend.ConfigMeta) (backend.ClusterFiles, error) {
 	packed, err := gzjson.PackIfLarge(meta)
 	if packed == nil {
-		return backend.ClusterFiles{Cluster: cluster, ConfigMeta: meta}, err
+		return backend.ClusterFiles{Cluster: folder.Name, Home: folder.Home, ConfigMeta: meta}, err
 	}
-	return backend.ClusterFiles{Cluster: cluster, ConfigMeta: backend.ConfigMeta{Cluster: cluster}, ConfigMetaGzip: packed}, err
+	return backend.ClusterFiles{Cluster: folder.Name, Home: folder.Home, ConfigMeta: backend.ConfigMeta{Cluster: folder.Name}, ConfigMetaGzip: packed}, err
+}
+
+// folder is the cluster's folder on its hosts: its name and home.
+func (w *clusterWorkflow) folder() layout.Cluster {
+	return layout.Cluster{Name: w.state.Name, Home: w.state.Home}
+}
+
+// memberRef names a member of the cluster to its host.
+func (w *clusterWorkflow) memberRef(role, name string) activities.MemberRef {
+	return activities.MemberRef{Cluster: w.state.Name, Home: w.state.Home, Role: role, Name: name}
 }

@@ -155,12 +155,12 @@ func (w *clusterWorkflow) listMembers(ctx workflow.Context) ([]activities.Member
 func (w *clusterWorkflow) listOn(ctx workflow.Context, host string) ([]activities.MemberRef, error) {
 	var listed []activities.MemberRef
 	if !w.bounded {
-		if err := workflow.ExecuteActivity(ctx, acts.ListMembers, w.state.Name).Get(ctx, &listed); err != nil {
+		if err := workflow.ExecuteActivity(ctx, acts.ListMembers, w.folder().Key()).Get(ctx, &listed); err != nil {
 			return nil, err
 		}
 	} else {
 		var listing activities.MemberListing
-		if err := workflow.ExecuteActivity(ctx, acts.ListMemberOrdinals, w.state.Name).Get(ctx, &listing); err != nil {
+		if err := workflow.ExecuteActivity(ctx, acts.ListMemberOrdinals, w.folder().Key()).Get(ctx, &listing); err != nil {
 			return nil, err
 		}
 		if listing.Truncated {
@@ -169,7 +169,7 @@ func (w *clusterWorkflow) listOn(ctx workflow.Context, host string) ([]activitie
 		for _, r := range listing.Roles {
 			for _, rg := range r.Ordinals {
 				for o := rg[0]; o <= rg[1] && len(listed) <= 2*spec.MaxClusterMembers; o++ {
-					listed = append(listed, activities.MemberRef{Cluster: w.state.Name, Role: r.Role, Name: spec.MemberName(w.state.Name, r.Role, o)})
+					listed = append(listed, w.memberRef(r.Role, spec.MemberName(w.state.Name, r.Role, o)))
 				}
 			}
 		}

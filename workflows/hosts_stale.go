@@ -57,7 +57,7 @@ func (w *clusterWorkflow) removeStale(ctx workflow.Context) {
 			wg.Add(1)
 			workflow.Go(ctx, func(ctx workflow.Context) {
 				defer wg.Done()
-				ref := activities.MemberRef{Cluster: w.state.Name, Role: s.Role, Name: s.Member}
+				ref := w.memberRef(s.Role, s.Member)
 				err := workflow.ExecuteActivity(onMemberHost(withQuickActivity(ctx, "remove stale "+s.Member), s.Host), acts.RemoveMember, ref).Get(ctx, nil)
 				if err != nil {
 					w.logger.Warn("Could not remove a stale sandbox; trying again next pass", "Member", s.Member, "Host", s.Host, "Error", err)

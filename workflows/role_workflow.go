@@ -402,7 +402,7 @@ func (r *roleWorkflow) set(ctx workflow.Context, i int, state MemberState, event
 }
 
 func (r *roleWorkflow) ref(i int) activities.MemberRef {
-	return activities.MemberRef{Cluster: r.in.Cluster, Role: r.in.Role.Name, Name: r.members[i].Name}
+	return activities.MemberRef{Cluster: r.in.Cluster, Home: r.in.Home, Role: r.in.Role.Name, Name: r.members[i].Name}
 }
 
 // reportProgress sends member changes to the parent. It waits a moment after a change so

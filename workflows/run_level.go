@@ -42,7 +42,7 @@ func (w *clusterWorkflow) startRole(ctx workflow.Context, op RoleOperation, rw r
 		step += "-" + rw.nodes.Role
 	}
 	id := fmt.Sprintf("%s/%s/%s", ClusterWorkflowID(w.state.Name), step, role)
-	in := RoleInput{Cluster: w.state.Name, Operation: op, Role: r, Members: rw.members, Nodes: rw.nodes, MemberNodes: rw.memberNodes, Notice: rw.notice}
+	in := RoleInput{Cluster: w.state.Name, Home: w.state.Home, Operation: op, Role: r, Members: rw.members, Nodes: rw.nodes, MemberNodes: rw.memberNodes, Notice: rw.notice}
 	if w.bounded {
 		// The env travels once per host with the files; the members only as far as a child
 		// needs them.

@@ -127,7 +127,10 @@ type roleState struct {
 // clusterState is the cluster workflow's observed state: what it carries across
 // continue-as-new, bookkeeping included. Users see its projection, ClusterStatus.
 type clusterState struct {
-	Name    string `json:"name"`
+	Name string `json:"name"`
+	// Home sets the cluster's folders on hosts apart from others of its name (see
+	// changeSandboxHomes); empty for a cluster deployed before homes.
+	Home    string `json:"home,omitempty"`
 	Phase   Phase  `json:"phase"`
 	Message string `json:"message,omitempty"`
 	Origin  string `json:"origin,omitempty"`

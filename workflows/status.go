@@ -33,7 +33,7 @@ const (
 // many as fit in budget bytes.
 func (s clusterState) status(page *StatusPage, budget int) ClusterStatus {
 	out := ClusterStatus{
-		APIVersion: StatusAPIVersion, Name: s.Name, Phase: s.shownPhase(), Message: s.Message, Origin: s.Origin,
+		APIVersion: StatusAPIVersion, Name: s.Name, Home: s.Home, Phase: s.shownPhase(), Message: s.Message, Origin: s.Origin,
 		Levels: s.Levels, Roles: make([]RoleStatus, len(s.Roles)), CreatedAt: s.CreatedAt, UpdatedAt: s.UpdatedAt,
 		Generation: s.Generation, AttemptedGeneration: s.AttemptedGeneration, ReachedGeneration: s.ReachedGeneration,
 		Maintenance: s.Maintenance, Signatures: s.Signatures,

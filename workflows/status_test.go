@@ -47,7 +47,7 @@ func TestStatusShape(t *testing.T) {
 func exampleState() clusterState {
 	at := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
 	return clusterState{
-		Name: "demo", Phase: PhaseDegraded, Message: "1 of 2 workers down", Origin: "cluster.yaml",
+		Name: "demo", Home: "0123456789ab", Phase: PhaseDegraded, Message: "1 of 2 workers down", Origin: "cluster.yaml",
 		Levels: [][]string{{"controller"}, {"worker"}}, CreatedAt: at, UpdatedAt: at.Add(time.Minute),
 		Operations: 3, Generation: 3, AttemptedGeneration: 3, ReachedGeneration: 2, ConfigMetaVersion: 7,
 		Signatures: []GenerationSignature{{Generation: 3}, {Generation: 2, Key: "ops"}},

@@ -56,4 +56,10 @@ const (
 	// --allow-clusters, --allow-namespaces, --allow-env-override) refuse the cluster, its
 	// namespace or a role's env. Asked once per run, when it starts.
 	changeHostAllowLists = "host-allow-lists"
+	// changeSandboxHomes: a cluster deployed since has a home, from its first run's ID,
+	// and keeps its files on hosts in <data>/clusters/NAME@HOME: apart from a cluster of
+	// the same name of another server or namespace sharing the folder, and from an
+	// earlier one of its own. Asked when a cluster is deployed; a cluster deployed before
+	// keeps <data>/clusters/NAME for good.
+	changeSandboxHomes = "sandbox-homes"
 )

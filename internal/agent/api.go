@@ -41,7 +41,7 @@ func (k Key) ID() string {
 // Protocol is the version of what the worker and the agent say to each other. A worker
 // finding an agent of an older protocol (left running by the version it was upgraded from)
 // replaces it: the runs it looks after carry on, and the new agent adopts them.
-const Protocol = 2
+const Protocol = 3
 
 // Launch asks the agent to run a startscript, or to attach to the run it already has. It
 // names what to run, never where: the agent derives every path from the cluster, member,
@@ -53,9 +53,11 @@ type Launch struct {
 	// Connection is kept apart from the run record, readable by the agent's user only.
 	Connection Connection `json:"connection"`
 	Cluster    string     `json:"cluster"`
-	Member     string     `json:"member"`
-	Event      string     `json:"event"`
-	Script     Script     `json:"script"`
+	// Home sets the cluster's folder apart from others of its name (layout.Cluster).
+	Home   string `json:"home,omitempty"`
+	Member string `json:"member"`
+	Event  string `json:"event"`
+	Script Script `json:"script"`
 	// Timeout bounds the script; Grace is its time between SIGTERM and SIGKILL when stopped.
 	Timeout time.Duration `json:"timeout"`
 	Grace   time.Duration `json:"grace"`

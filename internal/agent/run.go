@@ -206,15 +206,16 @@ type runPlace struct {
 
 func (a *Agent) place(l Launch, id string) (runPlace, error) {
 	root := layout.Root(filepath.Dir(a.opts.Dir))
+	cluster := layout.Cluster{Name: l.Cluster, Home: l.Home}
 	var p runPlace
 	var err error
-	if p.sandbox, err = root.Sandbox(l.Cluster, l.Member); err != nil {
+	if p.sandbox, err = root.Sandbox(cluster, l.Member); err != nil {
 		return p, &RefusedError{Reason: err.Error()}
 	}
-	if p.script, err = root.Script(l.Cluster, l.Script.SHA256); err != nil {
+	if p.script, err = root.Script(cluster, l.Script.SHA256); err != nil {
 		return p, &RefusedError{Reason: err.Error()}
 	}
-	records, err := root.Records(l.Cluster, l.Member)
+	records, err := root.Records(cluster, l.Member)
 	if err != nil {
 		return p, &RefusedError{Reason: err.Error()}
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/clusterflow/clusterflow/internal/agent"
 	"github.com/clusterflow/clusterflow/internal/gzjson"
+	"github.com/clusterflow/clusterflow/internal/layout"
 	"github.com/clusterflow/clusterflow/internal/notice"
 	"github.com/clusterflow/clusterflow/internal/runner"
 	"github.com/clusterflow/clusterflow/internal/signing"
@@ -33,17 +34,22 @@ type Backend interface {
 	// RemoveMember stops whatever the member left running and deletes its sandbox. It is
 	// idempotent.
 	RemoveMember(ctx context.Context, m Member) error
-	// RemoveCluster deletes what is left of the cluster once its members are gone.
-	RemoveCluster(ctx context.Context, cluster string) error
-	// ListMembers lists the members the backend has for the cluster, whoever made them.
-	ListMembers(ctx context.Context, cluster string) ([]Member, error)
+	// RemoveCluster deletes what is left of the cluster once its members are gone. key is
+	// the cluster's folder key (layout.Cluster.Key): its name, or NAME@HOME.
+	RemoveCluster(ctx context.Context, key string) error
+	// ListMembers lists the members the backend has for the cluster of that key, whoever
+	// made them.
+	ListMembers(ctx context.Context, key string) ([]Member, error)
 }
 
 // Member names one member.
 type Member struct {
 	Cluster string `json:"cluster"`
-	Role    string `json:"role"`
-	Name    string `json:"name"`
+	// Home sets the cluster's folder apart from others of the same name (layout.Cluster);
+	// empty for a cluster deployed before homes.
+	Home string `json:"home,omitempty"`
+	Role string `json:"role"`
+	Name string `json:"name"`
 	// Host is the host a listing found the member on; the workflow sets it, backends
 	// ignore it.
 	Host string `json:"host,omitempty"`
@@ -54,6 +60,8 @@ type Member struct {
 // addnodes and delnodes runs name. Each part is optional but the cluster.
 type ClusterFiles struct {
 	Cluster string `json:"cluster"`
+	// Home is the cluster's (see Member.Home).
+	Home string `json:"home,omitempty"`
 	// Scripts maps SHA-256 to content; already installed scripts may be left out.
 	Scripts map[string]string `json:"scripts,omitempty"`
 	// Envs maps EnvHash to a role's env; a script run names the one it gets.
@@ -69,6 +77,12 @@ type ClusterFiles struct {
 	// trusts keys to check runs against.
 	Signed map[string]signing.Signed `json:"signed,omitempty"`
 }
+
+// Folder is the member's cluster's folder.
+func (m Member) Folder() layout.Cluster { return layout.Cluster{Name: m.Cluster, Home: m.Home} }
+
+// Folder is the cluster's folder.
+func (f ClusterFiles) Folder() layout.Cluster { return layout.Cluster{Name: f.Cluster, Home: f.Home} }
 
 // HasConfigMeta says the files carry configmeta to write.
 func (f ClusterFiles) HasConfigMeta() bool {

@@ -42,6 +42,9 @@ type Local struct {
 	// ScriptUIDs, when set, gives each cluster a user of its own instead (see userOf), and
 	// its folder to that user's group only (0750): one cluster's scripts reach no other's.
 	ScriptUIDs *UIDRange
+	// Owner is the ID of the Temporal namespace the worker serves, unique across servers:
+	// the folders it writes are marked its own, and it removes no folder another owns.
+	Owner string
 }
 
 // NewLocal returns a local backend keeping its data under root. agentCommand starts the
@@ -87,15 +90,18 @@ const MemberDirEnv = "CLUSTERFLOW_MEMBER_DIR"
 // WriteClusterFiles implements Backend. Scripts and envs are named by their hash, so one
 // already there is already right; a notice replaces the ones long done.
 func (l *Local) WriteClusterFiles(_ context.Context, files ClusterFiles) error {
-	dir, err := l.clusterDir(files.Cluster)
+	dir, err := l.layout.Cluster(files.Folder())
 	if err != nil {
 		return err
 	}
-	if err := l.ownClusterDir(files.Cluster, dir); err != nil {
+	if err := l.claim(files.Folder(), dir); err != nil {
+		return err
+	}
+	if err := l.ownClusterDir(files.Folder(), dir); err != nil {
 		return err
 	}
 	for _, hash := range slices.Sorted(maps.Keys(files.Scripts)) {
-		path, err := l.layout.Script(files.Cluster, hash)
+		path, err := l.layout.Script(files.Folder(), hash)
 		if err != nil {
 			return err
 		}
@@ -107,7 +113,7 @@ func (l *Local) WriteClusterFiles(_ context.Context, files ClusterFiles) error {
 		}
 	}
 	for _, hash := range slices.Sorted(maps.Keys(files.Envs)) {
-		path, err := l.layout.Env(files.Cluster, hash)
+		path, err := l.layout.Env(files.Folder(), hash)
 		if err != nil {
 			return err
 		}
@@ -122,7 +128,7 @@ func (l *Local) WriteClusterFiles(_ context.Context, files ClusterFiles) error {
 			return fmt.Errorf("install env: %w", err)
 		}
 	}
-	if err := l.writeSigned(files.Cluster, files.Signed); err != nil {
+	if err := l.writeSigned(files.Folder(), files.Signed); err != nil {
 		return err
 	}
 	if files.Notice != nil {
@@ -136,7 +142,7 @@ func (l *Local) WriteClusterFiles(_ context.Context, files ClusterFiles) error {
 	meta := files.ConfigMeta
 	meta.Members = slices.Clone(meta.Members)
 	for i, node := range meta.Members {
-		if memberDir, err := l.memberDir(Member{Cluster: files.Cluster, Role: node.Role, Name: node.Name}); err == nil {
+		if memberDir, err := l.memberDir(Member{Cluster: files.Cluster, Home: files.Home, Role: node.Role, Name: node.Name}); err == nil {
 			meta.Members[i].Dir = memberDir
 		}
 	}
@@ -169,8 +175,9 @@ func (l *Local) writeNotice(clusterDir string, n notice.Notice) error {
 	return nil
 }
 
-func (l *Local) readNotice(cluster string, id int) (notice.Notice, error) {
-	dir, err := l.clusterDir(cluster)
+func (l *Local) readNotice(c layout.Cluster, id int) (notice.Notice, error) {
+	cluster := c.Name
+	dir, err := l.layout.Cluster(c)
 	if err != nil {
 		return notice.Notice{}, err
 	}
@@ -198,8 +205,9 @@ const (
 	maxEnvFile    = spec.MaxRoleEnvBytes + 1<<10
 )
 
-func (l *Local) readEnv(cluster, hash string) (map[string]string, error) {
-	path, err := l.layout.Env(cluster, hash)
+func (l *Local) readEnv(c layout.Cluster, hash string) (map[string]string, error) {
+	cluster := c.Name
+	path, err := l.layout.Env(c, hash)
 	if err != nil {
 		return nil, err
 	}
@@ -251,11 +259,14 @@ func (l *Local) CreateMember(_ context.Context, m Member) error {
 	if err := sandbox.MkdirAll(layout.LogsDir, 0o755); err != nil {
 		return err
 	}
-	u, err := l.userOf(m.Cluster)
+	if err := l.claim(m.Folder(), filepath.Dir(dir)); err != nil {
+		return err
+	}
+	u, err := l.userOf(m.Folder())
 	if err != nil || u == nil {
 		return err
 	}
-	if err := l.ownClusterDir(m.Cluster, filepath.Dir(dir)); err != nil {
+	if err := l.ownClusterDir(m.Folder(), filepath.Dir(dir)); err != nil {
 		return err
 	}
 	if err := os.Chmod(dir, 0o700); err != nil {
@@ -276,7 +287,7 @@ func (l *Local) LaunchScript(ctx context.Context, run ScriptRun, to Completion) 
 	if run, err = l.resolve(run); err != nil {
 		return err
 	}
-	user, err := l.userOf(run.Member.Cluster)
+	user, err := l.userOf(run.Member.Folder())
 	if err != nil {
 		return err
 	}
@@ -318,7 +329,7 @@ func (l *Local) LaunchScript(ctx context.Context, run ScriptRun, to Completion) 
 	// The agent finds the script, the sandbox and the files of the run by these names
 	// alone: the script must be installed, and the folders of the output and exit files
 	// there, the script user's.
-	script, err := l.layout.Script(run.Member.Cluster, run.ScriptHash)
+	script, err := l.layout.Script(run.Member.Folder(), run.ScriptHash)
 	if err != nil {
 		return err
 	}
@@ -333,11 +344,11 @@ func (l *Local) LaunchScript(ctx context.Context, run ScriptRun, to Completion) 
 	if err := giveTo(user, sandbox, layout.LogsDir, filepath.Dir(layout.ExitDir), layout.ExitDir); err != nil {
 		return err
 	}
-	clusterDir, _ := l.layout.Cluster(run.Member.Cluster)
+	clusterDir, _ := l.layout.Cluster(run.Member.Folder())
 	own["CLUSTERFLOW_CONFIGMETA"] = l.configMetaPath(clusterDir)
 	_, err = l.agent.Launch(ctx, agent.Launch{
 		Key: to.Key, TaskToken: to.TaskToken, Connection: to.Connection, HeartbeatTimeout: to.HeartbeatTimeout,
-		Cluster: run.Member.Cluster, Member: run.Member.Name, Event: string(run.Event),
+		Cluster: run.Member.Cluster, Home: run.Member.Home, Member: run.Member.Name, Event: string(run.Event),
 		Script:  agent.Script{SHA256: run.ScriptHash, Args: args, Env: scriptEnv(run, own), User: user},
 		Timeout: run.Timeout,
 		Grace:   l.Grace,
@@ -356,7 +367,7 @@ const MaxNodesArg = 64 << 10
 // the member's nodes from the notice. A run from before either carries them itself.
 func (l *Local) resolve(run ScriptRun) (ScriptRun, error) {
 	if run.EnvHash != "" {
-		env, err := l.readEnv(run.Member.Cluster, run.EnvHash)
+		env, err := l.readEnv(run.Member.Folder(), run.EnvHash)
 		if err != nil {
 			return run, err
 		}
@@ -371,7 +382,7 @@ func (l *Local) resolve(run ScriptRun) (ScriptRun, error) {
 		if run.Event != spec.EventAddNodes && run.Event != spec.EventDelNodes {
 			return run, fmt.Errorf("%s names notice %d, which only addnodes and delnodes tell", run.Event, run.Notice)
 		}
-		n, err := l.readNotice(run.Member.Cluster, run.Notice)
+		n, err := l.readNotice(run.Member.Folder(), run.Notice)
 		if err != nil {
 			return run, err
 		}
@@ -403,7 +414,7 @@ func (l *Local) RemoveMember(_ context.Context, m Member) error {
 		return err
 	}
 	runner.KillTagged(MemberDirEnv + "=" + dir)
-	records, err := l.layout.Records(m.Cluster, m.Name)
+	records, err := l.layout.Records(m.Folder(), m.Name)
 	if err != nil {
 		return err
 	}
@@ -413,17 +424,25 @@ func (l *Local) RemoveMember(_ context.Context, m Member) error {
 	return os.RemoveAll(dir)
 }
 
-// RemoveCluster implements Backend.
-func (l *Local) RemoveCluster(_ context.Context, cluster string) error {
-	dir, err := l.clusterDir(cluster)
+// RemoveCluster implements Backend. A folder another server or namespace owns is never
+// removed (see claim).
+func (l *Local) RemoveCluster(_ context.Context, key string) error {
+	c, err := layout.ParseKey(key)
 	if err != nil {
 		return err
+	}
+	dir, err := l.layout.Cluster(c)
+	if err != nil {
+		return err
+	}
+	if owner := l.ownerOf(c); owner != "" && l.Owner != "" && owner != l.Owner {
+		return &OwnedElsewhereError{Key: key, Owner: owner}
 	}
 	entries, _ := os.ReadDir(dir)
 	for _, e := range entries {
 		runner.KillTagged(MemberDirEnv + "=" + filepath.Join(dir, e.Name()))
 	}
-	records, err := l.layout.ClusterRecords(cluster)
+	records, err := l.layout.ClusterRecords(c)
 	if err != nil {
 		return err
 	}
@@ -434,15 +453,19 @@ func (l *Local) RemoveCluster(_ context.Context, cluster string) error {
 		return err
 	}
 	if l.ScriptUIDs != nil {
-		return l.ScriptUIDs.release(cluster)
+		return l.ScriptUIDs.release(c)
 	}
 	return nil
 }
 
 // ListMembers implements Backend: every folder in the cluster's folder whose name has a
 // member's shape, <cluster>-<role>-<ordinal>.
-func (l *Local) ListMembers(_ context.Context, cluster string) ([]Member, error) {
-	dir, err := l.clusterDir(cluster)
+func (l *Local) ListMembers(_ context.Context, key string) ([]Member, error) {
+	c, err := layout.ParseKey(key)
+	if err != nil {
+		return nil, err
+	}
+	dir, err := l.layout.Cluster(c)
 	if err != nil {
 		return nil, err
 	}
@@ -458,14 +481,12 @@ func (l *Local) ListMembers(_ context.Context, cluster string) ([]Member, error)
 		if !e.IsDir() {
 			continue
 		}
-		if role, _, ok := spec.ParseMemberName(cluster, e.Name()); ok {
-			members = append(members, Member{Cluster: cluster, Role: role, Name: e.Name()})
+		if role, _, ok := spec.ParseMemberName(c.Name, e.Name()); ok {
+			members = append(members, Member{Cluster: c.Name, Home: c.Home, Role: role, Name: e.Name()})
 		}
 	}
 	return members, nil
 }
-
-func (l *Local) clusterDir(cluster string) (string, error) { return l.layout.Cluster(cluster) }
 
 // memberDir checks every name before it becomes part of a path.
 func (l *Local) memberDir(m Member) (string, error) {
@@ -475,7 +496,7 @@ func (l *Local) memberDir(m Member) (string, error) {
 	if role, _, ok := spec.ParseMemberName(m.Cluster, m.Name); !ok || role != m.Role {
 		return "", fmt.Errorf("member name %q is not <cluster>-<role>-<ordinal> for cluster %q, role %q", m.Name, m.Cluster, m.Role)
 	}
-	return l.layout.Sandbox(m.Cluster, m.Name)
+	return l.layout.Sandbox(m.Folder(), m.Name)
 }
 
 func (l *Local) configMetaPath(clusterDir string) string {
@@ -535,15 +556,16 @@ func scriptEnv(run ScriptRun, own map[string]string) []string {
 	return out
 }
 
-// ListClusters lists the clusters with a folder here, whoever made them.
+// ListClusters lists the folder keys of the clusters with a folder here, whoever made
+// them.
 func (l *Local) ListClusters(_ context.Context) ([]string, error) {
-	entries, err := os.ReadDir(filepath.Join(l.root, "clusters"))
+	entries, err := os.ReadDir(l.layout.Clusters())
 	if err != nil {
 		return nil, err
 	}
 	var clusters []string
 	for _, e := range entries {
-		if e.IsDir() && spec.CheckName(e.Name()) == nil {
+		if _, err := layout.ParseKey(e.Name()); e.IsDir() && err == nil {
 			clusters = append(clusters, e.Name())
 		}
 	}

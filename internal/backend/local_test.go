@@ -322,7 +322,7 @@ func TestRunScriptResolvesItsEnvAndItsNodesOnTheHost(t *testing.T) {
 
 func records(t *testing.T, l *Local, m Member) string {
 	t.Helper()
-	dir, err := l.layout.Records(m.Cluster, m.Name)
+	dir, err := l.layout.Records(m.Folder(), m.Name)
 	if err != nil {
 		t.Fatal(err)
 	}

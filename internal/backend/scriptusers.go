@@ -10,6 +10,7 @@ import (
 	"sync"
 	"syscall"
 
+	"github.com/clusterflow/clusterflow/internal/layout"
 	"github.com/clusterflow/clusterflow/internal/atomicfile"
 	"github.com/clusterflow/clusterflow/internal/runner"
 )
@@ -65,8 +66,10 @@ func (r *UIDRange) save(byCluster map[string]uint32) error {
 	return atomicfile.Write(r.file, data, 0o600)
 }
 
-// forCluster returns the cluster's user, allocating one the first time.
-func (r *UIDRange) forCluster(cluster string) (*runner.User, error) {
+// forCluster returns the cluster's user, allocating one the first time. Users are kept by
+// the cluster's folder key: two clusters of one name (of two servers) have two users.
+func (r *UIDRange) forCluster(c layout.Cluster) (*runner.User, error) {
+	cluster := c.Key()
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	byCluster, err := r.load()
@@ -94,7 +97,8 @@ func (r *UIDRange) forCluster(cluster string) (*runner.User, error) {
 }
 
 // release frees the cluster's user once its files are gone.
-func (r *UIDRange) release(cluster string) error {
+func (r *UIDRange) release(c layout.Cluster) error {
+	cluster := c.Key()
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	byCluster, err := r.load()
@@ -115,7 +119,7 @@ func (r *UIDRange) release(cluster string) error {
 
 // userOf is who runs the cluster's scripts: a user of its own (ScriptUIDs), the one
 // ScriptUser, or nil for the worker's user.
-func (l *Local) userOf(cluster string) (*runner.User, error) {
+func (l *Local) userOf(cluster layout.Cluster) (*runner.User, error) {
 	if l.ScriptUIDs != nil {
 		return l.ScriptUIDs.forCluster(cluster)
 	}
@@ -134,7 +138,7 @@ func giveTo(u *runner.User, sandbox *os.Root, names ...string) error {
 
 // ownClusterDir gives a cluster's folder to its own user's group, mode 0750, when each
 // cluster has a user: its members read its scripts and configmeta, no other cluster can.
-func (l *Local) ownClusterDir(cluster, dir string) error {
+func (l *Local) ownClusterDir(cluster layout.Cluster, dir string) error {
 	if l.ScriptUIDs == nil {
 		return nil
 	}
@@ -146,7 +150,7 @@ func (l *Local) ownClusterDir(cluster, dir string) error {
 		return err
 	}
 	if err := os.Lchown(dir, os.Geteuid(), int(u.GID)); err != nil {
-		return fmt.Errorf("give %s to cluster %s's group: %w", dir, cluster, err)
+		return fmt.Errorf("give %s to cluster %s's group: %w", dir, cluster.Name, err)
 	}
 	return os.Chmod(dir, 0o750)
 }

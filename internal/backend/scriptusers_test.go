@@ -7,6 +7,7 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/clusterflow/clusterflow/internal/layout"
 	"github.com/clusterflow/clusterflow/internal/runner"
 )
 
@@ -23,7 +24,7 @@ func TestClustersGetUsersOfTheirOwnFromTheRange(t *testing.T) {
 	}
 	uid := func(l *Local, cluster string) uint32 {
 		t.Helper()
-		u, err := l.userOf(cluster)
+		u, err := l.userOf(layout.Cluster{Name: cluster})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -35,7 +36,7 @@ func TestClustersGetUsersOfTheirOwnFromTheRange(t *testing.T) {
 	if a, b := uid(l, "a"), uid(l, "b"); a != 61000 || b != 61001 {
 		t.Errorf("a=%d b=%d, want 61000 and 61001", a, b)
 	}
-	if _, err := l.userOf("c"); err == nil || !strings.Contains(err.Error(), "all 2 of --script-uids 61000-61001 are taken") {
+	if _, err := l.userOf(layout.Cluster{Name: "c"}); err == nil || !strings.Contains(err.Error(), "all 2 of --script-uids 61000-61001 are taken") {
 		t.Errorf("a full range: %v", err)
 	}
 	again, _ := NewLocal(root)
@@ -43,7 +44,7 @@ func TestClustersGetUsersOfTheirOwnFromTheRange(t *testing.T) {
 	if b := uid(again, "b"); b != 61001 {
 		t.Errorf("after a restart b has %d, want 61001", b)
 	}
-	if err := l.ScriptUIDs.release("a"); err != nil {
+	if err := l.ScriptUIDs.release(layout.Cluster{Name: "a"}); err != nil {
 		t.Fatal(err)
 	}
 	if c := uid(l, "c"); c != 61000 {

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/clusterflow/clusterflow/internal/atomicfile"
+	"github.com/clusterflow/clusterflow/internal/layout"
 	"github.com/clusterflow/clusterflow/internal/signing"
 )
 
@@ -22,7 +23,7 @@ const keptSigned = 32
 
 // writeSigned keeps the signed manifests a cluster's specs came with. One already there is
 // marked the newest again, as the spec it belongs to is the current one.
-func (l *Local) writeSigned(cluster string, signed map[string]signing.Signed) error {
+func (l *Local) writeSigned(cluster layout.Cluster, signed map[string]signing.Signed) error {
 	if len(signed) == 0 {
 		return nil
 	}
@@ -55,7 +56,7 @@ func (l *Local) writeSigned(cluster string, signed map[string]signing.Signed) er
 }
 
 // signedFiles lists the cluster's signed manifests, newest first.
-func (l *Local) signedFiles(cluster string) ([]string, error) {
+func (l *Local) signedFiles(cluster layout.Cluster) ([]string, error) {
 	dir, err := l.layout.SignedDir(cluster)
 	if err != nil {
 		return nil, err
@@ -88,7 +89,7 @@ func (l *Local) signedFiles(cluster string) ([]string, error) {
 }
 
 // SignedSpecs returns the signed manifests this host holds of a cluster, newest first.
-func (l *Local) SignedSpecs(cluster string) ([]signing.Signed, error) {
+func (l *Local) SignedSpecs(cluster layout.Cluster) ([]signing.Signed, error) {
 	files, err := l.signedFiles(cluster)
 	if err != nil {
 		return nil, err

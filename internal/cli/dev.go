@@ -173,6 +173,10 @@ func runDev(ctx context.Context, args []string, embedded *Embedded) error {
 	}
 
 	conn := agent.Connection{ClientConfigProfile: envconfig.ClientConfigProfile{Address: srv.Address(), Namespace: *namespace}, CodecKeyFile: codecKeyFile}
+	owner, err := st.NamespaceID(ctx, *namespace)
+	if err != nil {
+		return err
+	}
 	var workers []devWorker
 	switch {
 	case *noWorker:
@@ -198,6 +202,7 @@ func runDev(ctx context.Context, args []string, embedded *Embedded) error {
 	}
 	workerDone := make(chan error, len(workers))
 	for _, w := range workers {
+		w.local.Owner = owner
 		opts := worker.Options{TaskQueue: com.taskQueue, Backend: w.local, Connection: conn, Host: w.host, Logger: logger}
 		go func() { workerDone <- worker.Run(ctx, c, opts) }()
 	}

@@ -134,7 +134,13 @@ func runWorker(ctx context.Context, args []string) error {
 		return err
 	}
 	defer c.Close()
-	missing, err := starter.New(c, conn.taskQueue).MissingSearchAttributes(ctx, co.Namespace)
+	st := starter.New(c, conn.taskQueue)
+	if local.Owner, err = st.NamespaceID(ctx, co.Namespace); err != nil {
+		// Folders then carry no owner: this worker's orphan removal cannot tell another
+		// server's clusters sharing the data folder from its own.
+		logger.Warn("Could not learn the namespace's ID; cluster folders will not say whose they are", zap.Error(err))
+	}
+	missing, err := st.MissingSearchAttributes(ctx, co.Namespace)
 	switch {
 	case err != nil:
 		logger.Warn("Could not check clusterflow's search attributes; continuing", zap.Error(err))

@@ -79,7 +79,7 @@ func TestAScriptsOutputIsCappedByRotation(t *testing.T) {
 	if res := s.cli("deploy", "-f", specPath, "--wait"); res.Code != 0 {
 		t.Fatalf("deploy: %s", res)
 	}
-	logs := filepath.Join(s.data, "clusters", "flood", "flood-w-0", "logs")
+	logs := filepath.Join(clusterDir(s.data, "flood"), "flood-w-0", "logs")
 	current, err := os.Stat(filepath.Join(logs, "configure.stdout"))
 	if err != nil || current.Size() > 1<<20 {
 		t.Errorf("configure.stdout after 70 MB of output: %v, want it rotated", statMode(current, err))

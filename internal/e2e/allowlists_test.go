@@ -3,7 +3,6 @@ package e2e
 import (
 	"context"
 	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -100,7 +99,7 @@ func TestHostsRunOnlyWhatTheyAllow(t *testing.T) {
 		}
 		return false
 	})
-	if _, err := os.Stat(filepath.Join(f.hosts["h1"].data, "clusters", c.Name)); !os.IsNotExist(err) {
+	if _, err := os.Stat(clusterDir(f.hosts["h1"].data, c.Name)); !os.IsNotExist(err) {
 		t.Errorf("h1 holds files of the crafted cluster (%v)", err)
 	}
 	for _, n := range []string{"team-b-db", "team-a-db", "team-a-path", c.Name} {

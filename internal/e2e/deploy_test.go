@@ -101,7 +101,7 @@ func TestDeployRunsRolesInDependencyOrder(t *testing.T) {
 			}
 		}
 	}
-	if dir := filepath.Join(dataDir, "clusters", "ordered", "ordered-worker-2"); !exists(dir) {
+	if dir := filepath.Join(clusterDir(dataDir, "ordered"), "ordered-worker-2"); !exists(dir) {
 		t.Errorf("no sandbox at %s", dir)
 	}
 	human := cli(t, "status", "ordered")
@@ -168,7 +168,7 @@ func TestFailedConfigureShowsOutputAndStopsDependents(t *testing.T) {
 	if res := cli(t, "delete", "failing", "--wait"); res.Code != 0 {
 		t.Fatalf("delete: %s", res)
 	}
-	if dir := filepath.Join(dataDir, "clusters", "failing"); exists(dir) {
+	if dir := clusterDir(dataDir, "failing"); exists(dir) {
 		t.Errorf("%s still exists after delete", dir)
 	}
 	// Teardown runs where configure ran: the controller, worker-0, and the failed worker-1.
@@ -260,11 +260,12 @@ roles:
 	if m := running.Role("controller").Members[0]; m.Event != "configure" || m.State != workflows.MemberConfiguring || m.Since.IsZero() {
 		t.Errorf("running member %+v", m)
 	}
+	folder := clusterDir(dataDir, "midway")
 	res := cli(t, "delete", "midway", "--wait", "--timeout", "60s")
 	if res.Code != 0 {
 		t.Fatalf("delete --wait: %s", res)
 	}
-	if pids := testenv.MemberProcesses(filepath.Join(dataDir, "clusters", "midway")); len(pids) > 0 {
+	if pids := testenv.MemberProcesses(folder); len(pids) > 0 {
 		t.Errorf("processes left running after delete: %v", pids)
 	}
 	runs := readTrace(t, trace)
@@ -274,7 +275,7 @@ roles:
 	if c := runsOf(runs, "midway-controller-0", "configure"); len(c) != 1 || c[0].Outcome != "" {
 		t.Errorf("the controller's configure should have been stopped, not finished: %+v", c)
 	}
-	if exists(filepath.Join(dataDir, "clusters", "midway")) {
+	if exists(folder) {
 		t.Error("sandboxes left after delete")
 	}
 	if s := statusJSON(t, "midway"); s.Phase != workflows.PhaseDeleted {
@@ -332,7 +333,7 @@ roles:
 	if m.State != workflows.MemberConfigError || !strings.Contains(m.Detail, "configure timed out after 1s") || !strings.Contains(m.StdoutTail, "running configure") {
 		t.Errorf("member %+v", m)
 	}
-	if pids := testenv.MemberProcesses(filepath.Join(dataDir, "clusters", "slow")); len(pids) > 0 {
+	if pids := testenv.MemberProcesses(clusterDir(dataDir, "slow")); len(pids) > 0 {
 		t.Errorf("the timed-out script is still running: %v", pids)
 	}
 	mustSucceed(t, "delete", "slow", "--wait")

@@ -121,7 +121,7 @@ func TestDevRunsTheExampleAndKeepsStateAcrossRestarts(t *testing.T) {
 	if left := testenv.MemberProcesses(data); len(left) > 0 {
 		t.Errorf("processes left after delete: %v", left)
 	}
-	if exists(filepath.Join(data, "clusters", "demo")) {
+	if exists(clusterDir(data, "demo")) {
 		t.Error("sandboxes left after delete")
 	}
 	if code, err := dev.Signal(syscall.SIGTERM, 30*time.Second); err != nil || code != 0 {

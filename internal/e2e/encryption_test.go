@@ -179,7 +179,7 @@ func TestTheCodecKeepsEveryValueOutOfTemporalAndRotates(t *testing.T) {
 	}
 	for _, m := range []string{"coded-db-0", "coded-db-1"} {
 		for v, value := range map[string]string{"PLAIN": plain, "DB_PASSWORD": password} {
-			got, err := os.ReadFile(filepath.Join(data, "clusters", "coded", m, v+".sha256"))
+			got, err := os.ReadFile(filepath.Join(clusterDir(data, "coded"), m, v+".sha256"))
 			sum := sha256.Sum256([]byte(value))
 			if err != nil || strings.TrimSpace(string(got)) != hex.EncodeToString(sum[:]) {
 				t.Errorf("%s's script did not get %s: %q, %v", m, v, got, err)

@@ -80,7 +80,7 @@ func TestADownMemberIsReplacedAfterReplaceAfter(t *testing.T) {
 	if len(successor) == 1 && len(teardown) == 1 && teardown[0].Start < successor[0].End {
 		t.Error("the replaced member was torn down before its successor was set up")
 	}
-	if exists(filepath.Join(dataDir, "clusters", n, n+"-worker-1")) {
+	if exists(filepath.Join(clusterDir(dataDir, n), n+"-worker-1")) {
 		t.Error("the replaced member's sandbox is still there")
 	}
 	mustSucceed(t, "delete", n, "--wait")
@@ -168,10 +168,10 @@ func TestReconcileRemovesAnOrphanSandbox(t *testing.T) {
 	n := "orphans"
 	specPath, trace := writeCluster(t, healthSpec(n, "10m"))
 	mustSucceed(t, "deploy", "-f", specPath, "--wait")
-	clusterDir := filepath.Join(dataDir, "clusters", n)
+	folder := clusterDir(dataDir, n)
 	orphans := []string{n + "-worker-9", n + "-ghost-0"}
 	for _, orphan := range orphans {
-		if err := os.MkdirAll(filepath.Join(clusterDir, orphan, "logs"), 0o755); err != nil {
+		if err := os.MkdirAll(filepath.Join(folder, orphan, "logs"), 0o755); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -191,7 +191,7 @@ func TestReconcileRemovesAnOrphanSandbox(t *testing.T) {
 	if !slices.Equal(workerNames(s), []string{n + "-worker-0=ready", n + "-worker-1=ready"}) || s.Role("ghost") != nil || s.Phase != workflows.PhaseReady {
 		t.Errorf("after the orphans' removal: phase %s, workers %v, roles %d", s.Phase, workerNames(s), len(s.Roles))
 	}
-	if exists(filepath.Join(clusterDir, orphans[0])) || exists(filepath.Join(clusterDir, orphans[1])) {
+	if exists(filepath.Join(folder, orphans[0])) || exists(filepath.Join(folder, orphans[1])) {
 		t.Error("an orphan's sandbox is still there")
 	}
 	if res := cli(t, "status", n); res.Code != 0 || strings.Contains(res.Stdout, "ghost") || strings.Contains(res.Stdout, "worker-9") {
@@ -206,7 +206,7 @@ func TestReconcileRemovesAnOrphanSandbox(t *testing.T) {
 	}
 
 	// A member whose sandbox disappears is gone, and replaced.
-	if err := os.RemoveAll(filepath.Join(clusterDir, n+"-worker-0")); err != nil {
+	if err := os.RemoveAll(filepath.Join(folder, n+"-worker-0")); err != nil {
 		t.Fatal(err)
 	}
 	if res := cli(t, "reconcile", n); res.Code != 0 || !strings.Contains(res.Stdout, "Gone from the backend, so treated as gone: "+n+"-worker-0.") {
@@ -303,7 +303,7 @@ func TestAReplacementSurvivesItsWorkerBeingKilled(t *testing.T) {
 	expectRuns(t, runs, "addnodes", "--addnodes --role worker --nodes "+n+"-worker-2", n+"-controller-0", n+"-worker-0")
 	expectRuns(t, runs, "delnodes", "--delnodes --role worker --nodes "+n+"-worker-1", n+"-controller-0", n+"-worker-0")
 	expectRuns(t, runs, "teardown", "")
-	if exists(filepath.Join(s.data, "clusters", n, n+"-worker-1")) || !exists(filepath.Join(s.data, "clusters", n, n+"-worker-2")) {
+	if exists(filepath.Join(clusterDir(s.data, n), n+"-worker-1")) || !exists(filepath.Join(clusterDir(s.data, n), n+"-worker-2")) {
 		t.Error("sandboxes do not match the members")
 	}
 }

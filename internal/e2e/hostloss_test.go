@@ -104,9 +104,9 @@ func hostLossTrials(t *testing.T, set, trials int) {
 
 		// Back, the host loses the sandboxes left there: every member lives elsewhere.
 		f.startHost(dead)
-		clusterDir := filepath.Join(f.hosts[dead].data, "clusters", name)
+		folder := clusterDir(f.hosts[dead].data, name)
 		waitFor(t, "the stale sandboxes on "+dead+" removed", func() bool {
-			entries, _ := os.ReadDir(clusterDir)
+			entries, _ := os.ReadDir(folder)
 			return !slices.ContainsFunc(entries, func(e os.DirEntry) bool { return strings.HasPrefix(e.Name(), name+"-") })
 		})
 		if res := f.cli("delete", name, "--wait"); res.Code != 0 {

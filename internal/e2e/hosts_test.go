@@ -137,7 +137,7 @@ func (f *fleet) sandboxHost(cluster, member string) string {
 	f.t.Helper()
 	var found []string
 	for name, h := range f.hosts {
-		told, err := os.ReadFile(filepath.Join(h.data, "clusters", cluster, member, "host"))
+		told, err := os.ReadFile(filepath.Join(clusterDir(h.data, cluster), member, "host"))
 		if err != nil {
 			continue
 		}
@@ -304,7 +304,7 @@ func TestMembersArePlacedOnHostsAndReplacedWhenTheirHostIsLost(t *testing.T) {
 		if name == "h2" {
 			continue // lost: its sandbox stays until it comes back
 		}
-		if entries, _ := os.ReadDir(filepath.Join(h.data, "clusters", "spread")); len(entries) > 0 {
+		if entries, _ := os.ReadDir(clusterDir(h.data, "spread")); len(entries) > 0 {
 			t.Errorf("host %s still has files of the deleted cluster: %v", name, entries)
 		}
 	}
@@ -529,7 +529,7 @@ roles:
 		t.Errorf("orphans %v, want %v", got, want)
 	}
 	for _, h := range []string{"h1", "h2"} {
-		if !exists(filepath.Join(f.hosts[h].data, "clusters", "orphaned")) {
+		if !exists(clusterDir(f.hosts[h].data, "orphaned")) {
 			t.Errorf("listing removed %s's files", h)
 		}
 	}
@@ -538,7 +538,7 @@ roles:
 		t.Errorf("removed %v, want %v", got, want)
 	}
 	for _, h := range []string{"h1", "h2"} {
-		if exists(filepath.Join(f.hosts[h].data, "clusters", "orphaned")) {
+		if exists(clusterDir(f.hosts[h].data, "orphaned")) {
 			t.Errorf("the orphan's files are still on %s", h)
 		}
 	}
@@ -626,7 +626,7 @@ func TestDevRunsSeveralHosts(t *testing.T) {
 		t.Errorf("placed %v", got)
 	}
 	for i, h := range []string{"host-1", "host-2"} {
-		if !exists(filepath.Join(dir, "state", "hosts", h, "clusters", "devhosts", fmt.Sprintf("devhosts-worker-%d", i))) {
+		if !exists(filepath.Join(clusterDir(filepath.Join(dir, "state", "hosts", h), "devhosts"), fmt.Sprintf("devhosts-worker-%d", i))) {
 			t.Errorf("no sandbox of devhosts-worker-%d in %s's folder", i, h)
 		}
 	}

@@ -98,11 +98,11 @@ roles:
 	mustSucceed(t, "signal", n, n+"-worker-3", "gone")
 	mustSucceed(t, "resume", n)
 	waitForWorkers(t, n, n+"-worker-4=ready<"+n+"-worker-2", n+"-worker-5=ready<"+n+"-worker-3")
-	if err := os.MkdirAll(filepath.Join(dataDir, "clusters", n, n+"-worker-9"), 0o755); err != nil {
+	if err := os.MkdirAll(filepath.Join(clusterDir(dataDir, n), n+"-worker-9"), 0o755); err != nil {
 		t.Fatal(err)
 	}
 	mustSucceed(t, "reconcile", n)
-	waitFor(t, "the orphan to go", func() bool { return !exists(filepath.Join(dataDir, "clusters", n, n+"-worker-9")) })
+	waitFor(t, "the orphan to go", func() bool { return !exists(filepath.Join(clusterDir(dataDir, n), n+"-worker-9")) })
 	mustSucceed(t, "status", n, "--wait")
 	time.Sleep(3 * time.Second) // a periodic reconcile or two
 	mustSucceed(t, "delete", n, "--wait")
@@ -205,7 +205,7 @@ roles:
 	})
 	f.startHost("h1")
 	waitFor(t, "the stale sandbox on h1 removed", func() bool {
-		entries, _ := os.ReadDir(filepath.Join(f.hosts["h1"].data, "clusters", "midloss"))
+		entries, _ := os.ReadDir(clusterDir(f.hosts["h1"].data, "midloss"))
 		return !slices.ContainsFunc(entries, func(e os.DirEntry) bool { return strings.HasPrefix(e.Name(), "midloss-") })
 	})
 	if res := f.cli("delete", "midloss", "--wait"); res.Code != 0 {

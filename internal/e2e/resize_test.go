@@ -105,9 +105,9 @@ func TestResizeGrowsAndShrinksWithNotifications(t *testing.T) {
 				!slices.Equal(memberStates(s, "worker"), []string{n + "-worker-0=ready"}) {
 				t.Errorf("after shrinking: phase %s, generation %d reached %d, workers %v", s.Phase, s.Generation, s.ReachedGeneration, memberStates(s, "worker"))
 			}
-			clusterDir := filepath.Join(dataDir, "clusters", n)
+			folder := clusterDir(dataDir, n)
 			for i, want := range []bool{true, false, false, false} {
-				if got := exists(filepath.Join(clusterDir, fmt.Sprintf("%s-worker-%d", n, i))); got != want {
+				if got := exists(filepath.Join(folder, fmt.Sprintf("%s-worker-%d", n, i))); got != want {
 					t.Errorf("sandbox of worker-%d exists: %v, want %v", i, got, want)
 				}
 			}
@@ -123,7 +123,7 @@ func TestResizeGrowsAndShrinksWithNotifications(t *testing.T) {
 				return res.Code == 0 && strings.Count(res.Stdout, n+" ") == 1 && strings.Contains(res.Stdout, "ready")
 			})
 			mustSucceed(t, "delete", n, "--wait")
-			if exists(clusterDir) {
+			if exists(folder) {
 				t.Error("sandboxes left after delete")
 			}
 		})
@@ -236,7 +236,7 @@ func TestCancelLeavesAStableClusterThatCanBeResizedAndDeleted(t *testing.T) {
 		if m.Detail != "canceled" {
 			t.Errorf("%s detail %q, want canceled", m.Name, m.Detail)
 		}
-		if pids := testenv.MemberProcesses(filepath.Join(dataDir, "clusters", "canceled", m.Name)); len(pids) > 0 {
+		if pids := testenv.MemberProcesses(filepath.Join(clusterDir(dataDir, "canceled"), m.Name)); len(pids) > 0 {
 			t.Errorf("%s still has processes after cancel: %v", m.Name, pids)
 		}
 	}
@@ -247,7 +247,7 @@ func TestCancelLeavesAStableClusterThatCanBeResizedAndDeleted(t *testing.T) {
 		t.Errorf("resize after cancel: phase %s (%s), workers %v", s.Phase, s.Message, memberStates(s, "worker"))
 	}
 	mustSucceed(t, "delete", "canceled", "--wait")
-	if exists(filepath.Join(dataDir, "clusters", "canceled")) {
+	if exists(clusterDir(dataDir, "canceled")) {
 		t.Error("sandboxes left after delete")
 	}
 }
@@ -339,7 +339,7 @@ func shrinkDuringSetup(t *testing.T, name string) []scriptRun {
 		return slices.Equal(states[1:], []string{name + "-worker-1=config_error", name + "-worker-2=config_error", name + "-worker-3=config_error"})
 	})
 	for i := 1; i <= 3; i++ {
-		if pids := testenv.MemberProcesses(filepath.Join(dataDir, "clusters", name, fmt.Sprintf("%s-worker-%d", name, i))); len(pids) > 0 {
+		if pids := testenv.MemberProcesses(filepath.Join(clusterDir(dataDir, name), fmt.Sprintf("%s-worker-%d", name, i))); len(pids) > 0 {
 			t.Errorf("worker-%d still runs after it was no longer wanted: %v", i, pids)
 		}
 	}

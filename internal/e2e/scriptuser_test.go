@@ -104,7 +104,7 @@ func hostileMember(t *testing.T, flags ...string) {
 		pid, _ := os.ReadFile(filepath.Join(agentDir, "agent.pid"))
 		other := ""
 		if perCluster {
-			other = ", OTHER: " + filepath.Join(data, "clusters", "warmup", "warmup-m-0")
+			other = ", OTHER: " + filepath.Join(clusterDir(data, "warmup"), "warmup-m-0")
 		}
 		p := filepath.Join(dir, name+".yaml")
 		body := "name: " + name + "\nroles:\n  - {name: m, members: 2, startscript: " + script + ", env: {AGENT_DIR: " + agentDir +
@@ -121,16 +121,25 @@ func hostileMember(t *testing.T, flags ...string) {
 		t.Fatalf("deploy: %s", res)
 	}
 	if perCluster {
+		// Users are kept by cluster folder, NAME@HOME.
 		uids := map[string]int{}
 		data, err := os.ReadFile(filepath.Join(agentDir, "script-uids.json"))
-		if err != nil || json.Unmarshal(data, &uids) != nil || uids["hostile"] == uids["warmup"] || uids["hostile"] < 61000 || uids["hostile"] > 61999 {
-			t.Fatalf("the clusters' users: %s, %v; want two of 61000-61999", data, err)
+		byName := map[string]int{}
+		if err != nil || json.Unmarshal(data, &uids) != nil {
+			t.Fatalf("the clusters' users: %s, %v", data, err)
 		}
-		uid = uids["hostile"]
+		for key, uid := range uids {
+			name, _, _ := strings.Cut(key, "@")
+			byName[name] = uid
+		}
+		if len(byName) != 2 || byName["hostile"] == byName["warmup"] || byName["hostile"] < 61000 || byName["hostile"] > 61999 {
+			t.Fatalf("the clusters' users: %s; want two of 61000-61999", data)
+		}
+		uid = byName["hostile"]
 	}
 	refused, leaked := 0, 0
 	for _, m := range []string{"hostile-m-0", "hostile-m-1"} {
-		sandbox := filepath.Join(data, "clusters", "hostile", m)
+		sandbox := filepath.Join(clusterDir(data, "hostile"), m)
 		log, err := os.ReadFile(filepath.Join(sandbox, "hostile.log"))
 		if err != nil || !strings.HasSuffix(string(log), "done\n") {
 			t.Fatalf("%s's hostile script did not finish: %q, %v", m, log, err)
@@ -221,7 +230,7 @@ func TestARootWorkerUpgradedToScriptUsersKeepsItsClusters(t *testing.T) {
 	if res := s.cli("resize", "kept", "w=2", "--wait"); res.Code != 0 {
 		t.Fatalf("resize after the upgrade: %s", res)
 	}
-	log, err := os.ReadFile(filepath.Join(data, "clusters", "kept", "kept-w-0", "app.log"))
+	log, err := os.ReadFile(filepath.Join(clusterDir(data, "kept"), "kept-w-0", "app.log"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -229,7 +238,7 @@ func TestARootWorkerUpgradedToScriptUsersKeepsItsClusters(t *testing.T) {
 	if len(lines) != 2 || lines[0] != "configure 0" || !strings.HasPrefix(lines[1], "addnodes 61") {
 		t.Errorf("kept-w-0's app log: %q; want its configure as root, then its addnodes as the cluster's user", lines)
 	}
-	info, err := os.Stat(filepath.Join(data, "clusters", "kept", "kept-w-0", "app.log"))
+	info, err := os.Stat(filepath.Join(clusterDir(data, "kept"), "kept-w-0", "app.log"))
 	if err != nil || info.Sys().(*syscall.Stat_t).Uid < 61000 {
 		t.Errorf("the app's file was not given to the cluster's user: %v", err)
 	}

@@ -76,7 +76,7 @@ func TestSecretReferencesReachScriptsButNeverTemporal(t *testing.T) {
 	}
 	for _, m := range []string{"vault-db-0", "vault-db-1"} {
 		for v, value := range map[string]string{"PLAIN": plain, "DB_PASSWORD": password, "TOKEN": token} {
-			got, err := os.ReadFile(filepath.Join(data, "clusters", "vault", m, v+".sha256"))
+			got, err := os.ReadFile(filepath.Join(clusterDir(data, "vault"), m, v+".sha256"))
 			sum := sha256.Sum256([]byte(value))
 			if err != nil || strings.TrimSpace(string(got)) != hex.EncodeToString(sum[:]) {
 				t.Errorf("%s's script did not get %s: %q, %v", m, v, got, err)

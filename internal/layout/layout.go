@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strings"
 
 	"github.com/clusterflow/clusterflow/internal/spec"
 )
@@ -23,23 +24,63 @@ func (r Root) Agent() string { return filepath.Join(string(r), "agent") }
 // Clusters holds a folder per cluster.
 func (r Root) Clusters() string { return filepath.Join(string(r), "clusters") }
 
+// Cluster names a cluster's folder on a host: its name and, for a cluster deployed since
+// clusters had homes, its home, which sets it apart from a cluster of the same name of
+// another server or namespace (or an earlier one of this one) sharing the data folder.
+type Cluster struct {
+	Name string `json:"name"`
+	Home string `json:"home,omitempty"`
+}
+
+// Key is the cluster's folder name: NAME, or NAME@HOME.
+func (c Cluster) Key() string {
+	if c.Home == "" {
+		return c.Name
+	}
+	return c.Name + "@" + c.Home
+}
+
+var validHome = regexp.MustCompile(`^[0-9a-f]{12}$`)
+
+// Check checks both names before they become part of a path.
+func (c Cluster) Check() error {
+	if err := spec.CheckName(c.Name); err != nil {
+		return fmt.Errorf("cluster name %w", err)
+	}
+	if c.Home != "" && !validHome.MatchString(c.Home) {
+		return fmt.Errorf("cluster home %q is not 12 hex digits", c.Home)
+	}
+	return nil
+}
+
+// ParseKey reads a cluster folder's name.
+func ParseKey(key string) (Cluster, error) {
+	name, home, _ := strings.Cut(key, "@")
+	c := Cluster{Name: name, Home: home}
+	return c, c.Check()
+}
+
+// HomeOf makes a home from a unique string (a workflow's run ID): 12 hex digits of its
+// SHA-256, not its prefix, which is a timestamp in time-ordered IDs.
+func HomeOf(unique string) string { return spec.ContentHash([]byte(unique))[:12] }
+
 // Cluster is a cluster's folder: its members' sandboxes, and its scripts, envs, notices
 // and configmeta in .clusterflow/ (member names never start with '.').
-func (r Root) Cluster(cluster string) (string, error) {
-	if err := spec.CheckName(cluster); err != nil {
-		return "", fmt.Errorf("cluster name %w", err)
+func (r Root) Cluster(c Cluster) (string, error) {
+	if err := c.Check(); err != nil {
+		return "", err
 	}
-	return filepath.Join(r.Clusters(), cluster), nil
+	return filepath.Join(r.Clusters(), c.Key()), nil
 }
 
 // Sandbox is a member's folder, which its scripts own.
-func (r Root) Sandbox(cluster, member string) (string, error) {
-	dir, err := r.Cluster(cluster)
+func (r Root) Sandbox(c Cluster, member string) (string, error) {
+	dir, err := r.Cluster(c)
 	if err != nil {
 		return "", err
 	}
-	if _, _, ok := spec.ParseMemberName(cluster, member); !ok {
-		return "", fmt.Errorf("member name %q is not <cluster>-<role>-<ordinal> for cluster %q", member, cluster)
+	if _, _, ok := spec.ParseMemberName(c.Name, member); !ok {
+		return "", fmt.Errorf("member name %q is not <cluster>-<role>-<ordinal> for cluster %q", member, c.Name)
 	}
 	return filepath.Join(dir, member), nil
 }
@@ -47,17 +88,17 @@ func (r Root) Sandbox(cluster, member string) (string, error) {
 var sha256Hex = regexp.MustCompile(`^[0-9a-f]{64}$`)
 
 // Script is a startscript installed for a cluster, named by its content's SHA-256.
-func (r Root) Script(cluster, hash string) (string, error) {
-	return r.byHash(cluster, "scripts", hash, "", "script")
+func (r Root) Script(c Cluster, hash string) (string, error) {
+	return r.byHash(c, "scripts", hash, "", "script")
 }
 
 // Env is a role's env installed for a cluster, named by its SHA-256.
-func (r Root) Env(cluster, hash string) (string, error) {
-	return r.byHash(cluster, "env", hash, ".json", "env")
+func (r Root) Env(c Cluster, hash string) (string, error) {
+	return r.byHash(c, "env", hash, ".json", "env")
 }
 
-func (r Root) byHash(cluster, folder, hash, ext, what string) (string, error) {
-	dir, err := r.Cluster(cluster)
+func (r Root) byHash(c Cluster, folder, hash, ext, what string) (string, error) {
+	dir, err := r.Cluster(c)
 	if err != nil {
 		return "", err
 	}
@@ -68,29 +109,39 @@ func (r Root) byHash(cluster, folder, hash, ext, what string) (string, error) {
 }
 
 // SignedDir holds the signed manifests a cluster's specs came with, by their hash.
-func (r Root) SignedDir(cluster string) (string, error) {
-	dir, err := r.Cluster(cluster)
+func (r Root) SignedDir(c Cluster) (string, error) {
+	dir, err := r.Cluster(c)
 	if err != nil {
 		return "", err
 	}
 	return filepath.Join(dir, ".clusterflow", "signed"), nil
 }
 
-// Records holds the agent's records of a member's runs: in the agent's folder, out of the
-// sandbox, so a script cannot rewrite what the agent trusts about its runs.
-func (r Root) Records(cluster, member string) (string, error) {
-	if _, err := r.Sandbox(cluster, member); err != nil {
+// OwnerFile names the server and namespace that last wrote the cluster's folder (the
+// namespace's ID, unique across servers): a host removes no folder another one owns.
+func (r Root) OwnerFile(c Cluster) (string, error) {
+	dir, err := r.Cluster(c)
+	if err != nil {
 		return "", err
 	}
-	return filepath.Join(r.Agent(), "records", cluster, member), nil
+	return filepath.Join(dir, ".clusterflow", "owner"), nil
+}
+
+// Records holds the agent's records of a member's runs: in the agent's folder, out of the
+// sandbox, so a script cannot rewrite what the agent trusts about its runs.
+func (r Root) Records(c Cluster, member string) (string, error) {
+	if _, err := r.Sandbox(c, member); err != nil {
+		return "", err
+	}
+	return filepath.Join(r.Agent(), "records", c.Key(), member), nil
 }
 
 // ClusterRecords holds the records of all of a cluster's members.
-func (r Root) ClusterRecords(cluster string) (string, error) {
-	if _, err := r.Cluster(cluster); err != nil {
+func (r Root) ClusterRecords(c Cluster) (string, error) {
+	if _, err := r.Cluster(c); err != nil {
 		return "", err
 	}
-	return filepath.Join(r.Agent(), "records", cluster), nil
+	return filepath.Join(r.Agent(), "records", c.Key()), nil
 }
 
 // Within a sandbox, relative to it:

@@ -81,7 +81,11 @@ func Orphans(w io.Writer, orphans []starter.Orphan) {
 		if o.Removed {
 			removed = "removed"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", o.Host, o.Cluster, o.Workflow, members, removed)
+		cluster := o.Cluster
+		if o.Home != "" {
+			cluster += "@" + o.Home // its folder: the running cluster of the name may be another
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", o.Host, cluster, o.Workflow, members, removed)
 	}
 	tw.Flush()
 }

@@ -1,0 +1,60 @@
+package backend
+
+import (
+	"fmt"
+	"os"
+	"strings"
+
+	"github.com/clusterflow/clusterflow/internal/atomicfile"
+	"github.com/clusterflow/clusterflow/internal/layout"
+)
+
+// OwnedElsewhereError is a cluster folder another server or namespace owns: this host's
+// worker must not remove it.
+type OwnedElsewhereError struct{ Key, Owner string }
+
+func (e *OwnedElsewhereError) Error() string {
+	return fmt.Sprintf("cluster folder %s belongs to another server or namespace (namespace ID %s); it was left alone", e.Key, e.Owner)
+}
+
+// claim marks the cluster's folder as the worker's namespace's: whoever writes a cluster's
+// files now runs it. A cluster moved to another server (export, import) becomes the
+// target's at its first write there, after which the source's orphan removal passes it by.
+func (l *Local) claim(c layout.Cluster, dir string) error {
+	if l.Owner == "" || l.ownerOf(c) == l.Owner {
+		return nil
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	path, err := l.layout.OwnerFile(c)
+	if err != nil {
+		return err
+	}
+	return atomicfile.Write(path, []byte(l.Owner+"\n"), 0o644)
+}
+
+// ownerOf is the namespace ID that last wrote the cluster's folder; empty for a folder of
+// before owners, or none.
+func (l *Local) ownerOf(c layout.Cluster) string {
+	path, err := l.layout.OwnerFile(c)
+	if err != nil {
+		return ""
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSpace(string(data))
+}
+
+// OwnedElsewhere says the cluster folder of that key belongs to another server or
+// namespace than this worker's.
+func (l *Local) OwnedElsewhere(key string) bool {
+	c, err := layout.ParseKey(key)
+	if err != nil {
+		return false
+	}
+	owner := l.ownerOf(c)
+	return owner != "" && l.Owner != "" && owner != l.Owner
+}

@@ -1,0 +1,114 @@
+package e2e
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/clusterflow/clusterflow/internal/testenv"
+	"github.com/clusterflow/clusterflow/workflows"
+)
+
+// Two servers share one host's data folder, as a migration's source and target do, and each
+// runs a cluster of the same name. Each cluster has a folder of its own (NAME@HOME) marked
+// with its namespace's ID. Reconcile and `hosts --orphans --remove` on one server never touch
+// the other's members: not while both run, and not once one server's cluster is an orphan,
+// which only that server lists and removes.
+func TestServersSharingAHostFolderKeepToTheirOwnClusters(t *testing.T) {
+	t.Parallel()
+	guard(t)
+	shared := filepath.Join(t.TempDir(), "data")
+	testenv.StopAllAtEnd(t, shared)
+	servers := []*stack{newServerStack(t), newServerStack(t)}
+	for _, s := range servers {
+		s.start("worker", 1, "Worker starting", "worker", "--data", shared)
+	}
+	specPath, trace := writeCluster(t, `
+name: same
+roles:
+  - {name: worker, members: 2, startscript: trace.sh, env: {TRACE: TRACE_FILE}}
+`)
+	homes := make([]string, len(servers))
+	for i, s := range servers {
+		if res := s.cli("deploy", "-f", specPath, "--wait"); res.Code != 0 {
+			t.Fatalf("deploy on server %d: %s", i, res)
+		}
+		homes[i] = s.status("same").Home
+	}
+	if homes[0] == "" || homes[0] == homes[1] {
+		t.Fatalf("the clusters' homes: %q; want two", homes)
+	}
+	folder := func(i int) string { return filepath.Join(shared, "clusters", "same@"+homes[i]) }
+	owners := map[string]bool{}
+	for i := range servers {
+		for _, m := range []string{"same-worker-0", "same-worker-1"} {
+			if !exists(filepath.Join(folder(i), m)) {
+				t.Errorf("server %d's %s has no sandbox in %s", i, m, folder(i))
+			}
+		}
+		owner, err := os.ReadFile(filepath.Join(folder(i), ".clusterflow", "owner"))
+		if err != nil || len(strings.TrimSpace(string(owner))) == 0 {
+			t.Errorf("server %d's folder records no owner: %v", i, err)
+		}
+		owners[string(owner)] = true
+	}
+	if len(owners) != 2 {
+		t.Errorf("both folders record the same owner: %v", owners)
+	}
+	if configures := len(runsOf(readTrace(t, trace), "", "configure")); configures != 4 {
+		t.Errorf("%d configures, want 2 for each server's cluster", configures)
+	}
+	intact := func(i int, what string) {
+		t.Helper()
+		for _, m := range []string{"same-worker-0", "same-worker-1"} {
+			if !exists(filepath.Join(folder(i), m)) {
+				t.Errorf("%s: server %d's %s lost its sandbox", what, i, m)
+			}
+		}
+		if st := servers[i].status("same"); st.Phase != workflows.PhaseReady || st.Role("worker").Ready != 2 {
+			t.Errorf("%s: server %d's cluster is %s with %d ready", what, i, st.Phase, st.Role("worker").Ready)
+		}
+	}
+
+	// While both run: reconcile and orphan removal on server 0.
+	if res := servers[0].cli("reconcile", "same"); res.Code != 0 {
+		t.Fatalf("reconcile: %s", res)
+	}
+	if res := servers[0].cli("hosts", "--orphans", "--remove"); res.Code != 0 || !strings.Contains(res.Stdout, "No orphans") {
+		t.Errorf("orphans on server 0 while both run: %s", res)
+	}
+	intact(1, "after server 0's reconcile and orphan removal")
+	intact(0, "after its own reconcile")
+
+	// Server 0's cluster becomes an orphan: server 1 does not see it, server 0 removes it.
+	c := servers[0].dial()
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := c.TerminateWorkflow(ctx, workflows.ClusterWorkflowID("same"), "", "terminated from the Web UI, say"); err != nil {
+		t.Fatal(err)
+	}
+	if res := servers[1].cli("hosts", "--orphans", "--remove"); res.Code != 0 || !strings.Contains(res.Stdout, "No orphans") {
+		t.Errorf("orphans on server 1 with server 0's cluster orphaned: %s", res)
+	}
+	if !exists(filepath.Join(folder(0), "same-worker-0")) {
+		t.Error("server 1 removed server 0's orphan")
+	}
+	res := servers[0].cli("hosts", "--orphans", "--remove")
+	if res.Code != 0 || !strings.Contains(res.Stdout, "same@"+homes[0]) || strings.Contains(res.Stdout, homes[1]) || !strings.Contains(res.Stdout, "removed") {
+		t.Errorf("orphans on server 0: %s; want its own cluster's folder, removed", res)
+	}
+	if exists(folder(0)) {
+		t.Error("server 0's orphan is still there")
+	}
+	intact(1, "after server 0 removed its orphan")
+	if res := servers[1].cli("delete", "same", "--wait"); res.Code != 0 {
+		t.Fatalf("delete on server 1: %s", res)
+	}
+	if exists(folder(1)) {
+		t.Error("server 1's folder is left after its delete")
+	}
+}
