@@ -20,7 +20,8 @@ import (
 // signed by an unknown key run nothing, and their members say why; a signed deploy and a
 // signed resize run, and status says who signed each generation. Changes sent with an old
 // signature (as a raw SDK call or the Web UI would send them) are refused on the host: a
-// role the signed spec does not have, and a deploy whose env is not the one signed.
+// role the signed spec does not have, an apply with one env value changed, and a deploy
+// whose env is not the one signed.
 func TestHostsRunOnlySpecsSignedByKeysTheyTrust(t *testing.T) {
 	t.Parallel()
 	guard(t)
@@ -53,7 +54,9 @@ func TestHostsRunOnlySpecsSignedByKeysTheyTrust(t *testing.T) {
 	}
 	specFile := func(name, setting string, members int) string {
 		p := filepath.Join(dir, name+"-"+setting+".yaml")
-		body := "name: " + name + "\nroles:\n  - {name: w, members: " + string(rune('0'+members)) + ", startscript: " + script + ", env: {SETTING: " + setting + "}}\n"
+		// spare has no member until a test gives it one.
+		body := "name: " + name + "\nroles:\n  - {name: w, members: " + string(rune('0'+members)) + ", startscript: " + script + ", env: {SETTING: " + setting + "}}\n" +
+			"  - {name: spare, members: 0, startscript: " + script + ", env: {SETTING: " + setting + "}}\n"
 		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
 			t.Fatal(err)
 		}
@@ -134,6 +137,21 @@ func TestHostsRunOnlySpecsSignedByKeysTheyTrust(t *testing.T) {
 		st := s.status("signed")
 		members := st.Role("x").Members
 		return len(members) > 0 && strings.Contains(members[0].Detail, `signature by key "ops" does not match the spec it came with (changed after it was signed); and before it, the spec key "ops" signed has no role "x"`)
+	})
+	// An env value changed by an apply (allowed for a role without members) and a member
+	// for that role, with the old signature: the new member's configure is refused.
+	respared := signedSpec
+	respared.Signature = oldSignature
+	respared.Roles = slices.Clone(signedSpec.Roles)
+	respared.Roles[1].Env = map[string]string{"SETTING": "b"}
+	respared.Roles[1].Members = 1
+	if _, err := raw.Apply(ctx, respared); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the host to refuse the changed env", func() bool {
+		st := s.status("signed")
+		members := st.Role("spare").Members
+		return len(members) > 0 && strings.Contains(members[0].Detail, `role spare's env is not the one key "ops" signed`)
 	})
 	forged, err := spec.Load(specFile("forged", "b", 1))
 	if err != nil {
