@@ -23,9 +23,9 @@ import (
 	"github.com/clusterflow/clusterflow/internal/spec"
 )
 
-// Local keeps each member in a sandbox folder, <Root>/clusters/<cluster>/<member>/, and runs
-// its startscripts there through the host's agent, which keeps its own state in
-// <Root>/agent/.
+// Local keeps each member in a sandbox folder, <Root>/clusters/<cluster>@<home>/<member>/
+// (see layout), and runs its startscripts there through the host's agent, which keeps its
+// own state in <Root>/agent/.
 type Local struct {
 	root   string
 	layout layout.Root
