@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"os/user"
 	"path/filepath"
+	"strconv"
 	"sync"
 	"syscall"
 
@@ -18,12 +20,15 @@ import (
 // UIDRange gives each cluster on a host a user of its own, as systemd's DynamicUser does:
 // the lowest free number of the range, as its user and group, kept in a host-local map
 // so that a cluster keeps its user across restarts, and freed when the cluster's files go.
+// Several workers may share the map (servers sharing a data folder, as a migration's
+// source and target do): allocations and releases read it afresh under a file lock.
 type UIDRange struct {
 	First, Last uint32
 	file        string
 	mu          sync.Mutex
-	// byCluster is the file's map, read once: this worker is the only one that writes it.
-	byCluster map[string]uint32
+	// known are the users of clusters seen here: a cluster's user never changes while its
+	// files are here, so a lookup needs no read.
+	known map[string]uint32
 }
 
 // UseScriptUIDs gives each cluster a user of its own from first to last, both included,
@@ -32,68 +37,81 @@ func (l *Local) UseScriptUIDs(first, last uint32) error {
 	if first == 0 || last < first {
 		return fmt.Errorf("%d-%d is not a range of unprivileged user IDs (FIRST-LAST, FIRST above 0)", first, last)
 	}
-	l.ScriptUIDs = &UIDRange{First: first, Last: last, file: filepath.Join(AgentDir(l.root), "script-uids.json")}
+	l.ScriptUIDs = &UIDRange{First: first, Last: last, file: filepath.Join(AgentDir(l.root), "script-uids.json"), known: map[string]uint32{}}
 	return nil
 }
 
-// load returns the map, reading the file the first time; the caller holds mu.
-func (r *UIDRange) load() (map[string]uint32, error) {
-	if r.byCluster != nil {
-		return r.byCluster, nil
+// change runs edit on the map as it is on disk, under the map's file lock, and saves it
+// when edit says so.
+func (r *UIDRange) change(edit func(byCluster map[string]uint32) (save bool, err error)) error {
+	if err := os.MkdirAll(filepath.Dir(r.file), 0o700); err != nil {
+		return err
 	}
-	byCluster := map[string]uint32{}
-	data, err := os.ReadFile(r.file)
-	if err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return nil, err
-	}
-	if err == nil {
-		if err := json.Unmarshal(data, &byCluster); err != nil {
-			return nil, fmt.Errorf("script users %s: %w", r.file, err)
-		}
-	}
-	r.byCluster = byCluster
-	return byCluster, nil
-}
-
-func (r *UIDRange) save(byCluster map[string]uint32) error {
-	data, err := json.MarshalIndent(byCluster, "", "  ")
+	lock, err := os.OpenFile(r.file+".lock", os.O_CREATE|os.O_RDWR, 0o600)
 	if err != nil {
 		return err
 	}
-	if err := os.MkdirAll(filepath.Dir(r.file), 0o700); err != nil {
+	defer lock.Close()
+	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX); err != nil {
+		return fmt.Errorf("lock %s: %w", r.file, err)
+	}
+	byCluster := map[string]uint32{}
+	data, err := os.ReadFile(r.file)
+	switch {
+	case err == nil:
+		if err := json.Unmarshal(data, &byCluster); err != nil {
+			return fmt.Errorf("script users %s: %w", r.file, err)
+		}
+	case !errors.Is(err, fs.ErrNotExist):
+		return err
+	}
+	save, err := edit(byCluster)
+	if err != nil || !save {
+		return err
+	}
+	data, err = json.MarshalIndent(byCluster, "", "  ")
+	if err != nil {
 		return err
 	}
 	return atomicfile.Write(r.file, data, 0o600)
 }
 
 // forCluster returns the cluster's user, allocating one the first time. Users are kept by
-// the cluster's folder key: two clusters of one name (of two servers) have two users.
+// the cluster's folder key: two clusters of one name (of two servers) have two users. A
+// number the host already knows as a user (in /etc/passwd, say) is passed over.
 func (r *UIDRange) forCluster(c layout.Cluster) (*runner.User, error) {
 	cluster := c.Key()
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	byCluster, err := r.load()
+	if uid, ok := r.known[cluster]; ok {
+		return &runner.User{UID: uid, GID: uid}, nil
+	}
+	var uid uint32
+	err := r.change(func(byCluster map[string]uint32) (bool, error) {
+		if got, ok := byCluster[cluster]; ok {
+			uid = got
+			return false, nil
+		}
+		taken := map[uint32]bool{}
+		for _, uid := range byCluster {
+			taken[uid] = true
+		}
+		for candidate := r.First; candidate <= r.Last && candidate >= r.First; candidate++ {
+			if taken[candidate] {
+				continue
+			}
+			if _, err := user.LookupId(strconv.FormatUint(uint64(candidate), 10)); err != nil {
+				uid, byCluster[cluster] = candidate, candidate
+				return true, nil
+			}
+		}
+		return false, fmt.Errorf("no script user left for cluster %s: all %d of --script-uids %d-%d are taken", cluster, r.Last-r.First+1, r.First, r.Last)
+	})
 	if err != nil {
 		return nil, err
 	}
-	if uid, ok := byCluster[cluster]; ok {
-		return &runner.User{UID: uid, GID: uid}, nil
-	}
-	taken := map[uint32]bool{}
-	for _, uid := range byCluster {
-		taken[uid] = true
-	}
-	for uid := r.First; uid <= r.Last && uid >= r.First; uid++ {
-		if !taken[uid] {
-			byCluster[cluster] = uid
-			if err := r.save(byCluster); err != nil {
-				delete(byCluster, cluster) // kept only once it is on disk
-				return nil, err
-			}
-			return &runner.User{UID: uid, GID: uid}, nil
-		}
-	}
-	return nil, fmt.Errorf("no script user left for cluster %s: all %d of --script-uids %d-%d are taken", cluster, r.Last-r.First+1, r.First, r.Last)
+	r.known[cluster] = uid
+	return &runner.User{UID: uid, GID: uid}, nil
 }
 
 // release frees the cluster's user once its files are gone.
@@ -101,20 +119,12 @@ func (r *UIDRange) release(c layout.Cluster) error {
 	cluster := c.Key()
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	byCluster, err := r.load()
-	if err != nil {
-		return err
-	}
-	uid, ok := byCluster[cluster]
-	if !ok {
-		return nil
-	}
-	delete(byCluster, cluster)
-	if err := r.save(byCluster); err != nil {
-		byCluster[cluster] = uid
-		return err
-	}
-	return nil
+	delete(r.known, cluster)
+	return r.change(func(byCluster map[string]uint32) (bool, error) {
+		_, ok := byCluster[cluster]
+		delete(byCluster, cluster)
+		return ok, nil
+	})
 }
 
 // userOf is who runs the cluster's scripts: a user of its own (ScriptUIDs), the one

@@ -1,8 +1,11 @@
 package backend
 
 import (
+	"fmt"
 	"os"
+	"os/user"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -52,6 +55,73 @@ func TestClustersGetUsersOfTheirOwnFromTheRange(t *testing.T) {
 	}
 	if err := (&Local{}).UseScriptUIDs(0, 10); err == nil {
 		t.Error("a range from 0 (root) was taken")
+	}
+}
+
+// Workers sharing a data folder (two servers' workers, as a migration's source and target
+// are) share its users: clusters allocated through either, at the same time, never get
+// the same user, and one's release is seen by the other.
+func TestWorkersSharingAFolderNeverGiveTwoClustersOneUser(t *testing.T) {
+	root := t.TempDir()
+	var workers [2]*Local
+	for i := range workers {
+		l, err := NewLocal(root)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := l.UseScriptUIDs(61000, 61099); err != nil {
+			t.Fatal(err)
+		}
+		workers[i] = l
+	}
+	const clusters = 40
+	uids := make([]uint32, 2*clusters)
+	errs := make(chan error, len(uids))
+	for i := range uids {
+		go func() {
+			u, err := workers[i%2].userOf(layout.Cluster{Name: fmt.Sprintf("c%d", i)})
+			if err == nil {
+				uids[i] = u.UID
+			}
+			errs <- err
+		}()
+	}
+	for range uids {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	seen := map[uint32]int{}
+	for i, uid := range uids {
+		if j, ok := seen[uid]; ok {
+			t.Errorf("clusters c%d and c%d both got user %d", j, i, uid)
+		}
+		seen[uid] = i
+	}
+	if err := workers[0].ScriptUIDs.release(layout.Cluster{Name: "c0"}); err != nil {
+		t.Fatal(err)
+	}
+	if u, err := workers[1].userOf(layout.Cluster{Name: "new"}); err != nil || u.UID != uids[0] {
+		t.Errorf("a cluster after c0's release got %v, %v; want its freed user %d", u, err, uids[0])
+	}
+}
+
+// A number the host already knows as a user is never given to a cluster.
+func TestAUserTheHostKnowsIsPassedOver(t *testing.T) {
+	nobody, err := user.Lookup("nobody")
+	if err != nil {
+		t.Fatal(err)
+	}
+	id, _ := strconv.ParseUint(nobody.Uid, 10, 32)
+	l, err := NewLocal(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := l.UseScriptUIDs(uint32(id), uint32(id)+1); err != nil {
+		t.Fatal(err)
+	}
+	if u, err := l.userOf(layout.Cluster{Name: "c"}); err != nil || u.UID != uint32(id)+1 {
+		t.Errorf("the first cluster got %v, %v; want %d, past nobody's %d", u, err, id+1, id)
 	}
 }
 
