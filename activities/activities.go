@@ -106,9 +106,10 @@ func (a *Activities) CreateMember(ctx context.Context, m MemberRef) error {
 	return a.Backend.CreateMember(ctx, m)
 }
 
-// RemoveMember stops what a member left running and removes its sandbox.
+// RemoveMember stops what a member left running and removes its sandbox, unless another
+// server or namespace owns its cluster's folder now.
 func (a *Activities) RemoveMember(ctx context.Context, m MemberRef) error {
-	return a.Backend.RemoveMember(ctx, m)
+	return refuseElsewhere(a.Backend.RemoveMember(ctx, m))
 }
 
 // ListMembers lists the members the backend has for the cluster, for reconciling. cluster
@@ -147,7 +148,12 @@ const listingLimit = 2 * spec.MaxClusterMembers
 // RemoveCluster removes the cluster's remaining files, unless another server or namespace
 // owns them now.
 func (a *Activities) RemoveCluster(ctx context.Context, cluster string) error {
-	err := a.Backend.RemoveCluster(ctx, cluster)
+	return refuseElsewhere(a.Backend.RemoveCluster(ctx, cluster))
+}
+
+// refuseElsewhere fails for good a removal the host refused because another server or
+// namespace owns the folder: asking again changes nothing.
+func refuseElsewhere(err error) error {
 	var elsewhere *backend.OwnedElsewhereError
 	if errors.As(err, &elsewhere) {
 		return temporal.NewNonRetryableApplicationError(err.Error(), ErrHostRefused, nil)

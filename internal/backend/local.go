@@ -413,6 +413,9 @@ func (l *Local) RemoveMember(_ context.Context, m Member) error {
 	if err != nil {
 		return err
 	}
+	if err := l.refuseElsewhere(m.Folder()); err != nil {
+		return err
+	}
 	runner.KillTagged(MemberDirEnv + "=" + dir)
 	records, err := l.layout.Records(m.Folder(), m.Name)
 	if err != nil {
@@ -425,7 +428,7 @@ func (l *Local) RemoveMember(_ context.Context, m Member) error {
 }
 
 // RemoveCluster implements Backend. A folder another server or namespace owns is never
-// removed (see claim).
+// removed (see claim), nor, by RemoveMember, anything in it.
 func (l *Local) RemoveCluster(_ context.Context, key string) error {
 	c, err := layout.ParseKey(key)
 	if err != nil {
@@ -435,8 +438,8 @@ func (l *Local) RemoveCluster(_ context.Context, key string) error {
 	if err != nil {
 		return err
 	}
-	if owner := l.ownerOf(c); owner != "" && l.Owner != "" && owner != l.Owner {
-		return &OwnedElsewhereError{Key: key, Owner: owner}
+	if err := l.refuseElsewhere(c); err != nil {
+		return err
 	}
 	entries, _ := os.ReadDir(dir)
 	for _, e := range entries {

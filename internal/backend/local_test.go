@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -327,4 +328,49 @@ func records(t *testing.T, l *Local, m Member) string {
 		t.Fatal(err)
 	}
 	return dir
+}
+
+// A cluster folder records the namespace that last wrote it, and a worker of another one
+// removes nothing of it, neither a member nor the cluster, nor takes it for its own; the
+// worker that wrote it last may.
+func TestAWorkerRemovesNothingAnotherNamespaceOwns(t *testing.T) {
+	root := t.TempDir()
+	workers := map[string]*Local{}
+	for _, owner := range []string{"ns-a", "ns-b"} {
+		l, err := NewLocal(root)
+		if err != nil {
+			t.Fatal(err)
+		}
+		l.Owner = owner
+		workers[owner] = l
+	}
+	ctx := context.Background()
+	m := Member{Cluster: "c", Home: "0123456789ab", Role: "w", Name: "c-w-0"}
+	if err := workers["ns-a"].WriteClusterFiles(ctx, ClusterFiles{Cluster: "c", Home: m.Home}); err != nil {
+		t.Fatal(err)
+	}
+	if err := workers["ns-a"].CreateMember(ctx, m); err != nil {
+		t.Fatal(err)
+	}
+	key := m.Folder().Key()
+	if !workers["ns-b"].OwnedElsewhere(key) || workers["ns-a"].OwnedElsewhere(key) {
+		t.Error("the folder is not ns-a's alone")
+	}
+	var elsewhere *OwnedElsewhereError
+	if err := workers["ns-b"].RemoveMember(ctx, m); !errors.As(err, &elsewhere) {
+		t.Errorf("ns-b removing ns-a's member: %v", err)
+	}
+	if err := workers["ns-b"].RemoveCluster(ctx, key); !errors.As(err, &elsewhere) {
+		t.Errorf("ns-b removing ns-a's cluster: %v", err)
+	}
+	sandbox, _ := workers["ns-a"].memberDir(m)
+	if _, err := os.Stat(sandbox); err != nil {
+		t.Fatalf("ns-a's member is gone: %v", err)
+	}
+	if err := workers["ns-a"].RemoveMember(ctx, m); err != nil {
+		t.Errorf("ns-a removing its own member: %v", err)
+	}
+	if err := workers["ns-a"].RemoveCluster(ctx, key); err != nil {
+		t.Errorf("ns-a removing its own cluster: %v", err)
+	}
 }

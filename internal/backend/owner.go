@@ -52,9 +52,14 @@ func (l *Local) ownerOf(c layout.Cluster) string {
 // namespace than this worker's.
 func (l *Local) OwnedElsewhere(key string) bool {
 	c, err := layout.ParseKey(key)
-	if err != nil {
-		return false
+	return err == nil && l.refuseElsewhere(c) != nil
+}
+
+// refuseElsewhere is the error for removing anything of a folder another server or
+// namespace owns, or nil when it is this worker's (or of before owners).
+func (l *Local) refuseElsewhere(c layout.Cluster) error {
+	if owner := l.ownerOf(c); owner != "" && l.Owner != "" && owner != l.Owner {
+		return &OwnedElsewhereError{Key: c.Key(), Owner: owner}
 	}
-	owner := l.ownerOf(c)
-	return owner != "" && l.Owner != "" && owner != l.Owner
+	return nil
 }
