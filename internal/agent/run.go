@@ -73,12 +73,12 @@ func (a *Agent) launch(l Launch) (string, error) {
 	if err := l.check(); err != nil {
 		return "", err
 	}
-	connID, err := a.clients.save(l.Connection)
-	if err != nil {
-		return "", err
-	}
 	id := l.Key.ID()
 	at, err := a.place(l, id)
+	if err != nil {
+		return "", err // refused before anything, its connection included, is kept
+	}
+	connID, err := a.clients.save(l.Connection)
 	if err != nil {
 		return "", err
 	}

@@ -327,8 +327,8 @@ func (l *Local) LaunchScript(ctx context.Context, run ScriptRun, to Completion) 
 		}
 	}
 	// The agent finds the script, the sandbox and the files of the run by these names
-	// alone: the script must be installed, and the folders of the output and exit files
-	// there, the script user's.
+	// alone: the script must be installed, and the folders of the output files and of
+	// clusterflow's own (where the agent makes the exit file's) the script user's.
 	script, err := l.layout.Script(run.Member.Folder(), run.ScriptHash)
 	if err != nil {
 		return err
@@ -336,12 +336,12 @@ func (l *Local) LaunchScript(ctx context.Context, run ScriptRun, to Completion) 
 	if _, err := os.Stat(script); err != nil {
 		return fmt.Errorf("startscript not installed: %w", err)
 	}
-	for _, folder := range []string{layout.LogsDir, layout.ExitDir} {
+	for _, folder := range []string{layout.LogsDir, layout.StateDir} {
 		if err := sandbox.MkdirAll(folder, 0o755); err != nil {
 			return err
 		}
 	}
-	if err := giveTo(user, sandbox, layout.LogsDir, filepath.Dir(layout.ExitDir), layout.ExitDir); err != nil {
+	if err := giveTo(user, sandbox, layout.LogsDir, layout.StateDir); err != nil {
 		return err
 	}
 	clusterDir, _ := l.layout.Cluster(run.Member.Folder())

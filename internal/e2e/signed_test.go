@@ -45,7 +45,7 @@ func TestHostsRunOnlySpecsSignedByKeysTheyTrust(t *testing.T) {
 	if err := os.WriteFile(trusted, []byte(lines["ops"]+"\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	s.start("worker", 1, "Worker starting", "worker", "--data", s.data, "--trusted-keys", trusted)
+	worker := s.start("worker", 1, "Worker starting", "worker", "--data", s.data, "--trusted-keys", trusted)
 
 	ran := filepath.Join(dir, "ran.log")
 	script := filepath.Join(dir, "app.sh")
@@ -175,7 +175,20 @@ func TestHostsRunOnlySpecsSignedByKeysTheyTrust(t *testing.T) {
 	if !slices.Contains(got, "signed-w-0 configure setting=a") || !slices.Contains(got, "signed-w-1 configure setting=a") {
 		t.Errorf("the signed members did not run:\n%s", log)
 	}
+	// Teardowns are checked too: once the host trusts only another key, deleting the signed
+	// cluster runs none of its teardowns (its folder still goes).
+	if err := os.WriteFile(trusted, []byte(lines["mallory"]+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s.kill(worker)
+	s.start("worker", 2, "Worker starting", "worker", "--data", s.data, "--trusted-keys", trusted)
 	for _, n := range []string{"plain", "rogue", "signed", "forged"} {
 		s.cli("delete", n, "--wait")
+	}
+	if log, _ := os.ReadFile(ran); strings.Contains(string(log), "teardown") {
+		t.Errorf("a teardown ran that no trusted key covers:\n%s", log)
+	}
+	if st := s.status("signed"); st.Phase != workflows.PhaseDeleted {
+		t.Errorf("the signed cluster after its delete: %s (%s)", st.Phase, st.Message)
 	}
 }

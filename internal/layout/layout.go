@@ -158,11 +158,15 @@ func Output(event string) (stdout, stderr string, err error) {
 	return base + ".stdout", base + ".stderr", nil
 }
 
+// StateDir holds what clusterflow keeps in a sandbox: the nodes files and ExitDir. Member
+// names never start with '.', nor do the folders apps make, by convention.
+const StateDir = ".clusterflow"
+
 // ExitDir holds the exit status of each run, written there by the script's own user.
-const ExitDir = ".clusterflow/exit"
+const ExitDir = StateDir + "/exit"
 
 // ExitFile is where a run's exit status is written.
 func ExitFile(runID string) string { return filepath.Join(ExitDir, runID) }
 
 // NodesFile lists the nodes of a member's addnodes or delnodes, one a line.
-func NodesFile(event string) string { return filepath.Join(".clusterflow", event+".nodes") }
+func NodesFile(event string) string { return filepath.Join(StateDir, event+".nodes") }
