@@ -1,0 +1,102 @@
+// Package imports holds the test of the import rules that keep clusterflow's seams honest:
+// the README's "How it works" draws them.
+package imports
+
+import (
+	"encoding/json"
+	"io"
+	"os/exec"
+	"strings"
+	"testing"
+)
+
+const module = "github.com/clusterflow/clusterflow"
+
+// never lists, for a package, the packages it must not depend on, directly or through
+// another: a prefix ending in "/" stands for every package under it.
+var never = []struct {
+	from string
+	not  []string
+	why  string
+}{
+	{"starter", []string{"activities", "internal/backend/", "internal/agent", "internal/runner", "internal/devserver", "worker"},
+		"the client library talks to Temporal only: it runs no side effects and knows no substrate beyond the seam's types"},
+	{"worker", []string{"starter"}, "a worker registers its host through the workflows' contract, not the client library"},
+	{"workflows", []string{"activities", "internal/agent", "internal/runner", "internal/devserver", "internal/backend/local"},
+		"workflows are deterministic code that names activities by contract, never their implementation"},
+	{"workflows/plan", []string{"go.temporal.io/"},
+		"the planner is pure: a table test runs it without a workflow context"},
+	{"activities", []string{"internal/backend/local", "internal/agent", "internal/runner"},
+		"activities reach members through the backend seam only"},
+	{"internal/backend", []string{"internal/backend/local", "internal/agent", "internal/runner", "go.temporal.io/"},
+		"the seam is neutral types and interfaces: any substrate implements it"},
+}
+
+type listed struct {
+	ImportPath string
+	Deps       []string
+}
+
+// deps lists every package of the module with what it depends on (go list -deps).
+func deps(t *testing.T) map[string][]string {
+	t.Helper()
+	cmd := exec.Command("go", "list", "-json=ImportPath,Deps", module+"/...")
+	cmd.Dir = "../.."
+	out, err := cmd.Output()
+	if err != nil {
+		if ee, ok := err.(*exec.ExitError); ok {
+			t.Fatalf("go list: %v\n%s", err, ee.Stderr)
+		}
+		t.Fatalf("go list: %v", err)
+	}
+	found := map[string][]string{}
+	dec := json.NewDecoder(strings.NewReader(string(out)))
+	for {
+		var p listed
+		if err := dec.Decode(&p); err == io.EOF {
+			break
+		} else if err != nil {
+			t.Fatalf("decode go list: %v", err)
+		}
+		found[p.ImportPath] = p.Deps
+	}
+	return found
+}
+
+func matches(dep, rule string) bool {
+	if strings.HasSuffix(rule, "/") {
+		return strings.HasPrefix(dep, rule)
+	}
+	if !strings.Contains(rule, ".") {
+		rule = module + "/" + rule
+	}
+	return dep == rule || strings.HasPrefix(dep, rule+"/")
+}
+
+func TestNeverArrows(t *testing.T) {
+	all := deps(t)
+	for _, rule := range never {
+		from := module + "/" + rule.from
+		got, ok := all[from]
+		if !ok {
+			t.Errorf("package %s does not exist; the rule %q has nothing to hold", rule.from, rule.why)
+			continue
+		}
+		for _, not := range rule.not {
+			// A rule about the seam's own kind ("internal/backend") does not forbid the
+			// seam itself.
+			if matches(from, not) {
+				continue
+			}
+			var through []string
+			for _, dep := range got {
+				if matches(dep, not) {
+					through = append(through, strings.TrimPrefix(dep, module+"/"))
+				}
+			}
+			if len(through) > 0 {
+				t.Errorf("%s depends on %s (%s): never, because %s", rule.from, not, strings.Join(through[:min(3, len(through))], ", "), rule.why)
+			}
+		}
+	}
+}
