@@ -24,7 +24,7 @@ unit:
 # beyond its seed corpus (testdata/fuzz); a panic fails the run and leaves the input there.
 fuzz:
 	$(GO) test -run '^$$' -fuzz FuzzAlertmanagerPayload -fuzztime 15s ./internal/gateway
-	$(GO) test -run '^$$' -fuzz FuzzParse -fuzztime 15s ./internal/spec
+	$(GO) test -run '^$$' -fuzz FuzzParse -fuzztime 15s ./spec
 
 e2e:
 	$(GO) test -timeout 20m ./internal/e2e/...

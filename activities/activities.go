@@ -4,30 +4,27 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/clusterflow/clusterflow/workflows"
 	"maps"
 	"slices"
 
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/temporal"
 
-	"github.com/clusterflow/clusterflow/internal/agent"
 	"github.com/clusterflow/clusterflow/internal/backend"
-	"github.com/clusterflow/clusterflow/internal/layout"
 	"github.com/clusterflow/clusterflow/internal/notice"
 	"github.com/clusterflow/clusterflow/internal/signing"
-	"github.com/clusterflow/clusterflow/internal/spec"
+	"github.com/clusterflow/clusterflow/spec"
 )
 
 // Activities performs member operations through a backend.
 type Activities struct {
 	Backend backend.Backend
-	// Connection is how the agent that completes script activities reaches Temporal.
-	Connection agent.Connection
 	// Host is the host this worker serves, or nil in single-host mode.
-	Host *HostInfo
+	Host *workflows.HostRegistration
 	// Admission is what this host runs, enforced here whatever placed a member on it:
 	// the workflow that asks is not what the host trusts.
-	Admission Admission
+	Admission workflows.Admission
 	// Trusted, when set, are the keys whose signed specs alone this host runs scripts of.
 	Trusted signing.Trusted
 }
@@ -48,23 +45,14 @@ func (a *Activities) refuse(ctx context.Context, cluster string, envNames []stri
 	return temporal.NewNonRetryableApplicationError(msg, ErrHostRefused, nil)
 }
 
-// signedReader is a backend that keeps the signed manifests of clusters' specs.
-type signedReader interface {
-	SignedSpecs(cluster layout.Cluster) ([]signing.Signed, error)
-}
-
 // refuseUnsigned fails, for good, a script run that no spec signed by a trusted key
 // covers, when the host trusts keys: the member goes to config_error saying why (unsigned
 // spec, a signature by an unknown key, a change made after signing), and nothing runs.
-func (a *Activities) refuseUnsigned(ctx context.Context, run ScriptRun) error {
+func (a *Activities) refuseUnsigned(ctx context.Context, run backend.ScriptRun) error {
 	if a.Trusted == nil {
 		return nil
 	}
-	reader, ok := a.Backend.(signedReader)
-	if !ok {
-		return temporal.NewNonRetryableApplicationError("this backend cannot check signed specs", ErrHostRefused, nil)
-	}
-	signed, err := reader.SignedSpecs(run.Member.Folder())
+	signed, err := a.Backend.SignedSpecs(ctx, run.Member.Folder())
 	if err != nil {
 		return err
 	}
@@ -84,7 +72,7 @@ func (a *Activities) refuseUnsigned(ctx context.Context, run ScriptRun) error {
 }
 
 // WriteClusterFiles installs startscripts and writes the configmeta every member reads.
-func (a *Activities) WriteClusterFiles(ctx context.Context, files ClusterFiles) error {
+func (a *Activities) WriteClusterFiles(ctx context.Context, files backend.ClusterFiles) error {
 	if err := files.Unpack(); err != nil {
 		return temporal.NewNonRetryableApplicationError(err.Error(), "InvalidInput", err)
 	}
@@ -99,7 +87,7 @@ func (a *Activities) WriteClusterFiles(ctx context.Context, files ClusterFiles) 
 }
 
 // CreateMember creates a member's sandbox.
-func (a *Activities) CreateMember(ctx context.Context, m MemberRef) error {
+func (a *Activities) CreateMember(ctx context.Context, m backend.Member) error {
 	if err := a.refuse(ctx, m.Cluster, nil); err != nil {
 		return err
 	}
@@ -108,24 +96,24 @@ func (a *Activities) CreateMember(ctx context.Context, m MemberRef) error {
 
 // RemoveMember stops what a member left running and removes its sandbox, unless another
 // server or namespace owns its cluster's folder now.
-func (a *Activities) RemoveMember(ctx context.Context, m MemberRef) error {
+func (a *Activities) RemoveMember(ctx context.Context, m backend.Member) error {
 	return refuseElsewhere(a.Backend.RemoveMember(ctx, m))
 }
 
 // ListMembers lists the members the backend has for the cluster, for reconciling. cluster
-// is its folder key (NAME or NAME@HOME; see layout.Cluster), as for the activities below.
-func (a *Activities) ListMembers(ctx context.Context, cluster string) ([]MemberRef, error) {
+// is its key (NAME or NAME@HOME; see backend.ClusterRef), as for the activities below.
+func (a *Activities) ListMembers(ctx context.Context, cluster string) ([]backend.Member, error) {
 	return a.Backend.ListMembers(ctx, cluster)
 }
 
 // ListMemberOrdinals lists the members the backend has for the cluster, as ListMembers
 // does, compactly: by role and ordinal ranges, at most listingLimit members.
-func (a *Activities) ListMemberOrdinals(ctx context.Context, cluster string) (MemberListing, error) {
+func (a *Activities) ListMemberOrdinals(ctx context.Context, cluster string) (workflows.MemberListing, error) {
 	members, err := a.Backend.ListMembers(ctx, cluster)
 	if err != nil {
-		return MemberListing{}, err
+		return workflows.MemberListing{}, err
 	}
-	var listing MemberListing
+	var listing workflows.MemberListing
 	if len(members) > listingLimit {
 		members, listing.Truncated = members[:listingLimit], true
 	}
@@ -136,7 +124,7 @@ func (a *Activities) ListMemberOrdinals(ctx context.Context, cluster string) (Me
 		}
 	}
 	for _, role := range slices.Sorted(maps.Keys(byRole)) {
-		listing.Roles = append(listing.Roles, RoleListing{Role: role, Ordinals: notice.Ranges(byRole[role])})
+		listing.Roles = append(listing.Roles, workflows.RoleListing{Role: role, Ordinals: notice.Ranges(byRole[role])})
 	}
 	return listing, nil
 }
@@ -163,100 +151,76 @@ func refuseElsewhere(err error) error {
 
 // RunStartscript hands one startscript event for one member to the member's agent and
 // returns at once, holding no slot, goroutine or process while the script runs. The agent
-// heartbeats its progress and completes the activity: with the ScriptResult on exit 0, and
-// otherwise with a non-retryable error whose details are the ScriptResult, tails included.
-func (a *Activities) RunStartscript(ctx context.Context, run ScriptRun) (ScriptResult, error) {
+// heartbeats its progress and completes the activity: with the backend.ScriptResult on exit 0, and
+// otherwise with a non-retryable error whose details are the backend.ScriptResult, tails included.
+func (a *Activities) RunStartscript(ctx context.Context, run backend.ScriptRun) (backend.ScriptResult, error) {
 	if err := a.refuseUnsigned(ctx, run); err != nil {
-		return ScriptResult{}, err
+		return backend.ScriptResult{}, err
 	}
 	// The role's env by hash was checked when the cluster's files were written.
 	if run.Event != spec.EventTeardown {
 		if err := a.refuse(ctx, run.Member.Cluster, slices.Collect(maps.Keys(run.Env))); err != nil {
-			return ScriptResult{}, err
+			return backend.ScriptResult{}, err
 		}
 	}
 	if run.Event == spec.EventConfigure {
 		// A member's first event creates its sandbox (idempotently), sparing a wide role
 		// an activity per member.
 		if err := a.Backend.CreateMember(ctx, run.Member); err != nil {
-			return ScriptResult{}, fmt.Errorf("create sandbox of %s: %w", run.Member.Name, err)
+			return backend.ScriptResult{}, fmt.Errorf("create sandbox of %s: %w", run.Member.Name, err)
 		}
 	}
 	info := activity.GetInfo(ctx)
 	err := a.Backend.LaunchScript(ctx, run, backend.Completion{
-		Key:        agent.Key{WorkflowID: info.WorkflowExecution.ID, ActivityID: info.ActivityID},
-		TaskToken:  info.TaskToken,
-		Connection: a.Connection,
+		WorkflowID: info.WorkflowExecution.ID, ActivityID: info.ActivityID,
+		TaskToken: info.TaskToken,
 		// The agent reports a quiet script once within this rather than every 2 s.
 		HeartbeatTimeout: info.HeartbeatTimeout,
 	})
 	var secretErr *backend.SecretError
-	var refused *agent.RefusedError
+	var refused *backend.RefusedError
 	switch {
 	case errors.As(err, &secretErr):
 		// Nothing ran, and a retry finds the same host: the operator must supply it.
-		return ScriptResult{}, temporal.NewNonRetryableApplicationError(secretErr.Error(), ErrSecretUnavailable, nil)
+		return backend.ScriptResult{}, temporal.NewNonRetryableApplicationError(secretErr.Error(), ErrSecretUnavailable, nil)
 	case errors.As(err, &refused):
-		return ScriptResult{}, temporal.NewNonRetryableApplicationError(refused.Error(), ErrHostRefused, nil)
+		return backend.ScriptResult{}, temporal.NewNonRetryableApplicationError(refused.Error(), ErrHostRefused, nil)
 	case err != nil:
-		return ScriptResult{}, fmt.Errorf("launch %s on %s: %w", run.Event, run.Member.Name, err)
+		return backend.ScriptResult{}, fmt.Errorf("launch %s on %s: %w", run.Event, run.Member.Name, err)
 	}
-	return ScriptResult{}, activity.ErrResultPending
+	return backend.ScriptResult{}, activity.ErrResultPending
 }
 
 // StopScript stops a run whose activity was cancelled, at once, on the member's host.
-func (a *Activities) StopScript(ctx context.Context, stop ScriptStop) error {
+func (a *Activities) StopScript(ctx context.Context, stop backend.ScriptStop) error {
 	return a.Backend.StopScript(ctx, stop)
 }
 
-// logReader is a backend that can read members' script output.
-type logReader interface {
-	ReadLog(ctx context.Context, req backend.LogRequest) (backend.LogChunk, error)
-}
-
 // ReadMemberLog reads part of a member's script output on the host holding it.
-func (a *Activities) ReadMemberLog(ctx context.Context, req LogRequest) (LogChunk, error) {
-	r, ok := a.Backend.(logReader)
-	if !ok {
-		return LogChunk{}, fmt.Errorf("this backend keeps no script output")
-	}
-	return r.ReadLog(ctx, req)
+func (a *Activities) ReadMemberLog(ctx context.Context, req backend.LogRequest) (backend.LogChunk, error) {
+	return a.Backend.ReadLog(ctx, req)
 }
 
-// clusterLister is a backend that can list the clusters it holds files of.
-type clusterLister interface {
-	ListClusters(ctx context.Context) ([]string, error)
-	OwnedElsewhere(key string) bool
-}
-
-// ListHostClusters lists every cluster with files on this worker's backend, with the
+// ListHostClusters lists every cluster this worker's backend holds anything of, with the
 // members found there, for finding orphans.
-func (a *Activities) ListHostClusters(ctx context.Context) ([]ClusterSandboxes, error) {
-	l, ok := a.Backend.(clusterLister)
-	if !ok {
-		return nil, fmt.Errorf("this backend cannot list its clusters")
-	}
-	keys, err := l.ListClusters(ctx)
+func (a *Activities) ListHostClusters(ctx context.Context) ([]workflows.HostCluster, error) {
+	held, err := a.Backend.ListClusters(ctx)
 	if err != nil {
 		return nil, err
 	}
-	var out []ClusterSandboxes
-	for _, key := range keys[:min(len(keys), ListedClusters)] {
-		c, err := layout.ParseKey(key)
-		if err != nil {
-			continue
-		}
-		found := ClusterSandboxes{Cluster: c.Name, Home: c.Home, Members: []string{}, Elsewhere: l.OwnedElsewhere(key)}
+	var out []workflows.HostCluster
+	for _, c := range held[:min(len(held), workflows.ListedClusters)] {
+		found := workflows.HostCluster{Cluster: c.Name, Home: c.Home, Members: []string{}, Elsewhere: c.Elsewhere}
 		if found.Elsewhere {
 			out = append(out, found) // another server's: its members are not this one's business
 			continue
 		}
-		members, err := a.Backend.ListMembers(ctx, key)
+		members, err := a.Backend.ListMembers(ctx, c.Key())
 		if err != nil {
 			return nil, err
 		}
 		for _, m := range members {
-			if len(found.Members) == SandboxNames {
+			if len(found.Members) == workflows.ListedMemberNames {
 				found.MoreMembers++
 				continue
 			}

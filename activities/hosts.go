@@ -2,6 +2,7 @@ package activities
 
 import (
 	"context"
+	"github.com/clusterflow/clusterflow/workflows"
 	"time"
 
 	"go.temporal.io/sdk/activity"
@@ -13,14 +14,14 @@ var errNotAHost = temporal.NewNonRetryableApplicationError("this worker serves n
 
 // CheckInHost tells the registry that the host's worker polls its queue again, and what it
 // says about its host now.
-func (a *Activities) CheckInHost(ctx context.Context) (HostInfo, error) {
+func (a *Activities) CheckInHost(ctx context.Context) (workflows.HostRegistration, error) {
 	if a.Host == nil {
-		return HostInfo{}, errNotAHost
+		return workflows.HostRegistration{}, errNotAHost
 	}
 	return *a.Host, nil
 }
 
-// HoldHostLease heartbeats for the lease's term, every LeaseBeat(timeout): the host's
+// HoldHostLease heartbeats for the lease's term, every workflows.LeaseBeat(timeout): the host's
 // worker lets its heartbeats through that often (its MaxHeartbeatThrottleInterval), so the
 // server's last word from the host is never older than that. The registry takes a missed
 // heartbeat for the host being lost; when that already happened (the heartbeat is
@@ -31,7 +32,7 @@ func (a *Activities) HoldHostLease(ctx context.Context, timeout time.Duration) e
 	}
 	term := time.NewTimer(leaseTerm(ctx))
 	defer term.Stop()
-	tick := time.NewTicker(LeaseBeat(timeout))
+	tick := time.NewTicker(workflows.LeaseBeat(timeout))
 	defer tick.Stop()
 	for {
 		activity.RecordHeartbeat(ctx)
@@ -54,11 +55,4 @@ func leaseTerm(ctx context.Context) time.Duration {
 		return 0
 	}
 	return left - min(left/10, info.HeartbeatTimeout)
-}
-
-// LeaseBeat is how often a host's lease heartbeats: a tenth of its timeout. The lease's
-// heartbeat timeout is the host timeout and one beat more, so that a host is lost between
-// one and 1.1 host timeouts after it was last heard of, never sooner.
-func LeaseBeat(timeout time.Duration) time.Duration {
-	return max(timeout/10, 100*time.Millisecond)
 }

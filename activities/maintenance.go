@@ -4,26 +4,18 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/clusterflow/clusterflow/workflows"
 
 	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/activity"
 )
 
-// Broadcast is a signal to send to every running workflow of one type, and to a few
-// workflows by ID.
-type Broadcast struct {
-	WorkflowType string   `json:"workflowType"`
-	Also         []string `json:"also,omitempty"`
-	Signal       string   `json:"signal"`
-	Arg          any      `json:"arg"`
-}
-
 // SignalAll lists the running workflows of the broadcast's type and signals each one, and
 // then each of Also; a workflow that closed meanwhile is skipped. It returns how many of
 // the type it reached. It uses the worker's own client, through the server's visibility,
 // so that no workflow needs to keep a registry of the others.
-func (a *Activities) SignalAll(ctx context.Context, b Broadcast) (int, error) {
+func (a *Activities) SignalAll(ctx context.Context, b workflows.Broadcast) (int, error) {
 	c := activity.GetClient(ctx)
 	query := fmt.Sprintf("WorkflowType = '%s' AND ExecutionStatus = 'Running'", b.WorkflowType)
 	reached := 0

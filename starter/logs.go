@@ -3,6 +3,7 @@ package starter
 import (
 	"context"
 	"fmt"
+	"github.com/clusterflow/clusterflow/internal/backend"
 	"io"
 	"strings"
 	"time"
@@ -10,9 +11,8 @@ import (
 	"github.com/google/uuid"
 	"go.temporal.io/sdk/client"
 
-	"github.com/clusterflow/clusterflow/activities"
 	"github.com/clusterflow/clusterflow/internal/apperr"
-	"github.com/clusterflow/clusterflow/internal/spec"
+	"github.com/clusterflow/clusterflow/spec"
 	"github.com/clusterflow/clusterflow/workflows"
 )
 
@@ -47,8 +47,8 @@ func (s *Starter) Logs(ctx context.Context, cluster, member string, opts LogOpti
 	if event == "" {
 		event = spec.EventConfigure
 	}
-	req := activities.LogRequest{
-		Member: activities.MemberRef{Cluster: cluster, Home: status.Home, Role: m.Role, Name: member},
+	req := backend.LogRequest{
+		Member: backend.Member{Cluster: cluster, Home: status.Home, Role: m.Role, Name: member},
 		Event:  event, Limit: logChunkLimit,
 	}
 	if opts.Tail > 0 {
@@ -99,12 +99,12 @@ func (s *Starter) Logs(ctx context.Context, cluster, member string, opts LogOpti
 }
 
 // readLog reads once, through a MemberLogWorkflow on the member's host.
-func (s *Starter) readLog(ctx context.Context, host string, req activities.LogRequest) (activities.LogChunk, error) {
+func (s *Starter) readLog(ctx context.Context, host string, req backend.LogRequest) (backend.LogChunk, error) {
 	run, err := s.client.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
 		ID:        workflows.MemberLogWorkflowID(req.Member.Cluster, req.Member.Name, uuid.NewString()),
 		TaskQueue: s.taskQueue,
 	}, workflows.MemberLogWorkflowName, workflows.MemberLogInput{Host: host, Request: req})
-	var chunk activities.LogChunk
+	var chunk backend.LogChunk
 	if err == nil {
 		err = run.Get(ctx, &chunk)
 	}

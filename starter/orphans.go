@@ -9,7 +9,6 @@ import (
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/converter"
 
-	"github.com/clusterflow/clusterflow/activities"
 	"github.com/clusterflow/clusterflow/workflows"
 )
 
@@ -71,7 +70,7 @@ func (s *Starter) Orphans(ctx context.Context, remove bool) ([]Orphan, error) {
 		if remove && len(here) > 0 {
 			var clusters []string
 			for _, o := range here {
-				clusters = append(clusters, activities.ClusterSandboxes{Cluster: o.Cluster, Home: o.Home}.Key())
+				clusters = append(clusters, workflows.HostCluster{Cluster: o.Cluster, Home: o.Home}.Key())
 			}
 			if _, err := s.hostClusters(ctx, host, clusters); err != nil {
 				return append(orphans, here...), err
@@ -85,11 +84,11 @@ func (s *Starter) Orphans(ctx context.Context, remove bool) ([]Orphan, error) {
 	return orphans, nil
 }
 
-func (s *Starter) hostClusters(ctx context.Context, host string, remove []string) ([]activities.ClusterSandboxes, error) {
+func (s *Starter) hostClusters(ctx context.Context, host string, remove []string) ([]workflows.HostCluster, error) {
 	run, err := s.client.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
 		ID: workflows.OrphansWorkflowID(hostName(host), uuid.NewString()), TaskQueue: s.taskQueue,
 	}, workflows.OrphansWorkflowName, workflows.OrphansInput{Host: host, Remove: remove})
-	var found []activities.ClusterSandboxes
+	var found []workflows.HostCluster
 	if err == nil {
 		err = run.Get(ctx, &found)
 	}

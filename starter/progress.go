@@ -2,8 +2,8 @@ package starter
 
 import (
 	"context"
+	"github.com/clusterflow/clusterflow/internal/backend"
 
-	"github.com/clusterflow/clusterflow/internal/agent"
 	"github.com/clusterflow/clusterflow/workflows"
 )
 
@@ -34,7 +34,7 @@ func (s *Starter) addLastLines(ctx context.Context, status *workflows.ClusterSta
 			continue
 		}
 		for _, act := range role.GetPendingActivities() {
-			var p agent.Progress
+			var p backend.Progress
 			if act.GetHeartbeatDetails() == nil || s.dataConverter.FromPayloads(act.GetHeartbeatDetails(), &p) != nil {
 				continue
 			}

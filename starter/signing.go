@@ -5,7 +5,7 @@ import (
 	"fmt"
 
 	"github.com/clusterflow/clusterflow/internal/signing"
-	"github.com/clusterflow/clusterflow/internal/spec"
+	"github.com/clusterflow/clusterflow/spec"
 	"github.com/clusterflow/clusterflow/workflows"
 )
 

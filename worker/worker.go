@@ -7,16 +7,15 @@ import (
 	"os"
 	"time"
 
+	"go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/client"
 	sdkworker "go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
 	"go.uber.org/zap"
 
 	"github.com/clusterflow/clusterflow/activities"
-	"github.com/clusterflow/clusterflow/internal/agent"
 	"github.com/clusterflow/clusterflow/internal/backend"
 	"github.com/clusterflow/clusterflow/internal/signing"
-	"github.com/clusterflow/clusterflow/starter"
 	"github.com/clusterflow/clusterflow/workflows"
 )
 
@@ -26,19 +25,16 @@ type Options struct {
 	TaskQueue string
 	// Backend is where members live.
 	Backend backend.Backend
-	// Connection is how the agent that completes script activities reaches Temporal: the
-	// settings the worker itself connected with.
-	Connection agent.Connection
 	// StopTimeout is how long in-flight activity tasks may take to finish once ctx ends
 	// and polling stops (default: the SDK's, none). Script activities return at once, so
 	// this covers the quick backend calls.
 	StopTimeout time.Duration
 	// Host is the host this worker serves: it also polls the host's own task queue, where
 	// its members' activities go, and registers the host. Nil is single-host mode.
-	Host *activities.HostInfo
+	Host *workflows.HostRegistration
 	// Admission is what this worker's host runs (worker --allow-clusters, …), enforced on
 	// every task; a host advertises it in its registration too.
-	Admission activities.Admission
+	Admission workflows.Admission
 	// Trusted, when set, are the keys whose signed specs alone the host runs scripts of
 	// (worker --trusted-keys).
 	Trusted signing.Trusted
@@ -54,6 +50,9 @@ type agentKeeper interface {
 // Run polls the task queue until ctx ends, then stops gracefully: it stops polling and lets
 // in-flight activity tasks finish within StopTimeout.
 func Run(ctx context.Context, c client.Client, opts Options) error {
+	if opts.TaskQueue == "" {
+		opts.TaskQueue = workflows.DefaultTaskQueue
+	}
 	w, err := New(c, opts)
 	if err != nil {
 		return err
@@ -90,7 +89,7 @@ func newHostWorker(c client.Client, opts Options) sdkworker.Worker {
 		// The lease's heartbeats must reach the server as often as they beat: the SDK's
 		// default would hold them back to 0.8 of the heartbeat timeout, and a host cut just
 		// after one got through was lost after as little as 38% of its timeout.
-		MaxHeartbeatThrottleInterval: activities.LeaseBeat(opts.Host.Timeout),
+		MaxHeartbeatThrottleInterval: workflows.LeaseBeat(opts.Host.Timeout),
 	})
 	w.RegisterActivity(newActivities(opts))
 	return w
@@ -104,7 +103,7 @@ func register(ctx context.Context, c client.Client, opts Options) {
 		logger = zap.NewNop()
 	}
 	for delay := time.Second; ; delay = min(2*delay, 30*time.Second) {
-		_, err := starter.New(c, opts.TaskQueue).RegisterHost(ctx, *opts.Host)
+		err := registerOnce(ctx, c, opts)
 		if err == nil {
 			logger.Info("Host registered", zap.String("host", opts.Host.Name), zap.String("address", opts.Host.Address))
 			return
@@ -118,8 +117,32 @@ func register(ctx context.Context, c client.Client, opts Options) {
 	}
 }
 
+// registerOnce runs the registry's register update, starting the registry if it is not
+// running yet.
+func registerOnce(ctx context.Context, c client.Client, opts Options) error {
+	start := c.NewWithStartWorkflowOperation(client.StartWorkflowOptions{
+		ID:                       workflows.HostsWorkflowID,
+		TaskQueue:                opts.TaskQueue,
+		WorkflowIDConflictPolicy: enums.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
+		StaticSummary:            "clusterflow host registry",
+	}, workflows.HostsWorkflowName, workflows.HostsInput{})
+	handle, err := c.UpdateWithStartWorkflow(ctx, client.UpdateWithStartWorkflowOptions{
+		StartWorkflowOperation: start,
+		UpdateOptions: client.UpdateWorkflowOptions{
+			UpdateName: workflows.RegisterHostUpdate, Args: []any{*opts.Host}, WaitForStage: client.WorkflowUpdateStageCompleted,
+		},
+	})
+	if err != nil {
+		return err
+	}
+	return handle.Get(ctx, nil)
+}
+
+// The activities are the workflows' contract, and nothing else.
+var _ workflows.ActivityContract = (*activities.Activities)(nil)
+
 func newActivities(opts Options) *activities.Activities {
-	return &activities.Activities{Backend: opts.Backend, Connection: opts.Connection, Host: opts.Host, Admission: opts.Admission, Trusted: opts.Trusted}
+	return &activities.Activities{Backend: opts.Backend, Host: opts.Host, Admission: opts.Admission, Trusted: opts.Trusted}
 }
 
 // deadlockDetection is how long one step of workflow code may run, by the wall clock,

@@ -5,7 +5,7 @@ import (
 
 	"github.com/clusterflow/clusterflow/internal/gzjson"
 	"github.com/clusterflow/clusterflow/internal/payloadlimit"
-	"github.com/clusterflow/clusterflow/internal/spec"
+	"github.com/clusterflow/clusterflow/spec"
 )
 
 // carry puts the state for the next run into the input: as plain JSON, readable in the Web
@@ -13,7 +13,7 @@ import (
 // compared on replay, and packing is deterministic anyway.
 //
 // The input, spec and state together, must fit in one payload. The spec is bounded (scripts,
-// env and roles; see internal/spec), and so are the members, so what the state needs fits
+// env and roles; see spec), and so are the members, so what the state needs fits
 // in what is left: about 16 bytes a member gzipped, 20,000 members in about 320 KiB. What a
 // member may add beyond that, its output tails, health history and detail, is shed as
 // packedCarried describes when it would not fit.

@@ -1,16 +1,15 @@
 package workflows
 
 import (
+	"github.com/clusterflow/clusterflow/internal/backend"
 	"strings"
 
 	"go.temporal.io/sdk/log"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/clusterflow/clusterflow/activities"
-	"github.com/clusterflow/clusterflow/internal/layout"
 	"github.com/clusterflow/clusterflow/internal/signing"
-	"github.com/clusterflow/clusterflow/internal/spec"
+	"github.com/clusterflow/clusterflow/spec"
 )
 
 // ClusterWorkflow is the entity workflow of one cluster, with ID cluster/<name>. It holds
@@ -69,7 +68,7 @@ type clusterWorkflow struct {
 	// member for a rogue.
 	membershipEpoch int
 	// rogues are backend members reconcile found that the next pass removes.
-	rogues []activities.MemberRef
+	rogues []backend.Member
 	// lastChange says what the latest generation is for, in the updating phase's message.
 	lastChange string
 	// touches counts changes of the state (touch), so that waits on the state can check a
@@ -122,7 +121,7 @@ func newClusterWorkflow(ctx workflow.Context, in ClusterInput) (*clusterWorkflow
 		Levels: levels, CreatedAt: now, UpdatedAt: now, Generation: 1,
 	}
 	if workflow.GetVersion(ctx, changeSandboxHomes, workflow.DefaultVersion, 1) >= 1 {
-		w.state.Home = layout.HomeOf(workflow.GetInfo(ctx).WorkflowExecution.RunID)
+		w.state.Home = backend.HomeOf(workflow.GetInfo(ctx).WorkflowExecution.RunID)
 	}
 	w.noteSignature()
 	if len(in.Hosts) > 0 {

@@ -3,6 +3,7 @@ package workflows_test
 import (
 	"context"
 	"errors"
+	"github.com/clusterflow/clusterflow/activities"
 	"slices"
 	"strings"
 	"testing"
@@ -13,10 +14,9 @@ import (
 	"go.temporal.io/sdk/testsuite"
 	sdkworker "go.temporal.io/sdk/worker"
 
-	"github.com/clusterflow/clusterflow/activities"
 	"github.com/clusterflow/clusterflow/internal/backend"
 	"github.com/clusterflow/clusterflow/internal/runner"
-	"github.com/clusterflow/clusterflow/internal/spec"
+	"github.com/clusterflow/clusterflow/spec"
 	"github.com/clusterflow/clusterflow/worker"
 	"github.com/clusterflow/clusterflow/workflows"
 )

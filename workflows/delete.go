@@ -6,7 +6,7 @@ import (
 
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/clusterflow/clusterflow/internal/spec"
+	"github.com/clusterflow/clusterflow/spec"
 )
 
 // delete tears the cluster down in reverse dependency order and removes every member. It
@@ -29,7 +29,7 @@ func (w *clusterWorkflow) delete(parent workflow.Context) {
 	}
 	// Any reachable host may hold the folder of a member that has left.
 	failed := w.onEachHost(withQuickActivity(ctx, "remove "+w.state.Name), w.reachableHosts(), func(ctx workflow.Context, _ string) error {
-		return workflow.ExecuteActivity(ctx, acts.RemoveCluster, w.folder().Key()).Get(ctx, nil)
+		return workflow.ExecuteActivity(ctx, actRemoveCluster, w.folder().Key()).Get(ctx, nil)
 	})
 	if w.onHosts() {
 		w.reportPlacement(ctx, ClusterPlacement{Cluster: w.state.Name, Gone: true})

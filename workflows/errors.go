@@ -2,10 +2,9 @@ package workflows
 
 import (
 	"errors"
+	"github.com/clusterflow/clusterflow/internal/backend"
 
 	"go.temporal.io/sdk/temporal"
-
-	"github.com/clusterflow/clusterflow/activities"
 )
 
 // rootCause unwraps Temporal's activity and child-workflow wrappers down to what failed.
@@ -30,7 +29,7 @@ func scriptTails(err error) (stdout, stderr string) {
 	if !errors.As(err, &appErr) || !appErr.HasDetails() {
 		return "", ""
 	}
-	var res activities.ScriptResult
+	var res backend.ScriptResult
 	if appErr.Details(&res) != nil {
 		return "", ""
 	}

@@ -3,6 +3,7 @@ package workflows_test
 import (
 	"context"
 	"fmt"
+	"github.com/clusterflow/clusterflow/internal/signing"
 	"maps"
 	"slices"
 	"strings"
@@ -15,7 +16,7 @@ import (
 	"github.com/clusterflow/clusterflow/internal/backend"
 	"github.com/clusterflow/clusterflow/internal/notice"
 	"github.com/clusterflow/clusterflow/internal/runner"
-	"github.com/clusterflow/clusterflow/internal/spec"
+	"github.com/clusterflow/clusterflow/spec"
 )
 
 // fakeBackend records what the workflows ask of members, in order, and plays scripted
@@ -177,9 +178,24 @@ func (f *fakeBackend) RunStartscript(ctx context.Context, run backend.ScriptRun)
 		res = f.outcome(ctx, run)
 	}
 	if res.Outcome == runner.Canceled {
-		return res, ctx.Err()
+		return seamResult(res), ctx.Err()
 	}
-	return res, agent.ResultError(string(run.Event), run.Timeout, res)
+	return seamResult(res), agent.ResultError(string(run.Event), run.Timeout, res)
+}
+
+// seamResult is the agent's result as the workflows read it.
+func seamResult(r runner.Result) backend.ScriptResult {
+	return backend.ScriptResult{Outcome: backend.Outcome(r.Outcome), ExitCode: r.ExitCode, Duration: r.Duration, StdoutTail: r.StdoutTail, StderrTail: r.StderrTail}
+}
+
+// The fake holds no files, signatures or output, and lists no clusters.
+func (f *fakeBackend) ListClusters(context.Context) ([]backend.HeldCluster, error) { return nil, nil }
+func (f *fakeBackend) SignedSpecs(context.Context, backend.ClusterRef) ([]signing.Signed, error) {
+	return nil, nil
+}
+func (f *fakeBackend) MemberAddress(_ backend.Member, hostAddress string) string { return hostAddress }
+func (f *fakeBackend) ReadLog(context.Context, backend.LogRequest) (backend.LogChunk, error) {
+	return backend.LogChunk{Missing: true}, nil
 }
 
 func (f *fakeBackend) RemoveMember(ctx context.Context, m backend.Member) error {

@@ -7,12 +7,10 @@ import (
 
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/clusterflow/clusterflow/activities"
 	"github.com/clusterflow/clusterflow/internal/backend"
 	"github.com/clusterflow/clusterflow/internal/gzjson"
-	"github.com/clusterflow/clusterflow/internal/layout"
 	"github.com/clusterflow/clusterflow/internal/signing"
-	"github.com/clusterflow/clusterflow/internal/spec"
+	"github.com/clusterflow/clusterflow/spec"
 )
 
 // writeClusterFiles refreshes the configmeta members read on every host holding members.
@@ -86,7 +84,7 @@ func (w *clusterWorkflow) writeFiles(ctx workflow.Context, summary string, hosts
 			return err
 		}
 		inFlight += size
-		err := executeActivity(ctx, acts.WriteClusterFiles, f).Get(ctx, nil)
+		err := executeActivity(ctx, actWriteClusterFiles, f).Get(ctx, nil)
 		inFlight -= size
 		if err != nil {
 			return err
@@ -154,7 +152,7 @@ func (w *clusterWorkflow) configMeta() backend.ConfigMeta {
 }
 
 // packedFiles carries configmeta as is, or gzipped when it lists thousands of members.
-func packedFiles(folder layout.Cluster, meta backend.ConfigMeta) (backend.ClusterFiles, error) {
+func packedFiles(folder backend.ClusterRef, meta backend.ConfigMeta) (backend.ClusterFiles, error) {
 	packed, err := gzjson.PackIfLarge(meta)
 	if packed == nil {
 		return backend.ClusterFiles{Cluster: folder.Name, Home: folder.Home, ConfigMeta: meta}, err
@@ -163,11 +161,11 @@ func packedFiles(folder layout.Cluster, meta backend.ConfigMeta) (backend.Cluste
 }
 
 // folder is the cluster's folder on its hosts: its name and home.
-func (w *clusterWorkflow) folder() layout.Cluster {
-	return layout.Cluster{Name: w.state.Name, Home: w.state.Home}
+func (w *clusterWorkflow) folder() backend.ClusterRef {
+	return backend.ClusterRef{Name: w.state.Name, Home: w.state.Home}
 }
 
 // memberRef names a member of the cluster to its host.
-func (w *clusterWorkflow) memberRef(role, name string) activities.MemberRef {
-	return activities.MemberRef{Cluster: w.state.Name, Home: w.state.Home, Role: role, Name: name}
+func (w *clusterWorkflow) memberRef(role, name string) backend.Member {
+	return backend.Member{Cluster: w.state.Name, Home: w.state.Home, Role: role, Name: name}
 }

@@ -2,12 +2,12 @@ package workflows
 
 import (
 	"fmt"
+	"github.com/clusterflow/clusterflow/internal/backend"
 	"slices"
 
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/clusterflow/clusterflow/activities"
-	"github.com/clusterflow/clusterflow/internal/spec"
+	"github.com/clusterflow/clusterflow/spec"
 )
 
 // reconcile compares the members with what the backend has. A member the backend no
@@ -125,13 +125,13 @@ func (w *clusterWorkflow) setUpMembers() map[string]string {
 // listMembers lists the backend's members of the cluster: on the shared queue in
 // single-host mode, else on every reachable host, each member marked with its host. It
 // says which hosts it listed ("" in single-host mode).
-func (w *clusterWorkflow) listMembers(ctx workflow.Context) ([]activities.MemberRef, map[string]bool, error) {
+func (w *clusterWorkflow) listMembers(ctx workflow.Context) ([]backend.Member, map[string]bool, error) {
 	ctx = withQuickActivity(ctx, "list members of "+w.state.Name)
 	if !w.onHosts() {
 		listed, err := w.listOn(ctx, "")
 		return listed, map[string]bool{"": true}, err
 	}
-	var all []activities.MemberRef
+	var all []backend.Member
 	hosts := map[string]bool{}
 	failed := w.onEachHost(ctx, w.reachableHosts(), func(ctx workflow.Context, host string) error {
 		listed, err := w.listOn(ctx, host)
@@ -152,15 +152,15 @@ func (w *clusterWorkflow) listMembers(ctx workflow.Context) ([]activities.Member
 // listOn lists the cluster's members on one host ("" for the shared queue). Bounded runs
 // ask for the compact listing, by ordinal ranges; a listing the host had to cut counts as
 // a failure, since it cannot tell a member gone.
-func (w *clusterWorkflow) listOn(ctx workflow.Context, host string) ([]activities.MemberRef, error) {
-	var listed []activities.MemberRef
+func (w *clusterWorkflow) listOn(ctx workflow.Context, host string) ([]backend.Member, error) {
+	var listed []backend.Member
 	if !w.bounded {
-		if err := workflow.ExecuteActivity(ctx, acts.ListMembers, w.folder().Key()).Get(ctx, &listed); err != nil {
+		if err := workflow.ExecuteActivity(ctx, actListMembers, w.folder().Key()).Get(ctx, &listed); err != nil {
 			return nil, err
 		}
 	} else {
-		var listing activities.MemberListing
-		if err := workflow.ExecuteActivity(ctx, acts.ListMemberOrdinals, w.folder().Key()).Get(ctx, &listing); err != nil {
+		var listing MemberListing
+		if err := workflow.ExecuteActivity(ctx, actListMemberOrdinals, w.folder().Key()).Get(ctx, &listing); err != nil {
 			return nil, err
 		}
 		if listing.Truncated {
@@ -196,7 +196,7 @@ func (w *clusterWorkflow) adoptRogues(ctx workflow.Context) {
 
 // adoptRogue records one rogue as a leaving member of its role, adding the role (placed
 // last) if the cluster has no such role.
-func (w *clusterWorkflow) adoptRogue(ctx workflow.Context, ref activities.MemberRef) {
+func (w *clusterWorkflow) adoptRogue(ctx workflow.Context, ref backend.Member) {
 	role, ordinal, ok := spec.ParseMemberName(w.state.Name, ref.Name)
 	if !ok || role != ref.Role {
 		w.logger.Warn("Backend listed a member whose name does not match its role; left alone", "Member", ref.Name, "Role", ref.Role)

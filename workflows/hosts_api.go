@@ -2,8 +2,6 @@ package workflows
 
 import (
 	"time"
-
-	"github.com/clusterflow/clusterflow/activities"
 )
 
 // The host registry's contract. One entity workflow, HostsWorkflowID, keeps every host:
@@ -48,14 +46,6 @@ const (
 	HostDraining HostState = "draining"
 	HostLost     HostState = "lost"
 )
-
-// HostRegistration is what a worker says about its host when it starts, and again at each
-// check-in.
-type HostRegistration = activities.HostInfo
-
-// Admission is what a host lets run: its allow-lists (worker --allow-clusters,
-// --allow-namespaces, --allow-env-override).
-type Admission = activities.Admission
 
 // Host is one host as the registry keeps it.
 type Host struct {

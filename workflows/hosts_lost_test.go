@@ -12,7 +12,6 @@ import (
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/testsuite"
 
-	"github.com/clusterflow/clusterflow/activities"
 	"github.com/clusterflow/clusterflow/internal/backend"
 	"github.com/clusterflow/clusterflow/internal/runner"
 	"github.com/clusterflow/clusterflow/workflows"
@@ -21,7 +20,7 @@ import (
 func readyHosts(names ...string) []workflows.Host {
 	var hosts []workflows.Host
 	for _, n := range names {
-		hosts = append(hosts, workflows.Host{HostRegistration: activities.HostInfo{Name: n, Address: "10.0.0." + n[1:], Timeout: 10 * time.Second}})
+		hosts = append(hosts, workflows.Host{HostRegistration: workflows.HostRegistration{Name: n, Address: "10.0.0." + n[1:], Timeout: 10 * time.Second}})
 	}
 	return hosts
 }

@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/clusterflow/clusterflow/internal/spec"
+	"github.com/clusterflow/clusterflow/spec"
 )
 
 func TestPlanStart(t *testing.T) {

@@ -2,11 +2,10 @@ package workflows
 
 import (
 	"fmt"
+	"github.com/clusterflow/clusterflow/internal/backend"
 	"slices"
 
 	"go.temporal.io/sdk/workflow"
-
-	"github.com/clusterflow/clusterflow/activities"
 )
 
 // A member being set up on a host that is lost is set up elsewhere (rehome). Its sandbox on
@@ -58,7 +57,7 @@ func (w *clusterWorkflow) removeStale(ctx workflow.Context) {
 			workflow.Go(ctx, func(ctx workflow.Context) {
 				defer wg.Done()
 				ref := w.memberRef(s.Role, s.Member)
-				err := workflow.ExecuteActivity(onMemberHost(withQuickActivity(ctx, "remove stale "+s.Member), s.Host), acts.RemoveMember, ref).Get(ctx, nil)
+				err := workflow.ExecuteActivity(onMemberHost(withQuickActivity(ctx, "remove stale "+s.Member), s.Host), actRemoveMember, ref).Get(ctx, nil)
 				if err != nil {
 					w.logger.Warn("Could not remove a stale sandbox; trying again next pass", "Member", s.Member, "Host", s.Host, "Error", err)
 					return
@@ -79,7 +78,7 @@ func (w *clusterWorkflow) removeStale(ctx workflow.Context) {
 const staleAtOnce = 200
 
 // noteStale records a sandbox reconcile found of a known member on a host not its own.
-func (w *clusterWorkflow) noteStale(ref activities.MemberRef) bool {
+func (w *clusterWorkflow) noteStale(ref backend.Member) bool {
 	s := StaleSandbox{Role: ref.Role, Member: ref.Name, Host: ref.Host}
 	if ref.Host == "" || slices.Contains(w.state.Stale, s) {
 		return false

@@ -11,9 +11,8 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/clusterflow/clusterflow/activities"
 	"github.com/clusterflow/clusterflow/internal/apperr"
-	"github.com/clusterflow/clusterflow/internal/spec"
+	"github.com/clusterflow/clusterflow/spec"
 )
 
 // HostsInput carries the registry across continue-as-new.
@@ -334,7 +333,7 @@ func (r *hostsRegistry) keepLease(ctx workflow.Context, name string) {
 			// timeout, like a lease, or be lost.
 			checkIn = workflow.WithScheduleToStartTimeout(checkIn, h.Timeout)
 		}
-		err := workflow.ExecuteActivity(checkIn, acts.CheckInHost).Get(ctx, &reg)
+		err := workflow.ExecuteActivity(checkIn, actCheckInHost).Get(ctx, &reg)
 		if ctx.Err() != nil {
 			return
 		}
@@ -355,7 +354,7 @@ func (r *hostsRegistry) keepLease(ctx workflow.Context, name string) {
 		r.logger.Info("Host ready", "Host", name)
 		r.changed()
 		for {
-			err := workflow.ExecuteActivity(withLease(ctx, queue, r.host(name).Timeout), acts.HoldHostLease, r.host(name).Timeout).Get(ctx, nil)
+			err := workflow.ExecuteActivity(withLease(ctx, queue, r.host(name).Timeout), actHoldHostLease, r.host(name).Timeout).Get(ctx, nil)
 			if ctx.Err() != nil {
 				return
 			}
@@ -389,7 +388,7 @@ func withLease(ctx workflow.Context, queue string, timeout time.Duration) workfl
 		TaskQueue:              queue,
 		ScheduleToStartTimeout: timeout,
 		StartToCloseTimeout:    leaseTerm + timeout,
-		HeartbeatTimeout:       timeout + activities.LeaseBeat(timeout),
+		HeartbeatTimeout:       timeout + LeaseBeat(timeout),
 		RetryPolicy:            &temporal.RetryPolicy{MaximumAttempts: 1},
 		Summary:                fmt.Sprintf("lease of %s", queue),
 	})

@@ -1,9 +1,8 @@
 package workflows
 
 import (
+	"github.com/clusterflow/clusterflow/internal/backend"
 	"go.temporal.io/sdk/workflow"
-
-	"github.com/clusterflow/clusterflow/activities"
 )
 
 // MemberLogWorkflowName reads part of a member's script output on the host holding it:
@@ -12,8 +11,8 @@ const MemberLogWorkflowName = "MemberLogWorkflow"
 
 // MemberLogInput says which host to read on ("" in single-host mode) and what.
 type MemberLogInput struct {
-	Host    string                `json:"host,omitempty"`
-	Request activities.LogRequest `json:"request"`
+	Host    string             `json:"host,omitempty"`
+	Request backend.LogRequest `json:"request"`
 }
 
 // MemberLogWorkflowID names one read of a member's output; id makes each read unique.
@@ -22,9 +21,9 @@ func MemberLogWorkflowID(cluster, member, id string) string {
 }
 
 // MemberLogWorkflow runs ReadMemberLog on the member's host.
-func MemberLogWorkflow(ctx workflow.Context, in MemberLogInput) (activities.LogChunk, error) {
+func MemberLogWorkflow(ctx workflow.Context, in MemberLogInput) (backend.LogChunk, error) {
 	ctx = onHost(withQuickActivity(ctx, "read output of "+in.Request.Member.Name), in.Host, clientTaskWait)
-	var chunk activities.LogChunk
-	err := workflow.ExecuteActivity(ctx, acts.ReadMemberLog, in.Request).Get(ctx, &chunk)
+	var chunk backend.LogChunk
+	err := workflow.ExecuteActivity(ctx, actReadMemberLog, in.Request).Get(ctx, &chunk)
 	return chunk, err
 }

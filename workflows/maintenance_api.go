@@ -5,7 +5,7 @@ import (
 	"time"
 
 	"github.com/clusterflow/clusterflow/internal/apperr"
-	"github.com/clusterflow/clusterflow/internal/spec"
+	"github.com/clusterflow/clusterflow/spec"
 )
 
 // The maintenance and transfer contract. One entity workflow, MaintenanceWorkflowID, keeps

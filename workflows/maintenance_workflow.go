@@ -6,7 +6,6 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/clusterflow/clusterflow/activities"
 	"github.com/clusterflow/clusterflow/internal/apperr"
 )
 
@@ -87,7 +86,7 @@ func (m *maintenanceFlag) set(ctx workflow.Context, req MaintenanceRequest) (Mai
 		Summary:             "tell every cluster of maintenance",
 	})
 	var reached int
-	err := workflow.ExecuteActivity(actCtx, acts.SignalAll, activities.Broadcast{
+	err := workflow.ExecuteActivity(actCtx, actSignalAll, Broadcast{
 		WorkflowType: ClusterWorkflowName, Also: []string{HostsWorkflowID}, Signal: MaintenanceSignal, Arg: told,
 	}).Get(ctx, &reached)
 	return MaintenanceResult{Maintenance: told, Clusters: reached}, err

@@ -2,18 +2,15 @@ package workflows
 
 import (
 	"fmt"
+	"github.com/clusterflow/clusterflow/internal/backend"
 	"time"
 
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/clusterflow/clusterflow/activities"
 	"github.com/clusterflow/clusterflow/internal/payloadlimit"
-	"github.com/clusterflow/clusterflow/internal/spec"
+	"github.com/clusterflow/clusterflow/spec"
 )
-
-// acts names activity methods for ExecuteActivity; only its method values are used.
-var acts *activities.Activities
 
 const (
 	// scriptStopAllowance covers a cancelled or timed-out script's grace period on top of
@@ -75,7 +72,7 @@ func withScriptActivity(ctx workflow.Context, role spec.Role, event spec.Event, 
 			InitialInterval:        time.Second,
 			BackoffCoefficient:     2,
 			MaximumAttempts:        3,
-			NonRetryableErrorTypes: []string{activities.ErrScriptFailed, activities.ErrScriptTimedOut},
+			NonRetryableErrorTypes: []string{backend.ErrScriptFailed, backend.ErrScriptTimedOut},
 		},
 		Summary: fmt.Sprintf("%s %s", event, member),
 	})

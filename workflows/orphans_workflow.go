@@ -2,8 +2,6 @@ package workflows
 
 import (
 	"go.temporal.io/sdk/workflow"
-
-	"github.com/clusterflow/clusterflow/activities"
 )
 
 // OrphansWorkflowName lists the clusters with files on one host, after removing the ones
@@ -22,14 +20,14 @@ func OrphansWorkflowID(host, id string) string { return "orphans/" + host + "/" 
 
 // OrphansWorkflow removes the clusters asked on the host, stopping whatever their members
 // left running, and lists what is left there.
-func OrphansWorkflow(ctx workflow.Context, in OrphansInput) ([]activities.ClusterSandboxes, error) {
+func OrphansWorkflow(ctx workflow.Context, in OrphansInput) ([]HostCluster, error) {
 	ctx = onHost(withQuickActivity(ctx, "orphans on "+in.Host), in.Host, clientTaskWait)
 	for _, cluster := range in.Remove {
-		if err := workflow.ExecuteActivity(ctx, acts.RemoveCluster, cluster).Get(ctx, nil); err != nil {
+		if err := workflow.ExecuteActivity(ctx, actRemoveCluster, cluster).Get(ctx, nil); err != nil {
 			return nil, err
 		}
 	}
-	var found []activities.ClusterSandboxes
-	err := workflow.ExecuteActivity(ctx, acts.ListHostClusters).Get(ctx, &found)
+	var found []HostCluster
+	err := workflow.ExecuteActivity(ctx, actListHostClusters).Get(ctx, &found)
 	return found, err
 }

@@ -6,7 +6,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/clusterflow/clusterflow/internal/spec"
+	"github.com/clusterflow/clusterflow/spec"
 )
 
 // Placement decides which host gets each new member. It is pure and deterministic: hosts

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/clusterflow/clusterflow/internal/notice"
-	"github.com/clusterflow/clusterflow/internal/spec"
+	"github.com/clusterflow/clusterflow/spec"
 )
 
 // The planner decides; the executor does. Each function here takes the desired spec and the

@@ -2,6 +2,7 @@ package workflows
 
 import (
 	"fmt"
+	"github.com/clusterflow/clusterflow/internal/backend"
 	"maps"
 	"slices"
 	"time"
@@ -9,8 +10,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/clusterflow/clusterflow/activities"
-	"github.com/clusterflow/clusterflow/internal/spec"
+	"github.com/clusterflow/clusterflow/spec"
 )
 
 // RoleWorkflow runs one operation (configure or teardown) over members of one role. Its
@@ -190,7 +190,7 @@ func (r *roleWorkflow) configure(ctx workflow.Context, i int) {
 	wantsConfigure := r.in.Role.Wants(spec.EventConfigure)
 	if !wantsConfigure || workflow.GetVersion(ctx, changeLaunchCreatesSandbox, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
 		r.set(ctx, i, MemberCreating, "", "")
-		if err := workflow.ExecuteActivity(onMemberHost(withQuickActivity(ctx, "create "+m.Name), m.Host), acts.CreateMember, r.ref(i)).Get(ctx, nil); err != nil {
+		if err := workflow.ExecuteActivity(onMemberHost(withQuickActivity(ctx, "create "+m.Name), m.Host), actCreateMember, r.ref(i)).Get(ctx, nil); err != nil {
 			r.fail(ctx, i, "create sandbox", err)
 			return
 		}
@@ -223,7 +223,7 @@ func (r *roleWorkflow) teardown(ctx workflow.Context, i int) {
 	} else {
 		r.set(ctx, i, MemberDeleting, m.Event, "removing")
 	}
-	if err := workflow.ExecuteActivity(onMemberHost(withQuickActivity(ctx, "remove "+m.Name), m.Host), acts.RemoveMember, r.ref(i)).Get(ctx, nil); err != nil {
+	if err := workflow.ExecuteActivity(onMemberHost(withQuickActivity(ctx, "remove "+m.Name), m.Host), actRemoveMember, r.ref(i)).Get(ctx, nil); err != nil {
 		r.set(ctx, i, MemberDeleting, m.Event, "could not remove sandbox: "+errorMessage(err))
 		return
 	}
@@ -300,9 +300,9 @@ func (r *roleWorkflow) nodesFor(i int) []string {
 	return r.in.Nodes.Nodes
 }
 
-func (r *roleWorkflow) runScript(ctx workflow.Context, i int, event spec.Event) (activities.ScriptResult, error) {
+func (r *roleWorkflow) runScript(ctx workflow.Context, i int, event spec.Event) (backend.ScriptResult, error) {
 	m := r.members[i]
-	run := activities.ScriptRun{
+	run := backend.ScriptRun{
 		Member:     r.ref(i),
 		Event:      event,
 		ScriptHash: r.in.Role.ScriptHash,
@@ -319,10 +319,10 @@ func (r *roleWorkflow) runScript(ctx workflow.Context, i int, event spec.Event) 
 			run.NodesRole, run.Nodes = r.in.Nodes.Role, r.nodesFor(i)
 		}
 	}
-	var res activities.ScriptResult
-	f := workflow.ExecuteActivity(onMemberHost(withScriptActivity(ctx, r.in.Role, event, m.Name), m.Host), acts.RunStartscript, run)
+	var res backend.ScriptResult
+	f := workflow.ExecuteActivity(onMemberHost(withScriptActivity(ctx, r.in.Role, event, m.Name), m.Host), actRunStartscript, run)
 	if workflow.GetVersion(ctx, changeStopScriptsAtOnce, workflow.DefaultVersion, 1) >= 1 {
-		if abandoned := r.stopWhenCanceled(ctx, f, activities.ScriptStop{Member: run.Member, Event: event, WorkflowID: workflow.GetInfo(ctx).WorkflowExecution.ID}, m.Host); abandoned {
+		if abandoned := r.stopWhenCanceled(ctx, f, backend.ScriptStop{Member: run.Member, Event: event, WorkflowID: workflow.GetInfo(ctx).WorkflowExecution.ID}, m.Host); abandoned {
 			return res, ctx.Err()
 		}
 	}
@@ -337,7 +337,7 @@ func (r *roleWorkflow) runScript(ctx workflow.Context, i int, event spec.Event) 
 // cancellation, which the caller waits for. A run on a lost host is abandoned instead
 // (true): nothing there can stop it or report, and waiting for its heartbeat timeout would
 // hold the whole operation; its sandbox goes once the host is back.
-func (r *roleWorkflow) stopWhenCanceled(ctx workflow.Context, run workflow.Future, stop activities.ScriptStop, host string) (abandoned bool) {
+func (r *roleWorkflow) stopWhenCanceled(ctx workflow.Context, run workflow.Future, stop backend.ScriptStop, host string) (abandoned bool) {
 	canceled := false
 	sel := workflow.NewSelector(ctx)
 	sel.AddFuture(run, func(workflow.Future) {})
@@ -357,7 +357,7 @@ func (r *roleWorkflow) stopWhenCanceled(ctx workflow.Context, run workflow.Futur
 		RetryPolicy:            &temporal.RetryPolicy{MaximumAttempts: 1},
 		Summary:                fmt.Sprintf("stop %s %s", stop.Event, stop.Member.Name),
 	})
-	workflow.ExecuteActivity(onHost(stopCtx, host, stopScriptWait), acts.StopScript, stop) // not waited for: the run's end is
+	workflow.ExecuteActivity(onHost(stopCtx, host, stopScriptWait), actStopScript, stop) // not waited for: the run's end is
 	return false
 }
 
@@ -401,8 +401,8 @@ func (r *roleWorkflow) set(ctx workflow.Context, i int, state MemberState, event
 	r.changed = append(r.changed, i)
 }
 
-func (r *roleWorkflow) ref(i int) activities.MemberRef {
-	return activities.MemberRef{Cluster: r.in.Cluster, Home: r.in.Home, Role: r.in.Role.Name, Name: r.members[i].Name}
+func (r *roleWorkflow) ref(i int) backend.Member {
+	return backend.Member{Cluster: r.in.Cluster, Home: r.in.Home, Role: r.in.Role.Name, Name: r.members[i].Name}
 }
 
 // reportProgress sends member changes to the parent. It waits a moment after a change so

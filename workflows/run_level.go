@@ -7,7 +7,7 @@ import (
 	"go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/clusterflow/clusterflow/internal/spec"
+	"github.com/clusterflow/clusterflow/spec"
 )
 
 // runLevel runs op on the roles of one dependency level at once, a child workflow per

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/clusterflow/clusterflow/internal/notice"
-	"github.com/clusterflow/clusterflow/internal/spec"
+	"github.com/clusterflow/clusterflow/spec"
 )
 
 // Member is one member's observed state, as the cluster workflow keeps it and hands it to

@@ -10,6 +10,7 @@ package agent
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"github.com/clusterflow/clusterflow/internal/backend"
 	"time"
 
 	"go.temporal.io/sdk/contrib/envconfig"
@@ -116,14 +117,8 @@ const (
 	ActionDelivering = "delivering"
 )
 
-// Progress is what the agent heartbeats while a script runs; the Web UI shows it as the
-// pending activity's heartbeat details.
-type Progress struct {
-	Member   string `json:"member"`
-	Event    string `json:"event"`
-	Elapsed  string `json:"elapsed"`
-	LastLine string `json:"lastLine,omitempty"`
-}
+// Progress is what the agent heartbeats while a script runs (backend.Progress).
+type Progress = backend.Progress
 
 // Error types the agent fails activities with. A failed or timed-out script is not retried;
 // a lost run (its process vanished without an exit status) is, because only then is

@@ -8,38 +8,73 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/clusterflow/clusterflow/internal/agent"
 	"github.com/clusterflow/clusterflow/internal/gzjson"
-	"github.com/clusterflow/clusterflow/internal/layout"
 	"github.com/clusterflow/clusterflow/internal/notice"
-	"github.com/clusterflow/clusterflow/internal/runner"
 	"github.com/clusterflow/clusterflow/internal/signing"
-	"github.com/clusterflow/clusterflow/internal/spec"
+	"github.com/clusterflow/clusterflow/spec"
 )
 
-// Backend creates, runs scripts in, and removes members.
+// Backend is a substrate for members, as BOSH's CPI is for VMs: it provisions them and runs
+// their startscripts. A backend knows nothing of Temporal; the activities add heartbeats
+// and error classes. The local backend (internal/backend/local) keeps each member in a
+// sandbox folder of its host; another (containers, pods) gives each member its own address
+// and runs scripts by exec inside it.
 type Backend interface {
-	// WriteClusterFiles installs the cluster's startscripts and its configmeta.
+	Provisioner
+	ScriptRunner
+}
+
+// Provisioner makes, lists and removes members, and installs the files they read.
+type Provisioner interface {
+	// WriteClusterFiles installs the cluster's startscripts, envs, configmeta, notices and
+	// signed manifests where its members on this host read them.
 	WriteClusterFiles(ctx context.Context, files ClusterFiles) error
-	// CreateMember makes the member's sandbox. It is idempotent.
+	// CreateMember makes the member. It is idempotent.
 	CreateMember(ctx context.Context, m Member) error
+	// RemoveMember stops whatever the member left running and deletes it. It is
+	// idempotent. A cluster another server or namespace owns is refused with an
+	// *OwnedElsewhereError.
+	RemoveMember(ctx context.Context, m Member) error
+	// RemoveCluster deletes what is left of the cluster once its members are gone. key is
+	// the cluster's key (ClusterRef.Key): its name, or NAME@HOME.
+	RemoveCluster(ctx context.Context, key string) error
+	// ListMembers lists the members the backend has for the cluster of that key, whoever
+	// made them.
+	ListMembers(ctx context.Context, key string) ([]Member, error)
+	// ListClusters lists every cluster the backend holds anything of, by key, saying of
+	// each whether another server or namespace owns it.
+	ListClusters(ctx context.Context) ([]HeldCluster, error)
+	// SignedSpecs are the signed manifests the cluster's files brought, newest first, for
+	// a host that runs only what trusted keys signed.
+	SignedSpecs(ctx context.Context, c ClusterRef) ([]signing.Signed, error)
+	// MemberAddress is how the cluster's other members reach this member, given the
+	// address of the host it was placed on: the host's own for the local backend, the
+	// member's for a backend that gives each member one (a container's name on a shared
+	// network, say). It is derived, not discovered, so that the backend writing configmeta
+	// on any host gives every member's.
+	MemberAddress(m Member, hostAddress string) string
+}
+
+// ScriptRunner runs a member's startscripts and keeps their output.
+type ScriptRunner interface {
 	// LaunchScript hands the member's startscript run for one event to whatever runs
-	// scripts for the member (for the local backend, the host's agent) and returns once it
-	// has been taken. The run's result goes to the completion, not to the caller.
+	// scripts for the member and returns once it has been taken. The run's result goes
+	// to the completion, not to the caller. A run the backend will not run, whoever asks
+	// again, is refused with a *RefusedError; a secret it cannot fill in, a *SecretError.
 	LaunchScript(ctx context.Context, run ScriptRun, to Completion) error
 	// StopScript stops, at once, the member's run of an event that a workflow started and
 	// then cancelled, rather than when the run next reports: the run then reports the
 	// cancellation. It is idempotent, and stops nothing that has ended.
 	StopScript(ctx context.Context, stop ScriptStop) error
-	// RemoveMember stops whatever the member left running and deletes its sandbox. It is
-	// idempotent.
-	RemoveMember(ctx context.Context, m Member) error
-	// RemoveCluster deletes what is left of the cluster once its members are gone. key is
-	// the cluster's folder key (layout.Cluster.Key): its name, or NAME@HOME.
-	RemoveCluster(ctx context.Context, key string) error
-	// ListMembers lists the members the backend has for the cluster of that key, whoever
-	// made them.
-	ListMembers(ctx context.Context, key string) ([]Member, error)
+	// ReadLog reads part of a member's script output for one event.
+	ReadLog(ctx context.Context, req LogRequest) (LogChunk, error)
+}
+
+// HeldCluster is a cluster a backend holds something of.
+type HeldCluster struct {
+	ClusterRef
+	// Elsewhere says another server or namespace owns it: not this one's to remove.
+	Elsewhere bool
 }
 
 // Member names one member.
@@ -78,11 +113,11 @@ type ClusterFiles struct {
 	Signed map[string]signing.Signed `json:"signed,omitempty"`
 }
 
-// Folder is the member's cluster's folder.
-func (m Member) Folder() layout.Cluster { return layout.Cluster{Name: m.Cluster, Home: m.Home} }
+// Folder is the member's cluster.
+func (m Member) Folder() ClusterRef { return ClusterRef{Name: m.Cluster, Home: m.Home} }
 
-// Folder is the cluster's folder.
-func (f ClusterFiles) Folder() layout.Cluster { return layout.Cluster{Name: f.Cluster, Home: f.Home} }
+// Folder is the files' cluster.
+func (f ClusterFiles) Folder() ClusterRef { return ClusterRef{Name: f.Cluster, Home: f.Home} }
 
 // HasConfigMeta says the files carry configmeta to write.
 func (f ClusterFiles) HasConfigMeta() bool {
@@ -156,14 +191,49 @@ type ScriptStop struct {
 }
 
 // ScriptResult is how a run ended, with the tails of its output.
-type ScriptResult = runner.Result
+type ScriptResult struct {
+	Outcome    Outcome       `json:"outcome"`
+	ExitCode   int           `json:"exitCode"`
+	Duration   time.Duration `json:"duration"`
+	StdoutTail string        `json:"stdoutTail"`
+	StderrTail string        `json:"stderrTail"`
+}
+
+// Outcome says how a run ended.
+type Outcome string
+
+const (
+	Exited   Outcome = "exited"
+	TimedOut Outcome = "timed_out"
+	Canceled Outcome = "canceled"
+)
+
+// Error types a script run's activity fails with: a script that exited non-zero, and one
+// that outlived its timeout. Neither is retried: running a failing script again rarely
+// helps, and a user wants to see the failure now.
+const (
+	ErrScriptFailed   = "ScriptFailed"
+	ErrScriptTimedOut = "ScriptTimedOut"
+)
 
 // Completion says where a script run's result must go: the Temporal activity waiting for
-// it. Backends pass it through untouched.
+// it, which whatever runs the script completes (the local backend's agent does, through
+// the connection it was built with). Backends pass it through untouched.
 type Completion struct {
-	Key        agent.Key        `json:"key"`
-	TaskToken  []byte           `json:"taskToken"`
-	Connection agent.Connection `json:"connection"`
-	// HeartbeatTimeout is the activity's: the agent must report within it.
+	// WorkflowID and ActivityID name the run across activity attempts: a retried
+	// activity keeps both, so its relaunch finds the run the first attempt started.
+	WorkflowID string `json:"workflowId"`
+	ActivityID string `json:"activityId"`
+	TaskToken  []byte `json:"taskToken"`
+	// HeartbeatTimeout is the activity's: the run must be reported within it.
 	HeartbeatTimeout time.Duration `json:"heartbeatTimeout,omitempty"`
+}
+
+// Progress is what a script run heartbeats while it runs; the Web UI shows it as the
+// pending activity's heartbeat details, and the client's progress reports read it.
+type Progress struct {
+	Member   string `json:"member"`
+	Event    string `json:"event"`
+	Elapsed  string `json:"elapsed"`
+	LastLine string `json:"lastLine,omitempty"`
 }

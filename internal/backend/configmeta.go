@@ -27,8 +27,9 @@ type ConfigMetaNode struct {
 	Ordinal int    `json:"ordinal"`
 	State   string `json:"state"`
 	Dir     string `json:"dir,omitempty"`
-	// Host holds the member, and Address is how other members reach that host; both are
-	// empty in single-host mode.
+	// Host holds the member, and Address is how other members reach it: the workflow
+	// sends its host's address, and the backend writing the file makes it the member's
+	// (Provisioner.MemberAddress). Both are empty in single-host mode.
 	Host    string `json:"host,omitempty"`
 	Address string `json:"address,omitempty"`
 }

@@ -7,7 +7,7 @@ import (
 
 	"github.com/clusterflow/clusterflow/internal/agent"
 	"github.com/clusterflow/clusterflow/internal/apperr"
-	"github.com/clusterflow/clusterflow/internal/backend"
+	"github.com/clusterflow/clusterflow/internal/backend/local"
 )
 
 func runAgent(ctx context.Context, args []string) error {
@@ -27,7 +27,7 @@ func runAgent(ctx context.Context, args []string) error {
 		return apperr.Errorf(apperr.Invalid, "--heartbeat %s: must be more than 0 and at most 2s", *heartbeat)
 	}
 	if *dir == "" {
-		*dir = backend.AgentDir(*data)
+		*dir = local.AgentDir(*data)
 	}
 	logger, err := com.logger()
 	if err != nil {

@@ -12,27 +12,33 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/clusterflow/clusterflow/internal/apperr"
-	"github.com/clusterflow/clusterflow/internal/backend"
+	"github.com/clusterflow/clusterflow/internal/backend/factory"
 	"github.com/clusterflow/clusterflow/internal/runner"
 )
 
-// localBackend keeps members under data, reads secret references from secretsDir, and
-// starts this very binary as their agent when none is running.
-func localBackend(data, secretsDir string, com common) (*backend.Local, error) {
+// backendOptions are what a worker's backend needs that its flags say: it keeps members
+// under data, reads secret references from secretsDir, and (the local backend) starts this
+// very binary as their agent when none is running.
+func backendOptions(name, data, secretsDir string, com common) (factory.Options, error) {
+	if !factory.Known(name) {
+		return factory.Options{}, apperr.Errorf(apperr.Invalid, "--backend %q: unknown; the backends are %s", name, strings.Join(factory.Names, ", "))
+	}
 	self, err := os.Executable()
 	if err != nil {
-		return nil, fmt.Errorf("find the clusterflow binary to start the agent with: %w", err)
+		return factory.Options{}, fmt.Errorf("find the clusterflow binary to start the agent with: %w", err)
 	}
-	local, err := backend.NewLocal(data, self, "agent", "--log-format", com.logFormat, "--log-level", com.logLevel, "--dir")
-	if err != nil {
-		return nil, err
-	}
+	o := factory.Options{Data: data, AgentCommand: []string{self, "agent", "--log-format", com.logFormat, "--log-level", com.logLevel, "--dir"}}
 	if secretsDir != "" {
-		if local.SecretsDir, err = filepath.Abs(secretsDir); err != nil {
-			return nil, err
+		if o.SecretsDir, err = filepath.Abs(secretsDir); err != nil {
+			return factory.Options{}, err
 		}
 	}
-	return local, nil
+	return o, nil
+}
+
+// backendFlag is --backend, which names where members live.
+func backendFlag(fs *pflag.FlagSet) *string {
+	return fs.String("backend", factory.Default, "where members live: "+strings.Join(factory.Names, ", ")+" (local: a sandbox folder per member under --data, scripts run by the host's agent)")
 }
 
 // scriptUserFlags say who runs startscripts on a worker that runs as root: by default a
@@ -60,29 +66,28 @@ func (f *scriptUserFlags) register(fs *pflag.FlagSet, forDev bool) {
 	fs.BoolVar(&f.allowRoot, "allow-root-scripts", allow, usage)
 }
 
-// apply sets who runs the backend's scripts. As root, that is a user per cluster unless
+// choose says who runs the backend's scripts. As root, that is a user per cluster unless
 // another user or root itself is asked for; as anyone else, that user, since only root
 // may start processes as others. Script users need the data folder, and every folder
 // above it, to let other users through (o+x), since their sandboxes live there.
-func (f *scriptUserFlags) apply(local *backend.Local, data string, logger *zap.Logger) error {
+func (f *scriptUserFlags) choose(data string, logger *zap.Logger) (factory.ScriptUsers, error) {
 	switch {
 	case f.user != "" && f.uids != "":
-		return apperr.Errorf(apperr.Invalid, "--script-user and --script-uids: give one or the other")
+		return factory.ScriptUsers{}, apperr.Errorf(apperr.Invalid, "--script-user and --script-uids: give one or the other")
 	case (f.user != "" || f.uids != "") && os.Geteuid() != 0:
-		return apperr.Errorf(apperr.Invalid, "--script-user and --script-uids: starting scripts as another user needs the worker to run as root")
+		return factory.ScriptUsers{}, apperr.Errorf(apperr.Invalid, "--script-user and --script-uids: starting scripts as another user needs the worker to run as root")
 	case os.Geteuid() != 0:
-		return nil // scripts run as this unprivileged user
+		return factory.ScriptUsers{}, nil // scripts run as this unprivileged user
 	case f.allowRoot && f.user == "" && f.uids == "": // a user asked for outranks the allowance
 		logger.Warn("Startscripts run as root, as this worker does (--allow-root-scripts): any cluster's script can act as the host")
-		return nil
+		return factory.ScriptUsers{}, nil
 	}
 	if err := traversable(data); err != nil {
-		return err
+		return factory.ScriptUsers{}, err
 	}
 	if f.user != "" {
-		var err error
-		local.ScriptUser, err = scriptUser(f.user)
-		return err
+		u, err := scriptUser(f.user)
+		return factory.ScriptUsers{User: u}, err
 	}
 	uids := f.uids
 	if uids == "" {
@@ -92,12 +97,12 @@ func (f *scriptUserFlags) apply(local *backend.Local, data string, logger *zap.L
 	lo, err1 := strconv.ParseUint(first, 10, 32)
 	hi, err2 := strconv.ParseUint(last, 10, 32)
 	if !ok || err1 != nil || err2 != nil {
-		return apperr.Errorf(apperr.Invalid, "--script-uids %q: want FIRST-LAST, such as %s", uids, DefaultScriptUIDs)
+		return factory.ScriptUsers{}, apperr.Errorf(apperr.Invalid, "--script-uids %q: want FIRST-LAST, such as %s", uids, DefaultScriptUIDs)
 	}
-	if err := local.UseScriptUIDs(uint32(lo), uint32(hi)); err != nil {
-		return apperr.Errorf(apperr.Invalid, "--script-uids: %v", err)
+	if lo == 0 || hi < lo {
+		return factory.ScriptUsers{}, apperr.Errorf(apperr.Invalid, "--script-uids: %d-%d is not a range of unprivileged user IDs (FIRST-LAST, FIRST above 0)", lo, hi)
 	}
-	return nil
+	return factory.ScriptUsers{PerCluster: true, FirstUID: uint32(lo), LastUID: uint32(hi)}, nil
 }
 
 // traversable checks that other users may pass through data and every folder above it.

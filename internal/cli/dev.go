@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"fmt"
+	"github.com/clusterflow/clusterflow/internal/backend/factory"
 	"net"
 	"os"
 	"path/filepath"
@@ -22,7 +23,7 @@ import (
 	"github.com/clusterflow/clusterflow/internal/gateway"
 	"github.com/clusterflow/clusterflow/internal/logging"
 	"github.com/clusterflow/clusterflow/internal/render"
-	"github.com/clusterflow/clusterflow/internal/spec"
+	"github.com/clusterflow/clusterflow/spec"
 	"github.com/clusterflow/clusterflow/starter"
 	"github.com/clusterflow/clusterflow/worker"
 	"github.com/clusterflow/clusterflow/workflows"
@@ -67,7 +68,8 @@ func runDev(ctx context.Context, args []string, embedded *Embedded) error {
 	com.register(fs, "info")
 	file := fs.StringP("file", "f", "", "cluster spec to deploy once everything is up")
 	db := fs.String("db", ".clusterflow/dev.db", "SQLite file holding Temporal's state")
-	data := fs.String("data", ".clusterflow/data", "folder for member sandboxes")
+	backendName := backendFlag(fs)
+	data := fs.String("data", ".clusterflow/data", "folder for members and the backend's own state")
 	address := fs.String("address", "127.0.0.1:7233", "Temporal gRPC listen address")
 	uiAddress := fs.String("ui-address", "127.0.0.1:8233", "Web UI listen address")
 	noUI := fs.Bool("no-ui", false, "do not serve the Web UI")
@@ -178,32 +180,22 @@ func runDev(ctx context.Context, args []string, embedded *Embedded) error {
 		return err
 	}
 	var workers []devWorker
-	switch {
-	case *noWorker:
-	case *hosts > 0:
-		for i := 1; i <= *hosts; i++ {
-			name := fmt.Sprintf("host-%d", i)
-			w, err := newDevWorker(filepath.Join(filepath.Dir(*data), "hosts", name), *secretsDir, com, &scriptUsers, logger, &workflows.HostRegistration{
-				Name: name, Address: "127.0.0.1", Timeout: workflows.DefaultHostTimeout, BootID: bootID(),
-			})
-			if err != nil {
-				return err
-			}
-			workers = append(workers, w)
-		}
-		fmt.Printf("Hosts:            %d, sandboxes in %s\n", *hosts, filepath.Join(filepath.Dir(*data), "hosts"))
-	default:
-		w, err := newDevWorker(*data, *secretsDir, com, &scriptUsers, logger, nil)
+	if !*noWorker {
+		base, err := backendOptions(*backendName, *data, *secretsDir, com)
 		if err != nil {
 			return err
 		}
-		workers = append(workers, w)
-		fmt.Printf("Member sandboxes: %s\n", *data)
+		if base.Scripts, err = scriptUsers.choose(*data, logger); err != nil {
+			return err
+		}
+		base.Owner, base.Connection = owner, conn
+		if workers, err = newDevWorkers(*backendName, base, *hosts); err != nil {
+			return err
+		}
 	}
 	workerDone := make(chan error, len(workers))
 	for _, w := range workers {
-		w.local.Owner = owner
-		opts := worker.Options{TaskQueue: com.taskQueue, Backend: w.local, Connection: conn, Host: w.host, Logger: logger}
+		opts := worker.Options{TaskQueue: com.taskQueue, Backend: w.members, Host: w.host, Logger: logger}
 		go func() { workerDone <- worker.Run(ctx, c, opts) }()
 	}
 	if *hosts > 0 {
@@ -225,7 +217,9 @@ func runDev(ctx context.Context, args []string, embedded *Embedded) error {
 		}
 	}
 	for _, w := range workers {
-		if pid, ok := w.local.AgentPID(); ok {
+		if agent, ok := w.members.(interface{ AgentPID() (int, bool) }); !ok {
+			continue
+		} else if pid, ok := agent.AgentPID(); ok {
 			// Detached on purpose, so that stopping dev never kills a script mid-run.
 			fmt.Printf("The member agent (pid %d) carries on with any running scripts; it exits after 10 minutes with nothing to do.\n", pid)
 		}
@@ -238,22 +232,36 @@ const maxDevHosts = 16
 
 // devWorker is one of dev's workers: single-host (host nil) or one host of --hosts.
 type devWorker struct {
-	local *backend.Local
-	host  *workflows.HostRegistration
+	members backend.Backend
+	host    *workflows.HostRegistration
 }
 
-func newDevWorker(data, secretsDir string, com common, scriptUsers *scriptUserFlags, logger *zap.Logger, host *workflows.HostRegistration) (devWorker, error) {
-	local, err := localBackend(data, secretsDir, com)
-	if err != nil {
-		return devWorker{}, err
+// newDevWorkers makes dev's workers: one in single-host mode, keeping members in base's
+// data folder, or one per host, each with a data folder of its own beside it.
+func newDevWorkers(backendName string, base factory.Options, hosts int) ([]devWorker, error) {
+	if hosts == 0 {
+		members, err := factory.Open(backendName, base)
+		if err != nil {
+			return nil, err
+		}
+		fmt.Printf("Member sandboxes: %s\n", base.Data)
+		return []devWorker{{members: members}}, nil
 	}
-	if err := scriptUsers.apply(local, data, logger); err != nil {
-		return devWorker{}, err
+	var workers []devWorker
+	for i := 1; i <= hosts; i++ {
+		name := fmt.Sprintf("host-%d", i)
+		o := base
+		o.Data, o.Host = filepath.Join(filepath.Dir(base.Data), "hosts", name), name
+		members, err := factory.Open(backendName, o)
+		if err != nil {
+			return nil, err
+		}
+		workers = append(workers, devWorker{members: members, host: &workflows.HostRegistration{
+			Name: name, Address: "127.0.0.1", Timeout: workflows.DefaultHostTimeout, BootID: bootID(),
+		}})
 	}
-	if host != nil {
-		local.Host = host.Name
-	}
-	return devWorker{local: local, host: host}, nil
+	fmt.Printf("Hosts:            %d, sandboxes in %s\n", hosts, filepath.Join(filepath.Dir(base.Data), "hosts"))
+	return workers, nil
 }
 
 // waitForHosts waits, up to a minute, until n hosts are ready.

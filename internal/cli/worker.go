@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"fmt"
+	"github.com/clusterflow/clusterflow/internal/backend/factory"
 	"maps"
 	"os"
 	"slices"
@@ -17,7 +18,7 @@ import (
 	"github.com/clusterflow/clusterflow/internal/gateway"
 	"github.com/clusterflow/clusterflow/internal/metrics"
 	"github.com/clusterflow/clusterflow/internal/signing"
-	"github.com/clusterflow/clusterflow/internal/spec"
+	"github.com/clusterflow/clusterflow/spec"
 	"github.com/clusterflow/clusterflow/starter"
 	"github.com/clusterflow/clusterflow/worker"
 	"github.com/clusterflow/clusterflow/workflows"
@@ -69,7 +70,8 @@ func runWorker(ctx context.Context, args []string) error {
 	fs := newFlagSet("worker", "[--data DIR] [--host NAME --labels K=V,... --host-address ADDR] [flags]")
 	var conn connection
 	conn.register(fs, "info")
-	data := fs.String("data", ".clusterflow/data", "folder for member sandboxes")
+	backendName := backendFlag(fs)
+	data := fs.String("data", ".clusterflow/data", "folder for members and the backend's own state")
 	secretsDir := fs.String("secrets-dir", "/etc/clusterflow/secrets", "folder of secret files: a spec's {fromFile: F} reads DIR/CLUSTER/F on this host")
 	metricsAddress := fs.String("metrics-address", "", "serve Prometheus metrics at http://ADDRESS/metrics (default off)")
 	hostName := fs.String("host", "", "serve this host: its members' activities come to it alone (default: single-host mode, every member here)")
@@ -111,16 +113,16 @@ func runWorker(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	// Who runs scripts is checked before anything connects.
-	local, err := localBackend(*data, *secretsDir, conn.common)
+	// The backend and who runs scripts are checked before anything connects.
+	backendOpts, err := backendOptions(*backendName, *data, *secretsDir, conn.common)
 	if err != nil {
 		return err
 	}
-	if err := scriptUsers.apply(local, *data, logger); err != nil {
+	if backendOpts.Scripts, err = scriptUsers.choose(*data, logger); err != nil {
 		return err
 	}
 	if host != nil {
-		local.Host = host.Name
+		backendOpts.Host = host.Name
 	}
 	if *metricsAddress != "" {
 		// Served until the process exits, so that the worker's shutdown is reported too.
@@ -135,7 +137,7 @@ func runWorker(ctx context.Context, args []string) error {
 	}
 	defer c.Close()
 	st := starter.New(c, conn.taskQueue)
-	if local.Owner, err = st.NamespaceID(ctx, co.Namespace); err != nil {
+	if backendOpts.Owner, err = st.NamespaceID(ctx, co.Namespace); err != nil {
 		// Folders then carry no owner: this worker's orphan removal cannot tell another
 		// server's clusters sharing the data folder from its own.
 		logger.Warn("Could not learn the namespace's ID; cluster folders will not say whose they are", zap.Error(err))
@@ -153,11 +155,16 @@ func runWorker(ctx context.Context, args []string) error {
 		return fmt.Errorf("namespace %q lacks the search attributes %s: run `clusterflow setup` once against it", co.Namespace, strings.Join(names, ", "))
 	}
 	logger.Info("Worker starting", zap.String("address", co.Address), zap.String("namespace", co.Namespace),
-		zap.String("taskQueue", conn.taskQueue), zap.String("data", *data),
+		zap.String("taskQueue", conn.taskQueue), zap.String("backend", *backendName), zap.String("data", *data),
 		zap.Strings("allowClusters", admission.Clusters), zap.Strings("allowNamespaces", admission.Namespaces), zap.Bool("allowEnvOverride", admission.EnvOverride),
 		zap.Strings("trustedKeys", slices.Sorted(maps.Keys(trusted))))
+	backendOpts.Connection = agent.Connection{ClientConfigProfile: co, CodecKeyFile: conn.codecKeyFile}
+	members, err := factory.Open(*backendName, backendOpts)
+	if err != nil {
+		return apperr.Wrap(apperr.Invalid, err)
+	}
 	err = worker.Run(ctx, c, worker.Options{
-		TaskQueue: conn.taskQueue, Backend: local, Connection: agent.Connection{ClientConfigProfile: co, CodecKeyFile: conn.codecKeyFile}, StopTimeout: *stopTimeout, Host: host, Logger: logger,
+		TaskQueue: conn.taskQueue, Backend: members, StopTimeout: *stopTimeout, Host: host, Logger: logger,
 		Admission: admission, Trusted: trusted,
 	})
 	logger.Info("Worker stopped")

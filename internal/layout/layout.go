@@ -6,12 +6,12 @@ package layout
 
 import (
 	"fmt"
+	"github.com/clusterflow/clusterflow/internal/backend"
 	"path/filepath"
 	"regexp"
 	"slices"
-	"strings"
 
-	"github.com/clusterflow/clusterflow/internal/spec"
+	"github.com/clusterflow/clusterflow/spec"
 )
 
 // Root is a host's data folder.
@@ -24,45 +24,9 @@ func (r Root) Agent() string { return filepath.Join(string(r), "agent") }
 // Clusters holds a folder per cluster.
 func (r Root) Clusters() string { return filepath.Join(string(r), "clusters") }
 
-// Cluster names a cluster's folder on a host: its name and, for a cluster deployed since
-// clusters had homes, its home, which sets it apart from a cluster of the same name of
-// another server or namespace (or an earlier one of this one) sharing the data folder.
-type Cluster struct {
-	Name string `json:"name"`
-	Home string `json:"home,omitempty"`
-}
-
-// Key is the cluster's folder name: NAME, or NAME@HOME.
-func (c Cluster) Key() string {
-	if c.Home == "" {
-		return c.Name
-	}
-	return c.Name + "@" + c.Home
-}
-
-var validHome = regexp.MustCompile(`^[0-9a-f]{12}$`)
-
-// Check checks both names before they become part of a path.
-func (c Cluster) Check() error {
-	if err := spec.CheckName(c.Name); err != nil {
-		return fmt.Errorf("cluster name %w", err)
-	}
-	if c.Home != "" && !validHome.MatchString(c.Home) {
-		return fmt.Errorf("cluster home %q is not 12 hex digits", c.Home)
-	}
-	return nil
-}
-
-// ParseKey reads a cluster folder's name.
-func ParseKey(key string) (Cluster, error) {
-	name, home, _ := strings.Cut(key, "@")
-	c := Cluster{Name: name, Home: home}
-	return c, c.Check()
-}
-
-// HomeOf makes a home from a unique string (a workflow's run ID): 12 hex digits of its
-// SHA-256, not its prefix, which is a timestamp in time-ordered IDs.
-func HomeOf(unique string) string { return spec.ContentHash([]byte(unique))[:12] }
+// Cluster names a cluster's folder on a host (see backend.ClusterRef): its key is the
+// folder's name.
+type Cluster = backend.ClusterRef
 
 // Cluster is a cluster's folder: its members' sandboxes, and its scripts, envs, notices
 // and configmeta in .clusterflow/ (member names never start with '.').

@@ -15,7 +15,7 @@ import (
 	"fmt"
 	"slices"
 
-	"github.com/clusterflow/clusterflow/internal/spec"
+	"github.com/clusterflow/clusterflow/spec"
 )
 
 // Knowledge is what decides what a member knows: the configmeta version that first listed

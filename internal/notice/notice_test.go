@@ -6,7 +6,7 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/clusterflow/clusterflow/internal/spec"
+	"github.com/clusterflow/clusterflow/spec"
 )
 
 // The notice tells each member exactly what telling it node by node would: every node of

@@ -25,7 +25,7 @@ import (
 	"strings"
 
 	"github.com/clusterflow/clusterflow/internal/keyfile"
-	"github.com/clusterflow/clusterflow/internal/spec"
+	"github.com/clusterflow/clusterflow/spec"
 )
 
 // Manifest is what a signature covers.

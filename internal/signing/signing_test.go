@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/clusterflow/clusterflow/internal/spec"
+	"github.com/clusterflow/clusterflow/spec"
 )
 
 func testSpec() spec.Cluster {

@@ -1,4 +1,4 @@
-package backend
+package local
 
 import (
 	"os"
@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/clusterflow/clusterflow/internal/spec"
+	"github.com/clusterflow/clusterflow/spec"
 )
 
 func TestSecretsAreFilledInFromTheClustersOwnFolder(t *testing.T) {
@@ -28,7 +28,7 @@ func TestSecretsAreFilledInFromTheClustersOwnFolder(t *testing.T) {
 	}
 	t.Setenv(spec.SecretEnvPrefix+"API_TOKEN", "tok")
 	t.Setenv("TEMPORAL_API_KEY", "never")
-	l := &Local{SecretsDir: secrets}
+	l := &Backend{SecretsDir: secrets}
 
 	got, err := l.fillSecrets("c", map[string]string{
 		"PLAIN":       "x",
@@ -53,7 +53,7 @@ func TestSecretsAreFilledInFromTheClustersOwnFolder(t *testing.T) {
 			t.Errorf("%q: %q, %v; want an error saying %q", tc.value, got, err, tc.says)
 		}
 	}
-	if _, err := (&Local{}).fillSecrets("c", map[string]string{"S": spec.SecretRef{FromFile: "x"}.Encode()}); err == nil || !strings.Contains(err.Error(), "no secrets folder") {
+	if _, err := (&Backend{}).fillSecrets("c", map[string]string{"S": spec.SecretRef{FromFile: "x"}.Encode()}); err == nil || !strings.Contains(err.Error(), "no secrets folder") {
 		t.Errorf("without a secrets folder: %v", err)
 	}
 }

@@ -1,7 +1,7 @@
-package backend
+package local
 
 import (
-	"fmt"
+	"github.com/clusterflow/clusterflow/internal/backend"
 	"os"
 	"strings"
 
@@ -9,18 +9,10 @@ import (
 	"github.com/clusterflow/clusterflow/internal/layout"
 )
 
-// OwnedElsewhereError is a cluster folder another server or namespace owns: this host's
-// worker must not remove it.
-type OwnedElsewhereError struct{ Key, Owner string }
-
-func (e *OwnedElsewhereError) Error() string {
-	return fmt.Sprintf("cluster folder %s belongs to another server or namespace (namespace ID %s); it was left alone", e.Key, e.Owner)
-}
-
 // claim marks the cluster's folder as the worker's namespace's: whoever writes a cluster's
 // files now runs it. A cluster moved to another server (export, import) becomes the
 // target's at its first write there, after which the source's orphan removal passes it by.
-func (l *Local) claim(c layout.Cluster, dir string) error {
+func (l *Backend) claim(c layout.Cluster, dir string) error {
 	if l.Owner == "" || l.ownerOf(c) == l.Owner {
 		return nil
 	}
@@ -36,7 +28,7 @@ func (l *Local) claim(c layout.Cluster, dir string) error {
 
 // ownerOf is the namespace ID that last wrote the cluster's folder; empty for a folder of
 // before owners, or none.
-func (l *Local) ownerOf(c layout.Cluster) string {
+func (l *Backend) ownerOf(c layout.Cluster) string {
 	path, err := l.layout.OwnerFile(c)
 	if err != nil {
 		return ""
@@ -48,18 +40,11 @@ func (l *Local) ownerOf(c layout.Cluster) string {
 	return strings.TrimSpace(string(data))
 }
 
-// OwnedElsewhere says the cluster folder of that key belongs to another server or
-// namespace than this worker's.
-func (l *Local) OwnedElsewhere(key string) bool {
-	c, err := layout.ParseKey(key)
-	return err == nil && l.refuseElsewhere(c) != nil
-}
-
 // refuseElsewhere is the error for removing anything of a folder another server or
 // namespace owns, or nil when it is this worker's (or of before owners).
-func (l *Local) refuseElsewhere(c layout.Cluster) error {
+func (l *Backend) refuseElsewhere(c layout.Cluster) error {
 	if owner := l.ownerOf(c); owner != "" && l.Owner != "" && owner != l.Owner {
-		return &OwnedElsewhereError{Key: c.Key(), Owner: owner}
+		return &backend.OwnedElsewhereError{Key: c.Key(), Owner: owner}
 	}
 	return nil
 }

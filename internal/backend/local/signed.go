@@ -1,9 +1,11 @@
-package backend
+package local
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/clusterflow/clusterflow/internal/backend"
 	"io/fs"
 	"maps"
 	"os"
@@ -23,7 +25,7 @@ const keptSigned = 32
 
 // writeSigned keeps the signed manifests a cluster's specs came with. One already there is
 // marked the newest again, as the spec it belongs to is the current one.
-func (l *Local) writeSigned(cluster layout.Cluster, signed map[string]signing.Signed) error {
+func (l *Backend) writeSigned(cluster layout.Cluster, signed map[string]signing.Signed) error {
 	if len(signed) == 0 {
 		return nil
 	}
@@ -56,7 +58,7 @@ func (l *Local) writeSigned(cluster layout.Cluster, signed map[string]signing.Si
 }
 
 // signedFiles lists the cluster's signed manifests, newest first.
-func (l *Local) signedFiles(cluster layout.Cluster) ([]string, error) {
+func (l *Backend) signedFiles(cluster layout.Cluster) ([]string, error) {
 	dir, err := l.layout.SignedDir(cluster)
 	if err != nil {
 		return nil, err
@@ -88,8 +90,9 @@ func (l *Local) signedFiles(cluster layout.Cluster) ([]string, error) {
 	return paths, nil
 }
 
-// SignedSpecs returns the signed manifests this host holds of a cluster, newest first.
-func (l *Local) SignedSpecs(cluster layout.Cluster) ([]signing.Signed, error) {
+// SignedSpecs implements Backend: the signed manifests this host holds of a cluster,
+// newest first.
+func (l *Backend) SignedSpecs(_ context.Context, cluster backend.ClusterRef) ([]signing.Signed, error) {
 	files, err := l.signedFiles(cluster)
 	if err != nil {
 		return nil, err

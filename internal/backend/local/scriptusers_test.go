@@ -1,4 +1,4 @@
-package backend
+package local
 
 import (
 	"fmt"
@@ -18,14 +18,14 @@ import (
 // on the same folder too; a removed cluster frees its user; a full range says so.
 func TestClustersGetUsersOfTheirOwnFromTheRange(t *testing.T) {
 	root := t.TempDir()
-	l, err := NewLocal(root)
+	l, err := New(root)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if err := l.UseScriptUIDs(61000, 61001); err != nil {
 		t.Fatal(err)
 	}
-	uid := func(l *Local, cluster string) uint32 {
+	uid := func(l *Backend, cluster string) uint32 {
 		t.Helper()
 		u, err := l.userOf(layout.Cluster{Name: cluster})
 		if err != nil {
@@ -42,7 +42,7 @@ func TestClustersGetUsersOfTheirOwnFromTheRange(t *testing.T) {
 	if _, err := l.userOf(layout.Cluster{Name: "c"}); err == nil || !strings.Contains(err.Error(), "all 2 of --script-uids 61000-61001 are taken") {
 		t.Errorf("a full range: %v", err)
 	}
-	again, _ := NewLocal(root)
+	again, _ := New(root)
 	_ = again.UseScriptUIDs(61000, 61001)
 	if b := uid(again, "b"); b != 61001 {
 		t.Errorf("after a restart b has %d, want 61001", b)
@@ -53,7 +53,7 @@ func TestClustersGetUsersOfTheirOwnFromTheRange(t *testing.T) {
 	if c := uid(l, "c"); c != 61000 {
 		t.Errorf("c got %d, want a's freed 61000", c)
 	}
-	if err := (&Local{}).UseScriptUIDs(0, 10); err == nil {
+	if err := (&Backend{}).UseScriptUIDs(0, 10); err == nil {
 		t.Error("a range from 0 (root) was taken")
 	}
 }
@@ -63,9 +63,9 @@ func TestClustersGetUsersOfTheirOwnFromTheRange(t *testing.T) {
 // the same user, and one's release is seen by the other.
 func TestWorkersSharingAFolderNeverGiveTwoClustersOneUser(t *testing.T) {
 	root := t.TempDir()
-	var workers [2]*Local
+	var workers [2]*Backend
 	for i := range workers {
-		l, err := NewLocal(root)
+		l, err := New(root)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -113,7 +113,7 @@ func TestAUserTheHostKnowsIsPassedOver(t *testing.T) {
 		t.Fatal(err)
 	}
 	id, _ := strconv.ParseUint(nobody.Uid, 10, 32)
-	l, err := NewLocal(t.TempDir())
+	l, err := New(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}

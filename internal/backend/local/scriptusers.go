@@ -1,4 +1,4 @@
-package backend
+package local
 
 import (
 	"encoding/json"
@@ -33,7 +33,7 @@ type UIDRange struct {
 
 // UseScriptUIDs gives each cluster a user of its own from first to last, both included,
 // kept in the agent's folder.
-func (l *Local) UseScriptUIDs(first, last uint32) error {
+func (l *Backend) UseScriptUIDs(first, last uint32) error {
 	if first == 0 || last < first {
 		return fmt.Errorf("%d-%d is not a range of unprivileged user IDs (FIRST-LAST, FIRST above 0)", first, last)
 	}
@@ -129,7 +129,7 @@ func (r *UIDRange) release(c layout.Cluster) error {
 
 // userOf is who runs the cluster's scripts: a user of its own (ScriptUIDs), the one
 // ScriptUser, or nil for the worker's user.
-func (l *Local) userOf(cluster layout.Cluster) (*runner.User, error) {
+func (l *Backend) userOf(cluster layout.Cluster) (*runner.User, error) {
 	if l.ScriptUIDs != nil {
 		return l.ScriptUIDs.forCluster(cluster)
 	}
@@ -148,7 +148,7 @@ func giveTo(u *runner.User, sandbox *os.Root, names ...string) error {
 
 // ownClusterDir gives a cluster's folder to its own user's group, mode 0750, when each
 // cluster has a user: its members read its scripts and configmeta, no other cluster can.
-func (l *Local) ownClusterDir(cluster layout.Cluster, dir string) error {
+func (l *Backend) ownClusterDir(cluster layout.Cluster, dir string) error {
 	if l.ScriptUIDs == nil {
 		return nil
 	}

@@ -1,4 +1,4 @@
-package backend
+package local
 
 import (
 	"context"
@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/clusterflow/clusterflow/internal/backend"
 	"os"
 	"path/filepath"
 	"strings"
@@ -17,7 +18,7 @@ import (
 	"github.com/clusterflow/clusterflow/internal/agent"
 	"github.com/clusterflow/clusterflow/internal/notice"
 	"github.com/clusterflow/clusterflow/internal/runner"
-	"github.com/clusterflow/clusterflow/internal/spec"
+	"github.com/clusterflow/clusterflow/spec"
 	"github.com/clusterflow/clusterflow/internal/testlimit"
 )
 
@@ -25,12 +26,13 @@ import (
 // before it runs it. The tests of this package run one at a time.
 var scriptHash string
 
-func newLocal(t *testing.T, script string) *Local {
+func newLocal(t *testing.T, script string) *Backend {
 	t.Helper()
-	l, err := NewLocal(t.TempDir())
+	l, err := New(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
+	l.Connection = agent.Connection{ClientConfigProfile: envconfig.ClientConfigProfile{Address: "127.0.0.1:1"}}
 	// An in-process agent runs the scripts. No Temporal answers at its address, so it keeps
 	// results on disk, where runScript reads them.
 	ctx, stop := context.WithCancel(context.Background())
@@ -44,11 +46,11 @@ func newLocal(t *testing.T, script string) *Local {
 	})
 	testlimit.Poll(t, "the agent to answer", 10*time.Second, l.agent.Running)
 	scriptHash = fmt.Sprintf("%x", sha256.Sum256([]byte(script)))
-	err = l.WriteClusterFiles(context.Background(), ClusterFiles{
+	err = l.WriteClusterFiles(context.Background(), backend.ClusterFiles{
 		Cluster: "c",
 		Scripts: map[string]string{scriptHash: script},
-		ConfigMeta: ConfigMeta{Cluster: "c", Roles: []ConfigMetaRole{{Name: "w", DependsOn: []string{}, Members: []string{"c-w-0"}}},
-			Members: []ConfigMetaNode{{Name: "c-w-0", Role: "w", State: "pending"}}},
+		ConfigMeta: backend.ConfigMeta{Cluster: "c", Roles: []backend.ConfigMetaRole{{Name: "w", DependsOn: []string{}, Members: []string{"c-w-0"}}},
+			Members: []backend.ConfigMetaNode{{Name: "c-w-0", Role: "w", State: "pending"}}},
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -59,11 +61,11 @@ func newLocal(t *testing.T, script string) *Local {
 func TestRunScriptGivesTheScriptItsSandboxAndEnvironment(t *testing.T) {
 	t.Setenv("TEMPORAL_API_KEY", "secret")
 	l := newLocal(t, "#!/bin/sh\necho \"$@\"; env | sort; pwd -P\n")
-	m := Member{Cluster: "c", Role: "w", Name: "c-w-0"}
+	m := backend.Member{Cluster: "c", Role: "w", Name: "c-w-0"}
 	if err := l.CreateMember(context.Background(), m); err != nil {
 		t.Fatal(err)
 	}
-	res := runScript(t, l, ScriptRun{
+	res := runScript(t, l, backend.ScriptRun{
 		Member: m, Event: spec.EventAddNodes, NodesRole: "w", Nodes: []string{"c-w-1", "c-w-2"},
 		ScriptHash: scriptHash, Env: map[string]string{"APP": "x"}, Timeout: time.Minute,
 	})
@@ -100,9 +102,9 @@ func TestRunScriptGivesTheScriptItsSandboxAndEnvironment(t *testing.T) {
 
 func TestScriptsWithoutShebangRunWithSh(t *testing.T) {
 	l := newLocal(t, "echo plain sh\n")
-	m := Member{Cluster: "c", Role: "w", Name: "c-w-0"}
+	m := backend.Member{Cluster: "c", Role: "w", Name: "c-w-0"}
 	_ = l.CreateMember(context.Background(), m)
-	res := runScript(t, l, ScriptRun{Member: m, Event: spec.EventConfigure, ScriptHash: scriptHash, Timeout: time.Minute})
+	res := runScript(t, l, backend.ScriptRun{Member: m, Event: spec.EventConfigure, ScriptHash: scriptHash, Timeout: time.Minute})
 	if res.ExitCode != 0 || res.StdoutTail != "plain sh\n" {
 		t.Fatalf("%+v", res)
 	}
@@ -110,7 +112,7 @@ func TestScriptsWithoutShebangRunWithSh(t *testing.T) {
 
 func TestNamesCannotEscapeTheDataFolder(t *testing.T) {
 	l := newLocal(t, "#!/bin/sh\n")
-	bad := []Member{
+	bad := []backend.Member{
 		{Cluster: "..", Role: "w", Name: "c-w-0"},
 		{Cluster: "c", Role: "../w", Name: "c-w-0"},
 		{Cluster: "c", Role: "w", Name: "../../etc"},
@@ -124,9 +126,9 @@ func TestNamesCannotEscapeTheDataFolder(t *testing.T) {
 			t.Errorf("RemoveMember accepted %+v", m)
 		}
 	}
-	m := Member{Cluster: "c", Role: "w", Name: "c-w-0"}
+	m := backend.Member{Cluster: "c", Role: "w", Name: "c-w-0"}
 	_ = l.CreateMember(context.Background(), m)
-	for _, run := range []ScriptRun{
+	for _, run := range []backend.ScriptRun{
 		{Member: m, Event: "reboot", ScriptHash: scriptHash},
 		{Member: m, Event: spec.EventAddNodes, NodesRole: "w", Nodes: []string{"x; rm -rf /"}, ScriptHash: scriptHash},
 		{Member: m, Event: spec.EventConfigure, ScriptHash: "../../bin/sh"},
@@ -143,11 +145,11 @@ func TestConfigMetaHasOneMemberPerLine(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var meta ConfigMeta
+	var meta backend.ConfigMeta
 	if err := json.Unmarshal(data, &meta); err != nil {
 		t.Fatalf("configmeta is not JSON: %v\n%s", err, data)
 	}
-	dir, _ := l.memberDir(Member{Cluster: "c", Role: "w", Name: "c-w-0"})
+	dir, _ := l.memberDir(backend.Member{Cluster: "c", Role: "w", Name: "c-w-0"})
 	if len(meta.Members) != 1 || meta.Members[0].Dir != dir {
 		t.Errorf("members %+v", meta.Members)
 	}
@@ -159,9 +161,9 @@ func TestConfigMetaHasOneMemberPerLine(t *testing.T) {
 
 func TestRemoveMemberStopsWhatTheMemberLeftRunning(t *testing.T) {
 	l := newLocal(t, "#!/bin/sh\nsleep 60 > /dev/null 2>&1 &\necho $! > daemon.pid\n")
-	m := Member{Cluster: "c", Role: "w", Name: "c-w-0"}
+	m := backend.Member{Cluster: "c", Role: "w", Name: "c-w-0"}
 	_ = l.CreateMember(context.Background(), m)
-	runScript(t, l, ScriptRun{Member: m, Event: spec.EventConfigure, ScriptHash: scriptHash, Timeout: time.Minute})
+	runScript(t, l, backend.ScriptRun{Member: m, Event: spec.EventConfigure, ScriptHash: scriptHash, Timeout: time.Minute})
 	dir, _ := l.memberDir(m)
 	pidText, err := os.ReadFile(filepath.Join(dir, "daemon.pid"))
 	if err != nil {
@@ -188,22 +190,21 @@ func TestRemoveMemberStopsWhatTheMemberLeftRunning(t *testing.T) {
 }
 
 // completion names a run uniquely; nothing listens for its result.
-func completion(run ScriptRun) Completion {
-	return Completion{
-		Key:        agent.Key{WorkflowID: "test/" + run.Member.Name, ActivityID: fmt.Sprintf("%s-%d", run.Event, run.Notice)},
-		TaskToken:  []byte("token"),
-		Connection: agent.Connection{ClientConfigProfile: envconfig.ClientConfigProfile{Address: "127.0.0.1:1"}},
+func completion(run backend.ScriptRun) backend.Completion {
+	return backend.Completion{
+		WorkflowID: "test/" + run.Member.Name, ActivityID: fmt.Sprintf("%s-%d", run.Event, run.Notice),
+		TaskToken: []byte("token"),
 	}
 }
 
 // runScript launches the run through the agent and waits for the result it records.
-func runScript(t *testing.T, l *Local, run ScriptRun) runner.Result {
+func runScript(t *testing.T, l *Backend, run backend.ScriptRun) runner.Result {
 	t.Helper()
 	to := completion(run)
 	if err := l.LaunchScript(context.Background(), run, to); err != nil {
 		t.Fatal(err)
 	}
-	path := filepath.Join(records(t, l, run.Member), to.Key.ID(), "record.json")
+	path := filepath.Join(records(t, l, run.Member), agent.Key{WorkflowID: to.WorkflowID, ActivityID: to.ActivityID}.ID(), "record.json")
 	for end := time.Now().Add(10 * time.Second); time.Now().Before(end); time.Sleep(20 * time.Millisecond) {
 		var rec struct{ Result *runner.Result }
 		if data, err := os.ReadFile(path); err == nil && json.Unmarshal(data, &rec) == nil && rec.Result != nil {
@@ -215,7 +216,7 @@ func runScript(t *testing.T, l *Local, run ScriptRun) runner.Result {
 }
 
 func TestListMembersFindsEverySandboxShapedLikeAMember(t *testing.T) {
-	l, err := NewLocal(t.TempDir())
+	l, err := New(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -223,7 +224,7 @@ func TestListMembersFindsEverySandboxShapedLikeAMember(t *testing.T) {
 	if members, err := l.ListMembers(ctx, "c"); err != nil || len(members) != 0 {
 		t.Fatalf("a cluster with no folder: %v, %v", members, err)
 	}
-	for _, m := range []Member{{Cluster: "c", Role: "w", Name: "c-w-0"}, {Cluster: "c", Role: "edge-gw", Name: "c-edge-gw-12"}} {
+	for _, m := range []backend.Member{{Cluster: "c", Role: "w", Name: "c-w-0"}, {Cluster: "c", Role: "edge-gw", Name: "c-edge-gw-12"}} {
 		if err := l.CreateMember(ctx, m); err != nil {
 			t.Fatal(err)
 		}
@@ -271,7 +272,7 @@ func TestRunScriptResolvesItsEnvAndItsNodesOnTheHost(t *testing.T) {
 	small := notice.New(7, "c", spec.EventAddNodes, "w", nodes[:3])
 	large := notice.New(8, "c", spec.EventAddNodes, "w", nodes)
 	for _, n := range []notice.Notice{small, large} {
-		files := ClusterFiles{Cluster: "c", Envs: map[string]map[string]string{spec.EnvHash(env): env}, Notice: &n}
+		files := backend.ClusterFiles{Cluster: "c", Envs: map[string]map[string]string{spec.EnvHash(env): env}, Notice: &n}
 		if err := files.Unpack(); err != nil {
 			t.Fatal(err)
 		}
@@ -279,11 +280,11 @@ func TestRunScriptResolvesItsEnvAndItsNodesOnTheHost(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	m := Member{Cluster: "c", Role: "w", Name: "c-w-2"}
+	m := backend.Member{Cluster: "c", Role: "w", Name: "c-w-2"}
 	if err := l.CreateMember(ctx, m); err != nil {
 		t.Fatal(err)
 	}
-	res := runScript(t, l, ScriptRun{
+	res := runScript(t, l, backend.ScriptRun{
 		Member: m, Event: spec.EventAddNodes, ScriptHash: scriptHash, EnvHash: spec.EnvHash(env), Timeout: time.Minute,
 		Notice: small.ID, Knows: &notice.Knowledge{ListedIn: 2, KnowsUpTo: 1},
 	})
@@ -294,7 +295,7 @@ func TestRunScriptResolvesItsEnvAndItsNodesOnTheHost(t *testing.T) {
 	}
 	// Knowing configmeta 2, the member is told of the 9997 nodes listed in 3: 85 KB of
 	// names, past MaxNodesArg.
-	res = runScript(t, l, ScriptRun{
+	res = runScript(t, l, backend.ScriptRun{
 		Member: m, Event: spec.EventAddNodes, ScriptHash: scriptHash, Timeout: time.Minute,
 		Notice: large.ID, Knows: &notice.Knowledge{ListedIn: 2, KnowsUpTo: 2},
 	})
@@ -306,11 +307,11 @@ func TestRunScriptResolvesItsEnvAndItsNodesOnTheHost(t *testing.T) {
 	}
 	// What a host cannot check is refused: an env whose content does not match its hash, a
 	// notice it does not have, a notice for another event.
-	tampered := ClusterFiles{Cluster: "c", Envs: map[string]map[string]string{spec.EnvHash(env): {"APP": "changed"}}}
+	tampered := backend.ClusterFiles{Cluster: "c", Envs: map[string]map[string]string{spec.EnvHash(env): {"APP": "changed"}}}
 	if err := tampered.Unpack(); err == nil || !strings.Contains(err.Error(), "does not match its hash") {
 		t.Errorf("a tampered env was taken: %v", err)
 	}
-	for _, bad := range []ScriptRun{
+	for _, bad := range []backend.ScriptRun{
 		{Member: m, Event: spec.EventAddNodes, ScriptHash: scriptHash, Timeout: time.Minute, Notice: 99, Knows: &notice.Knowledge{}},
 		{Member: m, Event: spec.EventDelNodes, ScriptHash: scriptHash, Timeout: time.Minute, Notice: small.ID, Knows: &notice.Knowledge{}},
 		{Member: m, Event: spec.EventConfigure, ScriptHash: scriptHash, Timeout: time.Minute, EnvHash: strings.Repeat("ab", 32)},
@@ -321,7 +322,7 @@ func TestRunScriptResolvesItsEnvAndItsNodesOnTheHost(t *testing.T) {
 	}
 }
 
-func records(t *testing.T, l *Local, m Member) string {
+func records(t *testing.T, l *Backend, m backend.Member) string {
 	t.Helper()
 	dir, err := l.layout.Records(m.Folder(), m.Name)
 	if err != nil {
@@ -335,9 +336,9 @@ func records(t *testing.T, l *Local, m Member) string {
 // worker that wrote it last may.
 func TestAWorkerRemovesNothingAnotherNamespaceOwns(t *testing.T) {
 	root := t.TempDir()
-	workers := map[string]*Local{}
+	workers := map[string]*Backend{}
 	for _, owner := range []string{"ns-a", "ns-b"} {
-		l, err := NewLocal(root)
+		l, err := New(root)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -345,18 +346,25 @@ func TestAWorkerRemovesNothingAnotherNamespaceOwns(t *testing.T) {
 		workers[owner] = l
 	}
 	ctx := context.Background()
-	m := Member{Cluster: "c", Home: "0123456789ab", Role: "w", Name: "c-w-0"}
-	if err := workers["ns-a"].WriteClusterFiles(ctx, ClusterFiles{Cluster: "c", Home: m.Home}); err != nil {
+	m := backend.Member{Cluster: "c", Home: "0123456789ab", Role: "w", Name: "c-w-0"}
+	if err := workers["ns-a"].WriteClusterFiles(ctx, backend.ClusterFiles{Cluster: "c", Home: m.Home}); err != nil {
 		t.Fatal(err)
 	}
 	if err := workers["ns-a"].CreateMember(ctx, m); err != nil {
 		t.Fatal(err)
 	}
 	key := m.Folder().Key()
-	if !workers["ns-b"].OwnedElsewhere(key) || workers["ns-a"].OwnedElsewhere(key) {
+	elsewhereTo := func(owner string) bool {
+		held, err := workers[owner].ListClusters(ctx)
+		if err != nil || len(held) != 1 || held[0].Key() != key {
+			t.Fatalf("%s lists %+v, %v; want the cluster %s", owner, held, err, key)
+		}
+		return held[0].Elsewhere
+	}
+	if !elsewhereTo("ns-b") || elsewhereTo("ns-a") {
 		t.Error("the folder is not ns-a's alone")
 	}
-	var elsewhere *OwnedElsewhereError
+	var elsewhere *backend.OwnedElsewhereError
 	if err := workers["ns-b"].RemoveMember(ctx, m); !errors.As(err, &elsewhere) {
 		t.Errorf("ns-b removing ns-a's member: %v", err)
 	}
@@ -372,5 +380,29 @@ func TestAWorkerRemovesNothingAnotherNamespaceOwns(t *testing.T) {
 	}
 	if err := workers["ns-a"].RemoveCluster(ctx, key); err != nil {
 		t.Errorf("ns-a removing its own cluster: %v", err)
+	}
+}
+
+// The agent completes script activities itself, with the runner's result and error types:
+// they must read as the seam's.
+func TestAgentResultsAreTheSeams(t *testing.T) {
+	sent := runner.Result{Outcome: runner.TimedOut, ExitCode: 143, Duration: time.Second, StdoutTail: "out", StderrTail: "err"}
+	data, err := json.Marshal(sent)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got backend.ScriptResult
+	if err := json.Unmarshal(data, &got); err != nil {
+		t.Fatal(err)
+	}
+	want := backend.ScriptResult{Outcome: backend.TimedOut, ExitCode: 143, Duration: time.Second, StdoutTail: "out", StderrTail: "err"}
+	if got != want {
+		t.Errorf("runner result %+v reads as %+v, want %+v", sent, got, want)
+	}
+	for _, o := range [][2]string{{string(runner.Exited), string(backend.Exited)}, {string(runner.Canceled), string(backend.Canceled)},
+		{agent.ErrScriptFailed, backend.ErrScriptFailed}, {agent.ErrScriptTimedOut, backend.ErrScriptTimedOut}} {
+		if o[0] != o[1] {
+			t.Errorf("the agent says %q where the seam says %q", o[0], o[1])
+		}
 	}
 }

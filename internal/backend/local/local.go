@@ -1,10 +1,11 @@
-package backend
+package local
 
 import (
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/clusterflow/clusterflow/internal/backend"
 	"io"
 	"io/fs"
 	"maps"
@@ -20,13 +21,13 @@ import (
 	"github.com/clusterflow/clusterflow/internal/layout"
 	"github.com/clusterflow/clusterflow/internal/notice"
 	"github.com/clusterflow/clusterflow/internal/runner"
-	"github.com/clusterflow/clusterflow/internal/spec"
+	"github.com/clusterflow/clusterflow/spec"
 )
 
-// Local keeps each member in a sandbox folder, <Root>/clusters/<cluster>@<home>/<member>/
+// Backend keeps each member in a sandbox folder, <Root>/clusters/<cluster>@<home>/<member>/
 // (see layout), and runs its startscripts there through the host's agent, which keeps its
 // own state in <Root>/agent/.
-type Local struct {
+type Backend struct {
 	root   string
 	layout layout.Root
 	agent  *agent.Client
@@ -45,11 +46,16 @@ type Local struct {
 	// Owner is the ID of the Temporal namespace the worker serves, unique across servers:
 	// the folders it writes are marked its own, and it removes no folder another owns.
 	Owner string
+	// Connection is how the agent reaches Temporal to heartbeat and complete the script
+	// activities it is handed.
+	Connection agent.Connection
 }
 
-// NewLocal returns a local backend keeping its data under root. agentCommand starts the
+var _ backend.Backend = (*Backend)(nil)
+
+// New returns a local backend keeping its data under root. agentCommand starts the
 // agent when none is running; its last argument is followed by the agent's folder.
-func NewLocal(root string, agentCommand ...string) (*Local, error) {
+func New(root string, agentCommand ...string) (*Backend, error) {
 	abs, err := filepath.Abs(root)
 	if err != nil {
 		return nil, err
@@ -62,21 +68,21 @@ func NewLocal(root string, agentCommand ...string) (*Local, error) {
 	if len(agentCommand) > 0 {
 		command = append(slices.Clone(agentCommand), agentDir)
 	}
-	return &Local{root: abs, layout: layout.Root(abs), agent: &agent.Client{Dir: agentDir, Command: command}, Grace: 10 * time.Second}, nil
+	return &Backend{root: abs, layout: layout.Root(abs), agent: &agent.Client{Dir: agentDir, Command: command}, Grace: 10 * time.Second}, nil
 }
 
 // AgentDir is the folder of the agent serving a local backend rooted at root.
 func AgentDir(root string) string { return layout.Root(root).Agent() }
 
 // AgentPID returns the process ID of the running agent, if there is one.
-func (l *Local) AgentPID() (int, bool) { return l.agent.PID() }
+func (l *Backend) AgentPID() (int, bool) { return l.agent.PID() }
 
 // KeepAgentAlive restarts the agent whenever it is down while runs still need it, until
 // ctx ends.
-func (l *Local) KeepAgentAlive(ctx context.Context) { l.agent.KeepAlive(ctx, 2*time.Second) }
+func (l *Backend) KeepAgentAlive(ctx context.Context) { l.agent.KeepAlive(ctx, 2*time.Second) }
 
 // hostName is the host scripts are told they run on: "local" in single-host mode.
-func (l *Local) hostName() string {
+func (l *Backend) hostName() string {
 	if l.Host == "" {
 		return "local"
 	}
@@ -89,7 +95,7 @@ const MemberDirEnv = "CLUSTERFLOW_MEMBER_DIR"
 
 // WriteClusterFiles implements Backend. Scripts and envs are named by their hash, so one
 // already there is already right; a notice replaces the ones long done.
-func (l *Local) WriteClusterFiles(_ context.Context, files ClusterFiles) error {
+func (l *Backend) WriteClusterFiles(_ context.Context, files backend.ClusterFiles) error {
 	dir, err := l.layout.Cluster(files.Folder())
 	if err != nil {
 		return err
@@ -142,9 +148,11 @@ func (l *Local) WriteClusterFiles(_ context.Context, files ClusterFiles) error {
 	meta := files.ConfigMeta
 	meta.Members = slices.Clone(meta.Members)
 	for i, node := range meta.Members {
-		if memberDir, err := l.memberDir(Member{Cluster: files.Cluster, Home: files.Home, Role: node.Role, Name: node.Name}); err == nil {
+		m := backend.Member{Cluster: files.Cluster, Home: files.Home, Role: node.Role, Name: node.Name, Host: node.Host}
+		if memberDir, err := l.memberDir(m); err == nil {
 			meta.Members[i].Dir = memberDir
 		}
+		meta.Members[i].Address = l.MemberAddress(m, node.Address)
 	}
 	data, err := meta.Encode()
 	if err != nil {
@@ -157,7 +165,7 @@ func (l *Local) WriteClusterFiles(_ context.Context, files ClusterFiles) error {
 // just before it; a cluster tells one notice at a time.
 const keptNotices = 16
 
-func (l *Local) writeNotice(clusterDir string, n notice.Notice) error {
+func (l *Backend) writeNotice(clusterDir string, n notice.Notice) error {
 	folder := filepath.Join(clusterDir, ".clusterflow", "notices")
 	data, err := json.Marshal(n)
 	if err != nil {
@@ -175,7 +183,7 @@ func (l *Local) writeNotice(clusterDir string, n notice.Notice) error {
 	return nil
 }
 
-func (l *Local) readNotice(c layout.Cluster, id int) (notice.Notice, error) {
+func (l *Backend) readNotice(c layout.Cluster, id int) (notice.Notice, error) {
 	cluster := c.Name
 	dir, err := l.layout.Cluster(c)
 	if err != nil {
@@ -205,7 +213,7 @@ const (
 	maxEnvFile    = spec.MaxRoleEnvBytes + 1<<10
 )
 
-func (l *Local) readEnv(c layout.Cluster, hash string) (map[string]string, error) {
+func (l *Backend) readEnv(c layout.Cluster, hash string) (map[string]string, error) {
 	cluster := c.Name
 	path, err := l.layout.Env(c, hash)
 	if err != nil {
@@ -243,7 +251,7 @@ func readSmall(path string, limit int64) ([]byte, error) {
 }
 
 // CreateMember implements Backend.
-func (l *Local) CreateMember(_ context.Context, m Member) error {
+func (l *Backend) CreateMember(_ context.Context, m backend.Member) error {
 	dir, err := l.memberDir(m)
 	if err != nil {
 		return err
@@ -276,7 +284,7 @@ func (l *Local) CreateMember(_ context.Context, m Member) error {
 }
 
 // LaunchScript implements Backend.
-func (l *Local) LaunchScript(ctx context.Context, run ScriptRun, to Completion) error {
+func (l *Backend) LaunchScript(ctx context.Context, run backend.ScriptRun, to backend.Completion) error {
 	dir, err := l.memberDir(run.Member)
 	if err != nil {
 		return err
@@ -347,14 +355,22 @@ func (l *Local) LaunchScript(ctx context.Context, run ScriptRun, to Completion) 
 	clusterDir, _ := l.layout.Cluster(run.Member.Folder())
 	own["CLUSTERFLOW_CONFIGMETA"] = l.configMetaPath(clusterDir)
 	_, err = l.agent.Launch(ctx, agent.Launch{
-		Key: to.Key, TaskToken: to.TaskToken, Connection: to.Connection, HeartbeatTimeout: to.HeartbeatTimeout,
+		Key:       agent.Key{WorkflowID: to.WorkflowID, ActivityID: to.ActivityID},
+		TaskToken: to.TaskToken, Connection: l.Connection, HeartbeatTimeout: to.HeartbeatTimeout,
 		Cluster: run.Member.Cluster, Home: run.Member.Home, Member: run.Member.Name, Event: string(run.Event),
 		Script:  agent.Script{SHA256: run.ScriptHash, Args: args, Env: scriptEnv(run, own), User: user},
 		Timeout: run.Timeout,
 		Grace:   l.Grace,
 	})
+	var refused *agent.RefusedError
+	if errors.As(err, &refused) {
+		return &backend.RefusedError{Reason: refused.Reason}
+	}
 	return err
 }
+
+// MemberAddress implements Backend: a member is reached at its host's address.
+func (l *Backend) MemberAddress(_ backend.Member, hostAddress string) string { return hostAddress }
 
 // NodesFileEnv names the file listing an addnodes' or delnodes' nodes, one a line.
 const NodesFileEnv = "CLUSTERFLOW_NODES_FILE"
@@ -365,7 +381,7 @@ const MaxNodesArg = 64 << 10
 
 // resolve fills in what a run names rather than carries: the role's env from its hash, and
 // the member's nodes from the notice. A run from before either carries them itself.
-func (l *Local) resolve(run ScriptRun) (ScriptRun, error) {
+func (l *Backend) resolve(run backend.ScriptRun) (backend.ScriptRun, error) {
 	if run.EnvHash != "" {
 		env, err := l.readEnv(run.Member.Folder(), run.EnvHash)
 		if err != nil {
@@ -399,7 +415,7 @@ func (l *Local) resolve(run ScriptRun) (ScriptRun, error) {
 }
 
 // StopScript implements Backend, through the host's agent.
-func (l *Local) StopScript(ctx context.Context, stop ScriptStop) error {
+func (l *Backend) StopScript(ctx context.Context, stop backend.ScriptStop) error {
 	if _, err := l.memberDir(stop.Member); err != nil {
 		return err
 	}
@@ -408,7 +424,7 @@ func (l *Local) StopScript(ctx context.Context, stop ScriptStop) error {
 }
 
 // RemoveMember implements Backend.
-func (l *Local) RemoveMember(_ context.Context, m Member) error {
+func (l *Backend) RemoveMember(_ context.Context, m backend.Member) error {
 	dir, err := l.memberDir(m)
 	if err != nil {
 		return err
@@ -429,8 +445,8 @@ func (l *Local) RemoveMember(_ context.Context, m Member) error {
 
 // RemoveCluster implements Backend. A folder another server or namespace owns is never
 // removed (see claim), nor, by RemoveMember, anything in it.
-func (l *Local) RemoveCluster(_ context.Context, key string) error {
-	c, err := layout.ParseKey(key)
+func (l *Backend) RemoveCluster(_ context.Context, key string) error {
+	c, err := backend.ParseKey(key)
 	if err != nil {
 		return err
 	}
@@ -463,8 +479,8 @@ func (l *Local) RemoveCluster(_ context.Context, key string) error {
 
 // ListMembers implements Backend: every folder in the cluster's folder whose name has a
 // member's shape, <cluster>-<role>-<ordinal>.
-func (l *Local) ListMembers(_ context.Context, key string) ([]Member, error) {
-	c, err := layout.ParseKey(key)
+func (l *Backend) ListMembers(_ context.Context, key string) ([]backend.Member, error) {
+	c, err := backend.ParseKey(key)
 	if err != nil {
 		return nil, err
 	}
@@ -479,20 +495,20 @@ func (l *Local) ListMembers(_ context.Context, key string) ([]Member, error) {
 	if err != nil {
 		return nil, err
 	}
-	var members []Member
+	var members []backend.Member
 	for _, e := range entries {
 		if !e.IsDir() {
 			continue
 		}
 		if role, _, ok := spec.ParseMemberName(c.Name, e.Name()); ok {
-			members = append(members, Member{Cluster: c.Name, Home: c.Home, Role: role, Name: e.Name()})
+			members = append(members, backend.Member{Cluster: c.Name, Home: c.Home, Role: role, Name: e.Name()})
 		}
 	}
 	return members, nil
 }
 
 // memberDir checks every name before it becomes part of a path.
-func (l *Local) memberDir(m Member) (string, error) {
+func (l *Backend) memberDir(m backend.Member) (string, error) {
 	if err := spec.CheckName(m.Role); err != nil {
 		return "", fmt.Errorf("role name %w", err)
 	}
@@ -502,12 +518,12 @@ func (l *Local) memberDir(m Member) (string, error) {
 	return l.layout.Sandbox(m.Folder(), m.Name)
 }
 
-func (l *Local) configMetaPath(clusterDir string) string {
+func (l *Backend) configMetaPath(clusterDir string) string {
 	return filepath.Join(clusterDir, ".clusterflow", "configmeta.json")
 }
 
 // scriptArgs builds the KubeDirector-style arguments for an event.
-func scriptArgs(run ScriptRun) ([]string, error) {
+func scriptArgs(run backend.ScriptRun) ([]string, error) {
 	switch run.Event {
 	case spec.EventConfigure:
 		return []string{"--configure"}, nil
@@ -536,7 +552,7 @@ func scriptArgs(run ScriptRun) ([]string, error) {
 // such as TEMPORAL_API_KEY in particular) stays out of app scripts.
 var passedThrough = []string{"PATH", "LANG", "LC_ALL", "TZ", "TMPDIR", "USER", "LOGNAME", "SHELL"}
 
-func scriptEnv(run ScriptRun, own map[string]string) []string {
+func scriptEnv(run backend.ScriptRun, own map[string]string) []string {
 	env := map[string]string{}
 	for _, k := range passedThrough {
 		if v, ok := os.LookupEnv(k); ok {
@@ -559,17 +575,16 @@ func scriptEnv(run ScriptRun, own map[string]string) []string {
 	return out
 }
 
-// ListClusters lists the folder keys of the clusters with a folder here, whoever made
-// them.
-func (l *Local) ListClusters(_ context.Context) ([]string, error) {
+// ListClusters implements Backend: the clusters with a folder here, whoever made them.
+func (l *Backend) ListClusters(_ context.Context) ([]backend.HeldCluster, error) {
 	entries, err := os.ReadDir(l.layout.Clusters())
 	if err != nil {
 		return nil, err
 	}
-	var clusters []string
+	var clusters []backend.HeldCluster
 	for _, e := range entries {
-		if _, err := layout.ParseKey(e.Name()); e.IsDir() && err == nil {
-			clusters = append(clusters, e.Name())
+		if c, err := backend.ParseKey(e.Name()); e.IsDir() && err == nil {
+			clusters = append(clusters, backend.HeldCluster{ClusterRef: c, Elsewhere: l.refuseElsewhere(c) != nil})
 		}
 	}
 	return clusters, nil

@@ -1,8 +1,9 @@
-package backend
+package local
 
 import (
 	"errors"
 	"fmt"
+	"github.com/clusterflow/clusterflow/internal/backend"
 	"io"
 	"io/fs"
 	"maps"
@@ -11,27 +12,17 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/clusterflow/clusterflow/internal/spec"
+	"github.com/clusterflow/clusterflow/spec"
 )
 
 // MaxSecretBytes bounds a secret file: a certificate chain or a key, not a data file.
 const MaxSecretBytes = 64 << 10
 
-// SecretError says why a secret reference could not be filled in. Nothing runs then: the
-// member's script would start without its configuration.
-type SecretError struct {
-	Name string // the env variable
-	Err  error
-}
-
-func (e *SecretError) Error() string { return fmt.Sprintf("secret %s: %v", e.Name, e.Err) }
-func (e *SecretError) Unwrap() error { return e.Err }
-
 // fillSecrets returns env with each secret reference replaced by its value, read on this
 // host at launch: from the cluster's own folder of the secrets folder (opened as an
 // os.Root, so no path, link or .. leads out of it), or from the worker's
 // CLUSTERFLOW_SECRET_ variables. The values go to the agent and the script, never back.
-func (l *Local) fillSecrets(cluster string, env map[string]string) (map[string]string, error) {
+func (l *Backend) fillSecrets(cluster string, env map[string]string) (map[string]string, error) {
 	var out map[string]string
 	for _, name := range slices.Sorted(maps.Keys(env)) {
 		value := env[name]
@@ -40,14 +31,14 @@ func (l *Local) fillSecrets(cluster string, env map[string]string) (map[string]s
 		}
 		ref, ok := spec.ParseSecret(value)
 		if !ok {
-			return nil, &SecretError{Name: name, Err: errors.New("a value with a NUL byte that is no secret reference")}
+			return nil, &backend.SecretError{Name: name, Err: errors.New("a value with a NUL byte that is no secret reference")}
 		}
 		if err := ref.Check(); err != nil {
-			return nil, &SecretError{Name: name, Err: err}
+			return nil, &backend.SecretError{Name: name, Err: err}
 		}
 		secret, err := l.readSecret(cluster, ref)
 		if err != nil {
-			return nil, &SecretError{Name: name, Err: err}
+			return nil, &backend.SecretError{Name: name, Err: err}
 		}
 		if out == nil {
 			out = maps.Clone(env)
@@ -60,7 +51,7 @@ func (l *Local) fillSecrets(cluster string, env map[string]string) (map[string]s
 	return out, nil
 }
 
-func (l *Local) readSecret(cluster string, ref spec.SecretRef) (string, error) {
+func (l *Backend) readSecret(cluster string, ref spec.SecretRef) (string, error) {
 	if ref.FromEnv != "" {
 		v, ok := os.LookupEnv(spec.SecretEnvPrefix + ref.FromEnv)
 		if !ok {
