@@ -18,8 +18,8 @@ import (
 	"github.com/clusterflow/clusterflow/internal/agent"
 	"github.com/clusterflow/clusterflow/internal/notice"
 	"github.com/clusterflow/clusterflow/internal/runner"
-	"github.com/clusterflow/clusterflow/spec"
 	"github.com/clusterflow/clusterflow/internal/testlimit"
+	"github.com/clusterflow/clusterflow/spec"
 )
 
 // scriptHash is the SHA-256 of the script newLocal installed, which the agent checks
