@@ -9,6 +9,12 @@ import (
 	"github.com/clusterflow/clusterflow/workflows"
 )
 
+// SigningKey is a named key that signs specs (`clusterflow keys new NAME` makes one).
+type SigningKey = signing.PrivateKey
+
+// LoadSigningKey reads a signing key file, which must be its owner's alone.
+func LoadSigningKey(path string) (SigningKey, error) { return signing.LoadPrivateKey(path) }
+
 // signer signs the specs a Starter sends, for the namespace its client uses.
 type signer struct {
 	key       signing.PrivateKey
@@ -18,7 +24,7 @@ type signer struct {
 // SignWith makes the Starter sign every spec it deploys, applies or resizes with key, for
 // namespace (the one its client talks to; "" is Temporal's "default"). Hosts started with
 // --trusted-keys run only the scripts of specs signed by a key they trust.
-func (s *Starter) SignWith(key signing.PrivateKey, namespace string) *Starter {
+func (s *Starter) SignWith(key SigningKey, namespace string) *Starter {
 	if namespace == "" {
 		namespace = "default"
 	}

@@ -43,10 +43,32 @@ func (s *Starter) WithDataConverter(dc converter.DataConverter) *Starter {
 	return s
 }
 
-// Errors are *apperr.Error values (workflows.Error), with a code a caller can test with
-// workflows.ErrorCode: not_found for an unknown cluster, conflict for a name in use or a
-// request the cluster's state refuses, gone for a deleted cluster, invalid for a request
-// the cluster refused as malformed, unavailable when no worker answers.
+// Errors are *Error values, with a code a caller tests with ErrorCodeOf: ErrNotFound for
+// an unknown cluster, ErrConflict for a name in use or a request the cluster's state
+// refuses, ErrGone for a deleted cluster, ErrInvalid for a request the cluster refused as
+// malformed, ErrUnavailable when no worker answers.
+
+// Error is the one error type of clusterflow's API: a code and a message, the same words
+// in the CLI, the starter and over HTTP. An update's validator refuses with a Temporal
+// ApplicationError whose type is the code, and the starter turns it back into an Error.
+type Error = apperr.Error
+
+// ErrorCode says what kind of problem an Error is; ErrorCodeOf reads it from any error.
+type ErrorCode = apperr.Code
+
+const (
+	ErrInvalid     = apperr.Invalid
+	ErrNotFound    = apperr.NotFound
+	ErrConflict    = apperr.Conflict
+	ErrGone        = apperr.Gone
+	ErrUnavailable = apperr.Unavailable
+	ErrFailed      = apperr.Failed
+	ErrInternal    = apperr.Internal
+)
+
+// ErrorCodeOf is err's code: ErrInternal for an error without one.
+func ErrorCodeOf(err error) ErrorCode { return apperr.CodeOf(err) }
+
 
 func notFound(name string) error {
 	return apperr.Errorf(apperr.NotFound, "cluster %q not found (see `clusterflow list`)", name)

@@ -17,7 +17,7 @@ import (
 )
 
 // Resize sets the member count of the named roles. It returns once the cluster has
-// accepted the change, with the generation to wait for; a refusal is a workflows.Error naming what was refused.
+// accepted the change, with the generation to wait for; a refusal is an *Error naming what was refused.
 func (s *Starter) Resize(ctx context.Context, name string, counts []workflows.RoleCount) (workflows.ChangeResult, error) {
 	var res workflows.ChangeResult
 	req, err := s.signResize(ctx, name, workflows.ResizeRequest{Counts: counts})

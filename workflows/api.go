@@ -10,7 +10,6 @@ import (
 	"go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/temporal"
 
-	"github.com/clusterflow/clusterflow/internal/apperr"
 	"github.com/clusterflow/clusterflow/spec"
 )
 
@@ -87,27 +86,6 @@ func ClusterNameFromWorkflowID(id string) (string, bool) {
 	name, ok := strings.CutPrefix(id, clusterIDPrefix)
 	return name, ok && !strings.Contains(name, "/")
 }
-
-// Error is the one error type of clusterflow's API: a code and a message, the same words
-// in the CLI, the starter and over HTTP. An update's validator refuses with a Temporal
-// ApplicationError whose type is the code, and the starter turns it back into an Error.
-type Error = apperr.Error
-
-// ErrorCode says what kind of problem an Error is; ErrorCodeOf reads it from any error.
-type ErrorCode = apperr.Code
-
-const (
-	ErrInvalid     = apperr.Invalid
-	ErrNotFound    = apperr.NotFound
-	ErrConflict    = apperr.Conflict
-	ErrGone        = apperr.Gone
-	ErrUnavailable = apperr.Unavailable
-	ErrFailed      = apperr.Failed
-	ErrInternal    = apperr.Internal
-)
-
-// ErrorCodeOf is err's code: ErrInternal for an error without one.
-func ErrorCodeOf(err error) ErrorCode { return apperr.CodeOf(err) }
 
 // ClusterInput starts a cluster workflow, or continues one as new.
 type ClusterInput struct {
