@@ -69,7 +69,6 @@ const (
 // ErrorCodeOf is err's code: ErrInternal for an error without one.
 func ErrorCodeOf(err error) ErrorCode { return apperr.CodeOf(err) }
 
-
 func notFound(name string) error {
 	return apperr.Errorf(apperr.NotFound, "cluster %q not found (see `clusterflow list`)", name)
 }
