@@ -4,6 +4,8 @@
 package workflows
 
 import (
+	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -462,6 +464,19 @@ const (
 
 // ReportedEvents are the events external services may send.
 var ReportedEvents = []HealthEvent{HealthDown, HealthUp, HealthGone, HealthUnhealthy}
+
+// CheckReportedEvent says why an event is not one external services may send, or nil: the
+// one check of the update's validator and the gateway.
+func CheckReportedEvent(event HealthEvent) error {
+	if slices.Contains(ReportedEvents, event) {
+		return nil
+	}
+	names := make([]string, len(ReportedEvents))
+	for i, e := range ReportedEvents {
+		names[i] = string(e)
+	}
+	return fmt.Errorf("%q is not one of %s", spec.Clip(string(event), 32), strings.Join(names, ", "))
+}
 
 // MemberHealth is a member's health record. It lives in the cluster's state, so it, and
 // the timer it describes, outlive worker and server restarts and continue-as-new.

@@ -69,7 +69,7 @@ func (w *clusterWorkflow) writeFiles(ctx workflow.Context, summary string, hosts
 	// and the envs besides the configmeta. So a write waits while others in flight hold
 	// more than hostWriteBytes; a write alone always goes.
 	sizes := map[bool]int{false: payloadSize(files)}
-	inFlight := 0
+	inFlight := slots{limit: hostWriteBytes}
 	return w.onEachHost(withQuickActivity(ctx, summary), hosts, func(ctx workflow.Context, host string) error {
 		f := files
 		install := w.bounded && w.state.Installed[host] != digest
@@ -80,12 +80,12 @@ func (w *clusterWorkflow) writeFiles(ctx workflow.Context, summary string, hosts
 			}
 		}
 		size := sizes[install]
-		if err := workflow.Await(ctx, func() bool { return inFlight == 0 || inFlight+size <= hostWriteBytes }); err != nil {
+		if err := inFlight.wait(ctx, size, nil); err != nil {
 			return err
 		}
-		inFlight += size
+		inFlight.take(size)
 		err := executeActivity(ctx, actWriteClusterFiles, f).Get(ctx, nil)
-		inFlight -= size
+		inFlight.give(size)
 		if err != nil {
 			return err
 		}

@@ -63,6 +63,34 @@ type Host struct {
 	refuses string
 }
 
+// HostDocument is a host as `clusterflow hosts -o json` prints it: its state in one word,
+// and its timeout as a duration ("1m0s"), as the status JSON writes them.
+type HostDocument struct {
+	Name    string            `json:"name"`
+	State   HostState         `json:"state"`
+	Address string            `json:"address"`
+	Labels  map[string]string `json:"labels,omitempty"`
+	Members int               `json:"members"`
+	// LastSeen is when the host last renewed or took its lease; Timeout, how long it may
+	// go unheard of before it is lost.
+	LastSeen time.Time `json:"lastSeen"`
+	Timeout  string    `json:"timeout"`
+	BootID   string    `json:"bootID,omitempty"`
+	// Cordoned and Draining are the operator's marks, which a lost host keeps.
+	Cordoned bool `json:"cordoned,omitempty"`
+	Draining bool `json:"draining,omitempty"`
+	Admission
+}
+
+// Document is the host as `clusterflow hosts -o json` prints it.
+func (h Host) Document() HostDocument {
+	return HostDocument{
+		Name: h.Name, State: h.State(), Address: h.Address, Labels: h.Labels, Members: h.Members,
+		LastSeen: h.LastSeen, Timeout: h.Timeout.String(), BootID: h.BootID,
+		Cordoned: h.Cordoned, Draining: h.Draining, Admission: h.Admission,
+	}
+}
+
 // State is the host's state: lost outranks draining, which outranks cordoned.
 func (h Host) State() HostState {
 	switch {

@@ -118,9 +118,9 @@ func sharedNodes(nodes *NodeGroup, memberNodes [][]string) (*NodeGroup, [][]stri
 // applies each one's result as it ends. A configure failure halts the operation: running
 // batches start no further member, and waiting ones never start.
 func (w *clusterWorkflow) runBatches(ctx workflow.Context, role string, op *activeOp, concurrent int, start func(workflow.Context, *roleBatch)) {
-	inFlight := 0
+	running := slots{limit: concurrent}
 	for _, b := range op.batches {
-		if err := workflow.Await(ctx, func() bool { return inFlight < concurrent || op.halted != "" }); err != nil && op.halted == "" {
+		if err := running.wait(ctx, 1, func() bool { return op.halted != "" }); err != nil && op.halted == "" {
 			op.halted = "canceled"
 		}
 		if op.halted != "" {
@@ -128,11 +128,11 @@ func (w *clusterWorkflow) runBatches(ctx workflow.Context, role string, op *acti
 			continue
 		}
 		start(ctx, b)
-		inFlight++
+		running.take(1)
 		workflow.Go(ctx, func(ctx workflow.Context) {
 			var res RoleResult
 			err := b.future.Get(ctx, &res)
-			inFlight--
+			running.give(1)
 			b.done = true
 			if err != nil {
 				w.markUnfinishedMembers(ctx, role, op.op, b.in.Members, err)

@@ -123,8 +123,7 @@ func (r *roleWorkflow) run(ctx workflow.Context) (RoleResult, error) {
 // cluster adds while it runs. After the first failure no further member starts; those
 // already running finish.
 func (r *roleWorkflow) configureAll(ctx workflow.Context) {
-	limit := r.limit()
-	inFlight, stopped := 0, ""
+	running, stopped := slots{limit: r.limit()}, ""
 	// Waiting must outlive a cancel: running members still need to report how they ended.
 	waitCtx, _ := workflow.NewDisconnectedContext(ctx)
 	wg := workflow.NewWaitGroup(waitCtx)
@@ -137,7 +136,7 @@ func (r *roleWorkflow) configureAll(ctx workflow.Context) {
 		// Wait for a free slot, or for everything started to end with nothing queued.
 		err := workflow.Await(ctx, func() bool {
 			queued := next < len(r.members)
-			return stopped != "" || r.halted != "" || queued && (limit <= 0 || inFlight < limit) || !queued && inFlight == 0
+			return stopped != "" || r.halted != "" || queued && running.fits(1) || !queued && running.used == 0
 		})
 		if err != nil {
 			stopped = "canceled"
@@ -153,7 +152,7 @@ func (r *roleWorkflow) configureAll(ctx workflow.Context) {
 			notStarted = append(notStarted, i)
 			continue
 		}
-		inFlight++
+		running.take(1)
 		wg.Add(1)
 		memberCtx := ctx
 		if stoppable {
@@ -164,7 +163,7 @@ func (r *roleWorkflow) configureAll(ctx workflow.Context) {
 		workflow.Go(memberCtx, func(ctx workflow.Context) {
 			defer wg.Done()
 			r.configure(ctx, i)
-			inFlight--
+			running.give(1)
 			delete(r.cancelMember, i)
 			if r.members[i].State == MemberConfigError && stopped == "" && ctx.Err() == nil {
 				stopped = r.members[i].Name + " failed"
@@ -274,19 +273,16 @@ func (r *roleWorkflow) limit() int {
 // all at once before roles ran as batches; a batch, given a share of maxInFlight, keeps
 // to it, so that a wide role never runs more scripts at once than it allows.
 func (r *roleWorkflow) forEachMember(ctx workflow.Context, do func(workflow.Context, int)) {
-	limit := r.in.MaxInFlight // 0: all at once, as before batches
+	running := slots{limit: r.in.MaxInFlight} // 0: all at once, as before batches
 	wg := workflow.NewWaitGroup(ctx)
-	inFlight := 0
 	for i := range r.members {
-		if limit > 0 {
-			_ = workflow.Await(ctx, func() bool { return inFlight < limit })
-		}
-		inFlight++
+		_ = running.wait(ctx, 1, nil)
+		running.take(1)
 		wg.Add(1)
 		workflow.Go(ctx, func(ctx workflow.Context) {
 			defer wg.Done()
 			do(ctx, i)
-			inFlight--
+			running.give(1)
 		})
 	}
 	wg.Wait(ctx)

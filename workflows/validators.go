@@ -169,8 +169,8 @@ func (w *clusterWorkflow) checkMemberEvent(ev MemberEvent) error {
 		}
 		return refused(apperr.NotFound, "member-event refused: cluster %s has no member %q (its members: %s)", w.state.Name, spec.Clip(ev.Member, spec.MaxMemberNameLength), listed)
 	}
-	if !slices.Contains(ReportedEvents, ev.Event) {
-		return refused(apperr.Invalid, "member-event refused: event %q is not one of down, up, gone, unhealthy", spec.Clip(string(ev.Event), 32))
+	if err := CheckReportedEvent(ev.Event); err != nil {
+		return refused(apperr.Invalid, "member-event refused: event %s", err)
 	}
 	return nil
 }

@@ -20,8 +20,8 @@ import (
 // under data, reads secret references from secretsDir, and (the local backend) starts this
 // very binary as their agent when none is running.
 func backendOptions(name, data, secretsDir string, com common) (factory.Options, error) {
-	if !factory.Known(name) {
-		return factory.Options{}, apperr.Errorf(apperr.Invalid, "--backend %q: unknown; the backends are %s", name, strings.Join(factory.Names, ", "))
+	if err := checkBackend(name); err != nil {
+		return factory.Options{}, err
 	}
 	self, err := os.Executable()
 	if err != nil {
@@ -34,6 +34,14 @@ func backendOptions(name, data, secretsDir string, com common) (factory.Options,
 		}
 	}
 	return o, nil
+}
+
+// checkBackend refuses a backend no worker has.
+func checkBackend(name string) error {
+	if !factory.Known(name) {
+		return apperr.Errorf(apperr.Invalid, "--backend %q: unknown; the backends are %s", name, strings.Join(factory.Names, ", "))
+	}
+	return nil
 }
 
 // backendFlag is --backend, which names where members live.

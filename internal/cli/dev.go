@@ -86,15 +86,21 @@ func runDev(ctx context.Context, args []string, embedded *Embedded) error {
 	var codecKeyFile string
 	codecKeyFlag(fs, &codecKeyFile)
 	codecAddress := fs.String("codec-address", "127.0.0.1:8089", "with --codec-key-file, where the codec server the Web UI decodes through listens (loopback only)")
-	logFile := fs.String("log-file", ".clusterflow/dev.log", "file for the server's and worker's logs, so the terminal shows progress and status; empty for stderr")
+	logFile := fs.String("log-file", "", "file for the server's and worker's logs, so the terminal shows progress and status (default: dev.log beside --db); empty for stderr")
 	if err := fs.Parse(args); err != nil {
 		return flagError(err)
+	}
+	if !fs.Changed("log-file") {
+		*logFile = filepath.Join(filepath.Dir(*db), "dev.log")
 	}
 	if *hosts < 0 || *hosts > maxDevHosts {
 		return apperr.Errorf(apperr.Invalid, "--hosts: is %d; it must be from 0 to %d", *hosts, maxDevHosts)
 	}
 	if *hosts > 0 && *noWorker {
 		return apperr.Errorf(apperr.Invalid, "--hosts: runs workers, so it cannot go with --no-worker")
+	}
+	if err := checkBackend(*backendName); err != nil {
+		return err
 	}
 	var err error
 	if codecKeyFile, err = absoluteKeyFile(codecKeyFile); err != nil {

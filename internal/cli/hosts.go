@@ -52,10 +52,11 @@ func runHosts(ctx context.Context, args []string) error {
 		return err
 	}
 	if *out == "json" {
-		if hosts == nil {
-			hosts = []workflows.Host{}
+		docs := make([]workflows.HostDocument, len(hosts))
+		for i, h := range hosts {
+			docs[i] = h.Document()
 		}
-		return printJSON(hosts)
+		return printJSON(docs)
 	}
 	render.Hosts(os.Stdout, hosts, time.Now())
 	return nil

@@ -28,9 +28,9 @@ func TestHostsRunOnlyWhatTheyAllow(t *testing.T) {
 	f.hosts["h1"].args = []string{"--allow-clusters", "team-a-*", "--allow-env-override"}
 	f.killHost("h1")
 	f.startHost("h1")
-	f.waitForHosts("h1 ready with its allow-list", func(hs []workflows.Host) bool {
-		i := slices.IndexFunc(hs, func(h workflows.Host) bool { return h.Name == "h1" })
-		return i >= 0 && hs[i].State() == workflows.HostReady && slices.Equal(hs[i].Admission.Clusters, []string{"team-a-*"}) && hs[i].Admission.EnvOverride
+	f.waitForHosts("h1 ready with its allow-list", func(hs []workflows.HostDocument) bool {
+		i := slices.IndexFunc(hs, func(h workflows.HostDocument) bool { return h.Name == "h1" })
+		return i >= 0 && hs[i].State == workflows.HostReady && slices.Equal(hs[i].Admission.Clusters, []string{"team-a-*"}) && hs[i].Admission.EnvOverride
 	})
 	if table := f.cli("hosts"); !strings.Contains(table.Stdout, "clusters team-a-*; loader variables") || !strings.Contains(table.Stdout, " any") {
 		t.Errorf("the hosts table does not say what each host runs:\n%s", table.Stdout)
@@ -73,11 +73,17 @@ func TestHostsRunOnlyWhatTheyAllow(t *testing.T) {
 	}
 
 	// A crafted start: the hosts as if they allowed everything.
-	hosts := f.hostList()
-	for i := range hosts {
-		hosts[i].Admission = workflows.Admission{}
+	var hosts []workflows.Host
+	for _, h := range f.hostList() {
+		timeout, err := time.ParseDuration(h.Timeout)
+		if err != nil {
+			t.Fatalf("host %s: timeout %q: %v", h.Name, h.Timeout, err)
+		}
+		if h.Name == "h1" {
+			reg := workflows.HostRegistration{Name: h.Name, Address: h.Address, Labels: h.Labels, Timeout: timeout, BootID: h.BootID}
+			hosts = append(hosts, workflows.Host{HostRegistration: reg, LastSeen: h.LastSeen, Members: h.Members})
+		}
 	}
-	hosts = slices.DeleteFunc(hosts, func(h workflows.Host) bool { return h.Name != "h1" })
 	c, err := spec.Load(specFile("team-b-crafted", ""))
 	if err != nil {
 		t.Fatal(err)

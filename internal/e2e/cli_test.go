@@ -29,6 +29,12 @@ func TestEveryCommandHasHelp(t *testing.T) {
 	if res := cli(t, "deploy", "--bogus"); res.Code != 2 || !strings.Contains(res.Stderr, "unknown flag: --bogus") {
 		t.Errorf("unknown flag: %s", res)
 	}
+	// A backend no worker has is refused before anything connects or starts.
+	for _, cmd := range []string{"worker", "dev"} {
+		if res := cli(t, cmd, "--backend", "docker", "--data", t.TempDir()); res.Code != 2 || !strings.Contains(res.Stderr, `--backend "docker": unknown; the backends are local`) {
+			t.Errorf("%s with an unknown backend: %s", cmd, res)
+		}
+	}
 	if res := cli(t, "list", "--log-format", "xml"); res.Code != 2 || !strings.Contains(res.Stderr, `--log-format: "xml" is not json or console`) {
 		t.Errorf("bad log format: %s", res)
 	}

@@ -37,7 +37,7 @@ func TestDevRunsTheExampleAndKeepsStateAcrossRestarts(t *testing.T) {
 		t.Fatal(err)
 	}
 	out, _ := os.ReadFile(dev.Stdout)
-	for _, want := range []string{"Temporal server:  " + grpcAddr, "Temporal Web UI:  http://" + uiAddr, "Logs:             .clusterflow/dev.log", "controller → worker → edge"} {
+	for _, want := range []string{"Temporal server:  " + grpcAddr, "Temporal Web UI:  http://" + uiAddr, "Logs:             " + filepath.Join(dir, "dev.log"), "controller → worker → edge"} {
 		if !strings.Contains(string(out), want) {
 			t.Errorf("dev output lacks %q:\n%s", want, out)
 		}
@@ -65,9 +65,9 @@ func TestDevRunsTheExampleAndKeepsStateAcrossRestarts(t *testing.T) {
 	if list := listAPI(`ClusterName = "demo" AND ClusterPhase = "failed"`); strings.Contains(list, "cluster/demo") {
 		t.Errorf("UI API lists the ready cluster/demo as failed: %.500s", list)
 	}
-	checkDevRefusesForeignHosts(t, uiAddr, filepath.Join(dir, ".clusterflow", "dev.log"))
+	checkDevRefusesForeignHosts(t, uiAddr, filepath.Join(dir, "dev.log"))
 	// What dev keeps (every workflow's inputs, logs, the gateway's token) is its user's alone.
-	for _, f := range []string{"dev.db", "dev.db-wal", "gateway-token", filepath.Join(".clusterflow", "dev.log")} {
+	for _, f := range []string{"dev.db", "dev.db-wal", "gateway-token", "dev.log"} {
 		if fi, err := os.Stat(filepath.Join(dir, f)); err != nil || fi.Mode().Perm() != 0o600 {
 			t.Errorf("%s: %v, want mode 0600", f, statMode(fi, err))
 		}
@@ -82,12 +82,12 @@ func TestDevRunsTheExampleAndKeepsStateAcrossRestarts(t *testing.T) {
 		t.Errorf("dev did not say its agent carries on:\n%s", out)
 	}
 	// Ctrl-C is quiet: the server's and worker's logs, shutdown noise included, go to the
-	// log file, and the terminal keeps progress and status.
+	// log file beside the database, and the terminal keeps progress and status.
 	if errOut, _ := os.ReadFile(dev.Stderr); len(strings.TrimSpace(string(errOut))) > 0 {
 		t.Errorf("dev wrote to stderr:\n%s", errOut)
 	}
-	if logs, err := os.ReadFile(filepath.Join(dir, ".clusterflow", "dev.log")); err != nil || !strings.Contains(string(logs), "Started Worker") {
-		t.Errorf("the worker's logs are not in .clusterflow/dev.log (%v):\n%.2000s", err, logs)
+	if logs, err := os.ReadFile(filepath.Join(dir, "dev.log")); err != nil || !strings.Contains(string(logs), "Started Worker") {
+		t.Errorf("the worker's logs are not in dev.log beside dev.db (%v):\n%.2000s", err, logs)
 	}
 
 	// Same database: the cluster is still there, and dev shows it rather than failing.
@@ -194,7 +194,7 @@ func newExampleDev(t *testing.T) exampleDev {
 	testenv.StopAllAtEnd(t, d.data)
 	t.Cleanup(func() {
 		if t.Failed() { // dev's own logs, a fatal error of the server included, go to its log file
-			t.Logf("dev's log:\n%s", tailOfFiles(filepath.Join(d.dir, ".clusterflow", "dev.log")))
+			t.Logf("dev's log:\n%s", tailOfFiles(filepath.Join(d.dir, "dev.log")))
 		}
 	})
 	d.args = []string{"dev", "-f", filepath.Join(root, "examples/registry/cluster.yaml"),

@@ -159,7 +159,7 @@ func TestAHostIsLostOnlyAfterItsTimeout(t *testing.T) {
 	state := func() workflows.HostState {
 		for _, h := range f.hostList() {
 			if h.Name == "h2" {
-				return h.State()
+				return h.State
 			}
 		}
 		return ""
@@ -198,7 +198,7 @@ func TestAHostIsLostOnlyAfterItsTimeout(t *testing.T) {
 	case lostAt < timeout:
 		t.Errorf("h2 was lost %s into the cut, before its timeout of %s", lostAt, timeout)
 	}
-	f.waitForHosts("h2 back", func(hs []workflows.Host) bool { return slices.Contains(hostStates(hs), "h2=ready") })
+	f.waitForHosts("h2 back", func(hs []workflows.HostDocument) bool { return slices.Contains(hostStates(hs), "h2=ready") })
 }
 
 // The example app runs across hosts: its controller serves its registry on its host's

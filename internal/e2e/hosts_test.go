@@ -81,7 +81,7 @@ func newFleetWith(t *testing.T, timeout time.Duration, hosts ...string) *fleet {
 			}
 		}
 	})
-	f.waitForHosts("every host ready", func(hs []workflows.Host) bool {
+	f.waitForHosts("every host ready", func(hs []workflows.HostDocument) bool {
 		return slices.Equal(hostStates(hs), withState(names, workflows.HostReady))
 	})
 	return f
@@ -108,22 +108,27 @@ func (f *fleet) killHost(name string) {
 	testenv.StopAll(f.hosts[name].data)
 }
 
-func (f *fleet) hostList() []workflows.Host {
+func (f *fleet) hostList() []workflows.HostDocument {
 	f.t.Helper()
 	res := f.cli("hosts", "-o", "json")
 	if res.Code != 0 {
 		f.t.Fatalf("hosts: %s", res)
 	}
-	var hosts []workflows.Host
+	var hosts []workflows.HostDocument
 	if err := json.Unmarshal([]byte(res.Stdout), &hosts); err != nil {
 		f.t.Fatalf("hosts -o json: %v\n%s", err, res.Stdout)
+	}
+	for _, h := range hosts {
+		if _, err := time.ParseDuration(h.Timeout); h.State == "" || err != nil {
+			f.t.Fatalf("hosts -o json: host %s has no state or no readable timeout:\n%s", h.Name, res.Stdout)
+		}
 	}
 	return hosts
 }
 
-func (f *fleet) waitForHosts(what string, cond func([]workflows.Host) bool) []workflows.Host {
+func (f *fleet) waitForHosts(what string, cond func([]workflows.HostDocument) bool) []workflows.HostDocument {
 	f.t.Helper()
-	var hosts []workflows.Host
+	var hosts []workflows.HostDocument
 	waitFor(f.t, what, func() bool {
 		hosts = f.hostList()
 		return cond(hosts)
@@ -167,10 +172,10 @@ func (f *fleet) deploy(specPath, name string, want ...string) {
 	}
 }
 
-func hostStates(hosts []workflows.Host) []string {
+func hostStates(hosts []workflows.HostDocument) []string {
 	var out []string
 	for _, h := range hosts {
-		out = append(out, h.Name+"="+string(h.State()))
+		out = append(out, h.Name+"="+string(h.State))
 	}
 	return out
 }
@@ -252,7 +257,7 @@ func TestMembersArePlacedOnHostsAndReplacedWhenTheirHostIsLost(t *testing.T) {
 	// replaced on the one host with room (h3) once replaceAfter passes.
 	f.killHost("h2")
 	killed := time.Now()
-	f.waitForHosts("h2 lost", func(hs []workflows.Host) bool {
+	f.waitForHosts("h2 lost", func(hs []workflows.HostDocument) bool {
 		return slices.Contains(hostStates(hs), "h2=lost")
 	})
 	var down workflows.MemberStatus
@@ -283,7 +288,7 @@ func TestMembersArePlacedOnHostsAndReplacedWhenTheirHostIsLost(t *testing.T) {
 	if res := f.cli("host", "cordon", "h3"); res.Code != 0 || !strings.Contains(res.Stdout, "host h3: cordoned") {
 		t.Errorf("cordon: %s", res)
 	}
-	f.waitForHosts("the cluster told of the cordon", func([]workflows.Host) bool { return true })
+	f.waitForHosts("the cluster told of the cordon", func([]workflows.HostDocument) bool { return true })
 	res = f.cli("resize", "spread", "worker=3")
 	if res.Code != 2 || !strings.Contains(res.Stderr, "need 3 hosts; 1 is ready (h1)") {
 		t.Errorf("a resize onto a cordoned host was not refused: %s", res)
@@ -291,7 +296,7 @@ func TestMembersArePlacedOnHostsAndReplacedWhenTheirHostIsLost(t *testing.T) {
 	if res := f.cli("host", "forget", "h2"); res.Code != 0 {
 		t.Errorf("forget: %s", res)
 	}
-	f.waitForHosts("h2 forgotten", func(hs []workflows.Host) bool {
+	f.waitForHosts("h2 forgotten", func(hs []workflows.HostDocument) bool {
 		return slices.Equal(hostStates(hs), []string{"h1=ready", "h3=cordoned"})
 	})
 	if res := f.cli("host", "forget", "h1"); res.Code == 0 || !strings.Contains(res.Stderr, "holds 1 members; drain it first") {
@@ -572,9 +577,9 @@ roles:
 	f.startHost("h2")
 	// The dead worker's lease would break a host timeout after the kill; the restarted host
 	// must have a lease of its own by then, taken when it registered.
-	f.waitForHosts("h2 checked in again", func(hosts []workflows.Host) bool {
-		i := slices.IndexFunc(hosts, func(h workflows.Host) bool { return h.Name == "h2" })
-		return i >= 0 && hosts[i].State() == workflows.HostReady && hosts[i].LastSeen.After(restarted)
+	f.waitForHosts("h2 checked in again", func(hosts []workflows.HostDocument) bool {
+		i := slices.IndexFunc(hosts, func(h workflows.HostDocument) bool { return h.Name == "h2" })
+		return i >= 0 && hosts[i].State == workflows.HostReady && hosts[i].LastSeen.After(restarted)
 	})
 	waitFor(t, "the members on h2 started", func() bool {
 		return len(runsOf(readTrace(t, trace), "", "start")) == 2 && f.status("rebooted").Phase == workflows.PhaseReady

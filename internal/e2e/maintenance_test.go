@@ -363,7 +363,7 @@ roles:
 	}
 	maintenanceOn(f.stack, "host move")
 	f.killHost("h1")
-	f.waitForHosts("h1 lost", func(hs []workflows.Host) bool { return slices.Contains(hostStates(hs), "h1=lost") })
+	f.waitForHosts("h1 lost", func(hs []workflows.HostDocument) bool { return slices.Contains(hostStates(hs), "h1=lost") })
 	held := f.waitForStatus("hostheld", "the loss recorded in "+onH1+"'s history", func(s workflows.ClusterStatus) bool {
 		h := s.Role("worker").Member(onH1).Health
 		return h != nil && len(h.Transitions) > 0 && strings.Contains(h.Transitions[len(h.Transitions)-1].Reason, "not acted on")

@@ -197,7 +197,7 @@ roles:
 	}
 	waitFor(t, "the workers' configures to start", func() bool { return len(runsOf(readTrace(t, trace), "midloss-worker", "configure")) == 2 })
 	f.killHost("h1")
-	f.waitForHosts("h1 lost", func(hs []workflows.Host) bool { return slices.Contains(hostStates(hs), "h1=lost") })
+	f.waitForHosts("h1 lost", func(hs []workflows.HostDocument) bool { return slices.Contains(hostStates(hs), "h1=lost") })
 	release(t, trace+".hold")
 	waitFor(t, "midloss ready without h1", func() bool {
 		s := f.status("midloss")

@@ -40,8 +40,8 @@ func TestClustersLiveTheirWholeLifeAsUsersOfTheirOwn(t *testing.T) {
 	}
 	f.env = append(f.env, "CLUSTERFLOW_ALLOW_ROOT_SCRIPTS=")
 	f.startHost("h1")
-	f.waitForHosts("h1 ready with script users", func(hs []workflows.Host) bool {
-		return len(hs) == 1 && hs[0].State() == workflows.HostReady
+	f.waitForHosts("h1 ready with script users", func(hs []workflows.HostDocument) bool {
+		return len(hs) == 1 && hs[0].State == workflows.HostReady
 	})
 
 	root, err := testenv.ModuleRoot()

@@ -180,8 +180,8 @@ func (g *Gateway) postEvent(w http.ResponseWriter, r *http.Request) {
 		g.refuse(w, err)
 		return
 	}
-	if !slices.Contains(workflows.ReportedEvents, req.Event) {
-		g.refuse(w, apperr.Errorf(apperr.Invalid, "event: %q is not one of down, up, gone, unhealthy", req.Event))
+	if err := workflows.CheckReportedEvent(req.Event); err != nil {
+		g.refuse(w, apperr.Errorf(apperr.Invalid, "event: %s", err))
 		return
 	}
 	if req.Source == "" {
