@@ -2,6 +2,7 @@ package workflows
 
 import (
 	"fmt"
+	"github.com/clusterflow/clusterflow/workflows/plan"
 	"slices"
 
 	"go.temporal.io/sdk/workflow"
@@ -77,8 +78,8 @@ func (w *clusterWorkflow) notify(ctx workflow.Context, op RoleOperation, nodesRo
 		w.notifyByName(ctx, op, nodesRole, nodes)
 		return
 	}
-	n := newNotice(w.state.Notices+1, w.state.Name, op, nodesRole, nodes)
-	work := planNotice(w.spec, w.state.Roles, n)
+	n := plan.NewNotice(w.state.Notices+1, w.state.Name, op, nodesRole, nodes)
+	work := plan.Notice(w.spec, w.state.Roles, n)
 	if len(work) == 0 {
 		return
 	}
@@ -93,12 +94,12 @@ func (w *clusterWorkflow) notify(ctx workflow.Context, op RoleOperation, nodesRo
 
 // untold takes out of the work the members on hosts where the notice could not be written,
 // and puts them in config_error with the reason: they cannot be told.
-func (w *clusterWorkflow) untold(ctx workflow.Context, op RoleOperation, work []roleWork, failed map[string]error) []roleWork {
-	var kept []roleWork
+func (w *clusterWorkflow) untold(ctx workflow.Context, op RoleOperation, work []plan.RoleWork, failed map[string]error) []plan.RoleWork {
+	var kept []plan.RoleWork
 	for _, rw := range work {
-		rs := w.state.Role(rw.role)
+		rs := w.state.Role(rw.Role)
 		var told []Member
-		for _, m := range rw.members {
+		for _, m := range rw.Members {
 			err, lost := failed[m.Host]
 			if !lost {
 				told = append(told, m)
@@ -110,7 +111,7 @@ func (w *clusterWorkflow) untold(ctx workflow.Context, op RoleOperation, work []
 			}
 		}
 		if len(told) > 0 {
-			rw.members = told
+			rw.Members = told
 			kept = append(kept, rw)
 		}
 	}
@@ -119,10 +120,10 @@ func (w *clusterWorkflow) untold(ctx workflow.Context, op RoleOperation, work []
 }
 
 // hostsOf lists, sorted, the hosts of the members the work acts on.
-func hostsOf(work []roleWork) []string {
+func hostsOf(work []plan.RoleWork) []string {
 	var hosts []string
 	for _, rw := range work {
-		for _, m := range rw.members {
+		for _, m := range rw.Members {
 			hosts = append(hosts, m.Host)
 		}
 	}
@@ -130,10 +131,10 @@ func hostsOf(work []roleWork) []string {
 	return slices.Compact(hosts)
 }
 
-func workRoles(work []roleWork) []string {
+func workRoles(work []plan.RoleWork) []string {
 	roles := make([]string, len(work))
 	for i, rw := range work {
-		roles[i] = rw.role
+		roles[i] = rw.Role
 	}
 	return roles
 }
@@ -141,10 +142,10 @@ func workRoles(work []roleWork) []string {
 // notifyByName is notify as runs from before bounded payloads do it: the work names, for
 // every member, the nodes it is told about.
 func (w *clusterWorkflow) notifyByName(ctx workflow.Context, op RoleOperation, nodesRole string, nodes []Member) {
-	work := planNotification(w.spec, w.state.Roles, op, nodesRole, nodes)
+	work := plan.Notification(w.spec, w.state.Roles, op, nodesRole, nodes)
 	if len(work) == 0 {
 		return
 	}
 	w.runLevel(ctx, op, work)
-	w.logger.Info("Announced membership change", "Event", op, "Role", nodesRole, "Nodes", fmt.Sprint(work[0].nodes.Nodes), "Roles", fmt.Sprint(workRoles(work)))
+	w.logger.Info("Announced membership change", "Event", op, "Role", nodesRole, "Nodes", fmt.Sprint(work[0].Nodes.Nodes), "Roles", fmt.Sprint(workRoles(work)))
 }

@@ -126,12 +126,6 @@ type RemovedNode struct {
 	UnlistedFrom int `json:"unlistedFrom,omitempty"`
 }
 
-// NodeGroup names members of one role.
-type NodeGroup struct {
-	Role  string   `json:"role"`
-	Nodes []string `json:"nodes"`
-}
-
 // RoleCount is one ROLE=N of a resize.
 type RoleCount struct {
 	Role    string `json:"role"`
@@ -232,19 +226,6 @@ func capNames(names []string) ([]string, int) {
 	return names[:ReportNames], len(names) - ReportNames
 }
 
-// RoleOperation is what a role child workflow does to its members.
-type RoleOperation string
-
-const (
-	OpConfigure RoleOperation = "configure"
-	OpTeardown  RoleOperation = "teardown"
-	// OpAddNodes and OpDelNodes notify members of other members joining or leaving.
-	OpAddNodes RoleOperation = "addnodes"
-	OpDelNodes RoleOperation = "delnodes"
-	// OpStart runs the start event on members whose host restarted.
-	OpStart RoleOperation = "start"
-)
-
 // RoleInput starts a role child workflow.
 type RoleInput struct {
 	Cluster string `json:"cluster"`
@@ -268,12 +249,6 @@ type RoleInput struct {
 	Notice *NoticeRef `json:"notice,omitempty"`
 	// EnvHash names the role's env among the cluster's files; Role.Env is then empty.
 	EnvHash string `json:"envHash,omitempty"`
-}
-
-// NoticeRef names a notice of a membership change, and the role whose nodes it tells of.
-type NoticeRef struct {
-	ID   int    `json:"id"`
-	Role string `json:"role"`
 }
 
 // RoleResult is every member's state once a role operation is over.
@@ -313,26 +288,6 @@ const (
 	// PhaseTerminated is never the workflow's own: the starter reports it for a cluster whose
 	// workflow ended without deleting it (terminated from the Web UI, say, or timed out).
 	PhaseTerminated Phase = "terminated"
-)
-
-// MemberState is where a member is in its life.
-type MemberState string
-
-const (
-	MemberPending     MemberState = "pending"
-	MemberCreating    MemberState = "creating"
-	MemberConfiguring MemberState = "configuring"
-	MemberReady       MemberState = "ready"
-	MemberConfigError MemberState = "config_error"
-	MemberDeleting    MemberState = "deleting"
-	MemberDeleted     MemberState = "deleted"
-
-	// Health states, entered through the member health state machine (health_table.go).
-	MemberDown      MemberState = "down"
-	MemberFlapping  MemberState = "flapping"
-	MemberReplacing MemberState = "replacing"
-	// MemberRogue is a member the backend has but the cluster did not know: it is removed.
-	MemberRogue MemberState = "rogue"
 )
 
 // StatusAPIVersion names the shape of ClusterStatus. It changes only with a change users
@@ -440,28 +395,6 @@ type MemberStatus struct {
 
 // Member health: the events services report, and each member's record of them.
 
-// HealthEvent is what a member-event reports, or what the machine raises itself.
-type HealthEvent string
-
-const (
-	HealthDown      HealthEvent = "down"
-	HealthUp        HealthEvent = "up"
-	HealthGone      HealthEvent = "gone"
-	HealthUnhealthy HealthEvent = "unhealthy"
-
-	// HealthTimeout is raised when a state's timer expires.
-	HealthTimeout HealthEvent = "timeout"
-	// HealthResume is an operator's `clusterflow resume`.
-	HealthResume HealthEvent = "resume"
-	// HealthConfigError is raised when a member's setup failed and its role asks for a
-	// replacement.
-	HealthConfigError HealthEvent = "config_error"
-	// HealthDrain is raised when the member's host is drained.
-	HealthDrain HealthEvent = "drain"
-	// HealthLost is raised for a member being set up when its host is lost.
-	HealthLost HealthEvent = "lost"
-)
-
 // ReportedEvents are the events external services may send.
 var ReportedEvents = []HealthEvent{HealthDown, HealthUp, HealthGone, HealthUnhealthy}
 
@@ -476,28 +409,4 @@ func CheckReportedEvent(event HealthEvent) error {
 		names[i] = string(e)
 	}
 	return fmt.Errorf("%q is not one of %s", spec.Clip(string(event), 32), strings.Join(names, ", "))
-}
-
-// MemberHealth is a member's health record. It lives in the cluster's state, so it, and
-// the timer it describes, outlive worker and server restarts and continue-as-new.
-type MemberHealth struct {
-	// LastReport is the latest event an external service reported.
-	LastReport HealthEvent `json:"lastReport,omitempty"`
-	// Due is when the member's timer raises HealthTimeout; zero when none is armed.
-	Due time.Time `json:"due,omitzero"`
-	// Recoveries are the recent times the member came back up, for flapping.
-	Recoveries  []time.Time        `json:"recoveries,omitempty"`
-	Transitions []HealthTransition `json:"transitions,omitempty"`
-}
-
-// HealthTransition is one step of the member's state machine.
-type HealthTransition struct {
-	At     time.Time   `json:"at"`
-	From   MemberState `json:"from"`
-	To     MemberState `json:"to"`
-	Event  HealthEvent `json:"event"`
-	Reason string      `json:"reason,omitempty"`
-	Source string      `json:"source,omitempty"`
-	// ReportedAt is when the source says it saw the event, if it said.
-	ReportedAt time.Time `json:"reportedAt,omitzero"`
 }

@@ -2,6 +2,7 @@ package workflows
 
 import (
 	"fmt"
+	"github.com/clusterflow/clusterflow/workflows/plan"
 
 	"github.com/clusterflow/clusterflow/internal/gzjson"
 	"github.com/clusterflow/clusterflow/internal/payloadlimit"
@@ -83,7 +84,7 @@ var trimSteps = []func(m *Member){
 
 // trimmed is a copy of the state with trim applied to every member.
 func (s clusterState) trimmed(trim func(m *Member)) clusterState {
-	roles := make([]roleState, len(s.Roles))
+	roles := make([]plan.RoleState, len(s.Roles))
 	for i, rs := range s.Roles {
 		rs.Members = append([]Member(nil), rs.Members...)
 		for j := range rs.Members {

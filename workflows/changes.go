@@ -2,6 +2,7 @@ package workflows
 
 import (
 	"fmt"
+	"github.com/clusterflow/clusterflow/workflows/plan"
 	"maps"
 	"slices"
 	"strings"
@@ -143,14 +144,14 @@ func (w *clusterWorkflow) stopUnwanted(ctx workflow.Context) {
 			configuring[role] = op.members
 		}
 	}
-	for _, rw := range planStops(w.spec, w.state.Roles, configuring) {
-		rs := w.state.Role(rw.role)
+	for _, rw := range plan.Stops(w.spec, w.state.Roles, configuring) {
+		rs := w.state.Role(rw.Role)
 		leaving := map[string]bool{}
-		for _, m := range rw.members {
+		for _, m := range rw.Members {
 			rs.Member(m.Name).Leaving = true
 			leaving[m.Name] = true
 		}
-		w.stopInOperation(ctx, rw.role, leaving, false)
+		w.stopInOperation(ctx, rw.Role, leaving, false)
 	}
 }
 

@@ -2,6 +2,7 @@ package workflows
 
 import (
 	"github.com/clusterflow/clusterflow/internal/backend"
+	"github.com/clusterflow/clusterflow/workflows/plan"
 	"strings"
 
 	"go.temporal.io/sdk/log"
@@ -128,7 +129,7 @@ func newClusterWorkflow(ctx workflow.Context, in ClusterInput) (*clusterWorkflow
 		w.state.OnHosts, w.state.Hosts = true, in.Hosts
 	}
 	for _, r := range in.Spec.Roles {
-		w.state.Roles = append(w.state.Roles, roleState{Name: r.Name, Level: levelOf(levels, r.Name), DependsOn: r.DependsOn, Desired: r.Members})
+		w.state.Roles = append(w.state.Roles, plan.RoleState{Name: r.Name, Level: levelOf(levels, r.Name), DependsOn: r.DependsOn, Desired: r.Members})
 	}
 	w.addPendingMembers(ctx)
 	return w, nil
@@ -313,7 +314,7 @@ func (w *clusterWorkflow) applyMembers(role string, members []Member) []Member {
 		if current == nil || current.Moved {
 			continue
 		}
-		if current.State.unavailable() && m.State != MemberDeleting && m.State != MemberDeleted {
+		if current.State.Unavailable() && m.State != MemberDeleting && m.State != MemberDeleted {
 			continue // a health report that came in while a notification ran wins over its outcome
 		}
 		taken = append(taken, m)
@@ -384,9 +385,9 @@ func levelOf(levels [][]string, role string) int {
 	return -1
 }
 
-func countMembers(roles []roleState, states ...MemberState) (matching, total int) {
+func countMembers(roles []plan.RoleState, states ...MemberState) (matching, total int) {
 	for _, r := range roles {
-		matching += countState(r.Members, states...)
+		matching += plan.CountState(r.Members, states...)
 		total += len(r.Members)
 	}
 	return matching, total

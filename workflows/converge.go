@@ -2,6 +2,7 @@ package workflows
 
 import (
 	"fmt"
+	"github.com/clusterflow/clusterflow/workflows/plan"
 	"slices"
 	"strings"
 
@@ -68,7 +69,7 @@ func (w *clusterWorkflow) convergeOnce(ctx workflow.Context) (again bool) {
 		if changed() || w.replaceFailed(ctx, level) {
 			return true
 		}
-		if failed := levelProblems(w.spec, w.state.Roles, level); len(failed) > 0 {
+		if failed := plan.LevelProblems(w.spec, w.state.Roles, level); len(failed) > 0 {
 			w.skipLaterLevels(i, strings.Join(level, ", "))
 			w.removeReplaced(ctx)
 			w.announce(ctx)
@@ -93,7 +94,7 @@ func (w *clusterWorkflow) convergeOnce(ctx workflow.Context) (again bool) {
 	// A failed notification leaves its member in config_error, and the cluster failed.
 	var failed []string
 	for _, level := range w.state.Levels {
-		failed = append(failed, levelProblems(w.spec, w.state.Roles, level)...)
+		failed = append(failed, plan.LevelProblems(w.spec, w.state.Roles, level)...)
 	}
 	if len(failed) > 0 {
 		w.setPhase(ctx, PhaseFailed, strings.Join(failed, "; "))
@@ -113,17 +114,17 @@ func (w *clusterWorkflow) removeReplaced(ctx workflow.Context) {
 	}
 }
 
-// configureLevel sets up the pending members of one level's roles (planConfigure), each
+// configureLevel sets up the pending members of one level's roles (plan.Configure), each
 // role in a child workflow, all roles at once. They configure with the configmeta just
 // written, and so know the members it lists.
 func (w *clusterWorkflow) configureLevel(ctx workflow.Context, level []string) {
-	work := planConfigure(w.spec, w.state.Roles, level)
+	work := plan.Configure(w.spec, w.state.Roles, level)
 	for _, rw := range work {
-		rs := w.state.Role(rw.role)
-		for i := range rw.members {
-			live := rs.Member(rw.members[i].Name)
+		rs := w.state.Role(rw.Role)
+		for i := range rw.Members {
+			live := rs.Member(rw.Members[i].Name)
 			live.KnowsUpTo, live.Moved = w.state.ConfigMetaVersion, false // this operation sets it up now
-			rw.members[i].KnowsUpTo, rw.members[i].Moved = w.state.ConfigMetaVersion, false
+			rw.Members[i].KnowsUpTo, rw.Members[i].Moved = w.state.ConfigMetaVersion, false
 		}
 	}
 	w.runLevel(ctx, OpConfigure, work)
@@ -157,17 +158,6 @@ func (w *clusterWorkflow) canceledMessage() string {
 		}
 	}
 	return fmt.Sprintf("stopped at generation %d by a cancel: %d %s canceled, %d not started", w.state.Generation, canceled, plural(canceled, "member"), notStarted)
-}
-
-// countState counts the members in any of the states.
-func countState(members []Member, states ...MemberState) int {
-	n := 0
-	for _, m := range members {
-		if slices.Contains(states, m.State) {
-			n++
-		}
-	}
-	return n
 }
 
 func errorMessage(err error) string {

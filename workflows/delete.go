@@ -2,6 +2,7 @@ package workflows
 
 import (
 	"fmt"
+	"github.com/clusterflow/clusterflow/workflows/plan"
 	"strings"
 
 	"go.temporal.io/sdk/workflow"
@@ -20,7 +21,7 @@ func (w *clusterWorkflow) delete(parent workflow.Context) {
 		w.logger.Warn("Could not reinstall startscripts; teardown scripts may fail", "Error", err)
 	}
 	for i := len(w.state.Levels) - 1; i >= 0; i-- {
-		forget, work := planDeletion(w.state.Roles, w.state.Levels[i])
+		forget, work := plan.Deletion(w.state.Roles, w.state.Levels[i])
 		for _, name := range forget {
 			_, m := w.findMember(name)
 			m.State, m.Since = MemberDeleted, workflow.Now(ctx)

@@ -1,6 +1,7 @@
 package workflows
 
 import (
+	"github.com/clusterflow/clusterflow/workflows/plan"
 	"slices"
 
 	"go.temporal.io/sdk/workflow"
@@ -61,7 +62,7 @@ func (w *clusterWorkflow) onReconcile(ctx workflow.Context) (ReconcileReport, er
 
 // hasResumable reports whether a resume would change anything.
 func (w *clusterWorkflow) hasResumable() bool {
-	return slices.ContainsFunc(w.state.Roles, func(rs roleState) bool {
+	return slices.ContainsFunc(w.state.Roles, func(rs plan.RoleState) bool {
 		return rs.Paused != "" || slices.ContainsFunc(rs.Members, func(m Member) bool { return m.State == MemberFlapping })
 	})
 }

@@ -2,6 +2,7 @@ package workflows
 
 import (
 	"fmt"
+	"github.com/clusterflow/clusterflow/workflows/plan"
 	"strings"
 
 	"go.temporal.io/sdk/workflow"
@@ -16,24 +17,24 @@ import (
 // operator resumes it.
 
 // unavailableIn counts a role's members that are down, flapping or being replaced.
-func unavailableIn(rs *roleState) int {
-	return countState(rs.Members, unavailableStates...)
+func unavailableIn(rs *plan.RoleState) int {
+	return plan.CountState(rs.Members, plan.UnavailableStates...)
 }
 
 // unavailableLimit is how many of the role's members may be unavailable at once.
-func (w *clusterWorkflow) unavailableLimit(rs *roleState) int {
+func (w *clusterWorkflow) unavailableLimit(rs *plan.RoleState) int {
 	r, _ := w.roleSpec(rs.Name)
 	return r.Health.UnavailableLimit(rs.Desired)
 }
 
 // replacementPaused reports whether the role's automatic replacement is paused, or would
 // be once member m counts as unavailable too.
-func (w *clusterWorkflow) replacementPaused(rs *roleState, m *Member) bool {
+func (w *clusterWorkflow) replacementPaused(rs *plan.RoleState, m *Member) bool {
 	if rs.Resumed {
 		return false
 	}
 	unavailable := unavailableIn(rs)
-	if !m.State.unavailable() {
+	if !m.State.Unavailable() {
 		unavailable++
 	}
 	return rs.Paused != "" || unavailable > w.unavailableLimit(rs)
@@ -87,7 +88,7 @@ func (w *clusterWorkflow) healthPhase() (Phase, string) {
 			pausedRoles = append(pausedRoles, fmt.Sprintf("role %s: %s", rs.Name, rs.Paused))
 		}
 		for _, m := range rs.Members {
-			if m.State.unavailable() {
+			if m.State.Unavailable() {
 				unavailable = append(unavailable, fmt.Sprintf("%s %s", m.Name, m.State))
 			}
 		}

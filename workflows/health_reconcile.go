@@ -3,6 +3,7 @@ package workflows
 import (
 	"fmt"
 	"github.com/clusterflow/clusterflow/internal/backend"
+	"github.com/clusterflow/clusterflow/workflows/plan"
 	"slices"
 
 	"go.temporal.io/sdk/workflow"
@@ -39,7 +40,7 @@ func (w *clusterWorkflow) reconcile(ctx workflow.Context) ReconcileReport {
 			if skipActive && w.actedOn(rs.Name, m.Name) {
 				continue
 			}
-			if host, ok := setUpBefore[m.Name]; ok && host == m.Host && listedHosts[m.Host] && m.State.setUp() {
+			if host, ok := setUpBefore[m.Name]; ok && host == m.Host && listedHosts[m.Host] && m.State.SetUp() {
 				present = append(present, m.Name)
 			}
 		}
@@ -114,7 +115,7 @@ func (w *clusterWorkflow) setUpMembers() map[string]string {
 	hosts := map[string]string{}
 	for _, rs := range w.state.Roles {
 		for _, m := range rs.Members {
-			if m.State.setUp() {
+			if m.State.SetUp() {
 				hosts[m.Name] = m.Host
 			}
 		}
@@ -204,7 +205,7 @@ func (w *clusterWorkflow) adoptRogue(ctx workflow.Context, ref backend.Member) {
 	}
 	rs := w.state.Role(role)
 	if rs == nil {
-		w.state.Roles = append(w.state.Roles, roleState{Name: role})
+		w.state.Roles = append(w.state.Roles, plan.RoleState{Name: role})
 		w.state.Levels = w.plan()
 		rs = w.state.Role(role)
 		rs.Level = levelOf(w.state.Levels, role)

@@ -2,6 +2,7 @@ package workflows
 
 import (
 	"fmt"
+	"github.com/clusterflow/clusterflow/workflows/plan"
 
 	"go.temporal.io/sdk/workflow"
 )
@@ -13,7 +14,7 @@ import (
 // removes it, and finally tells the survivors with addnodes and delnodes.
 
 // replace starts replacing member m, which has just entered MemberReplacing.
-func (w *clusterWorkflow) replace(rs *roleState, m *Member, ev MemberEvent) {
+func (w *clusterWorkflow) replace(rs *plan.RoleState, m *Member, ev MemberEvent) {
 	m.Leaving = true
 	if ev.Event == HealthConfigError {
 		m.Replacements++ // its successor inherits the count
@@ -37,7 +38,7 @@ func (w *clusterWorkflow) replaceFailed(ctx workflow.Context, roles []string) bo
 		if !ok || rs == nil || !r.Health.ReplaceOnConfigError {
 			continue
 		}
-		wanted, _ := splitMembers(*rs, desiredMembers(w.spec, name))
+		wanted, _ := plan.SplitMembers(*rs, plan.DesiredMembers(w.spec, name))
 		for _, m := range wanted {
 			if m.State != MemberConfigError {
 				continue
@@ -63,7 +64,7 @@ func (w *clusterWorkflow) replacing() bool {
 // it ignored (Moved); and a new generation sets it up where it lives now. Its sandbox on
 // the old host, if the run had begun there, is removed once the host is back: never
 // adopted, never torn down by script, since the member lives elsewhere now.
-func (w *clusterWorkflow) rehome(ctx workflow.Context, rs *roleState, m *Member, from MemberState, ev MemberEvent) {
+func (w *clusterWorkflow) rehome(ctx workflow.Context, rs *plan.RoleState, m *Member, from MemberState, ev MemberEvent) {
 	old := m.Host
 	if old != "" && (from != MemberPending || w.actedOn(rs.Name, m.Name)) {
 		w.state.Stale = append(w.state.Stale, StaleSandbox{Role: rs.Name, Member: m.Name, Host: old})

@@ -2,18 +2,16 @@ package workflows
 
 import (
 	"fmt"
+	"github.com/clusterflow/clusterflow/workflows/plan"
 	"slices"
 	"time"
 
 	"go.temporal.io/sdk/workflow"
 )
 
-// keptTransitions bounds each member's health history.
-const keptTransitions = 10
-
 // stepHealth feeds one event to a member's state machine and carries out the transition:
 // the member's state, timer and history, and a replacement when it enters replacing.
-func (w *clusterWorkflow) stepHealth(ctx workflow.Context, rs *roleState, m *Member, ev MemberEvent) MemberEventResult {
+func (w *clusterWorkflow) stepHealth(ctx workflow.Context, rs *plan.RoleState, m *Member, ev MemberEvent) MemberEventResult {
 	result := MemberEventResult{Member: m.Name, From: m.State, To: m.State}
 	if w.deleteRequested {
 		result.Ignored = fmt.Sprintf("cluster %s is being deleted", w.state.Name)
@@ -60,7 +58,7 @@ func (w *clusterWorkflow) stepHealth(ctx workflow.Context, rs *roleState, m *Mem
 	case timerSettle:
 		h.Due = now.Add(policy.FlapWindow)
 	}
-	h.record(HealthTransition{At: now, From: m.State, To: t.to, Event: ev.Event, Reason: ev.Reason, Source: ev.Source, ReportedAt: ev.At})
+	h.Record(HealthTransition{At: now, From: m.State, To: t.to, Event: ev.Event, Reason: ev.Reason, Source: ev.Source, ReportedAt: ev.At})
 	m.Health = h
 	if m.State != t.to {
 		m.Since = now
@@ -79,14 +77,6 @@ func (w *clusterWorkflow) stepHealth(ctx workflow.Context, rs *roleState, m *Mem
 	return result
 }
 
-// record adds a step to the member's health history, which keeps the latest ones.
-func (h *MemberHealth) record(t HealthTransition) {
-	h.Transitions = append(h.Transitions, t)
-	if n := len(h.Transitions); n > keptTransitions {
-		h.Transitions = slices.Clone(h.Transitions[n-keptTransitions:])
-	}
-}
-
 // recordHeldEvent keeps an event that came while maintenance is on in the member's
 // history, as a step that changed nothing: maintenance holds every reaction to health.
 func (w *clusterWorkflow) recordHeldEvent(ctx workflow.Context, m *Member, ev MemberEvent, now time.Time) MemberEventResult {
@@ -97,7 +87,7 @@ func (w *clusterWorkflow) recordHeldEvent(ctx workflow.Context, m *Member, ev Me
 	if ev.Reason != "" {
 		note = ev.Reason + "; " + note
 	}
-	m.Health.record(HealthTransition{At: now, From: m.State, To: m.State, Event: ev.Event, Reason: note, Source: ev.Source, ReportedAt: ev.At})
+	m.Health.Record(HealthTransition{At: now, From: m.State, To: m.State, Event: ev.Event, Reason: note, Source: ev.Source, ReportedAt: ev.At})
 	w.logger.Info("Member health event held for maintenance", "Member", m.Name, "Event", ev.Event, "Source", ev.Source)
 	w.touch(ctx)
 	return MemberEventResult{Member: m.Name, From: m.State, To: m.State, Ignored: w.state.Maintenance.Describe()}
@@ -138,7 +128,7 @@ func (w *clusterWorkflow) healthChanged(ctx workflow.Context) {
 }
 
 // findMember locates a member by name in any role.
-func (w *clusterWorkflow) findMember(name string) (*roleState, *Member) {
+func (w *clusterWorkflow) findMember(name string) (*plan.RoleState, *Member) {
 	for i := range w.state.Roles {
 		if m := w.state.Roles[i].Member(name); m != nil {
 			return &w.state.Roles[i], m

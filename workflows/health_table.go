@@ -92,7 +92,7 @@ var transitions = []transition{
 	{MemberCreating, HealthGone, elsewhere, MemberPending, timerStop},
 	{MemberConfiguring, HealthGone, elsewhere, MemberPending, timerStop},
 
-	// A drain paces itself within maxUnavailable (planDrain), so the guard does not apply.
+	// A drain paces itself within maxUnavailable (plan.Drain), so the guard does not apply.
 	{MemberReady, HealthDrain, nil, MemberReplacing, timerStop},
 }
 

@@ -1,6 +1,7 @@
 package workflows
 
 import (
+	"github.com/clusterflow/clusterflow/workflows/plan"
 	"time"
 
 	"go.temporal.io/sdk/workflow"
@@ -45,7 +46,7 @@ func (w *clusterWorkflow) watchHealth(ctx workflow.Context) {
 
 // timerArmed reports whether member m's timer can fire now: a down member's waits while
 // its role's replacement is paused.
-func timerArmed(rs *roleState, m *Member) bool {
+func timerArmed(rs *plan.RoleState, m *Member) bool {
 	if m.Health == nil || m.Health.Due.IsZero() {
 		return false
 	}

@@ -2,6 +2,7 @@ package workflows
 
 import (
 	"fmt"
+	"github.com/clusterflow/clusterflow/workflows/plan"
 	"maps"
 	"slices"
 	"strings"
@@ -21,7 +22,7 @@ func (w *clusterWorkflow) onHosts() bool { return w.state.OnHosts }
 
 // hostOf finds a host in the cluster's view.
 func (w *clusterWorkflow) hostOf(name string) *Host {
-	return named(w.state.Hosts, name, func(h *Host) string { return h.Name })
+	return plan.Named(w.state.Hosts, name, func(h *Host) string { return h.Name })
 }
 
 // reachable reports whether activities can run on a host: it is in the view and not lost.
@@ -152,7 +153,7 @@ func (w *clusterWorkflow) onHostsChanged(ctx workflow.Context, hosts []Host) {
 		w.state.Hosts = hosts
 	}
 	wasLost := func(name string) bool {
-		h := named(before, name, func(h *Host) string { return h.Name })
+		h := plan.Named(before, name, func(h *Host) string { return h.Name })
 		return h != nil && h.Lost
 	}
 	for _, h := range hosts {
@@ -167,13 +168,13 @@ func (w *clusterWorkflow) onHostsChanged(ctx workflow.Context, hosts []Host) {
 			if m.Host == "" {
 				continue
 			}
-			h := named(hosts, m.Host, func(h *Host) string { return h.Name })
+			h := plan.Named(hosts, m.Host, func(h *Host) string { return h.Name })
 			var ev HealthEvent
 			var reason string
 			switch {
 			case h == nil:
 				ev, reason = HealthGone, fmt.Sprintf("host %s was forgotten", m.Host)
-			case h.Lost && !wasLost(m.Host) && w.setUpElsewhere && m.State.beingSetUp():
+			case h.Lost && !wasLost(m.Host) && w.setUpElsewhere && m.State.BeingSetUp():
 				ev, reason = HealthLost, fmt.Sprintf("host %s lost (unheard of since %s)", m.Host, h.LastSeen.UTC().Format(time.RFC3339))
 			case h.Lost && !wasLost(m.Host):
 				ev, reason = HealthDown, fmt.Sprintf("host %s lost (unheard of since %s)", m.Host, h.LastSeen.UTC().Format(time.RFC3339))
@@ -217,12 +218,12 @@ func (w *clusterWorkflow) placeWaiting() bool {
 // dropUnreachable takes members on hosts that cannot be reached out of the work: nothing
 // can run there. They are forgotten as if removed; should the host come back, reconcile
 // finds their sandboxes and removes them as rogues.
-func (w *clusterWorkflow) dropUnreachable(ctx workflow.Context, work []roleWork) []roleWork {
-	var kept []roleWork
+func (w *clusterWorkflow) dropUnreachable(ctx workflow.Context, work []plan.RoleWork) []plan.RoleWork {
+	var kept []plan.RoleWork
 	for _, rw := range work {
 		var reachable []Member
 		var dropped []Member
-		for _, m := range rw.members {
+		for _, m := range rw.Members {
 			if m.Host == "" || w.reachable(m.Host) {
 				reachable = append(reachable, m)
 				continue
@@ -232,9 +233,9 @@ func (w *clusterWorkflow) dropUnreachable(ctx workflow.Context, work []roleWork)
 			live.Detail = fmt.Sprintf("left on host %s, which is lost; its sandbox is removed if the host comes back", m.Host)
 			dropped = append(dropped, m)
 		}
-		w.noteRemoved(rw.role, dropped)
+		w.noteRemoved(rw.Role, dropped)
 		if len(reachable) > 0 {
-			rw.members = reachable
+			rw.Members = reachable
 			kept = append(kept, rw)
 		}
 	}

@@ -2,6 +2,7 @@ package workflows
 
 import (
 	"fmt"
+	"github.com/clusterflow/clusterflow/workflows/plan"
 	"slices"
 	"strings"
 
@@ -20,7 +21,7 @@ import (
 func (w *clusterWorkflow) noteRestarts(before []Host) {
 	var restarted []string
 	for _, h := range w.state.Hosts {
-		prev := named(before, h.Name, func(h *Host) string { return h.Name })
+		prev := plan.Named(before, h.Name, func(h *Host) string { return h.Name })
 		if prev != nil && prev.BootID != "" && h.BootID != "" && prev.BootID != h.BootID {
 			restarted = append(restarted, h.Name)
 		}
@@ -38,30 +39,6 @@ func (w *clusterWorkflow) noteRestarts(before []Host) {
 	w.newGeneration(fmt.Sprintf("host %s restarted: start its members", strings.Join(restarted, ", ")))
 }
 
-// planStart is one level's start pass: the members on restarted hosts whose setup stands
-// (ready, or down or flapping: the host may have been taken for lost while it rebooted)
-// and whose role subscribes to start, a child per role.
-func planStart(desired spec.Cluster, roles []roleState, level []string, restarted []string) []roleWork {
-	var work []roleWork
-	for _, name := range level {
-		r, ok := desired.Role(name)
-		rs := roleOf(roles, name)
-		if !ok || rs == nil || !r.Wants(spec.EventStart) {
-			continue
-		}
-		var members []Member
-		for _, m := range rs.Members {
-			if m.State.setUp() && !m.Leaving && slices.Contains(restarted, m.Host) {
-				members = append(members, m)
-			}
-		}
-		if len(members) > 0 {
-			work = append(work, roleWork{role: name, members: members})
-		}
-	}
-	return work
-}
-
 // startRestarted runs the start pass for the restarted hosts, level by level.
 func (w *clusterWorkflow) startRestarted(ctx workflow.Context) {
 	restarted := w.state.Restarted
@@ -70,13 +47,13 @@ func (w *clusterWorkflow) startRestarted(ctx workflow.Context) {
 	}
 	w.state.Restarted = nil
 	for _, level := range w.state.Levels {
-		work := planStart(w.spec, w.state.Roles, level, restarted)
+		work := plan.Start(w.spec, w.state.Roles, level, restarted)
 		w.runLevel(ctx, OpStart, work)
 		if ctx.Err() != nil {
 			return
 		}
 		for _, rw := range work {
-			for _, m := range rw.members {
+			for _, m := range rw.Members {
 				rs, live := w.findMember(m.Name)
 				if live == nil || live.State != MemberConfigError || live.Event != spec.EventStart {
 					continue

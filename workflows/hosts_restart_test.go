@@ -1,6 +1,7 @@
 package workflows
 
 import (
+	"github.com/clusterflow/clusterflow/workflows/plan"
 	"strings"
 	"testing"
 
@@ -12,7 +13,7 @@ func TestPlanStart(t *testing.T) {
 		{Name: "db", Events: []spec.Event{spec.EventConfigure, spec.EventStart}},
 		{Name: "web", Events: spec.AllEvents},
 	}}
-	roles := []roleState{
+	roles := []plan.RoleState{
 		{Name: "db", Members: []Member{
 			{Name: "db-0", Host: "h2", State: MemberReady},
 			{Name: "db-1", Host: "h1", State: MemberReady},
@@ -22,9 +23,9 @@ func TestPlanStart(t *testing.T) {
 		{Name: "web", Members: []Member{{Name: "web-0", Host: "h2", State: MemberReady}}},
 	}
 	var got []string
-	for _, rw := range planStart(desired, roles, []string{"db", "web"}, []string{"h2"}) {
-		for _, m := range rw.members {
-			got = append(got, rw.role+":"+m.Name)
+	for _, rw := range plan.Start(desired, roles, []string{"db", "web"}, []string{"h2"}) {
+		for _, m := range rw.Members {
+			got = append(got, rw.Role+":"+m.Name)
 		}
 	}
 	// Members set up on the restarted host, down ones too, whose role subscribes to

@@ -3,6 +3,7 @@ package workflows
 import (
 	"fmt"
 	"github.com/clusterflow/clusterflow/internal/backend"
+	"github.com/clusterflow/clusterflow/workflows/plan"
 	"slices"
 
 	"go.temporal.io/sdk/workflow"
@@ -23,7 +24,7 @@ func (w *clusterWorkflow) noteStaleHostsBack(ctx workflow.Context, before []Host
 	w.state.Stale = slices.DeleteFunc(w.state.Stale, func(s StaleSandbox) bool { return w.hostOf(s.Host) == nil })
 	var back []string
 	for _, s := range w.state.Stale {
-		prev := named(before, s.Host, func(h *Host) string { return h.Name })
+		prev := plan.Named(before, s.Host, func(h *Host) string { return h.Name })
 		if w.reachable(s.Host) && (prev == nil || prev.Lost) && !slices.Contains(back, s.Host) {
 			back = append(back, s.Host)
 		}

@@ -2,6 +2,7 @@ package workflows
 
 import (
 	"fmt"
+	"github.com/clusterflow/clusterflow/workflows/plan"
 	"maps"
 	"slices"
 	"strings"
@@ -300,7 +301,7 @@ func (r *hostsRegistry) changed() {
 }
 
 func (r *hostsRegistry) host(name string) *Host {
-	return named(r.hosts, name, func(h *Host) string { return h.Name })
+	return plan.Named(r.hosts, name, func(h *Host) string { return h.Name })
 }
 
 // startLease keeps the host's lease in a goroutine of its own, once per host.

@@ -1,6 +1,7 @@
 package workflows
 
 import (
+	"github.com/clusterflow/clusterflow/workflows/plan"
 	"slices"
 
 	"go.temporal.io/sdk/workflow"
@@ -16,14 +17,14 @@ import (
 func (w *clusterWorkflow) reshape(ctx workflow.Context) {
 	for _, r := range w.spec.Roles {
 		if w.state.Role(r.Name) == nil {
-			w.state.Roles = append(w.state.Roles, roleState{Name: r.Name, DependsOn: r.DependsOn})
+			w.state.Roles = append(w.state.Roles, plan.RoleState{Name: r.Name, DependsOn: r.DependsOn})
 		}
 	}
 	w.state.Levels = w.plan()
 	for i := range w.state.Roles {
 		rs := &w.state.Roles[i]
 		rs.Level = levelOf(w.state.Levels, rs.Name)
-		rs.Desired = desiredMembers(w.spec, rs.Name)
+		rs.Desired = plan.DesiredMembers(w.spec, rs.Name)
 	}
 	w.addPendingMembers(ctx)
 }
@@ -61,10 +62,10 @@ func (w *clusterWorkflow) addPendingMembers(ctx workflow.Context) {
 	}
 }
 
-// addPendingTo adds the members a role is short of (planNewMembers), links the members
+// addPendingTo adds the members a role is short of (plan.NewMembers), links the members
 // they replace to them, and returns them.
-func (w *clusterWorkflow) addPendingTo(ctx workflow.Context, rs *roleState) []Member {
-	added := planNewMembers(w.state.Name, *rs, desiredMembers(w.spec, rs.Name), workflow.Now(ctx))
+func (w *clusterWorkflow) addPendingTo(ctx workflow.Context, rs *plan.RoleState) []Member {
+	added := plan.NewMembers(w.state.Name, *rs, plan.DesiredMembers(w.spec, rs.Name), workflow.Now(ctx))
 	for _, m := range added {
 		if m.Replaces != "" {
 			rs.Member(m.Replaces).ReplacedBy = m.Name
@@ -105,6 +106,6 @@ func (w *clusterWorkflow) dropRemoved() {
 // syncDesired shows a change's desired counts in status at once, before any operation.
 func (w *clusterWorkflow) syncDesired() {
 	for i := range w.state.Roles {
-		w.state.Roles[i].Desired = desiredMembers(w.spec, w.state.Roles[i].Name)
+		w.state.Roles[i].Desired = plan.DesiredMembers(w.spec, w.state.Roles[i].Name)
 	}
 }

@@ -2,6 +2,7 @@ package workflows
 
 import (
 	"fmt"
+	"github.com/clusterflow/clusterflow/workflows/plan"
 	"maps"
 	"slices"
 	"strings"
@@ -35,15 +36,6 @@ func (c hostCheck) hostsFor(hosts []Host, cluster string, r spec.Role) []Host {
 	return out
 }
 
-// occupies reports whether a member counts against its host's share of the role.
-func (m Member) occupies() bool {
-	switch m.State {
-	case MemberDeleted, MemberRogue, MemberReplacing:
-		return false
-	}
-	return m.Host != "" && !m.Leaving
-}
-
 // placeMembers gives each member without a host one that fits the role's placement, or
 // says why none fits in the member's Unplaced. Members of the role that already have a
 // host count towards maxPerHost and spreading.
@@ -57,7 +49,7 @@ func placeMembers(role spec.Role, members []Member, hosts []Host) []Member {
 	}
 	held := 0
 	for _, m := range out {
-		if m.occupies() {
+		if m.Occupies() {
 			held++
 			perHost[m.Host]++
 			perValue[byName[m.Host].Labels[role.Placement.SpreadBy]]++
@@ -125,14 +117,14 @@ func fits(p spec.Placement, h Host, held int) bool {
 // placementProblem says why the hosts cannot hold the desired members of every role, or
 // returns nil. Members already on a host that is not lost stay there, even if it takes no
 // new members (cordoned, draining); the rest need room on ready hosts that fit.
-func placementProblem(desired spec.Cluster, roles []roleState, allHosts []Host, check hostCheck) error {
+func placementProblem(desired spec.Cluster, roles []plan.RoleState, allHosts []Host, check hostCheck) error {
 	for i, r := range desired.Roles {
 		hosts := check.hostsFor(allHosts, desired.Name, r)
 		if r.Members == 0 {
 			continue
 		}
 		var members []Member
-		if rs := roleOf(roles, r.Name); rs != nil {
+		if rs := plan.RoleOf(roles, r.Name); rs != nil {
 			members = rs.Members
 		}
 		if err := placementShortfall(r, members, hosts, r.Members); err != nil {
@@ -148,7 +140,7 @@ func placementShortfall(r spec.Role, members []Member, hosts []Host, want int) e
 	p := r.Placement
 	held := map[string]int{}
 	for _, m := range members {
-		if m.occupies() {
+		if m.Occupies() {
 			held[m.Host]++
 		}
 	}

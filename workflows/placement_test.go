@@ -1,6 +1,7 @@
 package workflows
 
 import (
+	"github.com/clusterflow/clusterflow/workflows/plan"
 	"strings"
 	"testing"
 
@@ -109,7 +110,7 @@ func TestPlacementProblemKeepsMembersWhereTheyAre(t *testing.T) {
 	role := spec.Role{Name: "w", Members: 3, Placement: spec.Placement{MaxPerHost: 1}}
 	members := []Member{{Name: "x-w-0", State: MemberReady, Host: "a"}, {Name: "x-w-1", State: MemberReady, Host: "b"}}
 	desired := spec.Cluster{Roles: []spec.Role{role}}
-	roles := []roleState{{Name: "w", Members: members}}
+	roles := []plan.RoleState{{Name: "w", Members: members}}
 	// a and b keep their members; c is lost, and a has no room for a third.
 	if err := placementProblem(desired, roles, hosts, hostCheck{}); err == nil || err.Error() != "roles[0].placement: 3 members with maxPerHost 1 need 3 hosts; 1 is ready (a)" {
 		t.Errorf("got %v", err)
@@ -124,35 +125,35 @@ func TestPlanDrain(t *testing.T) {
 	m := func(name, host string, state MemberState) Member { return Member{Name: name, Host: host, State: state} }
 	levels := [][]string{{"controller"}, {"worker"}}
 	draining := func(host string) bool { return host == "d" }
-	limitOf := func(n int) func(roleState) int { return func(roleState) int { return n } }
+	limitOf := func(n int) func(plan.RoleState) int { return func(plan.RoleState) int { return n } }
 	tests := []struct {
 		name  string
-		roles []roleState
+		roles []plan.RoleState
 		limit int
 		want  string
 	}{
-		{"a level at a time", []roleState{
+		{"a level at a time", []plan.RoleState{
 			{Name: "controller", Members: []Member{m("c0", "d", MemberReady)}},
 			{Name: "worker", Members: []Member{m("w0", "d", MemberReady), m("w1", "a", MemberReady)}},
 		}, 1, "c0"},
-		{"the next level once the first is off the host", []roleState{
+		{"the next level once the first is off the host", []plan.RoleState{
 			{Name: "controller", Members: []Member{m("c1", "a", MemberReady)}},
 			{Name: "worker", Members: []Member{m("w0", "d", MemberReady), m("w1", "d", MemberReady), m("w2", "d", MemberReady)}},
 		}, 2, "w0 w1"},
-		{"wait while a replacement is under way", []roleState{
+		{"wait while a replacement is under way", []plan.RoleState{
 			{Name: "controller", Members: []Member{m("c0", "d", MemberReplacing), m("c1", "a", MemberPending)}},
 			{Name: "worker", Members: []Member{m("w0", "d", MemberReady)}},
 		}, 1, ""},
-		{"room left by maxUnavailable", []roleState{
+		{"room left by maxUnavailable", []plan.RoleState{
 			{Name: "worker", Members: []Member{m("w0", "d", MemberReplacing), m("w1", "d", MemberReady), m("w2", "d", MemberReady), m("w3", "a", MemberPending)}},
 		}, 2, "w1"},
-		{"nothing on a draining host", []roleState{
+		{"nothing on a draining host", []plan.RoleState{
 			{Name: "worker", Members: []Member{m("w0", "a", MemberReady)}},
 		}, 1, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got := strings.Join(planDrain(tt.roles, levels, draining, limitOf(tt.limit)), " ")
+			got := strings.Join(plan.Drain(tt.roles, levels, draining, limitOf(tt.limit)), " ")
 			if got != tt.want {
 				t.Errorf("drains %q, want %q", got, tt.want)
 			}

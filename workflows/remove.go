@@ -1,6 +1,7 @@
 package workflows
 
 import (
+	"github.com/clusterflow/clusterflow/workflows/plan"
 	"go.temporal.io/sdk/workflow"
 )
 
@@ -10,7 +11,7 @@ import (
 // Members being replaced stay until replacedToo: they go once their successors are set up.
 func (w *clusterWorkflow) removeUnwanted(ctx workflow.Context, replacedToo bool) {
 	for i := len(w.state.Levels) - 1; i >= 0 && ctx.Err() == nil; i-- {
-		forget, work := planRemoval(w.spec, w.state.Roles, w.state.Levels[i], replacedToo)
+		forget, work := plan.Removal(w.spec, w.state.Roles, w.state.Levels[i], replacedToo)
 		for _, name := range forget {
 			_, m := w.findMember(name)
 			m.State = MemberDeleted // never created: nothing to tear down
@@ -18,7 +19,7 @@ func (w *clusterWorkflow) removeUnwanted(ctx workflow.Context, replacedToo bool)
 		work = w.dropUnreachable(ctx, work)
 		w.runLevel(ctx, OpTeardown, work)
 		for _, rw := range work {
-			w.noteRemoved(rw.role, rw.members)
+			w.noteRemoved(rw.Role, rw.Members)
 		}
 	}
 	w.dropRemoved()

@@ -114,7 +114,7 @@ func (r *roleWorkflow) run(ctx workflow.Context) (RoleResult, error) {
 	r.done = true
 	out := make([]Member, len(r.members))
 	for i, m := range r.members {
-		out[i] = m.outcome()
+		out[i] = m.Outcome()
 	}
 	return RoleResult{Members: out}, nil
 }
@@ -216,7 +216,7 @@ func (r *roleWorkflow) teardownAll(ctx workflow.Context) {
 func (r *roleWorkflow) teardown(ctx workflow.Context, i int) {
 	m := &r.members[i]
 	var teardownErr error
-	if m.hasSetup() && r.in.Role.Wants(spec.EventTeardown) {
+	if m.HasSetup() && r.in.Role.Wants(spec.EventTeardown) {
 		r.set(ctx, i, MemberDeleting, spec.EventTeardown, "running teardown")
 		_, teardownErr = r.runScript(ctx, i, spec.EventTeardown)
 	} else {
@@ -309,7 +309,7 @@ func (r *roleWorkflow) runScript(ctx workflow.Context, i int, event spec.Event) 
 	if event == spec.EventAddNodes || event == spec.EventDelNodes {
 		switch {
 		case r.in.Notice != nil:
-			knows := m.knowledge()
+			knows := m.Knowledge()
 			run.Notice, run.NodesRole, run.Knows = r.in.Notice.ID, r.in.Notice.Role, &knows
 		case r.in.Nodes != nil:
 			run.NodesRole, run.Nodes = r.in.Nodes.Role, r.nodesFor(i)
@@ -425,7 +425,7 @@ func (r *roleWorkflow) reportProgress(ctx workflow.Context, parentID string) {
 		for _, i := range r.changed {
 			if !seen[i] {
 				seen[i] = true
-				progress.Members = append(progress.Members, r.members[i].outcome())
+				progress.Members = append(progress.Members, r.members[i].Outcome())
 			}
 		}
 		r.changed = nil

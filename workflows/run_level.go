@@ -3,6 +3,7 @@ package workflows
 import (
 	"encoding/json"
 	"fmt"
+	"github.com/clusterflow/clusterflow/workflows/plan"
 
 	"go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/workflow"
@@ -13,14 +14,14 @@ import (
 // runLevel runs op on the roles of one dependency level at once, a child workflow per
 // role, and applies each child's final member states once all have ended. It is the one
 // way members are acted on: configure, teardown, addnodes and delnodes.
-func (w *clusterWorkflow) runLevel(ctx workflow.Context, op RoleOperation, work []roleWork) {
+func (w *clusterWorkflow) runLevel(ctx workflow.Context, op RoleOperation, work []plan.RoleWork) {
 	ops := make([]*activeOp, len(work))
 	for i, rw := range work {
 		ops[i] = w.startRole(ctx, op, rw)
 	}
 	w.touch(ctx)
 	for i, o := range ops {
-		w.finishRole(ctx, work[i].role, o)
+		w.finishRole(ctx, work[i].Role, o)
 	}
 }
 
@@ -28,32 +29,32 @@ func (w *clusterWorkflow) runLevel(ctx workflow.Context, op RoleOperation, work 
 // the children's histories rather than the cluster's: one child for a role of up to
 // roleBatchSize members, and batches of that size for a wider one. A notification's work
 // names the notice (or, in runs from before notices, the nodes) its members are told.
-func (w *clusterWorkflow) startRole(ctx workflow.Context, op RoleOperation, rw roleWork) *activeOp {
-	role := rw.role
+func (w *clusterWorkflow) startRole(ctx workflow.Context, op RoleOperation, rw plan.RoleWork) *activeOp {
+	role := rw.Role
 	r, ok := w.roleSpec(role)
 	if !ok {
 		r = spec.Role{Name: role} // a rogue's unknown role: no script, only removal
 	}
 	step := fmt.Sprintf("%s-%d", op, w.state.Operations)
 	switch {
-	case rw.notice != nil:
-		step += "-" + rw.notice.Role // a pass may notify a role about several roles' members
-	case rw.nodes != nil:
-		step += "-" + rw.nodes.Role
+	case rw.Notice != nil:
+		step += "-" + rw.Notice.Role // a pass may notify a role about several roles' members
+	case rw.Nodes != nil:
+		step += "-" + rw.Nodes.Role
 	}
 	id := fmt.Sprintf("%s/%s/%s", ClusterWorkflowID(w.state.Name), step, role)
-	in := RoleInput{Cluster: w.state.Name, Home: w.state.Home, Operation: op, Role: r, Members: rw.members, Nodes: rw.nodes, MemberNodes: rw.memberNodes, Notice: rw.notice}
+	in := RoleInput{Cluster: w.state.Name, Home: w.state.Home, Operation: op, Role: r, Members: rw.Members, Nodes: rw.Nodes, MemberNodes: rw.MemberNodes, Notice: rw.Notice}
 	if w.bounded {
 		// The env travels once per host with the files; the members only as far as a child
 		// needs them.
 		in.EnvHash, in.Role.Env = spec.EnvHash(r.Env), nil
-		in.Members = make([]Member, len(rw.members))
-		for i, m := range rw.members {
-			in.Members[i] = m.forChild()
+		in.Members = make([]Member, len(rw.Members))
+		for i, m := range rw.Members {
+			in.Members[i] = m.ForChild()
 		}
 	}
-	active := &activeOp{op: op, members: make([]string, len(rw.members))}
-	for i, m := range rw.members {
+	active := &activeOp{op: op, members: make([]string, len(rw.Members))}
+	for i, m := range rw.Members {
 		active.members[i] = m.Name
 	}
 	w.activeOps[role] = active
@@ -74,7 +75,7 @@ func (w *clusterWorkflow) startRole(ctx workflow.Context, op RoleOperation, rw r
 			w.childStarts.started(b.future)
 		}
 	}
-	if len(rw.members) <= roleBatchSize || workflow.GetVersion(ctx, changeRoleBatches, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
+	if len(rw.Members) <= roleBatchSize || workflow.GetVersion(ctx, changeRoleBatches, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
 		active.batches = []*roleBatch{{id: id, in: in}}
 		start(ctx, active.batches[0])
 		return active

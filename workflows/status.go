@@ -1,24 +1,8 @@
 package workflows
 
 import (
-	"slices"
+	"github.com/clusterflow/clusterflow/workflows/plan"
 )
-
-// unavailableStates count against a role's maxUnavailable.
-var unavailableStates = []MemberState{MemberDown, MemberFlapping, MemberReplacing}
-
-func (s MemberState) unavailable() bool { return slices.Contains(unavailableStates, s) }
-
-// setUpStates are those of a member whose configure succeeded: down or flapping members
-// were set up, and their health is the state machine's concern.
-var setUpStates = []MemberState{MemberReady, MemberDown, MemberFlapping}
-
-func (s MemberState) setUp() bool { return slices.Contains(setUpStates, s) }
-
-// beingSetUp says the member's setup has not ended: not started, or running.
-func (s MemberState) beingSetUp() bool {
-	return s == MemberPending || s == MemberCreating || s == MemberConfiguring
-}
 
 // Budgets of a status's members, as JSON: a query's answer, and the status an update or the
 // workflow returns (which lands in the history). Temporal refuses a payload past 2 MiB, and
@@ -60,7 +44,7 @@ func (s clusterState) status(page *StatusPage, budget int) ClusterStatus {
 		seen += len(r.Members)
 		role.Members = make([]MemberStatus, 0, len(members))
 		for _, m := range members {
-			if budget -= m.statusSize(); budget < 0 {
+			if budget -= memberStatusSize(m); budget < 0 {
 				break
 			}
 			if m.Unplaced != "" {
@@ -77,9 +61,9 @@ func (s clusterState) status(page *StatusPage, budget int) ClusterStatus {
 	return out
 }
 
-// statusSize is about what a member takes in a status as JSON, a little more rather than
+// memberStatusSize is about what a member takes in a status as JSON, a little more rather than
 // less: field names and times are counted as fixed costs.
-func (m Member) statusSize() int {
+func memberStatusSize(m Member) int {
 	n := 300 + len(m.Name) + len(m.Role) + len(m.Host) + len(m.Detail) + len(m.Unplaced) + len(m.LastLine) +
 		2*(len(m.StdoutTail)+len(m.StderrTail)) + len(m.Replaces) + len(m.ReplacedBy)
 	if h := m.Health; h != nil {
@@ -142,17 +126,12 @@ func (s *ClusterStatus) Member(name string) *MemberStatus {
 
 // Role returns the named role's status.
 func (s *ClusterStatus) Role(name string) *RoleStatus {
-	return named(s.Roles, name, func(r *RoleStatus) string { return r.Name })
+	return plan.Named(s.Roles, name, func(r *RoleStatus) string { return r.Name })
 }
 
 // Member returns the named member of the role.
 func (r *RoleStatus) Member(name string) *MemberStatus {
-	return named(r.Members, name, func(m *MemberStatus) string { return m.Name })
-}
-
-// CountReady counts members in the ready state.
-func CountReady(members []Member) int {
-	return countState(members, MemberReady)
+	return plan.Named(r.Members, name, func(m *MemberStatus) string { return m.Name })
 }
 
 // Stable reports whether the phase is one that lasts until someone acts.

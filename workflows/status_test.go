@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"flag"
+	"github.com/clusterflow/clusterflow/workflows/plan"
 	"os"
 	"path/filepath"
 	"slices"
@@ -51,7 +52,7 @@ func exampleState() clusterState {
 		Levels: [][]string{{"controller"}, {"worker"}}, CreatedAt: at, UpdatedAt: at.Add(time.Minute),
 		Operations: 3, Generation: 3, AttemptedGeneration: 3, ReachedGeneration: 2, ConfigMetaVersion: 7,
 		Signatures: []GenerationSignature{{Generation: 3}, {Generation: 2, Key: "ops"}},
-		Roles: []roleState{
+		Roles: []plan.RoleState{
 			{Name: "controller", Level: 0, Desired: 1, Members: []Member{
 				{Name: "demo-controller-0", Role: "controller", State: MemberReady, Event: "configure", Since: at, ListedIn: 1, KnowsUpTo: 1, Announced: true},
 			}},

@@ -58,96 +58,114 @@ type (
 	}
 )
 
+// devFlags are dev's flags, checked.
+type devFlags struct {
+	com                                                       common
+	gf                                                        gatewayFlags
+	scriptUsers                                               scriptUserFlags
+	file, db, backendName, data, namespace, secretsDir        *string
+	address, uiAddress, gatewayAddress, codecAddress, logFile *string
+	noUI, noGateway, noWorker                                 *bool
+	hosts                                                     *int
+	codecKeyFile                                              string
+	keys                                                      *codec.Keys
+}
+
+// parseDevFlags reads and checks dev's flags, before anything starts.
+func parseDevFlags(args []string) (devFlags, error) {
+	var f devFlags
+	fs := newFlagSet("dev", "[-f SPEC] [flags]")
+	f.com.register(fs, "info")
+	f.file = fs.StringP("file", "f", "", "cluster spec to deploy once everything is up")
+	f.db = fs.String("db", ".clusterflow/dev.db", "SQLite file holding Temporal's state")
+	f.backendName = backendFlag(fs)
+	f.data = fs.String("data", ".clusterflow/data", "folder for members and the backend's own state")
+	f.address = fs.String("address", "127.0.0.1:7233", "Temporal gRPC listen address")
+	f.uiAddress = fs.String("ui-address", "127.0.0.1:8233", "Web UI listen address")
+	f.noUI = fs.Bool("no-ui", false, "do not serve the Web UI")
+	f.gatewayAddress = fs.String("gateway-address", "127.0.0.1:8088", "health gateway listen address (HTTP; its token is kept beside --db, in gateway-token)")
+	f.noGateway = fs.Bool("no-gateway", false, "do not serve the health gateway")
+	f.gf.register(fs)
+	f.noWorker = fs.Bool("no-worker", false, "do not run a worker (run `clusterflow worker` separately)")
+	f.hosts = fs.Int("hosts", 0, "run N hosts in this process, host-1 … host-N, each a worker with its own data folder beside --data, so members are placed on hosts (0: single-host mode)")
+	f.namespace = fs.String("namespace", "default", "Temporal namespace to create and use")
+	f.secretsDir = fs.String("secrets-dir", ".clusterflow/secrets", "folder of secret files: a spec's {fromFile: F} reads DIR/CLUSTER/F")
+	f.scriptUsers.register(fs, true)
+	codecKeyFlag(fs, &f.codecKeyFile)
+	f.codecAddress = fs.String("codec-address", "127.0.0.1:8089", "with --codec-key-file, where the codec server the Web UI decodes through listens (loopback only)")
+	f.logFile = fs.String("log-file", "", "file for the server's and worker's logs, so the terminal shows progress and status (default: dev.log beside --db); empty for stderr")
+	if err := fs.Parse(args); err != nil {
+		return f, flagError(err)
+	}
+	if !fs.Changed("log-file") {
+		*f.logFile = filepath.Join(filepath.Dir(*f.db), "dev.log")
+	}
+	if *f.hosts < 0 || *f.hosts > maxDevHosts {
+		return f, apperr.Errorf(apperr.Invalid, "--hosts: is %d; it must be from 0 to %d", *f.hosts, maxDevHosts)
+	}
+	if *f.hosts > 0 && *f.noWorker {
+		return f, apperr.Errorf(apperr.Invalid, "--hosts: runs workers, so it cannot go with --no-worker")
+	}
+	if err := checkBackend(*f.backendName); err != nil {
+		return f, err
+	}
+	var err error
+	if f.codecKeyFile, err = absoluteKeyFile(f.codecKeyFile); err != nil {
+		return f, err
+	}
+	if f.codecKeyFile != "" {
+		if f.keys, err = codec.LoadKeys(f.codecKeyFile); err != nil {
+			return f, apperr.Wrap(apperr.Invalid, err)
+		}
+		if !gateway.IsLoopback(*f.codecAddress) {
+			return f, apperr.Errorf(apperr.Invalid, "--codec-address %s: dev's codec server decrypts for whoever reaches it, so it listens on loopback only", *f.codecAddress)
+		}
+	}
+	return f, nil
+}
+
 func runDev(ctx context.Context, args []string, embedded *Embedded) error {
 	if embedded == nil {
 		return apperr.Errorf(apperr.Invalid, "this binary has no embedded Temporal server: run `clusterflow dev` (cmd/clusterflow), or point it at a server with --address")
 	}
 	preferSmallHeap()
-	fs := newFlagSet("dev", "[-f SPEC] [flags]")
-	var com common
-	com.register(fs, "info")
-	file := fs.StringP("file", "f", "", "cluster spec to deploy once everything is up")
-	db := fs.String("db", ".clusterflow/dev.db", "SQLite file holding Temporal's state")
-	backendName := backendFlag(fs)
-	data := fs.String("data", ".clusterflow/data", "folder for members and the backend's own state")
-	address := fs.String("address", "127.0.0.1:7233", "Temporal gRPC listen address")
-	uiAddress := fs.String("ui-address", "127.0.0.1:8233", "Web UI listen address")
-	noUI := fs.Bool("no-ui", false, "do not serve the Web UI")
-	gatewayAddress := fs.String("gateway-address", "127.0.0.1:8088", "health gateway listen address (HTTP; its token is kept beside --db, in gateway-token)")
-	noGateway := fs.Bool("no-gateway", false, "do not serve the health gateway")
-	var gf gatewayFlags
-	gf.register(fs)
-	noWorker := fs.Bool("no-worker", false, "do not run a worker (run `clusterflow worker` separately)")
-	hosts := fs.Int("hosts", 0, "run N hosts in this process, host-1 … host-N, each a worker with its own data folder beside --data, so members are placed on hosts (0: single-host mode)")
-	namespace := fs.String("namespace", "default", "Temporal namespace to create and use")
-	secretsDir := fs.String("secrets-dir", ".clusterflow/secrets", "folder of secret files: a spec's {fromFile: F} reads DIR/CLUSTER/F")
-	var scriptUsers scriptUserFlags
-	scriptUsers.register(fs, true)
-	var codecKeyFile string
-	codecKeyFlag(fs, &codecKeyFile)
-	codecAddress := fs.String("codec-address", "127.0.0.1:8089", "with --codec-key-file, where the codec server the Web UI decodes through listens (loopback only)")
-	logFile := fs.String("log-file", "", "file for the server's and worker's logs, so the terminal shows progress and status (default: dev.log beside --db); empty for stderr")
-	if err := fs.Parse(args); err != nil {
-		return flagError(err)
-	}
-	if !fs.Changed("log-file") {
-		*logFile = filepath.Join(filepath.Dir(*db), "dev.log")
-	}
-	if *hosts < 0 || *hosts > maxDevHosts {
-		return apperr.Errorf(apperr.Invalid, "--hosts: is %d; it must be from 0 to %d", *hosts, maxDevHosts)
-	}
-	if *hosts > 0 && *noWorker {
-		return apperr.Errorf(apperr.Invalid, "--hosts: runs workers, so it cannot go with --no-worker")
-	}
-	if err := checkBackend(*backendName); err != nil {
+	f, err := parseDevFlags(args)
+	if err != nil {
 		return err
 	}
-	var err error
-	if codecKeyFile, err = absoluteKeyFile(codecKeyFile); err != nil {
-		return err
-	}
-	var keys *codec.Keys
-	if codecKeyFile != "" {
-		if keys, err = codec.LoadKeys(codecKeyFile); err != nil {
-			return apperr.Wrap(apperr.Invalid, err)
-		}
-		if !gateway.IsLoopback(*codecAddress) {
-			return apperr.Errorf(apperr.Invalid, "--codec-address %s: dev's codec server decrypts for whoever reaches it, so it listens on loopback only", *codecAddress)
-		}
-	}
-	logger, closeLog, err := devLogger(com, *logFile)
+	logger, closeLog, err := devLogger(f.com, *f.logFile)
 	if err != nil {
 		return err
 	}
 	defer closeLog()
 	var cluster *spec.Cluster
-	if *file != "" {
-		c, err := spec.Load(*file)
+	if *f.file != "" {
+		c, err := spec.Load(*f.file)
 		if err != nil {
 			return err
 		}
 		cluster = &c
 	}
-	gatewayOpts, err := gf.options()
+	gatewayOpts, err := f.gf.options()
 	if err != nil {
 		return err
 	}
-	for _, a := range []string{*address, *uiAddress} {
+	for _, a := range []string{*f.address, *f.uiAddress} {
 		if !gateway.IsLoopback(a) {
 			fmt.Fprintf(os.Stderr, "WARNING: listening on %s: the embedded server has no authentication, so anyone who can reach it controls your clusters.\n", a)
 		}
 	}
 
 	srv, err := embedded.StartServer(EmbeddedServerOptions{
-		DBFile: *db, Address: *address, Namespace: *namespace, Logger: serverLogger(logger),
+		DBFile: *f.db, Address: *f.address, Namespace: *f.namespace, Logger: serverLogger(logger),
 		SearchAttributes: workflows.SearchAttributeTypes(),
 	})
 	if err != nil {
 		return err
 	}
 	defer stopLogged(logger, "Temporal server", srv.Stop)
-	co := client.Options{HostPort: srv.Address(), Namespace: *namespace, Logger: logging.SDK(logger)}
-	if err := codec.Apply(&co, codecKeyFile); err != nil {
+	co := client.Options{HostPort: srv.Address(), Namespace: *f.namespace, Logger: logging.SDK(logger)}
+	if err := codec.Apply(&co, f.codecKeyFile); err != nil {
 		return apperr.Wrap(apperr.Invalid, err)
 	}
 	c, err := client.DialContext(ctx, co)
@@ -155,58 +173,58 @@ func runDev(ctx context.Context, args []string, embedded *Embedded) error {
 		return fmt.Errorf("connect to the embedded server: %w", err)
 	}
 	defer c.Close()
-	st := starter.New(c, com.taskQueue).WithDataConverter(co.DataConverter)
-	if _, err := st.Setup(ctx, *namespace); err != nil {
+	st := starter.New(c, f.com.taskQueue).WithDataConverter(co.DataConverter)
+	if _, err := st.Setup(ctx, *f.namespace); err != nil {
 		return err
 	}
-	fmt.Printf("Temporal server:  %s  (namespace %s, state in %s)\n", srv.Address(), *namespace, *db)
+	fmt.Printf("Temporal server:  %s  (namespace %s, state in %s)\n", srv.Address(), *f.namespace, *f.db)
 	logger.Info("Temporal HTTP API serving", zap.String("address", srv.HTTPAddress()))
-	if *logFile != "" {
-		fmt.Printf("Logs:             %s\n", *logFile)
+	if *f.logFile != "" {
+		fmt.Printf("Logs:             %s\n", *f.logFile)
 	}
-	if !*noUI {
-		stop, err := startDevUI(ctx, embedded, *uiAddress, srv.Address(), *namespace, keys, *codecAddress, logger)
+	if !*f.noUI {
+		stop, err := startDevUI(ctx, embedded, *f.uiAddress, srv.Address(), *f.namespace, f.keys, *f.codecAddress, logger)
 		if err != nil {
 			return err
 		}
 		defer stop()
 	}
 
-	if !*noGateway {
-		stop, err := serveDevGateway(ctx, *gatewayAddress, filepath.Join(filepath.Dir(*db), "gateway-token"), gatewayOpts, st, logger)
+	if !*f.noGateway {
+		stop, err := serveDevGateway(ctx, *f.gatewayAddress, filepath.Join(filepath.Dir(*f.db), "gateway-token"), gatewayOpts, st, logger)
 		if err != nil {
 			return err
 		}
 		defer stop()
 	}
 
-	conn := agent.Connection{ClientConfigProfile: envconfig.ClientConfigProfile{Address: srv.Address(), Namespace: *namespace}, CodecKeyFile: codecKeyFile}
-	owner, err := st.NamespaceID(ctx, *namespace)
+	conn := agent.Connection{ClientConfigProfile: envconfig.ClientConfigProfile{Address: srv.Address(), Namespace: *f.namespace}, CodecKeyFile: f.codecKeyFile}
+	owner, err := st.NamespaceID(ctx, *f.namespace)
 	if err != nil {
 		return err
 	}
 	var workers []devWorker
-	if !*noWorker {
-		base, err := backendOptions(*backendName, *data, *secretsDir, com)
+	if !*f.noWorker {
+		base, err := backendOptions(*f.backendName, *f.data, *f.secretsDir, f.com)
 		if err != nil {
 			return err
 		}
-		if base.Scripts, err = scriptUsers.choose(*data, logger); err != nil {
+		if base.Scripts, err = f.scriptUsers.choose(*f.data, logger); err != nil {
 			return err
 		}
 		base.Owner, base.Connection = owner, conn
-		if workers, err = newDevWorkers(*backendName, base, *hosts); err != nil {
+		if workers, err = newDevWorkers(*f.backendName, base, *f.hosts); err != nil {
 			return err
 		}
 	}
 	workerDone := make(chan error, len(workers))
 	for _, w := range workers {
-		opts := worker.Options{TaskQueue: com.taskQueue, Backend: w.members, Host: w.host, Logger: logger}
+		opts := worker.Options{TaskQueue: f.com.taskQueue, Backend: w.members, Host: w.host, Logger: logger}
 		go func() { workerDone <- worker.Run(ctx, c, opts) }()
 	}
-	if *hosts > 0 {
+	if *f.hosts > 0 {
 		// A deploy before the hosts are registered would place nothing on them.
-		if err := waitForHosts(ctx, st, *hosts); err != nil {
+		if err := waitForHosts(ctx, st, *f.hosts); err != nil {
 			return err
 		}
 	}

@@ -1,4 +1,4 @@
-package workflows
+package plan
 
 import (
 	"fmt"
@@ -195,35 +195,35 @@ func TestPlanPass(t *testing.T) {
 // goes as planned: removal (deepest level of the observed roles first), new members, setup
 // level by level (each member set up becomes ready, and a level with problems ends the
 // pass), then the replaced members' removal.
-func planPass(desired spec.Cluster, roles []roleState) passPlan {
+func planPass(desired spec.Cluster, roles []RoleState) passPlan {
 	var p passPlan
 	var forget, teardown []string
 	observedLevels := testLevels(roles)
 	for i := len(observedLevels) - 1; i >= 0; i-- {
-		f, work := planRemoval(desired, roles, observedLevels[i], false)
+		f, work := Removal(desired, roles, observedLevels[i], false)
 		forget = append(forget, f...)
 		teardown = append(teardown, describeWork(i, work)...)
 	}
 	p.forget, p.teardown = strings.Join(short(forget), " "), strings.Join(teardown, " | ")
 	// The removed are gone, roles the spec no longer has with them; every role it has is there.
 	for i := range roles {
-		_, unwanted := splitMembers(roles[i], desiredMembers(desired, roles[i].Name))
+		_, unwanted := SplitMembers(roles[i], DesiredMembers(desired, roles[i].Name))
 		roles[i].Members = slices.DeleteFunc(roles[i].Members, func(m Member) bool {
 			return m.State != MemberReplacing && slices.ContainsFunc(unwanted, func(u Member) bool { return u.Name == m.Name })
 		})
 	}
-	roles = slices.DeleteFunc(roles, func(rs roleState) bool { return len(rs.Members) == 0 })
+	roles = slices.DeleteFunc(roles, func(rs RoleState) bool { return len(rs.Members) == 0 })
 	for _, r := range desired.Roles {
-		if roleOf(roles, r.Name) == nil {
-			roles = append(roles, roleState{Name: r.Name})
+		if RoleOf(roles, r.Name) == nil {
+			roles = append(roles, RoleState{Name: r.Name})
 		}
 	}
 	levels := testLevels(roles)
 	var created []string
 	for _, level := range levels {
 		for _, name := range level {
-			rs := roleOf(roles, name)
-			added := planNewMembers(desired.Name, *rs, desiredMembers(desired, name), time.Time{})
+			rs := RoleOf(roles, name)
+			added := NewMembers(desired.Name, *rs, DesiredMembers(desired, name), time.Time{})
 			for _, m := range added {
 				created = append(created, describeMember(m))
 				if m.Replaces != "" {
@@ -236,20 +236,20 @@ func planPass(desired spec.Cluster, roles []roleState) passPlan {
 	p.create = strings.Join(created, " ")
 	var configure, replaced []string
 	for i, level := range levels {
-		work := planConfigure(desired, roles, level)
+		work := Configure(desired, roles, level)
 		configure = append(configure, describeWork(i, work)...)
 		for _, rw := range work {
-			for _, m := range rw.members {
-				roleOf(roles, rw.role).Member(m.Name).State = MemberReady
+			for _, m := range rw.Members {
+				RoleOf(roles, rw.Role).Member(m.Name).State = MemberReady
 			}
 		}
-		if problems := levelProblems(desired, roles, level); len(problems) > 0 {
+		if problems := LevelProblems(desired, roles, level); len(problems) > 0 {
 			p.failed = strings.Join(problems, "; ")
 			break
 		}
 	}
 	for i := len(levels) - 1; i >= 0; i-- {
-		_, work := planRemoval(desired, roles, levels[i], true)
+		_, work := Removal(desired, roles, levels[i], true)
 		replaced = append(replaced, describeWork(i, work)...)
 	}
 	p.configure, p.replaced = strings.Join(configure, " | "), strings.Join(replaced, " | ")
@@ -257,10 +257,10 @@ func planPass(desired spec.Cluster, roles []roleState) passPlan {
 }
 
 // testLevels are the dependency levels of the test cluster's roles that are there.
-func testLevels(roles []roleState) [][]string {
+func testLevels(roles []RoleState) [][]string {
 	var levels [][]string
 	for _, name := range []string{"controller", "worker", "edge"} {
-		if roleOf(roles, name) != nil {
+		if RoleOf(roles, name) != nil {
 			levels = append(levels, []string{name})
 		}
 	}
@@ -340,12 +340,12 @@ func TestPlanNotification(t *testing.T) {
 				nodes = append(nodes, parseMember(t, desired.Name, name+"=ready@"+marks))
 			}
 			var got []string
-			for _, rw := range planNotification(desired, roles, row.op, "worker", nodes) {
+			for _, rw := range Notification(desired, roles, row.op, "worker", nodes) {
 				var told []string
-				for i, m := range rw.members {
-					told = append(told, fmt.Sprintf("%s[%s]", shortName(m.Name), strings.Join(short(rw.memberNodes[i]), ",")))
+				for i, m := range rw.Members {
+					told = append(told, fmt.Sprintf("%s[%s]", shortName(m.Name), strings.Join(short(rw.MemberNodes[i]), ",")))
 				}
-				got = append(got, rw.role+": "+strings.Join(told, ","))
+				got = append(got, rw.Role+": "+strings.Join(told, ","))
 			}
 			if s := strings.Join(got, " | "); s != row.want {
 				t.Errorf("told:\n got %q\nwant %q", s, row.want)
@@ -355,7 +355,7 @@ func TestPlanNotification(t *testing.T) {
 	// A role that does not subscribe to the event is not told.
 	unsubscribed := testCluster(t, "controller=1 worker=2")
 	roles := observedRoles(t, unsubscribed, []string{"controller-0=ready@1/1", "worker-0=ready@1/1", "worker-1=ready@2/2"})
-	if work := planNotification(unsubscribed, roles, OpAddNodes, "worker", []Member{parseMember(t, "c", "worker-1=ready@2/2")}); len(work) != 0 {
+	if work := Notification(unsubscribed, roles, OpAddNodes, "worker", []Member{parseMember(t, "c", "worker-1=ready@2/2")}); len(work) != 0 {
 		t.Errorf("roles without the addnodes event were told: %+v", work)
 	}
 }
@@ -386,7 +386,7 @@ func TestPlanStops(t *testing.T) {
 	} {
 		t.Run(row.name, func(t *testing.T) {
 			desired := testCluster(t, row.desired)
-			got := strings.Join(describeWork(1, planStops(desired, observedRoles(t, desired, row.observed), row.configuring)), " | ")
+			got := strings.Join(describeWork(1, Stops(desired, observedRoles(t, desired, row.observed), row.configuring)), " | ")
 			if got != row.want {
 				t.Errorf("stops:\n got %q\nwant %q", got, row.want)
 			}
@@ -397,7 +397,7 @@ func TestPlanStops(t *testing.T) {
 func TestPlanDeletion(t *testing.T) {
 	desired := testCluster(t, "controller=1 worker=3")
 	roles := observedRoles(t, desired, []string{"controller-0=ready", "worker-0=down", "worker-1=config_error", "worker-2=pending", "worker-3=deleted"})
-	forget, work := planDeletion(roles, []string{"worker"})
+	forget, work := Deletion(roles, []string{"worker"})
 	if got := strings.Join(short(forget), " ") + " / " + strings.Join(describeWork(1, work), " | "); got != "worker-2 / L1 worker: worker-0,worker-1" {
 		t.Errorf("delete of the workers: %s", got)
 	}
@@ -414,7 +414,7 @@ func TestLevelProblems(t *testing.T) {
 		{[]string{"worker-0=ready", "worker-1=pending", "worker-2=configuring"}, "role worker: 1 of 3 members ready"},
 	} {
 		roles := observedRoles(t, desired, row.observed)
-		if got := strings.Join(levelProblems(desired, roles, []string{"worker"}), "; "); got != row.want {
+		if got := strings.Join(LevelProblems(desired, roles, []string{"worker"}), "; "); got != row.want {
 			t.Errorf("%v: got %q, want %q", row.observed, got, row.want)
 		}
 	}
@@ -439,14 +439,14 @@ func testCluster(t *testing.T, counts string) spec.Cluster {
 
 // observedRoles builds the roles' observed state from members in the short notation, in
 // the order given.
-func observedRoles(t *testing.T, desired spec.Cluster, members []string) []roleState {
+func observedRoles(t *testing.T, desired spec.Cluster, members []string) []RoleState {
 	t.Helper()
-	var roles []roleState
+	var roles []RoleState
 	for _, text := range members {
 		m := parseMember(t, desired.Name, text)
-		rs := roleOf(roles, m.Role)
+		rs := RoleOf(roles, m.Role)
 		if rs == nil {
-			roles = append(roles, roleState{Name: m.Role})
+			roles = append(roles, RoleState{Name: m.Role})
 			rs = &roles[len(roles)-1]
 		}
 		rs.Members = append(rs.Members, m)
@@ -512,14 +512,14 @@ func fullName(t *testing.T, cluster, short string) string {
 	return spec.MemberName(cluster, role, n)
 }
 
-func describeWork(level int, work []roleWork) []string {
+func describeWork(level int, work []RoleWork) []string {
 	var out []string
 	for _, rw := range work {
-		names := make([]string, len(rw.members))
-		for i, m := range rw.members {
+		names := make([]string, len(rw.Members))
+		for i, m := range rw.Members {
 			names[i] = shortName(m.Name)
 		}
-		out = append(out, fmt.Sprintf("L%d %s: %s", level, rw.role, strings.Join(names, ",")))
+		out = append(out, fmt.Sprintf("L%d %s: %s", level, rw.Role, strings.Join(names, ",")))
 	}
 	return out
 }

@@ -1,4 +1,7 @@
-package workflows
+// Package plan is clusterflow's planner: the member model and pure functions that decide
+// what a cluster's next step does. It has no SDK, no clock and no side effects, so table
+// tests run it as it is.
+package plan
 
 import (
 	"fmt"
@@ -10,27 +13,26 @@ import (
 	"github.com/clusterflow/clusterflow/spec"
 )
 
-// The planner decides; the executor does. Each function here takes the desired spec and the
-// members as observed now, and returns what the next step must do: which members to forget,
-// tear down, create or configure, and who must be told what. They have no SDK and no side
-// effects, and plan_test.go tests them as tables. The executor (converge.go, remove.go,
-// announce.go) asks for the next step right when it takes it, so a change that arrived
-// while the previous step ran is planned for, and carries the step out through runLevel.
+// The planner decides; the executor (the workflows package) does. Each function here takes
+// the desired spec and the members as observed now, and returns what the next step must
+// do: which members to forget, tear down, create or configure, and who must be told what.
+// The executor asks for the next step right when it takes it, so a change that arrived
+// while the previous step ran is planned for.
 
-// roleWork is one role's share of a step: the members its child workflow acts on and, for a
+// RoleWork is one role's share of a step: the members its child workflow acts on and, for a
 // notification, the notice they are told (or, in runs from before notices, the nodes
 // joining or leaving and those each member is told about).
-type roleWork struct {
-	role        string
-	members     []Member
-	notice      *NoticeRef
-	nodes       *NodeGroup
-	memberNodes [][]string
+type RoleWork struct {
+	Role        string
+	Members     []Member
+	Notice      *NoticeRef
+	Nodes       *NodeGroup
+	MemberNodes [][]string
 }
 
-// desiredMembers is how many members the desired spec wants in a role; none for a role it
+// DesiredMembers is how many members the desired spec wants in a role; none for a role it
 // no longer has.
-func desiredMembers(desired spec.Cluster, role string) int {
+func DesiredMembers(desired spec.Cluster, role string) int {
 	r, ok := desired.Role(role)
 	if !ok {
 		return 0
@@ -38,13 +40,13 @@ func desiredMembers(desired spec.Cluster, role string) int {
 	return r.Members
 }
 
-// splitMembers divides a role's existing (not deleted) members into the keep it wants and
+// SplitMembers divides a role's existing (not deleted) members into the keep it wants and
 // the others. Members leaving go; members down or flapping are the first to go when a role
 // shrinks; otherwise the lowest ordinals stay.
-func splitMembers(rs roleState, keep int) (wanted, unwanted []Member) {
+func SplitMembers(rs RoleState, keep int) (wanted, unwanted []Member) {
 	healthy := 0
 	for _, m := range rs.Members {
-		if m.State != MemberDeleted && !m.Leaving && !m.State.unavailable() {
+		if m.State != MemberDeleted && !m.Leaving && !m.State.Unavailable() {
 			healthy++
 		}
 	}
@@ -55,10 +57,10 @@ func splitMembers(rs roleState, keep int) (wanted, unwanted []Member) {
 		case m.State == MemberDeleted:
 		case m.Leaving:
 			unwanted = append(unwanted, m)
-		case !m.State.unavailable() && keptHealthy < keep:
+		case !m.State.Unavailable() && keptHealthy < keep:
 			keptHealthy++
 			wanted = append(wanted, m)
-		case m.State.unavailable() && keptUnavailable < keepUnavailable:
+		case m.State.Unavailable() && keptUnavailable < keepUnavailable:
 			keptUnavailable++
 			wanted = append(wanted, m)
 		default:
@@ -68,16 +70,16 @@ func splitMembers(rs roleState, keep int) (wanted, unwanted []Member) {
 	return wanted, unwanted
 }
 
-// planRemoval is one level's removal: the unwanted members never created are forgotten,
+// Removal is one level's removal: the unwanted members never created are forgotten,
 // and the others are torn down and removed, a child per role. Members being replaced stay
 // unless replacedToo: they go once their successors are set up.
-func planRemoval(desired spec.Cluster, roles []roleState, level []string, replacedToo bool) (forget []string, work []roleWork) {
+func Removal(desired spec.Cluster, roles []RoleState, level []string, replacedToo bool) (forget []string, work []RoleWork) {
 	for _, name := range level {
-		rs := roleOf(roles, name)
+		rs := RoleOf(roles, name)
 		if rs == nil {
 			continue
 		}
-		_, unwanted := splitMembers(*rs, desiredMembers(desired, name))
+		_, unwanted := SplitMembers(*rs, DesiredMembers(desired, name))
 		var present []Member
 		for _, m := range unwanted {
 			switch {
@@ -89,23 +91,23 @@ func planRemoval(desired spec.Cluster, roles []roleState, level []string, replac
 			}
 		}
 		if len(present) > 0 {
-			work = append(work, roleWork{role: name, members: present})
+			work = append(work, RoleWork{Role: name, Members: present})
 		}
 	}
 	return forget, work
 }
 
-// planStops lists, for each role being configured now (configuring maps it to the members
+// Stops lists, for each role being configured now (configuring maps it to the members
 // its child sets up), the members the desired spec no longer wants and not yet stopped:
 // their scripts are killed rather than finished for a teardown.
-func planStops(desired spec.Cluster, roles []roleState, configuring map[string][]string) []roleWork {
-	var work []roleWork
+func Stops(desired spec.Cluster, roles []RoleState, configuring map[string][]string) []RoleWork {
+	var work []RoleWork
 	for _, role := range slices.Sorted(maps.Keys(configuring)) {
-		rs := roleOf(roles, role)
+		rs := RoleOf(roles, role)
 		if rs == nil {
 			continue
 		}
-		_, unwanted := splitMembers(*rs, desiredMembers(desired, role))
+		_, unwanted := SplitMembers(*rs, DesiredMembers(desired, role))
 		var stop []Member
 		for _, m := range unwanted {
 			if slices.Contains(configuring[role], m.Name) && !m.Leaving {
@@ -113,23 +115,23 @@ func planStops(desired spec.Cluster, roles []roleState, configuring map[string][
 			}
 		}
 		if len(stop) > 0 {
-			work = append(work, roleWork{role: role, members: stop})
+			work = append(work, RoleWork{Role: role, Members: stop})
 		}
 	}
 	return work
 }
 
-// planDeletion is one level of a delete: a removal that wants no member at all, so members
+// Deletion is one level of a delete: a removal that wants no member at all, so members
 // never created are forgotten and every other one, whatever its state, is torn down.
-func planDeletion(roles []roleState, level []string) (forget []string, work []roleWork) {
-	return planRemoval(spec.Cluster{}, roles, level, true)
+func Deletion(roles []RoleState, level []string) (forget []string, work []RoleWork) {
+	return Removal(spec.Cluster{}, roles, level, true)
 }
 
-// planNewMembers lists the members a role is short of, with the next ordinals. Each new
+// NewMembers lists the members a role is short of, with the next ordinals. Each new
 // member takes the place of a member being replaced that has no successor yet, in order,
 // and inherits its count of replacements.
-func planNewMembers(cluster string, rs roleState, keep int, now time.Time) []Member {
-	wanted, _ := splitMembers(rs, keep)
+func NewMembers(cluster string, rs RoleState, keep int, now time.Time) []Member {
+	wanted, _ := SplitMembers(rs, keep)
 	next := 0
 	if n := len(rs.Members); n > 0 {
 		next = rs.Members[n-1].Ordinal + 1
@@ -152,13 +154,13 @@ func planNewMembers(cluster string, rs roleState, keep int, now time.Time) []Mem
 	return added
 }
 
-// planConfigure is one level's setup: every wanted member still pending is configured, a
+// Configure is one level's setup: every wanted member still pending is configured, a
 // child per role.
-func planConfigure(desired spec.Cluster, roles []roleState, level []string) []roleWork {
-	var work []roleWork
+func Configure(desired spec.Cluster, roles []RoleState, level []string) []RoleWork {
+	var work []RoleWork
 	for _, name := range level {
-		rs := roleOf(roles, name)
-		wanted, _ := splitMembers(*rs, desiredMembers(desired, name))
+		rs := RoleOf(roles, name)
+		wanted, _ := SplitMembers(*rs, DesiredMembers(desired, name))
 		var pending []Member
 		for _, m := range wanted {
 			if m.State == MemberPending && m.Unplaced == "" {
@@ -166,20 +168,20 @@ func planConfigure(desired spec.Cluster, roles []roleState, level []string) []ro
 			}
 		}
 		if len(pending) > 0 {
-			work = append(work, roleWork{role: name, members: pending})
+			work = append(work, RoleWork{Role: name, Members: pending})
 		}
 	}
 	return work
 }
 
-// levelProblems explains why a level's roles are not all set up, if they are not. Members
+// LevelProblems explains why a level's roles are not all set up, if they are not. Members
 // down or flapping were set up: their health is the state machine's concern.
-func levelProblems(desired spec.Cluster, roles []roleState, level []string) []string {
+func LevelProblems(desired spec.Cluster, roles []RoleState, level []string) []string {
 	var failed []string
 	for _, name := range level {
-		wanted, _ := splitMembers(*roleOf(roles, name), desiredMembers(desired, name))
-		setUp := countState(wanted, setUpStates...)
-		if n := countState(wanted, MemberConfigError); n > 0 {
+		wanted, _ := SplitMembers(*RoleOf(roles, name), DesiredMembers(desired, name))
+		setUp := CountState(wanted, setUpStates...)
+		if n := CountState(wanted, MemberConfigError); n > 0 {
 			failed = append(failed, fmt.Sprintf("role %s failed: %d of %d members in config_error", name, n, len(wanted)))
 		} else if ready := CountReady(wanted); setUp < len(wanted) {
 			failed = append(failed, fmt.Sprintf("role %s: %d of %d members ready", name, ready, len(wanted)))
@@ -188,13 +190,13 @@ func levelProblems(desired spec.Cluster, roles []roleState, level []string) []st
 	return failed
 }
 
-// planNotice says who is told a notice of nodes joining (addnodes) or leaving (delnodes):
+// Notice says who is told a notice of nodes joining (addnodes) or leaving (delnodes):
 // every ready member whose role subscribes to the event and that does not know (addnodes)
 // or knew (delnodes) some of them; a child per role. Each member's host works out which
 // nodes from the notice and what the member knows, so the work names no nodes.
-func planNotice(desired spec.Cluster, roles []roleState, n notice.Notice) []roleWork {
+func Notice(desired spec.Cluster, roles []RoleState, n notice.Notice) []RoleWork {
 	ref := &NoticeRef{ID: n.ID, Role: n.Role}
-	var work []roleWork
+	var work []RoleWork
 	for _, rs := range roles {
 		r, ok := desired.Role(rs.Name)
 		if !ok || !r.Wants(n.Event) {
@@ -202,19 +204,19 @@ func planNotice(desired spec.Cluster, roles []roleState, n notice.Notice) []role
 		}
 		var recipients []Member
 		for _, m := range rs.Members {
-			if m.State == MemberReady && n.Count(m.Name, m.knowledge()) > 0 {
+			if m.State == MemberReady && n.Count(m.Name, m.Knowledge()) > 0 {
 				recipients = append(recipients, m)
 			}
 		}
 		if len(recipients) > 0 {
-			work = append(work, roleWork{role: rs.Name, members: recipients, notice: ref})
+			work = append(work, RoleWork{Role: rs.Name, Members: recipients, Notice: ref})
 		}
 	}
 	return work
 }
 
-// newNotice is the notice of nodes (of one role) joining or leaving.
-func newNotice(id int, cluster string, op RoleOperation, role string, nodes []Member) notice.Notice {
+// NewNotice is the notice of nodes (of one role) joining or leaving.
+func NewNotice(id int, cluster string, op RoleOperation, role string, nodes []Member) notice.Notice {
 	of := make([]notice.Node, len(nodes))
 	for i, n := range nodes {
 		of[i] = notice.Node{Ordinal: n.Ordinal, Class: n.class()}
@@ -222,16 +224,16 @@ func newNotice(id int, cluster string, op RoleOperation, role string, nodes []Me
 	return notice.New(id, cluster, spec.Event(op), role, of)
 }
 
-// planNotification is planNotice as runs from before notices had it: the work names, for
+// Notification is Notice as runs from before notices had it: the work names, for
 // every member, the nodes it is told about.
-func planNotification(desired spec.Cluster, roles []roleState, op RoleOperation, nodesRole string, nodes []Member) []roleWork {
+func Notification(desired spec.Cluster, roles []RoleState, op RoleOperation, nodesRole string, nodes []Member) []RoleWork {
 	event := spec.Event(op)
 	group := &NodeGroup{Role: nodesRole}
 	for _, n := range nodes {
 		group.Nodes = append(group.Nodes, n.Name)
 	}
 	classes := classifyNodes(nodes)
-	var work []roleWork
+	var work []RoleWork
 	for _, rs := range roles {
 		r, ok := desired.Role(rs.Name)
 		if !ok || !r.Wants(event) {
@@ -249,7 +251,7 @@ func planNotification(desired spec.Cluster, roles []roleState, op RoleOperation,
 			}
 		}
 		if len(recipients) > 0 {
-			work = append(work, roleWork{role: rs.Name, members: recipients, nodes: group, memberNodes: told})
+			work = append(work, RoleWork{Role: rs.Name, Members: recipients, Nodes: group, MemberNodes: told})
 		}
 	}
 	return work
@@ -310,7 +312,7 @@ func (c nodeClasses) about(m Member, op RoleOperation) []string {
 	return about
 }
 
-// roleOf finds a role among roles.
-func roleOf(roles []roleState, name string) *roleState {
-	return named(roles, name, func(r *roleState) string { return r.Name })
+// RoleOf finds a role among roles.
+func RoleOf(roles []RoleState, name string) *RoleState {
+	return Named(roles, name, func(r *RoleState) string { return r.Name })
 }
