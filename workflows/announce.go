@@ -43,12 +43,7 @@ func (w *clusterWorkflow) announce(ctx workflow.Context) {
 			return
 		}
 		rs := &w.state.Roles[i]
-		var joined []Member
-		for _, m := range rs.Members {
-			if m.State == MemberReady && !m.Announced {
-				joined = append(joined, m)
-			}
-		}
+		joined := plan.Joined(*rs)
 		if len(joined) == 0 {
 			continue
 		}

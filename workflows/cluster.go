@@ -129,7 +129,7 @@ func newClusterWorkflow(ctx workflow.Context, in ClusterInput) (*clusterWorkflow
 		w.state.OnHosts, w.state.Hosts = true, in.Hosts
 	}
 	for _, r := range in.Spec.Roles {
-		w.state.Roles = append(w.state.Roles, plan.RoleState{Name: r.Name, Level: levelOf(levels, r.Name), DependsOn: r.DependsOn, Desired: r.Members})
+		w.state.Roles = append(w.state.Roles, plan.RoleState{Name: r.Name, Level: plan.LevelOf(levels, r.Name), DependsOn: r.DependsOn, Desired: r.Members})
 	}
 	w.addPendingMembers(ctx)
 	return w, nil
@@ -372,17 +372,6 @@ func (w *clusterWorkflow) roleSpec(name string) (spec.Role, bool) {
 		}
 	}
 	return spec.Role{}, false
-}
-
-func levelOf(levels [][]string, role string) int {
-	for i, level := range levels {
-		for _, name := range level {
-			if name == role {
-				return i
-			}
-		}
-	}
-	return -1
 }
 
 func countMembers(roles []plan.RoleState, states ...MemberState) (matching, total int) {

@@ -51,31 +51,47 @@ func (w *clusterWorkflow) convergeOnce(ctx workflow.Context) (again bool) {
 		return true
 	}
 	w.reshape(ctx)
-	for i, level := range w.state.Levels {
-		if ctx.Err() != nil || w.heldByMaintenance(ctx) {
-			return false
-		}
-		if err := w.writeClusterFiles(ctx, i == 0); err != nil {
-			// Cancelled by a delete is not a failure; anything else is.
-			if ctx.Err() == nil {
-				w.setPhase(ctx, PhaseFailed, "could not write the cluster's files: "+errorMessage(err))
+	// Level by level: write the files (configmeta lists the members about to be set up),
+	// set the level's pending members up, and go on only if all of them are.
+	ended, again := false, false
+	w.runPass(ctx, w.spec, plan.Setup(w.state.Levels), passHooks{
+		before: func(step plan.Step) bool {
+			if w.heldByMaintenance(ctx) {
+				ended = true
+				return false
 			}
-			return false
-		}
-		w.configureLevel(ctx, level)
-		if ctx.Err() != nil || w.heldByMaintenance(ctx) {
-			return false
-		}
-		if changed() || w.replaceFailed(ctx, level) {
+			if err := w.writeClusterFiles(ctx, step.Level == 0); err != nil {
+				// Cancelled by a delete is not a failure; anything else is.
+				if ctx.Err() == nil {
+					w.setPhase(ctx, PhaseFailed, "could not write the cluster's files: "+errorMessage(err))
+				}
+				ended = true
+				return false
+			}
 			return true
-		}
-		if failed := plan.LevelProblems(w.spec, w.state.Roles, level); len(failed) > 0 {
-			w.skipLaterLevels(i, strings.Join(level, ", "))
-			w.removeReplaced(ctx)
-			w.announce(ctx)
-			w.setPhase(ctx, PhaseFailed, strings.Join(failed, "; "))
-			return false
-		}
+		},
+		after: func(step plan.Step) bool {
+			if ctx.Err() != nil || w.heldByMaintenance(ctx) {
+				ended = true
+				return false
+			}
+			if changed() || w.replaceFailed(ctx, step.Roles) {
+				ended, again = true, true
+				return false
+			}
+			if failed := plan.LevelProblems(w.spec, w.state.Roles, step.Roles); len(failed) > 0 {
+				w.skipLaterLevels(step.Level, strings.Join(step.Roles, ", "))
+				w.removeReplaced(ctx)
+				w.announce(ctx)
+				w.setPhase(ctx, PhaseFailed, strings.Join(failed, "; "))
+				ended = true
+				return false
+			}
+			return true
+		},
+	})
+	if ended || ctx.Err() != nil {
+		return again
 	}
 	w.removeReplaced(ctx)
 	if ctx.Err() != nil || w.heldByMaintenance(ctx) {
@@ -114,20 +130,18 @@ func (w *clusterWorkflow) removeReplaced(ctx workflow.Context) {
 	}
 }
 
-// configureLevel sets up the pending members of one level's roles (plan.Configure), each
-// role in a child workflow, all roles at once. They configure with the configmeta just
-// written, and so know the members it lists.
-func (w *clusterWorkflow) configureLevel(ctx workflow.Context, level []string) {
-	work := plan.Configure(w.spec, w.state.Roles, level)
+// markSetUpNow records that the members about to be set up configure with the configmeta
+// just written, and so know the members it lists; a member placed afresh is this
+// operation's to set up now.
+func (w *clusterWorkflow) markSetUpNow(work []plan.RoleWork) {
 	for _, rw := range work {
 		rs := w.state.Role(rw.Role)
 		for i := range rw.Members {
 			live := rs.Member(rw.Members[i].Name)
-			live.KnowsUpTo, live.Moved = w.state.ConfigMetaVersion, false // this operation sets it up now
+			live.KnowsUpTo, live.Moved = w.state.ConfigMetaVersion, false
 			rw.Members[i].KnowsUpTo, rw.Members[i].Moved = w.state.ConfigMetaVersion, false
 		}
 	}
-	w.runLevel(ctx, OpConfigure, work)
 }
 
 // skipLaterLevels says why members of roles after a failed level never started.

@@ -20,14 +20,8 @@ func (w *clusterWorkflow) delete(parent workflow.Context) {
 	if err := w.writeClusterFiles(ctx, true); err != nil {
 		w.logger.Warn("Could not reinstall startscripts; teardown scripts may fail", "Error", err)
 	}
-	for i := len(w.state.Levels) - 1; i >= 0; i-- {
-		forget, work := plan.Deletion(w.state.Roles, w.state.Levels[i])
-		for _, name := range forget {
-			_, m := w.findMember(name)
-			m.State, m.Since = MemberDeleted, workflow.Now(ctx)
-		}
-		w.runLevel(ctx, OpTeardown, w.dropUnreachable(ctx, work))
-	}
+	// A delete is the removal toward the empty spec: every member, whatever its state.
+	w.runPass(ctx, spec.Cluster{}, plan.Removal(w.state.Levels, true), passHooks{})
 	// Any reachable host may hold the folder of a member that has left.
 	failed := w.onEachHost(withQuickActivity(ctx, "remove "+w.state.Name), w.reachableHosts(), func(ctx workflow.Context, _ string) error {
 		return workflow.ExecuteActivity(ctx, actRemoveCluster, w.folder().Key()).Get(ctx, nil)

@@ -208,7 +208,7 @@ func (w *clusterWorkflow) adoptRogue(ctx workflow.Context, ref backend.Member) {
 		w.state.Roles = append(w.state.Roles, plan.RoleState{Name: role})
 		w.state.Levels = w.plan()
 		rs = w.state.Role(role)
-		rs.Level = levelOf(w.state.Levels, role)
+		rs.Level = plan.LevelOf(w.state.Levels, role)
 	}
 	rogue := Member{
 		Name: ref.Name, Role: role, Ordinal: ordinal, State: MemberRogue, Leaving: true, Since: workflow.Now(ctx), Host: ref.Host,

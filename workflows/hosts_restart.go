@@ -46,22 +46,21 @@ func (w *clusterWorkflow) startRestarted(ctx workflow.Context) {
 		return
 	}
 	w.state.Restarted = nil
-	for _, level := range w.state.Levels {
-		work := plan.Start(w.spec, w.state.Roles, level, restarted)
-		w.runLevel(ctx, OpStart, work)
-		if ctx.Err() != nil {
-			return
-		}
-		for _, rw := range work {
-			for _, m := range rw.Members {
-				rs, live := w.findMember(m.Name)
-				if live == nil || live.State != MemberConfigError || live.Event != spec.EventStart {
-					continue
-				}
-				why := live.Detail
-				live.State = MemberReady // its setup stands; only its services are down
-				w.stepHealth(ctx, rs, live, MemberEvent{Member: m.Name, Event: HealthDown, Reason: why, Source: "hosts", At: workflow.Now(ctx)})
+	w.runPass(ctx, w.spec, plan.Restart(w.state.Levels), passHooks{restarted: restarted})
+}
+
+// failedStartsAreDown makes each member whose start failed down, rather than failed: its
+// setup stands; only its services are down, and health takes over.
+func (w *clusterWorkflow) failedStartsAreDown(ctx workflow.Context, work []plan.RoleWork) {
+	for _, rw := range work {
+		for _, m := range rw.Members {
+			rs, live := w.findMember(m.Name)
+			if live == nil || live.State != MemberConfigError || live.Event != spec.EventStart {
+				continue
 			}
+			why := live.Detail
+			live.State = MemberReady
+			w.stepHealth(ctx, rs, live, MemberEvent{Member: m.Name, Event: HealthDown, Reason: why, Source: "hosts", At: workflow.Now(ctx)})
 		}
 	}
 }

@@ -23,7 +23,9 @@ func TestPlanStart(t *testing.T) {
 		{Name: "web", Members: []Member{{Name: "web-0", Host: "h2", State: MemberReady}}},
 	}
 	var got []string
-	for _, rw := range plan.Start(desired, roles, []string{"db", "web"}, []string{"h2"}) {
+	step := plan.Restart([][]string{{"db", "web"}}).Steps[0]
+	_, work := step.Work(desired, roles, []string{"h2"})
+	for _, rw := range work {
 		for _, m := range rw.Members {
 			got = append(got, rw.Role+":"+m.Name)
 		}

@@ -23,33 +23,20 @@ func (w *clusterWorkflow) reshape(ctx workflow.Context) {
 	w.state.Levels = w.plan()
 	for i := range w.state.Roles {
 		rs := &w.state.Roles[i]
-		rs.Level = levelOf(w.state.Levels, rs.Name)
+		rs.Level = plan.LevelOf(w.state.Levels, rs.Name)
 		rs.Desired = plan.DesiredMembers(w.spec, rs.Name)
 	}
 	w.addPendingMembers(ctx)
 }
 
-// plan is the desired spec's dependency levels, with any role still winding down after an
-// apply removed it placed last, so that a delete still reaches it.
+// plan is the desired spec's dependency levels (plan.Levels), or, should the spec have
+// none, the current ones.
 func (w *clusterWorkflow) plan() [][]string {
-	levels, err := spec.Levels(w.spec.Roles)
+	levels, err := plan.Levels(w.spec, w.state.Roles)
 	if err != nil {
 		// Validators refuse specs with cycles or unknown roles; keep the last good plan.
 		w.logger.Error("Cannot plan the desired spec; keeping the current plan", "Error", err)
 		return w.state.Levels
-	}
-	var leftover []string
-	for _, rs := range w.state.Roles {
-		if levelOf(levels, rs.Name) < 0 {
-			leftover = append(leftover, rs.Name)
-		}
-	}
-	if len(leftover) > 0 {
-		slices.Sort(leftover)
-		if len(levels) == 0 {
-			levels = append(levels, nil)
-		}
-		levels[len(levels)-1] = append(levels[len(levels)-1], leftover...)
 	}
 	return levels
 }

@@ -10,18 +10,7 @@ import (
 // simply forgotten. Removed members that others knew of wait to be announced by delnodes.
 // Members being replaced stay until replacedToo: they go once their successors are set up.
 func (w *clusterWorkflow) removeUnwanted(ctx workflow.Context, replacedToo bool) {
-	for i := len(w.state.Levels) - 1; i >= 0 && ctx.Err() == nil; i-- {
-		forget, work := plan.Removal(w.spec, w.state.Roles, w.state.Levels[i], replacedToo)
-		for _, name := range forget {
-			_, m := w.findMember(name)
-			m.State = MemberDeleted // never created: nothing to tear down
-		}
-		work = w.dropUnreachable(ctx, work)
-		w.runLevel(ctx, OpTeardown, work)
-		for _, rw := range work {
-			w.noteRemoved(rw.Role, rw.Members)
-		}
-	}
+	w.runPass(ctx, w.spec, plan.Removal(w.state.Levels, replacedToo), passHooks{})
 	w.dropRemoved()
 	w.touch(ctx)
 }

@@ -6,10 +6,10 @@ import (
 	"github.com/clusterflow/clusterflow/spec"
 )
 
-// Start is one level's start pass: the members on restarted hosts whose setup stands
+// start is one level's start step: the members on restarted hosts whose setup stands
 // (ready, or down or flapping: the host may have been taken for lost while it rebooted)
 // and whose role subscribes to start, a child per role.
-func Start(desired spec.Cluster, roles []RoleState, level []string, restarted []string) []RoleWork {
+func start(desired spec.Cluster, roles []RoleState, level []string, restarted []string) []RoleWork {
 	var work []RoleWork
 	for _, name := range level {
 		r, ok := desired.Role(name)

@@ -70,10 +70,10 @@ func SplitMembers(rs RoleState, keep int) (wanted, unwanted []Member) {
 	return wanted, unwanted
 }
 
-// Removal is one level's removal: the unwanted members never created are forgotten,
+// removal is one level's removal: the unwanted members never created are forgotten,
 // and the others are torn down and removed, a child per role. Members being replaced stay
 // unless replacedToo: they go once their successors are set up.
-func Removal(desired spec.Cluster, roles []RoleState, level []string, replacedToo bool) (forget []string, work []RoleWork) {
+func removal(desired spec.Cluster, roles []RoleState, level []string, replacedToo bool) (forget []string, work []RoleWork) {
 	for _, name := range level {
 		rs := RoleOf(roles, name)
 		if rs == nil {
@@ -121,12 +121,6 @@ func Stops(desired spec.Cluster, roles []RoleState, configuring map[string][]str
 	return work
 }
 
-// Deletion is one level of a delete: a removal that wants no member at all, so members
-// never created are forgotten and every other one, whatever its state, is torn down.
-func Deletion(roles []RoleState, level []string) (forget []string, work []RoleWork) {
-	return Removal(spec.Cluster{}, roles, level, true)
-}
-
 // NewMembers lists the members a role is short of, with the next ordinals. Each new
 // member takes the place of a member being replaced that has no successor yet, in order,
 // and inherits its count of replacements.
@@ -154,9 +148,9 @@ func NewMembers(cluster string, rs RoleState, keep int, now time.Time) []Member 
 	return added
 }
 
-// Configure is one level's setup: every wanted member still pending is configured, a
+// configure is one level's setup: every wanted member still pending is configured, a
 // child per role.
-func Configure(desired spec.Cluster, roles []RoleState, level []string) []RoleWork {
+func configure(desired spec.Cluster, roles []RoleState, level []string) []RoleWork {
 	var work []RoleWork
 	for _, name := range level {
 		rs := RoleOf(roles, name)

@@ -191,18 +191,17 @@ func TestPlanPass(t *testing.T) {
 	}
 }
 
-// planPass composes the planner's steps the way converge does in a pass where every step
-// goes as planned: removal (deepest level of the observed roles first), new members, setup
-// level by level (each member set up becomes ready, and a level with problems ends the
-// pass), then the replaced members' removal.
+// planPass plays the real passes of one convergence in which every step goes as planned:
+// the removal (of the observed roles' levels), new members, the setup (each member set up
+// becomes ready; a level with problems ends the pass), then the replaced members'
+// removal. Each step's work is what the planner gives when the step is taken.
 func planPass(desired spec.Cluster, roles []RoleState) passPlan {
 	var p passPlan
 	var forget, teardown []string
-	observedLevels := testLevels(roles)
-	for i := len(observedLevels) - 1; i >= 0; i-- {
-		f, work := Removal(desired, roles, observedLevels[i], false)
+	for _, step := range Removal(testLevels(roles), false).Steps {
+		f, work := step.Work(desired, roles, nil)
 		forget = append(forget, f...)
-		teardown = append(teardown, describeWork(i, work)...)
+		teardown = append(teardown, describeWork(step.Level, work)...)
 	}
 	p.forget, p.teardown = strings.Join(short(forget), " "), strings.Join(teardown, " | ")
 	// The removed are gone, roles the spec no longer has with them; every role it has is there.
@@ -235,22 +234,22 @@ func planPass(desired spec.Cluster, roles []RoleState) passPlan {
 	}
 	p.create = strings.Join(created, " ")
 	var configure, replaced []string
-	for i, level := range levels {
-		work := Configure(desired, roles, level)
-		configure = append(configure, describeWork(i, work)...)
+	for _, step := range Setup(levels).Steps {
+		_, work := step.Work(desired, roles, nil)
+		configure = append(configure, describeWork(step.Level, work)...)
 		for _, rw := range work {
 			for _, m := range rw.Members {
 				RoleOf(roles, rw.Role).Member(m.Name).State = MemberReady
 			}
 		}
-		if problems := LevelProblems(desired, roles, level); len(problems) > 0 {
+		if problems := LevelProblems(desired, roles, step.Roles); len(problems) > 0 {
 			p.failed = strings.Join(problems, "; ")
 			break
 		}
 	}
-	for i := len(levels) - 1; i >= 0; i-- {
-		_, work := Removal(desired, roles, levels[i], true)
-		replaced = append(replaced, describeWork(i, work)...)
+	for _, step := range Removal(levels, true).Steps {
+		_, work := step.Work(desired, roles, nil)
+		replaced = append(replaced, describeWork(step.Level, work)...)
 	}
 	p.configure, p.replaced = strings.Join(configure, " | "), strings.Join(replaced, " | ")
 	return p
@@ -394,12 +393,18 @@ func TestPlanStops(t *testing.T) {
 	}
 }
 
+// A delete is the removal toward the empty spec: deepest level first, every member
+// whatever its state torn down, those never created forgotten.
 func TestPlanDeletion(t *testing.T) {
 	desired := testCluster(t, "controller=1 worker=3")
 	roles := observedRoles(t, desired, []string{"controller-0=ready", "worker-0=down", "worker-1=config_error", "worker-2=pending", "worker-3=deleted"})
-	forget, work := Deletion(roles, []string{"worker"})
-	if got := strings.Join(short(forget), " ") + " / " + strings.Join(describeWork(1, work), " | "); got != "worker-2 / L1 worker: worker-0,worker-1" {
-		t.Errorf("delete of the workers: %s", got)
+	var got []string
+	for _, step := range Removal(testLevels(roles), true).Steps {
+		forget, work := step.Work(spec.Cluster{}, roles, nil)
+		got = append(got, strings.Join(short(forget), " ")+" / "+strings.Join(describeWork(step.Level, work), " | "))
+	}
+	if s := strings.Join(got, " ; "); s != "worker-2 / L1 worker: worker-0,worker-1 ;  / L0 controller: controller-0" {
+		t.Errorf("delete: %s", s)
 	}
 }
 

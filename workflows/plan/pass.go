@@ -1,0 +1,113 @@
+package plan
+
+import (
+	"slices"
+
+	"github.com/clusterflow/clusterflow/spec"
+)
+
+// Pass is the steps one pass of the executor takes, in order, a step per dependency level:
+// tearing down (deepest level first), starting members of restarted hosts, or setting
+// members up (shallowest first). A step's work is planned when the step is taken
+// (Step.Work), from the members as they are then: the steps before it change them, and so
+// do changes that arrive while they run (a lost host, a resize).
+type Pass struct {
+	Steps []Step
+}
+
+// The levels a pass's steps act on are those of the cluster's plan when the pass was made:
+// a level's roles are read when its step is taken.
+
+// Step is one level's share of a pass.
+type Step struct {
+	Op RoleOperation
+	// Level is the level's index in the cluster's plan, and Roles its roles.
+	Level int
+	Roles []string
+	// ReplacedToo makes a teardown take the members being replaced too: they go once
+	// their successors are set up.
+	ReplacedToo bool
+}
+
+// Removal is the pass that tears down and removes, deepest level first, the members the
+// desired spec no longer wants. A delete is the removal toward the empty spec.
+func Removal(levels [][]string, replacedToo bool) Pass {
+	var p Pass
+	for i := len(levels) - 1; i >= 0; i-- {
+		p.Steps = append(p.Steps, Step{Op: OpTeardown, Level: i, Roles: levels[i], ReplacedToo: replacedToo})
+	}
+	return p
+}
+
+// Restart is the pass that runs start, level by level, on the members of restarted hosts.
+func Restart(levels [][]string) Pass { return forward(OpStart, levels) }
+
+// Setup is the pass that sets the pending members up, level by level.
+func Setup(levels [][]string) Pass { return forward(OpConfigure, levels) }
+
+func forward(op RoleOperation, levels [][]string) Pass {
+	var p Pass
+	for i, level := range levels {
+		p.Steps = append(p.Steps, Step{Op: op, Level: i, Roles: level})
+	}
+	return p
+}
+
+// Work is what the step does now: the members to forget (never created, so there is
+// nothing to tear down) and each role's work. restarted names the restarted hosts, for a
+// start step.
+func (s Step) Work(desired spec.Cluster, roles []RoleState, restarted []string) (forget []string, work []RoleWork) {
+	switch s.Op {
+	case OpTeardown:
+		return removal(desired, roles, s.Roles, s.ReplacedToo)
+	case OpStart:
+		return nil, start(desired, roles, s.Roles, restarted)
+	case OpConfigure:
+		return nil, configure(desired, roles, s.Roles)
+	}
+	return nil, nil
+}
+
+// Joined are the role's members that are ready and not yet announced to the others.
+func Joined(rs RoleState) []Member {
+	var joined []Member
+	for _, m := range rs.Members {
+		if m.State == MemberReady && !m.Announced {
+			joined = append(joined, m)
+		}
+	}
+	return joined
+}
+
+// Levels are the desired spec's dependency levels, with any role still winding down after
+// an apply removed it placed last, so that a removal still reaches it.
+func Levels(desired spec.Cluster, roles []RoleState) ([][]string, error) {
+	levels, err := spec.Levels(desired.Roles)
+	if err != nil {
+		return nil, err
+	}
+	var leftover []string
+	for _, rs := range roles {
+		if LevelOf(levels, rs.Name) < 0 {
+			leftover = append(leftover, rs.Name)
+		}
+	}
+	if len(leftover) > 0 {
+		slices.Sort(leftover)
+		if len(levels) == 0 {
+			levels = append(levels, nil)
+		}
+		levels[len(levels)-1] = append(levels[len(levels)-1], leftover...)
+	}
+	return levels, nil
+}
+
+// LevelOf is the index of the level holding role, or -1.
+func LevelOf(levels [][]string, role string) int {
+	for i, level := range levels {
+		if slices.Contains(level, role) {
+			return i
+		}
+	}
+	return -1
+}
