@@ -49,13 +49,13 @@ func (w *clusterWorkflow) onResize(ctx workflow.Context, req ResizeRequest) (Cha
 }
 
 // resized is the desired spec with the resize's member counts.
-func (w *clusterWorkflow) resized(req ResizeRequest) spec.Cluster {
-	next := w.spec
-	next.Roles = slices.Clone(w.spec.Roles)
-	for _, c := range req.Counts {
+func (c *cluster) resized(req ResizeRequest) spec.Cluster {
+	next := c.spec
+	next.Roles = slices.Clone(c.spec.Roles)
+	for _, count := range req.Counts {
 		for i := range next.Roles {
-			if next.Roles[i].Name == c.Role {
-				next.Roles[i].Members = c.Members
+			if next.Roles[i].Name == count.Role {
+				next.Roles[i].Members = count.Members
 			}
 		}
 	}
@@ -91,9 +91,9 @@ func (w *clusterWorkflow) onApply(ctx workflow.Context, req ApplyRequest) (Chang
 // newGeneration starts the next desired generation: every membership change (a resize or
 // apply, a replacement, a rogue's removal) is one, and the operation loop converges to it.
 // reason says what it is for, in the updating phase's message.
-func (w *clusterWorkflow) newGeneration(reason string) {
-	w.state.Generation++
-	w.lastChange = reason
+func (c *cluster) newGeneration(reason string) {
+	c.state.Generation++
+	c.lastChange = reason
 }
 
 // change makes next the desired spec. A change that asks for nothing new keeps the
@@ -123,16 +123,16 @@ const keptSignatures = 10
 
 // noteSignature records who signed the desired generation's spec, once any spec of the
 // cluster was signed (an unsigned cluster's status says nothing of signatures).
-func (w *clusterWorkflow) noteSignature() {
-	if w.spec.Signature == nil && len(w.state.Signatures) == 0 {
+func (c *cluster) noteSignature() {
+	if c.spec.Signature == nil && len(c.state.Signatures) == 0 {
 		return
 	}
-	entry := GenerationSignature{Generation: w.state.Generation}
-	if w.spec.Signature != nil {
-		entry.Key = w.spec.Signature.Key
+	entry := GenerationSignature{Generation: c.state.Generation}
+	if c.spec.Signature != nil {
+		entry.Key = c.spec.Signature.Key
 	}
-	w.state.Signatures = slices.Insert(w.state.Signatures, 0, entry)
-	w.state.Signatures = w.state.Signatures[:min(len(w.state.Signatures), keptSignatures)]
+	c.state.Signatures = slices.Insert(c.state.Signatures, 0, entry)
+	c.state.Signatures = c.state.Signatures[:min(len(c.state.Signatures), keptSignatures)]
 }
 
 // stopUnwanted tells role children still configuring members that are no longer wanted to
@@ -261,8 +261,8 @@ func (w *clusterWorkflow) onDelete(ctx workflow.Context) (ClusterStatus, error) 
 	return w.snapshot(), nil
 }
 
-func (w *clusterWorkflow) hasMembers(role string) bool {
-	rs := w.state.Role(role)
+func (c *cluster) hasMembers(role string) bool {
+	rs := c.state.Role(role)
 	return rs != nil && slices.ContainsFunc(rs.Members, func(m Member) bool { return m.State != MemberDeleted })
 }
 

@@ -36,7 +36,10 @@ const (
 	reconcilesPerRun          = 300
 )
 
-type clusterWorkflow struct {
+// cluster is the cluster's desired and observed state, with the bookkeeping around them,
+// and every decision about them that needs no workflow context: the workflow
+// (clusterWorkflow) carries them out.
+type cluster struct {
 	// spec is the desired state; its generation is state.Generation.
 	spec spec.Cluster
 	// retiring holds roles an apply removed, until their members are gone.
@@ -44,7 +47,6 @@ type clusterWorkflow struct {
 	state    clusterState
 	// removed are members that left and that others are still to be told about.
 	removed []RemovedNode
-	logger  log.Logger
 
 	continueAsNewEvery int
 	operationsThisRun  int
@@ -54,13 +56,6 @@ type clusterWorkflow struct {
 	cancelRequested bool
 	// retireRequested closes the workflow without a teardown: the cluster moved.
 	retireRequested bool
-	// cancelOperation stops the operation in progress, for a cancel or a delete.
-	cancelOperation workflow.CancelFunc
-	// activeOps maps a role to the operation acting on its members now.
-	activeOps map[string]*activeOp
-	// filesLock keeps configmeta writes in order: the operation and an update that grows a
-	// role midway both write it.
-	filesLock workflow.Mutex
 
 	// healthVersion counts health changes, to wake the health watcher.
 	healthVersion int
@@ -84,14 +79,31 @@ type clusterWorkflow struct {
 	setUpElsewhere bool
 	// hostCheck is what placement asks of hosts' allow-lists (changeHostAllowLists).
 	hostCheck hostCheck
+	// operating says an operation is in progress (the workflow can cancel it).
+	operating bool
+	// activeOps maps a role to the operation acting on its members now.
+	activeOps map[string]*activeOp
+	// logger is the workflow's, which stays quiet during replay.
+	logger log.Logger
+}
+
+// clusterWorkflow is the cluster's entity workflow: its handlers, its run loop and the
+// executor of the planner's passes, over the cluster it keeps.
+type clusterWorkflow struct {
+	cluster
+	// cancelOperation stops the operation in progress, for a cancel or a delete.
+	cancelOperation workflow.CancelFunc
+	// filesLock keeps configmeta writes in order: the operation and an update that grows a
+	// role midway both write it.
+	filesLock workflow.Mutex
 	// childStarts bounds the child workflows started in one workflow task.
 	childStarts startGate
 }
 
 func newClusterWorkflow(ctx workflow.Context, in ClusterInput) (*clusterWorkflow, error) {
 	w := &clusterWorkflow{
-		spec: in.Spec, logger: workflow.GetLogger(ctx), activeOps: map[string]*activeOp{},
-		continueAsNewEvery: in.ContinueAsNewEvery, filesLock: workflow.NewMutex(ctx),
+		cluster:   cluster{spec: in.Spec, activeOps: map[string]*activeOp{}, continueAsNewEvery: in.ContinueAsNewEvery, logger: workflow.GetLogger(ctx)},
+		filesLock: workflow.NewMutex(ctx),
 	}
 	if w.continueAsNewEvery <= 0 {
 		w.continueAsNewEvery = defaultContinueAsNewEvery
@@ -223,22 +235,22 @@ func (w *clusterWorkflow) run(ctx workflow.Context) (ClusterStatus, error) {
 }
 
 // changePending says an operation is owed: a new generation, or one maintenance held.
-func (w *clusterWorkflow) changePending() bool {
-	return w.state.Generation > w.state.AttemptedGeneration || w.state.Held != ""
+func (c *cluster) changePending() bool {
+	return c.state.Generation > c.state.AttemptedGeneration || c.state.Held != ""
 }
 
 // operationDue says an operation should start now: maintenance holds them all.
-func (w *clusterWorkflow) operationDue() bool {
-	return w.changePending() && !w.inMaintenance()
+func (c *cluster) operationDue() bool {
+	return c.changePending() && !c.inMaintenance()
 }
 
 // operate runs one operation, converging to the desired generation, on a context a cancel
 // or a delete can stop.
 func (w *clusterWorkflow) operate(ctx workflow.Context) {
 	opCtx, cancel := workflow.WithCancel(ctx)
-	w.cancelOperation = cancel
+	w.cancelOperation, w.operating = cancel, true
 	w.converge(opCtx)
-	w.cancelOperation = nil
+	w.cancelOperation, w.operating = nil, false
 	w.operationsThisRun++
 	w.drain(ctx)
 	if w.cancelRequested && !w.deleteRequested {
@@ -302,8 +314,8 @@ func (w *clusterWorkflow) applyProgress(ctx workflow.Context, p RoleProgress) {
 // what happens to a member in its operation; who leaves, who knows whom and health are the
 // cluster's to track. Output tails are kept for at most tailsPerRole members of a role.
 // It returns the reports it took: none of members set up elsewhere since (Moved).
-func (w *clusterWorkflow) applyMembers(role string, members []Member) []Member {
-	rs := w.state.Role(role)
+func (c *cluster) applyMembers(role string, members []Member) []Member {
+	rs := c.state.Role(role)
 	if rs == nil {
 		return nil
 	}
@@ -356,17 +368,17 @@ func countTailed(members []Member) int {
 const resultMembers = 1000
 
 // snapshot is the status as updates and the workflow's result carry it.
-func (w *clusterWorkflow) snapshot() ClusterStatus {
-	return w.state.status(&StatusPage{Limit: resultMembers}, resultStatusBytes)
+func (c *cluster) snapshot() ClusterStatus {
+	return c.state.status(&StatusPage{Limit: resultMembers}, resultStatusBytes)
 }
 
 // roleSpec finds a role of the desired spec, or one an apply removed whose members are not
 // gone yet.
-func (w *clusterWorkflow) roleSpec(name string) (spec.Role, bool) {
-	if r, ok := w.spec.Role(name); ok {
+func (c *cluster) roleSpec(name string) (spec.Role, bool) {
+	if r, ok := c.spec.Role(name); ok {
 		return r, true
 	}
-	for _, r := range w.retiring {
+	for _, r := range c.retiring {
 		if r.Name == name {
 			return r, true
 		}

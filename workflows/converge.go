@@ -133,22 +133,22 @@ func (w *clusterWorkflow) removeReplaced(ctx workflow.Context) {
 // markSetUpNow records that the members about to be set up configure with the configmeta
 // just written, and so know the members it lists; a member placed afresh is this
 // operation's to set up now.
-func (w *clusterWorkflow) markSetUpNow(work []plan.RoleWork) {
+func (c *cluster) markSetUpNow(work []plan.RoleWork) {
 	for _, rw := range work {
-		rs := w.state.Role(rw.Role)
+		rs := c.state.Role(rw.Role)
 		for i := range rw.Members {
 			live := rs.Member(rw.Members[i].Name)
-			live.KnowsUpTo, live.Moved = w.state.ConfigMetaVersion, false
-			rw.Members[i].KnowsUpTo, rw.Members[i].Moved = w.state.ConfigMetaVersion, false
+			live.KnowsUpTo, live.Moved = c.state.ConfigMetaVersion, false
+			rw.Members[i].KnowsUpTo, rw.Members[i].Moved = c.state.ConfigMetaVersion, false
 		}
 	}
 }
 
 // skipLaterLevels says why members of roles after a failed level never started.
-func (w *clusterWorkflow) skipLaterLevels(failedLevel int, failedRoles string) {
-	for _, level := range w.state.Levels[failedLevel+1:] {
+func (c *cluster) skipLaterLevels(failedLevel int, failedRoles string) {
+	for _, level := range c.state.Levels[failedLevel+1:] {
 		for _, name := range level {
-			rs := w.state.Role(name)
+			rs := c.state.Role(name)
 			for i := range rs.Members {
 				if rs.Members[i].State == MemberPending {
 					rs.Members[i].Detail = "not started: level with " + failedRoles + " failed"
@@ -159,9 +159,9 @@ func (w *clusterWorkflow) skipLaterLevels(failedLevel int, failedRoles string) {
 }
 
 // canceledMessage sums up what a cancel left behind.
-func (w *clusterWorkflow) canceledMessage() string {
+func (c *cluster) canceledMessage() string {
 	canceled, notStarted := 0, 0
-	for _, r := range w.state.Roles {
+	for _, r := range c.state.Roles {
 		for _, m := range r.Members {
 			switch {
 			case m.State == MemberConfigError && m.Detail == "canceled":
@@ -171,7 +171,7 @@ func (w *clusterWorkflow) canceledMessage() string {
 			}
 		}
 	}
-	return fmt.Sprintf("stopped at generation %d by a cancel: %d %s canceled, %d not started", w.state.Generation, canceled, plural(canceled, "member"), notStarted)
+	return fmt.Sprintf("stopped at generation %d by a cancel: %d %s canceled, %d not started", c.state.Generation, canceled, plural(canceled, "member"), notStarted)
 }
 
 func errorMessage(err error) string {

@@ -33,10 +33,10 @@ func (w *clusterWorkflow) delete(parent workflow.Context) {
 }
 
 // leftovers says what could not be removed, so a user knows what to clean by hand.
-func (w *clusterWorkflow) leftovers(removeClusterFailures string) string {
+func (c *cluster) leftovers(removeClusterFailures string) string {
 	var notes []string
 	var left []string
-	for _, r := range w.state.Roles {
+	for _, r := range c.state.Roles {
 		for _, m := range r.Members {
 			if m.State != MemberDeleted {
 				left = append(left, m.Name)

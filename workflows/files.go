@@ -106,31 +106,31 @@ const hostWriteBytes = 1 << 20
 // startscripts and the roles' envs, by hash, including those of roles still being removed,
 // and the spec's manifest with its signature, when it has one, for hosts to check (the
 // workflow only carries it; an unsigned spec sends none, and its digest is as before).
-func (w *clusterWorkflow) installable(namespace string) (digest string, scripts map[string]string, envs map[string]map[string]string, signed map[string]signing.Signed) {
+func (c *cluster) installable(namespace string) (digest string, scripts map[string]string, envs map[string]map[string]string, signed map[string]signing.Signed) {
 	envs = map[string]map[string]string{}
-	for _, r := range slices.Concat(w.spec.Roles, w.retiring) {
+	for _, r := range slices.Concat(c.spec.Roles, c.retiring) {
 		if hash := spec.EnvHash(r.Env); hash != "" {
 			envs[hash] = r.Env
 		}
 	}
-	names := slices.Concat(slices.Sorted(maps.Keys(w.spec.Scripts)), slices.Sorted(maps.Keys(envs)))
-	if sig := w.spec.Signature; sig != nil {
-		s := signing.Signed{Manifest: signing.ManifestOf(w.spec, namespace), Signature: *sig}
+	names := slices.Concat(slices.Sorted(maps.Keys(c.spec.Scripts)), slices.Sorted(maps.Keys(envs)))
+	if sig := c.spec.Signature; sig != nil {
+		s := signing.Signed{Manifest: signing.ManifestOf(c.spec, namespace), Signature: *sig}
 		signed = map[string]signing.Signed{s.Hash(): s}
 		names = append(names, "signed "+s.Hash())
 	}
-	return spec.ContentHash([]byte(strings.Join(names, "\n"))), w.spec.Scripts, envs, signed
+	return spec.ContentHash([]byte(strings.Join(names, "\n"))), c.spec.Scripts, envs, signed
 }
 
 // forgetInstalled makes the next write send the scripts and envs to host again: it was
 // lost or restarted, and may not hold them any more.
-func (w *clusterWorkflow) forgetInstalled(host string) {
-	delete(w.state.Installed, host)
+func (c *cluster) forgetInstalled(host string) {
+	delete(c.state.Installed, host)
 }
 
-func (w *clusterWorkflow) configMeta() backend.ConfigMeta {
-	meta := backend.ConfigMeta{Cluster: w.state.Name}
-	for _, r := range w.state.Roles {
+func (c *cluster) configMeta() backend.ConfigMeta {
+	meta := backend.ConfigMeta{Cluster: c.state.Name}
+	for _, r := range c.state.Roles {
 		role := backend.ConfigMetaRole{Name: r.Name, DependsOn: r.DependsOn, Members: []string{}}
 		if role.DependsOn == nil {
 			role.DependsOn = []string{}
@@ -141,7 +141,7 @@ func (w *clusterWorkflow) configMeta() backend.ConfigMeta {
 			}
 			role.Members = append(role.Members, m.Name)
 			node := backend.ConfigMetaNode{Name: m.Name, Role: r.Name, Ordinal: m.Ordinal, State: string(m.State), Host: m.Host}
-			if h := w.hostOf(m.Host); h != nil {
+			if h := c.hostOf(m.Host); h != nil {
 				node.Address = h.Address
 			}
 			meta.Members = append(meta.Members, node)
@@ -161,11 +161,11 @@ func packedFiles(folder backend.ClusterRef, meta backend.ConfigMeta) (backend.Cl
 }
 
 // folder is the cluster's folder on its hosts: its name and home.
-func (w *clusterWorkflow) folder() backend.ClusterRef {
-	return backend.ClusterRef{Name: w.state.Name, Home: w.state.Home}
+func (c *cluster) folder() backend.ClusterRef {
+	return backend.ClusterRef{Name: c.state.Name, Home: c.state.Home}
 }
 
 // memberRef names a member of the cluster to its host.
-func (w *clusterWorkflow) memberRef(role, name string) backend.Member {
-	return backend.Member{Cluster: w.state.Name, Home: w.state.Home, Role: role, Name: name}
+func (c *cluster) memberRef(role, name string) backend.Member {
+	return backend.Member{Cluster: c.state.Name, Home: c.state.Home, Role: role, Name: name}
 }

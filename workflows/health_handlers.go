@@ -61,8 +61,8 @@ func (w *clusterWorkflow) onReconcile(ctx workflow.Context) (ReconcileReport, er
 }
 
 // hasResumable reports whether a resume would change anything.
-func (w *clusterWorkflow) hasResumable() bool {
-	return slices.ContainsFunc(w.state.Roles, func(rs plan.RoleState) bool {
+func (c *cluster) hasResumable() bool {
+	return slices.ContainsFunc(c.state.Roles, func(rs plan.RoleState) bool {
 		return rs.Paused != "" || slices.ContainsFunc(rs.Members, func(m Member) bool { return m.State == MemberFlapping })
 	})
 }

@@ -22,14 +22,14 @@ func unavailableIn(rs *plan.RoleState) int {
 }
 
 // unavailableLimit is how many of the role's members may be unavailable at once.
-func (w *clusterWorkflow) unavailableLimit(rs *plan.RoleState) int {
-	r, _ := w.roleSpec(rs.Name)
+func (c *cluster) unavailableLimit(rs *plan.RoleState) int {
+	r, _ := c.roleSpec(rs.Name)
 	return r.Health.UnavailableLimit(rs.Desired)
 }
 
 // replacementPaused reports whether the role's automatic replacement is paused, or would
 // be once member m counts as unavailable too.
-func (w *clusterWorkflow) replacementPaused(rs *plan.RoleState, m *Member) bool {
+func (c *cluster) replacementPaused(rs *plan.RoleState, m *Member) bool {
 	if rs.Resumed {
 		return false
 	}
@@ -37,29 +37,29 @@ func (w *clusterWorkflow) replacementPaused(rs *plan.RoleState, m *Member) bool 
 	if !m.State.Unavailable() {
 		unavailable++
 	}
-	return rs.Paused != "" || unavailable > w.unavailableLimit(rs)
+	return rs.Paused != "" || unavailable > c.unavailableLimit(rs)
 }
 
 // refreshMeltdown pauses or unpauses each role's replacement. A resume lasts until the
 // role is back within its limit, which re-arms the guard. A change wakes the health
 // watcher, whose timers a pause holds back.
-func (w *clusterWorkflow) refreshMeltdown() {
-	for i := range w.state.Roles {
-		rs := &w.state.Roles[i]
+func (c *cluster) refreshMeltdown() {
+	for i := range c.state.Roles {
+		rs := &c.state.Roles[i]
 		was := rs.Paused
-		unavailable, limit := unavailableIn(rs), w.unavailableLimit(rs)
+		unavailable, limit := unavailableIn(rs), c.unavailableLimit(rs)
 		switch {
 		case unavailable <= limit:
 			rs.Paused, rs.Resumed = "", false
 		case rs.Resumed:
 			rs.Paused = ""
 		default:
-			r, _ := w.roleSpec(rs.Name)
+			r, _ := c.roleSpec(rs.Name)
 			rs.Paused = fmt.Sprintf("automatic replacement paused: %d of %d members unavailable, more than maxUnavailable %s allows (%d)",
 				unavailable, rs.Desired, r.Health.WithDefaults().MaxUnavailable, limit)
 		}
 		if rs.Paused != was {
-			w.healthVersion++
+			c.healthVersion++
 		}
 	}
 }
@@ -81,9 +81,9 @@ func (w *clusterWorkflow) showHealth(ctx workflow.Context) {
 }
 
 // healthPhase is the phase and message of a cluster whose last operation reached its goal.
-func (w *clusterWorkflow) healthPhase() (Phase, string) {
+func (c *cluster) healthPhase() (Phase, string) {
 	var pausedRoles, unavailable []string
-	for _, rs := range w.state.Roles {
+	for _, rs := range c.state.Roles {
 		if rs.Paused != "" {
 			pausedRoles = append(pausedRoles, fmt.Sprintf("role %s: %s", rs.Name, rs.Paused))
 		}
@@ -95,10 +95,10 @@ func (w *clusterWorkflow) healthPhase() (Phase, string) {
 	}
 	switch {
 	case len(pausedRoles) > 0:
-		return PhasePaused, strings.Join(pausedRoles, "; ") + fmt.Sprintf("; run `clusterflow resume %s` to replace them anyway", w.state.Name)
+		return PhasePaused, strings.Join(pausedRoles, "; ") + fmt.Sprintf("; run `clusterflow resume %s` to replace them anyway", c.state.Name)
 	case len(unavailable) > 0:
 		return PhaseDegraded, spec.Some(unavailable, refusalNames)
 	}
-	ready, total := countMembers(w.state.Roles, MemberReady)
+	ready, total := countMembers(c.state.Roles, MemberReady)
 	return PhaseReady, fmt.Sprintf("%d/%d members ready", ready, total)
 }

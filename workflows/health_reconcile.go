@@ -105,15 +105,15 @@ func (w *clusterWorkflow) reconcile(ctx workflow.Context) ReconcileReport {
 }
 
 // actedOn reports whether an operation in progress acts on the member.
-func (w *clusterWorkflow) actedOn(role, member string) bool {
-	op := w.activeOps[role]
+func (c *cluster) actedOn(role, member string) bool {
+	op := c.activeOps[role]
 	return op != nil && slices.Contains(op.members, member)
 }
 
 // setUpMembers maps the members set up (ready, down or flapping) to their hosts.
-func (w *clusterWorkflow) setUpMembers() map[string]string {
+func (c *cluster) setUpMembers() map[string]string {
 	hosts := map[string]string{}
-	for _, rs := range w.state.Roles {
+	for _, rs := range c.state.Roles {
 		for _, m := range rs.Members {
 			if m.State.SetUp() {
 				hosts[m.Name] = m.Host

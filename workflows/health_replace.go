@@ -14,7 +14,7 @@ import (
 // removes it, and finally tells the survivors with addnodes and delnodes.
 
 // replace starts replacing member m, which has just entered MemberReplacing.
-func (w *clusterWorkflow) replace(rs *plan.RoleState, m *Member, ev MemberEvent) {
+func (c *cluster) replace(rs *plan.RoleState, m *Member, ev MemberEvent) {
 	m.Leaving = true
 	if ev.Event == HealthConfigError {
 		m.Replacements++ // its successor inherits the count
@@ -23,8 +23,8 @@ func (w *clusterWorkflow) replace(rs *plan.RoleState, m *Member, ev MemberEvent)
 	if ev.Reason != "" {
 		reason = fmt.Sprintf("replace %s (%s: %s)", m.Name, ev.Event, ev.Reason)
 	}
-	w.newGeneration(reason)
-	w.logger.Info("Replacing member", "Role", rs.Name, "Member", m.Name, "Event", ev.Event, "Reason", ev.Reason, "Generation", w.state.Generation)
+	c.newGeneration(reason)
+	c.logger.Info("Replacing member", "Role", rs.Name, "Member", m.Name, "Event", ev.Event, "Reason", ev.Reason, "Generation", c.state.Generation)
 }
 
 // replaceFailed replaces the members of the given roles whose setup or notification
@@ -53,8 +53,8 @@ func (w *clusterWorkflow) replaceFailed(ctx workflow.Context, roles []string) bo
 }
 
 // replacing reports whether any member is waiting for its successor before it goes.
-func (w *clusterWorkflow) replacing() bool {
-	n, _ := countMembers(w.state.Roles, MemberReplacing)
+func (c *cluster) replacing() bool {
+	n, _ := countMembers(c.state.Roles, MemberReplacing)
 	return n > 0
 }
 

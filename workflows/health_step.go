@@ -128,10 +128,10 @@ func (w *clusterWorkflow) healthChanged(ctx workflow.Context) {
 }
 
 // findMember locates a member by name in any role.
-func (w *clusterWorkflow) findMember(name string) (*plan.RoleState, *Member) {
-	for i := range w.state.Roles {
-		if m := w.state.Roles[i].Member(name); m != nil {
-			return &w.state.Roles[i], m
+func (c *cluster) findMember(name string) (*plan.RoleState, *Member) {
+	for i := range c.state.Roles {
+		if m := c.state.Roles[i].Member(name); m != nil {
+			return &c.state.Roles[i], m
 		}
 	}
 	return nil, nil

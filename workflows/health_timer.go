@@ -60,10 +60,10 @@ func timerArmed(rs *plan.RoleState, m *Member) bool {
 }
 
 // nextDue is the nearest armed member timer.
-func (w *clusterWorkflow) nextDue() (time.Time, bool) {
+func (c *cluster) nextDue() (time.Time, bool) {
 	var next time.Time
-	for i := range w.state.Roles {
-		rs := &w.state.Roles[i]
+	for i := range c.state.Roles {
+		rs := &c.state.Roles[i]
 		for j := range rs.Members {
 			if m := &rs.Members[j]; timerArmed(rs, m) && (next.IsZero() || m.Health.Due.Before(next)) {
 				next = m.Health.Due

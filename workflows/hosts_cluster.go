@@ -18,23 +18,23 @@ import (
 // (ClusterHostsSignal). A cluster deployed in single-host mode never does either.
 
 // onHosts reports whether the cluster places its members on hosts.
-func (w *clusterWorkflow) onHosts() bool { return w.state.OnHosts }
+func (c *cluster) onHosts() bool { return c.state.OnHosts }
 
 // hostOf finds a host in the cluster's view.
-func (w *clusterWorkflow) hostOf(name string) *Host {
-	return plan.Named(w.state.Hosts, name, func(h *Host) string { return h.Name })
+func (c *cluster) hostOf(name string) *Host {
+	return plan.Named(c.state.Hosts, name, func(h *Host) string { return h.Name })
 }
 
 // reachable reports whether activities can run on a host: it is in the view and not lost.
-func (w *clusterWorkflow) reachable(host string) bool {
-	h := w.hostOf(host)
+func (c *cluster) reachable(host string) bool {
+	h := c.hostOf(host)
 	return h != nil && !h.Lost
 }
 
 // placement counts the cluster's members on each host.
-func (w *clusterWorkflow) placement() map[string]int {
+func (c *cluster) placement() map[string]int {
 	counts := map[string]int{}
-	for _, rs := range w.state.Roles {
+	for _, rs := range c.state.Roles {
 		for _, m := range rs.Members {
 			if m.Host != "" && m.State != MemberDeleted {
 				counts[m.Host]++
@@ -45,10 +45,10 @@ func (w *clusterWorkflow) placement() map[string]int {
 }
 
 // memberHosts lists, sorted, the reachable hosts holding any of the cluster's members.
-func (w *clusterWorkflow) memberHosts() []string {
+func (c *cluster) memberHosts() []string {
 	var hosts []string
-	for _, h := range slices.Sorted(maps.Keys(w.placement())) {
-		if w.reachable(h) {
+	for _, h := range slices.Sorted(maps.Keys(c.placement())) {
+		if c.reachable(h) {
 			hosts = append(hosts, h)
 		}
 	}
@@ -76,9 +76,9 @@ const memberQueueWait = 5 * time.Minute
 // hostWait bounds how long a cluster-wide activity (configmeta, listing, removal) waits
 // for a host's worker. A live worker takes it within milliseconds; a host that died since
 // the last view must not hold up the cluster, whose health timers wait on these.
-func (w *clusterWorkflow) hostWait(host string) time.Duration {
+func (c *cluster) hostWait(host string) time.Duration {
 	wait := minHostWait
-	if h := w.hostOf(host); h != nil {
+	if h := c.hostOf(host); h != nil {
 		wait = max(wait, h.Timeout)
 	}
 	return wait
@@ -200,16 +200,16 @@ func (w *clusterWorkflow) onHostsChanged(ctx workflow.Context, hosts []Host) {
 
 // placeWaiting gives members waiting for a host one, where one now fits, and reports
 // whether any got one.
-func (w *clusterWorkflow) placeWaiting() bool {
+func (c *cluster) placeWaiting() bool {
 	placed := false
-	for i := range w.state.Roles {
-		rs := &w.state.Roles[i]
+	for i := range c.state.Roles {
+		rs := &c.state.Roles[i]
 		waiting := slices.ContainsFunc(rs.Members, func(m Member) bool { return m.Unplaced != "" })
 		if !waiting {
 			continue
 		}
-		r, _ := w.roleSpec(rs.Name)
-		rs.Members = placeMembers(r, rs.Members, w.hostCheck.hostsFor(w.state.Hosts, w.state.Name, r))
+		r, _ := c.roleSpec(rs.Name)
+		rs.Members = placeMembers(r, rs.Members, c.hostCheck.hostsFor(c.state.Hosts, c.state.Name, r))
 		placed = placed || slices.ContainsFunc(rs.Members, func(m Member) bool { return m.State == MemberPending && m.Host != "" && m.Unplaced == "" })
 	}
 	return placed
@@ -243,9 +243,9 @@ func (w *clusterWorkflow) dropUnreachable(ctx workflow.Context, work []plan.Role
 }
 
 // reachableHosts lists, sorted, every host in the view that is not lost.
-func (w *clusterWorkflow) reachableHosts() []string {
+func (c *cluster) reachableHosts() []string {
 	var hosts []string
-	for _, h := range w.state.Hosts {
+	for _, h := range c.state.Hosts {
 		if !h.Lost {
 			hosts = append(hosts, h.Name)
 		}

@@ -18,9 +18,9 @@ import (
 
 // noteRestarts records the hosts whose boot ID changed between two views, and starts a
 // generation to bring their members back.
-func (w *clusterWorkflow) noteRestarts(before []Host) {
+func (c *cluster) noteRestarts(before []Host) {
 	var restarted []string
-	for _, h := range w.state.Hosts {
+	for _, h := range c.state.Hosts {
 		prev := plan.Named(before, h.Name, func(h *Host) string { return h.Name })
 		if prev != nil && prev.BootID != "" && h.BootID != "" && prev.BootID != h.BootID {
 			restarted = append(restarted, h.Name)
@@ -30,13 +30,13 @@ func (w *clusterWorkflow) noteRestarts(before []Host) {
 		return
 	}
 	for _, h := range restarted {
-		w.forgetInstalled(h)
-		if !slices.Contains(w.state.Restarted, h) {
-			w.state.Restarted = append(w.state.Restarted, h)
+		c.forgetInstalled(h)
+		if !slices.Contains(c.state.Restarted, h) {
+			c.state.Restarted = append(c.state.Restarted, h)
 		}
 	}
-	slices.Sort(w.state.Restarted)
-	w.newGeneration(fmt.Sprintf("host %s restarted: start its members", strings.Join(restarted, ", ")))
+	slices.Sort(c.state.Restarted)
+	c.newGeneration(fmt.Sprintf("host %s restarted: start its members", strings.Join(restarted, ", ")))
 }
 
 // startRestarted runs the start pass for the restarted hosts, level by level.

@@ -79,11 +79,11 @@ func (w *clusterWorkflow) removeStale(ctx workflow.Context) {
 const staleAtOnce = 200
 
 // noteStale records a sandbox reconcile found of a known member on a host not its own.
-func (w *clusterWorkflow) noteStale(ref backend.Member) bool {
+func (c *cluster) noteStale(ref backend.Member) bool {
 	s := StaleSandbox{Role: ref.Role, Member: ref.Name, Host: ref.Host}
-	if ref.Host == "" || slices.Contains(w.state.Stale, s) {
+	if ref.Host == "" || slices.Contains(c.state.Stale, s) {
 		return false
 	}
-	w.state.Stale = append(w.state.Stale, s)
+	c.state.Stale = append(c.state.Stale, s)
 	return true
 }

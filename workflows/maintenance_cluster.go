@@ -44,7 +44,7 @@ func (w *clusterWorkflow) setMaintenance(ctx workflow.Context, m Maintenance) {
 	w.showPhase(ctx)
 }
 
-func (w *clusterWorkflow) inMaintenance() bool { return w.state.Maintenance != nil }
+func (c *cluster) inMaintenance() bool { return c.state.Maintenance != nil }
 
 // holdOperation stops the configure children in progress starting further members; the
 // members running finish. converge then stops at its next step and marks the operation

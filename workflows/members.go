@@ -31,12 +31,12 @@ func (w *clusterWorkflow) reshape(ctx workflow.Context) {
 
 // plan is the desired spec's dependency levels (plan.Levels), or, should the spec have
 // none, the current ones.
-func (w *clusterWorkflow) plan() [][]string {
-	levels, err := plan.Levels(w.spec, w.state.Roles)
+func (c *cluster) plan() [][]string {
+	levels, err := plan.Levels(c.spec, c.state.Roles)
 	if err != nil {
 		// Validators refuse specs with cycles or unknown roles; keep the last good plan.
-		w.logger.Error("Cannot plan the desired spec; keeping the current plan", "Error", err)
-		return w.state.Levels
+		c.logger.Error("Cannot plan the desired spec; keeping the current plan", "Error", err)
+		return c.state.Levels
 	}
 	return levels
 }
@@ -71,28 +71,28 @@ func (w *clusterWorkflow) addPendingTo(ctx workflow.Context, rs *plan.RoleState)
 }
 
 // dropRemoved forgets members that are gone, and roles that are gone with them.
-func (w *clusterWorkflow) dropRemoved() {
-	roles := w.state.Roles[:0]
-	for _, rs := range w.state.Roles {
+func (c *cluster) dropRemoved() {
+	roles := c.state.Roles[:0]
+	for _, rs := range c.state.Roles {
 		before := len(rs.Members)
 		rs.Members = slices.DeleteFunc(rs.Members, func(m Member) bool { return m.State == MemberDeleted })
 		if len(rs.Members) != before {
-			w.membershipEpoch++
+			c.membershipEpoch++
 		}
-		if _, wanted := w.spec.Role(rs.Name); wanted || len(rs.Members) > 0 {
+		if _, wanted := c.spec.Role(rs.Name); wanted || len(rs.Members) > 0 {
 			roles = append(roles, rs)
 		}
 	}
-	w.state.Roles = roles
-	for i, level := range w.state.Levels {
-		w.state.Levels[i] = slices.DeleteFunc(level, func(name string) bool { return w.state.Role(name) == nil })
+	c.state.Roles = roles
+	for i, level := range c.state.Levels {
+		c.state.Levels[i] = slices.DeleteFunc(level, func(name string) bool { return c.state.Role(name) == nil })
 	}
-	w.retiring = slices.DeleteFunc(w.retiring, func(r spec.Role) bool { return w.state.Role(r.Name) == nil })
+	c.retiring = slices.DeleteFunc(c.retiring, func(r spec.Role) bool { return c.state.Role(r.Name) == nil })
 }
 
 // syncDesired shows a change's desired counts in status at once, before any operation.
-func (w *clusterWorkflow) syncDesired() {
-	for i := range w.state.Roles {
-		w.state.Roles[i].Desired = plan.DesiredMembers(w.spec, w.state.Roles[i].Name)
+func (c *cluster) syncDesired() {
+	for i := range c.state.Roles {
+		c.state.Roles[i].Desired = plan.DesiredMembers(c.spec, c.state.Roles[i].Name)
 	}
 }

@@ -16,11 +16,11 @@ func (w *clusterWorkflow) removeUnwanted(ctx workflow.Context, replacedToo bool)
 }
 
 // noteRemoved queues a delnodes announcement for the torn-down members that are now gone.
-func (w *clusterWorkflow) noteRemoved(role string, tornDown []Member) {
-	rs := w.state.Role(role)
+func (c *cluster) noteRemoved(role string, tornDown []Member) {
+	rs := c.state.Role(role)
 	for _, m := range tornDown {
 		if now := rs.Member(m.Name); now != nil && now.State == MemberDeleted {
-			w.removed = append(w.removed, RemovedNode{Role: role, Name: m.Name, ListedIn: now.ListedIn, Announced: now.Announced, UnlistedFrom: now.UnlistedFrom})
+			c.removed = append(c.removed, RemovedNode{Role: role, Name: m.Name, ListedIn: now.ListedIn, Announced: now.Announced, UnlistedFrom: now.UnlistedFrom})
 		}
 	}
 }

@@ -145,9 +145,9 @@ func (w *clusterWorkflow) runBatches(ctx workflow.Context, role string, op *acti
 }
 
 // skipBatch marks a batch that never started, as configureAll marks members it never starts.
-func (w *clusterWorkflow) skipBatch(role string, b *roleBatch, why string) {
+func (c *cluster) skipBatch(role string, b *roleBatch, why string) {
 	b.done = true
-	rs := w.state.Role(role)
+	rs := c.state.Role(role)
 	for _, m := range b.in.Members {
 		if current := rs.Member(m.Name); current != nil && current.State == MemberPending {
 			current.Detail = "not started: " + why

@@ -25,12 +25,12 @@ func (w *clusterWorkflow) setTransferHandlers(ctx workflow.Context) error {
 
 // validateExport refuses while an operation runs or is about to: its members' states are
 // changing. The starter asks again until its timeout.
-func (w *clusterWorkflow) validateExport() error {
-	if err := w.refuseWhileDeleting("export"); err != nil {
+func (c *cluster) validateExport() error {
+	if err := c.refuseWhileDeleting("export"); err != nil {
 		return err
 	}
-	if w.cancelOperation != nil || w.operationDue() {
-		return refused(apperr.Unavailable, "export refused: cluster %s is running an operation (%s); export reads a cluster between operations", w.state.Name, w.state.Phase)
+	if c.operating || c.operationDue() {
+		return refused(apperr.Unavailable, "export refused: cluster %s is running an operation (%s); export reads a cluster between operations", c.state.Name, c.state.Phase)
 	}
 	return nil
 }
@@ -73,15 +73,15 @@ func (c *ClusterExport) Unpack() error {
 
 // validateRetire allows a retire only after an export taken in the maintenance still on:
 // nothing can have changed since, so the export holds all of the cluster.
-func (w *clusterWorkflow) validateRetire() error {
-	if err := w.refuseWhileDeleting("retire"); err != nil {
+func (c *cluster) validateRetire() error {
+	if err := c.refuseWhileDeleting("retire"); err != nil {
 		return err
 	}
-	if m := w.state.Maintenance; m == nil || !w.state.ExportedIn.Equal(m.Since) {
-		return refused(apperr.Conflict, "retire refused: cluster %s was not exported during the maintenance now on; turn maintenance on, export it, import the file on the target, then retire it", w.state.Name)
+	if m := c.state.Maintenance; m == nil || !c.state.ExportedIn.Equal(m.Since) {
+		return refused(apperr.Conflict, "retire refused: cluster %s was not exported during the maintenance now on; turn maintenance on, export it, import the file on the target, then retire it", c.state.Name)
 	}
-	if w.cancelOperation != nil {
-		return refused(apperr.Conflict, "retire refused: cluster %s is still running an operation", w.state.Name)
+	if c.operating {
+		return refused(apperr.Conflict, "retire refused: cluster %s is still running an operation", c.state.Name)
 	}
 	return nil
 }

@@ -18,19 +18,19 @@ func refused(code apperr.Code, format string, args ...any) error {
 	return temporal.NewNonRetryableApplicationError(fmt.Sprintf(format, args...), string(code), nil)
 }
 
-func (w *clusterWorkflow) refuseWhileDeleting(what string) error {
-	if w.deleteRequested {
-		return refused(apperr.Conflict, "%s refused: cluster %s is being deleted", what, w.state.Name)
+func (c *cluster) refuseWhileDeleting(what string) error {
+	if c.deleteRequested {
+		return refused(apperr.Conflict, "%s refused: cluster %s is being deleted", what, c.state.Name)
 	}
 	return nil
 }
 
 // refuseChange refuses a change to a cluster being deleted, or held by maintenance.
-func (w *clusterWorkflow) refuseChange(what string) error {
-	if err := w.refuseWhileDeleting(what); err != nil {
+func (c *cluster) refuseChange(what string) error {
+	if err := c.refuseWhileDeleting(what); err != nil {
 		return err
 	}
-	if m := w.state.Maintenance; m != nil {
+	if m := c.state.Maintenance; m != nil {
 		return m.refused(what)
 	}
 	return nil
@@ -38,8 +38,8 @@ func (w *clusterWorkflow) refuseChange(what string) error {
 
 // validateResize refuses unknown roles, negative counts and counts the role's cardinality
 // does not allow, naming every problem at once.
-func (w *clusterWorkflow) validateResize(req ResizeRequest) error {
-	if err := w.refuseChange("resize"); err != nil {
+func (c *cluster) validateResize(req ResizeRequest) error {
+	if err := c.refuseChange("resize"); err != nil {
 		return err
 	}
 	if len(req.Counts) == 0 {
@@ -47,39 +47,39 @@ func (w *clusterWorkflow) validateResize(req ResizeRequest) error {
 	}
 	var problems []string
 	seen := map[string]bool{}
-	for _, c := range req.Counts {
-		asked := fmt.Sprintf("%s=%d refused: ", c.Role, c.Members)
-		r, ok := w.spec.Role(c.Role)
+	for _, count := range req.Counts {
+		asked := fmt.Sprintf("%s=%d refused: ", count.Role, count.Members)
+		r, ok := c.spec.Role(count.Role)
 		switch {
 		case !ok:
-			problems = append(problems, asked+fmt.Sprintf("cluster %s has no role %q (its roles: %s)", w.state.Name, c.Role, strings.Join(w.spec.RoleNames(), ", ")))
-		case seen[c.Role]:
-			problems = append(problems, asked+fmt.Sprintf("role %s is named more than once", c.Role))
-		case c.Members < 0:
+			problems = append(problems, asked+fmt.Sprintf("cluster %s has no role %q (its roles: %s)", c.state.Name, count.Role, strings.Join(c.spec.RoleNames(), ", ")))
+		case seen[count.Role]:
+			problems = append(problems, asked+fmt.Sprintf("role %s is named more than once", count.Role))
+		case count.Members < 0:
 			problems = append(problems, asked+"a member count cannot be negative")
-		case c.Members > spec.MaxRoleMembers:
+		case count.Members > spec.MaxRoleMembers:
 			problems = append(problems, asked+fmt.Sprintf("a role has at most %d members", spec.MaxRoleMembers))
-		case r.Cardinality.Allows(c.Members) != nil:
-			problems = append(problems, asked+fmt.Sprintf("role %s has cardinality %q", c.Role, r.Cardinality))
+		case r.Cardinality.Allows(count.Members) != nil:
+			problems = append(problems, asked+fmt.Sprintf("role %s has cardinality %q", count.Role, r.Cardinality))
 		}
-		seen[c.Role] = true
+		seen[count.Role] = true
 	}
 	if len(problems) > 0 {
 		return refused(apperr.Invalid, "%s", strings.Join(problems, "; "))
 	}
-	next := w.resized(req)
+	next := c.resized(req)
 	if total := next.TotalMembers(); total > spec.MaxClusterMembers {
 		return refused(apperr.Invalid, "resize refused: it asks for %d members in all; a cluster has at most %d", total, spec.MaxClusterMembers)
 	}
-	return w.refuseUnplaceable("resize", next)
+	return c.refuseUnplaceable("resize", next)
 }
 
 // refuseUnplaceable refuses a change whose members the hosts cannot hold.
-func (w *clusterWorkflow) refuseUnplaceable(what string, next spec.Cluster) error {
-	if !w.onHosts() {
+func (c *cluster) refuseUnplaceable(what string, next spec.Cluster) error {
+	if !c.onHosts() {
 		return nil
 	}
-	if err := placementProblem(next, w.state.Roles, w.state.Hosts, w.hostCheck); err != nil {
+	if err := placementProblem(next, c.state.Roles, c.state.Hosts, c.hostCheck); err != nil {
 		return refused(apperr.Invalid, "%s refused: %v", what, err)
 	}
 	return nil
@@ -88,13 +88,13 @@ func (w *clusterWorkflow) refuseUnplaceable(what string, next spec.Cluster) erro
 // validateApply allows what changes membership (member counts, new roles, removed roles)
 // and refuses any other change to a role that has members: reconfiguring running members
 // is a different operation.
-func (w *clusterWorkflow) validateApply(req ApplyRequest) error {
-	if err := w.refuseChange("apply"); err != nil {
+func (c *cluster) validateApply(req ApplyRequest) error {
+	if err := c.refuseChange("apply"); err != nil {
 		return err
 	}
 	next := req.Spec
-	if next.Name != w.spec.Name {
-		return refused(apperr.Invalid, "apply refused: the spec is for cluster %q, not %q", next.Name, w.spec.Name)
+	if next.Name != c.spec.Name {
+		return refused(apperr.Invalid, "apply refused: the spec is for cluster %q, not %q", next.Name, c.spec.Name)
 	}
 	if limits := spec.CheckLimits(next); len(limits) > 0 {
 		return refused(apperr.Invalid, "apply refused: %s", describeProblems(limits))
@@ -107,13 +107,13 @@ func (w *clusterWorkflow) validateApply(req ApplyRequest) error {
 		if _, ok := next.Scripts[r.ScriptHash]; !ok {
 			problems = append(problems, fmt.Sprintf("role %s refused: its startscript is missing from the spec", r.Name))
 		}
-		if _, current := w.spec.Role(r.Name); !current && w.hasMembers(r.Name) {
+		if _, current := c.spec.Role(r.Name); !current && c.hasMembers(r.Name) {
 			problems = append(problems, fmt.Sprintf("role %s refused: it is still being removed; apply again once its members are gone", r.Name))
 		}
 	}
-	for _, old := range w.spec.Roles {
+	for _, old := range c.spec.Roles {
 		r, kept := next.Role(old.Name)
-		hasMembers := w.hasMembers(old.Name)
+		hasMembers := c.hasMembers(old.Name)
 		switch {
 		case !kept:
 			if err := old.Cardinality.Allows(0); err != nil {
@@ -134,26 +134,26 @@ func (w *clusterWorkflow) validateApply(req ApplyRequest) error {
 	if _, err := spec.Levels(next.Roles); err != nil {
 		return refused(apperr.Invalid, "apply refused: %v", err)
 	}
-	return w.refuseUnplaceable("apply", next)
+	return c.refuseUnplaceable("apply", next)
 }
 
-func (w *clusterWorkflow) validateCancel() error {
-	if err := w.refuseChange("cancel"); err != nil {
+func (c *cluster) validateCancel() error {
+	if err := c.refuseChange("cancel"); err != nil {
 		return err
 	}
-	if w.cancelOperation == nil {
-		return refused(apperr.Conflict, "cancel refused: nothing to cancel, cluster %s is %s", w.state.Name, w.state.Phase)
+	if !c.operating {
+		return refused(apperr.Conflict, "cancel refused: nothing to cancel, cluster %s is %s", c.state.Name, c.state.Phase)
 	}
 	return nil
 }
 
 // checkMemberEvent names an unknown member or event; the update refuses it, and the signal
 // drops it. The refusal names a few of the members and counts the rest.
-func (w *clusterWorkflow) checkMemberEvent(ev MemberEvent) error {
-	if _, m := w.findMember(ev.Member); m == nil || m.State == MemberDeleted {
+func (c *cluster) checkMemberEvent(ev MemberEvent) error {
+	if _, m := c.findMember(ev.Member); m == nil || m.State == MemberDeleted {
 		var names []string
 		total := 0
-		for _, rs := range w.state.Roles {
+		for _, rs := range c.state.Roles {
 			for _, m := range rs.Members {
 				if m.State != MemberDeleted {
 					total++
@@ -167,7 +167,7 @@ func (w *clusterWorkflow) checkMemberEvent(ev MemberEvent) error {
 		if total > len(names) {
 			listed += fmt.Sprintf(" and %d more", total-len(names))
 		}
-		return refused(apperr.NotFound, "member-event refused: cluster %s has no member %q (its members: %s)", w.state.Name, spec.Clip(ev.Member, spec.MaxMemberNameLength), listed)
+		return refused(apperr.NotFound, "member-event refused: cluster %s has no member %q (its members: %s)", c.state.Name, spec.Clip(ev.Member, spec.MaxMemberNameLength), listed)
 	}
 	if err := CheckReportedEvent(ev.Event); err != nil {
 		return refused(apperr.Invalid, "member-event refused: event %s", err)
@@ -189,28 +189,28 @@ func CheckMemberEventText(ev MemberEvent) error {
 	return nil
 }
 
-func (w *clusterWorkflow) validateMemberEvent(ev MemberEvent) error {
-	if err := w.refuseChange("member-event"); err != nil {
+func (c *cluster) validateMemberEvent(ev MemberEvent) error {
+	if err := c.refuseChange("member-event"); err != nil {
 		return err
 	}
 	if err := CheckMemberEventText(ev); err != nil {
 		return refused(apperr.Invalid, "member-event refused: %s", err.Error())
 	}
-	return w.checkMemberEvent(ev)
+	return c.checkMemberEvent(ev)
 }
 
-func (w *clusterWorkflow) validateResume() error {
-	if err := w.refuseChange("resume"); err != nil {
+func (c *cluster) validateResume() error {
+	if err := c.refuseChange("resume"); err != nil {
 		return err
 	}
-	if !w.hasResumable() {
-		return refused(apperr.Conflict, "resume refused: nothing to resume: no role of cluster %s has its replacement paused, and no member is flapping", w.state.Name)
+	if !c.hasResumable() {
+		return refused(apperr.Conflict, "resume refused: nothing to resume: no role of cluster %s has its replacement paused, and no member is flapping", c.state.Name)
 	}
 	return nil
 }
 
-func (w *clusterWorkflow) validateReconcile() error {
-	return w.refuseChange("reconcile")
+func (c *cluster) validateReconcile() error {
+	return c.refuseChange("reconcile")
 }
 
 // describeProblems writes spec problems on one line, each with its field path.
