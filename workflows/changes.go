@@ -197,7 +197,7 @@ func (w *clusterWorkflow) growActive(ctx workflow.Context) {
 	for _, role := range slices.Sorted(maps.Keys(w.activeOps)) {
 		op := w.activeOps[role]
 		if rs := w.state.Role(role); op.op == OpConfigure && rs != nil {
-			added := w.addPendingTo(ctx, rs)
+			added := w.addPendingTo(rs, workflow.Now(ctx))
 			if w.bounded {
 				// The last batch takes no more than a batch holds; the others wait for the
 				// next pass, which the new generation starts once the running level ends.

@@ -143,7 +143,7 @@ func newClusterWorkflow(ctx workflow.Context, in ClusterInput) (*clusterWorkflow
 	for _, r := range in.Spec.Roles {
 		w.state.Roles = append(w.state.Roles, plan.RoleState{Name: r.Name, Level: plan.LevelOf(levels, r.Name), DependsOn: r.DependsOn, Desired: r.Members})
 	}
-	w.addPendingMembers(ctx)
+	w.addPendingMembers(workflow.Now(ctx))
 	return w, nil
 }
 

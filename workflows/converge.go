@@ -35,7 +35,7 @@ func (w *clusterWorkflow) convergeOnce(ctx workflow.Context) (again bool) {
 	if w.heldByMaintenance(ctx) {
 		return false
 	}
-	w.adoptRogues(ctx)
+	w.adoptRogues(workflow.Now(ctx))
 	if w.setUpElsewhere {
 		w.removeStale(ctx)
 	}
@@ -50,7 +50,7 @@ func (w *clusterWorkflow) convergeOnce(ctx workflow.Context) (again bool) {
 	if changed() {
 		return true
 	}
-	w.reshape(ctx)
+	w.reshape(workflow.Now(ctx))
 	// Level by level: write the files (configmeta lists the members about to be set up),
 	// set the level's pending members up, and go on only if all of them are.
 	ended, again := false, false

@@ -36,7 +36,7 @@ func (w *clusterWorkflow) runPass(ctx workflow.Context, desired spec.Cluster, pa
 		}
 		switch step.Op {
 		case OpTeardown:
-			work = w.dropUnreachable(ctx, work)
+			work = w.dropUnreachable(work, workflow.Now(ctx))
 		case OpConfigure:
 			w.markSetUpNow(work)
 		}

@@ -5,6 +5,7 @@ import (
 	"github.com/clusterflow/clusterflow/internal/backend"
 	"github.com/clusterflow/clusterflow/workflows/plan"
 	"slices"
+	"time"
 
 	"go.temporal.io/sdk/workflow"
 
@@ -186,35 +187,35 @@ func (w *clusterWorkflow) listOn(ctx workflow.Context, host string) ([]backend.M
 // adoptRogues records the rogues reconcile found as leaving members, so that this pass
 // tears them down and removes them like any member no longer wanted. Only the operation
 // changes the roles and members it works on; reconcile just queues them.
-func (w *clusterWorkflow) adoptRogues(ctx workflow.Context) {
-	for _, ref := range w.rogues {
-		if _, m := w.findMember(ref.Name); m == nil {
-			w.adoptRogue(ctx, ref)
+func (c *cluster) adoptRogues(now time.Time) {
+	for _, ref := range c.rogues {
+		if _, m := c.findMember(ref.Name); m == nil {
+			c.adoptRogue(ref, now)
 		}
 	}
-	w.rogues = nil
+	c.rogues = nil
 }
 
 // adoptRogue records one rogue as a leaving member of its role, adding the role (placed
 // last) if the cluster has no such role.
-func (w *clusterWorkflow) adoptRogue(ctx workflow.Context, ref backend.Member) {
-	role, ordinal, ok := spec.ParseMemberName(w.state.Name, ref.Name)
+func (c *cluster) adoptRogue(ref backend.Member, now time.Time) {
+	role, ordinal, ok := spec.ParseMemberName(c.state.Name, ref.Name)
 	if !ok || role != ref.Role {
-		w.logger.Warn("Backend listed a member whose name does not match its role; left alone", "Member", ref.Name, "Role", ref.Role)
+		c.logger.Warn("Backend listed a member whose name does not match its role; left alone", "Member", ref.Name, "Role", ref.Role)
 		return
 	}
-	rs := w.state.Role(role)
+	rs := c.state.Role(role)
 	if rs == nil {
-		w.state.Roles = append(w.state.Roles, plan.RoleState{Name: role})
-		w.state.Levels = w.plan()
-		rs = w.state.Role(role)
-		rs.Level = plan.LevelOf(w.state.Levels, role)
+		c.state.Roles = append(c.state.Roles, plan.RoleState{Name: role})
+		c.state.Levels = c.plan()
+		rs = c.state.Role(role)
+		rs.Level = plan.LevelOf(c.state.Levels, role)
 	}
 	rogue := Member{
-		Name: ref.Name, Role: role, Ordinal: ordinal, State: MemberRogue, Leaving: true, Since: workflow.Now(ctx), Host: ref.Host,
+		Name: ref.Name, Role: role, Ordinal: ordinal, State: MemberRogue, Leaving: true, Since: now, Host: ref.Host,
 		Detail: "found on the backend, but never a member of this cluster: being torn down and removed",
 	}
 	at, _ := slices.BinarySearchFunc(rs.Members, ordinal, func(m Member, ordinal int) int { return m.Ordinal - ordinal })
 	rs.Members = slices.Insert(rs.Members, at, rogue)
-	w.membershipEpoch++
+	c.membershipEpoch++
 }

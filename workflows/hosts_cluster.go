@@ -218,22 +218,22 @@ func (c *cluster) placeWaiting() bool {
 // dropUnreachable takes members on hosts that cannot be reached out of the work: nothing
 // can run there. They are forgotten as if removed; should the host come back, reconcile
 // finds their sandboxes and removes them as rogues.
-func (w *clusterWorkflow) dropUnreachable(ctx workflow.Context, work []plan.RoleWork) []plan.RoleWork {
+func (c *cluster) dropUnreachable(work []plan.RoleWork, now time.Time) []plan.RoleWork {
 	var kept []plan.RoleWork
 	for _, rw := range work {
 		var reachable []Member
 		var dropped []Member
 		for _, m := range rw.Members {
-			if m.Host == "" || w.reachable(m.Host) {
+			if m.Host == "" || c.reachable(m.Host) {
 				reachable = append(reachable, m)
 				continue
 			}
-			_, live := w.findMember(m.Name)
-			live.State, live.Since = MemberDeleted, workflow.Now(ctx)
+			_, live := c.findMember(m.Name)
+			live.State, live.Since = MemberDeleted, now
 			live.Detail = fmt.Sprintf("left on host %s, which is lost; its sandbox is removed if the host comes back", m.Host)
 			dropped = append(dropped, m)
 		}
-		w.noteRemoved(rw.Role, dropped)
+		c.noteRemoved(rw.Role, dropped)
 		if len(reachable) > 0 {
 			rw.Members = reachable
 			kept = append(kept, rw)

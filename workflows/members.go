@@ -3,8 +3,8 @@ package workflows
 import (
 	"github.com/clusterflow/clusterflow/workflows/plan"
 	"slices"
+	"time"
 
-	"go.temporal.io/sdk/workflow"
 
 	"github.com/clusterflow/clusterflow/spec"
 )
@@ -14,19 +14,19 @@ import (
 
 // reshape makes the observed state match the desired spec's shape: roles an apply added,
 // the dependency plan, and a pending member for every member a role is short of.
-func (w *clusterWorkflow) reshape(ctx workflow.Context) {
-	for _, r := range w.spec.Roles {
-		if w.state.Role(r.Name) == nil {
-			w.state.Roles = append(w.state.Roles, plan.RoleState{Name: r.Name, DependsOn: r.DependsOn})
+func (c *cluster) reshape(now time.Time) {
+	for _, r := range c.spec.Roles {
+		if c.state.Role(r.Name) == nil {
+			c.state.Roles = append(c.state.Roles, plan.RoleState{Name: r.Name, DependsOn: r.DependsOn})
 		}
 	}
-	w.state.Levels = w.plan()
-	for i := range w.state.Roles {
-		rs := &w.state.Roles[i]
-		rs.Level = plan.LevelOf(w.state.Levels, rs.Name)
-		rs.Desired = plan.DesiredMembers(w.spec, rs.Name)
+	c.state.Levels = c.plan()
+	for i := range c.state.Roles {
+		rs := &c.state.Roles[i]
+		rs.Level = plan.LevelOf(c.state.Levels, rs.Name)
+		rs.Desired = plan.DesiredMembers(c.spec, rs.Name)
 	}
-	w.addPendingMembers(ctx)
+	c.addPendingMembers(now)
 }
 
 // plan is the desired spec's dependency levels (plan.Levels), or, should the spec have
@@ -43,29 +43,29 @@ func (c *cluster) plan() [][]string {
 
 // addPendingMembers adds members, with the next ordinals, to every role that has fewer than
 // it wants.
-func (w *clusterWorkflow) addPendingMembers(ctx workflow.Context) {
-	for i := range w.state.Roles {
-		w.addPendingTo(ctx, &w.state.Roles[i])
+func (c *cluster) addPendingMembers(now time.Time) {
+	for i := range c.state.Roles {
+		c.addPendingTo(&c.state.Roles[i], now)
 	}
 }
 
 // addPendingTo adds the members a role is short of (plan.NewMembers), links the members
 // they replace to them, and returns them.
-func (w *clusterWorkflow) addPendingTo(ctx workflow.Context, rs *plan.RoleState) []Member {
-	added := plan.NewMembers(w.state.Name, *rs, plan.DesiredMembers(w.spec, rs.Name), workflow.Now(ctx))
+func (c *cluster) addPendingTo(rs *plan.RoleState, now time.Time) []Member {
+	added := plan.NewMembers(c.state.Name, *rs, plan.DesiredMembers(c.spec, rs.Name), now)
 	for _, m := range added {
 		if m.Replaces != "" {
 			rs.Member(m.Replaces).ReplacedBy = m.Name
 		}
 	}
 	rs.Members = append(rs.Members, added...)
-	if w.onHosts() && len(added) > 0 {
-		r, _ := w.roleSpec(rs.Name)
-		rs.Members = placeMembers(r, rs.Members, w.hostCheck.hostsFor(w.state.Hosts, w.state.Name, r))
+	if c.onHosts() && len(added) > 0 {
+		r, _ := c.roleSpec(rs.Name)
+		rs.Members = placeMembers(r, rs.Members, c.hostCheck.hostsFor(c.state.Hosts, c.state.Name, r))
 		added = rs.Members[len(rs.Members)-len(added):]
 	}
 	if len(added) > 0 {
-		w.membershipEpoch++
+		c.membershipEpoch++
 	}
 	return added
 }
