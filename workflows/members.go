@@ -5,7 +5,6 @@ import (
 	"slices"
 	"time"
 
-
 	"github.com/clusterflow/clusterflow/spec"
 )
 
