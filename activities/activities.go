@@ -87,7 +87,7 @@ func (a *Activities) WriteClusterFiles(ctx context.Context, files backend.Cluste
 }
 
 // CreateMember creates a member's sandbox.
-func (a *Activities) CreateMember(ctx context.Context, m backend.Member) error {
+func (a *Activities) CreateMember(ctx context.Context, m backend.MemberRef) error {
 	if err := a.refuse(ctx, m.Cluster, nil); err != nil {
 		return err
 	}
@@ -96,13 +96,13 @@ func (a *Activities) CreateMember(ctx context.Context, m backend.Member) error {
 
 // RemoveMember stops what a member left running and removes its sandbox, unless another
 // server or namespace owns its cluster's folder now.
-func (a *Activities) RemoveMember(ctx context.Context, m backend.Member) error {
+func (a *Activities) RemoveMember(ctx context.Context, m backend.MemberRef) error {
 	return refuseElsewhere(a.Backend.RemoveMember(ctx, m))
 }
 
 // ListMembers lists the members the backend has for the cluster, for reconciling. cluster
 // is its key (NAME or NAME@HOME; see backend.ClusterRef), as for the activities below.
-func (a *Activities) ListMembers(ctx context.Context, cluster string) ([]backend.Member, error) {
+func (a *Activities) ListMembers(ctx context.Context, cluster string) ([]backend.MemberRef, error) {
 	return a.Backend.ListMembers(ctx, cluster)
 }
 

@@ -48,7 +48,7 @@ func (s *Starter) Logs(ctx context.Context, cluster, member string, opts LogOpti
 		event = spec.EventConfigure
 	}
 	req := backend.LogRequest{
-		Member: backend.Member{Cluster: cluster, Home: status.Home, Role: m.Role, Name: member},
+		Member: backend.MemberRef{Cluster: cluster, Home: status.Home, Role: m.Role, Name: member},
 		Event:  event, Limit: logChunkLimit,
 	}
 	if opts.Tail > 0 {

@@ -22,9 +22,9 @@ type ActivityContract interface {
 	CheckInHost(ctx context.Context) (HostRegistration, error)
 	HoldHostLease(ctx context.Context, timeout time.Duration) error
 	WriteClusterFiles(ctx context.Context, files backend.ClusterFiles) error
-	CreateMember(ctx context.Context, m backend.Member) error
-	RemoveMember(ctx context.Context, m backend.Member) error
-	ListMembers(ctx context.Context, clusterKey string) ([]backend.Member, error)
+	CreateMember(ctx context.Context, m backend.MemberRef) error
+	RemoveMember(ctx context.Context, m backend.MemberRef) error
+	ListMembers(ctx context.Context, clusterKey string) ([]backend.MemberRef, error)
 	ListMemberOrdinals(ctx context.Context, clusterKey string) (MemberListing, error)
 	RemoveCluster(ctx context.Context, clusterKey string) error
 	RunStartscript(ctx context.Context, run backend.ScriptRun) (backend.ScriptResult, error)

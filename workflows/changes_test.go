@@ -168,7 +168,7 @@ func TestContinueAsNewKeepsTheState(t *testing.T) {
 	fake := newFakeBackend()
 	for _, r := range before.Roles {
 		for _, m := range r.Members {
-			fake.setSandbox(backend.Member{Cluster: "c", Role: r.Name, Name: m.Name}, true) // or reconcile finds them gone
+			fake.setSandbox(backend.MemberRef{Cluster: "c", Role: r.Name, Name: m.Name}, true) // or reconcile finds them gone
 		}
 	}
 	env = newEnv(t, fake)

@@ -64,7 +64,7 @@ type cluster struct {
 	// member for a rogue.
 	membershipEpoch int
 	// rogues are backend members reconcile found that the next pass removes.
-	rogues []backend.Member
+	rogues []backend.MemberRef
 	// lastChange says what the latest generation is for, in the updating phase's message.
 	lastChange string
 	// touches counts changes of the state (touch), so that waits on the state can check a

@@ -36,14 +36,14 @@ type fakeBackend struct {
 	notices map[int]notice.Notice
 	envs    map[string]map[string]string
 	// members are the sandboxes created and not removed, by name.
-	members map[string]backend.Member
+	members map[string]backend.MemberRef
 	// listed, if set, sees each listing before ListMembers returns it: it can hold the
 	// listing back, as a slow host does.
-	listed func(members []backend.Member)
+	listed func(members []backend.MemberRef)
 }
 
 func newFakeBackend() *fakeBackend {
-	return &fakeBackend{running: map[string]int{}, peak: map[string]int{}, members: map[string]backend.Member{},
+	return &fakeBackend{running: map[string]int{}, peak: map[string]int{}, members: map[string]backend.MemberRef{},
 		notices: map[int]notice.Notice{}, envs: map[string]map[string]string{}}
 }
 
@@ -88,7 +88,7 @@ func (f *fakeBackend) resolve(run backend.ScriptRun) (backend.ScriptRun, error) 
 	return run, nil
 }
 
-func (f *fakeBackend) CreateMember(ctx context.Context, m backend.Member) error {
+func (f *fakeBackend) CreateMember(ctx context.Context, m backend.MemberRef) error {
 	f.record("create %s%s", m.Name, onHost(ctx))
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -102,10 +102,10 @@ func sandboxKey(ctx context.Context, member string) string {
 	return strings.TrimPrefix(onHost(ctx), "@") + "/" + member
 }
 
-func (f *fakeBackend) ListMembers(ctx context.Context, key string) ([]backend.Member, error) {
+func (f *fakeBackend) ListMembers(ctx context.Context, key string) ([]backend.MemberRef, error) {
 	cluster, _, _ := strings.Cut(key, "@") // the fake keeps one cluster of a name
 	f.mu.Lock()
-	var members []backend.Member
+	var members []backend.MemberRef
 	host := strings.TrimPrefix(onHost(ctx), "@") + "/"
 	for _, key := range slices.Sorted(maps.Keys(f.members)) {
 		if m := f.members[key]; m.Cluster == cluster && strings.HasPrefix(key, host) {
@@ -128,7 +128,7 @@ func (f *fakeBackend) filesWritten() int {
 }
 
 // setSandbox adds or loses a member's sandbox behind the workflow's back.
-func (f *fakeBackend) setSandbox(m backend.Member, present bool) {
+func (f *fakeBackend) setSandbox(m backend.MemberRef, present bool) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if present {
@@ -193,12 +193,14 @@ func (f *fakeBackend) ListClusters(context.Context) ([]backend.HeldCluster, erro
 func (f *fakeBackend) SignedSpecs(context.Context, backend.ClusterRef) ([]signing.Signed, error) {
 	return nil, nil
 }
-func (f *fakeBackend) MemberAddress(_ backend.Member, hostAddress string) string { return hostAddress }
+func (f *fakeBackend) MemberAddress(_ backend.MemberRef, hostAddress string) string {
+	return hostAddress
+}
 func (f *fakeBackend) ReadLog(context.Context, backend.LogRequest) (backend.LogChunk, error) {
 	return backend.LogChunk{Missing: true}, nil
 }
 
-func (f *fakeBackend) RemoveMember(ctx context.Context, m backend.Member) error {
+func (f *fakeBackend) RemoveMember(ctx context.Context, m backend.MemberRef) error {
 	f.record("remove %s%s", m.Name, onHost(ctx))
 	f.mu.Lock()
 	defer f.mu.Unlock()

@@ -166,6 +166,6 @@ func (c *cluster) folder() backend.ClusterRef {
 }
 
 // memberRef names a member of the cluster to its host.
-func (c *cluster) memberRef(role, name string) backend.Member {
-	return backend.Member{Cluster: c.state.Name, Home: c.state.Home, Role: role, Name: name}
+func (c *cluster) memberRef(role, name string) backend.MemberRef {
+	return backend.MemberRef{Cluster: c.state.Name, Home: c.state.Home, Role: role, Name: name}
 }

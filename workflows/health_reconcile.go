@@ -127,13 +127,13 @@ func (c *cluster) setUpMembers() map[string]string {
 // listMembers lists the backend's members of the cluster: on the shared queue in
 // single-host mode, else on every reachable host, each member marked with its host. It
 // says which hosts it listed ("" in single-host mode).
-func (w *clusterWorkflow) listMembers(ctx workflow.Context) ([]backend.Member, map[string]bool, error) {
+func (w *clusterWorkflow) listMembers(ctx workflow.Context) ([]backend.MemberRef, map[string]bool, error) {
 	ctx = withQuickActivity(ctx, "list members of "+w.state.Name)
 	if !w.onHosts() {
 		listed, err := w.listOn(ctx, "")
 		return listed, map[string]bool{"": true}, err
 	}
-	var all []backend.Member
+	var all []backend.MemberRef
 	hosts := map[string]bool{}
 	failed := w.onEachHost(ctx, w.reachableHosts(), func(ctx workflow.Context, host string) error {
 		listed, err := w.listOn(ctx, host)
@@ -154,8 +154,8 @@ func (w *clusterWorkflow) listMembers(ctx workflow.Context) ([]backend.Member, m
 // listOn lists the cluster's members on one host ("" for the shared queue). Bounded runs
 // ask for the compact listing, by ordinal ranges; a listing the host had to cut counts as
 // a failure, since it cannot tell a member gone.
-func (w *clusterWorkflow) listOn(ctx workflow.Context, host string) ([]backend.Member, error) {
-	var listed []backend.Member
+func (w *clusterWorkflow) listOn(ctx workflow.Context, host string) ([]backend.MemberRef, error) {
+	var listed []backend.MemberRef
 	if !w.bounded {
 		if err := workflow.ExecuteActivity(ctx, actListMembers, w.folder().Key()).Get(ctx, &listed); err != nil {
 			return nil, err
@@ -198,7 +198,7 @@ func (c *cluster) adoptRogues(now time.Time) {
 
 // adoptRogue records one rogue as a leaving member of its role, adding the role (placed
 // last) if the cluster has no such role.
-func (c *cluster) adoptRogue(ref backend.Member, now time.Time) {
+func (c *cluster) adoptRogue(ref backend.MemberRef, now time.Time) {
 	role, ordinal, ok := spec.ParseMemberName(c.state.Name, ref.Name)
 	if !ok || role != ref.Role {
 		c.logger.Warn("Backend listed a member whose name does not match its role; left alone", "Member", ref.Name, "Role", ref.Role)

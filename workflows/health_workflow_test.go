@@ -296,9 +296,9 @@ func TestReconcileRemovesRoguesAndReplacesGoneMembers(t *testing.T) {
 	fake := newFakeBackend()
 	env := newEnv(t, fake)
 	env.RegisterDelayedCallback(func() {
-		fake.setSandbox(backend.Member{Cluster: "c", Role: "worker", Name: "c-worker-7"}, true)
-		fake.setSandbox(backend.Member{Cluster: "c", Role: "ghost", Name: "c-ghost-0"}, true)
-		fake.setSandbox(backend.Member{Cluster: "c", Role: "worker", Name: "c-worker-0"}, false)
+		fake.setSandbox(backend.MemberRef{Cluster: "c", Role: "worker", Name: "c-worker-7"}, true)
+		fake.setSandbox(backend.MemberRef{Cluster: "c", Role: "ghost", Name: "c-ghost-0"}, true)
+		fake.setSandbox(backend.MemberRef{Cluster: "c", Role: "worker", Name: "c-worker-0"}, false)
 	}, settled)
 	var after workflows.ClusterStatus
 	queryAt(t, env, settled+2*time.Minute, &after) // the default reconcile runs every minute
@@ -340,7 +340,7 @@ func TestReconcileDoesNotJudgeMembersSetUpWhileItListed(t *testing.T) {
 	var once sync.Once
 	var heldBack []string
 	var heldUntilEdge bool
-	fake.listed = func(members []backend.Member) {
+	fake.listed = func(members []backend.MemberRef) {
 		once.Do(func() {
 			for _, m := range members {
 				heldBack = append(heldBack, m.Name)

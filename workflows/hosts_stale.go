@@ -79,7 +79,7 @@ func (w *clusterWorkflow) removeStale(ctx workflow.Context) {
 const staleAtOnce = 200
 
 // noteStale records a sandbox reconcile found of a known member on a host not its own.
-func (c *cluster) noteStale(ref backend.Member) bool {
+func (c *cluster) noteStale(ref backend.MemberRef) bool {
 	s := StaleSandbox{Role: ref.Role, Member: ref.Name, Host: ref.Host}
 	if ref.Host == "" || slices.Contains(c.state.Stale, s) {
 		return false

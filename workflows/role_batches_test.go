@@ -268,9 +268,9 @@ func TestAWideClusterContinuesAsNewWithinThePayloadLimit(t *testing.T) {
 
 	fake := newFakeBackend()
 	for i := range 2999 {
-		fake.setSandbox(backend.Member{Cluster: "c", Role: "worker", Name: fmt.Sprintf("c-worker-%d", i)}, true)
+		fake.setSandbox(backend.MemberRef{Cluster: "c", Role: "worker", Name: fmt.Sprintf("c-worker-%d", i)}, true)
 	}
-	fake.setSandbox(backend.Member{Cluster: "c", Role: "controller", Name: "c-controller-0"}, true)
+	fake.setSandbox(backend.MemberRef{Cluster: "c", Role: "controller", Name: "c-controller-0"}, true)
 	env = newEnv(t, fake)
 	env.SetTestTimeout(2 * time.Minute)
 	var after workflows.ClusterStatus

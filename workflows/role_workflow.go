@@ -397,8 +397,8 @@ func (r *roleWorkflow) set(ctx workflow.Context, i int, state MemberState, event
 	r.changed = append(r.changed, i)
 }
 
-func (r *roleWorkflow) ref(i int) backend.Member {
-	return backend.Member{Cluster: r.in.Cluster, Home: r.in.Home, Role: r.in.Role.Name, Name: r.members[i].Name}
+func (r *roleWorkflow) ref(i int) backend.MemberRef {
+	return backend.MemberRef{Cluster: r.in.Cluster, Home: r.in.Home, Role: r.in.Role.Name, Name: r.members[i].Name}
 }
 
 // reportProgress sends member changes to the parent. It waits a moment after a change so

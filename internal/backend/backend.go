@@ -30,17 +30,17 @@ type Provisioner interface {
 	// signed manifests where its members on this host read them.
 	WriteClusterFiles(ctx context.Context, files ClusterFiles) error
 	// CreateMember makes the member. It is idempotent.
-	CreateMember(ctx context.Context, m Member) error
+	CreateMember(ctx context.Context, m MemberRef) error
 	// RemoveMember stops whatever the member left running and deletes it. It is
 	// idempotent. A cluster another server or namespace owns is refused with an
 	// *OwnedElsewhereError.
-	RemoveMember(ctx context.Context, m Member) error
+	RemoveMember(ctx context.Context, m MemberRef) error
 	// RemoveCluster deletes what is left of the cluster once its members are gone. key is
 	// the cluster's key (ClusterRef.Key): its name, or NAME@HOME.
 	RemoveCluster(ctx context.Context, key string) error
 	// ListMembers lists the members the backend has for the cluster of that key, whoever
 	// made them.
-	ListMembers(ctx context.Context, key string) ([]Member, error)
+	ListMembers(ctx context.Context, key string) ([]MemberRef, error)
 	// ListClusters lists every cluster the backend holds anything of, by key, saying of
 	// each whether another server or namespace owns it.
 	ListClusters(ctx context.Context) ([]HeldCluster, error)
@@ -52,7 +52,7 @@ type Provisioner interface {
 	// member's for a backend that gives each member one (a container's name on a shared
 	// network, say). It is derived, not discovered, so that the backend writing configmeta
 	// on any host gives every member's.
-	MemberAddress(m Member, hostAddress string) string
+	MemberAddress(m MemberRef, hostAddress string) string
 }
 
 // ScriptRunner runs a member's startscripts and keeps their output.
@@ -77,8 +77,9 @@ type HeldCluster struct {
 	Elsewhere bool
 }
 
-// Member names one member.
-type Member struct {
+// MemberRef names one member on a backend: what a backend knows of it, as against the
+// workflows' record of its state (plan.Member).
+type MemberRef struct {
 	Cluster string `json:"cluster"`
 	// Home sets the cluster's folder apart from others of the same name (layout.Cluster);
 	// empty for a cluster deployed before homes.
@@ -95,7 +96,7 @@ type Member struct {
 // addnodes and delnodes runs name. Each part is optional but the cluster.
 type ClusterFiles struct {
 	Cluster string `json:"cluster"`
-	// Home is the cluster's (see Member.Home).
+	// Home is the cluster's (see MemberRef.Home).
 	Home string `json:"home,omitempty"`
 	// Scripts maps SHA-256 to content; already installed scripts may be left out.
 	Scripts map[string]string `json:"scripts,omitempty"`
@@ -114,7 +115,7 @@ type ClusterFiles struct {
 }
 
 // Folder is the member's cluster.
-func (m Member) Folder() ClusterRef { return ClusterRef{Name: m.Cluster, Home: m.Home} }
+func (m MemberRef) Folder() ClusterRef { return ClusterRef{Name: m.Cluster, Home: m.Home} }
 
 // Folder is the files' cluster.
 func (f ClusterFiles) Folder() ClusterRef { return ClusterRef{Name: f.Cluster, Home: f.Home} }
@@ -166,7 +167,7 @@ func (f *ClusterFiles) Unpack() error {
 // addnodes and delnodes the notice, from which the host works out the member's nodes. Runs
 // sent before that carried the env (Env) and the nodes (Nodes) themselves.
 type ScriptRun struct {
-	Member     Member     `json:"member"`
+	Member     MemberRef  `json:"member"`
 	Event      spec.Event `json:"event"`
 	ScriptHash string     `json:"scriptHash"`
 	// EnvHash names the role's env among the cluster's files; "" for none.
@@ -185,7 +186,7 @@ type ScriptRun struct {
 
 // ScriptStop names runs to stop: the member's runs of an event for one workflow.
 type ScriptStop struct {
-	Member     Member     `json:"member"`
+	Member     MemberRef  `json:"member"`
 	Event      spec.Event `json:"event"`
 	WorkflowID string     `json:"workflowId"`
 }

@@ -6,7 +6,7 @@ import (
 
 // LogRequest asks for part of a member's script output for one event.
 type LogRequest struct {
-	Member Member     `json:"member"`
+	Member MemberRef  `json:"member"`
 	Event  spec.Event `json:"event"`
 	// Offsets are where the previous read of each stream stopped; Limit bounds each
 	// stream's bytes returned (the last Limit bytes when the offset is negative).

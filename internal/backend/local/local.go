@@ -148,7 +148,7 @@ func (l *Backend) WriteClusterFiles(_ context.Context, files backend.ClusterFile
 	meta := files.ConfigMeta
 	meta.Members = slices.Clone(meta.Members)
 	for i, node := range meta.Members {
-		m := backend.Member{Cluster: files.Cluster, Home: files.Home, Role: node.Role, Name: node.Name, Host: node.Host}
+		m := backend.MemberRef{Cluster: files.Cluster, Home: files.Home, Role: node.Role, Name: node.Name, Host: node.Host}
 		if memberDir, err := l.memberDir(m); err == nil {
 			meta.Members[i].Dir = memberDir
 		}
@@ -251,7 +251,7 @@ func readSmall(path string, limit int64) ([]byte, error) {
 }
 
 // CreateMember implements Backend.
-func (l *Backend) CreateMember(_ context.Context, m backend.Member) error {
+func (l *Backend) CreateMember(_ context.Context, m backend.MemberRef) error {
 	dir, err := l.memberDir(m)
 	if err != nil {
 		return err
@@ -370,7 +370,7 @@ func (l *Backend) LaunchScript(ctx context.Context, run backend.ScriptRun, to ba
 }
 
 // MemberAddress implements Backend: a member is reached at its host's address.
-func (l *Backend) MemberAddress(_ backend.Member, hostAddress string) string { return hostAddress }
+func (l *Backend) MemberAddress(_ backend.MemberRef, hostAddress string) string { return hostAddress }
 
 // NodesFileEnv names the file listing an addnodes' or delnodes' nodes, one a line.
 const NodesFileEnv = "CLUSTERFLOW_NODES_FILE"
@@ -424,7 +424,7 @@ func (l *Backend) StopScript(ctx context.Context, stop backend.ScriptStop) error
 }
 
 // RemoveMember implements Backend.
-func (l *Backend) RemoveMember(_ context.Context, m backend.Member) error {
+func (l *Backend) RemoveMember(_ context.Context, m backend.MemberRef) error {
 	dir, err := l.memberDir(m)
 	if err != nil {
 		return err
@@ -479,7 +479,7 @@ func (l *Backend) RemoveCluster(_ context.Context, key string) error {
 
 // ListMembers implements Backend: every folder in the cluster's folder whose name has a
 // member's shape, <cluster>-<role>-<ordinal>.
-func (l *Backend) ListMembers(_ context.Context, key string) ([]backend.Member, error) {
+func (l *Backend) ListMembers(_ context.Context, key string) ([]backend.MemberRef, error) {
 	c, err := backend.ParseKey(key)
 	if err != nil {
 		return nil, err
@@ -495,20 +495,20 @@ func (l *Backend) ListMembers(_ context.Context, key string) ([]backend.Member, 
 	if err != nil {
 		return nil, err
 	}
-	var members []backend.Member
+	var members []backend.MemberRef
 	for _, e := range entries {
 		if !e.IsDir() {
 			continue
 		}
 		if role, _, ok := spec.ParseMemberName(c.Name, e.Name()); ok {
-			members = append(members, backend.Member{Cluster: c.Name, Home: c.Home, Role: role, Name: e.Name()})
+			members = append(members, backend.MemberRef{Cluster: c.Name, Home: c.Home, Role: role, Name: e.Name()})
 		}
 	}
 	return members, nil
 }
 
 // memberDir checks every name before it becomes part of a path.
-func (l *Backend) memberDir(m backend.Member) (string, error) {
+func (l *Backend) memberDir(m backend.MemberRef) (string, error) {
 	if err := spec.CheckName(m.Role); err != nil {
 		return "", fmt.Errorf("role name %w", err)
 	}

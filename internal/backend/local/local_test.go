@@ -61,7 +61,7 @@ func newLocal(t *testing.T, script string) *Backend {
 func TestRunScriptGivesTheScriptItsSandboxAndEnvironment(t *testing.T) {
 	t.Setenv("TEMPORAL_API_KEY", "secret")
 	l := newLocal(t, "#!/bin/sh\necho \"$@\"; env | sort; pwd -P\n")
-	m := backend.Member{Cluster: "c", Role: "w", Name: "c-w-0"}
+	m := backend.MemberRef{Cluster: "c", Role: "w", Name: "c-w-0"}
 	if err := l.CreateMember(context.Background(), m); err != nil {
 		t.Fatal(err)
 	}
@@ -102,7 +102,7 @@ func TestRunScriptGivesTheScriptItsSandboxAndEnvironment(t *testing.T) {
 
 func TestScriptsWithoutShebangRunWithSh(t *testing.T) {
 	l := newLocal(t, "echo plain sh\n")
-	m := backend.Member{Cluster: "c", Role: "w", Name: "c-w-0"}
+	m := backend.MemberRef{Cluster: "c", Role: "w", Name: "c-w-0"}
 	_ = l.CreateMember(context.Background(), m)
 	res := runScript(t, l, backend.ScriptRun{Member: m, Event: spec.EventConfigure, ScriptHash: scriptHash, Timeout: time.Minute})
 	if res.ExitCode != 0 || res.StdoutTail != "plain sh\n" {
@@ -112,7 +112,7 @@ func TestScriptsWithoutShebangRunWithSh(t *testing.T) {
 
 func TestNamesCannotEscapeTheDataFolder(t *testing.T) {
 	l := newLocal(t, "#!/bin/sh\n")
-	bad := []backend.Member{
+	bad := []backend.MemberRef{
 		{Cluster: "..", Role: "w", Name: "c-w-0"},
 		{Cluster: "c", Role: "../w", Name: "c-w-0"},
 		{Cluster: "c", Role: "w", Name: "../../etc"},
@@ -126,7 +126,7 @@ func TestNamesCannotEscapeTheDataFolder(t *testing.T) {
 			t.Errorf("RemoveMember accepted %+v", m)
 		}
 	}
-	m := backend.Member{Cluster: "c", Role: "w", Name: "c-w-0"}
+	m := backend.MemberRef{Cluster: "c", Role: "w", Name: "c-w-0"}
 	_ = l.CreateMember(context.Background(), m)
 	for _, run := range []backend.ScriptRun{
 		{Member: m, Event: "reboot", ScriptHash: scriptHash},
@@ -149,7 +149,7 @@ func TestConfigMetaHasOneMemberPerLine(t *testing.T) {
 	if err := json.Unmarshal(data, &meta); err != nil {
 		t.Fatalf("configmeta is not JSON: %v\n%s", err, data)
 	}
-	dir, _ := l.memberDir(backend.Member{Cluster: "c", Role: "w", Name: "c-w-0"})
+	dir, _ := l.memberDir(backend.MemberRef{Cluster: "c", Role: "w", Name: "c-w-0"})
 	if len(meta.Members) != 1 || meta.Members[0].Dir != dir {
 		t.Errorf("members %+v", meta.Members)
 	}
@@ -161,7 +161,7 @@ func TestConfigMetaHasOneMemberPerLine(t *testing.T) {
 
 func TestRemoveMemberStopsWhatTheMemberLeftRunning(t *testing.T) {
 	l := newLocal(t, "#!/bin/sh\nsleep 60 > /dev/null 2>&1 &\necho $! > daemon.pid\n")
-	m := backend.Member{Cluster: "c", Role: "w", Name: "c-w-0"}
+	m := backend.MemberRef{Cluster: "c", Role: "w", Name: "c-w-0"}
 	_ = l.CreateMember(context.Background(), m)
 	runScript(t, l, backend.ScriptRun{Member: m, Event: spec.EventConfigure, ScriptHash: scriptHash, Timeout: time.Minute})
 	dir, _ := l.memberDir(m)
@@ -224,7 +224,7 @@ func TestListMembersFindsEverySandboxShapedLikeAMember(t *testing.T) {
 	if members, err := l.ListMembers(ctx, "c"); err != nil || len(members) != 0 {
 		t.Fatalf("a cluster with no folder: %v, %v", members, err)
 	}
-	for _, m := range []backend.Member{{Cluster: "c", Role: "w", Name: "c-w-0"}, {Cluster: "c", Role: "edge-gw", Name: "c-edge-gw-12"}} {
+	for _, m := range []backend.MemberRef{{Cluster: "c", Role: "w", Name: "c-w-0"}, {Cluster: "c", Role: "edge-gw", Name: "c-edge-gw-12"}} {
 		if err := l.CreateMember(ctx, m); err != nil {
 			t.Fatal(err)
 		}
@@ -280,7 +280,7 @@ func TestRunScriptResolvesItsEnvAndItsNodesOnTheHost(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	m := backend.Member{Cluster: "c", Role: "w", Name: "c-w-2"}
+	m := backend.MemberRef{Cluster: "c", Role: "w", Name: "c-w-2"}
 	if err := l.CreateMember(ctx, m); err != nil {
 		t.Fatal(err)
 	}
@@ -322,7 +322,7 @@ func TestRunScriptResolvesItsEnvAndItsNodesOnTheHost(t *testing.T) {
 	}
 }
 
-func records(t *testing.T, l *Backend, m backend.Member) string {
+func records(t *testing.T, l *Backend, m backend.MemberRef) string {
 	t.Helper()
 	dir, err := l.layout.Records(m.Folder(), m.Name)
 	if err != nil {
@@ -346,7 +346,7 @@ func TestAWorkerRemovesNothingAnotherNamespaceOwns(t *testing.T) {
 		workers[owner] = l
 	}
 	ctx := context.Background()
-	m := backend.Member{Cluster: "c", Home: "0123456789ab", Role: "w", Name: "c-w-0"}
+	m := backend.MemberRef{Cluster: "c", Home: "0123456789ab", Role: "w", Name: "c-w-0"}
 	if err := workers["ns-a"].WriteClusterFiles(ctx, backend.ClusterFiles{Cluster: "c", Home: m.Home}); err != nil {
 		t.Fatal(err)
 	}
