@@ -198,23 +198,41 @@ func runDev(ctx context.Context, args []string, embedded *Embedded) error {
 		defer stop()
 	}
 
-	conn := agent.Connection{ClientConfigProfile: envconfig.ClientConfigProfile{Address: srv.Address(), Namespace: *f.namespace}, CodecKeyFile: f.codecKeyFile}
-	owner, err := st.NamespaceID(ctx, *f.namespace)
+	waitForWorkers, err := startDevWorkers(ctx, f, c, st, srv.Address(), logger)
 	if err != nil {
 		return err
+	}
+	fmt.Println("Ready. Press Ctrl-C to stop.")
+
+	if cluster != nil {
+		deployAndWatch(ctx, st, *cluster)
+	}
+	<-ctx.Done()
+	fmt.Println("\nStopping.")
+	return waitForWorkers()
+}
+
+// startDevWorkers starts dev's workers (none with --no-worker), in single-host mode or as
+// --hosts hosts, once they are registered, and returns the wait for them to end after ctx
+// has, which says whose member agents carry on.
+func startDevWorkers(ctx context.Context, f devFlags, c client.Client, st *starter.Starter, serverAddress string, logger *zap.Logger) (wait func() error, err error) {
+	conn := agent.Connection{ClientConfigProfile: envconfig.ClientConfigProfile{Address: serverAddress, Namespace: *f.namespace}, CodecKeyFile: f.codecKeyFile}
+	owner, err := st.NamespaceID(ctx, *f.namespace)
+	if err != nil {
+		return nil, err
 	}
 	var workers []devWorker
 	if !*f.noWorker {
 		base, err := backendOptions(*f.backendName, *f.data, *f.secretsDir, f.com)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		if base.Scripts, err = f.scriptUsers.choose(*f.data, logger); err != nil {
-			return err
+			return nil, err
 		}
 		base.Owner, base.Connection = owner, conn
 		if workers, err = newDevWorkers(*f.backendName, base, *f.hosts); err != nil {
-			return err
+			return nil, err
 		}
 	}
 	workerDone := make(chan error, len(workers))
@@ -225,30 +243,26 @@ func runDev(ctx context.Context, args []string, embedded *Embedded) error {
 	if *f.hosts > 0 {
 		// A deploy before the hosts are registered would place nothing on them.
 		if err := waitForHosts(ctx, st, *f.hosts); err != nil {
-			return err
+			return nil, err
 		}
 	}
-	fmt.Println("Ready. Press Ctrl-C to stop.")
-
-	if cluster != nil {
-		deployAndWatch(ctx, st, *cluster)
-	}
-	<-ctx.Done()
-	fmt.Println("\nStopping.")
-	for range workers {
-		if werr := <-workerDone; werr != nil && err == nil {
-			err = werr
+	return func() error {
+		var err error
+		for range workers {
+			if werr := <-workerDone; werr != nil && err == nil {
+				err = werr
+			}
 		}
-	}
-	for _, w := range workers {
-		if agent, ok := w.members.(interface{ AgentPID() (int, bool) }); !ok {
-			continue
-		} else if pid, ok := agent.AgentPID(); ok {
-			// Detached on purpose, so that stopping dev never kills a script mid-run.
-			fmt.Printf("The member agent (pid %d) carries on with any running scripts; it exits after 10 minutes with nothing to do.\n", pid)
+		for _, w := range workers {
+			if agent, ok := w.members.(interface{ AgentPID() (int, bool) }); !ok {
+				continue
+			} else if pid, ok := agent.AgentPID(); ok {
+				// Detached on purpose, so that stopping dev never kills a script mid-run.
+				fmt.Printf("The member agent (pid %d) carries on with any running scripts; it exits after 10 minutes with nothing to do.\n", pid)
+			}
 		}
-	}
-	return err
+		return err
+	}, nil
 }
 
 // maxDevHosts keeps dev's hosts to what one machine makes sense of.
