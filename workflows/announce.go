@@ -83,7 +83,7 @@ func (w *clusterWorkflow) notify(ctx workflow.Context, op RoleOperation, nodesRo
 	if len(failed) > 0 {
 		work = w.untold(ctx, op, work, failed)
 	}
-	w.runLevel(ctx, op, work)
+	w.runner.runLevel(ctx, op, work)
 	w.logger.Info("Announced membership change", "Event", op, "Role", nodesRole, "Notice", n.ID, "Nodes", n.Size(), "Roles", fmt.Sprint(workRoles(work)))
 }
 
@@ -141,6 +141,6 @@ func (w *clusterWorkflow) notifyByName(ctx workflow.Context, op RoleOperation, n
 	if len(work) == 0 {
 		return
 	}
-	w.runLevel(ctx, op, work)
+	w.runner.runLevel(ctx, op, work)
 	w.logger.Info("Announced membership change", "Event", op, "Role", nodesRole, "Nodes", fmt.Sprint(work[0].Nodes.Nodes), "Roles", fmt.Sprint(workRoles(work)))
 }

@@ -26,9 +26,9 @@ func (w *clusterWorkflow) setUpdateHandlers(ctx workflow.Context) error {
 		{ApplyUpdate, w.onApply, w.validateApply, "Change member counts, add or remove roles by a new spec; returns the new generation"},
 		{CancelUpdate, w.onCancel, w.validateCancel, "Stop the operation in progress; running scripts are killed"},
 		{DeleteUpdate, w.onDelete, nil, "Delete the cluster: stop what runs, tear members down and remove them"},
-		{MemberEventUpdate, w.onMemberEvent, w.validateMemberEvent, "Report a member's health: {member, event: down|up|gone|unhealthy, reason, source, at}; returns the transition"},
-		{ResumeUpdate, w.onResume, w.validateResume, "Lift paused replacement (the meltdown guard) and flapping marks"},
-		{ReconcileUpdate, w.onReconcile, w.validateReconcile, "Compare the members with what the backend has now: remove rogues, replace members gone"},
+		{MemberEventUpdate, w.health.onMemberEvent, w.validateMemberEvent, "Report a member's health: {member, event: down|up|gone|unhealthy, reason, source, at}; returns the transition"},
+		{ResumeUpdate, w.health.onResume, w.validateResume, "Lift paused replacement (the meltdown guard) and flapping marks"},
+		{ReconcileUpdate, w.health.onReconcile, w.validateReconcile, "Compare the members with what the backend has now: remove rogues, replace members gone"},
 	}
 	for _, h := range handlers {
 		if err := workflow.SetUpdateHandlerWithOptions(ctx, h.name, h.handler, workflow.UpdateHandlerOptions{
@@ -113,7 +113,7 @@ func (w *clusterWorkflow) change(ctx workflow.Context, next spec.Cluster) Change
 		ClusterRolesKey.ValueSet(w.spec.RoleNames()), ClusterMembersKey.ValueSet(int64(w.spec.TotalMembers()))); err != nil {
 		w.logger.Warn("Could not upsert the ClusterRoles and ClusterMembers search attributes", "Error", err)
 	}
-	w.stopUnwanted(ctx)
+	w.runner.stopUnwanted(ctx)
 	w.logger.Info("Desired state changed", "Generation", w.state.Generation, "Change", summary)
 	return ChangeResult{Generation: w.state.Generation, Changed: true, Summary: summary}
 }
@@ -137,29 +137,29 @@ func (c *cluster) noteSignature() {
 
 // stopUnwanted tells role children still configuring members that are no longer wanted to
 // stop them, killing their scripts, rather than finish a setup that would be torn down.
-func (w *clusterWorkflow) stopUnwanted(ctx workflow.Context) {
+func (r *roleRunner) stopUnwanted(ctx workflow.Context) {
 	configuring := map[string][]string{}
-	for _, role := range slices.Sorted(maps.Keys(w.activeOps)) {
-		if op := w.activeOps[role]; op.op == OpConfigure {
+	for _, role := range slices.Sorted(maps.Keys(r.activeOps)) {
+		if op := r.activeOps[role]; op.op == OpConfigure {
 			configuring[role] = op.members
 		}
 	}
-	for _, rw := range plan.Stops(w.spec, w.state.Roles, configuring) {
-		rs := w.state.Role(rw.Role)
+	for _, rw := range plan.Stops(r.spec, r.state.Roles, configuring) {
+		rs := r.state.Role(rw.Role)
 		leaving := map[string]bool{}
 		for _, m := range rw.Members {
 			rs.Member(m.Name).Leaving = true
 			leaving[m.Name] = true
 		}
-		w.stopInOperation(ctx, rw.Role, leaving, false)
+		r.stopInOperation(ctx, rw.Role, leaving, false)
 	}
 }
 
 // stopInOperation stops the members of a role's operation in progress: a batch that has
 // not started drops them, and a running one is told to stop them (their scripts killed, or
 // never started).
-func (w *clusterWorkflow) stopInOperation(ctx workflow.Context, role string, stop map[string]bool, hostLost bool) {
-	op := w.activeOps[role]
+func (r *roleRunner) stopInOperation(ctx workflow.Context, role string, stop map[string]bool, hostLost bool) {
+	op := r.activeOps[role]
 	if op == nil {
 		return
 	}

@@ -96,8 +96,12 @@ type clusterWorkflow struct {
 	// filesLock keeps configmeta writes in order: the operation and an update that grows a
 	// role midway both write it.
 	filesLock workflow.Mutex
-	// childStarts bounds the child workflows started in one workflow task.
-	childStarts startGate
+	// runner runs role operations as child workflows.
+	runner *roleRunner
+	// health is member health.
+	health *healthMachine
+	// hosts follows the host registry.
+	hosts *hostWatcher
 }
 
 func newClusterWorkflow(ctx workflow.Context, in ClusterInput) (*clusterWorkflow, error) {
@@ -105,6 +109,10 @@ func newClusterWorkflow(ctx workflow.Context, in ClusterInput) (*clusterWorkflow
 		cluster:   cluster{spec: in.Spec, activeOps: map[string]*activeOp{}, continueAsNewEvery: in.ContinueAsNewEvery, logger: workflow.GetLogger(ctx)},
 		filesLock: workflow.NewMutex(ctx),
 	}
+	w.runner = &roleRunner{cluster: &w.cluster, touch: w.touch}
+	w.hosts = &hostWatcher{cluster: &w.cluster, touch: w.touch}
+	w.health = &healthMachine{cluster: &w.cluster, runner: w.runner, touch: w.touch, setPhase: w.setPhase, onEachHost: w.hosts.onEachHost}
+	w.hosts.health = w.health
 	if w.continueAsNewEvery <= 0 {
 		w.continueAsNewEvery = defaultContinueAsNewEvery
 	}
@@ -174,10 +182,10 @@ func (w *clusterWorkflow) setup(ctx workflow.Context) error {
 		for {
 			var p RoleProgress
 			progress.Receive(ctx, &p)
-			w.applyProgress(ctx, p)
+			w.runner.applyProgress(ctx, p)
 		}
 	})
-	w.receiveMemberEvents(ctx)
+	w.health.receiveMemberEvents(ctx)
 	w.receiveMaintenance(ctx)
 	if err := w.setTransferHandlers(ctx); err != nil {
 		return err
@@ -187,11 +195,11 @@ func (w *clusterWorkflow) setup(ctx workflow.Context) error {
 		return err
 	}
 	if w.onHosts() && workflow.GetVersion(ctx, changeHosts, workflow.DefaultVersion, 1) >= 1 {
-		w.watchHosts(ctx)
+		w.hosts.watchHosts(ctx)
 	}
 	// Runs recorded before member health had no health timer.
 	if workflow.GetVersion(ctx, changeMemberHealth, workflow.DefaultVersion, 1) >= 1 {
-		workflow.Go(ctx, w.watchHealth)
+		workflow.Go(ctx, w.health.watchHealth)
 	}
 	return nil
 }
@@ -252,7 +260,7 @@ func (w *clusterWorkflow) operate(ctx workflow.Context) {
 	w.converge(opCtx)
 	w.cancelOperation, w.operating = nil, false
 	w.operationsThisRun++
-	w.drain(ctx)
+	w.hosts.drain(ctx)
 	if w.cancelRequested && !w.deleteRequested {
 		w.cancelRequested = false
 		w.setPhase(ctx, PhaseCanceled, w.canceledMessage())
@@ -298,16 +306,16 @@ func (w *clusterWorkflow) touch(ctx workflow.Context) {
 	workflow.SetCurrentDetails(ctx, w.details())
 }
 
-func (w *clusterWorkflow) applyProgress(ctx workflow.Context, p RoleProgress) {
-	op := w.activeOps[p.Role]
+func (r *roleRunner) applyProgress(ctx workflow.Context, p RoleProgress) {
+	op := r.activeOps[p.Role]
 	if op == nil {
 		return // the operation already finished and its result is applied
 	}
 	if b := op.batch(p.Operation); b == nil || b.done {
 		return
 	}
-	w.haltOnFailure(ctx, op, w.applyMembers(p.Role, p.Members))
-	w.touch(ctx)
+	r.haltOnFailure(ctx, op, r.applyMembers(p.Role, p.Members))
+	r.touch(ctx)
 }
 
 // applyMembers takes a role child's report of its members' states. The child owns only

@@ -37,7 +37,7 @@ func (w *clusterWorkflow) convergeOnce(ctx workflow.Context) (again bool) {
 	}
 	w.adoptRogues(workflow.Now(ctx))
 	if w.setUpElsewhere {
-		w.removeStale(ctx)
+		w.hosts.removeStale(ctx)
 	}
 	w.removeUnwanted(ctx, false)
 	if ctx.Err() != nil {
@@ -75,7 +75,7 @@ func (w *clusterWorkflow) convergeOnce(ctx workflow.Context) (again bool) {
 				ended = true
 				return false
 			}
-			if changed() || w.replaceFailed(ctx, step.Roles) {
+			if changed() || w.health.replaceFailed(ctx, step.Roles) {
 				ended, again = true, true
 				return false
 			}
@@ -104,7 +104,7 @@ func (w *clusterWorkflow) convergeOnce(ctx workflow.Context) (again bool) {
 	if ctx.Err() != nil {
 		return false
 	}
-	if w.replaceFailed(ctx, slices.Concat(w.state.Levels...)) {
+	if w.health.replaceFailed(ctx, slices.Concat(w.state.Levels...)) {
 		return true
 	}
 	// A failed notification leaves its member in config_error, and the cluster failed.

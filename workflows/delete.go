@@ -23,11 +23,11 @@ func (w *clusterWorkflow) delete(parent workflow.Context) {
 	// A delete is the removal toward the empty spec: every member, whatever its state.
 	w.runPass(ctx, spec.Cluster{}, plan.Removal(w.state.Levels, true), passHooks{})
 	// Any reachable host may hold the folder of a member that has left.
-	failed := w.onEachHost(withQuickActivity(ctx, "remove "+w.state.Name), w.reachableHosts(), func(ctx workflow.Context, _ string) error {
+	failed := w.hosts.onEachHost(withQuickActivity(ctx, "remove "+w.state.Name), w.reachableHosts(), func(ctx workflow.Context, _ string) error {
 		return workflow.ExecuteActivity(ctx, actRemoveCluster, w.folder().Key()).Get(ctx, nil)
 	})
 	if w.onHosts() {
-		w.reportPlacement(ctx, ClusterPlacement{Cluster: w.state.Name, Gone: true})
+		w.hosts.reportPlacement(ctx, ClusterPlacement{Cluster: w.state.Name, Gone: true})
 	}
 	w.setPhase(ctx, PhaseDeleted, w.leftovers(describeFailures(failed)))
 }

@@ -40,7 +40,7 @@ func (w *clusterWorkflow) runPass(ctx workflow.Context, desired spec.Cluster, pa
 		case OpConfigure:
 			w.markSetUpNow(work)
 		}
-		w.runLevel(ctx, step.Op, work)
+		w.runner.runLevel(ctx, step.Op, work)
 		switch step.Op {
 		case OpTeardown:
 			for _, rw := range work {
@@ -50,7 +50,7 @@ func (w *clusterWorkflow) runPass(ctx workflow.Context, desired spec.Cluster, pa
 			if ctx.Err() != nil {
 				return
 			}
-			w.failedStartsAreDown(ctx, work)
+			w.health.failedStartsAreDown(ctx, work)
 		}
 		if hooks.after != nil && !hooks.after(step) {
 			return

@@ -70,7 +70,7 @@ func (w *clusterWorkflow) writeFiles(ctx workflow.Context, summary string, hosts
 	// more than hostWriteBytes; a write alone always goes.
 	sizes := map[bool]int{false: payloadSize(files)}
 	inFlight := slots{limit: hostWriteBytes}
-	return w.onEachHost(withQuickActivity(ctx, summary), hosts, func(ctx workflow.Context, host string) error {
+	return w.hosts.onEachHost(withQuickActivity(ctx, summary), hosts, func(ctx workflow.Context, host string) error {
 		f := files
 		install := w.bounded && w.state.Installed[host] != digest
 		if install {

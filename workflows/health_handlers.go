@@ -11,53 +11,53 @@ import (
 
 // receiveMemberEvents applies member-event signals. A signal cannot be refused, so one
 // about an unknown member or event is logged and dropped; it never fails the workflow.
-func (w *clusterWorkflow) receiveMemberEvents(ctx workflow.Context) {
+func (hm *healthMachine) receiveMemberEvents(ctx workflow.Context) {
 	events := workflow.GetSignalChannel(ctx, MemberEventSignal)
 	workflow.Go(ctx, func(ctx workflow.Context) {
 		for {
 			var ev MemberEvent
 			events.Receive(ctx, &ev)
-			if err := w.checkMemberEvent(ev); err != nil {
-				w.logger.Warn("Ignoring member-event signal", "Member", spec.Clip(ev.Member, spec.MaxMemberNameLength), "Event", spec.Clip(string(ev.Event), 32), "Error", err)
+			if err := hm.checkMemberEvent(ev); err != nil {
+				hm.logger.Warn("Ignoring member-event signal", "Member", spec.Clip(ev.Member, spec.MaxMemberNameLength), "Event", spec.Clip(string(ev.Event), 32), "Error", err)
 				continue
 			}
 			// A signal cannot be refused: text past the limit is cut rather than kept whole.
 			ev.Reason, ev.Source = spec.Clip(ev.Reason, spec.MaxTextBytes), spec.Clip(ev.Source, spec.MaxTextBytes)
-			w.onMemberEvent(ctx, ev)
+			hm.onMemberEvent(ctx, ev)
 		}
 	})
 }
 
-func (w *clusterWorkflow) onMemberEvent(ctx workflow.Context, ev MemberEvent) (MemberEventResult, error) {
-	rs, m := w.findMember(ev.Member)
-	return w.stepHealth(ctx, rs, m, ev), nil
+func (hm *healthMachine) onMemberEvent(ctx workflow.Context, ev MemberEvent) (MemberEventResult, error) {
+	rs, m := hm.findMember(ev.Member)
+	return hm.stepHealth(ctx, rs, m, ev), nil
 }
 
 // onResume lifts the meltdown guard of every paused role, until the role recovers, and
 // returns flapping members to their state machine's care.
-func (w *clusterWorkflow) onResume(ctx workflow.Context) (ResumeResult, error) {
+func (hm *healthMachine) onResume(ctx workflow.Context) (ResumeResult, error) {
 	var result ResumeResult
-	for i := range w.state.Roles {
-		rs := &w.state.Roles[i]
+	for i := range hm.state.Roles {
+		rs := &hm.state.Roles[i]
 		if rs.Paused != "" {
 			rs.Paused, rs.Resumed = "", true
 			result.Roles = append(result.Roles, rs.Name)
 		}
 		for j := range rs.Members {
 			if m := &rs.Members[j]; m.State == MemberFlapping {
-				w.stepHealth(ctx, rs, m, MemberEvent{Member: m.Name, Event: HealthResume, Reason: "resumed by an operator", Source: "cli"})
+				hm.stepHealth(ctx, rs, m, MemberEvent{Member: m.Name, Event: HealthResume, Reason: "resumed by an operator", Source: "cli"})
 				result.Members = append(result.Members, m.Name)
 			}
 		}
 	}
-	w.healthChanged(ctx)
-	w.logger.Info("Resumed", "Roles", result.Roles, "Members", spec.Some(result.Members, ReportNames))
+	hm.healthChanged(ctx)
+	hm.logger.Info("Resumed", "Roles", result.Roles, "Members", spec.Some(result.Members, ReportNames))
 	result.Members, result.MoreMembers = capNames(result.Members)
 	return result, nil
 }
 
-func (w *clusterWorkflow) onReconcile(ctx workflow.Context) (ReconcileReport, error) {
-	return w.reconcile(ctx), nil
+func (hm *healthMachine) onReconcile(ctx workflow.Context) (ReconcileReport, error) {
+	return hm.reconcile(ctx), nil
 }
 
 // hasResumable reports whether a resume would change anything.

@@ -67,17 +67,17 @@ func (c *cluster) refreshMeltdown() {
 // showHealth puts members' health into the phase while no operation runs: a ready cluster
 // with unavailable members is degraded, and paused if a role's replacement is paused.
 // Failed and canceled clusters keep their phase; their members show their health.
-func (w *clusterWorkflow) showHealth(ctx workflow.Context) {
-	switch w.state.Phase {
+func (hm *healthMachine) showHealth(ctx workflow.Context) {
+	switch hm.state.Phase {
 	case PhaseReady, PhaseDegraded, PhasePaused:
 	default:
 		return
 	}
-	if w.cancelOperation != nil || w.deleteRequested {
+	if hm.operating || hm.deleteRequested {
 		return // the operation in progress owns the phase
 	}
-	phase, message := w.healthPhase()
-	w.setPhase(ctx, phase, message)
+	phase, message := hm.healthPhase()
+	hm.setPhase(ctx, phase, message)
 }
 
 // healthPhase is the phase and message of a cluster whose last operation reached its goal.

@@ -16,8 +16,8 @@ import (
 // longer has is gone; a backend member the cluster never knew (a rogue, or an orphan a
 // lost removal left) is torn down and removed by the next pass. It costs one short
 // activity, and the history it adds is bounded by continue-as-new.
-func (w *clusterWorkflow) reconcile(ctx workflow.Context) ReconcileReport {
-	epoch := w.membershipEpoch
+func (hm *healthMachine) reconcile(ctx workflow.Context) ReconcileReport {
+	epoch := hm.membershipEpoch
 	// Only members set up before the listing can be missing from it. Taken after it, as
 	// runs before this version did, the members set up meanwhile counted too: at 10,000
 	// members a deploy outlasts a listing, and 519 members that became ready during one
@@ -25,20 +25,20 @@ func (w *clusterWorkflow) reconcile(ctx workflow.Context) ReconcileReport {
 	before := workflow.GetVersion(ctx, changeReconcileSetUpBefore, workflow.DefaultVersion, 1) >= 1
 	var setUpBefore map[string]string
 	if before {
-		setUpBefore = w.setUpMembers()
+		setUpBefore = hm.setUpMembers()
 	}
-	listed, listedHosts, err := w.listMembers(ctx)
+	listed, listedHosts, err := hm.listMembers(ctx)
 	if !before {
-		setUpBefore = w.setUpMembers()
+		setUpBefore = hm.setUpMembers()
 	}
 	// A member an operation is acting on may have lost its sandbox to that operation (a
 	// shrink's teardown) before the cluster hears of it: the operation, not reconcile,
 	// says what became of it.
 	skipActive := workflow.GetVersion(ctx, changeReconcileSkipsActive, workflow.DefaultVersion, 1) >= 1
 	var present []string
-	for _, rs := range w.state.Roles {
+	for _, rs := range hm.state.Roles {
 		for _, m := range rs.Members {
-			if skipActive && w.actedOn(rs.Name, m.Name) {
+			if skipActive && hm.actedOn(rs.Name, m.Name) {
 				continue
 			}
 			if host, ok := setUpBefore[m.Name]; ok && host == m.Host && listedHosts[m.Host] && m.State.SetUp() {
@@ -47,17 +47,17 @@ func (w *clusterWorkflow) reconcile(ctx workflow.Context) ReconcileReport {
 		}
 	}
 	if err != nil {
-		w.logger.Warn("Reconcile could not list the backend's members", "Error", err)
+		hm.logger.Warn("Reconcile could not list the backend's members", "Error", err)
 		return ReconcileReport{Deferred: "could not list the backend's members: " + errorMessage(err)}
 	}
 	report := ReconcileReport{Listed: len(listed)}
-	if w.deleteRequested {
+	if hm.deleteRequested {
 		report.Deferred = "the cluster is being deleted"
 		return report
 	}
 	// Where a member may be set up elsewhere, a sandbox counts only on the member's host.
 	where := func(name, host string) string {
-		if w.setUpElsewhere {
+		if hm.setUpElsewhere {
 			return name + "@" + host
 		}
 		return name
@@ -67,38 +67,38 @@ func (w *clusterWorkflow) reconcile(ctx workflow.Context) ReconcileReport {
 		onBackend[where(ref.Name, ref.Host)] = true
 	}
 	for _, name := range present {
-		rs, m := w.findMember(name)
+		rs, m := hm.findMember(name)
 		if m == nil || onBackend[where(name, m.Host)] {
 			continue
 		}
-		res := w.stepHealth(ctx, rs, m, MemberEvent{Member: name, Event: HealthGone, Reason: "its sandbox is gone from the backend", Source: "reconcile"})
+		res := hm.stepHealth(ctx, rs, m, MemberEvent{Member: name, Event: HealthGone, Reason: "its sandbox is gone from the backend", Source: "reconcile"})
 		if res.Ignored == "" {
 			report.Gone = append(report.Gone, name)
 		}
 	}
-	if epoch != w.membershipEpoch {
+	if epoch != hm.membershipEpoch {
 		report.Deferred = "members were added or removed while listing; rogues are looked for next time"
 		return report
 	}
 	stale := 0
 	for _, ref := range listed {
-		_, m := w.findMember(ref.Name)
+		_, m := hm.findMember(ref.Name)
 		switch {
-		case m == nil && !slices.Contains(w.rogues, ref):
-			w.rogues = append(w.rogues, ref)
+		case m == nil && !slices.Contains(hm.rogues, ref):
+			hm.rogues = append(hm.rogues, ref)
 			report.Rogues = append(report.Rogues, ref.Name)
-		case m != nil && w.setUpElsewhere && ref.Host != m.Host && w.noteStale(ref):
+		case m != nil && hm.setUpElsewhere && ref.Host != m.Host && hm.noteStale(ref):
 			stale++
 		}
 	}
 	if stale > 0 {
-		w.newGeneration(fmt.Sprintf("remove %d sandboxes of members set up elsewhere", stale))
-		w.touch(ctx)
+		hm.newGeneration(fmt.Sprintf("remove %d sandboxes of members set up elsewhere", stale))
+		hm.touch(ctx)
 	}
 	if len(report.Rogues) > 0 {
-		w.newGeneration("remove " + spec.Some(report.Rogues, refusalNames)) // a membership change like any other
-		w.logger.Info("Found rogue members; removing them", "Rogues", spec.Some(report.Rogues, ReportNames), "Generation", w.state.Generation)
-		w.touch(ctx)
+		hm.newGeneration("remove " + spec.Some(report.Rogues, refusalNames)) // a membership change like any other
+		hm.logger.Info("Found rogue members; removing them", "Rogues", spec.Some(report.Rogues, ReportNames), "Generation", hm.state.Generation)
+		hm.touch(ctx)
 	}
 	report.Rogues, report.MoreRogues = capNames(report.Rogues)
 	report.Gone, report.MoreGone = capNames(report.Gone)
@@ -127,16 +127,16 @@ func (c *cluster) setUpMembers() map[string]string {
 // listMembers lists the backend's members of the cluster: on the shared queue in
 // single-host mode, else on every reachable host, each member marked with its host. It
 // says which hosts it listed ("" in single-host mode).
-func (w *clusterWorkflow) listMembers(ctx workflow.Context) ([]backend.MemberRef, map[string]bool, error) {
-	ctx = withQuickActivity(ctx, "list members of "+w.state.Name)
-	if !w.onHosts() {
-		listed, err := w.listOn(ctx, "")
+func (hm *healthMachine) listMembers(ctx workflow.Context) ([]backend.MemberRef, map[string]bool, error) {
+	ctx = withQuickActivity(ctx, "list members of "+hm.state.Name)
+	if !hm.onHosts() {
+		listed, err := hm.listOn(ctx, "")
 		return listed, map[string]bool{"": true}, err
 	}
 	var all []backend.MemberRef
 	hosts := map[string]bool{}
-	failed := w.onEachHost(ctx, w.reachableHosts(), func(ctx workflow.Context, host string) error {
-		listed, err := w.listOn(ctx, host)
+	failed := hm.onEachHost(ctx, hm.reachableHosts(), func(ctx workflow.Context, host string) error {
+		listed, err := hm.listOn(ctx, host)
 		if err != nil {
 			return err
 		}
@@ -146,7 +146,7 @@ func (w *clusterWorkflow) listMembers(ctx workflow.Context) ([]backend.MemberRef
 	})
 	if len(failed) > 0 {
 		// Members of a host not listed are neither gone nor rogue: it is looked at next time.
-		w.logger.Warn("Reconcile could not list some hosts", "Failures", describeFailures(failed))
+		hm.logger.Warn("Reconcile could not list some hosts", "Failures", describeFailures(failed))
 	}
 	return all, hosts, nil
 }
@@ -154,24 +154,24 @@ func (w *clusterWorkflow) listMembers(ctx workflow.Context) ([]backend.MemberRef
 // listOn lists the cluster's members on one host ("" for the shared queue). Bounded runs
 // ask for the compact listing, by ordinal ranges; a listing the host had to cut counts as
 // a failure, since it cannot tell a member gone.
-func (w *clusterWorkflow) listOn(ctx workflow.Context, host string) ([]backend.MemberRef, error) {
+func (hm *healthMachine) listOn(ctx workflow.Context, host string) ([]backend.MemberRef, error) {
 	var listed []backend.MemberRef
-	if !w.bounded {
-		if err := workflow.ExecuteActivity(ctx, actListMembers, w.folder().Key()).Get(ctx, &listed); err != nil {
+	if !hm.bounded {
+		if err := workflow.ExecuteActivity(ctx, actListMembers, hm.folder().Key()).Get(ctx, &listed); err != nil {
 			return nil, err
 		}
 	} else {
 		var listing MemberListing
-		if err := workflow.ExecuteActivity(ctx, actListMemberOrdinals, w.folder().Key()).Get(ctx, &listing); err != nil {
+		if err := workflow.ExecuteActivity(ctx, actListMemberOrdinals, hm.folder().Key()).Get(ctx, &listing); err != nil {
 			return nil, err
 		}
 		if listing.Truncated {
-			return nil, fmt.Errorf("the host has more sandboxes shaped like members of %s than a cluster can have; the listing was cut", w.state.Name)
+			return nil, fmt.Errorf("the host has more sandboxes shaped like members of %s than a cluster can have; the listing was cut", hm.state.Name)
 		}
 		for _, r := range listing.Roles {
 			for _, rg := range r.Ordinals {
 				for o := rg[0]; o <= rg[1] && len(listed) <= 2*spec.MaxClusterMembers; o++ {
-					listed = append(listed, w.memberRef(r.Role, spec.MemberName(w.state.Name, r.Role, o)))
+					listed = append(listed, hm.memberRef(r.Role, spec.MemberName(hm.state.Name, r.Role, o)))
 				}
 			}
 		}

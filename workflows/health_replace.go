@@ -30,20 +30,20 @@ func (c *cluster) replace(rs *plan.RoleState, m *Member, ev MemberEvent) {
 // replaceFailed replaces the members of the given roles whose setup or notification
 // failed, when their role asks for it and their slot has replacements left. It reports
 // whether any replacement started.
-func (w *clusterWorkflow) replaceFailed(ctx workflow.Context, roles []string) bool {
+func (hm *healthMachine) replaceFailed(ctx workflow.Context, roles []string) bool {
 	started := false
 	for _, name := range roles {
-		r, ok := w.spec.Role(name)
-		rs := w.state.Role(name)
+		r, ok := hm.spec.Role(name)
+		rs := hm.state.Role(name)
 		if !ok || rs == nil || !r.Health.ReplaceOnConfigError {
 			continue
 		}
-		wanted, _ := plan.SplitMembers(*rs, plan.DesiredMembers(w.spec, name))
+		wanted, _ := plan.SplitMembers(*rs, plan.DesiredMembers(hm.spec, name))
 		for _, m := range wanted {
 			if m.State != MemberConfigError {
 				continue
 			}
-			res := w.stepHealth(ctx, rs, rs.Member(m.Name), MemberEvent{
+			res := hm.stepHealth(ctx, rs, rs.Member(m.Name), MemberEvent{
 				Member: m.Name, Event: HealthConfigError, Reason: m.Detail, Source: "clusterflow",
 			})
 			started = started || res.To == MemberReplacing
@@ -64,20 +64,20 @@ func (c *cluster) replacing() bool {
 // it ignored (Moved); and a new generation sets it up where it lives now. Its sandbox on
 // the old host, if the run had begun there, is removed once the host is back: never
 // adopted, never torn down by script, since the member lives elsewhere now.
-func (w *clusterWorkflow) rehome(ctx workflow.Context, rs *plan.RoleState, m *Member, from MemberState, ev MemberEvent) {
+func (hm *healthMachine) rehome(ctx workflow.Context, rs *plan.RoleState, m *Member, from MemberState, ev MemberEvent) {
 	old := m.Host
-	if old != "" && (from != MemberPending || w.actedOn(rs.Name, m.Name)) {
-		w.state.Stale = append(w.state.Stale, StaleSandbox{Role: rs.Name, Member: m.Name, Host: old})
+	if old != "" && (from != MemberPending || hm.actedOn(rs.Name, m.Name)) {
+		hm.state.Stale = append(hm.state.Stale, StaleSandbox{Role: rs.Name, Member: m.Name, Host: old})
 	}
 	m.Host, m.Unplaced, m.Event, m.Moved = "", "", "", true
 	m.Detail = fmt.Sprintf("to be set up elsewhere: %s", ev.Reason)
 	name := m.Name
-	if w.onHosts() {
-		r, _ := w.roleSpec(rs.Name)
-		rs.Members = placeMembers(r, rs.Members, w.hostCheck.hostsFor(w.state.Hosts, w.state.Name, r))
+	if hm.onHosts() {
+		r, _ := hm.roleSpec(rs.Name)
+		rs.Members = placeMembers(r, rs.Members, hm.hostCheck.hostsFor(hm.state.Hosts, hm.state.Name, r))
 	}
-	w.stopInOperation(ctx, rs.Name, map[string]bool{name: true}, old != "" && !w.reachable(old))
-	w.membershipEpoch++
-	w.newGeneration(fmt.Sprintf("set %s up elsewhere (%s)", name, ev.Event))
-	w.logger.Info("Setting a member up elsewhere", "Member", name, "Was", from, "Host", old, "Now", rs.Member(name).Host, "Reason", ev.Reason)
+	hm.runner.stopInOperation(ctx, rs.Name, map[string]bool{name: true}, old != "" && !hm.reachable(old))
+	hm.membershipEpoch++
+	hm.newGeneration(fmt.Sprintf("set %s up elsewhere (%s)", name, ev.Event))
+	hm.logger.Info("Setting a member up elsewhere", "Member", name, "Was", from, "Host", old, "Now", rs.Member(name).Host, "Reason", ev.Reason)
 }

@@ -9,19 +9,32 @@ import (
 	"go.temporal.io/sdk/workflow"
 )
 
+// healthMachine is member health: it feeds the events reported of members, and those it
+// raises itself, to each member's state machine (health_table.go), keeps their timers and
+// history, reconciles the members against what the hosts hold, and has a member that is
+// gone replaced. What it needs of the workflow it is given: showing changes (touch,
+// setPhase), the role runner (to stop a member being set up), and reaching every host.
+type healthMachine struct {
+	*cluster
+	runner     *roleRunner
+	touch      func(workflow.Context)
+	setPhase   func(ctx workflow.Context, phase Phase, message string)
+	onEachHost func(ctx workflow.Context, hosts []string, run func(ctx workflow.Context, host string) error) map[string]error
+}
+
 // stepHealth feeds one event to a member's state machine and carries out the transition:
 // the member's state, timer and history, and a replacement when it enters replacing.
-func (w *clusterWorkflow) stepHealth(ctx workflow.Context, rs *plan.RoleState, m *Member, ev MemberEvent) MemberEventResult {
+func (hm *healthMachine) stepHealth(ctx workflow.Context, rs *plan.RoleState, m *Member, ev MemberEvent) MemberEventResult {
 	result := MemberEventResult{Member: m.Name, From: m.State, To: m.State}
-	if w.deleteRequested {
-		result.Ignored = fmt.Sprintf("cluster %s is being deleted", w.state.Name)
+	if hm.deleteRequested {
+		result.Ignored = fmt.Sprintf("cluster %s is being deleted", hm.state.Name)
 		return result
 	}
 	now := workflow.Now(ctx)
-	if w.inMaintenance() {
-		return w.recordHeldEvent(ctx, m, ev, now)
+	if hm.inMaintenance() {
+		return hm.recordHeldEvent(ctx, m, ev, now)
 	}
-	r, _ := w.roleSpec(rs.Name)
+	r, _ := hm.roleSpec(rs.Name)
 	policy := r.Health.WithDefaults()
 	h := m.Health
 	if h == nil {
@@ -29,16 +42,16 @@ func (w *clusterWorkflow) stepHealth(ctx workflow.Context, rs *plan.RoleState, m
 	}
 	recent := slices.DeleteFunc(slices.Clone(h.Recoveries), func(t time.Time) bool { return now.Sub(t) > policy.FlapWindow })
 	facts := healthFacts{
-		paused:         w.replacementPaused(rs, m),
+		paused:         hm.replacementPaused(rs, m),
 		flapping:       len(recent)+1 > policy.FlapLimit,
 		up:             h.LastReport == HealthUp,
 		replaceable:    policy.ReplaceOnConfigError && m.Replacements < policy.MaxReplacements,
-		setUpElsewhere: w.setUpElsewhere,
+		setUpElsewhere: hm.setUpElsewhere,
 	}
 	t, ok := nextTransition(m.State, ev.Event, facts)
 	if !ok {
 		result.Ignored = fmt.Sprintf("no transition from %s on %s", m.State, ev.Event)
-		w.logger.Info("Member health event ignored", "Member", m.Name, "State", m.State, "Event", ev.Event, "Source", ev.Source)
+		hm.logger.Info("Member health event ignored", "Member", m.Name, "State", m.State, "Event", ev.Event, "Source", ev.Source)
 		return result
 	}
 	if m.State == MemberDown && ev.Event == HealthUp {
@@ -66,31 +79,31 @@ func (w *clusterWorkflow) stepHealth(ctx workflow.Context, rs *plan.RoleState, m
 	m.State = t.to
 	m.Detail = healthDetail(*m, ev, policy.FlapLimit, policy.FlapWindow, len(recent))
 	result.To = t.to
-	w.logger.Info("Member health", "Member", m.Name, "From", result.From, "To", t.to, "Event", ev.Event, "Reason", ev.Reason, "Source", ev.Source)
+	hm.logger.Info("Member health", "Member", m.Name, "From", result.From, "To", t.to, "Event", ev.Event, "Reason", ev.Reason, "Source", ev.Source)
 	switch t.to {
 	case MemberReplacing:
-		w.replace(rs, m, ev)
+		hm.replace(rs, m, ev)
 	case MemberPending:
-		w.rehome(ctx, rs, m, result.From, ev)
+		hm.rehome(ctx, rs, m, result.From, ev)
 	}
-	w.healthChanged(ctx)
+	hm.healthChanged(ctx)
 	return result
 }
 
 // recordHeldEvent keeps an event that came while maintenance is on in the member's
 // history, as a step that changed nothing: maintenance holds every reaction to health.
-func (w *clusterWorkflow) recordHeldEvent(ctx workflow.Context, m *Member, ev MemberEvent, now time.Time) MemberEventResult {
+func (hm *healthMachine) recordHeldEvent(ctx workflow.Context, m *Member, ev MemberEvent, now time.Time) MemberEventResult {
 	if m.Health == nil {
 		m.Health = &MemberHealth{}
 	}
-	note := "not acted on: " + w.state.Maintenance.Describe()
+	note := "not acted on: " + hm.state.Maintenance.Describe()
 	if ev.Reason != "" {
 		note = ev.Reason + "; " + note
 	}
 	m.Health.Record(HealthTransition{At: now, From: m.State, To: m.State, Event: ev.Event, Reason: note, Source: ev.Source, ReportedAt: ev.At})
-	w.logger.Info("Member health event held for maintenance", "Member", m.Name, "Event", ev.Event, "Source", ev.Source)
-	w.touch(ctx)
-	return MemberEventResult{Member: m.Name, From: m.State, To: m.State, Ignored: w.state.Maintenance.Describe()}
+	hm.logger.Info("Member health event held for maintenance", "Member", m.Name, "Event", ev.Event, "Source", ev.Source)
+	hm.touch(ctx)
+	return MemberEventResult{Member: m.Name, From: m.State, To: m.State, Ignored: hm.state.Maintenance.Describe()}
 }
 
 // healthDetail says, in the member's status line, what its health state means.
@@ -120,11 +133,11 @@ func healthDetail(m Member, ev MemberEvent, flapLimit int, flapWindow time.Durat
 
 // healthChanged wakes the health watcher, which rearms its timer, and re-evaluates the
 // meltdown guard and the phase.
-func (w *clusterWorkflow) healthChanged(ctx workflow.Context) {
-	w.healthVersion++
-	w.refreshMeltdown()
-	w.showHealth(ctx)
-	w.touch(ctx)
+func (hm *healthMachine) healthChanged(ctx workflow.Context) {
+	hm.healthVersion++
+	hm.refreshMeltdown()
+	hm.showHealth(ctx)
+	hm.touch(ctx)
 }
 
 // findMember locates a member by name in any role.

@@ -11,35 +11,35 @@ import (
 // state (MemberHealth.Due), so one Temporal timer, set for the nearest of them or the next
 // reconcile, serves them all and survives continue-as-new. A health change wakes it to
 // re-aim.
-func (w *clusterWorkflow) watchHealth(ctx workflow.Context) {
-	nextReconcile := workflow.Now(ctx).Add(w.spec.ReconcileInterval())
-	for !w.deleteRequested {
+func (hm *healthMachine) watchHealth(ctx workflow.Context) {
+	nextReconcile := workflow.Now(ctx).Add(hm.spec.ReconcileInterval())
+	for !hm.deleteRequested {
 		wake := nextReconcile
-		if due, ok := w.nextDue(); ok && due.Before(wake) {
+		if due, ok := hm.nextDue(); ok && due.Before(wake) {
 			wake = due
 		}
-		seen := w.healthVersion
+		seen := hm.healthVersion
 		_, err := workflow.AwaitWithTimeout(ctx, max(wake.Sub(workflow.Now(ctx)), time.Millisecond), func() bool {
-			return w.healthVersion != seen || w.deleteRequested
+			return hm.healthVersion != seen || hm.deleteRequested
 		})
-		if err != nil || w.deleteRequested {
+		if err != nil || hm.deleteRequested {
 			return
 		}
-		if w.inMaintenance() {
+		if hm.inMaintenance() {
 			// Timers that expire meanwhile fire once it ends, and a reconcile checks the
 			// members against their hosts at once: they may have moved servers.
-			if err := workflow.Await(ctx, func() bool { return !w.inMaintenance() || w.deleteRequested }); err != nil {
+			if err := workflow.Await(ctx, func() bool { return !hm.inMaintenance() || hm.deleteRequested }); err != nil {
 				return
 			}
 			nextReconcile = workflow.Now(ctx)
 			continue
 		}
 		now := workflow.Now(ctx)
-		w.fireDue(ctx, now)
+		hm.fireDue(ctx, now)
 		if !now.Before(nextReconcile) {
-			w.reconcile(ctx)
-			w.reconcilesThisRun++
-			nextReconcile = workflow.Now(ctx).Add(w.spec.ReconcileInterval())
+			hm.reconcile(ctx)
+			hm.reconcilesThisRun++
+			nextReconcile = workflow.Now(ctx).Add(hm.spec.ReconcileInterval())
 		}
 	}
 }
@@ -74,9 +74,9 @@ func (c *cluster) nextDue() (time.Time, bool) {
 }
 
 // fireDue raises HealthTimeout for every member whose timer has expired.
-func (w *clusterWorkflow) fireDue(ctx workflow.Context, now time.Time) {
-	for i := range w.state.Roles {
-		rs := &w.state.Roles[i]
+func (hm *healthMachine) fireDue(ctx workflow.Context, now time.Time) {
+	for i := range hm.state.Roles {
+		rs := &hm.state.Roles[i]
 		for j := range rs.Members {
 			m := &rs.Members[j]
 			if !timerArmed(rs, m) || m.Health.Due.After(now) {
@@ -89,7 +89,7 @@ func (w *clusterWorkflow) fireDue(ctx workflow.Context, now time.Time) {
 			case m.Health.LastReport == HealthGone:
 				reason = "gone, and replacement no longer paused"
 			}
-			w.stepHealth(ctx, rs, m, MemberEvent{Member: m.Name, Event: HealthTimeout, Reason: reason, Source: "clusterflow"})
+			hm.stepHealth(ctx, rs, m, MemberEvent{Member: m.Name, Event: HealthTimeout, Reason: reason, Source: "clusterflow"})
 		}
 	}
 }

@@ -91,15 +91,25 @@ const minHostWait = 10 * time.Second
 // hear so soon.
 const clientTaskWait = 30 * time.Second
 
+// hostWatcher keeps the cluster in step with the host registry's views: it applies each
+// view (members of lost hosts go down, stale sandboxes are noted and removed, drains
+// advance), reports the cluster's placement back, and runs cluster-wide activities on
+// every host.
+type hostWatcher struct {
+	*cluster
+	health *healthMachine
+	touch  func(workflow.Context)
+}
+
 // watchHosts reports the cluster's placement to the registry whenever it changes, and
 // applies each view of the hosts the registry sends back.
-func (w *clusterWorkflow) watchHosts(ctx workflow.Context) {
+func (hw *hostWatcher) watchHosts(ctx workflow.Context) {
 	views := workflow.GetSignalChannel(ctx, HostsChangedSignal)
 	workflow.Go(ctx, func(ctx workflow.Context) {
 		for {
 			var hosts []Host
 			views.Receive(ctx, &hosts)
-			w.onHostsChanged(ctx, hosts)
+			hw.onHostsChanged(ctx, hosts)
 		}
 	})
 	workflow.Go(ctx, func(ctx workflow.Context) {
@@ -109,17 +119,17 @@ func (w *clusterWorkflow) watchHosts(ctx workflow.Context) {
 		counted := workflow.GetVersion(ctx, changeCheapPlacementReports, workflow.DefaultVersion, 1) >= 1
 		var reported map[string]int
 		for {
-			current := w.placement()
+			current := hw.placement()
 			if reported == nil || !maps.Equal(current, reported) {
-				w.reportPlacement(ctx, ClusterPlacement{Cluster: w.state.Name, Members: current})
+				hw.reportPlacement(ctx, ClusterPlacement{Cluster: hw.state.Name, Members: current})
 				reported = current
 			}
 			var err error
 			if counted {
-				seen := w.touches
-				err = workflow.Await(ctx, func() bool { return w.touches != seen })
+				seen := hw.touches
+				err = workflow.Await(ctx, func() bool { return hw.touches != seen })
 			} else {
-				err = workflow.Await(ctx, func() bool { return !maps.Equal(w.placement(), reported) })
+				err = workflow.Await(ctx, func() bool { return !maps.Equal(hw.placement(), reported) })
 			}
 			if err != nil {
 				return
@@ -128,10 +138,10 @@ func (w *clusterWorkflow) watchHosts(ctx workflow.Context) {
 	})
 }
 
-func (w *clusterWorkflow) reportPlacement(ctx workflow.Context, p ClusterPlacement) {
+func (hw *hostWatcher) reportPlacement(ctx workflow.Context, p ClusterPlacement) {
 	err := workflow.SignalExternalWorkflow(ctx, HostsWorkflowID, "", ClusterHostsSignal, p).Get(ctx, nil)
 	if err != nil {
-		w.logger.Warn("Could not tell the host registry where members are", "Error", err)
+		hw.logger.Warn("Could not tell the host registry where members are", "Error", err)
 	}
 }
 
@@ -142,15 +152,15 @@ func (w *clusterWorkflow) reportPlacement(ctx workflow.Context, p ClusterPlaceme
 // Maintenance holds the view back: the members' histories record what changed, and the
 // view is applied when maintenance ends, so that a host lost meanwhile then takes its
 // members down.
-func (w *clusterWorkflow) onHostsChanged(ctx workflow.Context, hosts []Host) {
-	before := w.state.Hosts
-	if w.inMaintenance() {
-		if w.state.HeldHosts != nil {
-			before = w.state.HeldHosts // its changes are recorded already
+func (hw *hostWatcher) onHostsChanged(ctx workflow.Context, hosts []Host) {
+	before := hw.state.Hosts
+	if hw.inMaintenance() {
+		if hw.state.HeldHosts != nil {
+			before = hw.state.HeldHosts // its changes are recorded already
 		}
-		w.state.HeldHosts = hosts
+		hw.state.HeldHosts = hosts
 	} else {
-		w.state.Hosts = hosts
+		hw.state.Hosts = hosts
 	}
 	wasLost := func(name string) bool {
 		h := plan.Named(before, name, func(h *Host) string { return h.Name })
@@ -158,11 +168,11 @@ func (w *clusterWorkflow) onHostsChanged(ctx workflow.Context, hosts []Host) {
 	}
 	for _, h := range hosts {
 		if h.Lost && !wasLost(h.Name) {
-			w.forgetInstalled(h.Name) // it may come back without its files
+			hw.forgetInstalled(h.Name) // it may come back without its files
 		}
 	}
-	for i := range w.state.Roles {
-		rs := &w.state.Roles[i]
+	for i := range hw.state.Roles {
+		rs := &hw.state.Roles[i]
 		for j := range rs.Members {
 			m := &rs.Members[j]
 			if m.Host == "" {
@@ -174,7 +184,7 @@ func (w *clusterWorkflow) onHostsChanged(ctx workflow.Context, hosts []Host) {
 			switch {
 			case h == nil:
 				ev, reason = HealthGone, fmt.Sprintf("host %s was forgotten", m.Host)
-			case h.Lost && !wasLost(m.Host) && w.setUpElsewhere && m.State.BeingSetUp():
+			case h.Lost && !wasLost(m.Host) && hw.setUpElsewhere && m.State.BeingSetUp():
 				ev, reason = HealthLost, fmt.Sprintf("host %s lost (unheard of since %s)", m.Host, h.LastSeen.UTC().Format(time.RFC3339))
 			case h.Lost && !wasLost(m.Host):
 				ev, reason = HealthDown, fmt.Sprintf("host %s lost (unheard of since %s)", m.Host, h.LastSeen.UTC().Format(time.RFC3339))
@@ -183,19 +193,19 @@ func (w *clusterWorkflow) onHostsChanged(ctx workflow.Context, hosts []Host) {
 			default:
 				continue
 			}
-			w.stepHealth(ctx, rs, m, MemberEvent{Member: m.Name, Event: ev, Reason: reason, Source: "hosts", At: workflow.Now(ctx)})
+			hw.health.stepHealth(ctx, rs, m, MemberEvent{Member: m.Name, Event: ev, Reason: reason, Source: "hosts", At: workflow.Now(ctx)})
 		}
 	}
-	if w.inMaintenance() {
+	if hw.inMaintenance() {
 		return
 	}
-	w.noteRestarts(before)
-	w.noteStaleHostsBack(ctx, before)
-	if w.placeWaiting() {
-		w.newGeneration("hosts changed: set up members that were waiting for a host")
-		w.touch(ctx)
+	hw.noteRestarts(before)
+	hw.noteStaleHostsBack(ctx, before)
+	if hw.placeWaiting() {
+		hw.newGeneration("hosts changed: set up members that were waiting for a host")
+		hw.touch(ctx)
 	}
-	w.drain(ctx)
+	hw.drain(ctx)
 }
 
 // placeWaiting gives members waiting for a host one, where one now fits, and reports
@@ -258,16 +268,16 @@ func (c *cluster) reachableHosts() []string {
 // host, the activity gets the host's wait both to start and to finish, and one retry: a
 // host partitioned midway may have taken the task and never answer, and nothing may wait
 // on it for long.
-func (w *clusterWorkflow) onEachHost(ctx workflow.Context, hosts []string, run func(ctx workflow.Context, host string) error) map[string]error {
+func (hw *hostWatcher) onEachHost(ctx workflow.Context, hosts []string, run func(ctx workflow.Context, host string) error) map[string]error {
 	failed := map[string]error{}
-	if !w.onHosts() {
+	if !hw.onHosts() {
 		if err := run(ctx, ""); err != nil {
 			failed[""] = err
 		}
 		return failed
 	}
 	onOne := func(ctx workflow.Context, host string) {
-		wait := w.hostWait(host)
+		wait := hw.hostWait(host)
 		hostCtx := onHost(ctx, host, wait)
 		hostCtx = workflow.WithStartToCloseTimeout(hostCtx, wait)
 		hostCtx = workflow.WithRetryPolicy(hostCtx, temporal.RetryPolicy{InitialInterval: time.Second, MaximumAttempts: 2})
@@ -275,7 +285,7 @@ func (w *clusterWorkflow) onEachHost(ctx workflow.Context, hosts []string, run f
 			failed[host] = err
 		}
 	}
-	if !w.setUpElsewhere {
+	if !hw.setUpElsewhere {
 		for _, host := range hosts { // one host after the other, as runs from before did
 			onOne(ctx, host)
 		}
@@ -297,7 +307,7 @@ func (w *clusterWorkflow) onEachHost(ctx workflow.Context, hosts []string, run f
 	waitCtx, _ := workflow.NewDisconnectedContext(ctx)
 	lostOne := func() bool {
 		for host := range cancels {
-			if !w.reachable(host) {
+			if !hw.reachable(host) {
 				return true
 			}
 		}
@@ -306,7 +316,7 @@ func (w *clusterWorkflow) onEachHost(ctx workflow.Context, hosts []string, run f
 	for left > 0 {
 		_ = workflow.Await(waitCtx, func() bool { return left == 0 || lostOne() })
 		for _, host := range slices.Sorted(maps.Keys(cancels)) {
-			if !w.reachable(host) {
+			if !hw.reachable(host) {
 				cancels[host]()
 				delete(cancels, host)
 			}

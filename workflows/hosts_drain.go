@@ -14,17 +14,17 @@ import (
 // operation ends.
 
 // drain takes the next step of draining any draining host.
-func (w *clusterWorkflow) drain(ctx workflow.Context) {
-	if !w.onHosts() || w.deleteRequested {
+func (hw *hostWatcher) drain(ctx workflow.Context) {
+	if !hw.onHosts() || hw.deleteRequested {
 		return
 	}
 	draining := func(host string) bool {
-		h := w.hostOf(host)
+		h := hw.hostOf(host)
 		return h != nil && h.Draining && !h.Lost
 	}
-	names := plan.Drain(w.state.Roles, w.state.Levels, draining, func(rs plan.RoleState) int { return w.unavailableLimit(&rs) })
+	names := plan.Drain(hw.state.Roles, hw.state.Levels, draining, func(rs plan.RoleState) int { return hw.unavailableLimit(&rs) })
 	for _, name := range names {
-		rs, m := w.findMember(name)
-		w.stepHealth(ctx, rs, m, MemberEvent{Member: name, Event: HealthDrain, Reason: fmt.Sprintf("host %s is draining", m.Host), Source: "hosts", At: workflow.Now(ctx)})
+		rs, m := hw.findMember(name)
+		hw.health.stepHealth(ctx, rs, m, MemberEvent{Member: name, Event: HealthDrain, Reason: fmt.Sprintf("host %s is draining", m.Host), Source: "hosts", At: workflow.Now(ctx)})
 	}
 }

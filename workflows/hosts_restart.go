@@ -51,16 +51,16 @@ func (w *clusterWorkflow) startRestarted(ctx workflow.Context) {
 
 // failedStartsAreDown makes each member whose start failed down, rather than failed: its
 // setup stands; only its services are down, and health takes over.
-func (w *clusterWorkflow) failedStartsAreDown(ctx workflow.Context, work []plan.RoleWork) {
+func (hm *healthMachine) failedStartsAreDown(ctx workflow.Context, work []plan.RoleWork) {
 	for _, rw := range work {
 		for _, m := range rw.Members {
-			rs, live := w.findMember(m.Name)
+			rs, live := hm.findMember(m.Name)
 			if live == nil || live.State != MemberConfigError || live.Event != spec.EventStart {
 				continue
 			}
 			why := live.Detail
 			live.State = MemberReady
-			w.stepHealth(ctx, rs, live, MemberEvent{Member: m.Name, Event: HealthDown, Reason: why, Source: "hosts", At: workflow.Now(ctx)})
+			hm.stepHealth(ctx, rs, live, MemberEvent{Member: m.Name, Event: HealthDown, Reason: why, Source: "hosts", At: workflow.Now(ctx)})
 		}
 	}
 }

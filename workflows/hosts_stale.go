@@ -17,30 +17,30 @@ import (
 
 // noteStaleHostsBack starts a pass when a host holding stale sandboxes comes back, and
 // forgets the stale sandboxes of hosts forgotten.
-func (w *clusterWorkflow) noteStaleHostsBack(ctx workflow.Context, before []Host) {
-	if len(w.state.Stale) == 0 {
+func (hw *hostWatcher) noteStaleHostsBack(ctx workflow.Context, before []Host) {
+	if len(hw.state.Stale) == 0 {
 		return
 	}
-	w.state.Stale = slices.DeleteFunc(w.state.Stale, func(s StaleSandbox) bool { return w.hostOf(s.Host) == nil })
+	hw.state.Stale = slices.DeleteFunc(hw.state.Stale, func(s StaleSandbox) bool { return hw.hostOf(s.Host) == nil })
 	var back []string
-	for _, s := range w.state.Stale {
+	for _, s := range hw.state.Stale {
 		prev := plan.Named(before, s.Host, func(h *Host) string { return h.Name })
-		if w.reachable(s.Host) && (prev == nil || prev.Lost) && !slices.Contains(back, s.Host) {
+		if hw.reachable(s.Host) && (prev == nil || prev.Lost) && !slices.Contains(back, s.Host) {
 			back = append(back, s.Host)
 		}
 	}
 	if len(back) > 0 {
-		w.newGeneration(fmt.Sprintf("host %s is back: remove the sandboxes of members set up elsewhere", abbreviate(back)))
-		w.touch(ctx)
+		hw.newGeneration(fmt.Sprintf("host %s is back: remove the sandboxes of members set up elsewhere", abbreviate(back)))
+		hw.touch(ctx)
 	}
 }
 
 // removeStale removes the stale sandboxes on hosts that can be reached, at once; those on
 // hosts still lost wait for them.
-func (w *clusterWorkflow) removeStale(ctx workflow.Context) {
+func (hw *hostWatcher) removeStale(ctx workflow.Context) {
 	var now []StaleSandbox
-	for _, s := range w.state.Stale {
-		if w.reachable(s.Host) {
+	for _, s := range hw.state.Stale {
+		if hw.reachable(s.Host) {
 			now = append(now, s)
 		}
 	}
@@ -57,19 +57,19 @@ func (w *clusterWorkflow) removeStale(ctx workflow.Context) {
 			wg.Add(1)
 			workflow.Go(ctx, func(ctx workflow.Context) {
 				defer wg.Done()
-				ref := w.memberRef(s.Role, s.Member)
+				ref := hw.memberRef(s.Role, s.Member)
 				err := workflow.ExecuteActivity(onMemberHost(withQuickActivity(ctx, "remove stale "+s.Member), s.Host), actRemoveMember, ref).Get(ctx, nil)
 				if err != nil {
-					w.logger.Warn("Could not remove a stale sandbox; trying again next pass", "Member", s.Member, "Host", s.Host, "Error", err)
+					hw.logger.Warn("Could not remove a stale sandbox; trying again next pass", "Member", s.Member, "Host", s.Host, "Error", err)
 					return
 				}
 				removed[i] = true
-				w.logger.Info("Removed a stale sandbox", "Member", s.Member, "Host", s.Host)
+				hw.logger.Info("Removed a stale sandbox", "Member", s.Member, "Host", s.Host)
 			})
 		}
 		wg.Wait(ctx)
 	}
-	w.state.Stale = slices.DeleteFunc(w.state.Stale, func(s StaleSandbox) bool {
+	hw.state.Stale = slices.DeleteFunc(hw.state.Stale, func(s StaleSandbox) bool {
 		i := slices.Index(now, s)
 		return i >= 0 && removed[i]
 	})

@@ -31,12 +31,12 @@ func (w *clusterWorkflow) setMaintenance(ctx workflow.Context, m Maintenance) {
 	}
 	if m.On {
 		w.state.Maintenance = &m
-		w.holdOperation(ctx)
+		w.runner.holdOperation(ctx)
 	} else {
 		w.state.Maintenance = nil
 		if held := w.state.HeldHosts; held != nil {
 			w.state.HeldHosts = nil
-			w.onHostsChanged(ctx, held)
+			w.hosts.onHostsChanged(ctx, held)
 		}
 	}
 	w.logger.Info("Maintenance", "On", m.On, "Reason", m.Reason)
@@ -49,9 +49,9 @@ func (c *cluster) inMaintenance() bool { return c.state.Maintenance != nil }
 // holdOperation stops the configure children in progress starting further members; the
 // members running finish. converge then stops at its next step and marks the operation
 // held, to run again once maintenance ends.
-func (w *clusterWorkflow) holdOperation(ctx workflow.Context) {
-	for _, role := range slices.Sorted(maps.Keys(w.activeOps)) {
-		op := w.activeOps[role]
+func (r *roleRunner) holdOperation(ctx workflow.Context) {
+	for _, role := range slices.Sorted(maps.Keys(r.activeOps)) {
+		op := r.activeOps[role]
 		if op.op != OpConfigure || op.halted != "" {
 			continue
 		}

@@ -117,14 +117,14 @@ func sharedNodes(nodes *NodeGroup, memberNodes [][]string) (*NodeGroup, [][]stri
 // runBatches starts a wide role operation's batches, at most concurrent at once, and
 // applies each one's result as it ends. A configure failure halts the operation: running
 // batches start no further member, and waiting ones never start.
-func (w *clusterWorkflow) runBatches(ctx workflow.Context, role string, op *activeOp, concurrent int, start func(workflow.Context, *roleBatch)) {
+func (r *roleRunner) runBatches(ctx workflow.Context, role string, op *activeOp, concurrent int, start func(workflow.Context, *roleBatch)) {
 	running := slots{limit: concurrent}
 	for _, b := range op.batches {
 		if err := running.wait(ctx, 1, func() bool { return op.halted != "" }); err != nil && op.halted == "" {
 			op.halted = "canceled"
 		}
 		if op.halted != "" {
-			w.skipBatch(role, b, op.halted)
+			r.skipBatch(role, b, op.halted)
 			continue
 		}
 		start(ctx, b)
@@ -135,11 +135,11 @@ func (w *clusterWorkflow) runBatches(ctx workflow.Context, role string, op *acti
 			running.give(1)
 			b.done = true
 			if err != nil {
-				w.markUnfinishedMembers(ctx, role, op.op, b.in.Members, err)
+				r.markUnfinishedMembers(ctx, role, op.op, b.in.Members, err)
 				return
 			}
-			w.haltOnFailure(ctx, op, w.applyMembers(role, res.Members))
-			w.touch(ctx)
+			r.haltOnFailure(ctx, op, r.applyMembers(role, res.Members))
+			r.touch(ctx)
 		})
 	}
 }
@@ -157,7 +157,7 @@ func (c *cluster) skipBatch(role string, b *roleBatch, why string) {
 
 // haltOnFailure stops a batched configure at its first failed member, as one child stops
 // at its own: the other batches start no further member.
-func (w *clusterWorkflow) haltOnFailure(ctx workflow.Context, op *activeOp, members []Member) {
+func (r *roleRunner) haltOnFailure(ctx workflow.Context, op *activeOp, members []Member) {
 	if op.op != OpConfigure || op.halted != "" || len(op.batches) < 2 {
 		return
 	}

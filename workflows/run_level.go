@@ -11,17 +11,27 @@ import (
 	"github.com/clusterflow/clusterflow/spec"
 )
 
+// roleRunner runs role operations as child workflows, a child per role or per batch of a
+// wide role, and applies what they report to the cluster's members. It is the only code
+// that starts role children; touch shows each change.
+type roleRunner struct {
+	*cluster
+	// childStarts bounds the child workflows started in one workflow task.
+	childStarts startGate
+	touch       func(workflow.Context)
+}
+
 // runLevel runs op on the roles of one dependency level at once, a child workflow per
 // role, and applies each child's final member states once all have ended. It is the one
 // way members are acted on: configure, teardown, addnodes and delnodes.
-func (w *clusterWorkflow) runLevel(ctx workflow.Context, op RoleOperation, work []plan.RoleWork) {
+func (r *roleRunner) runLevel(ctx workflow.Context, op RoleOperation, work []plan.RoleWork) {
 	ops := make([]*activeOp, len(work))
 	for i, rw := range work {
-		ops[i] = w.startRole(ctx, op, rw)
+		ops[i] = r.startRole(ctx, op, rw)
 	}
-	w.touch(ctx)
+	r.touch(ctx)
 	for i, o := range ops {
-		w.finishRole(ctx, work[i].Role, o)
+		r.finishRole(ctx, work[i].Role, o)
 	}
 }
 
@@ -29,25 +39,25 @@ func (w *clusterWorkflow) runLevel(ctx workflow.Context, op RoleOperation, work 
 // the children's histories rather than the cluster's: one child for a role of up to
 // roleBatchSize members, and batches of that size for a wider one. A notification's work
 // names the notice (or, in runs from before notices, the nodes) its members are told.
-func (w *clusterWorkflow) startRole(ctx workflow.Context, op RoleOperation, rw plan.RoleWork) *activeOp {
+func (r *roleRunner) startRole(ctx workflow.Context, op RoleOperation, rw plan.RoleWork) *activeOp {
 	role := rw.Role
-	r, ok := w.roleSpec(role)
+	def, ok := r.roleSpec(role)
 	if !ok {
-		r = spec.Role{Name: role} // a rogue's unknown role: no script, only removal
+		def = spec.Role{Name: role} // a rogue's unknown role: no script, only removal
 	}
-	step := fmt.Sprintf("%s-%d", op, w.state.Operations)
+	step := fmt.Sprintf("%s-%d", op, r.state.Operations)
 	switch {
 	case rw.Notice != nil:
 		step += "-" + rw.Notice.Role // a pass may notify a role about several roles' members
 	case rw.Nodes != nil:
 		step += "-" + rw.Nodes.Role
 	}
-	id := fmt.Sprintf("%s/%s/%s", ClusterWorkflowID(w.state.Name), step, role)
-	in := RoleInput{Cluster: w.state.Name, Home: w.state.Home, Operation: op, Role: r, Members: rw.Members, Nodes: rw.Nodes, MemberNodes: rw.MemberNodes, Notice: rw.Notice}
-	if w.bounded {
+	id := fmt.Sprintf("%s/%s/%s", ClusterWorkflowID(r.state.Name), step, role)
+	in := RoleInput{Cluster: r.state.Name, Home: r.state.Home, Operation: op, Role: def, Members: rw.Members, Nodes: rw.Nodes, MemberNodes: rw.MemberNodes, Notice: rw.Notice}
+	if r.bounded {
 		// The env travels once per host with the files; the members only as far as a child
 		// needs them.
-		in.EnvHash, in.Role.Env = spec.EnvHash(r.Env), nil
+		in.EnvHash, in.Role.Env = spec.EnvHash(def.Env), nil
 		in.Members = make([]Member, len(rw.Members))
 		for i, m := range rw.Members {
 			in.Members[i] = m.ForChild()
@@ -57,22 +67,22 @@ func (w *clusterWorkflow) startRole(ctx workflow.Context, op RoleOperation, rw p
 	for i, m := range rw.Members {
 		active.members[i] = m.Name
 	}
-	w.activeOps[role] = active
+	r.activeOps[role] = active
 	start := func(ctx workflow.Context, b *roleBatch) {
 		ctx = workflow.WithChildOptions(ctx, workflow.ChildWorkflowOptions{
 			WorkflowID: b.id,
 			// A cluster workflow that goes away stops its roles' scripts rather than orphaning them.
 			ParentClosePolicy:   enums.PARENT_CLOSE_POLICY_REQUEST_CANCEL,
 			WaitForCancellation: true,
-			StaticSummary:       fmt.Sprintf("%s %s/%s: %d %s%s", op, w.state.Name, role, len(b.in.Members), plural(len(b.in.Members), "member"), batchOf(b.id, id)),
-			StaticDetails:       roleDetails(op, r, b.in.Members, b.in.Nodes, b.in.Notice),
+			StaticSummary:       fmt.Sprintf("%s %s/%s: %d %s%s", op, r.state.Name, role, len(b.in.Members), plural(len(b.in.Members), "member"), batchOf(b.id, id)),
+			StaticDetails:       roleDetails(op, def, b.in.Members, b.in.Nodes, b.in.Notice),
 		})
-		if w.bounded {
-			w.childStarts.admit(ctx, payloadSize(b.in))
+		if r.bounded {
+			r.childStarts.admit(ctx, payloadSize(b.in))
 		}
 		b.future = workflow.ExecuteChildWorkflow(ctx, RoleWorkflowName, b.in)
-		if w.bounded {
-			w.childStarts.started(b.future)
+		if r.bounded {
+			r.childStarts.started(b.future)
 		}
 	}
 	if len(rw.Members) <= roleBatchSize || workflow.GetVersion(ctx, changeRoleBatches, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
@@ -82,7 +92,7 @@ func (w *clusterWorkflow) startRole(ctx workflow.Context, op RoleOperation, rw p
 	}
 	batches, concurrent := splitBatches(in, id)
 	active.batches = batches
-	workflow.Go(ctx, func(ctx workflow.Context) { w.runBatches(ctx, role, active, concurrent, start) })
+	workflow.Go(ctx, func(ctx workflow.Context) { r.runBatches(ctx, role, active, concurrent, start) })
 	return active
 }
 
@@ -135,28 +145,28 @@ func payloadSize(v any) int {
 }
 
 // finishRole waits for a role operation and applies its final member states.
-func (w *clusterWorkflow) finishRole(ctx workflow.Context, role string, op *activeOp) {
+func (r *roleRunner) finishRole(ctx workflow.Context, role string, op *activeOp) {
 	if len(op.batches) > 1 {
 		// runBatches applies each batch as it ends; waiting must outlive a cancel, which
 		// running batches answer with their members' final states.
 		waitCtx, _ := workflow.NewDisconnectedContext(ctx)
 		_ = workflow.Await(waitCtx, func() bool { return op.ended() })
-		delete(w.activeOps, role)
-		w.touch(ctx)
+		delete(r.activeOps, role)
+		r.touch(ctx)
 		return
 	}
 	var res RoleResult
 	err := op.batches[0].future.Get(ctx, &res)
 	op.batches[0].done = true
-	delete(w.activeOps, role)
+	delete(r.activeOps, role)
 	if err != nil {
 		// The role workflow reports member failures in its result; an error here means the
 		// child itself broke (terminated, timed out), so mark what it was doing.
-		w.markUnfinishedMembers(ctx, role, op.op, op.batches[0].in.Members, err)
+		r.markUnfinishedMembers(ctx, role, op.op, op.batches[0].in.Members, err)
 		return
 	}
-	w.applyMembers(role, res.Members)
-	w.touch(ctx)
+	r.applyMembers(role, res.Members)
+	r.touch(ctx)
 }
 
 // markUnfinishedMembers puts the members of a batch caught mid-operation into config_error. A
@@ -164,8 +174,8 @@ func (w *clusterWorkflow) finishRole(ctx workflow.Context, role string, op *acti
 // config_error too, since nothing may be taken for told that was not; and so are members
 // of a configure whose child could not even start (its input refused, say), which would
 // otherwise stay pending with no word of why.
-func (w *clusterWorkflow) markUnfinishedMembers(ctx workflow.Context, role string, op RoleOperation, members []Member, err error) {
-	rs := w.state.Role(role)
+func (r *roleRunner) markUnfinishedMembers(ctx workflow.Context, role string, op RoleOperation, members []Member, err error) {
+	rs := r.state.Role(role)
 	why := spec.Clip("role operation ended without a result: "+errorMessage(err), maxDetail)
 	notifying := op == OpAddNodes || op == OpDelNodes || op == OpStart
 	for _, m := range members {
@@ -176,13 +186,13 @@ func (w *clusterWorkflow) markUnfinishedMembers(ctx workflow.Context, role strin
 		switch {
 		case current.State == MemberCreating, current.State == MemberConfiguring, current.State == MemberDeleting:
 			current.State, current.Detail, current.Since = MemberConfigError, why, workflow.Now(ctx)
-		case w.bounded && op == OpConfigure && current.State == MemberPending && !isCanceled(err):
+		case r.bounded && op == OpConfigure && current.State == MemberPending && !isCanceled(err):
 			current.State, current.Event, current.Since = MemberConfigError, spec.EventConfigure, workflow.Now(ctx)
 			current.Detail = why
-		case w.bounded && notifying && current.State == MemberReady:
+		case r.bounded && notifying && current.State == MemberReady:
 			current.State, current.Event, current.Since = MemberConfigError, spec.Event(op), workflow.Now(ctx)
 			current.Detail = spec.Clip(fmt.Sprintf("%s: %s", op, why), maxDetail)
 		}
 	}
-	w.touch(ctx)
+	r.touch(ctx)
 }

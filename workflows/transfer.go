@@ -95,7 +95,7 @@ func (w *clusterWorkflow) onRetire(ctx workflow.Context) (ClusterStatus, error) 
 // cluster's now, on the other server.
 func (w *clusterWorkflow) retire(ctx workflow.Context) (ClusterStatus, error) {
 	if w.onHosts() {
-		w.reportPlacement(ctx, ClusterPlacement{Cluster: w.state.Name, Gone: true})
+		w.hosts.reportPlacement(ctx, ClusterPlacement{Cluster: w.state.Name, Gone: true})
 	}
 	w.state.Maintenance = nil
 	w.setPhase(ctx, PhaseExported, "moved to another server; its members were left as they were")
