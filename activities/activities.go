@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/clusterflow/clusterflow/workflows"
 	"maps"
 	"slices"
 
@@ -15,6 +14,7 @@ import (
 	"github.com/clusterflow/clusterflow/internal/notice"
 	"github.com/clusterflow/clusterflow/internal/signing"
 	"github.com/clusterflow/clusterflow/spec"
+	"github.com/clusterflow/clusterflow/workflows"
 )
 
 // Activities performs member operations through a backend.

@@ -2,11 +2,12 @@ package activities
 
 import (
 	"context"
-	"github.com/clusterflow/clusterflow/workflows"
 	"time"
 
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/temporal"
+
+	"github.com/clusterflow/clusterflow/workflows"
 )
 
 // errNotAHost is returned by host activities on a worker that serves no host.

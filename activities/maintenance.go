@@ -4,11 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/clusterflow/clusterflow/workflows"
 
 	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/activity"
+
+	"github.com/clusterflow/clusterflow/workflows"
 )
 
 // SignalAll lists the running workflows of the broadcast's type and signals each one, and

@@ -3,7 +3,6 @@ package starter
 import (
 	"context"
 	"fmt"
-	"github.com/clusterflow/clusterflow/internal/backend"
 	"io"
 	"strings"
 	"time"
@@ -12,6 +11,7 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"github.com/clusterflow/clusterflow/internal/apperr"
+	"github.com/clusterflow/clusterflow/internal/backend"
 	"github.com/clusterflow/clusterflow/spec"
 	"github.com/clusterflow/clusterflow/workflows"
 )

@@ -2,8 +2,8 @@ package starter
 
 import (
 	"context"
-	"github.com/clusterflow/clusterflow/internal/backend"
 
+	"github.com/clusterflow/clusterflow/internal/backend"
 	"github.com/clusterflow/clusterflow/workflows"
 )
 

@@ -2,7 +2,6 @@ package workflows
 
 import (
 	"fmt"
-	"github.com/clusterflow/clusterflow/workflows/plan"
 	"maps"
 	"slices"
 	"strings"
@@ -133,55 +132,6 @@ func (c *cluster) noteSignature() {
 	}
 	c.state.Signatures = slices.Insert(c.state.Signatures, 0, entry)
 	c.state.Signatures = c.state.Signatures[:min(len(c.state.Signatures), keptSignatures)]
-}
-
-// stopUnwanted tells role children still configuring members that are no longer wanted to
-// stop them, killing their scripts, rather than finish a setup that would be torn down.
-func (r *roleRunner) stopUnwanted(ctx workflow.Context) {
-	configuring := map[string][]string{}
-	for _, role := range slices.Sorted(maps.Keys(r.activeOps)) {
-		if op := r.activeOps[role]; op.op == OpConfigure {
-			configuring[role] = op.members
-		}
-	}
-	for _, rw := range plan.Stops(r.spec, r.state.Roles, configuring) {
-		rs := r.state.Role(rw.Role)
-		leaving := map[string]bool{}
-		for _, m := range rw.Members {
-			rs.Member(m.Name).Leaving = true
-			leaving[m.Name] = true
-		}
-		r.stopInOperation(ctx, rw.Role, leaving, false)
-	}
-}
-
-// stopInOperation stops the members of a role's operation in progress: a batch that has
-// not started drops them, and a running one is told to stop them (their scripts killed, or
-// never started).
-func (r *roleRunner) stopInOperation(ctx workflow.Context, role string, stop map[string]bool, hostLost bool) {
-	op := r.activeOps[role]
-	if op == nil {
-		return
-	}
-	for _, b := range op.batches {
-		if b.done {
-			continue
-		}
-		var names []string
-		for _, m := range b.in.Members {
-			if stop[m.Name] {
-				names = append(names, m.Name)
-			}
-		}
-		switch {
-		case len(names) == 0:
-		case b.future == nil:
-			// Not started yet: it sets up only the members still wanted.
-			b.in.Members = slices.DeleteFunc(b.in.Members, func(m Member) bool { return stop[m.Name] })
-		default:
-			b.future.SignalChildWorkflow(ctx, StopMembersSignal, StopMembers{Members: names, HostLost: hostLost})
-		}
-	}
 }
 
 // growActive hands the members a change adds to a role that is configuring now to its

@@ -1,16 +1,16 @@
 package workflows
 
 import (
-	"github.com/clusterflow/clusterflow/internal/backend"
-	"github.com/clusterflow/clusterflow/workflows/plan"
 	"strings"
 
 	"go.temporal.io/sdk/log"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
+	"github.com/clusterflow/clusterflow/internal/backend"
 	"github.com/clusterflow/clusterflow/internal/signing"
 	"github.com/clusterflow/clusterflow/spec"
+	"github.com/clusterflow/clusterflow/workflows/plan"
 )
 
 // ClusterWorkflow is the entity workflow of one cluster, with ID cluster/<name>. It holds
@@ -304,18 +304,6 @@ func (w *clusterWorkflow) touch(ctx workflow.Context) {
 	w.touches++
 	w.state.UpdatedAt = workflow.Now(ctx)
 	workflow.SetCurrentDetails(ctx, w.details())
-}
-
-func (r *roleRunner) applyProgress(ctx workflow.Context, p RoleProgress) {
-	op := r.activeOps[p.Role]
-	if op == nil {
-		return // the operation already finished and its result is applied
-	}
-	if b := op.batch(p.Operation); b == nil || b.done {
-		return
-	}
-	r.haltOnFailure(ctx, op, r.applyMembers(p.Role, p.Members))
-	r.touch(ctx)
 }
 
 // applyMembers takes a role child's report of its members' states. The child owns only

@@ -2,9 +2,10 @@ package workflows
 
 import (
 	"errors"
-	"github.com/clusterflow/clusterflow/internal/backend"
 
 	"go.temporal.io/sdk/temporal"
+
+	"github.com/clusterflow/clusterflow/internal/backend"
 )
 
 // rootCause unwraps Temporal's activity and child-workflow wrappers down to what failed.
@@ -34,4 +35,7 @@ func scriptTails(err error) (stdout, stderr string) {
 		return "", ""
 	}
 	return res.StdoutTail, res.StderrTail
+}
+func errorMessage(err error) string {
+	return rootCause(err).Error()
 }

@@ -1,6 +1,10 @@
 package workflows
 
 import (
+	"fmt"
+	"slices"
+	"strings"
+
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/clusterflow/clusterflow/spec"
@@ -56,4 +60,192 @@ func (w *clusterWorkflow) runPass(ctx workflow.Context, desired spec.Cluster, pa
 			return
 		}
 	}
+}
+
+// converge brings the members to the desired generation: a deploy is the first
+// convergence, and every resize or apply a later one. A change arriving midway restarts
+// it at the next level boundary, so the newest desired state wins and requests apply in
+// the order they arrived. ctx is cancelled by a cancel or a delete.
+func (w *clusterWorkflow) converge(ctx workflow.Context) {
+	for {
+		w.state.Operations++
+		w.state.AttemptedGeneration, w.state.Held = w.state.Generation, ""
+		if w.state.ReachedGeneration > 0 {
+			w.setPhase(ctx, PhaseUpdating, strings.TrimSuffix(fmt.Sprintf("generation %d: %s", w.state.Generation, w.lastChange), ": "))
+		}
+		if !w.convergeOnce(ctx) {
+			return
+		}
+	}
+}
+
+// convergeOnce makes one pass: remove what is no longer wanted (dependents first), set new
+// members up level by level, then tell the members that were there what changed. It
+// reports whether the desired state changed meanwhile and another pass is needed.
+func (w *clusterWorkflow) convergeOnce(ctx workflow.Context) (again bool) {
+	generation := w.state.Generation
+	changed := func() bool { return w.state.Generation != generation }
+	if w.heldByMaintenance(ctx) {
+		return false
+	}
+	w.adoptRogues(workflow.Now(ctx))
+	if w.setUpElsewhere {
+		w.hosts.removeStale(ctx)
+	}
+	w.removeUnwanted(ctx, false)
+	if ctx.Err() != nil {
+		return false
+	}
+	w.startRestarted(ctx)
+	if ctx.Err() != nil {
+		return false
+	}
+	if changed() {
+		return true
+	}
+	w.reshape(workflow.Now(ctx))
+	if ended, again := w.setUp(ctx, changed); ended {
+		return again
+	}
+	w.removeReplaced(ctx)
+	if ctx.Err() != nil || w.heldByMaintenance(ctx) {
+		return false
+	}
+	if err := w.writeClusterFiles(ctx, false); err != nil {
+		w.logger.Warn("Could not refresh configmeta after deploy", "Error", err)
+	}
+	w.announce(ctx)
+	if ctx.Err() != nil {
+		return false
+	}
+	if w.health.replaceFailed(ctx, slices.Concat(w.state.Levels...)) {
+		return true
+	}
+	// A failed notification leaves its member in config_error, and the cluster failed.
+	var failed []string
+	for _, level := range w.state.Levels {
+		failed = append(failed, plan.LevelProblems(w.spec, w.state.Roles, level)...)
+	}
+	if len(failed) > 0 {
+		w.setPhase(ctx, PhaseFailed, strings.Join(failed, "; "))
+		return false
+	}
+	w.state.ReachedGeneration = generation
+	w.refreshMeltdown()
+	phase, message := w.healthPhase()
+	w.setPhase(ctx, phase, message)
+	return false
+}
+
+// setUp runs the setup pass: level by level, it writes the cluster's files (configmeta
+// lists the members about to be set up), sets the level's pending members up, and goes on
+// only if all of them are. It reports whether the pass ended there (a failure, a hold by
+// maintenance, a cancel, a change) and whether another pass is due.
+func (w *clusterWorkflow) setUp(ctx workflow.Context, changed func() bool) (ended, again bool) {
+	w.runPass(ctx, w.spec, plan.Setup(w.state.Levels), passHooks{
+		before: func(step plan.Step) bool {
+			if w.heldByMaintenance(ctx) {
+				ended = true
+				return false
+			}
+			if err := w.writeClusterFiles(ctx, step.Level == 0); err != nil {
+				// Cancelled by a delete is not a failure; anything else is.
+				if ctx.Err() == nil {
+					w.setPhase(ctx, PhaseFailed, "could not write the cluster's files: "+errorMessage(err))
+				}
+				ended = true
+				return false
+			}
+			return true
+		},
+		after: func(step plan.Step) bool {
+			if ctx.Err() != nil || w.heldByMaintenance(ctx) {
+				ended = true
+				return false
+			}
+			if changed() || w.health.replaceFailed(ctx, step.Roles) {
+				ended, again = true, true
+				return false
+			}
+			if failed := plan.LevelProblems(w.spec, w.state.Roles, step.Roles); len(failed) > 0 {
+				w.skipLaterLevels(step.Level, strings.Join(step.Roles, ", "))
+				w.removeReplaced(ctx)
+				w.announce(ctx)
+				w.setPhase(ctx, PhaseFailed, strings.Join(failed, "; "))
+				ended = true
+				return false
+			}
+			return true
+		},
+	})
+	return ended || ctx.Err() != nil, again
+}
+
+// removeReplaced removes the members whose successors are now set up (or failed to be).
+func (w *clusterWorkflow) removeReplaced(ctx workflow.Context) {
+	if w.replacing() {
+		w.removeUnwanted(ctx, true)
+	}
+}
+
+// removeUnwanted tears down and removes the members the desired spec no longer wants, in
+// reverse dependency order, the members of one role in parallel. Members never created are
+// simply forgotten. Removed members that others knew of wait to be announced by delnodes.
+// Members being replaced stay until replacedToo: they go once their successors are set up.
+func (w *clusterWorkflow) removeUnwanted(ctx workflow.Context, replacedToo bool) {
+	w.runPass(ctx, w.spec, plan.Removal(w.state.Levels, replacedToo), passHooks{})
+	w.dropRemoved()
+	w.touch(ctx)
+}
+
+// delete tears the cluster down in reverse dependency order and removes every member. It
+// runs on a disconnected context: once started, nothing can stop it halfway and leave debris.
+func (w *clusterWorkflow) delete(parent workflow.Context) {
+	ctx, _ := workflow.NewDisconnectedContext(parent)
+	w.state.Operations++
+	w.setPhase(ctx, PhaseDeleting, "")
+	w.state.Installed = nil // teardown scripts must be there, whatever became of the hosts' files
+	if err := w.writeClusterFiles(ctx, true); err != nil {
+		w.logger.Warn("Could not reinstall startscripts; teardown scripts may fail", "Error", err)
+	}
+	// A delete is the removal toward the empty spec: every member, whatever its state.
+	w.runPass(ctx, spec.Cluster{}, plan.Removal(w.state.Levels, true), passHooks{})
+	// Any reachable host may hold the folder of a member that has left.
+	failed := w.hosts.onEachHost(withQuickActivity(ctx, "remove "+w.state.Name), w.reachableHosts(), func(ctx workflow.Context, _ string) error {
+		return workflow.ExecuteActivity(ctx, actRemoveCluster, w.folder().Key()).Get(ctx, nil)
+	})
+	if w.onHosts() {
+		w.hosts.reportPlacement(ctx, ClusterPlacement{Cluster: w.state.Name, Gone: true})
+	}
+	w.setPhase(ctx, PhaseDeleted, w.leftovers(describeFailures(failed)))
+}
+
+// leftovers says what could not be removed, so a user knows what to clean by hand.
+func (c *cluster) leftovers(removeClusterFailures string) string {
+	var notes []string
+	var left []string
+	for _, r := range c.state.Roles {
+		for _, m := range r.Members {
+			if m.State != MemberDeleted {
+				left = append(left, m.Name)
+			}
+		}
+	}
+	if len(left) > 0 {
+		notes = append(notes, fmt.Sprintf("could not remove %s; see their details", spec.Some(left, refusalNames)))
+	}
+	if removeClusterFailures != "" {
+		notes = append(notes, "could not remove the cluster's folder: "+removeClusterFailures)
+	}
+	return strings.Join(notes, "; ")
+}
+
+// startRestarted runs the start pass for the restarted hosts, level by level.
+func (w *clusterWorkflow) startRestarted(ctx workflow.Context) {
+	restarted := w.state.Restarted
+	if len(restarted) == 0 {
+		return
+	}
+	w.state.Restarted = nil
+	w.runPass(ctx, w.spec, plan.Restart(w.state.Levels), passHooks{restarted: restarted})
 }

@@ -1,12 +1,12 @@
 package workflows
 
 import (
-	"github.com/clusterflow/clusterflow/workflows/plan"
 	"slices"
 
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/clusterflow/clusterflow/spec"
+	"github.com/clusterflow/clusterflow/workflows/plan"
 )
 
 // receiveMemberEvents applies member-event signals. A signal cannot be refused, so one

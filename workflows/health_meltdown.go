@@ -2,12 +2,12 @@ package workflows
 
 import (
 	"fmt"
-	"github.com/clusterflow/clusterflow/workflows/plan"
 	"strings"
 
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/clusterflow/clusterflow/spec"
+	"github.com/clusterflow/clusterflow/workflows/plan"
 )
 
 // The meltdown guard, after BOSH's resurrector: when more of a role's members are

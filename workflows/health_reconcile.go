@@ -2,14 +2,14 @@ package workflows
 
 import (
 	"fmt"
-	"github.com/clusterflow/clusterflow/internal/backend"
-	"github.com/clusterflow/clusterflow/workflows/plan"
 	"slices"
 	"time"
 
 	"go.temporal.io/sdk/workflow"
 
+	"github.com/clusterflow/clusterflow/internal/backend"
 	"github.com/clusterflow/clusterflow/spec"
+	"github.com/clusterflow/clusterflow/workflows/plan"
 )
 
 // reconcile compares the members with what the backend has. A member the backend no
@@ -35,17 +35,7 @@ func (hm *healthMachine) reconcile(ctx workflow.Context) ReconcileReport {
 	// shrink's teardown) before the cluster hears of it: the operation, not reconcile,
 	// says what became of it.
 	skipActive := workflow.GetVersion(ctx, changeReconcileSkipsActive, workflow.DefaultVersion, 1) >= 1
-	var present []string
-	for _, rs := range hm.state.Roles {
-		for _, m := range rs.Members {
-			if skipActive && hm.actedOn(rs.Name, m.Name) {
-				continue
-			}
-			if host, ok := setUpBefore[m.Name]; ok && host == m.Host && listedHosts[m.Host] && m.State.SetUp() {
-				present = append(present, m.Name)
-			}
-		}
-	}
+	present := hm.expectedOnBackend(setUpBefore, listedHosts, skipActive)
 	if err != nil {
 		hm.logger.Warn("Reconcile could not list the backend's members", "Error", err)
 		return ReconcileReport{Deferred: "could not list the backend's members: " + errorMessage(err)}
@@ -80,17 +70,8 @@ func (hm *healthMachine) reconcile(ctx workflow.Context) ReconcileReport {
 		report.Deferred = "members were added or removed while listing; rogues are looked for next time"
 		return report
 	}
-	stale := 0
-	for _, ref := range listed {
-		_, m := hm.findMember(ref.Name)
-		switch {
-		case m == nil && !slices.Contains(hm.rogues, ref):
-			hm.rogues = append(hm.rogues, ref)
-			report.Rogues = append(report.Rogues, ref.Name)
-		case m != nil && hm.setUpElsewhere && ref.Host != m.Host && hm.noteStale(ref):
-			stale++
-		}
-	}
+	var stale int
+	report.Rogues, stale = hm.noteUnknown(listed)
 	if stale > 0 {
 		hm.newGeneration(fmt.Sprintf("remove %d sandboxes of members set up elsewhere", stale))
 		hm.touch(ctx)
@@ -218,4 +199,40 @@ func (c *cluster) adoptRogue(ref backend.MemberRef, now time.Time) {
 	at, _ := slices.BinarySearchFunc(rs.Members, ordinal, func(m Member, ordinal int) int { return m.Ordinal - ordinal })
 	rs.Members = slices.Insert(rs.Members, at, rogue)
 	c.membershipEpoch++
+}
+
+// expectedOnBackend names the members the backend must have listed: set up before the
+// listing, on the host they are on now, a host the listing reached, and (skipActive) no
+// operation acting on them, since it, not reconcile, says what became of them.
+func (c *cluster) expectedOnBackend(setUpBefore map[string]string, listedHosts map[string]bool, skipActive bool) []string {
+	var present []string
+	for _, rs := range c.state.Roles {
+		for _, m := range rs.Members {
+			if skipActive && c.actedOn(rs.Name, m.Name) {
+				continue
+			}
+			if host, ok := setUpBefore[m.Name]; ok && host == m.Host && listedHosts[m.Host] && m.State.SetUp() {
+				present = append(present, m.Name)
+			}
+		}
+	}
+	return present
+}
+
+// noteUnknown records what a listing holds that the cluster does not know of: members it
+// never had (rogues, for the next pass to remove) and, where members may be set up
+// elsewhere, sandboxes of known members on a host not their own (stale). It returns the
+// rogues' names and how many stale sandboxes it noted.
+func (c *cluster) noteUnknown(listed []backend.MemberRef) (rogues []string, stale int) {
+	for _, ref := range listed {
+		_, m := c.findMember(ref.Name)
+		switch {
+		case m == nil && !slices.Contains(c.rogues, ref):
+			c.rogues = append(c.rogues, ref)
+			rogues = append(rogues, ref.Name)
+		case m != nil && c.setUpElsewhere && ref.Host != m.Host && c.noteStale(ref):
+			stale++
+		}
+	}
+	return rogues, stale
 }

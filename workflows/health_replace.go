@@ -2,9 +2,10 @@ package workflows
 
 import (
 	"fmt"
-	"github.com/clusterflow/clusterflow/workflows/plan"
 
 	"go.temporal.io/sdk/workflow"
+
+	"github.com/clusterflow/clusterflow/workflows/plan"
 )
 
 // Replacing a member is a membership change like a resize, and goes through the same

@@ -2,11 +2,13 @@ package workflows
 
 import (
 	"fmt"
-	"github.com/clusterflow/clusterflow/workflows/plan"
 	"slices"
 	"time"
 
 	"go.temporal.io/sdk/workflow"
+
+	"github.com/clusterflow/clusterflow/spec"
+	"github.com/clusterflow/clusterflow/workflows/plan"
 )
 
 // healthMachine is member health: it feeds the events reported of members, and those it
@@ -148,4 +150,20 @@ func (c *cluster) findMember(name string) (*plan.RoleState, *Member) {
 		}
 	}
 	return nil, nil
+}
+
+// failedStartsAreDown makes each member whose start failed down, rather than failed: its
+// setup stands; only its services are down, and health takes over.
+func (hm *healthMachine) failedStartsAreDown(ctx workflow.Context, work []plan.RoleWork) {
+	for _, rw := range work {
+		for _, m := range rw.Members {
+			rs, live := hm.findMember(m.Name)
+			if live == nil || live.State != MemberConfigError || live.Event != spec.EventStart {
+				continue
+			}
+			why := live.Detail
+			live.State = MemberReady
+			hm.stepHealth(ctx, rs, live, MemberEvent{Member: m.Name, Event: HealthDown, Reason: why, Source: "hosts", At: workflow.Now(ctx)})
+		}
+	}
 }

@@ -1,10 +1,11 @@
 package workflows
 
 import (
-	"github.com/clusterflow/clusterflow/workflows/plan"
 	"time"
 
 	"go.temporal.io/sdk/workflow"
+
+	"github.com/clusterflow/clusterflow/workflows/plan"
 )
 
 // watchHealth is the cluster's one health timer. Members' timers are deadlines in the

@@ -2,7 +2,6 @@ package workflows
 
 import (
 	"fmt"
-	"github.com/clusterflow/clusterflow/workflows/plan"
 	"maps"
 	"slices"
 	"strings"
@@ -10,6 +9,8 @@ import (
 
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
+
+	"github.com/clusterflow/clusterflow/workflows/plan"
 )
 
 // A cluster deployed while hosts were registered places every member on a host and routes

@@ -2,9 +2,10 @@ package workflows
 
 import (
 	"fmt"
-	"github.com/clusterflow/clusterflow/workflows/plan"
 
 	"go.temporal.io/sdk/workflow"
+
+	"github.com/clusterflow/clusterflow/workflows/plan"
 )
 
 // Draining a host replaces each of its members by one on another host, like a member

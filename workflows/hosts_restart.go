@@ -2,13 +2,10 @@ package workflows
 
 import (
 	"fmt"
-	"github.com/clusterflow/clusterflow/workflows/plan"
 	"slices"
 	"strings"
 
-	"go.temporal.io/sdk/workflow"
-
-	"github.com/clusterflow/clusterflow/spec"
+	"github.com/clusterflow/clusterflow/workflows/plan"
 )
 
 // A host that restarts (its worker checks in with a new boot ID) has lost its members'
@@ -37,30 +34,4 @@ func (c *cluster) noteRestarts(before []Host) {
 	}
 	slices.Sort(c.state.Restarted)
 	c.newGeneration(fmt.Sprintf("host %s restarted: start its members", strings.Join(restarted, ", ")))
-}
-
-// startRestarted runs the start pass for the restarted hosts, level by level.
-func (w *clusterWorkflow) startRestarted(ctx workflow.Context) {
-	restarted := w.state.Restarted
-	if len(restarted) == 0 {
-		return
-	}
-	w.state.Restarted = nil
-	w.runPass(ctx, w.spec, plan.Restart(w.state.Levels), passHooks{restarted: restarted})
-}
-
-// failedStartsAreDown makes each member whose start failed down, rather than failed: its
-// setup stands; only its services are down, and health takes over.
-func (hm *healthMachine) failedStartsAreDown(ctx workflow.Context, work []plan.RoleWork) {
-	for _, rw := range work {
-		for _, m := range rw.Members {
-			rs, live := hm.findMember(m.Name)
-			if live == nil || live.State != MemberConfigError || live.Event != spec.EventStart {
-				continue
-			}
-			why := live.Detail
-			live.State = MemberReady
-			hm.stepHealth(ctx, rs, live, MemberEvent{Member: m.Name, Event: HealthDown, Reason: why, Source: "hosts", At: workflow.Now(ctx)})
-		}
-	}
 }

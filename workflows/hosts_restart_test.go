@@ -1,11 +1,11 @@
 package workflows
 
 import (
-	"github.com/clusterflow/clusterflow/workflows/plan"
 	"strings"
 	"testing"
 
 	"github.com/clusterflow/clusterflow/spec"
+	"github.com/clusterflow/clusterflow/workflows/plan"
 )
 
 func TestPlanStart(t *testing.T) {

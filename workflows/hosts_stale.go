@@ -2,11 +2,12 @@ package workflows
 
 import (
 	"fmt"
-	"github.com/clusterflow/clusterflow/internal/backend"
-	"github.com/clusterflow/clusterflow/workflows/plan"
 	"slices"
 
 	"go.temporal.io/sdk/workflow"
+
+	"github.com/clusterflow/clusterflow/internal/backend"
+	"github.com/clusterflow/clusterflow/workflows/plan"
 )
 
 // A member being set up on a host that is lost is set up elsewhere (rehome). Its sandbox on

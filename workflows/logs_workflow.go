@@ -1,8 +1,9 @@
 package workflows
 
 import (
-	"github.com/clusterflow/clusterflow/internal/backend"
 	"go.temporal.io/sdk/workflow"
+
+	"github.com/clusterflow/clusterflow/internal/backend"
 )
 
 // MemberLogWorkflowName reads part of a member's script output on the host holding it:

@@ -2,8 +2,6 @@ package workflows
 
 import (
 	"fmt"
-	"maps"
-	"slices"
 
 	"go.temporal.io/sdk/workflow"
 )
@@ -45,22 +43,6 @@ func (w *clusterWorkflow) setMaintenance(ctx workflow.Context, m Maintenance) {
 }
 
 func (c *cluster) inMaintenance() bool { return c.state.Maintenance != nil }
-
-// holdOperation stops the configure children in progress starting further members; the
-// members running finish. converge then stops at its next step and marks the operation
-// held, to run again once maintenance ends.
-func (r *roleRunner) holdOperation(ctx workflow.Context) {
-	for _, role := range slices.Sorted(maps.Keys(r.activeOps)) {
-		op := r.activeOps[role]
-		if op.op != OpConfigure || op.halted != "" {
-			continue
-		}
-		op.halted = heldForMaintenance
-		for _, b := range op.running() {
-			b.future.SignalChildWorkflow(ctx, StopMembersSignal, StopMembers{Halt: heldForMaintenance})
-		}
-	}
-}
 
 // heldByMaintenance reports whether converge must stop here: maintenance is on and no
 // delete is asking to go on. It marks the operation held so that it resumes afterwards.

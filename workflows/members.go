@@ -1,11 +1,11 @@
 package workflows
 
 import (
-	"github.com/clusterflow/clusterflow/workflows/plan"
 	"slices"
 	"time"
 
 	"github.com/clusterflow/clusterflow/spec"
+	"github.com/clusterflow/clusterflow/workflows/plan"
 )
 
 // A role's members are kept in ordinal order. The desired spec says how many a role wants;
@@ -93,5 +93,43 @@ func (c *cluster) dropRemoved() {
 func (c *cluster) syncDesired() {
 	for i := range c.state.Roles {
 		c.state.Roles[i].Desired = plan.DesiredMembers(c.spec, c.state.Roles[i].Name)
+	}
+}
+
+// markSetUpNow records that the members about to be set up configure with the configmeta
+// just written, and so know the members it lists; a member placed afresh is this
+// operation's to set up now.
+func (c *cluster) markSetUpNow(work []plan.RoleWork) {
+	for _, rw := range work {
+		rs := c.state.Role(rw.Role)
+		for i := range rw.Members {
+			live := rs.Member(rw.Members[i].Name)
+			live.KnowsUpTo, live.Moved = c.state.ConfigMetaVersion, false
+			rw.Members[i].KnowsUpTo, rw.Members[i].Moved = c.state.ConfigMetaVersion, false
+		}
+	}
+}
+
+// skipLaterLevels says why members of roles after a failed level never started.
+func (c *cluster) skipLaterLevels(failedLevel int, failedRoles string) {
+	for _, level := range c.state.Levels[failedLevel+1:] {
+		for _, name := range level {
+			rs := c.state.Role(name)
+			for i := range rs.Members {
+				if rs.Members[i].State == MemberPending {
+					rs.Members[i].Detail = "not started: level with " + failedRoles + " failed"
+				}
+			}
+		}
+	}
+}
+
+// noteRemoved queues a delnodes announcement for the torn-down members that are now gone.
+func (c *cluster) noteRemoved(role string, tornDown []Member) {
+	rs := c.state.Role(role)
+	for _, m := range tornDown {
+		if now := rs.Member(m.Name); now != nil && now.State == MemberDeleted {
+			c.removed = append(c.removed, RemovedNode{Role: role, Name: m.Name, ListedIn: now.ListedIn, Announced: now.Announced, UnlistedFrom: now.UnlistedFrom})
+		}
 	}
 }

@@ -2,12 +2,12 @@ package workflows
 
 import (
 	"fmt"
-	"github.com/clusterflow/clusterflow/internal/backend"
 	"time"
 
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
+	"github.com/clusterflow/clusterflow/internal/backend"
 	"github.com/clusterflow/clusterflow/internal/payloadlimit"
 	"github.com/clusterflow/clusterflow/spec"
 )

@@ -2,7 +2,6 @@ package workflows
 
 import (
 	"fmt"
-	"github.com/clusterflow/clusterflow/internal/backend"
 	"maps"
 	"slices"
 	"time"
@@ -10,6 +9,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
+	"github.com/clusterflow/clusterflow/internal/backend"
 	"github.com/clusterflow/clusterflow/spec"
 )
 

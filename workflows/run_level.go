@@ -3,12 +3,14 @@ package workflows
 import (
 	"encoding/json"
 	"fmt"
-	"github.com/clusterflow/clusterflow/workflows/plan"
+	"maps"
+	"slices"
 
 	"go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/clusterflow/clusterflow/spec"
+	"github.com/clusterflow/clusterflow/workflows/plan"
 )
 
 // roleRunner runs role operations as child workflows, a child per role or per batch of a
@@ -195,4 +197,81 @@ func (r *roleRunner) markUnfinishedMembers(ctx workflow.Context, role string, op
 		}
 	}
 	r.touch(ctx)
+}
+
+// stopUnwanted tells role children still configuring members that are no longer wanted to
+// stop them, killing their scripts, rather than finish a setup that would be torn down.
+func (r *roleRunner) stopUnwanted(ctx workflow.Context) {
+	configuring := map[string][]string{}
+	for _, role := range slices.Sorted(maps.Keys(r.activeOps)) {
+		if op := r.activeOps[role]; op.op == OpConfigure {
+			configuring[role] = op.members
+		}
+	}
+	for _, rw := range plan.Stops(r.spec, r.state.Roles, configuring) {
+		rs := r.state.Role(rw.Role)
+		leaving := map[string]bool{}
+		for _, m := range rw.Members {
+			rs.Member(m.Name).Leaving = true
+			leaving[m.Name] = true
+		}
+		r.stopInOperation(ctx, rw.Role, leaving, false)
+	}
+}
+
+// stopInOperation stops the members of a role's operation in progress: a batch that has
+// not started drops them, and a running one is told to stop them (their scripts killed, or
+// never started).
+func (r *roleRunner) stopInOperation(ctx workflow.Context, role string, stop map[string]bool, hostLost bool) {
+	op := r.activeOps[role]
+	if op == nil {
+		return
+	}
+	for _, b := range op.batches {
+		if b.done {
+			continue
+		}
+		var names []string
+		for _, m := range b.in.Members {
+			if stop[m.Name] {
+				names = append(names, m.Name)
+			}
+		}
+		switch {
+		case len(names) == 0:
+		case b.future == nil:
+			// Not started yet: it sets up only the members still wanted.
+			b.in.Members = slices.DeleteFunc(b.in.Members, func(m Member) bool { return stop[m.Name] })
+		default:
+			b.future.SignalChildWorkflow(ctx, StopMembersSignal, StopMembers{Members: names, HostLost: hostLost})
+		}
+	}
+}
+
+func (r *roleRunner) applyProgress(ctx workflow.Context, p RoleProgress) {
+	op := r.activeOps[p.Role]
+	if op == nil {
+		return // the operation already finished and its result is applied
+	}
+	if b := op.batch(p.Operation); b == nil || b.done {
+		return
+	}
+	r.haltOnFailure(ctx, op, r.applyMembers(p.Role, p.Members))
+	r.touch(ctx)
+}
+
+// holdOperation stops the configure children in progress starting further members; the
+// members running finish. converge then stops at its next step and marks the operation
+// held, to run again once maintenance ends.
+func (r *roleRunner) holdOperation(ctx workflow.Context) {
+	for _, role := range slices.Sorted(maps.Keys(r.activeOps)) {
+		op := r.activeOps[role]
+		if op.op != OpConfigure || op.halted != "" {
+			continue
+		}
+		op.halted = heldForMaintenance
+		for _, b := range op.running() {
+			b.future.SignalChildWorkflow(ctx, StopMembersSignal, StopMembers{Halt: heldForMaintenance})
+		}
+	}
 }

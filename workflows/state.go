@@ -2,8 +2,9 @@ package workflows
 
 import (
 	"fmt"
-	"github.com/clusterflow/clusterflow/workflows/plan"
 	"time"
+
+	"github.com/clusterflow/clusterflow/workflows/plan"
 )
 
 // clusterState is the cluster workflow's observed state: what it carries across

@@ -4,13 +4,14 @@ import (
 	"bytes"
 	"encoding/json"
 	"flag"
-	"github.com/clusterflow/clusterflow/workflows/plan"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/clusterflow/clusterflow/workflows/plan"
 )
 
 var updateGolden = flag.Bool("update", false, "rewrite testdata/status.golden.json from the code")

@@ -48,3 +48,19 @@ func plural(n int, word string) string {
 	}
 	return word + "s"
 }
+
+// canceledMessage sums up what a cancel left behind.
+func (c *cluster) canceledMessage() string {
+	canceled, notStarted := 0, 0
+	for _, r := range c.state.Roles {
+		for _, m := range r.Members {
+			switch {
+			case m.State == MemberConfigError && m.Detail == "canceled":
+				canceled++
+			case m.State == MemberPending:
+				notStarted++
+			}
+		}
+	}
+	return fmt.Sprintf("stopped at generation %d by a cancel: %d %s canceled, %d not started", c.state.Generation, canceled, plural(canceled, "member"), notStarted)
+}

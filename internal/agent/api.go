@@ -10,11 +10,11 @@ package agent
 import (
 	"crypto/sha256"
 	"encoding/hex"
-	"github.com/clusterflow/clusterflow/internal/backend"
 	"time"
 
 	"go.temporal.io/sdk/contrib/envconfig"
 
+	"github.com/clusterflow/clusterflow/internal/backend"
 	"github.com/clusterflow/clusterflow/internal/runner"
 )
 

@@ -14,7 +14,6 @@ import (
 	sdkpb "go.temporal.io/api/sdk/v1"
 
 	"github.com/clusterflow/clusterflow/internal/testenv"
-
 	"github.com/clusterflow/clusterflow/workflows"
 )
 

@@ -6,11 +6,11 @@ package layout
 
 import (
 	"fmt"
-	"github.com/clusterflow/clusterflow/internal/backend"
 	"path/filepath"
 	"regexp"
 	"slices"
 
+	"github.com/clusterflow/clusterflow/internal/backend"
 	"github.com/clusterflow/clusterflow/spec"
 )
 

@@ -3,11 +3,11 @@ package local
 import (
 	"context"
 	"errors"
-	"github.com/clusterflow/clusterflow/internal/backend"
 	"io"
 	"io/fs"
 	"os"
 
+	"github.com/clusterflow/clusterflow/internal/backend"
 	"github.com/clusterflow/clusterflow/internal/layout"
 )
 

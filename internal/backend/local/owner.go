@@ -1,11 +1,11 @@
 package local
 
 import (
-	"github.com/clusterflow/clusterflow/internal/backend"
 	"os"
 	"strings"
 
 	"github.com/clusterflow/clusterflow/internal/atomicfile"
+	"github.com/clusterflow/clusterflow/internal/backend"
 	"github.com/clusterflow/clusterflow/internal/layout"
 )
 

@@ -3,7 +3,6 @@ package local
 import (
 	"errors"
 	"fmt"
-	"github.com/clusterflow/clusterflow/internal/backend"
 	"io"
 	"io/fs"
 	"maps"
@@ -12,6 +11,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/clusterflow/clusterflow/internal/backend"
 	"github.com/clusterflow/clusterflow/spec"
 )
 

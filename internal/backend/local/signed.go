@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/clusterflow/clusterflow/internal/backend"
 	"io/fs"
 	"maps"
 	"os"
@@ -15,6 +14,7 @@ import (
 	"time"
 
 	"github.com/clusterflow/clusterflow/internal/atomicfile"
+	"github.com/clusterflow/clusterflow/internal/backend"
 	"github.com/clusterflow/clusterflow/internal/layout"
 	"github.com/clusterflow/clusterflow/internal/signing"
 )
