@@ -74,17 +74,26 @@ func (w *clusterWorkflow) notify(ctx workflow.Context, op RoleOperation, nodesRo
 		return
 	}
 	n := plan.NewNotice(w.state.Notices+1, w.state.Name, op, nodesRole, nodes)
-	work := plan.Notice(w.spec, w.state.Roles, n)
-	if len(work) == 0 {
-		return
-	}
-	w.state.Notices = n.ID
-	failed := w.writeFiles(ctx, fmt.Sprintf("notice %d of %s", n.ID, w.state.Name), hostsOf(work), backend.ClusterFiles{Cluster: w.state.Name, Home: w.state.Home, Notice: &n})
-	if len(failed) > 0 {
-		work = w.untold(ctx, op, work, failed)
-	}
-	w.runner.runLevel(ctx, op, work)
-	w.logger.Info("Announced membership change", "Event", op, "Role", nodesRole, "Notice", n.ID, "Nodes", n.Size(), "Roles", fmt.Sprint(workRoles(work)))
+	var told []plan.RoleWork
+	w.runPass(ctx, w.spec, plan.Announcement(op, n), passHooks{
+		// The notice travels once per host, before anyone is told.
+		prepare: func(_ plan.Step, work []plan.RoleWork) ([]plan.RoleWork, bool) {
+			if len(work) == 0 {
+				return nil, false
+			}
+			w.state.Notices = n.ID
+			failed := w.writeFiles(ctx, fmt.Sprintf("notice %d of %s", n.ID, w.state.Name), hostsOf(work), backend.ClusterFiles{Cluster: w.state.Name, Home: w.state.Home, Notice: &n})
+			if len(failed) > 0 {
+				work = w.untold(ctx, op, work, failed)
+			}
+			told = work
+			return work, true
+		},
+		after: func(plan.Step) bool {
+			w.logger.Info("Announced membership change", "Event", op, "Role", nodesRole, "Notice", n.ID, "Nodes", n.Size(), "Roles", fmt.Sprint(workRoles(told)))
+			return true
+		},
+	})
 }
 
 // untold takes out of the work the members on hosts where the notice could not be written,
@@ -137,10 +146,15 @@ func workRoles(work []plan.RoleWork) []string {
 // notifyByName is notify as runs from before bounded payloads do it: the work names, for
 // every member, the nodes it is told about.
 func (w *clusterWorkflow) notifyByName(ctx workflow.Context, op RoleOperation, nodesRole string, nodes []Member) {
-	work := plan.Notification(w.spec, w.state.Roles, op, nodesRole, nodes)
-	if len(work) == 0 {
-		return
-	}
-	w.runner.runLevel(ctx, op, work)
-	w.logger.Info("Announced membership change", "Event", op, "Role", nodesRole, "Nodes", fmt.Sprint(work[0].Nodes.Nodes), "Roles", fmt.Sprint(workRoles(work)))
+	var told []plan.RoleWork
+	w.runPass(ctx, w.spec, plan.AnnouncementByName(op, nodesRole, nodes), passHooks{
+		prepare: func(_ plan.Step, work []plan.RoleWork) ([]plan.RoleWork, bool) {
+			told = work
+			return work, len(work) > 0
+		},
+		after: func(plan.Step) bool {
+			w.logger.Info("Announced membership change", "Event", op, "Role", nodesRole, "Nodes", fmt.Sprint(told[0].Nodes.Nodes), "Roles", fmt.Sprint(workRoles(told)))
+			return true
+		},
+	})
 }

@@ -12,16 +12,19 @@ import (
 )
 
 // The executor runs the planner's passes (workflows/plan): deploys, resizes and applies
-// (removal, restart starts, setup), and deletes (the removal toward the empty spec). It is
-// the one level loop: each step is planned when it is taken, and run as a child workflow
-// per role through runLevel.
+// (removal, restart starts, setup, announcements), and deletes (the removal toward the
+// empty spec). It is the one level loop: each step is planned when it is taken, and run as
+// a child workflow per role through the role runner.
 
 // passHooks let an operation act around a pass's steps. before runs ahead of each step's
 // planning (writing the cluster's files, say) and after once the step ran; either returns
-// false to end the pass. Either may be nil.
+// false to end the pass. Any may be nil.
 type passHooks struct {
 	before func(step plan.Step) bool
 	after  func(step plan.Step) bool
+	// prepare, once a step's work is planned, readies it (writing what its members will
+	// read, say) and may change it; false ends the pass there, running nothing.
+	prepare func(step plan.Step, work []plan.RoleWork) ([]plan.RoleWork, bool)
 	// restarted names the restarted hosts, for a restart pass.
 	restarted []string
 }
@@ -43,6 +46,12 @@ func (w *clusterWorkflow) runPass(ctx workflow.Context, desired spec.Cluster, pa
 			work = w.dropUnreachable(work, workflow.Now(ctx))
 		case OpConfigure:
 			w.markSetUpNow(work)
+		}
+		if hooks.prepare != nil {
+			var ok bool
+			if work, ok = hooks.prepare(step, work); !ok {
+				return
+			}
 		}
 		w.runner.runLevel(ctx, step.Op, work)
 		switch step.Op {

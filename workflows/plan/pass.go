@@ -3,6 +3,8 @@ package plan
 import (
 	"slices"
 
+	"github.com/clusterflow/clusterflow/internal/notice"
+
 	"github.com/clusterflow/clusterflow/spec"
 )
 
@@ -27,6 +29,16 @@ type Step struct {
 	// ReplacedToo makes a teardown take the members being replaced too: they go once
 	// their successors are set up.
 	ReplacedToo bool
+	// Notice is what an addnodes or delnodes step tells; Told, in runs from before
+	// notices, the nodes it names to each member instead.
+	Notice *notice.Notice
+	Told   *Told
+}
+
+// Told is who joined or left, for a notification that names them to each member.
+type Told struct {
+	Role  string
+	Nodes []Member
 }
 
 // Removal is the pass that tears down and removes, deepest level first, the members the
@@ -37,6 +49,18 @@ func Removal(levels [][]string, replacedToo bool) Pass {
 		p.Steps = append(p.Steps, Step{Op: OpTeardown, Level: i, Roles: levels[i], ReplacedToo: replacedToo})
 	}
 	return p
+}
+
+// Announcement is the pass that tells the members a notice concerns of nodes joining
+// (addnodes) or leaving (delnodes): one step, every role at once.
+func Announcement(op RoleOperation, n notice.Notice) Pass {
+	return Pass{Steps: []Step{{Op: op, Notice: &n}}}
+}
+
+// AnnouncementByName is Announcement as runs from before notices make it: the step names,
+// to each member, the nodes it is told of.
+func AnnouncementByName(op RoleOperation, role string, nodes []Member) Pass {
+	return Pass{Steps: []Step{{Op: op, Told: &Told{Role: role, Nodes: nodes}}}}
 }
 
 // Restart is the pass that runs start, level by level, on the members of restarted hosts.
@@ -64,6 +88,11 @@ func (s Step) Work(desired spec.Cluster, roles []RoleState, restarted []string) 
 		return nil, start(desired, roles, s.Roles, restarted)
 	case OpConfigure:
 		return nil, configure(desired, roles, s.Roles)
+	case OpAddNodes, OpDelNodes:
+		if s.Notice != nil {
+			return nil, Notice(desired, roles, *s.Notice)
+		}
+		return nil, Notification(desired, roles, s.Op, s.Told.Role, s.Told.Nodes)
 	}
 	return nil, nil
 }
