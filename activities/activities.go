@@ -86,7 +86,7 @@ func (a *Activities) WriteClusterFiles(ctx context.Context, files backend.Cluste
 	return a.Backend.WriteClusterFiles(ctx, files)
 }
 
-// CreateMember creates a member's sandbox.
+// CreateMember makes a member on the backend.
 func (a *Activities) CreateMember(ctx context.Context, m backend.MemberRef) error {
 	if err := a.refuse(ctx, m.Cluster, nil); err != nil {
 		return err
@@ -94,7 +94,7 @@ func (a *Activities) CreateMember(ctx context.Context, m backend.MemberRef) erro
 	return a.Backend.CreateMember(ctx, m)
 }
 
-// RemoveMember stops what a member left running and removes its sandbox, unless another
+// RemoveMember stops what a member left running and removes it, unless another
 // server or namespace owns its cluster's folder now.
 func (a *Activities) RemoveMember(ctx context.Context, m backend.MemberRef) error {
 	return refuseElsewhere(a.Backend.RemoveMember(ctx, m))
@@ -164,10 +164,10 @@ func (a *Activities) RunStartscript(ctx context.Context, run backend.ScriptRun) 
 		}
 	}
 	if run.Event == spec.EventConfigure {
-		// A member's first event creates its sandbox (idempotently), sparing a wide role
+		// A member's first event creates it (idempotently), sparing a wide role
 		// an activity per member.
 		if err := a.Backend.CreateMember(ctx, run.Member); err != nil {
-			return backend.ScriptResult{}, fmt.Errorf("create sandbox of %s: %w", run.Member.Name, err)
+			return backend.ScriptResult{}, fmt.Errorf("create member %s: %w", run.Member.Name, err)
 		}
 	}
 	info := activity.GetInfo(ctx)

@@ -68,7 +68,7 @@ func (c *cluster) replacing() bool {
 func (hm *healthMachine) rehome(ctx workflow.Context, rs *plan.RoleState, m *Member, from MemberState, ev MemberEvent) {
 	old := m.Host
 	if old != "" && (from != MemberPending || hm.actedOn(rs.Name, m.Name)) {
-		hm.state.Stale = append(hm.state.Stale, StaleSandbox{Role: rs.Name, Member: m.Name, Host: old})
+		hm.state.Stale = append(hm.state.Stale, StaleMember{Role: rs.Name, Member: m.Name, Host: old})
 	}
 	m.Host, m.Unplaced, m.Event, m.Moved = "", "", "", true
 	m.Detail = fmt.Sprintf("to be set up elsewhere: %s", ev.Reason)

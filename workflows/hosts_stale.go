@@ -22,7 +22,7 @@ func (hw *hostWatcher) noteStaleHostsBack(ctx workflow.Context, before []Host) {
 	if len(hw.state.Stale) == 0 {
 		return
 	}
-	hw.state.Stale = slices.DeleteFunc(hw.state.Stale, func(s StaleSandbox) bool { return hw.hostOf(s.Host) == nil })
+	hw.state.Stale = slices.DeleteFunc(hw.state.Stale, func(s StaleMember) bool { return hw.hostOf(s.Host) == nil })
 	var back []string
 	for _, s := range hw.state.Stale {
 		prev := plan.Named(before, s.Host, func(h *Host) string { return h.Name })
@@ -39,7 +39,7 @@ func (hw *hostWatcher) noteStaleHostsBack(ctx workflow.Context, before []Host) {
 // removeStale removes the stale sandboxes on hosts that can be reached, at once; those on
 // hosts still lost wait for them.
 func (hw *hostWatcher) removeStale(ctx workflow.Context) {
-	var now []StaleSandbox
+	var now []StaleMember
 	for _, s := range hw.state.Stale {
 		if hw.reachable(s.Host) {
 			now = append(now, s)
@@ -70,7 +70,7 @@ func (hw *hostWatcher) removeStale(ctx workflow.Context) {
 		}
 		wg.Wait(ctx)
 	}
-	hw.state.Stale = slices.DeleteFunc(hw.state.Stale, func(s StaleSandbox) bool {
+	hw.state.Stale = slices.DeleteFunc(hw.state.Stale, func(s StaleMember) bool {
 		i := slices.Index(now, s)
 		return i >= 0 && removed[i]
 	})
@@ -81,7 +81,7 @@ const staleAtOnce = 200
 
 // noteStale records a sandbox reconcile found of a known member on a host not its own.
 func (c *cluster) noteStale(ref backend.MemberRef) bool {
-	s := StaleSandbox{Role: ref.Role, Member: ref.Name, Host: ref.Host}
+	s := StaleMember{Role: ref.Role, Member: ref.Name, Host: ref.Host}
 	if ref.Host == "" || slices.Contains(c.state.Stale, s) {
 		return false
 	}

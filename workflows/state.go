@@ -55,14 +55,14 @@ type clusterState struct {
 	// Installed maps a host ("" in single-host mode) to the digest of the scripts and envs
 	// written there, so that they travel to a host once, not with every files write.
 	Installed map[string]string `json:"installed,omitempty"`
-	// Stale are sandboxes of members set up elsewhere since, left on hosts that were lost:
+	// Stale are what members set up elsewhere since left on hosts that were lost:
 	// removed (never torn down, which would undo the member where it lives now) once the
 	// host is back.
-	Stale []StaleSandbox `json:"stale,omitempty"`
+	Stale []StaleMember `json:"stale,omitempty"`
 }
 
-// StaleSandbox is a member's sandbox on a host it no longer lives on.
-type StaleSandbox struct {
+// StaleMember is what is left of a member on a host it no longer lives on.
+type StaleMember struct {
 	Role   string `json:"role"`
 	Member string `json:"member"`
 	Host   string `json:"host"`

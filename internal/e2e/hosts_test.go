@@ -343,7 +343,7 @@ roles:
 	expectRuns(t, readTrace(t, trace), "configure", "", "back-worker-0", "back-worker-1")
 }
 
-func TestAPartitionLongerThanReplaceAfterEndsWithTheStaleSandboxesRemoved(t *testing.T) {
+func TestAPartitionLongerThanReplaceAfterEndsWithTheStaleMemberesRemoved(t *testing.T) {
 	t.Parallel()
 	guard(t)
 	f := newFleet(t, "h1", "h2", "h3")

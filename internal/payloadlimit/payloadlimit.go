@@ -5,7 +5,7 @@
 // signal, an update's result, an activity through the workflows' guarded helper), which the
 // workflow reports as the failure of its operation.
 //
-// clusterflow bounds its payloads by construction (see the sizes in internal/spec); this is
+// clusterflow bounds its payloads by construction (see the sizes in spec); this is
 // the net under that, so that a bound missed fails loudly.
 package payloadlimit
 
