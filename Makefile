@@ -27,7 +27,7 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz FuzzParse -fuzztime 15s ./spec
 
 e2e:
-	$(GO) test -timeout 20m ./internal/e2e/...
+	$(GO) test -timeout 30m ./internal/e2e/...
 
 bench:
 	bench/deploy.sh
