@@ -14,8 +14,9 @@ vet:
 # Each unit package takes seconds (workflows, with its 5000-member test, about a minute
 # and a half under the race detector); the timeout turns a hang into a failure with every
 # goroutine's stack. The 10,000-member bounds test would take minutes under the race
-# detector, so it runs once more without it (and skips under it). The e2e suite bounds each test on its own (testlimit.Guard, 3 minutes),
-# so its package timeout only has to cover the whole suite.
+# detector, so it runs once more without it (and skips under it). The e2e suite bounds
+# each test on its own (testlimit.Guard, 3 minutes), so its package timeout only has to
+# cover the whole suite: about 18 minutes on an idle 2-core machine, more on a busy one.
 unit:
 	$(GO) test -race -timeout 10m $$($(GO) list ./... | grep -Ev '$(EMBEDS_SERVER)')
 	$(GO) test -timeout 5m -run 'AtTenThousandMembers' ./workflows
