@@ -75,7 +75,7 @@ func (w *clusterWorkflow) notify(ctx workflow.Context, op RoleOperation, nodesRo
 	}
 	n := plan.NewNotice(w.state.Notices+1, w.state.Name, op, nodesRole, nodes)
 	var told []plan.RoleWork
-	w.runPass(ctx, w.spec, plan.Announcement(op, n), passHooks{
+	w.runPass(ctx, &w.spec, plan.Announcement(op, n), passHooks{
 		// The notice travels once per host, before anyone is told.
 		prepare: func(_ plan.Step, work []plan.RoleWork) ([]plan.RoleWork, bool) {
 			if len(work) == 0 {
@@ -147,7 +147,7 @@ func workRoles(work []plan.RoleWork) []string {
 // every member, the nodes it is told about.
 func (w *clusterWorkflow) notifyByName(ctx workflow.Context, op RoleOperation, nodesRole string, nodes []Member) {
 	var told []plan.RoleWork
-	w.runPass(ctx, w.spec, plan.AnnouncementByName(op, nodesRole, nodes), passHooks{
+	w.runPass(ctx, &w.spec, plan.AnnouncementByName(op, nodesRole, nodes), passHooks{
 		prepare: func(_ plan.Step, work []plan.RoleWork) ([]plan.RoleWork, bool) {
 			told = work
 			return work, len(work) > 0

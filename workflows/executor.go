@@ -30,13 +30,13 @@ type passHooks struct {
 }
 
 // runPass takes the pass's steps in order until one ends it, the context ends, or none is
-// left.
-func (w *clusterWorkflow) runPass(ctx workflow.Context, desired spec.Cluster, pass plan.Pass, hooks passHooks) {
+// left. desired is read at each step: a change that arrives midway is planned for.
+func (w *clusterWorkflow) runPass(ctx workflow.Context, desired *spec.Cluster, pass plan.Pass, hooks passHooks) {
 	for _, step := range pass.Steps {
 		if ctx.Err() != nil || hooks.before != nil && !hooks.before(step) {
 			return
 		}
-		forget, work := step.Work(desired, w.state.Roles, hooks.restarted)
+		forget, work := step.Work(*desired, w.state.Roles, hooks.restarted)
 		for _, name := range forget {
 			_, m := w.findMember(name)
 			m.State, m.Since = MemberDeleted, workflow.Now(ctx) // never created: nothing to tear down
@@ -151,7 +151,7 @@ func (w *clusterWorkflow) convergeOnce(ctx workflow.Context) (again bool) {
 // only if all of them are. It reports whether the pass ended there (a failure, a hold by
 // maintenance, a cancel, a change) and whether another pass is due.
 func (w *clusterWorkflow) setUp(ctx workflow.Context, changed func() bool) (ended, again bool) {
-	w.runPass(ctx, w.spec, plan.Setup(w.state.Levels), passHooks{
+	w.runPass(ctx, &w.spec, plan.Setup(w.state.Levels), passHooks{
 		before: func(step plan.Step) bool {
 			if w.heldByMaintenance(ctx) {
 				ended = true
@@ -202,7 +202,7 @@ func (w *clusterWorkflow) removeReplaced(ctx workflow.Context) {
 // simply forgotten. Removed members that others knew of wait to be announced by delnodes.
 // Members being replaced stay until replacedToo: they go once their successors are set up.
 func (w *clusterWorkflow) removeUnwanted(ctx workflow.Context, replacedToo bool) {
-	w.runPass(ctx, w.spec, plan.Removal(w.state.Levels, replacedToo), passHooks{})
+	w.runPass(ctx, &w.spec, plan.Removal(w.state.Levels, replacedToo), passHooks{})
 	w.dropRemoved()
 	w.touch(ctx)
 }
@@ -218,7 +218,7 @@ func (w *clusterWorkflow) delete(parent workflow.Context) {
 		w.logger.Warn("Could not reinstall startscripts; teardown scripts may fail", "Error", err)
 	}
 	// A delete is the removal toward the empty spec: every member, whatever its state.
-	w.runPass(ctx, spec.Cluster{}, plan.Removal(w.state.Levels, true), passHooks{})
+	w.runPass(ctx, &spec.Cluster{}, plan.Removal(w.state.Levels, true), passHooks{})
 	// Any reachable host may hold the folder of a member that has left.
 	failed := w.hosts.onEachHost(withQuickActivity(ctx, "remove "+w.state.Name), w.reachableHosts(), func(ctx workflow.Context, _ string) error {
 		return workflow.ExecuteActivity(ctx, actRemoveCluster, w.folder().Key()).Get(ctx, nil)
@@ -256,5 +256,5 @@ func (w *clusterWorkflow) startRestarted(ctx workflow.Context) {
 		return
 	}
 	w.state.Restarted = nil
-	w.runPass(ctx, w.spec, plan.Restart(w.state.Levels), passHooks{restarted: restarted})
+	w.runPass(ctx, &w.spec, plan.Restart(w.state.Levels), passHooks{restarted: restarted})
 }

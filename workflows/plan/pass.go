@@ -4,23 +4,20 @@ import (
 	"slices"
 
 	"github.com/clusterflow/clusterflow/internal/notice"
-
 	"github.com/clusterflow/clusterflow/spec"
 )
 
-// Pass is the steps one pass of the executor takes, in order, a step per dependency level:
-// tearing down (deepest level first), starting members of restarted hosts, or setting
-// members up (shallowest first). A step's work is planned when the step is taken
+// Pass is the steps one pass of the executor takes, in order: a step per dependency level
+// for tearing down (deepest level first), starting members of restarted hosts, or setting
+// members up (shallowest first), and one step for an announcement. The levels are the
+// cluster's plan when the pass was made. A step's work is planned when the step is taken
 // (Step.Work), from the members as they are then: the steps before it change them, and so
 // do changes that arrive while they run (a lost host, a resize).
 type Pass struct {
 	Steps []Step
 }
 
-// The levels a pass's steps act on are those of the cluster's plan when the pass was made:
-// a level's roles are read when its step is taken.
-
-// Step is one level's share of a pass.
+// Step is one level's share of a pass, or an announcement.
 type Step struct {
 	Op RoleOperation
 	// Level is the level's index in the cluster's plan, and Roles its roles.
