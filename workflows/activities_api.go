@@ -2,11 +2,8 @@ package workflows
 
 import (
 	"context"
-	"fmt"
-	"path"
 	"reflect"
 	"runtime"
-	"slices"
 	"strings"
 	"time"
 
@@ -57,71 +54,6 @@ var (
 func activityName(method any) string {
 	full := runtime.FuncForPC(reflect.ValueOf(method).Pointer()).Name()
 	return strings.TrimSuffix(full[strings.LastIndex(full, ".")+1:], "-fm")
-}
-
-// HostRegistration is what a worker says about its host when it starts, and again at each
-// check-in.
-type HostRegistration struct {
-	Name    string            `json:"name"`
-	Address string            `json:"address"`
-	Labels  map[string]string `json:"labels,omitempty"`
-	// Timeout is how long the host may go unheard of before it is lost.
-	Timeout time.Duration `json:"timeout"`
-	BootID  string        `json:"bootID,omitempty"`
-	// Admission is what the host lets run, which placement respects and the host enforces.
-	Admission
-}
-
-// Admission is what a host lets run: the clusters and namespaces it serves, and whether a
-// spec may set loader variables (worker --allow-clusters, --allow-namespaces,
-// --allow-env-override). Empty lists allow everything.
-type Admission struct {
-	// Clusters are globs (path.Match) of cluster names.
-	Clusters []string `json:"allowClusters,omitempty"`
-	// Namespaces are the Temporal namespaces whose clusters the host serves.
-	Namespaces []string `json:"allowNamespaces,omitempty"`
-	// EnvOverride lets a role's env set loader variables (LoaderVariable).
-	EnvOverride bool `json:"allowEnvOverride,omitempty"`
-}
-
-// Refuses says why the host does not run a role of cluster in namespace with an env of
-// these names, or returns "". An empty namespace is not checked (a client that cannot
-// tell); the host itself always knows its task's.
-func (a Admission) Refuses(cluster, namespace string, envNames []string) string {
-	if len(a.Clusters) > 0 && !slices.ContainsFunc(a.Clusters, func(glob string) bool {
-		ok, _ := path.Match(glob, cluster)
-		return ok
-	}) {
-		return fmt.Sprintf("runs only clusters %s, not %s", strings.Join(a.Clusters, ","), cluster)
-	}
-	if namespace != "" && len(a.Namespaces) > 0 && !slices.Contains(a.Namespaces, namespace) {
-		return fmt.Sprintf("serves only namespaces %s, not %s", strings.Join(a.Namespaces, ","), namespace)
-	}
-	if !a.EnvOverride {
-		for _, name := range slices.Sorted(slices.Values(envNames)) {
-			if LoaderVariable(name) {
-				return fmt.Sprintf("lets no spec set the loader variable %s (worker --allow-env-override)", name)
-			}
-		}
-	}
-	return ""
-}
-
-// LoaderVariable reports whether an env variable chooses what code a script runs rather
-// than configuring it: the dynamic loader's, the C library's that setuid programs ignore
-// for the same reason, and the shell's start-up files and parsing. Set from a spec, any of
-// them runs the spec's code inside a script the host trusts.
-func LoaderVariable(name string) bool {
-	if strings.HasPrefix(name, "LD_") {
-		return true
-	}
-	switch name {
-	case "PATH", "GCONV_PATH", "GETCONF_DIR", "HOSTALIASES", "LOCALDOMAIN", "LOCPATH", "MALLOC_TRACE",
-		"NIS_PATH", "NLSPATH", "RESOLV_HOST_CONF", "RES_OPTIONS", "TZDIR",
-		"BASH_ENV", "ENV", "SHELLOPTS", "BASHOPTS", "IFS", "CDPATH":
-		return true
-	}
-	return false
 }
 
 // MemberListing is what a backend has of a cluster's members, by role and ordinal ranges,

@@ -78,7 +78,7 @@ type cluster struct {
 	// (changeSetUpElsewhere).
 	setUpElsewhere bool
 	// hostCheck is what placement asks of hosts' allow-lists (changeHostAllowLists).
-	hostCheck hostCheck
+	hostCheck plan.HostCheck
 	// operating says an operation is in progress (the workflow can cancel it).
 	operating bool
 	// activeOps maps a role to the operation acting on its members now.
@@ -118,7 +118,7 @@ func newClusterWorkflow(ctx workflow.Context, in ClusterInput) (*clusterWorkflow
 	}
 	// Asked before the first placement, which the start of a deploy makes.
 	if workflow.GetVersion(ctx, changeHostAllowLists, workflow.DefaultVersion, 1) >= 1 {
-		w.hostCheck = hostCheck{on: true, namespace: workflow.GetInfo(ctx).Namespace}
+		w.hostCheck = plan.HostCheck{On: true, Namespace: workflow.GetInfo(ctx).Namespace}
 	}
 	carried, err := in.carried()
 	if err != nil {

@@ -75,7 +75,7 @@ func (hm *healthMachine) rehome(ctx workflow.Context, rs *plan.RoleState, m *Mem
 	name := m.Name
 	if hm.onHosts() {
 		r, _ := hm.roleSpec(rs.Name)
-		rs.Members = placeMembers(r, rs.Members, hm.hostCheck.hostsFor(hm.state.Hosts, hm.state.Name, r))
+		rs.Members = plan.PlaceMembers(r, rs.Members, hm.hostCheck.HostsFor(hm.state.Hosts, hm.state.Name, r))
 	}
 	hm.runner.stopInOperation(ctx, rs.Name, map[string]bool{name: true}, old != "" && !hm.reachable(old))
 	hm.membershipEpoch++

@@ -220,7 +220,7 @@ func (c *cluster) placeWaiting() bool {
 			continue
 		}
 		r, _ := c.roleSpec(rs.Name)
-		rs.Members = placeMembers(r, rs.Members, c.hostCheck.hostsFor(c.state.Hosts, c.state.Name, r))
+		rs.Members = plan.PlaceMembers(r, rs.Members, c.hostCheck.HostsFor(c.state.Hosts, c.state.Name, r))
 		placed = placed || slices.ContainsFunc(rs.Members, func(m Member) bool { return m.State == MemberPending && m.Host != "" && m.Unplaced == "" })
 	}
 	return placed

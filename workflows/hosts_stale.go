@@ -31,7 +31,7 @@ func (hw *hostWatcher) noteStaleHostsBack(ctx workflow.Context, before []Host) {
 		}
 	}
 	if len(back) > 0 {
-		hw.newGeneration(fmt.Sprintf("host %s is back: remove the sandboxes of members set up elsewhere", abbreviate(back)))
+		hw.newGeneration(fmt.Sprintf("host %s is back: remove the sandboxes of members set up elsewhere", plan.Abbreviate(back)))
 		hw.touch(ctx)
 	}
 }

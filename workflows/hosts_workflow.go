@@ -193,7 +193,7 @@ func (r *hostsRegistry) refuseUnknown(action, name string) error {
 		for _, h := range r.hosts {
 			names = append(names, h.Name)
 		}
-		return refused(apperr.NotFound, "%s refused: no host %q (hosts: %s)", action, name, abbreviate(names))
+		return refused(apperr.NotFound, "%s refused: no host %q (hosts: %s)", action, name, plan.Abbreviate(names))
 	}
 	return nil
 }

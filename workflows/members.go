@@ -48,21 +48,15 @@ func (c *cluster) addPendingMembers(now time.Time) {
 	}
 }
 
-// addPendingTo adds the members a role is short of (plan.NewMembers), links the members
-// they replace to them, and returns them.
+// addPendingTo adds the members a role is short of, placed on the hosts that fit it
+// (plan.Grow), and returns them.
 func (c *cluster) addPendingTo(rs *plan.RoleState, now time.Time) []Member {
-	added := plan.NewMembers(c.state.Name, *rs, plan.DesiredMembers(c.spec, rs.Name), now)
-	for _, m := range added {
-		if m.Replaces != "" {
-			rs.Member(m.Replaces).ReplacedBy = m.Name
-		}
+	r, _ := c.roleSpec(rs.Name)
+	var hosts []Host
+	if c.onHosts() {
+		hosts = c.hostCheck.HostsFor(c.state.Hosts, c.state.Name, r)
 	}
-	rs.Members = append(rs.Members, added...)
-	if c.onHosts() && len(added) > 0 {
-		r, _ := c.roleSpec(rs.Name)
-		rs.Members = placeMembers(r, rs.Members, c.hostCheck.hostsFor(c.state.Hosts, c.state.Name, r))
-		added = rs.Members[len(rs.Members)-len(added):]
-	}
+	added := plan.Grow(c.state.Name, r, rs, plan.DesiredMembers(c.spec, rs.Name), c.onHosts(), hosts, now)
 	if len(added) > 0 {
 		c.membershipEpoch++
 	}

@@ -13,6 +13,11 @@ type (
 	NodeGroup        = plan.NodeGroup
 	NoticeRef        = plan.NoticeRef
 	RoleOperation    = plan.RoleOperation
+	HostRegistration = plan.HostRegistration
+	Admission        = plan.Admission
+	Host             = plan.Host
+	HostState        = plan.HostState
+	HostDocument     = plan.HostDocument
 )
 
 const (
@@ -43,7 +48,16 @@ const (
 	OpAddNodes  = plan.OpAddNodes
 	OpDelNodes  = plan.OpDelNodes
 	OpStart     = plan.OpStart
+
+	HostReady    = plan.HostReady
+	HostCordoned = plan.HostCordoned
+	HostDraining = plan.HostDraining
+	HostLost     = plan.HostLost
 )
+
+// LoaderVariable reports whether an env variable chooses what code a script runs (see
+// plan.LoaderVariable).
+func LoaderVariable(name string) bool { return plan.LoaderVariable(name) }
 
 // CountReady counts the ready members.
 func CountReady(members []Member) int { return plan.CountReady(members) }

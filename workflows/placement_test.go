@@ -51,7 +51,7 @@ func TestPlaceMembers(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			placed := placeMembers(spec.Role{Name: "w", Placement: tt.placement}, tt.members, tt.hosts)
+			placed := plan.PlaceMembers(spec.Role{Name: "w", Placement: tt.placement}, tt.members, tt.hosts)
 			var got []string
 			for _, m := range placed {
 				switch {
@@ -93,7 +93,7 @@ func TestPlacementProblemNamesTheConstraint(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			err := placementProblem(tt.desired, nil, hosts, hostCheck{})
+			err := placementProblem(tt.desired, nil, hosts, plan.HostCheck{})
 			got := ""
 			if err != nil {
 				got = err.Error()
@@ -112,11 +112,11 @@ func TestPlacementProblemKeepsMembersWhereTheyAre(t *testing.T) {
 	desired := spec.Cluster{Roles: []spec.Role{role}}
 	roles := []plan.RoleState{{Name: "w", Members: members}}
 	// a and b keep their members; c is lost, and a has no room for a third.
-	if err := placementProblem(desired, roles, hosts, hostCheck{}); err == nil || err.Error() != "roles[0].placement: 3 members with maxPerHost 1 need 3 hosts; 1 is ready (a)" {
+	if err := placementProblem(desired, roles, hosts, plan.HostCheck{}); err == nil || err.Error() != "roles[0].placement: 3 members with maxPerHost 1 need 3 hosts; 1 is ready (a)" {
 		t.Errorf("got %v", err)
 	}
 	desired.Roles[0].Members = 2
-	if err := placementProblem(desired, roles, hosts, hostCheck{}); err != nil {
+	if err := placementProblem(desired, roles, hosts, plan.HostCheck{}); err != nil {
 		t.Errorf("members staying on a cordoned host were refused: %v", err)
 	}
 }
@@ -170,12 +170,12 @@ func TestPlacementRespectsHostAllowLists(t *testing.T) {
 	prod := allow(host("p1"), Admission{Namespaces: []string{"prod"}})
 	loose := allow(host("l1"), Admission{EnvOverride: true})
 	plain, pathEnv := spec.Role{Name: "w"}, spec.Role{Name: "w", Env: map[string]string{"PATH": "/opt/x/bin", "A": "b"}}
-	on := func(ns string) hostCheck { return hostCheck{on: true, namespace: ns} }
+	on := func(ns string) plan.HostCheck { return plan.HostCheck{On: true, Namespace: ns} }
 	tests := []struct {
 		name    string
 		cluster string
 		role    spec.Role
-		check   hostCheck
+		check   plan.HostCheck
 		hosts   []Host
 		members []Member
 		want    string
@@ -188,11 +188,11 @@ func TestPlacementRespectsHostAllowLists(t *testing.T) {
 		{"a loader variable needs a host that allows it", "c", pathEnv, on("dev"), []Host{host("a0"), loose}, pendingMembers(2), "l1 l1"},
 		{"members already there stay", "team-b-db", plain, on("dev"), []Host{teamA, host("z1")},
 			append([]Member{{Name: "c-w-0", State: MemberReady, Host: "a1"}}, pendingMembers(2)[1:]...), "a1 z1"},
-		{"runs from before the allow-lists", "team-b-db", pathEnv, hostCheck{}, []Host{teamA}, pendingMembers(1), "a1"},
+		{"runs from before the allow-lists", "team-b-db", pathEnv, plan.HostCheck{}, []Host{teamA}, pendingMembers(1), "a1"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			placed := placeMembers(tt.role, tt.members, tt.check.hostsFor(tt.hosts, tt.cluster, tt.role))
+			placed := plan.PlaceMembers(tt.role, tt.members, tt.check.HostsFor(tt.hosts, tt.cluster, tt.role))
 			var got []string
 			for _, m := range placed {
 				if m.Host != "" {

@@ -148,6 +148,24 @@ func NewMembers(cluster string, rs RoleState, keep int, now time.Time) []Member 
 	return added
 }
 
+// Grow adds to a role the members it is short of (NewMembers), links the members they
+// replace to them, and, for a cluster on hosts, places them on hosts that fit the role
+// (PlaceMembers over hosts). It returns the members added, as placed.
+func Grow(cluster string, role spec.Role, rs *RoleState, want int, onHosts bool, hosts []Host, now time.Time) []Member {
+	added := NewMembers(cluster, *rs, want, now)
+	for _, m := range added {
+		if m.Replaces != "" {
+			rs.Member(m.Replaces).ReplacedBy = m.Name
+		}
+	}
+	rs.Members = append(rs.Members, added...)
+	if onHosts && len(added) > 0 {
+		rs.Members = PlaceMembers(role, rs.Members, hosts)
+		added = rs.Members[len(rs.Members)-len(added):]
+	}
+	return added
+}
+
 // configure is one level's setup: every wanted member still pending is configured, a
 // child per role.
 func configure(desired spec.Cluster, roles []RoleState, level []string) []RoleWork {

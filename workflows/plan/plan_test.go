@@ -549,3 +549,38 @@ func short(names []string) []string {
 	}
 	return out
 }
+
+// Grow adds the members a role is short of, each in the place of a member being replaced
+// that has no successor yet, and places them on hosts when the cluster has hosts.
+func TestGrow(t *testing.T) {
+	role := spec.Role{Name: "worker", Members: 3}
+	rs := RoleState{Name: "worker", Members: []Member{
+		{Name: "c-worker-0", Ordinal: 0, State: MemberReady, Host: "h1"},
+		{Name: "c-worker-1", Ordinal: 1, State: MemberReplacing, Host: "h1", Replacements: 1},
+	}}
+	hosts := []Host{{HostRegistration: HostRegistration{Name: "h1"}}, {HostRegistration: HostRegistration{Name: "h2"}}}
+	added := Grow("c", role, &rs, 3, true, hosts, time.Time{})
+	var got []string
+	for _, m := range added {
+		got = append(got, fmt.Sprintf("%s@%s<%s#%d", m.Name, m.Host, m.Replaces, m.Replacements))
+	}
+	// worker-1, being replaced, still counts among the three, so one is added in its place,
+	// on the host with fewer of the role (a member being replaced occupies none).
+	if s := strings.Join(got, " "); s != "c-worker-2@h2<c-worker-1#1" {
+		t.Errorf("grew %s", s)
+	}
+	if rs.Member("c-worker-1").ReplacedBy != "c-worker-2" {
+		t.Errorf("the replaced member does not name its successor: %+v", rs.Member("c-worker-1"))
+	}
+	// With no host at all, the new members wait, saying why.
+	rs = RoleState{Name: "worker"}
+	added = Grow("c", role, &rs, 1, true, nil, time.Time{})
+	if len(added) != 1 || added[0].Host != "" || added[0].Unplaced == "" {
+		t.Errorf("grew with no hosts: %+v", added)
+	}
+	// Single-host mode places nothing.
+	rs = RoleState{Name: "worker"}
+	if added = Grow("c", role, &rs, 1, false, nil, time.Time{}); len(added) != 1 || added[0].Host != "" || added[0].Unplaced != "" {
+		t.Errorf("grew in single-host mode: %+v", added)
+	}
+}
