@@ -55,9 +55,5 @@ const (
 	HostLost     = plan.HostLost
 )
 
-// LoaderVariable reports whether an env variable chooses what code a script runs (see
-// plan.LoaderVariable).
-func LoaderVariable(name string) bool { return plan.LoaderVariable(name) }
-
 // CountReady counts the ready members.
 func CountReady(members []Member) int { return plan.CountReady(members) }
