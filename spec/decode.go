@@ -41,6 +41,7 @@ type draftRole struct {
 	ReplaceOnConfigError *bool
 	MaxReplacements      *int
 	Placement            *draftPlacement
+	Update               *draftUpdate
 }
 
 // decode walks the YAML tree by hand rather than unmarshalling into structs, so that every
@@ -91,6 +92,7 @@ func (w walker) role(path string, n *yaml.Node) draftRole {
 		"replaceOnConfigError": func(p string, n *yaml.Node) { r.ReplaceOnConfigError = w.boolean(p, n) },
 		"maxReplacements":      func(p string, n *yaml.Node) { r.MaxReplacements = w.integer(p, n) },
 		"placement":            func(p string, n *yaml.Node) { r.Placement = w.placement(p, n) },
+		"update":               func(p string, n *yaml.Node) { r.Update = w.update(p, n) },
 	})
 	return r
 }

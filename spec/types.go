@@ -21,13 +21,17 @@ const (
 	// EventStart brings a member's services back after its host restarted (a new boot
 	// ID). A role gets it only by listing it in events.
 	EventStart Event = "start"
+	// EventUpgrade moves a member to a new revision of its role (its script and env) in
+	// place, during a rollout; EventRestart restarts its services (a rolling restart).
+	EventUpgrade Event = "upgrade"
+	EventRestart Event = "restart"
 )
 
 // AllEvents is the default subscription: every event but start, in lifecycle order.
 var AllEvents = []Event{EventConfigure, EventAddNodes, EventDelNodes, EventTeardown}
 
 // KnownEvents is every event a role may subscribe to.
-var KnownEvents = append(slices.Clone(AllEvents), EventStart)
+var KnownEvents = append(slices.Clone(AllEvents), EventStart, EventUpgrade, EventRestart)
 
 // Defaults applied when a role leaves a field out.
 const (
@@ -90,6 +94,8 @@ type Role struct {
 	Health Health `json:"health"`
 	// Placement says which hosts may hold the role's members.
 	Placement Placement `json:"placement,omitzero"`
+	// Update is how a new revision of the role rolls out to its members.
+	Update Update `json:"update,omitzero"`
 }
 
 // Wants reports whether the role's startscript subscribes to the event.

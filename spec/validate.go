@@ -137,6 +137,7 @@ func buildRole(path string, d draftRole, ps *problems) Role {
 	r.DependsOn = d.DependsOn
 	r.Health = checkHealth(path, d, ps)
 	r.Placement = checkPlacement(path+".placement", d.Placement, ps)
+	r.Update = checkUpdate(path+".update", d.Update, r, ps)
 	return r
 }
 
@@ -146,7 +147,7 @@ func checkEvents(path string, names []string, ps *problems) []Event {
 		e := Event(name)
 		switch {
 		case !slices.Contains(KnownEvents, e):
-			ps.add(fmt.Sprintf("%s[%d]", path, i), "unknown event %q (known: configure, addnodes, delnodes, teardown, start)", name)
+			ps.add(fmt.Sprintf("%s[%d]", path, i), "unknown event %q (known: %s)", name, joinEvents(KnownEvents))
 		case slices.Contains(events, e):
 			ps.add(fmt.Sprintf("%s[%d]", path, i), "%q is listed twice", name)
 		default:
@@ -207,4 +208,12 @@ func sortedKeys[V any](m map[string]V) []string {
 	}
 	sort.Strings(keys)
 	return keys
+}
+
+func joinEvents(events []Event) string {
+	names := make([]string, len(events))
+	for i, e := range events {
+		names[i] = string(e)
+	}
+	return strings.Join(names, ", ")
 }

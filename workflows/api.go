@@ -144,6 +144,8 @@ type ResizeRequest struct {
 // ApplyRequest replaces the desired spec of an existing cluster.
 type ApplyRequest struct {
 	Spec spec.Cluster `json:"spec"`
+	// By is the client identity applying it, which the revisions record.
+	By string `json:"by,omitempty"`
 }
 
 // ChangeResult says what an accepted resize or apply became.
@@ -154,6 +156,9 @@ type ChangeResult struct {
 	Changed    bool `json:"changed"`
 	// Summary describes the change, e.g. "worker 2 → 4".
 	Summary string `json:"summary"`
+	// Revision is the revision the change made, when it changed what members run: a
+	// rollout of it has started.
+	Revision int `json:"revision,omitempty"`
 }
 
 // StopMembers names members a role child must stop configuring.
@@ -249,6 +254,9 @@ type RoleInput struct {
 	Notice *NoticeRef `json:"notice,omitempty"`
 	// EnvHash names the role's env among the cluster's files; Role.Env is then empty.
 	EnvHash string `json:"envHash,omitempty"`
+	// Revision is the cluster's revision: the members a configure or an upgrade sets up
+	// run it.
+	Revision int `json:"revision,omitempty"`
 }
 
 // RoleResult is every member's state once a role operation is over.
@@ -324,6 +332,12 @@ type ClusterStatus struct {
 	// Signatures says who signed the spec of each recent generation, newest first, once
 	// any spec of the cluster was signed.
 	Signatures []GenerationSignature `json:"signatures,omitempty"`
+	// Revision is the revision of what members run: 1 at deploy, one more for every apply
+	// that changes a role's settings. Revisions lists the latest ones, and Rollout is the
+	// latest rollout's progress.
+	Revision  int            `json:"revision,omitempty"`
+	Revisions []Revision     `json:"revisions,omitempty"`
+	Rollout   *RolloutStatus `json:"rollout,omitempty"`
 }
 
 // GenerationSignature names the key that signed a generation's spec; none: unsigned. The
@@ -391,6 +405,8 @@ type MemberStatus struct {
 	Replaces     string `json:"replaces,omitempty"`
 	ReplacedBy   string `json:"replacedBy,omitempty"`
 	Replacements int    `json:"replacements,omitempty"`
+	// Revision is the revision whose settings the member runs.
+	Revision int `json:"revision,omitempty"`
 }
 
 // Member health: the events services report, and each member's record of them.

@@ -28,6 +28,9 @@ func (w *clusterWorkflow) setUpdateHandlers(ctx workflow.Context) error {
 		{MemberEventUpdate, w.health.onMemberEvent, w.validateMemberEvent, "Report a member's health: {member, event: down|up|gone|unhealthy, reason, source, at}; returns the transition"},
 		{ResumeUpdate, w.health.onResume, w.validateResume, "Lift paused replacement (the meltdown guard) and flapping marks"},
 		{ReconcileUpdate, w.health.onReconcile, w.validateReconcile, "Compare the members with what the backend has now: remove rogues, replace members gone"},
+		{RolloutPauseUpdate, w.onRolloutPause, w.validateRolloutPause, "Pause the rollout in progress before its next batch"},
+		{RolloutResumeUpdate, w.onRolloutResume, w.validateRolloutResume, "Go on with a paused rollout; members whose update failed are tried again"},
+		{RolloutUndoUpdate, w.onRolloutUndo, w.validateRolloutUndo, "Make a new revision equal to {toRevision} (default: the one before) and roll it out to the members that moved"},
 	}
 	for _, h := range handlers {
 		if err := workflow.SetUpdateHandlerWithOptions(ctx, h.name, h.handler, workflow.UpdateHandlerOptions{
@@ -62,21 +65,31 @@ func (c *cluster) resized(req ResizeRequest) spec.Cluster {
 }
 
 func (w *clusterWorkflow) onApply(ctx workflow.Context, req ApplyRequest) (ChangeResult, error) {
+	return w.applySpec(ctx, req.Spec, req.By, ""), nil
+}
+
+// applySpec makes next the desired spec, as an apply or a rollout's undo (why says which)
+// asks: membership changes as a resize, and a new revision to roll out when what members
+// run changed.
+func (w *clusterWorkflow) applySpec(ctx workflow.Context, next spec.Cluster, by, why string) ChangeResult {
 	for _, old := range w.spec.Roles {
-		if _, kept := req.Spec.Role(old.Name); !kept && w.hasMembers(old.Name) {
+		if _, kept := next.Role(old.Name); !kept && w.hasMembers(old.Name) {
 			w.retiring = append(w.retiring, old)
 		}
 	}
-	next := req.Spec
 	// Retiring roles keep their scripts: a delete reinstalls scripts from the spec before
 	// it tears members down.
-	next.Scripts = maps.Clone(req.Spec.Scripts)
+	next.Scripts = maps.Clone(next.Scripts)
 	for _, r := range w.retiring {
 		if content, ok := w.spec.Scripts[r.ScriptHash]; ok {
 			next.Scripts[r.ScriptHash] = content
 		}
 	}
+	previous := w.spec
 	result := w.change(ctx, next)
+	if result.Changed && w.noteRevision(previous, by, why, workflow.Now(ctx)) {
+		result.Revision = w.state.Revision
+	}
 	w.growActive(ctx)
 	if result.Changed && next.Origin != w.state.Origin {
 		w.state.Origin = next.Origin
@@ -84,7 +97,7 @@ func (w *clusterWorkflow) onApply(ctx workflow.Context, req ApplyRequest) (Chang
 			w.logger.Warn("Could not update the origin in the memo", "Error", err)
 		}
 	}
-	return result, nil
+	return result
 }
 
 // newGeneration starts the next desired generation: every membership change (a resize or
@@ -243,5 +256,6 @@ func describeChange(current, next spec.Cluster) string {
 }
 
 func roleEqual(a, b spec.Role) bool {
-	return len(reconfigured(a, b)) == 0 && a.MaxInFlight == b.MaxInFlight && a.Startscript == b.Startscript && a.Health == b.Health
+	return len(reconfigured(a, b)) == 0 && a.MaxInFlight == b.MaxInFlight && a.Startscript == b.Startscript && a.Health == b.Health &&
+		a.Update == b.Update
 }

@@ -35,7 +35,7 @@ func TestApplyRefusesWhatWouldHarmRunningMembers(t *testing.T) {
 		want []string
 	}{
 		{"another cluster's spec", otherName, []string{`apply refused: the spec is for cluster "d", not "c"`}},
-		{"env of a role with members", envChanged, []string{"role worker refused: it has members, so its env cannot change"}},
+		{"env of a role with members that cannot upgrade", envChanged, []string{"role worker refused: its env would change under running members, and it does not list upgrade in its events"}},
 		{"a role others need, of cardinality 1", noController, []string{
 			`removing role controller refused: its cardinality "1" does not allow 0 members`,
 			"removing role controller refused: worker still depend on it",

@@ -126,6 +126,7 @@ func newClusterWorkflow(ctx workflow.Context, in ClusterInput) (*clusterWorkflow
 	}
 	if carried != nil {
 		w.state, w.removed, w.retiring, w.deleteRequested = carried.State, carried.Removed, carried.Retiring, carried.Deleting
+		w.initRevisions(w.state.CreatedAt)
 		return w, nil
 	}
 	levels, err := spec.Levels(in.Spec.Roles)
@@ -152,6 +153,7 @@ func newClusterWorkflow(ctx workflow.Context, in ClusterInput) (*clusterWorkflow
 		w.state.Roles = append(w.state.Roles, plan.RoleState{Name: r.Name, Level: plan.LevelOf(levels, r.Name), DependsOn: r.DependsOn, Desired: r.Members})
 	}
 	w.addPendingMembers(workflow.Now(ctx))
+	w.initRevisions(now)
 	return w, nil
 }
 
@@ -160,6 +162,7 @@ func (w *clusterWorkflow) setup(ctx workflow.Context) error {
 	w.setUpElsewhere = workflow.GetVersion(ctx, changeSetUpElsewhere, workflow.DefaultVersion, 1) >= 1
 	if err := workflow.SetQueryHandlerWithOptions(ctx, StatusQuery, func(page *StatusPage) (ClusterStatus, error) {
 		status := w.state.status(page, queryStatusBytes)
+		status.Rollout, status.Revisions = w.rolloutStatus(), w.revisionsList()
 		for i := range status.Roles {
 			if r, ok := w.spec.Role(status.Roles[i].Name); ok {
 				status.Roles[i].Placement = r.Placement
@@ -263,6 +266,9 @@ func (w *clusterWorkflow) operate(ctx workflow.Context) {
 	w.hosts.drain(ctx)
 	if w.cancelRequested && !w.deleteRequested {
 		w.cancelRequested = false
+		if ro := w.state.Rollout; w.rolloutRunning() && ro.Paused == "" {
+			ro.Paused = "canceled by an operator" // `rollout resume` goes on with it
+		}
 		w.setPhase(ctx, PhaseCanceled, w.canceledMessage())
 	}
 }
@@ -328,6 +334,9 @@ func (c *cluster) applyMembers(role string, members []Member) []Member {
 		taken = append(taken, m)
 		current.State, current.Event, current.Detail, current.Since = m.State, m.Event, spec.Clip(m.Detail, maxDetail), m.Since
 		current.LastLine, current.StdoutTail, current.StderrTail = m.LastLine, "", ""
+		if m.Revision > 0 {
+			current.Revision = m.Revision
+		}
 		if m.StdoutTail == "" && m.StderrTail == "" {
 			continue
 		}

@@ -139,7 +139,17 @@ func (w *clusterWorkflow) convergeOnce(ctx workflow.Context) (again bool) {
 		w.setPhase(ctx, PhaseFailed, strings.Join(failed, "; "))
 		return false
 	}
+	if w.rollOut(ctx, changed) {
+		return true
+	}
+	if ctx.Err() != nil || w.heldByMaintenance(ctx) {
+		return false
+	}
 	w.state.ReachedGeneration = generation
+	if w.rolloutRunning() && w.state.Rollout.Paused != "" {
+		w.setPhase(ctx, PhaseRolloutPaused, w.rolloutPausedMessage())
+		return false
+	}
 	w.refreshMeltdown()
 	phase, message := w.healthPhase()
 	w.setPhase(ctx, phase, message)

@@ -28,6 +28,7 @@ type healthMachine struct {
 // the member's state, timer and history, and a replacement when it enters replacing.
 func (hm *healthMachine) stepHealth(ctx workflow.Context, rs *plan.RoleState, m *Member, ev MemberEvent) MemberEventResult {
 	result := MemberEventResult{Member: m.Name, From: m.State, To: m.State}
+	hm.noteHealthReport(m.Name, ev)
 	if hm.deleteRequested {
 		result.Ignored = fmt.Sprintf("cluster %s is being deleted", hm.state.Name)
 		return result

@@ -48,6 +48,7 @@ const (
 	OpAddNodes  = plan.OpAddNodes
 	OpDelNodes  = plan.OpDelNodes
 	OpStart     = plan.OpStart
+	OpUpgrade   = plan.OpUpgrade
 
 	HostReady    = plan.HostReady
 	HostCordoned = plan.HostCordoned

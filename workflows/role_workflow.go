@@ -108,6 +108,8 @@ func (r *roleWorkflow) run(ctx workflow.Context) (RoleResult, error) {
 		r.teardownAll(ctx)
 	case OpAddNodes, OpDelNodes, OpStart:
 		r.notifyAll(ctx)
+	case OpUpgrade:
+		r.upgradeAll(ctx)
 	default:
 		return RoleResult{}, fmt.Errorf("unknown role operation %q", r.in.Operation)
 	}
@@ -204,7 +206,25 @@ func (r *roleWorkflow) configure(ctx workflow.Context, i int) {
 		r.fail(ctx, i, "configure", err)
 		return
 	}
+	m.Revision = r.in.Revision
 	r.set(ctx, i, MemberReady, spec.EventConfigure, fmt.Sprintf("configured in %s", res.Duration.Round(time.Millisecond)))
+}
+
+// upgradeAll moves each member to the input's revision with the upgrade event, the batch's
+// members at once. A member counts as moved once its upgrade ran, whatever the outcome: a
+// failed upgrade may have changed it, and an undo runs upgrade on it again.
+func (r *roleWorkflow) upgradeAll(ctx workflow.Context) {
+	r.forEachMember(ctx, func(ctx workflow.Context, i int) {
+		what := fmt.Sprintf("upgrade from revision %d to %d", max(r.members[i].Revision, 1), r.in.Revision)
+		r.set(ctx, i, MemberReady, spec.EventUpgrade, "running "+what)
+		res, err := r.runScript(ctx, i, spec.EventUpgrade)
+		r.members[i].Revision = r.in.Revision
+		if err != nil {
+			r.fail(ctx, i, what, err)
+			return
+		}
+		r.set(ctx, i, MemberReady, spec.EventUpgrade, fmt.Sprintf("%s done in %s", what, res.Duration.Round(time.Millisecond)))
+	})
 }
 
 // teardownAll tears members down in parallel. Teardown is best effort: a failing teardown
@@ -305,6 +325,10 @@ func (r *roleWorkflow) runScript(ctx workflow.Context, i int, event spec.Event) 
 		EnvHash:    r.in.EnvHash,
 		Env:        r.in.Role.Env,
 		Timeout:    r.in.Role.Timeout,
+		Revision:   r.in.Revision,
+	}
+	if event == spec.EventUpgrade {
+		run.FromRevision = max(m.Revision, 1)
 	}
 	if event == spec.EventAddNodes || event == spec.EventDelNodes {
 		switch {

@@ -53,9 +53,11 @@ func (r *roleRunner) startRole(ctx workflow.Context, op RoleOperation, rw plan.R
 		step += "-" + rw.Notice.Role // a pass may notify a role about several roles' members
 	case rw.Nodes != nil:
 		step += "-" + rw.Nodes.Role
+	case rw.Batch != "":
+		step += "-" + rw.Batch
 	}
 	id := fmt.Sprintf("%s/%s/%s", ClusterWorkflowID(r.state.Name), step, role)
-	in := RoleInput{Cluster: r.state.Name, Home: r.state.Home, Operation: op, Role: def, Members: rw.Members, Nodes: rw.Nodes, MemberNodes: rw.MemberNodes, Notice: rw.Notice}
+	in := RoleInput{Cluster: r.state.Name, Home: r.state.Home, Operation: op, Role: def, Members: rw.Members, Nodes: rw.Nodes, MemberNodes: rw.MemberNodes, Notice: rw.Notice, Revision: r.state.Revision}
 	if r.bounded {
 		// The env travels once per host with the files; the members only as far as a child
 		// needs them.

@@ -59,6 +59,14 @@ type clusterState struct {
 	// removed (never torn down, which would undo the member where it lives now) once the
 	// host is back.
 	Stale []StaleMember `json:"stale,omitempty"`
+	// Revision is the revision of what the members run (rollout.go): 1 at deploy, one more
+	// for every apply that changes a role's settings; 0 in runs from before revisions.
+	Revision  int              `json:"revision,omitempty"`
+	Revisions []revisionRecord `json:"revisions,omitempty"`
+	// RevisionScripts holds the scripts of kept revisions the desired spec no longer has.
+	RevisionScripts map[string]string `json:"revisionScripts,omitempty"`
+	// Rollout is the latest rollout, running, paused or done.
+	Rollout *rollout `json:"rollout,omitempty"`
 }
 
 // StaleMember is what is left of a member on a host it no longer lives on.

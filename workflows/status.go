@@ -20,7 +20,7 @@ func (s clusterState) status(page *StatusPage, budget int) ClusterStatus {
 		APIVersion: StatusAPIVersion, Name: s.Name, Home: s.Home, Phase: s.shownPhase(), Message: s.Message, Origin: s.Origin,
 		Levels: s.Levels, Roles: make([]RoleStatus, len(s.Roles)), CreatedAt: s.CreatedAt, UpdatedAt: s.UpdatedAt,
 		Generation: s.Generation, AttemptedGeneration: s.AttemptedGeneration, ReachedGeneration: s.ReachedGeneration,
-		Maintenance: s.Maintenance, Signatures: s.Signatures,
+		Maintenance: s.Maintenance, Signatures: s.Signatures, Revision: s.Revision,
 	}
 	if out.Phase == PhaseMaintenance {
 		out.Message = s.maintenanceDetail()
@@ -53,7 +53,7 @@ func (s clusterState) status(page *StatusPage, budget int) ClusterStatus {
 			role.Members = append(role.Members, MemberStatus{
 				Name: m.Name, Role: m.Role, Ordinal: m.Ordinal, State: m.State, Detail: m.Detail, Host: m.Host, Event: m.Event, Since: m.Since,
 				LastLine: m.LastLine, StdoutTail: m.StdoutTail, StderrTail: m.StderrTail, Leaving: m.Leaving, Health: m.Health,
-				Replaces: m.Replaces, ReplacedBy: m.ReplacedBy, Replacements: m.Replacements,
+				Replaces: m.Replaces, ReplacedBy: m.ReplacedBy, Replacements: m.Replacements, Revision: max(m.Revision, min(s.Revision, 1)),
 			})
 		}
 		out.Roles[i] = role
@@ -137,7 +137,7 @@ func (r *RoleStatus) Member(name string) *MemberStatus {
 // Stable reports whether the phase is one that lasts until someone acts.
 func (p Phase) Stable() bool {
 	switch p {
-	case PhaseReady, PhaseDegraded, PhasePaused, PhaseFailed, PhaseCanceled, PhaseDeleted, PhaseTerminated:
+	case PhaseReady, PhaseDegraded, PhasePaused, PhaseFailed, PhaseCanceled, PhaseDeleted, PhaseTerminated, PhaseRolloutPaused:
 		return true
 	}
 	return false

@@ -62,4 +62,8 @@ const (
 	// earlier one of its own. Asked when a cluster is deployed; a cluster deployed before
 	// keeps <data>/clusters/NAME for good.
 	changeSandboxHomes = "sandbox-homes"
+	// changeRollouts: an apply that changes what a role's members run rolls the new
+	// revision out to them (upgrade batches, watches, the health gate). Asked when a pass
+	// first has members to move; runs from before never had any.
+	changeRollouts = "rollouts"
 )

@@ -182,6 +182,10 @@ type ScriptRun struct {
 	// run with a Notice has its nodes filled in by the host.
 	NodesRole string   `json:"nodesRole,omitempty"`
 	Nodes     []string `json:"nodes,omitempty"`
+	// Revision is the cluster revision whose script and env the run uses (0 from runs
+	// before revisions), and FromRevision, for upgrade, the one the member ran before.
+	Revision     int `json:"revision,omitempty"`
+	FromRevision int `json:"fromRevision,omitempty"`
 }
 
 // ScriptStop names runs to stop: the member's runs of an event for one workflow.

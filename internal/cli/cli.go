@@ -32,6 +32,8 @@ var commands = []command{
 	{"resize", "NAME ROLE=N... [--wait] [--sign-key F]", "change the member count of roles", runResize},
 	{"apply", "-f SPEC [--wait] [--sign-key F]", "change an existing cluster to match a spec", runApply},
 	{"cancel", "NAME [--wait]", "stop the operation in progress", runCancel},
+	{"rollout", "status|pause|resume|undo NAME [--wait] [--to-revision N]", "follow, pause, resume or undo the rollout of a new revision", runRollout},
+	{"revisions", "NAME [-o json]", "list a cluster's revisions: when, by whom, what changed", runRevisions},
 	{"signal", "NAME MEMBER EVENT", "report a member down, up, gone or unhealthy (as an update, checked and answered)", runSignal},
 	{"resume", "NAME", "replace unavailable members despite the meltdown guard; clear flapping", runResume},
 	{"reconcile", "NAME", "compare members with the backend now: remove rogues, replace the gone", runReconcile},

@@ -55,6 +55,9 @@ type Member struct {
 	Replaces     string `json:"replaces,omitempty"`
 	ReplacedBy   string `json:"replacedBy,omitempty"`
 	Replacements int    `json:"replacements,omitempty"`
+	// Revision is the cluster revision whose settings the member runs; 0 for members set
+	// up before revisions, which run revision 1.
+	Revision int `json:"revision,omitempty"`
 }
 
 // Outcome is what a role child reports of a member: what its operation did to it. The
@@ -64,7 +67,7 @@ type Member struct {
 func (m Member) Outcome() Member {
 	return Member{
 		Name: m.Name, State: m.State, Detail: m.Detail, Event: m.Event, Since: m.Since,
-		LastLine: m.LastLine, StdoutTail: m.StdoutTail, StderrTail: m.StderrTail,
+		LastLine: m.LastLine, StdoutTail: m.StdoutTail, StderrTail: m.StderrTail, Revision: m.Revision,
 	}
 }
 
@@ -77,7 +80,7 @@ func (m Member) HasSetup() bool {
 	case MemberReplacing:
 		return m.Health == nil || m.Health.LastReport != HealthGone
 	case MemberConfigError:
-		return m.Event == spec.EventConfigure
+		return m.Event == spec.EventConfigure || m.Event == spec.EventUpgrade
 	}
 	return false
 }
@@ -102,7 +105,7 @@ func (m Member) class() notice.Class {
 func (m Member) ForChild() Member {
 	out := Member{
 		Name: m.Name, Role: m.Role, Ordinal: m.Ordinal, State: m.State, Host: m.Host, Event: m.Event, Since: m.Since,
-		ListedIn: m.ListedIn, KnowsUpTo: m.KnowsUpTo,
+		ListedIn: m.ListedIn, KnowsUpTo: m.KnowsUpTo, Revision: m.Revision,
 	}
 	if m.Health != nil {
 		out.Health = &MemberHealth{LastReport: m.Health.LastReport} // hasSetup reads it
@@ -121,6 +124,9 @@ type RoleState struct {
 	// Resumed marks an operator's resume, which holds until the role recovers.
 	Paused  string `json:"paused,omitempty"`
 	Resumed bool   `json:"resumed,omitempty"`
+	// Revisions are the revisions at which the role's settings changed, oldest first (at
+	// most keptRoleRevisions); none before the cluster's first revision was recorded.
+	Revisions []RoleRevision `json:"revisions,omitempty"`
 }
 
 // Member returns the named member of the role. Members are kept in ordinal order and a
@@ -269,6 +275,8 @@ const (
 	OpDelNodes RoleOperation = "delnodes"
 	// OpStart runs the start event on members whose host restarted.
 	OpStart RoleOperation = "start"
+	// OpUpgrade moves members to the role's current revision in place.
+	OpUpgrade RoleOperation = "upgrade"
 )
 
 // Record adds a step to the member's health history, which keeps the latest ones.

@@ -23,7 +23,10 @@ import (
 // notification, the notice they are told (or, in runs from before notices, the nodes
 // joining or leaving and those each member is told about).
 type RoleWork struct {
-	Role        string
+	Role string
+	// Batch, when set, tells this work's children apart from others of the same operation
+	// and role (a rollout's batches).
+	Batch       string
 	Members     []Member
 	Notice      *NoticeRef
 	Nodes       *NodeGroup

@@ -316,6 +316,9 @@ func (l *Backend) LaunchScript(ctx context.Context, run backend.ScriptRun, to ba
 		"CLUSTERFLOW_HOST":    l.hostName(),
 		"HOME":                dir,
 	}
+	if run.Revision > 0 {
+		own["CLUSTERFLOW_REVISION"] = strconv.Itoa(run.Revision)
+	}
 	args, err := scriptArgs(run)
 	if err != nil {
 		return err
@@ -531,6 +534,13 @@ func scriptArgs(run backend.ScriptRun) ([]string, error) {
 		return []string{"--teardown"}, nil
 	case spec.EventStart:
 		return []string{"--start"}, nil
+	case spec.EventRestart:
+		return []string{"--restart"}, nil
+	case spec.EventUpgrade:
+		if run.FromRevision < 1 || run.Revision < 1 {
+			return nil, fmt.Errorf("upgrade needs the revisions it goes from and to, got %d and %d", run.FromRevision, run.Revision)
+		}
+		return []string{"--upgrade", "--from-revision", strconv.Itoa(run.FromRevision), "--to-revision", strconv.Itoa(run.Revision)}, nil
 	case spec.EventAddNodes, spec.EventDelNodes:
 		if err := spec.CheckName(run.NodesRole); err != nil {
 			return nil, fmt.Errorf("%s role %w", run.Event, err)

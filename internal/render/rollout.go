@@ -1,0 +1,66 @@
+package render
+
+import (
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/clusterflow/clusterflow/workflows"
+)
+
+// Rollout prints the latest rollout's progress, role by role.
+func Rollout(w io.Writer, s workflows.ClusterStatus, now time.Time) {
+	ro := s.Rollout
+	if ro == nil {
+		fmt.Fprintf(w, "Cluster %s: revision %d; no rollout yet.\n", s.Name, max(s.Revision, 1))
+		return
+	}
+	fmt.Fprintf(w, "Cluster %s: rollout of revision %d %s (started %s", s.Name, ro.Revision, ro.State, Ago(ro.Started, now))
+	if !ro.Ended.IsZero() {
+		fmt.Fprintf(w, ", ended %s", Ago(ro.Ended, now))
+	}
+	fmt.Fprintln(w, ")")
+	if ro.Paused != "" {
+		fmt.Fprintf(w, "Paused: %s\n", ro.Paused)
+	}
+	if len(ro.Roles) == 0 {
+		return
+	}
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "ROLE\tREVISION\tSTRATEGY\tPOLICY\tUPDATED\tIN WATCH\tWAITING\tFAILED")
+	for _, r := range ro.Roles {
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%d\t%s\t%d\t%s\n", r.Role, r.Revision, r.Strategy, r.Policy, r.Updated, names(r.InWatch), r.Waiting, names(r.Failed))
+	}
+	tw.Flush()
+}
+
+func names(list []string) string {
+	if len(list) == 0 {
+		return "0"
+	}
+	return fmt.Sprintf("%d (%s)", len(list), strings.Join(list, ", "))
+}
+
+// Revisions lists the cluster's revisions, oldest first.
+func Revisions(w io.Writer, s workflows.ClusterStatus, now time.Time) {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "REVISION\tAPPLIED\tBY\tDIGEST\tUNDO\tCHANGE")
+	for _, r := range s.Revisions {
+		undo := "-"
+		if r.Kept && r.Number != s.Revision {
+			undo = "yes"
+		}
+		current := ""
+		if r.Number == s.Revision {
+			current = " (current)"
+		}
+		by := r.By
+		if by == "" {
+			by = "-"
+		}
+		fmt.Fprintf(tw, "%d%s\t%s\t%s\t%s\t%s\t%s\n", r.Number, current, Ago(r.At, now), by, r.Digest, undo, r.Change)
+	}
+	tw.Flush()
+}

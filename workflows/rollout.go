@@ -1,0 +1,550 @@
+package workflows
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"time"
+
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/clusterflow/clusterflow/internal/apperr"
+	"github.com/clusterflow/clusterflow/spec"
+	"github.com/clusterflow/clusterflow/workflows/plan"
+)
+
+// A rollout moves the members of the roles an apply changed to the new revision, role by
+// role in dependency order: canaries first, alone, then batches of the role's maxInFlight,
+// never taking the role past its maxUnavailable. Each updated member is watched before the
+// next batch starts; a down or unhealthy report about it, its host lost, or a failed
+// upgrade pauses the rollout, and members not yet moved stay on the revision they ran. A
+// rollout is part of the pass that converges to its generation, so a resize, a cancel, a
+// delete or maintenance act on it as on any operation.
+
+// rollout is the latest rollout, as the workflow keeps it.
+type rollout struct {
+	Revision int       `json:"revision"`
+	Started  time.Time `json:"started"`
+	Ended    time.Time `json:"ended,omitzero"`
+	// Paused says why the rollout is paused; Member names the member it is about.
+	Paused string `json:"paused,omitempty"`
+	Member string `json:"member,omitempty"`
+	// Failed are members whose update failed: a resume tries them again.
+	Failed []string `json:"failed,omitempty"`
+	// Watching are the members of the batch being watched, and Tripped why the health gate
+	// closed on one of them.
+	Watching  []string `json:"watching,omitempty"`
+	Tripped   string   `json:"tripped,omitempty"`
+	TrippedBy string   `json:"trippedBy,omitempty"`
+}
+
+// revisionRecord is a revision, with the settings of its roles while they are kept.
+type revisionRecord struct {
+	Revision
+	Roles []spec.Role `json:"roles,omitempty"`
+}
+
+// Bounds of what revisions keep: the records listed, and the settings kept for undo.
+// Kept settings ride in the state continue-as-new carries, beside the spec: their envs and
+// the scripts the spec no longer has are held under keptSettingsBytes in all, so that the
+// carried state stays under Temporal's payload limit whatever the spec holds.
+const (
+	keptRevisions        = 20
+	keptRevisionSettings = 5
+	keptSettingsBytes    = 128 << 10
+)
+
+// initRevisions starts the revisions of a cluster that has none: a new one, or one from
+// before revisions, whose members all run revision 1.
+func (c *cluster) initRevisions(at time.Time) {
+	if c.state.Revision > 0 {
+		return
+	}
+	c.state.Revision = 1
+	for _, r := range c.spec.Roles {
+		if rs := c.state.Role(r.Name); rs != nil {
+			rs.NoteRevision(1, plan.SettingsDigest(r))
+		}
+	}
+	c.state.Revisions = []revisionRecord{{Revision: Revision{Number: 1, At: at, Change: "deployed", Digest: specDigest(c.spec)}, Roles: settingsOf(c.spec)}}
+}
+
+// noteRevision makes the next revision when the desired spec's roles run other settings
+// than previous's, and starts rolling it out.
+func (c *cluster) noteRevision(previous spec.Cluster, by, why string, at time.Time) bool {
+	changed := plan.ChangedRoles(previous, c.spec)
+	if len(changed) == 0 {
+		return false
+	}
+	c.state.Revision++
+	var parts []string
+	for _, name := range changed {
+		r, _ := c.spec.Role(name)
+		old, _ := previous.Role(name)
+		if rs := c.state.Role(name); rs != nil {
+			rs.NoteRevision(c.state.Revision, plan.SettingsDigest(r))
+		}
+		parts = append(parts, name+": "+strings.Join(settingsChanged(old, r), ", "))
+	}
+	change := strings.Join(parts, "; ")
+	if why != "" {
+		change = why + " (" + change + ")"
+	}
+	c.state.Revisions = append(c.state.Revisions, revisionRecord{
+		Revision: Revision{Number: c.state.Revision, At: at, By: spec.Clip(by, 256), Change: spec.Clip(change, 1024), Digest: specDigest(c.spec)},
+		Roles:    settingsOf(c.spec),
+	})
+	if n := len(c.state.Revisions); n > keptRevisions {
+		c.state.Revisions = slices.Clone(c.state.Revisions[n-keptRevisions:])
+	}
+	c.keepRevisionSettings()
+	c.state.Rollout = &rollout{Revision: c.state.Revision, Started: at}
+	return true
+}
+
+// settingsChanged names what differs between two versions of a role that a member runs.
+func settingsChanged(old, next spec.Role) []string {
+	changed := slices.DeleteFunc(reconfigured(old, next), func(field string) bool {
+		return field == "dependsOn" || field == "cardinality"
+	})
+	return changed
+}
+
+// settingsOf is a spec's roles as a revision keeps them.
+func settingsOf(c spec.Cluster) []spec.Role { return slices.Clone(c.Roles) }
+
+// specDigest names every role's settings at once.
+func specDigest(c spec.Cluster) string {
+	h := sha256.New()
+	for _, r := range c.Roles {
+		fmt.Fprintf(h, "%s=%s\n", r.Name, plan.SettingsDigest(r))
+	}
+	return hex.EncodeToString(h.Sum(nil))[:16]
+}
+
+// keepRevisionSettings keeps the settings of the newest revisions that fit the bounds,
+// with the scripts they need that the spec does not hold, and drops the others'.
+func (c *cluster) keepRevisionSettings() {
+	scripts := map[string]string{}
+	budget, kept := keptSettingsBytes, 0
+	for i := len(c.state.Revisions) - 1; i >= 0; i-- {
+		rec := &c.state.Revisions[i]
+		if rec.Roles == nil {
+			continue
+		}
+		cost, needs := 0, map[string]string{}
+		for _, r := range rec.Roles {
+			cost += spec.EnvBytes(r.Env)
+			if _, inSpec := c.spec.Scripts[r.ScriptHash]; inSpec {
+				continue
+			}
+			if _, have := scripts[r.ScriptHash]; have {
+				continue
+			}
+			content, ok := c.state.RevisionScripts[r.ScriptHash]
+			if !ok {
+				content, ok = c.spec.Scripts[r.ScriptHash]
+			}
+			if !ok {
+				cost = budget + 1 // its script is gone: it cannot be kept
+				break
+			}
+			needs[r.ScriptHash] = content
+			cost += len(content)
+		}
+		if i == len(c.state.Revisions)-1 {
+			cost = 0 // the current revision is the spec itself
+		}
+		if kept >= keptRevisionSettings || cost > budget {
+			rec.Roles = nil
+			continue
+		}
+		kept++
+		budget -= cost
+		maps.Copy(scripts, needs)
+	}
+	c.state.RevisionScripts = scripts
+	if len(scripts) == 0 {
+		c.state.RevisionScripts = nil
+	}
+}
+
+// revisionRecordOf finds a revision still listed.
+func (c *cluster) revisionRecordOf(number int) *revisionRecord {
+	for i := range c.state.Revisions {
+		if c.state.Revisions[i].Number == number {
+			return &c.state.Revisions[i]
+		}
+	}
+	return nil
+}
+
+// undoSpec is the desired spec with every role's settings as they were at revision to:
+// member counts, placement and dependencies stay as they are now.
+func (c *cluster) undoSpec(to int) (spec.Cluster, error) {
+	if to == 0 {
+		to = c.state.Revision - 1
+	}
+	rec := c.revisionRecordOf(to)
+	switch {
+	case to < 1 || to >= c.state.Revision:
+		return spec.Cluster{}, refused(apperr.Invalid, "rollout undo refused: cluster %s is at revision %d; undo goes back to an earlier one (see `clusterflow revisions %s`)", c.state.Name, c.state.Revision, c.state.Name)
+	case rec == nil:
+		return spec.Cluster{}, refused(apperr.NotFound, "rollout undo refused: revision %d of cluster %s is no longer listed (the last %d are); apply its spec file again", to, c.state.Name, keptRevisions)
+	case rec.Roles == nil:
+		return spec.Cluster{}, refused(apperr.NotFound, "rollout undo refused: the settings of revision %d are no longer kept (the newest %d are, within %d KiB of envs and scripts); apply its spec file again", to, keptRevisionSettings, keptSettingsBytes>>10)
+	}
+	next := c.spec
+	next.Roles = slices.Clone(c.spec.Roles)
+	next.Scripts = maps.Clone(c.spec.Scripts)
+	next.Signature = nil
+	for i, r := range next.Roles {
+		old := plan.Named(rec.Roles, r.Name, func(r *spec.Role) string { return r.Name })
+		if old == nil {
+			continue // a role added since: nothing to go back to
+		}
+		r.Startscript, r.ScriptHash, r.Env, r.Events = old.Startscript, old.ScriptHash, old.Env, old.Events
+		r.Timeout, r.HeartbeatTimeout, r.Health = old.Timeout, old.HeartbeatTimeout, old.Health
+		next.Roles[i] = r
+		if _, ok := next.Scripts[r.ScriptHash]; !ok {
+			next.Scripts[r.ScriptHash] = c.state.RevisionScripts[r.ScriptHash]
+		}
+	}
+	return next, nil
+}
+
+// Handlers, registered with the other updates (changes.go).
+
+func (c *cluster) rolloutRunning() bool {
+	ro := c.state.Rollout
+	return ro != nil && ro.Ended.IsZero()
+}
+
+func (c *cluster) validateRolloutPause() error {
+	if err := c.refuseChange("rollout pause"); err != nil {
+		return err
+	}
+	switch ro := c.state.Rollout; {
+	case !c.rolloutRunning():
+		return refused(apperr.Conflict, "rollout pause refused: cluster %s has no rollout in progress", c.state.Name)
+	case ro.Paused != "":
+		return refused(apperr.Conflict, "rollout pause refused: the rollout of revision %d is already paused: %s", ro.Revision, ro.Paused)
+	}
+	return nil
+}
+
+func (w *clusterWorkflow) onRolloutPause(ctx workflow.Context) (RolloutStatus, error) {
+	w.state.Rollout.Paused, w.state.Rollout.Member = "paused by an operator", ""
+	w.touch(ctx)
+	return *w.rolloutStatus(), nil
+}
+
+func (c *cluster) validateRolloutResume() error {
+	if err := c.refuseChange("rollout resume"); err != nil {
+		return err
+	}
+	if !c.rolloutRunning() || c.state.Rollout.Paused == "" {
+		return refused(apperr.Conflict, "rollout resume refused: cluster %s has no paused rollout", c.state.Name)
+	}
+	return nil
+}
+
+func (w *clusterWorkflow) onRolloutResume(ctx workflow.Context) (RolloutStatus, error) {
+	ro := w.state.Rollout
+	ro.Paused, ro.Member, ro.Tripped, ro.TrippedBy = "", "", "", ""
+	w.newGeneration(fmt.Sprintf("rollout of revision %d resumed", ro.Revision))
+	w.touch(ctx)
+	return *w.rolloutStatus(), nil
+}
+
+func (c *cluster) validateRolloutUndo(req UndoRequest) error {
+	if err := c.refuseChange("rollout undo"); err != nil {
+		return err
+	}
+	next, err := c.undoSpec(req.ToRevision)
+	if err != nil {
+		return err
+	}
+	return c.validateApply(ApplyRequest{Spec: next})
+}
+
+func (w *clusterWorkflow) onRolloutUndo(ctx workflow.Context, req UndoRequest) (RolloutStatus, error) {
+	to := req.ToRevision
+	if to == 0 {
+		to = w.state.Revision - 1
+	}
+	next, err := w.undoSpec(to)
+	if err != nil {
+		return RolloutStatus{}, err
+	}
+	w.applySpec(ctx, next, req.By, fmt.Sprintf("undo to revision %d", to))
+	return *w.rolloutStatus(), nil
+}
+
+// The rollout pass.
+
+// rollOut moves the outdated members of each role to its current revision, role by role in
+// dependency order. It returns whether the desired generation changed meanwhile, which
+// starts the pass again; a pause, a cancel or a delete ends it.
+func (w *clusterWorkflow) rollOut(ctx workflow.Context, changed func() bool) (again bool) {
+	ro := w.state.Rollout
+	if ro == nil || !ro.Ended.IsZero() || ro.Paused != "" {
+		return false
+	}
+	roles := plan.RolloutRoles(w.state.Levels, w.state.Roles)
+	pending := slices.ContainsFunc(roles, func(role string) bool {
+		return len(plan.Outdated(*w.state.Role(role), ro.Failed)) > 0
+	})
+	if !pending {
+		ro.Ended, ro.Failed, ro.Watching = workflow.Now(ctx), nil, nil
+		return false
+	}
+	if workflow.GetVersion(ctx, changeRollouts, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
+		return false
+	}
+	w.setPhase(ctx, PhaseRollingOut, fmt.Sprintf("revision %d", ro.Revision))
+	batches := 0
+	for _, role := range roles {
+		def, ok := w.spec.Role(role)
+		if !ok {
+			continue
+		}
+		for {
+			switch {
+			case ctx.Err() != nil || w.heldByMaintenance(ctx):
+				return false
+			case changed():
+				return true
+			case ro.Paused != "":
+				return false
+			}
+			rs := w.state.Role(role)
+			outdated := plan.Outdated(*rs, ro.Failed)
+			if len(outdated) == 0 {
+				break
+			}
+			batch, why := plan.NextBatch(def, *rs, outdated, w.movedIn(rs, ro))
+			if len(batch.Members) == 0 {
+				w.pauseRollout(ctx, "", fmt.Sprintf("role %s: %s", role, why))
+				return false
+			}
+			batches++
+			if !w.updateBatch(ctx, def, batch, batches) {
+				return changed()
+			}
+		}
+	}
+	ro.Ended, ro.Watching = workflow.Now(ctx), nil
+	return false
+}
+
+// movedIn counts the role's members this rollout moved, and those set up with its
+// revision: canaries go first until that many have.
+func (c *cluster) movedIn(rs *plan.RoleState, ro *rollout) int {
+	n := 0
+	for _, m := range rs.Members {
+		if m.State != MemberDeleted && m.Revision >= ro.Revision && !slices.Contains(ro.Failed, m.Name) {
+			n++
+		}
+	}
+	return n
+}
+
+// updateBatch updates one batch and watches it. It reports whether the rollout goes on.
+func (w *clusterWorkflow) updateBatch(ctx workflow.Context, def spec.Role, batch plan.RolloutBatch, n int) bool {
+	ro := w.state.Rollout
+	names := make([]string, len(batch.Members))
+	for i, m := range batch.Members {
+		names[i] = m.Name
+	}
+	label := fmt.Sprintf("b%d", n)
+	if batch.Canary {
+		label = fmt.Sprintf("canary%d", n)
+	}
+	w.runner.runLevel(ctx, OpUpgrade, []plan.RoleWork{{Role: def.Name, Members: batch.Members, Batch: label}})
+	rs := w.state.Role(def.Name)
+	var failed []string
+	for _, name := range names {
+		m := rs.Member(name)
+		if m == nil {
+			continue
+		}
+		if m.State == MemberConfigError && m.Event == spec.EventUpgrade {
+			// A failed upgrade leaves the member running what it can: the rollout pauses, and
+			// the member is not replaced for it.
+			m.State = MemberReady
+			failed = append(failed, name)
+			if !slices.Contains(ro.Failed, name) {
+				ro.Failed = append(ro.Failed, name)
+			}
+			continue
+		}
+		ro.Failed = slices.DeleteFunc(ro.Failed, func(f string) bool { return f == name })
+	}
+	w.touch(ctx)
+	if ctx.Err() != nil {
+		return false
+	}
+	if len(failed) > 0 {
+		m := rs.Member(failed[0])
+		w.pauseRollout(ctx, failed[0], fmt.Sprintf("the upgrade of %s to revision %d failed: %s", spec.Some(failed, refusalNames), ro.Revision, m.Detail))
+		return false
+	}
+	if why := w.watch(ctx, def, names); why != "" {
+		w.pauseRollout(ctx, ro.TrippedBy, why)
+		return false
+	}
+	return ctx.Err() == nil
+}
+
+// watch keeps an eye on a batch just updated: it ends after the role's watch (at its
+// least, once every member reported up since; at its most otherwise), or at once when the
+// health gate closes, with why.
+func (w *clusterWorkflow) watch(ctx workflow.Context, def spec.Role, names []string) string {
+	ro := w.state.Rollout
+	ro.Watching, ro.Tripped, ro.TrippedBy = names, "", ""
+	defer func() { ro.Watching = nil }()
+	started := workflow.Now(ctx)
+	closed := func() bool { return w.gateClosed(names, started) || ro.Paused != "" }
+	minWatch, maxWatch := def.Update.Watch()
+	w.touch(ctx)
+	if minWatch > 0 {
+		if _, err := workflow.AwaitWithTimeout(ctx, minWatch, closed); err != nil {
+			return ""
+		}
+	}
+	if !closed() && maxWatch > minWatch {
+		if _, err := workflow.AwaitWithTimeout(ctx, maxWatch-minWatch, func() bool { return closed() || w.allReportedUp(names, started) }); err != nil {
+			return ""
+		}
+	}
+	return ro.Tripped
+}
+
+// gateClosed says whether anything about the watched members halts the rollout, and
+// records why: a health report against one, or one no longer ready (its host lost, say).
+func (c *cluster) gateClosed(names []string, since time.Time) bool {
+	ro := c.state.Rollout
+	if ro.Tripped != "" {
+		return true
+	}
+	for _, name := range names {
+		_, m := c.findMember(name)
+		switch {
+		case m == nil || m.State == MemberDeleted:
+			ro.Tripped, ro.TrippedBy = fmt.Sprintf("%s left during its watch", name), name
+		case m.Host != "" && !c.reachable(m.Host):
+			ro.Tripped, ro.TrippedBy = fmt.Sprintf("the host of %s, %s, was lost during its watch", name, m.Host), name
+		case m.State != MemberReady:
+			ro.Tripped, ro.TrippedBy = fmt.Sprintf("%s went %s during its watch", name, m.State), name
+		}
+		if ro.Tripped != "" {
+			return true
+		}
+	}
+	return false
+}
+
+// noteHealthReport closes the gate on a down, gone or unhealthy report about a watched
+// member, whatever the state machine does with it.
+func (c *cluster) noteHealthReport(name string, ev MemberEvent) {
+	ro := c.state.Rollout
+	if ro == nil || ro.Tripped != "" || !slices.Contains(ro.Watching, name) {
+		return
+	}
+	switch ev.Event {
+	case HealthDown, HealthGone, HealthUnhealthy:
+		why := fmt.Sprintf("%s was reported %s during its watch", name, ev.Event)
+		if ev.Source != "" {
+			why += " by " + ev.Source
+		}
+		if ev.Reason != "" {
+			why += ": " + ev.Reason
+		}
+		ro.Tripped, ro.TrippedBy = why, name
+	}
+}
+
+// allReportedUp says whether every watched member was reported up since its update.
+func (c *cluster) allReportedUp(names []string, since time.Time) bool {
+	for _, name := range names {
+		_, m := c.findMember(name)
+		if m == nil || m.Health == nil || m.Health.LastReport != HealthUp || len(m.Health.Transitions) == 0 {
+			return false
+		}
+		if last := m.Health.Transitions[len(m.Health.Transitions)-1]; last.At.Before(since) {
+			return false
+		}
+	}
+	return true
+}
+
+// pauseRollout stops the rollout where it stands, naming why.
+func (w *clusterWorkflow) pauseRollout(ctx workflow.Context, member, why string) {
+	ro := w.state.Rollout
+	ro.Paused, ro.Member = spec.Clip(why, maxDetail), member
+	w.logger.Warn("Rollout paused", "Revision", ro.Revision, "Member", member, "Reason", why)
+	w.touch(ctx)
+}
+
+// rolloutPhase is the phase a pass that reached its generation ends in while the rollout
+// is paused.
+func (c *cluster) rolloutPausedMessage() string {
+	ro := c.state.Rollout
+	return fmt.Sprintf("revision %d: %s; `clusterflow rollout resume %s` goes on, `clusterflow rollout undo %s` goes back", ro.Revision, ro.Paused, c.state.Name, c.state.Name)
+}
+
+// rolloutStatus is the latest rollout's progress, or nil when there was none.
+func (c *cluster) rolloutStatus() *RolloutStatus {
+	ro := c.state.Rollout
+	if ro == nil {
+		return nil
+	}
+	out := &RolloutStatus{Revision: ro.Revision, State: RolloutRunning, Started: ro.Started, Ended: ro.Ended, Paused: ro.Paused, Member: ro.Member}
+	switch {
+	case !ro.Ended.IsZero():
+		out.State = RolloutDone
+	case ro.Paused != "":
+		out.State = RolloutPaused
+	}
+	for _, role := range plan.RolloutRoles(c.state.Levels, c.state.Roles) {
+		rs := c.state.Role(role)
+		if rs.Current() != ro.Revision && len(plan.Outdated(*rs, ro.Failed)) == 0 {
+			continue // not part of this rollout
+		}
+		def, _ := c.spec.Role(role)
+		rst := RolloutRoleStatus{Role: role, Revision: rs.Current(), Strategy: def.StrategyFor(), Policy: def.Update.String()}
+		outdated := plan.Outdated(*rs, ro.Failed)
+		for _, m := range rs.Members {
+			isOutdated := slices.ContainsFunc(outdated, func(o Member) bool { return o.Name == m.Name })
+			switch {
+			case m.State == MemberDeleted:
+			case slices.Contains(ro.Watching, m.Name):
+				rst.InWatch = append(rst.InWatch, m.Name)
+			case slices.Contains(ro.Failed, m.Name):
+				if len(rst.Failed) < ReportNames {
+					rst.Failed = append(rst.Failed, m.Name)
+				}
+			case isOutdated:
+				rst.Waiting++
+			case m.State.SetUp():
+				rst.Updated++
+			}
+		}
+		out.Roles = append(out.Roles, rst)
+	}
+	return out
+}
+
+// revisionsList is the revisions as `clusterflow revisions` lists them, oldest first.
+func (c *cluster) revisionsList() []Revision {
+	out := make([]Revision, len(c.state.Revisions))
+	for i, rec := range c.state.Revisions {
+		out[i] = rec.Revision
+		out[i].Kept = rec.Roles != nil
+	}
+	return out
+}

@@ -1,0 +1,81 @@
+package workflows
+
+import (
+	"time"
+
+	"github.com/clusterflow/clusterflow/spec"
+)
+
+// Rollouts: an apply that changes what a role's members run (its startscript, env,
+// events, timeouts or health settings) makes a new revision, and the members of the roles
+// it changed move to it by their role's update policy.
+const (
+	// RolloutPauseUpdate stops a rollout before its next batch; RolloutResumeUpdate goes on
+	// with it; RolloutUndoUpdate makes a new revision equal to an earlier one. Each returns
+	// the RolloutStatus once accepted.
+	RolloutPauseUpdate  = "rollout-pause"
+	RolloutResumeUpdate = "rollout-resume"
+	RolloutUndoUpdate   = "rollout-undo"
+
+	// PhaseRollingOut is a rollout moving members to a new revision; PhaseRolloutPaused is
+	// one stopped by an operator or by its health gate, its members not yet moved still
+	// on the revision they ran.
+	PhaseRollingOut    Phase = "rolling-out"
+	PhaseRolloutPaused Phase = "rollout-paused"
+)
+
+// UndoRequest asks for a new revision equal to an earlier one: ToRevision, or the one
+// before the current revision when 0.
+type UndoRequest struct {
+	ToRevision int    `json:"toRevision,omitempty"`
+	By         string `json:"by,omitempty"`
+}
+
+// Revision is one revision of the cluster, as `clusterflow revisions` lists it.
+type Revision struct {
+	Number int       `json:"number"`
+	At     time.Time `json:"at"`
+	// By is the client identity that applied it.
+	By string `json:"by,omitempty"`
+	// Change says what changed, e.g. "worker: startscript, env".
+	Change string `json:"change"`
+	// Digest is a digest of every role's settings at this revision.
+	Digest string `json:"digest"`
+	// Kept says its settings are kept, so that `rollout undo --to-revision` can go back to it.
+	Kept bool `json:"kept"`
+}
+
+// RolloutStatus is the latest rollout's progress.
+type RolloutStatus struct {
+	Revision int `json:"revision"`
+	// State is running, paused or done.
+	State   string    `json:"state"`
+	Started time.Time `json:"started"`
+	Ended   time.Time `json:"ended,omitzero"`
+	// Paused says why the rollout is paused, and Member names the member it is about.
+	Paused string              `json:"paused,omitempty"`
+	Member string              `json:"member,omitempty"`
+	Roles  []RolloutRoleStatus `json:"roles,omitempty"`
+}
+
+// RolloutRoleStatus is one role's share of a rollout.
+type RolloutRoleStatus struct {
+	Role string `json:"role"`
+	// Revision is the revision the role's settings last changed at.
+	Revision int                 `json:"revision"`
+	Strategy spec.UpdateStrategy `json:"strategy"`
+	Policy   string              `json:"policy"`
+	// Updated run the role's current settings; InWatch were just updated and are watched;
+	// Waiting are still to go; Failed failed their update (named, the first ReportNames).
+	Updated int      `json:"updated"`
+	InWatch []string `json:"inWatch,omitempty"`
+	Waiting int      `json:"waiting"`
+	Failed  []string `json:"failed,omitempty"`
+}
+
+// The rollout's states, as RolloutStatus.State has them.
+const (
+	RolloutRunning = "running"
+	RolloutPaused  = "paused"
+	RolloutDone    = "done"
+)

@@ -1,0 +1,151 @@
+package workflows_test
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/clusterflow/clusterflow/internal/backend"
+	"github.com/clusterflow/clusterflow/internal/runner"
+	"github.com/clusterflow/clusterflow/spec"
+	"github.com/clusterflow/clusterflow/workflows"
+)
+
+const rolloutSpec = `
+name: c
+roles:
+  - {name: controller, cardinality: "1", startscript: s.sh}
+  - name: worker
+    members: 5
+    dependsOn: [controller]
+    startscript: s.sh
+    events: [configure, addnodes, delnodes, teardown, upgrade]
+    update: {canaries: 1, maxInFlight: 2, watch: 10m}
+  - {name: edge, members: 1, dependsOn: [worker], startscript: s.sh}
+`
+
+// withWorkerEnv is the rollout spec with the worker role's env changed: a new revision.
+func withWorkerEnv(t *testing.T, value string) spec.Cluster {
+	return testSpec(t, strings.Replace(rolloutSpec, "    members: 5\n", "    members: 5\n    env: {HEAP: "+value+"}\n", 1))
+}
+
+// upgrades are the upgrade runs the fake saw, in order.
+func upgrades(fake *fakeBackend) []string {
+	fake.mu.Lock()
+	defer fake.mu.Unlock()
+	var out []string
+	for _, c := range fake.calls {
+		if strings.HasPrefix(c, "upgrade ") {
+			out = append(out, strings.TrimPrefix(c, "upgrade "))
+		}
+	}
+	return out
+}
+
+func TestRolloutUpdatesTheChangedRoleInBatchesAfterACanary(t *testing.T) {
+	fake := newFakeBackend()
+	env := newEnv(t, fake)
+	var seenAfterCanary, after workflows.ClusterStatus
+	apply := updateAt(env, time.Hour, workflows.ApplyUpdate, workflows.ApplyRequest{Spec: withWorkerEnv(t, "4g"), By: "tester"})
+	queryAt(t, env, time.Hour+5*time.Minute, &seenAfterCanary)
+	queryAt(t, env, 3*time.Hour, &after)
+	env.ExecuteWorkflow(workflows.ClusterWorkflowName, workflows.ClusterInput{Spec: testSpec(t, rolloutSpec)})
+	if apply.refused != nil {
+		t.Fatalf("apply refused: %v", apply.refused)
+	}
+	if res, _ := apply.result.(workflows.ChangeResult); res.Revision != 2 {
+		t.Errorf("apply made revision %d, want 2", res.Revision)
+	}
+	got := upgrades(fake)
+	if len(got) != 5 || got[0] != "c-worker-0" {
+		t.Fatalf("upgrades %v: want the 5 workers, the canary c-worker-0 first", got)
+	}
+	if seenAfterCanary.Rollout == nil || seenAfterCanary.Phase != workflows.PhaseRollingOut {
+		t.Fatalf("5m into the rollout: phase %s, rollout %+v", seenAfterCanary.Phase, seenAfterCanary.Rollout)
+	}
+	if r := seenAfterCanary.Rollout.Roles[0]; r.Role != "worker" || !slices.Equal(r.InWatch, []string{"c-worker-0"}) || r.Waiting != 4 {
+		t.Errorf("5m into the rollout, worker: %+v; want the canary in watch and 4 waiting", r)
+	}
+	if after.Phase != workflows.PhaseReady || after.Revision != 2 || after.Rollout.State != workflows.RolloutDone {
+		t.Fatalf("after: phase %s (%s), revision %d, rollout %+v", after.Phase, after.Message, after.Revision, after.Rollout)
+	}
+	for _, r := range after.Roles {
+		for _, m := range r.Members {
+			want := 1
+			if r.Name == "worker" {
+				want = 2
+			}
+			if m.Revision != want {
+				t.Errorf("%s runs revision %d, want %d", m.Name, m.Revision, want)
+			}
+		}
+	}
+	if n := len(after.Revisions); n != 2 || after.Revisions[1].By != "tester" || !strings.Contains(after.Revisions[1].Change, "worker: env") {
+		t.Errorf("revisions %+v", after.Revisions)
+	}
+}
+
+func TestAFailedCanaryPausesTheRolloutAndUndoMovesOnlyIt(t *testing.T) {
+	fake := newFakeBackend()
+	fake.outcome = func(_ context.Context, run backend.ScriptRun) runner.Result {
+		if run.Event == spec.EventUpgrade && run.Env["HEAP"] == "bad" {
+			return runner.Result{Outcome: runner.Exited, ExitCode: 1, StderrTail: "cannot start with HEAP=bad"}
+		}
+		return runner.Result{Outcome: runner.Exited}
+	}
+	env := newEnv(t, fake)
+	var paused, after workflows.ClusterStatus
+	updateAt(env, time.Hour, workflows.ApplyUpdate, workflows.ApplyRequest{Spec: withWorkerEnv(t, "bad")})
+	queryAt(t, env, 2*time.Hour, &paused)
+	undo := updateAt(env, 2*time.Hour+time.Minute, workflows.RolloutUndoUpdate, workflows.UndoRequest{})
+	queryAt(t, env, 4*time.Hour, &after)
+	env.ExecuteWorkflow(workflows.ClusterWorkflowName, workflows.ClusterInput{Spec: testSpec(t, rolloutSpec)})
+	if paused.Phase != workflows.PhaseRolloutPaused || paused.Rollout == nil || paused.Rollout.Member != "c-worker-0" {
+		t.Fatalf("after the failed canary: phase %s (%s), rollout %+v", paused.Phase, paused.Message, paused.Rollout)
+	}
+	if canary := memberIn(paused, "c-worker-0"); canary == nil || canary.StderrTail == "" {
+		t.Errorf("the canary's output is not in the status: %+v", canary)
+	}
+	if !strings.Contains(paused.Message, "c-worker-0") || !strings.Contains(paused.Message, "revision 2") {
+		t.Errorf("the paused message does not name the canary and the revision: %s", paused.Message)
+	}
+	if undo.refused != nil {
+		t.Fatalf("undo refused: %v", undo.refused)
+	}
+	if got := upgrades(fake); !slices.Equal(got, []string{"c-worker-0", "c-worker-0"}) {
+		t.Errorf("upgrades %v: want the canary's failed one and its undo, no other member touched", got)
+	}
+	if after.Phase != workflows.PhaseReady || after.Revision != 3 {
+		t.Errorf("after undo: phase %s (%s), revision %d", after.Phase, after.Message, after.Revision)
+	}
+}
+
+func TestADownReportDuringTheWatchPausesTheRollout(t *testing.T) {
+	fake := newFakeBackend()
+	env := newEnv(t, fake)
+	var paused, after workflows.ClusterStatus
+	updateAt(env, time.Hour, workflows.ApplyUpdate, workflows.ApplyRequest{Spec: withWorkerEnv(t, "4g")})
+	down := updateAt(env, time.Hour+2*time.Minute, workflows.MemberEventUpdate, workflows.MemberEvent{Member: "c-worker-0", Event: workflows.HealthDown, Source: "test"})
+	queryAt(t, env, time.Hour+3*time.Minute, &paused)
+	updateAt(env, time.Hour+4*time.Minute, workflows.MemberEventUpdate, workflows.MemberEvent{Member: "c-worker-0", Event: workflows.HealthUp, Source: "test"})
+	resume := updateAt(env, time.Hour+5*time.Minute, workflows.RolloutResumeUpdate)
+	queryAt(t, env, 4*time.Hour, &after)
+	env.ExecuteWorkflow(workflows.ClusterWorkflowName, workflows.ClusterInput{Spec: testSpec(t, rolloutSpec)})
+	if down.refused != nil || resume.refused != nil {
+		t.Fatalf("refused: down %v, resume %v", down.refused, resume.refused)
+	}
+	if paused.Phase != workflows.PhaseRolloutPaused || paused.Rollout.Member != "c-worker-0" || !strings.Contains(paused.Rollout.Paused, "reported down") {
+		t.Fatalf("after down in the watch: phase %s, rollout %+v", paused.Phase, paused.Rollout)
+	}
+	if r := paused.Rollout.Roles[0]; r.Waiting != 4 {
+		t.Errorf("paused: %+v, want 4 workers waiting", r)
+	}
+	if got := upgrades(fake); len(got) != 5 {
+		t.Errorf("upgrades after resume %v, want every worker once", got)
+	}
+	if after.Phase != workflows.PhaseReady || after.Rollout.State != workflows.RolloutDone {
+		t.Errorf("after resume: phase %s (%s), rollout %+v", after.Phase, after.Message, after.Rollout)
+	}
+}
