@@ -6,6 +6,8 @@ import (
 	"os"
 	"os/user"
 
+	"github.com/clusterflow/clusterflow/internal/apperr"
+	"github.com/clusterflow/clusterflow/spec"
 	"github.com/clusterflow/clusterflow/workflows"
 )
 
@@ -43,4 +45,28 @@ func ClientIdentity() string {
 		host = "unknown-host"
 	}
 	return fmt.Sprintf("%s@%s", who, host)
+}
+
+// Preview says what an apply of c (or, with c nil, a resize to counts) would do to the
+// cluster, changing nothing: the dry run.
+func (s *Starter) Preview(ctx context.Context, name string, c *spec.Cluster, counts []workflows.RoleCount) (workflows.Preview, error) {
+	var preview workflows.Preview
+	queryCtx, cancel := context.WithTimeout(ctx, queryTimeout)
+	defer cancel()
+	value, err := s.client.QueryWorkflow(queryCtx, workflows.ClusterWorkflowID(name), "", workflows.PreviewQuery, workflows.PreviewRequest{Spec: c, Counts: counts})
+	switch {
+	case isNotFound(err):
+		return preview, notFound(name)
+	case noAnswer(err):
+		return preview, noWorker(s.taskQueue, err)
+	case err != nil:
+		return preview, fmt.Errorf("preview the change to %s: %w", name, err)
+	}
+	if err := value.Get(&preview); err != nil {
+		return preview, fmt.Errorf("decode the preview of %s: %w", name, err)
+	}
+	if preview.Refused != "" {
+		return preview, apperr.Errorf(apperr.Invalid, "%s", preview.Refused)
+	}
+	return preview, nil
 }

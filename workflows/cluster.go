@@ -177,6 +177,11 @@ func (w *clusterWorkflow) setup(ctx workflow.Context) error {
 	}, workflow.QueryHandlerOptions{Description: "The manifest a signature of the spec covers, as a resize to {counts} would make it"}); err != nil {
 		return err
 	}
+	if err := workflow.SetQueryHandlerWithOptions(ctx, PreviewQuery, func(req PreviewRequest) (Preview, error) {
+		return w.preview(req), nil
+	}, workflow.QueryHandlerOptions{Description: "What an apply of {spec} or a resize to {counts} would do, changing nothing (the dry run)"}); err != nil {
+		return err
+	}
 	if err := w.setUpdateHandlers(ctx); err != nil {
 		return err
 	}

@@ -79,3 +79,58 @@ const (
 	RolloutPaused  = "paused"
 	RolloutDone    = "done"
 )
+
+// PreviewQuery answers what an apply (Spec) or a resize (Counts) would do, changing
+// nothing: `apply --dry-run` and `resize --dry-run` print it.
+const PreviewQuery = "preview"
+
+// PreviewRequest is the change to preview: a spec to apply, or counts to resize to.
+type PreviewRequest struct {
+	Spec   *spec.Cluster `json:"spec,omitempty"`
+	Counts []RoleCount   `json:"counts,omitempty"`
+}
+
+// Preview is what a change would do.
+type Preview struct {
+	// Refused says why the change would be refused; nothing else is set then.
+	Refused string `json:"refused,omitempty"`
+	// Summary is the change as an accepted one would say it; empty: no change.
+	Summary string `json:"summary,omitempty"`
+	// Generation is the generation it would make, and Revision the revision (0: none,
+	// what members run does not change).
+	Generation int           `json:"generation,omitempty"`
+	Revision   int           `json:"revision,omitempty"`
+	Roles      []RolePreview `json:"roles,omitempty"`
+}
+
+// RolePreview is what a change would do to one role, in the order it would be done.
+type RolePreview struct {
+	Role string `json:"role"`
+	// Remove are torn down (teardown, then delnodes to the others); Add are set up
+	// (configure, then addnodes to the others), at most ReportNames of each named.
+	Remove     []string `json:"remove,omitempty"`
+	MoreRemove int      `json:"moreRemove,omitempty"`
+	Add        []string `json:"add,omitempty"`
+	MoreAdd    int      `json:"moreAdd,omitempty"`
+	// Told counts the members that would hear addnodes or delnodes about this role.
+	Told int `json:"told,omitempty"`
+	// Rollout is how the role's members would move to the new revision.
+	Rollout *RolloutPreview `json:"rollout,omitempty"`
+}
+
+// RolloutPreview is a role's rollout as planned: its batches in order, canaries first.
+type RolloutPreview struct {
+	Strategy spec.UpdateStrategy `json:"strategy"`
+	Policy   string              `json:"policy"`
+	// Changed says what changes, e.g. "env, startscript".
+	Changed string  `json:"changed"`
+	Batches []Batch `json:"batches"`
+	// MoreBatches counts the batches past the first ReportNames.
+	MoreBatches int `json:"moreBatches,omitempty"`
+}
+
+// Batch is one batch of a rollout.
+type Batch struct {
+	Canary  bool     `json:"canary,omitempty"`
+	Members []string `json:"members"`
+}

@@ -2,10 +2,12 @@ package cli
 
 import (
 	"context"
+	"os"
 	"strconv"
 	"strings"
 
 	"github.com/clusterflow/clusterflow/internal/apperr"
+	"github.com/clusterflow/clusterflow/internal/render"
 	"github.com/clusterflow/clusterflow/workflows"
 )
 
@@ -15,6 +17,7 @@ func runResize(ctx context.Context, args []string) error {
 	conn.register(fs, "warn")
 	signKeyFlag(fs, &conn.signKey)
 	wait, timeout := waitFlags(fs, "wait until the cluster reaches the new size (or fails), showing progress")
+	dryRun := fs.Bool("dry-run", false, "print what the resize would do, and change nothing")
 	if err := fs.Parse(args); err != nil {
 		return flagError(err)
 	}
@@ -32,6 +35,13 @@ func runResize(ctx context.Context, args []string) error {
 		return err
 	}
 	defer closeClient()
+	if *dryRun {
+		preview, err := st.Preview(ctx, name, nil, counts)
+		if err == nil {
+			render.Preview(os.Stdout, name, preview)
+		}
+		return err
+	}
 	res, err := st.Resize(ctx, name, counts)
 	if err != nil {
 		return err

@@ -299,7 +299,7 @@ roles:
   - {name: worker, members: 2, dependsOn: [controller], startscript: trace.sh, env: {TRACE: TRACE_FILE, DEPS: controller, HEAP: 4g}}
   - {name: edge, members: 2, dependsOn: [worker], startscript: trace.sh, env: {TRACE: TRACE_FILE, DEPS: "controller worker"}}
 `)
-	if res := cli(t, "apply", "-f", reconfigured); res.Code != 2 || !strings.Contains(res.Stderr, "role worker refused: it has members, so its env cannot change") {
+	if res := cli(t, "apply", "-f", reconfigured); res.Code != 2 || !strings.Contains(res.Stderr, "role worker refused: its env would change under running members, and it does not list upgrade in its events") {
 		t.Errorf("apply changing a running role's env: %s", res)
 	}
 	if s := statusJSON(t, "applied"); s.Generation != 2 {

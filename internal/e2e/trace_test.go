@@ -32,6 +32,11 @@ if [ "$CLUSTERFLOW_EVENT" = "${FAIL_EVENT:-configure}" ] && [ "$CLUSTERFLOW_MEMB
   exit 3
 fi
 [ "$CLUSTERFLOW_EVENT" != configure ] || sleep "${SLEEP:-0}"
+# An upgrade runs the new revision, which CLUSTERFLOW_REVISION names too; it takes UPGRADE_SLEEP.
+if [ "$CLUSTERFLOW_EVENT" = upgrade ]; then
+  [ "$5" = "$CLUSTERFLOW_REVISION" ] || { echo "upgrade to revision $5 with CLUSTERFLOW_REVISION=$CLUSTERFLOW_REVISION" >&2; exit 9; }
+  sleep "${UPGRADE_SLEEP:-0}"
+fi
 # HOLD names a file: while it exists, configure waits; HOLD_TEARDOWN does the same for teardown.
 if [ "$CLUSTERFLOW_EVENT" = configure ] && [ -n "${HOLD:-}" ]; then
   while [ -e "$HOLD" ]; do sleep 0.1; done

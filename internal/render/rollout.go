@@ -7,6 +7,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/clusterflow/clusterflow/spec"
 	"github.com/clusterflow/clusterflow/workflows"
 )
 
@@ -63,4 +64,53 @@ func Revisions(w io.Writer, s workflows.ClusterStatus, now time.Time) {
 		fmt.Fprintf(tw, "%d%s\t%s\t%s\t%s\t%s\t%s\n", r.Number, current, Ago(r.At, now), by, r.Digest, undo, r.Change)
 	}
 	tw.Flush()
+}
+
+// Preview prints what a change would do, in the order it would be done.
+func Preview(w io.Writer, name string, p workflows.Preview) {
+	if p.Summary == "" {
+		fmt.Fprintf(w, "Cluster %s already matches; nothing would change.\n", name)
+		return
+	}
+	fmt.Fprintf(w, "Cluster %s: %s would be generation %d", name, p.Summary, p.Generation)
+	if p.Revision > 0 {
+		fmt.Fprintf(w, " and revision %d", p.Revision)
+	}
+	fmt.Fprintln(w, ". Nothing was changed (dry run).")
+	for _, r := range p.Roles {
+		fmt.Fprintf(w, "\nRole %s:\n", r.Role)
+		if len(r.Remove) > 0 {
+			fmt.Fprintf(w, "  teardown and remove: %s%s; delnodes to %d members\n", strings.Join(r.Remove, ", "), more(r.MoreRemove), r.Told)
+		}
+		if len(r.Add) > 0 {
+			fmt.Fprintf(w, "  configure: %s%s; addnodes to %d members\n", strings.Join(r.Add, ", "), more(r.MoreAdd), r.Told)
+		}
+		if ro := r.Rollout; ro != nil {
+			fmt.Fprintf(w, "  %s (%s): %s to revision %d, %s\n", ro.Strategy, ro.Changed, verb(ro.Strategy), p.Revision, ro.Policy)
+			for i, b := range ro.Batches {
+				kind := "batch"
+				if b.Canary {
+					kind = "canary"
+				}
+				fmt.Fprintf(w, "    %d. %s: %s\n", i+1, kind, strings.Join(b.Members, ", "))
+			}
+			if ro.MoreBatches > 0 {
+				fmt.Fprintf(w, "    … and %d more batches\n", ro.MoreBatches)
+			}
+		}
+	}
+}
+
+func verb(s spec.UpdateStrategy) string {
+	if s == spec.Replace {
+		return "replace each member"
+	}
+	return "upgrade each member"
+}
+
+func more(n int) string {
+	if n == 0 {
+		return ""
+	}
+	return fmt.Sprintf(" and %d more", n)
 }

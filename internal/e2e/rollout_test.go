@@ -1,0 +1,206 @@
+package e2e
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/clusterflow/clusterflow/workflows"
+)
+
+// rolloutSpec is a controller, four workers that can upgrade in place and two edges, the
+// workers' env and update policy given.
+func rolloutSpec(name, workerEnv, update string) string {
+	return fmt.Sprintf(`
+name: %s
+roles:
+  - {name: controller, cardinality: "1", startscript: trace.sh, env: {TRACE: TRACE_FILE}}
+  - name: worker
+    members: 4
+    dependsOn: [controller]
+    startscript: trace.sh
+    events: [configure, addnodes, delnodes, teardown, upgrade]
+    env: {TRACE: TRACE_FILE, DEPS: controller%s}
+    update: {%s}
+  - {name: edge, members: 2, dependsOn: [worker], startscript: trace.sh, env: {TRACE: TRACE_FILE}}
+`, name, workerEnv, update)
+}
+
+// overlapping is the most runs that were running at once.
+func overlapping(runs []scriptRun) int {
+	most := 0
+	for _, r := range runs {
+		n := 0
+		for _, o := range runs {
+			if o.Start <= r.Start && r.Start < o.End {
+				n++
+			}
+		}
+		most = max(most, n)
+	}
+	return most
+}
+
+func revisionsOf(s workflows.ClusterStatus, role string) []int {
+	var revs []int
+	for _, m := range s.Role(role).Members {
+		revs = append(revs, m.Revision)
+	}
+	return revs
+}
+
+func TestAnInPlaceRolloutUpdatesOnlyTheChangedRoleCanaryFirst(t *testing.T) {
+	t.Parallel()
+	guard(t)
+	n := "rolled"
+	policy := "canaries: 1, maxInFlight: 2, watch: 1s"
+	specPath, trace := writeCluster(t, rolloutSpec(n, "", policy))
+	mustSucceed(t, "deploy", "-f", specPath, "--wait")
+	next := writeSpec(t, specPath, "v2.yaml", rolloutSpec(n, ", VERSION: '2', UPGRADE_SLEEP: '1'", policy))
+
+	dry := cli(t, "apply", "-f", next, "--dry-run")
+	if dry.Code != 0 {
+		t.Fatalf("apply --dry-run: %s", dry)
+	}
+	if runs := runsOf(readTrace(t, trace), "", "upgrade"); len(runs) != 0 {
+		t.Fatalf("a dry run ran upgrades: %+v", runs)
+	}
+
+	res := cli(t, "apply", "-f", next, "--wait", "--timeout", "3m")
+	if res.Code != 0 || !strings.Contains(res.Stdout, "revision 2") {
+		t.Fatalf("apply v2: %s", res)
+	}
+	runs := readTrace(t, trace)
+	workers := []string{n + "-worker-0", n + "-worker-1", n + "-worker-2", n + "-worker-3"}
+	expectRuns(t, runs, "upgrade", "--upgrade --from-revision 1 --to-revision 2", workers...)
+	upgrades := runsOf(runs, "", "upgrade")
+	canary := upgrades[0]
+	for _, u := range upgrades[1:] {
+		if u.Start < canary.End {
+			t.Errorf("%s started its upgrade before the canary %s ended", u.Member, canary.Member)
+		}
+	}
+	if most := overlapping(upgrades[1:]); most > 2 {
+		t.Errorf("%d upgrades ran at once after the canary; maxInFlight is 2", most)
+	}
+	// The dry run named the batches that then ran: the canary alone, then two at once.
+	for _, want := range []string{"revision 2", "1. canary: " + n + "-worker-0", "2. batch: " + n + "-worker-1, " + n + "-worker-2", "3. batch: " + n + "-worker-3"} {
+		if !strings.Contains(dry.Stdout, want) {
+			t.Errorf("the dry run does not say %q:\n%s", want, dry.Stdout)
+		}
+	}
+	byMember := map[string]scriptRun{}
+	for _, u := range upgrades {
+		byMember[u.Member] = u
+	}
+	w1, w2, w3 := byMember[n+"-worker-1"], byMember[n+"-worker-2"], byMember[n+"-worker-3"]
+	if canary.Member != n+"-worker-0" || w1.Start >= w2.End || w2.Start >= w1.End || w3.Start < w1.End || w3.Start < w2.End {
+		t.Errorf("the upgrades did not run as the dry run said (canary, then 1 and 2 together, then 3): %+v", upgrades)
+	}
+	s := statusJSON(t, n)
+	if s.Phase != workflows.PhaseReady || s.Revision != 2 || s.Rollout == nil || s.Rollout.State != workflows.RolloutDone {
+		t.Errorf("after the rollout: phase %s (%s), revision %d, rollout %+v", s.Phase, s.Message, s.Revision, s.Rollout)
+	}
+	if got := revisionsOf(s, "worker"); !slices.Equal(got, []int{2, 2, 2, 2}) {
+		t.Errorf("workers run revisions %v, want all 2", got)
+	}
+	for _, role := range []string{"controller", "edge"} {
+		if got := runsOf(runs, n+"-"+role, "upgrade"); len(got) != 0 {
+			t.Errorf("role %s was touched: %+v", role, got)
+		}
+		for _, rev := range revisionsOf(s, role) {
+			if rev != 1 {
+				t.Errorf("role %s runs revision %d, want 1", role, rev)
+			}
+		}
+	}
+	if res := cli(t, "rollout", "status", n); res.Code != 0 || !strings.Contains(res.Stdout, "rollout of revision 2 done") {
+		t.Errorf("rollout status: %s", res)
+	}
+	if res := cli(t, "revisions", n); res.Code != 0 || !strings.Contains(res.Stdout, "worker: env") || strings.Count(res.Stdout, "\n") != 3 {
+		t.Errorf("revisions: %s", res)
+	}
+	mustSucceed(t, "delete", n, "--wait")
+}
+
+func TestAFailedCanaryPausesTheRolloutAndUndoRestoresIt(t *testing.T) {
+	t.Parallel()
+	guard(t)
+	n := "canaried"
+	policy := "canaries: 1, maxInFlight: 2, watch: 0s"
+	specPath, trace := writeCluster(t, rolloutSpec(n, "", policy))
+	mustSucceed(t, "deploy", "-f", specPath, "--wait")
+	bad := writeSpec(t, specPath, "bad.yaml", rolloutSpec(n, fmt.Sprintf(", FAIL_EVENT: upgrade, FAIL_MEMBER: %s-worker-0", n), policy))
+	res := cli(t, "apply", "-f", bad, "--wait", "--timeout", "3m")
+	if res.Code == 0 || !strings.Contains(res.Stdout+res.Stderr, "rollout paused") || !strings.Contains(res.Stdout, "boom") {
+		t.Fatalf("apply of a failing upgrade: %s", res)
+	}
+	s := statusJSON(t, n)
+	if s.Phase != workflows.PhaseRolloutPaused || s.Rollout.Member != n+"-worker-0" || !strings.Contains(s.Message, "revision 2") {
+		t.Fatalf("after the failed canary: phase %s (%s), rollout %+v", s.Phase, s.Message, s.Rollout)
+	}
+	runs := readTrace(t, trace)
+	expectFailedOnly := runsOf(runs, "", "upgrade")
+	if len(expectFailedOnly) != 1 || expectFailedOnly[0].Member != n+"-worker-0" {
+		t.Fatalf("upgrades %+v: want the canary's alone", expectFailedOnly)
+	}
+	if got := revisionsOf(s, "worker"); !slices.Equal(got, []int{2, 1, 1, 1}) {
+		t.Errorf("workers run revisions %v, want the canary moved and the others on 1", got)
+	}
+	if res := cli(t, "rollout", "undo", n); res.Code != 0 {
+		t.Fatalf("rollout undo: %s", res)
+	}
+	if res := cli(t, "rollout", "status", n, "--wait", "--timeout", "2m"); res.Code != 0 {
+		t.Fatalf("rollout status --wait after undo: %s", res)
+	}
+	runs = readTrace(t, trace)
+	undone := runsOf(runs, "", "upgrade")[1:]
+	if len(undone) != 1 || undone[0].Member != n+"-worker-0" || undone[0].Args != "--upgrade --from-revision 2 --to-revision 3" || undone[0].Outcome != "ok" {
+		t.Errorf("undo ran %+v: want the canary alone, from 2 to 3", undone)
+	}
+	s = statusJSON(t, n)
+	if s.Phase != workflows.PhaseReady || s.Revision != 3 {
+		t.Errorf("after undo: phase %s (%s), revision %d", s.Phase, s.Message, s.Revision)
+	}
+	mustSucceed(t, "delete", n, "--wait")
+}
+
+func TestADownReportDuringTheWatchPausesTheRolloutUntilResumed(t *testing.T) {
+	t.Parallel()
+	guard(t)
+	n := "gated"
+	policy := "canaries: 1, maxInFlight: 2, watch: 5m"
+	specPath, trace := writeCluster(t, rolloutSpec(n, "", policy))
+	mustSucceed(t, "deploy", "-f", specPath, "--wait")
+	next := writeSpec(t, specPath, "v2.yaml", rolloutSpec(n, ", VERSION: '2'", policy))
+	mustSucceed(t, "apply", "-f", next)
+	canary := n + "-worker-0"
+	waitFor(t, "the canary in its watch", func() bool {
+		s := statusJSON(t, n)
+		return s.Rollout != nil && len(s.Rollout.Roles) > 0 && slices.Contains(s.Rollout.Roles[0].InWatch, canary)
+	})
+	mustSucceed(t, "signal", n, canary, "down")
+	waitFor(t, "the rollout to pause", func() bool { return statusJSON(t, n).Phase == workflows.PhaseRolloutPaused })
+	s := statusJSON(t, n)
+	if s.Rollout.Member != canary || !strings.Contains(s.Rollout.Paused, "reported down") {
+		t.Errorf("paused rollout: %+v", s.Rollout)
+	}
+	if got := runsOf(readTrace(t, trace), "", "upgrade"); len(got) != 1 {
+		t.Errorf("upgrades while paused: %+v", got)
+	}
+	mustSucceed(t, "signal", n, canary, "up")
+	// A shorter watch is a change of policy, not of what members run: no new revision, and
+	// the rollout stays paused until resumed.
+	shorter := writeSpec(t, specPath, "v2-short-watch.yaml", rolloutSpec(n, ", VERSION: '2'", strings.Replace(policy, "5m", "1s", 1)))
+	mustSucceed(t, "apply", "-f", shorter)
+	if s := statusJSON(t, n); s.Revision != 2 || s.Rollout.State != workflows.RolloutPaused {
+		t.Errorf("after a policy change: revision %d, rollout %+v", s.Revision, s.Rollout)
+	}
+	mustSucceed(t, "rollout", "resume", n)
+	if res := cli(t, "rollout", "status", n, "--wait", "--timeout", "3m"); res.Code != 0 {
+		t.Fatalf("rollout status --wait after resume: %s", res)
+	}
+	expectRuns(t, readTrace(t, trace), "upgrade", "", n+"-worker-0", n+"-worker-1", n+"-worker-2", n+"-worker-3")
+	mustSucceed(t, "delete", n, "--wait")
+}
