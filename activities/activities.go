@@ -62,7 +62,7 @@ func (a *Activities) refuseUnsigned(ctx context.Context, run backend.ScriptRun) 
 	}
 	err = a.Trusted.Check(signed, signing.Run{
 		Cluster: run.Member.Cluster, Namespace: activity.GetInfo(ctx).WorkflowNamespace, Role: run.Member.Role,
-		Script: run.ScriptHash, Env: env, Event: run.Event,
+		Script: run.ScriptHash, Env: env, Event: run.Event, Action: run.Action,
 	})
 	if err == nil {
 		return nil

@@ -42,6 +42,7 @@ type draftRole struct {
 	MaxReplacements      *int
 	Placement            *draftPlacement
 	Update               *draftUpdate
+	Actions              []string
 }
 
 // decode walks the YAML tree by hand rather than unmarshalling into structs, so that every
@@ -93,6 +94,7 @@ func (w walker) role(path string, n *yaml.Node) draftRole {
 		"maxReplacements":      func(p string, n *yaml.Node) { r.MaxReplacements = w.integer(p, n) },
 		"placement":            func(p string, n *yaml.Node) { r.Placement = w.placement(p, n) },
 		"update":               func(p string, n *yaml.Node) { r.Update = w.update(p, n) },
+		"actions":              func(p string, n *yaml.Node) { r.Actions = w.strings(p, n) },
 	})
 	return r
 }

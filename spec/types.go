@@ -96,6 +96,9 @@ type Role struct {
 	Placement Placement `json:"placement,omitzero"`
 	// Update is how a new revision of the role rolls out to its members.
 	Update Update `json:"update,omitzero"`
+	// Actions are the named actions the role's script runs on demand (clusterflow run):
+	// --action NAME --param k=v ....
+	Actions []string `json:"actions,omitempty"`
 }
 
 // Wants reports whether the role's startscript subscribes to the event.

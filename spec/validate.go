@@ -138,6 +138,7 @@ func buildRole(path string, d draftRole, ps *problems) Role {
 	r.Health = checkHealth(path, d, ps)
 	r.Placement = checkPlacement(path+".placement", d.Placement, ps)
 	r.Update = checkUpdate(path+".update", d.Update, r, ps)
+	r.Actions = checkActions(path+".actions", d.Actions, ps)
 	return r
 }
 
@@ -147,7 +148,7 @@ func checkEvents(path string, names []string, ps *problems) []Event {
 		e := Event(name)
 		switch {
 		case !slices.Contains(KnownEvents, e):
-			ps.add(fmt.Sprintf("%s[%d]", path, i), "unknown event %q (known: %s)", name, joinEvents(KnownEvents))
+			ps.add(fmt.Sprintf("%s[%d]", path, i), "unknown event %q (known: %s)", name, EventNames(KnownEvents))
 		case slices.Contains(events, e):
 			ps.add(fmt.Sprintf("%s[%d]", path, i), "%q is listed twice", name)
 		default:
@@ -210,7 +211,8 @@ func sortedKeys[V any](m map[string]V) []string {
 	return keys
 }
 
-func joinEvents(events []Event) string {
+// EventNames writes events as a comma-separated list.
+func EventNames(events []Event) string {
 	names := make([]string, len(events))
 	for i, e := range events {
 		names[i] = string(e)

@@ -70,3 +70,19 @@ func (s *Starter) Preview(ctx context.Context, name string, c *spec.Cluster, cou
 	}
 	return preview, nil
 }
+
+// Restart starts a rolling restart of the chosen members (see workflows.RestartRequest).
+func (s *Starter) Restart(ctx context.Context, name string, req workflows.RestartRequest) (workflows.RolloutStatus, error) {
+	var status workflows.RolloutStatus
+	err := s.update(ctx, name, workflows.RestartUpdate, &status, req)
+	return status, err
+}
+
+// RunAction runs a role's action on members (see workflows.ActionRequest); it returns
+// once the cluster accepted it, with its ID, which the status's Actions follow.
+func (s *Starter) RunAction(ctx context.Context, name string, req workflows.ActionRequest) (workflows.ActionStatus, error) {
+	var status workflows.ActionStatus
+	req.By = ClientIdentity()
+	err := s.update(ctx, name, workflows.RunActionUpdate, &status, req)
+	return status, err
+}

@@ -13,6 +13,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/clusterflow/clusterflow/spec"
+	"github.com/clusterflow/clusterflow/workflows/plan"
 )
 
 // The contract shared by workflows, worker and starter.
@@ -257,6 +258,8 @@ type RoleInput struct {
 	// Revision is the cluster's revision: the members a configure or an upgrade sets up
 	// run it.
 	Revision int `json:"revision,omitempty"`
+	// Action is what an OpAction runs.
+	Action *plan.ActionCall `json:"action,omitempty"`
 }
 
 // RoleResult is every member's state once a role operation is over.
@@ -338,6 +341,8 @@ type ClusterStatus struct {
 	Revision  int            `json:"revision,omitempty"`
 	Revisions []Revision     `json:"revisions,omitempty"`
 	Rollout   *RolloutStatus `json:"rollout,omitempty"`
+	// Actions are the latest actions run (clusterflow run), oldest first.
+	Actions []ActionStatus `json:"actions,omitempty"`
 }
 
 // GenerationSignature names the key that signed a generation's spec; none: unsigned. The

@@ -30,6 +30,8 @@ func (w *clusterWorkflow) setUpdateHandlers(ctx workflow.Context) error {
 		{ReconcileUpdate, w.health.onReconcile, w.validateReconcile, "Compare the members with what the backend has now: remove rogues, replace members gone"},
 		{RolloutPauseUpdate, w.onRolloutPause, w.validateRolloutPause, "Pause the rollout in progress before its next batch"},
 		{RolloutResumeUpdate, w.onRolloutResume, w.validateRolloutResume, "Go on with a paused rollout; members whose update failed are tried again"},
+		{RunActionUpdate, w.onRunAction, w.validateRunAction, "Run {action} of a role on {role} or {members} with {params}, {parallel} at once"},
+		{RestartUpdate, w.onRestart, w.validateRestart, "Restart {role} or {members} (default: every role listing restart) by their role's update policy and health gate"},
 		{RolloutUndoUpdate, w.onRolloutUndo, w.validateRolloutUndo, "Make a new revision equal to {toRevision} (default: the one before) and roll it out to the members that moved"},
 	}
 	for _, h := range handlers {

@@ -162,7 +162,7 @@ func (w *clusterWorkflow) setup(ctx workflow.Context) error {
 	w.setUpElsewhere = workflow.GetVersion(ctx, changeSetUpElsewhere, workflow.DefaultVersion, 1) >= 1
 	if err := workflow.SetQueryHandlerWithOptions(ctx, StatusQuery, func(page *StatusPage) (ClusterStatus, error) {
 		status := w.state.status(page, queryStatusBytes)
-		status.Rollout, status.Revisions = w.rolloutStatus(), w.revisionsList()
+		status.Rollout, status.Revisions, status.Actions = w.rolloutStatus(), w.revisionsList(), w.state.Actions
 		for i := range status.Roles {
 			if r, ok := w.spec.Role(status.Roles[i].Name); ok {
 				status.Roles[i].Placement = r.Placement

@@ -5,6 +5,23 @@ import (
 	"strings"
 )
 
+// rolloutDetails is a rollout's progress, role by role, and the revisions before it.
+func (c *cluster) rolloutDetails() string {
+	ro := c.rolloutStatus()
+	text := fmt.Sprintf("%s: %s", c.state.Phase, c.state.Rollout.what())
+	if ro.Paused != "" {
+		text += " paused: " + ro.Paused
+	}
+	for _, r := range ro.Roles {
+		text += fmt.Sprintf("; %s %d updated, %d in watch, %d waiting, %d failed", r.Role, r.Updated, len(r.InWatch), r.Waiting, len(r.Failed))
+	}
+	if n := len(c.state.Revisions); n > 1 {
+		prev := c.state.Revisions[n-2]
+		text += fmt.Sprintf("; revision %d was %s", prev.Number, prev.Change)
+	}
+	return text
+}
+
 // details is the workflow's current details: what is happening right now, in one line.
 func (c *cluster) details() string {
 	if c.state.shownPhase() == PhaseMaintenance {
@@ -28,6 +45,8 @@ func (c *cluster) details() string {
 	case PhaseDeleting:
 		deleted, total := countMembers(c.state.Roles, MemberDeleted)
 		return fmt.Sprintf("deleting: %d/%d members removed", deleted, total)
+	case PhaseRollingOut, PhaseRolloutPaused:
+		return c.rolloutDetails()
 	}
 	if c.state.Message == "" {
 		return string(c.state.Phase)

@@ -127,6 +127,10 @@ func (w *clusterWorkflow) convergeOnce(ctx workflow.Context) (again bool) {
 	if ctx.Err() != nil {
 		return false
 	}
+	w.runActions(ctx)
+	if ctx.Err() != nil {
+		return false
+	}
 	if w.health.replaceFailed(ctx, slices.Concat(w.state.Levels...)) {
 		return true
 	}

@@ -49,6 +49,8 @@ const (
 	OpDelNodes  = plan.OpDelNodes
 	OpStart     = plan.OpStart
 	OpUpgrade   = plan.OpUpgrade
+	OpRestart   = plan.OpRestart
+	OpAction    = plan.OpAction
 
 	HostReady    = plan.HostReady
 	HostCordoned = plan.HostCordoned

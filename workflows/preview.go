@@ -62,7 +62,7 @@ func (c *cluster) preview(req PreviewRequest) Preview {
 			rp.Add, rp.MoreAdd = capNames(rp.Add)
 			if role, ok := next.Role(name); ok && slices.Contains(changed, name) {
 				old, _ := c.spec.Role(name)
-				rp.Rollout = previewRollout(role, old, *rs, wanted, len(added))
+				rp.Rollout = previewRollout(role, old, *rs, wanted)
 			}
 			if len(rp.Remove)+len(rp.Add) > 0 || rp.Rollout != nil {
 				out.Roles = append(out.Roles, rp)
@@ -73,9 +73,8 @@ func (c *cluster) preview(req PreviewRequest) Preview {
 }
 
 // previewRollout plays plan.NextBatch over the role's members that would move, as if
-// every update succeeded; members set up by the same change run the new revision already
-// and count toward the canaries.
-func previewRollout(role, old spec.Role, rs plan.RoleState, wanted []Member, added int) *RolloutPreview {
+// every update succeeded.
+func previewRollout(role, old spec.Role, rs plan.RoleState, wanted []Member) *RolloutPreview {
 	rp := &RolloutPreview{Strategy: role.StrategyFor(), Policy: role.Update.String(), Changed: strings.Join(settingsChanged(old, role), ", ")}
 	var outdated []Member
 	for _, m := range wanted {
@@ -83,7 +82,7 @@ func previewRollout(role, old spec.Role, rs plan.RoleState, wanted []Member, add
 			outdated = append(outdated, m)
 		}
 	}
-	moved := added
+	moved := 0
 	for len(outdated) > 0 {
 		batch, why := plan.NextBatch(role, rs, outdated, moved)
 		if len(batch.Members) == 0 {

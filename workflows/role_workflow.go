@@ -108,8 +108,10 @@ func (r *roleWorkflow) run(ctx workflow.Context) (RoleResult, error) {
 		r.teardownAll(ctx)
 	case OpAddNodes, OpDelNodes, OpStart:
 		r.notifyAll(ctx)
-	case OpUpgrade:
-		r.upgradeAll(ctx)
+	case OpUpgrade, OpRestart:
+		r.updateAll(ctx)
+	case OpAction:
+		r.actionAll(ctx)
 	default:
 		return RoleResult{}, fmt.Errorf("unknown role operation %q", r.in.Operation)
 	}
@@ -210,27 +212,54 @@ func (r *roleWorkflow) configure(ctx workflow.Context, i int) {
 	r.set(ctx, i, MemberReady, spec.EventConfigure, fmt.Sprintf("configured in %s", res.Duration.Round(time.Millisecond)))
 }
 
-// upgradeAll moves each member to the input's revision with the upgrade event, the batch's
-// members at once. A member counts as moved once its upgrade ran, whatever the outcome: a
-// failed upgrade may have changed it, and an undo runs upgrade on it again.
-func (r *roleWorkflow) upgradeAll(ctx workflow.Context) {
-	r.forEachMember(ctx, func(ctx workflow.Context, i int) {
-		what := fmt.Sprintf("upgrade from revision %d to %d", max(r.members[i].Revision, 1), r.in.Revision)
-		r.set(ctx, i, MemberReady, spec.EventUpgrade, "running "+what)
-		res, err := r.runScript(ctx, i, spec.EventUpgrade)
-		r.members[i].Revision = r.in.Revision
+// updateAll runs a rollout's batch, its members at once: upgrade moves each to the input's
+// revision, restart restarts it. A member counts as moved once its upgrade ran, whatever
+// the outcome: a failed upgrade may have changed it, and an undo runs upgrade on it again.
+func (r *roleWorkflow) updateAll(ctx workflow.Context) {
+	event := spec.Event(r.in.Operation)
+	r.forEachMember(ctx, r.limit(), func(ctx workflow.Context, i int) {
+		what := string(event)
+		if event == spec.EventUpgrade {
+			what = fmt.Sprintf("upgrade from revision %d to %d", max(r.members[i].Revision, 1), r.in.Revision)
+		}
+		r.set(ctx, i, MemberReady, event, "running "+what)
+		res, err := r.runScript(ctx, i, event)
+		if event == spec.EventUpgrade {
+			r.members[i].Revision = r.in.Revision
+		}
 		if err != nil {
 			r.fail(ctx, i, what, err)
 			return
 		}
-		r.set(ctx, i, MemberReady, spec.EventUpgrade, fmt.Sprintf("%s done in %s", what, res.Duration.Round(time.Millisecond)))
+		r.set(ctx, i, MemberReady, event, fmt.Sprintf("%s done in %s", what, res.Duration.Round(time.Millisecond)))
+	})
+}
+
+// actionAll runs the input's action on every member, at most the role's share of
+// maxInFlight (the action's --parallel) at once. Each member's result is its detail and
+// output tails: a failure leaves it in config_error for the cluster to report.
+func (r *roleWorkflow) actionAll(ctx workflow.Context) {
+	event := spec.Event(r.in.Action.Name)
+	r.forEachMember(ctx, r.limit(), func(ctx workflow.Context, i int) {
+		what := "action " + r.in.Action.Name
+		r.set(ctx, i, MemberReady, event, "running "+what)
+		res, err := r.runScript(ctx, i, event)
+		if err != nil {
+			r.fail(ctx, i, what, err)
+			return
+		}
+		r.set(ctx, i, MemberReady, event, fmt.Sprintf("%s: exit 0 in %s", what, res.Duration.Round(time.Millisecond)))
+		if r.tailed < tailsPerChild {
+			r.tailed++
+			r.members[i].StdoutTail, r.members[i].StderrTail = res.StdoutTail, res.StderrTail
+		}
 	})
 }
 
 // teardownAll tears members down in parallel. Teardown is best effort: a failing teardown
 // script is recorded, and the member is removed all the same.
 func (r *roleWorkflow) teardownAll(ctx workflow.Context) {
-	r.forEachMember(ctx, r.teardown)
+	r.forEachMember(ctx, r.in.MaxInFlight, r.teardown)
 }
 
 func (r *roleWorkflow) teardown(ctx workflow.Context, i int) {
@@ -257,7 +286,7 @@ func (r *roleWorkflow) teardown(ctx workflow.Context, i int) {
 // fails goes to config_error with its output; the others carry on.
 func (r *roleWorkflow) notifyAll(ctx workflow.Context) {
 	event := spec.Event(r.in.Operation)
-	r.forEachMember(ctx, func(ctx workflow.Context, i int) {
+	r.forEachMember(ctx, r.in.MaxInFlight, func(ctx workflow.Context, i int) {
 		what := string(event)
 		switch {
 		case r.in.Notice != nil:
@@ -292,8 +321,8 @@ func (r *roleWorkflow) limit() int {
 // forEachMember runs do for every member in parallel. Teardowns and notifications ran
 // all at once before roles ran as batches; a batch, given a share of maxInFlight, keeps
 // to it, so that a wide role never runs more scripts at once than it allows.
-func (r *roleWorkflow) forEachMember(ctx workflow.Context, do func(workflow.Context, int)) {
-	running := slots{limit: r.in.MaxInFlight} // 0: all at once, as before batches
+func (r *roleWorkflow) forEachMember(ctx workflow.Context, limit int, do func(workflow.Context, int)) {
+	running := slots{limit: limit} // 0: all at once, as before batches
 	wg := workflow.NewWaitGroup(ctx)
 	for i := range r.members {
 		_ = running.wait(ctx, 1, nil)
@@ -329,6 +358,9 @@ func (r *roleWorkflow) runScript(ctx workflow.Context, i int, event spec.Event) 
 	}
 	if event == spec.EventUpgrade {
 		run.FromRevision = max(m.Revision, 1)
+	}
+	if a := r.in.Action; a != nil {
+		run.Action, run.Params = a.Name, a.Params
 	}
 	if event == spec.EventAddNodes || event == spec.EventDelNodes {
 		switch {

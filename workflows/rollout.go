@@ -24,9 +24,12 @@ import (
 // rollout is part of the pass that converges to its generation, so a resize, a cancel, a
 // delete or maintenance act on it as on any operation.
 
-// rollout is the latest rollout, as the workflow keeps it.
+// rollout is the latest rollout, as the workflow keeps it: of a revision, or a rolling
+// restart (Restart), which runs restart on the members marked RestartDue by the same
+// policy and gate.
 type rollout struct {
 	Revision int       `json:"revision"`
+	Restart  bool      `json:"restart,omitempty"`
 	Started  time.Time `json:"started"`
 	Ended    time.Time `json:"ended,omitzero"`
 	// Paused says why the rollout is paused; Member names the member it is about.
@@ -39,6 +42,26 @@ type rollout struct {
 	Watching  []string `json:"watching,omitempty"`
 	Tripped   string   `json:"tripped,omitempty"`
 	TrippedBy string   `json:"trippedBy,omitempty"`
+	// Moved counts, by role, the members this rollout updated: canaries go first until
+	// that many have.
+	Moved map[string]int `json:"moved,omitempty"`
+}
+
+// what names the rollout in messages.
+func (ro *rollout) what() string {
+	if ro.Restart {
+		return "rolling restart"
+	}
+	return fmt.Sprintf("rollout of revision %d", ro.Revision)
+}
+
+// due are the members of a role the rollout has yet to update (or restart), those whose
+// update failed among them.
+func (ro *rollout) due(rs plan.RoleState) []Member {
+	if ro.Restart {
+		return plan.RestartDue(rs)
+	}
+	return plan.Outdated(rs, ro.Failed)
 }
 
 // revisionRecord is a revision, with the settings of its roles while they are kept.
@@ -101,7 +124,7 @@ func (c *cluster) noteRevision(previous spec.Cluster, by, why string, at time.Ti
 		c.state.Revisions = slices.Clone(c.state.Revisions[n-keptRevisions:])
 	}
 	c.keepRevisionSettings()
-	c.state.Rollout = &rollout{Revision: c.state.Revision, Started: at}
+	c.startRollout(&rollout{Revision: c.state.Revision, Started: at})
 	return true
 }
 
@@ -218,6 +241,17 @@ func (c *cluster) undoSpec(to int) (spec.Cluster, error) {
 
 // Handlers, registered with the other updates (changes.go).
 
+// startRollout makes ro the rollout in progress. A rolling restart it replaces is dropped:
+// a new revision's members restart with it anyway.
+func (c *cluster) startRollout(ro *rollout) {
+	for i := range c.state.Roles {
+		for j := range c.state.Roles[i].Members {
+			c.state.Roles[i].Members[j].RestartDue = false
+		}
+	}
+	c.state.Rollout = ro
+}
+
 func (c *cluster) rolloutRunning() bool {
 	ro := c.state.Rollout
 	return ro != nil && ro.Ended.IsZero()
@@ -231,7 +265,7 @@ func (c *cluster) validateRolloutPause() error {
 	case !c.rolloutRunning():
 		return refused(apperr.Conflict, "rollout pause refused: cluster %s has no rollout in progress", c.state.Name)
 	case ro.Paused != "":
-		return refused(apperr.Conflict, "rollout pause refused: the rollout of revision %d is already paused: %s", ro.Revision, ro.Paused)
+		return refused(apperr.Conflict, "rollout pause refused: the %s is already paused: %s", ro.what(), ro.Paused)
 	}
 	return nil
 }
@@ -255,7 +289,7 @@ func (c *cluster) validateRolloutResume() error {
 func (w *clusterWorkflow) onRolloutResume(ctx workflow.Context) (RolloutStatus, error) {
 	ro := w.state.Rollout
 	ro.Paused, ro.Member, ro.Tripped, ro.TrippedBy = "", "", "", ""
-	w.newGeneration(fmt.Sprintf("rollout of revision %d resumed", ro.Revision))
+	w.newGeneration(ro.what() + " resumed")
 	w.touch(ctx)
 	return *w.rolloutStatus(), nil
 }
@@ -295,9 +329,7 @@ func (w *clusterWorkflow) rollOut(ctx workflow.Context, changed func() bool) (ag
 		return false
 	}
 	roles := plan.RolloutRoles(w.state.Levels, w.state.Roles)
-	pending := slices.ContainsFunc(roles, func(role string) bool {
-		return len(plan.Outdated(*w.state.Role(role), ro.Failed)) > 0
-	})
+	pending := slices.ContainsFunc(roles, func(role string) bool { return len(ro.due(*w.state.Role(role))) > 0 })
 	if !pending {
 		ro.Ended, ro.Failed, ro.Watching = workflow.Now(ctx), nil, nil
 		return false
@@ -305,7 +337,7 @@ func (w *clusterWorkflow) rollOut(ctx workflow.Context, changed func() bool) (ag
 	if workflow.GetVersion(ctx, changeRollouts, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
 		return false
 	}
-	w.setPhase(ctx, PhaseRollingOut, fmt.Sprintf("revision %d", ro.Revision))
+	w.setPhase(ctx, PhaseRollingOut, ro.what())
 	batches := 0
 	for _, role := range roles {
 		def, ok := w.spec.Role(role)
@@ -322,11 +354,11 @@ func (w *clusterWorkflow) rollOut(ctx workflow.Context, changed func() bool) (ag
 				return false
 			}
 			rs := w.state.Role(role)
-			outdated := plan.Outdated(*rs, ro.Failed)
-			if len(outdated) == 0 {
+			due := ro.due(*rs)
+			if len(due) == 0 {
 				break
 			}
-			batch, why := plan.NextBatch(def, *rs, outdated, w.movedIn(rs, ro))
+			batch, why := plan.NextBatch(def, *rs, due, ro.Moved[role])
 			if len(batch.Members) == 0 {
 				w.pauseRollout(ctx, "", fmt.Sprintf("role %s: %s", role, why))
 				return false
@@ -341,18 +373,6 @@ func (w *clusterWorkflow) rollOut(ctx workflow.Context, changed func() bool) (ag
 	return false
 }
 
-// movedIn counts the role's members this rollout moved, and those set up with its
-// revision: canaries go first until that many have.
-func (c *cluster) movedIn(rs *plan.RoleState, ro *rollout) int {
-	n := 0
-	for _, m := range rs.Members {
-		if m.State != MemberDeleted && m.Revision >= ro.Revision && !slices.Contains(ro.Failed, m.Name) {
-			n++
-		}
-	}
-	return n
-}
-
 // updateBatch updates one batch and watches it. It reports whether the rollout goes on.
 func (w *clusterWorkflow) updateBatch(ctx workflow.Context, def spec.Role, batch plan.RolloutBatch, n int) bool {
 	ro := w.state.Rollout
@@ -364,7 +384,11 @@ func (w *clusterWorkflow) updateBatch(ctx workflow.Context, def spec.Role, batch
 	if batch.Canary {
 		label = fmt.Sprintf("canary%d", n)
 	}
-	w.runner.runLevel(ctx, OpUpgrade, []plan.RoleWork{{Role: def.Name, Members: batch.Members, Batch: label}})
+	op, event := OpUpgrade, spec.EventUpgrade
+	if ro.Restart {
+		op, event = OpRestart, spec.EventRestart
+	}
+	w.runner.runLevel(ctx, op, []plan.RoleWork{{Role: def.Name, Members: batch.Members, Batch: label}})
 	rs := w.state.Role(def.Name)
 	var failed []string
 	for _, name := range names {
@@ -372,7 +396,7 @@ func (w *clusterWorkflow) updateBatch(ctx workflow.Context, def spec.Role, batch
 		if m == nil {
 			continue
 		}
-		if m.State == MemberConfigError && m.Event == spec.EventUpgrade {
+		if m.State == MemberConfigError && m.Event == event {
 			// A failed upgrade leaves the member running what it can: the rollout pauses, and
 			// the member is not replaced for it.
 			m.State = MemberReady
@@ -383,6 +407,13 @@ func (w *clusterWorkflow) updateBatch(ctx workflow.Context, def spec.Role, batch
 			continue
 		}
 		ro.Failed = slices.DeleteFunc(ro.Failed, func(f string) bool { return f == name })
+		if m.Event == event && m.State == MemberReady {
+			m.RestartDue = false
+			if ro.Moved == nil {
+				ro.Moved = map[string]int{}
+			}
+			ro.Moved[def.Name]++
+		}
 	}
 	w.touch(ctx)
 	if ctx.Err() != nil {
@@ -390,7 +421,11 @@ func (w *clusterWorkflow) updateBatch(ctx workflow.Context, def spec.Role, batch
 	}
 	if len(failed) > 0 {
 		m := rs.Member(failed[0])
-		w.pauseRollout(ctx, failed[0], fmt.Sprintf("the upgrade of %s to revision %d failed: %s", spec.Some(failed, refusalNames), ro.Revision, m.Detail))
+		what := fmt.Sprintf("the upgrade of %s to revision %d", spec.Some(failed, refusalNames), ro.Revision)
+		if ro.Restart {
+			what = "the restart of " + spec.Some(failed, refusalNames)
+		}
+		w.pauseRollout(ctx, failed[0], fmt.Sprintf("%s failed: %s", what, m.Detail))
 		return false
 	}
 	if why := w.watch(ctx, def, names); why != "" {
@@ -486,7 +521,7 @@ func (c *cluster) allReportedUp(names []string, since time.Time) bool {
 func (w *clusterWorkflow) pauseRollout(ctx workflow.Context, member, why string) {
 	ro := w.state.Rollout
 	ro.Paused, ro.Member = spec.Clip(why, maxDetail), member
-	w.logger.Warn("Rollout paused", "Revision", ro.Revision, "Member", member, "Reason", why)
+	w.logger.Warn("Rollout paused", "Rollout", ro.what(), "Member", member, "Reason", why)
 	w.touch(ctx)
 }
 
@@ -494,7 +529,10 @@ func (w *clusterWorkflow) pauseRollout(ctx workflow.Context, member, why string)
 // is paused.
 func (c *cluster) rolloutPausedMessage() string {
 	ro := c.state.Rollout
-	return fmt.Sprintf("revision %d: %s; `clusterflow rollout resume %s` goes on, `clusterflow rollout undo %s` goes back", ro.Revision, ro.Paused, c.state.Name, c.state.Name)
+	if ro.Restart {
+		return fmt.Sprintf("%s: %s; `clusterflow rollout resume %s` goes on", ro.what(), ro.Paused, c.state.Name)
+	}
+	return fmt.Sprintf("%s: %s; `clusterflow rollout resume %s` goes on, `clusterflow rollout undo %s` goes back", ro.what(), ro.Paused, c.state.Name, c.state.Name)
 }
 
 // rolloutStatus is the latest rollout's progress, or nil when there was none.
@@ -503,7 +541,7 @@ func (c *cluster) rolloutStatus() *RolloutStatus {
 	if ro == nil {
 		return nil
 	}
-	out := &RolloutStatus{Revision: ro.Revision, State: RolloutRunning, Started: ro.Started, Ended: ro.Ended, Paused: ro.Paused, Member: ro.Member}
+	out := &RolloutStatus{Revision: ro.Revision, Restart: ro.Restart, State: RolloutRunning, Started: ro.Started, Ended: ro.Ended, Paused: ro.Paused, Member: ro.Member}
 	switch {
 	case !ro.Ended.IsZero():
 		out.State = RolloutDone
@@ -512,12 +550,15 @@ func (c *cluster) rolloutStatus() *RolloutStatus {
 	}
 	for _, role := range plan.RolloutRoles(c.state.Levels, c.state.Roles) {
 		rs := c.state.Role(role)
-		if rs.Current() != ro.Revision && len(plan.Outdated(*rs, ro.Failed)) == 0 {
+		if ro.Moved[role] == 0 && len(ro.due(*rs)) == 0 && (ro.Restart || rs.Current() != ro.Revision) {
 			continue // not part of this rollout
 		}
 		def, _ := c.spec.Role(role)
 		rst := RolloutRoleStatus{Role: role, Revision: rs.Current(), Strategy: def.StrategyFor(), Policy: def.Update.String()}
-		outdated := plan.Outdated(*rs, ro.Failed)
+		outdated := ro.due(*rs)
+		if ro.Restart {
+			rst.Updated = ro.Moved[role]
+		}
 		for _, m := range rs.Members {
 			isOutdated := slices.ContainsFunc(outdated, func(o Member) bool { return o.Name == m.Name })
 			switch {
@@ -530,7 +571,7 @@ func (c *cluster) rolloutStatus() *RolloutStatus {
 				}
 			case isOutdated:
 				rst.Waiting++
-			case m.State.SetUp():
+			case m.State.SetUp() && !ro.Restart:
 				rst.Updated++
 			}
 		}
@@ -547,4 +588,105 @@ func (c *cluster) revisionsList() []Revision {
 		out[i].Kept = rec.Roles != nil
 	}
 	return out
+}
+
+// restartTargets are the members a rolling restart would restart, by role, or why it is
+// refused.
+func (c *cluster) restartTargets(req RestartRequest) (map[string][]string, error) {
+	if err := c.refuseChange("restart"); err != nil {
+		return nil, err
+	}
+	if ro := c.state.Rollout; c.rolloutRunning() {
+		return nil, refused(apperr.Conflict, "restart refused: the %s is in progress (%s); restart once it is done", ro.what(), c.rolloutStatus().State)
+	}
+	targets := map[string][]string{}
+	wants := func(role string) error {
+		r, ok := c.spec.Role(role)
+		switch {
+		case !ok:
+			return refused(apperr.NotFound, "restart refused: cluster %s has no role %q (its roles: %s)", c.state.Name, role, strings.Join(c.spec.RoleNames(), ", "))
+		case !r.Wants(spec.EventRestart):
+			return refused(apperr.Invalid, "restart refused: role %s does not list restart in its events, so its startscript has no restart to run (events: %s)", role, spec.EventNames(r.Events))
+		}
+		return nil
+	}
+	switch {
+	case len(req.Members) > 0:
+		for _, name := range req.Members {
+			rs, m := c.findMember(name)
+			if m == nil || m.State == MemberDeleted || req.Role != "" && rs.Name != req.Role {
+				return nil, refused(apperr.NotFound, "restart refused: cluster %s has no member %q%s", c.state.Name, spec.Clip(name, spec.MaxMemberNameLength), inRole(req.Role))
+			}
+			if err := wants(rs.Name); err != nil {
+				return nil, err
+			}
+			if m.State != MemberReady {
+				return nil, refused(apperr.Conflict, "restart refused: member %s is %s; only ready members restart", name, m.State)
+			}
+			targets[rs.Name] = append(targets[rs.Name], name)
+		}
+	case req.Role != "":
+		if err := wants(req.Role); err != nil {
+			return nil, err
+		}
+		targets[req.Role] = readyNames(*c.state.Role(req.Role))
+	default:
+		for _, r := range c.spec.Roles {
+			if rs := c.state.Role(r.Name); rs != nil && r.Wants(spec.EventRestart) {
+				targets[r.Name] = readyNames(*rs)
+			}
+		}
+		if len(targets) == 0 {
+			return nil, refused(apperr.Invalid, "restart refused: no role of cluster %s lists restart in its events", c.state.Name)
+		}
+	}
+	total := 0
+	for _, names := range targets {
+		total += len(names)
+	}
+	if total == 0 {
+		return nil, refused(apperr.Conflict, "restart refused: no member to restart is ready")
+	}
+	return targets, nil
+}
+
+func inRole(role string) string {
+	if role == "" {
+		return ""
+	}
+	return " in role " + role
+}
+
+func readyNames(rs plan.RoleState) []string {
+	var names []string
+	for _, m := range rs.Members {
+		if m.State == MemberReady {
+			names = append(names, m.Name)
+		}
+	}
+	return names
+}
+
+func (c *cluster) validateRestart(req RestartRequest) error {
+	_, err := c.restartTargets(req)
+	return err
+}
+
+func (w *clusterWorkflow) onRestart(ctx workflow.Context, req RestartRequest) (RolloutStatus, error) {
+	targets, err := w.restartTargets(req)
+	if err != nil {
+		return RolloutStatus{}, err
+	}
+	w.startRollout(&rollout{Revision: w.state.Revision, Restart: true, Started: workflow.Now(ctx)})
+	total := 0
+	for _, role := range slices.Sorted(maps.Keys(targets)) {
+		rs := w.state.Role(role)
+		for _, name := range targets[role] {
+			rs.Member(name).RestartDue = true
+			total++
+		}
+	}
+	w.newGeneration(fmt.Sprintf("rolling restart of %d members", total))
+	w.touch(ctx)
+	return *w.rolloutStatus(), nil
 }

@@ -16,6 +16,10 @@ const (
 	RolloutPauseUpdate  = "rollout-pause"
 	RolloutResumeUpdate = "rollout-resume"
 	RolloutUndoUpdate   = "rollout-undo"
+	// RestartUpdate starts a rolling restart (RestartRequest): the restart event on each
+	// chosen member, by its role's update policy and health gate. It returns the
+	// RolloutStatus once accepted.
+	RestartUpdate = "restart"
 
 	// PhaseRollingOut is a rollout moving members to a new revision; PhaseRolloutPaused is
 	// one stopped by an operator or by its health gate, its members not yet moved still
@@ -29,6 +33,13 @@ const (
 type UndoRequest struct {
 	ToRevision int    `json:"toRevision,omitempty"`
 	By         string `json:"by,omitempty"`
+}
+
+// RestartRequest chooses the members a rolling restart restarts: those named, or every
+// member of Role, or, with neither, every member of every role that lists restart.
+type RestartRequest struct {
+	Role    string   `json:"role,omitempty"`
+	Members []string `json:"members,omitempty"`
 }
 
 // Revision is one revision of the cluster, as `clusterflow revisions` lists it.
@@ -48,6 +59,8 @@ type Revision struct {
 // RolloutStatus is the latest rollout's progress.
 type RolloutStatus struct {
 	Revision int `json:"revision"`
+	// Restart says this is a rolling restart (clusterflow restart), not a new revision.
+	Restart bool `json:"restart,omitempty"`
 	// State is running, paused or done.
 	State   string    `json:"state"`
 	Started time.Time `json:"started"`

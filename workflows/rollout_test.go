@@ -149,3 +149,100 @@ func TestADownReportDuringTheWatchPausesTheRollout(t *testing.T) {
 		t.Errorf("after resume: phase %s (%s), rollout %+v", after.Phase, after.Message, after.Rollout)
 	}
 }
+
+const restartSpec = `
+name: c
+roles:
+  - {name: controller, cardinality: "1", startscript: s.sh}
+  - name: worker
+    members: 6
+    dependsOn: [controller]
+    startscript: s.sh
+    events: [configure, addnodes, delnodes, teardown, restart]
+    actions: [backup]
+    update: {canaries: 1, maxInFlight: 2, watch: 1m}
+`
+
+func TestARollingRestartRestartsEachChosenMemberOnceByThePolicy(t *testing.T) {
+	fake := newFakeBackend()
+	env := newEnv(t, fake)
+	var after workflows.ClusterStatus
+	refused := updateAt(env, time.Hour, workflows.RestartUpdate, workflows.RestartRequest{Role: "controller"})
+	started := updateAt(env, time.Hour+time.Minute, workflows.RestartUpdate, workflows.RestartRequest{Role: "worker"})
+	queryAt(t, env, 3*time.Hour, &after)
+	env.ExecuteWorkflow(workflows.ClusterWorkflowName, workflows.ClusterInput{Spec: testSpec(t, restartSpec)})
+	if refused.refused == nil || !strings.Contains(refused.refused.Error(), "role controller does not list restart") {
+		t.Errorf("restart of a role without restart: %v", refused.refused)
+	}
+	if started.refused != nil {
+		t.Fatalf("restart refused: %v", started.refused)
+	}
+	var restarts []string
+	fake.mu.Lock()
+	for _, c := range fake.calls {
+		if name, ok := strings.CutPrefix(c, "restart "); ok {
+			restarts = append(restarts, name)
+		}
+	}
+	fake.mu.Unlock()
+	if len(restarts) != 6 || restarts[0] != "c-worker-0" {
+		t.Errorf("restarts %v: want the 6 workers, c-worker-0 first", restarts)
+	}
+	if after.Phase != workflows.PhaseReady || after.Rollout == nil || !after.Rollout.Restart || after.Rollout.State != workflows.RolloutDone || after.Rollout.Roles[0].Updated != 6 {
+		t.Errorf("after the restart: phase %s (%s), rollout %+v", after.Phase, after.Message, after.Rollout)
+	}
+	if after.Revision != 1 {
+		t.Errorf("a restart made revision %d", after.Revision)
+	}
+}
+
+func TestAnActionRunsOnTheChosenMembersWithItsParameters(t *testing.T) {
+	fake := newFakeBackend()
+	var runs []backend.ScriptRun
+	fake.outcome = func(_ context.Context, run backend.ScriptRun) runner.Result {
+		if run.Action == "" {
+			return runner.Result{Outcome: runner.Exited}
+		}
+		fake.mu.Lock()
+		runs = append(runs, run)
+		fake.mu.Unlock()
+		if run.Member.Name == "c-worker-3" {
+			return runner.Result{Outcome: runner.Exited, ExitCode: 2, StderrTail: "disk full"}
+		}
+		return runner.Result{Outcome: runner.Exited, StdoutTail: "backed up"}
+	}
+	env := newEnv(t, fake)
+	var after workflows.ClusterStatus
+	unknown := updateAt(env, time.Hour, workflows.RunActionUpdate, workflows.ActionRequest{Action: "compact"})
+	badMember := updateAt(env, time.Hour, workflows.RunActionUpdate, workflows.ActionRequest{Action: "backup", Members: []string{"c-worker-9"}})
+	asked := updateAt(env, time.Hour+time.Minute, workflows.RunActionUpdate, workflows.ActionRequest{
+		Action: "backup", Members: []string{"c-worker-1", "c-worker-3"}, Params: []string{"target=s3://b", "level=2"},
+	})
+	queryAt(t, env, 2*time.Hour, &after)
+	env.ExecuteWorkflow(workflows.ClusterWorkflowName, workflows.ClusterInput{Spec: testSpec(t, restartSpec)})
+	if unknown.refused == nil || !strings.Contains(unknown.refused.Error(), `declares action "compact"`) {
+		t.Errorf("an unknown action: %v", unknown.refused)
+	}
+	if badMember.refused == nil || !strings.Contains(badMember.refused.Error(), `no member "c-worker-9"`) {
+		t.Errorf("an unknown member: %v", badMember.refused)
+	}
+	if asked.refused != nil {
+		t.Fatalf("action refused: %v", asked.refused)
+	}
+	if len(runs) != 2 || !slices.Equal(runs[0].Params, []string{"target=s3://b", "level=2"}) || string(runs[0].Event) != "backup" {
+		t.Fatalf("action runs %+v; status %+v, phase %s (%s)", runs, after.Actions, after.Phase, after.Message)
+	}
+	a := after.Action(1)
+	if a == nil || a.State != workflows.ActionDone || a.Ran != 2 || a.Succeeded != 1 || a.Failed != 1 {
+		t.Fatalf("action status %+v", a)
+	}
+	if a.Results[0].Member != "c-worker-3" || a.Results[0].OK || a.Results[0].StderrTail != "disk full" || a.Results[1].StdoutTail != "backed up" {
+		t.Errorf("results %+v", a.Results)
+	}
+	if m := memberIn(after, "c-worker-3"); m.State != workflows.MemberReady {
+		t.Errorf("the member whose action failed is %s, want ready", m.State)
+	}
+	if after.Phase != workflows.PhaseReady {
+		t.Errorf("after the action: phase %s (%s)", after.Phase, after.Message)
+	}
+}

@@ -57,7 +57,10 @@ func (r *roleRunner) startRole(ctx workflow.Context, op RoleOperation, rw plan.R
 		step += "-" + rw.Batch
 	}
 	id := fmt.Sprintf("%s/%s/%s", ClusterWorkflowID(r.state.Name), step, role)
-	in := RoleInput{Cluster: r.state.Name, Home: r.state.Home, Operation: op, Role: def, Members: rw.Members, Nodes: rw.Nodes, MemberNodes: rw.MemberNodes, Notice: rw.Notice, Revision: r.state.Revision}
+	in := RoleInput{Cluster: r.state.Name, Home: r.state.Home, Operation: op, Role: def, Members: rw.Members, Nodes: rw.Nodes, MemberNodes: rw.MemberNodes, Notice: rw.Notice, Revision: r.state.Revision, Action: rw.Action}
+	if rw.MaxInFlight > 0 {
+		in.Role.MaxInFlight = rw.MaxInFlight
+	}
 	if r.bounded {
 		// The env travels once per host with the files; the members only as far as a child
 		// needs them.

@@ -67,6 +67,8 @@ type clusterState struct {
 	RevisionScripts map[string]string `json:"revisionScripts,omitempty"`
 	// Rollout is the latest rollout, running, paused or done.
 	Rollout *rollout `json:"rollout,omitempty"`
+	// Actions are the latest actions asked for (at most keptActions), oldest first.
+	Actions []ActionStatus `json:"actions,omitempty"`
 }
 
 // StaleMember is what is left of a member on a host it no longer lives on.

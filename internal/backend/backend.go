@@ -186,6 +186,10 @@ type ScriptRun struct {
 	// before revisions), and FromRevision, for upgrade, the one the member ran before.
 	Revision     int `json:"revision,omitempty"`
 	FromRevision int `json:"fromRevision,omitempty"`
+	// Action names the role's action a run is for (its Event is the action's name), with
+	// its parameters, each k=v.
+	Action string   `json:"action,omitempty"`
+	Params []string `json:"params,omitempty"`
 }
 
 // ScriptStop names runs to stop: the member's runs of an event for one workflow.

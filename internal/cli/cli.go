@@ -33,6 +33,8 @@ var commands = []command{
 	{"apply", "-f SPEC [--wait] [--sign-key F]", "change an existing cluster to match a spec", runApply},
 	{"cancel", "NAME [--wait]", "stop the operation in progress", runCancel},
 	{"rollout", "status|pause|resume|undo NAME [--wait] [--to-revision N]", "follow, pause, resume or undo the rollout of a new revision", runRollout},
+	{"restart", "NAME [--role R] [--members A,B] [--wait]", "restart members one batch at a time, by their role's update policy and health gate", runRestart},
+	{"run", "NAME ACTION [--role R] [--members A,B] [--param k=v]... [--parallel N] [--wait]", "run a role's named action on members and show each one's result", runAction},
 	{"revisions", "NAME [-o json]", "list a cluster's revisions: when, by whom, what changed", runRevisions},
 	{"signal", "NAME MEMBER EVENT", "report a member down, up, gone or unhealthy (as an update, checked and answered)", runSignal},
 	{"resume", "NAME", "replace unavailable members despite the meltdown guard; clear flapping", runResume},

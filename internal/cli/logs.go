@@ -11,10 +11,10 @@ import (
 )
 
 func runLogs(ctx context.Context, args []string) error {
-	fs := newFlagSet("logs", "NAME MEMBER [--event E] [--tail N] [-f]")
+	fs := newFlagSet("logs", "NAME MEMBER [--event E|ACTION] [--tail N] [-f]")
 	var conn connection
 	conn.register(fs, "warn")
-	event := fs.String("event", "", "the event whose output to show (default: the one running now, or the last)")
+	event := fs.String("event", "", "the event or action whose output to show (default: the one running now, or the last)")
 	tail := fs.Int("tail", 0, "show only the last N lines of each stream so far (0: all)")
 	follow := fs.BoolP("follow", "f", false, "keep showing new output while the member runs the event")
 	if err := fs.Parse(args); err != nil {
@@ -26,8 +26,8 @@ func runLogs(ctx context.Context, args []string) error {
 	if *tail < 0 {
 		return apperr.Errorf(apperr.Invalid, "--tail: is %d; it must be 0 or more", *tail)
 	}
-	if *event != "" && !slices.Contains(spec.KnownEvents, spec.Event(*event)) {
-		return apperr.Errorf(apperr.Invalid, "--event: unknown event %q (known: configure, addnodes, delnodes, teardown, start)", *event)
+	if *event != "" && !slices.Contains(spec.KnownEvents, spec.Event(*event)) && spec.CheckName(*event) != nil {
+		return apperr.Errorf(apperr.Invalid, "--event: %q is neither an event (%s) nor an action's name", *event, spec.EventNames(spec.KnownEvents))
 	}
 	st, _, closeClient, err := conn.starter(ctx)
 	if err != nil {

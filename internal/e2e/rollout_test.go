@@ -204,3 +204,71 @@ func TestADownReportDuringTheWatchPausesTheRolloutUntilResumed(t *testing.T) {
 	expectRuns(t, readTrace(t, trace), "upgrade", "", n+"-worker-0", n+"-worker-1", n+"-worker-2", n+"-worker-3")
 	mustSucceed(t, "delete", n, "--wait")
 }
+
+func TestARollingRestartAndAnActionWithParameters(t *testing.T) {
+	t.Parallel()
+	guard(t)
+	n := "restarted"
+	specPath, trace := writeCluster(t, fmt.Sprintf(`
+name: %s
+roles:
+  - {name: controller, cardinality: "1", startscript: trace.sh, env: {TRACE: TRACE_FILE}}
+  - name: worker
+    members: 6
+    dependsOn: [controller]
+    startscript: trace.sh
+    events: [configure, addnodes, delnodes, teardown, restart]
+    actions: [backup, compact]
+    env: {TRACE: TRACE_FILE, RESTART_SLEEP: "0.5", FAIL_EVENT: backup, FAIL_MEMBER: %s-worker-5}
+    update: {canaries: 1, maxInFlight: 2, watch: 0s}
+`, n, n))
+	mustSucceed(t, "deploy", "-f", specPath, "--wait")
+
+	if res := cli(t, "restart", n, "--role", "controller"); res.Code == 0 || !strings.Contains(res.Stderr, "role controller does not list restart") {
+		t.Errorf("restart of a role without restart: %s", res)
+	}
+	if res := cli(t, "restart", n, "--wait", "--timeout", "2m"); res.Code != 0 || !strings.Contains(res.Stdout, "rolling restart done") {
+		t.Fatalf("restart --wait: %s", res)
+	}
+	restarts := runsOf(readTrace(t, trace), "", "restart")
+	expectRuns(t, restarts, "restart", "--restart", n+"-worker-0", n+"-worker-1", n+"-worker-2", n+"-worker-3", n+"-worker-4", n+"-worker-5")
+	for _, r := range restarts[1:] {
+		if r.Start < restarts[0].End {
+			t.Errorf("%s restarted before the canary %s was done", r.Member, restarts[0].Member)
+		}
+	}
+	if most := overlapping(restarts); most > 2 {
+		t.Errorf("%d restarts ran at once; maxInFlight is 2", most)
+	}
+
+	for _, bad := range [][]string{
+		{"run", n, "defragment"},
+		{"run", n, "backup", "--members", n + "-worker-9"},
+		{"run", n, "backup", "--param", "not a pair"},
+	} {
+		if res := cli(t, bad...); res.Code != 2 {
+			t.Errorf("clusterflow %v was not refused as invalid: %s", bad, res)
+		}
+	}
+	res := cli(t, "run", n, "backup", "--members", n+"-worker-1,"+n+"-worker-5", "--param", "target=/backups", "--param", "level=2", "--wait", "--timeout", "2m")
+	if res.Code == 0 || !strings.Contains(res.Stdout, "1 succeeded, 1 failed") || !strings.Contains(res.Stdout, "boom") {
+		t.Fatalf("run backup on a member that succeeds and one that fails: %s", res)
+	}
+	backups := runsOf(readTrace(t, trace), "", "backup")
+	if got := memberNames(backups); !slices.Equal(got, []string{n + "-worker-1", n + "-worker-5"}) {
+		t.Errorf("backup ran on %v", got)
+	}
+	for _, b := range backups {
+		if b.Args != "--action backup --param target=/backups --param level=2" {
+			t.Errorf("backup on %s had arguments %q", b.Member, b.Args)
+		}
+	}
+	s := statusJSON(t, n)
+	if a := s.Action(1); a == nil || a.Failed != 1 || a.Succeeded != 1 || s.Phase != workflows.PhaseReady {
+		t.Errorf("status after the action: phase %s, action %+v", s.Phase, a)
+	}
+	if res := cli(t, "logs", n, n+"-worker-1", "--event", "backup"); res.Code != 0 || !strings.Contains(res.Stdout, "running backup") {
+		t.Errorf("logs --event backup: %s", res)
+	}
+	mustSucceed(t, "delete", n, "--wait")
+}

@@ -37,6 +37,7 @@ if [ "$CLUSTERFLOW_EVENT" = upgrade ]; then
   [ "$5" = "$CLUSTERFLOW_REVISION" ] || { echo "upgrade to revision $5 with CLUSTERFLOW_REVISION=$CLUSTERFLOW_REVISION" >&2; exit 9; }
   sleep "${UPGRADE_SLEEP:-0}"
 fi
+[ "$CLUSTERFLOW_EVENT" != restart ] || sleep "${RESTART_SLEEP:-0}"
 # HOLD names a file: while it exists, configure waits; HOLD_TEARDOWN does the same for teardown.
 if [ "$CLUSTERFLOW_EVENT" = configure ] && [ -n "${HOLD:-}" ]; then
   while [ -e "$HOLD" ]; do sleep 0.1; done

@@ -113,9 +113,10 @@ func (r Root) ClusterRecords(c Cluster) (string, error) {
 // LogsDir holds a member's script output, a file per event and stream.
 const LogsDir = "logs"
 
-// Output names an event's stdout and stderr files.
+// Output names an event's stdout and stderr files; an action's run is named by its
+// action, which is never an event's name.
 func Output(event string) (stdout, stderr string, err error) {
-	if !slices.Contains(spec.KnownEvents, spec.Event(event)) {
+	if !slices.Contains(spec.KnownEvents, spec.Event(event)) && spec.CheckName(event) != nil {
 		return "", "", fmt.Errorf("unknown event %q", event)
 	}
 	base := filepath.Join(LogsDir, event)

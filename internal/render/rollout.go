@@ -18,7 +18,7 @@ func Rollout(w io.Writer, s workflows.ClusterStatus, now time.Time) {
 		fmt.Fprintf(w, "Cluster %s: revision %d; no rollout yet.\n", s.Name, max(s.Revision, 1))
 		return
 	}
-	fmt.Fprintf(w, "Cluster %s: rollout of revision %d %s (started %s", s.Name, ro.Revision, ro.State, Ago(ro.Started, now))
+	fmt.Fprintf(w, "Cluster %s: %s %s (started %s", s.Name, rolloutName(*ro), ro.State, Ago(ro.Started, now))
 	if !ro.Ended.IsZero() {
 		fmt.Fprintf(w, ", ended %s", Ago(ro.Ended, now))
 	}
@@ -35,6 +35,13 @@ func Rollout(w io.Writer, s workflows.ClusterStatus, now time.Time) {
 		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%d\t%s\t%d\t%s\n", r.Role, r.Revision, r.Strategy, r.Policy, r.Updated, names(r.InWatch), r.Waiting, names(r.Failed))
 	}
 	tw.Flush()
+}
+
+func rolloutName(ro workflows.RolloutStatus) string {
+	if ro.Restart {
+		return "rolling restart"
+	}
+	return fmt.Sprintf("rollout of revision %d", ro.Revision)
 }
 
 func names(list []string) string {
@@ -113,4 +120,24 @@ func more(n int) string {
 		return ""
 	}
 	return fmt.Sprintf(" and %d more", n)
+}
+
+// Action prints an action's run and each member's result, with output tails.
+func Action(w io.Writer, a workflows.ActionStatus) {
+	fmt.Fprintf(w, "Action %s (%d): %s; %d members ran it, %d succeeded, %d failed\n", a.Action, a.ID, a.State, a.Ran, a.Succeeded, a.Failed)
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "MEMBER\tRESULT\tDETAIL")
+	for _, r := range a.Results {
+		result := "ok"
+		if !r.OK {
+			result = "failed"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\n", r.Member, result, r.Detail)
+	}
+	tw.Flush()
+	for _, r := range a.Results {
+		if r.StdoutTail != "" || r.StderrTail != "" {
+			Tails(w, workflows.MemberStatus{Name: r.Member, Event: spec.Event(a.Action), StdoutTail: r.StdoutTail, StderrTail: r.StderrTail})
+		}
+	}
 }

@@ -40,8 +40,18 @@ func Status(w io.Writer, s workflows.ClusterStatus, now time.Time, allMembers bo
 	if s.AttemptedGeneration > s.ReachedGeneration {
 		fmt.Fprintf(w, ", %d attempted", s.AttemptedGeneration)
 	}
+	if s.Revision > 0 {
+		fmt.Fprintf(w, "\nRevision: %d", s.Revision)
+		if ro := s.Rollout; ro != nil && ro.State != workflows.RolloutDone {
+			fmt.Fprintf(w, " (%s %s; `clusterflow rollout status %s`)", rolloutName(*ro), ro.State, s.Name)
+		}
+	}
 	if len(s.Signatures) > 0 {
 		fmt.Fprintf(w, "\nSigned:   %s", Signatures(s.Signatures))
+	}
+	if n := len(s.Actions); n > 0 {
+		a := s.Actions[n-1]
+		fmt.Fprintf(w, "\nAction:   %s (%d) %s: %d ran, %d succeeded, %d failed", a.Action, a.ID, a.State, a.Ran, a.Succeeded, a.Failed)
 	}
 	fmt.Fprint(w, "\n\n")
 

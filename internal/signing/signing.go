@@ -42,6 +42,9 @@ type Role struct {
 	Script  string       `json:"script"`
 	Env     string       `json:"env,omitempty"`
 	Events  []spec.Event `json:"events"`
+	// Actions are left out when a role declares none, so that manifests signed before
+	// actions read the same.
+	Actions []string `json:"actions,omitempty"`
 }
 
 // ManifestOf is a spec's manifest in a namespace. It is a pure function of the spec, so
@@ -49,7 +52,7 @@ type Role struct {
 func ManifestOf(c spec.Cluster, namespace string) Manifest {
 	m := Manifest{Cluster: c.Name, Namespace: namespace, Roles: []Role{}}
 	for _, r := range c.Roles {
-		m.Roles = append(m.Roles, Role{Name: r.Name, Members: r.Members, Script: r.ScriptHash, Env: spec.EnvHash(r.Env), Events: slices.Clone(r.Events)})
+		m.Roles = append(m.Roles, Role{Name: r.Name, Members: r.Members, Script: r.ScriptHash, Env: spec.EnvHash(r.Env), Events: slices.Clone(r.Events), Actions: slices.Clone(r.Actions)})
 	}
 	return m
 }
@@ -218,6 +221,8 @@ type Run struct {
 	Cluster, Namespace, Role string
 	Script, Env              string
 	Event                    spec.Event
+	// Action is set for an action's run, whose Event is the action's name.
+	Action string
 }
 
 // Check says whether one of the manifests, signed by a trusted key, covers the run, and if
@@ -266,6 +271,10 @@ func (t Trusted) covers(s Signed, run Run) string {
 		return fmt.Sprintf("role %s's startscript is not the one key %q signed (unsigned spec change)", run.Role, s.Signature.Key)
 	case r.Env != run.Env:
 		return fmt.Sprintf("role %s's env is not the one key %q signed (unsigned spec change)", run.Role, s.Signature.Key)
+	case run.Action != "":
+		if !spec.IsActionRun(run.Action, run.Event) || !slices.Contains(r.Actions, run.Action) {
+			return fmt.Sprintf("role %s's actions, as key %q signed them, do not include %s", run.Role, s.Signature.Key, run.Action)
+		}
 	case !slices.Contains(r.Events, run.Event):
 		return fmt.Sprintf("role %s's events, as key %q signed them, do not include %s", run.Role, s.Signature.Key, run.Event)
 	}

@@ -58,6 +58,8 @@ type Member struct {
 	// Revision is the cluster revision whose settings the member runs; 0 for members set
 	// up before revisions, which run revision 1.
 	Revision int `json:"revision,omitempty"`
+	// RestartDue marks a member a rolling restart has yet to restart.
+	RestartDue bool `json:"restartDue,omitempty"`
 }
 
 // Outcome is what a role child reports of a member: what its operation did to it. The
@@ -80,7 +82,8 @@ func (m Member) HasSetup() bool {
 	case MemberReplacing:
 		return m.Health == nil || m.Health.LastReport != HealthGone
 	case MemberConfigError:
-		return m.Event == spec.EventConfigure || m.Event == spec.EventUpgrade
+		// A failed update or restart leaves a member that was set up.
+		return m.Event == spec.EventConfigure || m.Event == spec.EventUpgrade || m.Event == spec.EventRestart
 	}
 	return false
 }
@@ -275,8 +278,12 @@ const (
 	OpDelNodes RoleOperation = "delnodes"
 	// OpStart runs the start event on members whose host restarted.
 	OpStart RoleOperation = "start"
-	// OpUpgrade moves members to the role's current revision in place.
+	// OpUpgrade moves members to the role's current revision in place; OpRestart restarts
+	// them (a rolling restart).
 	OpUpgrade RoleOperation = "upgrade"
+	OpRestart RoleOperation = "restart"
+	// OpAction runs a named action of the role on members (clusterflow run).
+	OpAction RoleOperation = "action"
 )
 
 // Record adds a step to the member's health history, which keeps the latest ones.

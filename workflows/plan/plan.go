@@ -25,12 +25,24 @@ import (
 type RoleWork struct {
 	Role string
 	// Batch, when set, tells this work's children apart from others of the same operation
-	// and role (a rollout's batches).
+	// and role (a rollout's batches). MaxInFlight, when set, is how many of its members
+	// run at once, in place of the role's own maxInFlight (a rollout's batch all at once,
+	// an action's --parallel).
 	Batch       string
+	MaxInFlight int
+	// Action is the action an OpAction runs.
+	Action      *ActionCall
 	Members     []Member
 	Notice      *NoticeRef
 	Nodes       *NodeGroup
 	MemberNodes [][]string
+}
+
+// ActionCall is a named action with its parameters, as a role's script is run for it:
+// --action NAME --param k=v ....
+type ActionCall struct {
+	Name   string   `json:"name"`
+	Params []string `json:"params,omitempty"`
 }
 
 // DesiredMembers is how many members the desired spec wants in a role; none for a role it

@@ -91,6 +91,18 @@ func Outdated(rs RoleState, retry []string) []Member {
 	return out
 }
 
+// RestartDue are the role's ready members a rolling restart has yet to restart, in
+// ordinal order.
+func RestartDue(rs RoleState) []Member {
+	var out []Member
+	for _, m := range rs.Members {
+		if m.RestartDue && m.State == MemberReady && !m.Leaving && m.ReplacedBy == "" {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
 // RolloutBatch is a batch of a role's rollout: the canaries one at a time, then batches
 // of the update policy's maxInFlight.
 type RolloutBatch struct {

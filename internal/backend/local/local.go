@@ -555,6 +555,16 @@ func scriptArgs(run backend.ScriptRun) ([]string, error) {
 		}
 		return []string{"--" + string(run.Event), "--role", run.NodesRole, "--nodes", strings.Join(run.Nodes, ",")}, nil
 	}
+	if run.Action != "" && string(run.Event) == run.Action {
+		if err := spec.CheckActionCall(run.Action, run.Params); err != nil {
+			return nil, err
+		}
+		args := []string{"--action", run.Action}
+		for _, p := range run.Params {
+			args = append(args, "--param", p)
+		}
+		return args, nil
+	}
 	return nil, fmt.Errorf("unknown event %q", run.Event)
 }
 

@@ -1,0 +1,194 @@
+package workflows
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/clusterflow/clusterflow/internal/apperr"
+	"github.com/clusterflow/clusterflow/spec"
+	"github.com/clusterflow/clusterflow/workflows/plan"
+)
+
+// maxActionMembers bounds the members an action names: a request lands in the history,
+// and a role's members can be chosen by the role instead.
+const maxActionMembers = 1000
+
+// actionTargets are the members an action would run on, by role, or why it is refused.
+// Asked when the action runs, the members it names may have changed since it was asked.
+func (c *cluster) actionTargets(req ActionRequest) (map[string][]string, error) {
+	if err := c.refuseChange("run"); err != nil {
+		return nil, err
+	}
+	if err := spec.CheckActionCall(req.Action, req.Params); err != nil {
+		return nil, refused(apperr.Invalid, "run refused: %v", err)
+	}
+	if req.Parallel < 0 {
+		return nil, refused(apperr.Invalid, "run refused: --parallel is %d; it must be 0 (all at once) or more", req.Parallel)
+	}
+	if len(req.Members) > maxActionMembers {
+		return nil, refused(apperr.Invalid, "run refused: %d members named; name at most %d, or choose a role", len(req.Members), maxActionMembers)
+	}
+	declares := func(role string) error {
+		r, ok := c.spec.Role(role)
+		switch {
+		case !ok:
+			return refused(apperr.NotFound, "run refused: cluster %s has no role %q (its roles: %s)", c.state.Name, role, strings.Join(c.spec.RoleNames(), ", "))
+		case !r.HasAction(req.Action):
+			declared := "none"
+			if len(r.Actions) > 0 {
+				declared = strings.Join(r.Actions, ", ")
+			}
+			return refused(apperr.NotFound, "run refused: role %s has no action %q (its actions: %s)", role, req.Action, declared)
+		}
+		return nil
+	}
+	targets := map[string][]string{}
+	switch {
+	case len(req.Members) > 0:
+		for _, name := range req.Members {
+			rs, m := c.findMember(name)
+			if m == nil || m.State == MemberDeleted || req.Role != "" && rs.Name != req.Role {
+				return nil, refused(apperr.NotFound, "run refused: cluster %s has no member %q%s", c.state.Name, spec.Clip(name, spec.MaxMemberNameLength), inRole(req.Role))
+			}
+			if err := declares(rs.Name); err != nil {
+				return nil, err
+			}
+			if m.State != MemberReady {
+				return nil, refused(apperr.Conflict, "run refused: member %s is %s; actions run on ready members", name, m.State)
+			}
+			if !slices.Contains(targets[rs.Name], name) {
+				targets[rs.Name] = append(targets[rs.Name], name)
+			}
+		}
+	case req.Role != "":
+		if err := declares(req.Role); err != nil {
+			return nil, err
+		}
+		targets[req.Role] = readyNames(*c.state.Role(req.Role))
+	default:
+		for _, r := range c.spec.Roles {
+			if rs := c.state.Role(r.Name); rs != nil && r.HasAction(req.Action) {
+				targets[r.Name] = readyNames(*rs)
+			}
+		}
+		if len(targets) == 0 {
+			return nil, refused(apperr.NotFound, "run refused: no role of cluster %s declares action %q", c.state.Name, req.Action)
+		}
+	}
+	for role, names := range targets {
+		if len(names) == 0 {
+			delete(targets, role)
+		}
+	}
+	if len(targets) == 0 {
+		return nil, refused(apperr.Conflict, "run refused: no member to run %s on is ready", req.Action)
+	}
+	return targets, nil
+}
+
+// validateRunAction refuses an action while another is asked for or running: one at a
+// time, so that their results read plainly.
+func (c *cluster) validateRunAction(req ActionRequest) error {
+	for _, a := range c.state.Actions {
+		if a.State == ActionPending || a.State == ActionRunning {
+			return refused(apperr.Conflict, "run refused: action %s (%d) is %s on cluster %s; run the next once it is done", a.Action, a.ID, a.State, c.state.Name)
+		}
+	}
+	_, err := c.actionTargets(req)
+	return err
+}
+
+// onRunAction records the action; the next pass runs it.
+func (w *clusterWorkflow) onRunAction(ctx workflow.Context, req ActionRequest) (ActionStatus, error) {
+	if _, err := w.actionTargets(req); err != nil {
+		return ActionStatus{}, err
+	}
+	id := 1
+	if n := len(w.state.Actions); n > 0 {
+		id = w.state.Actions[n-1].ID + 1
+	}
+	a := ActionStatus{
+		ID: id, Action: req.Action, Role: req.Role, Members: req.Members, Params: req.Params, Parallel: req.Parallel,
+		By: spec.Clip(req.By, 256), State: ActionPending, Asked: workflow.Now(ctx),
+	}
+	w.state.Actions = append(w.state.Actions, a)
+	if n := len(w.state.Actions); n > keptActions {
+		w.state.Actions = slices.Clone(w.state.Actions[n-keptActions:])
+	}
+	w.newGeneration(fmt.Sprintf("action %s (%d)", req.Action, id))
+	w.touch(ctx)
+	return a, nil
+}
+
+// runActions runs the actions asked for, in order, each on its members in every role at
+// once. A failed run is reported, not retried; its member stays as it was.
+func (w *clusterWorkflow) runActions(ctx workflow.Context) {
+	for i := range w.state.Actions {
+		a := &w.state.Actions[i]
+		if a.State != ActionPending || ctx.Err() != nil {
+			continue
+		}
+		if workflow.GetVersion(ctx, changeRollouts, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
+			return
+		}
+		req := ActionRequest{Action: a.Action, Role: a.Role, Members: a.Members, Params: a.Params}
+		targets, err := w.actionTargets(req)
+		if err != nil {
+			a.State, a.Ended = ActionCanceled, workflow.Now(ctx)
+			a.Results = []ActionResult{{Detail: "not run: " + errorMessage(err)}}
+			continue
+		}
+		a.State = ActionRunning
+		var work []plan.RoleWork
+		for _, role := range slices.Sorted(maps.Keys(targets)) {
+			rs := w.state.Role(role)
+			var members []Member
+			for _, name := range targets[role] {
+				members = append(members, *rs.Member(name))
+			}
+			work = append(work, plan.RoleWork{Role: role, Members: members, Batch: fmt.Sprintf("a%d", a.ID), MaxInFlight: a.Parallel,
+				Action: &plan.ActionCall{Name: a.Action, Params: a.Params}})
+		}
+		w.touch(ctx)
+		w.runner.runLevel(ctx, OpAction, work)
+		w.noteActionResults(a, targets)
+		a.State, a.Ended = ActionDone, workflow.Now(ctx)
+		if ctx.Err() != nil {
+			a.State = ActionCanceled
+		}
+		w.touch(ctx)
+	}
+}
+
+// noteActionResults reads each member's outcome of the action, failures first, and puts
+// a member whose run failed back to ready: an action changes nothing of its membership.
+func (c *cluster) noteActionResults(a *ActionStatus, targets map[string][]string) {
+	event := spec.Event(a.Action)
+	var failed, succeeded []ActionResult
+	for _, role := range slices.Sorted(maps.Keys(targets)) {
+		rs := c.state.Role(role)
+		for _, name := range targets[role] {
+			m := rs.Member(name)
+			if m == nil || m.Event != event {
+				continue // never ran: the run was cancelled first
+			}
+			r := ActionResult{Member: name, OK: m.State != MemberConfigError, Detail: m.Detail, StdoutTail: m.StdoutTail, StderrTail: m.StderrTail}
+			m.StdoutTail, m.StderrTail = "", "" // the results keep them: a member's are for its trouble
+			a.Ran++
+			if r.OK {
+				a.Succeeded++
+				succeeded = append(succeeded, r)
+				continue
+			}
+			a.Failed++
+			m.State = MemberReady
+			failed = append(failed, r)
+		}
+	}
+	a.Results = slices.Concat(failed, succeeded)
+	a.Results = a.Results[:min(len(a.Results), ReportNames)]
+}
