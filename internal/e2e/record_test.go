@@ -436,3 +436,61 @@ func TestRecordSignedHistories(t *testing.T) {
 	defer c.Close()
 	recordOn(c, "signed-deploy-resize-delete", workflows.ClusterWorkflowID("rec-signed"))
 }
+
+// TestRecordRolloutHistories records rollouts: one in place with a resize midway, one
+// whose canary fails and is undone, a rolling restart paused by an operator and resumed,
+// and an action with parameters.
+//
+//	CLUSTERFLOW_RECORD_HISTORIES=v16-rollouts go test ./internal/e2e -run TestRecordRolloutHistories
+func TestRecordRolloutHistories(t *testing.T) {
+	guard(t)
+	recordOn := recorder(t)
+	record := func(scenario, cluster string) {
+		recordOn(server.Client, scenario, workflows.ClusterWorkflowID(cluster))
+	}
+	policy := "canaries: 1, maxInFlight: 2, watch: 1s"
+
+	n := "rec-rollout"
+	specPath, trace := writeCluster(t, rolloutSpec(n, "", policy))
+	mustSucceed(t, "deploy", "-f", specPath, "--wait", "--continue-as-new-every", "2")
+	mustSucceed(t, "apply", "-f", writeSpec(t, specPath, "v2.yaml", rolloutSpec(n, ", VERSION: '2', UPGRADE_SLEEP: '1'", policy)))
+	waitFor(t, "the canary's upgrade to start", func() bool { return len(runsOf(readTrace(t, trace), "", "upgrade")) > 0 })
+	mustSucceed(t, "resize", n, "worker=5")
+	mustSucceed(t, "rollout", "status", n, "--wait", "--timeout", "2m")
+	mustSucceed(t, "delete", n, "--wait")
+	record("in-place-rollout-with-a-resize", n)
+
+	n = "rec-undo"
+	specPath, _ = writeCluster(t, rolloutSpec(n, "", policy))
+	mustSucceed(t, "deploy", "-f", specPath, "--wait")
+	bad := writeSpec(t, specPath, "bad.yaml", rolloutSpec(n, fmt.Sprintf(", FAIL_EVENT: upgrade, FAIL_MEMBER: %s-worker-0", n), policy))
+	if res := cli(t, "apply", "-f", bad, "--wait"); res.Code == 0 {
+		t.Fatalf("the failing canary did not pause the rollout: %s", res)
+	}
+	mustSucceed(t, "rollout", "undo", n)
+	mustSucceed(t, "rollout", "status", n, "--wait", "--timeout", "2m")
+	mustSucceed(t, "delete", n, "--wait")
+	record("failed-canary-undone", n)
+
+	n = "rec-restart"
+	specPath, trace = writeCluster(t, fmt.Sprintf(`
+name: %s
+roles:
+  - name: worker
+    members: 4
+    startscript: trace.sh
+    events: [configure, addnodes, delnodes, teardown, restart]
+    actions: [backup]
+    env: {TRACE: TRACE_FILE, RESTART_SLEEP: "1"}
+    update: {canaries: 1, maxInFlight: 2, watch: 0s}
+`, n))
+	mustSucceed(t, "deploy", "-f", specPath, "--wait")
+	mustSucceed(t, "restart", n)
+	waitFor(t, "the canary's restart to start", func() bool { return len(runsOf(readTrace(t, trace), "", "restart")) > 0 })
+	mustSucceed(t, "rollout", "pause", n)
+	mustSucceed(t, "rollout", "resume", n)
+	mustSucceed(t, "rollout", "status", n, "--wait", "--timeout", "2m")
+	mustSucceed(t, "run", n, "backup", "--param", "target=/b", "--parallel", "2", "--wait")
+	mustSucceed(t, "delete", n, "--wait")
+	record("rolling-restart-paused-resumed-and-an-action", n)
+}

@@ -2,10 +2,13 @@ package e2e
 
 import (
 	"fmt"
+	"math/rand/v2"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/clusterflow/clusterflow/internal/testenv"
 	"github.com/clusterflow/clusterflow/workflows"
 )
 
@@ -271,4 +274,62 @@ roles:
 		t.Errorf("logs --event backup: %s", res)
 	}
 	mustSucceed(t, "delete", n, "--wait")
+}
+
+// TestARolloutSurvivesItsWorkerAndServerBeingKilled kills the worker and the server at a
+// moment the test does not choose (from the start of the canary to its last batch), and
+// checks that the rollout still ends with every worker upgraded exactly once.
+func TestARolloutSurvivesItsWorkerAndServerBeingKilled(t *testing.T) {
+	t.Parallel()
+	guard(t)
+	s := newStack(t)
+	n := "rollsurvivor"
+	policy := "canaries: 1, maxInFlight: 2, watch: 0s"
+	specPath, trace := writeCluster(t, rolloutSpec(n, "", policy))
+	if res := s.cli("deploy", "-f", specPath, "--wait"); res.Code != 0 {
+		t.Fatalf("deploy: %s", res)
+	}
+	next := writeSpec(t, specPath, "v2.yaml", rolloutSpec(n, ", VERSION: '2', UPGRADE_SLEEP: '1'", policy))
+	if res := s.cli("apply", "-f", next); res.Code != 0 {
+		t.Fatalf("apply: %s", res)
+	}
+	waitFor(t, "the canary's upgrade to start", func() bool { return len(runsOf(readTrace(t, trace), "", "upgrade")) > 0 })
+	// The rollout takes about 3 s more (3 batches of 1 s): kill somewhere in it.
+	time.Sleep(time.Duration(rand.Int64N(int64(2500 * time.Millisecond))))
+	s.kill(s.worker)
+	s.kill(s.dev)
+	s.startDev()
+	s.startWorker()
+	if res := s.cli("rollout", "status", n, "--wait", "--timeout", "2m"); res.Code != 0 {
+		t.Fatalf("the rollout did not end: %s\nworker: %s", res, s.worker.Output())
+	}
+	expectRuns(t, readTrace(t, trace), "upgrade", "--upgrade --from-revision 1 --to-revision 2",
+		n+"-worker-0", n+"-worker-1", n+"-worker-2", n+"-worker-3")
+	if st := s.status(n); st.Phase != workflows.PhaseReady || !slices.Equal(revisionsOf(st, "worker"), []int{2, 2, 2, 2}) {
+		t.Errorf("after the rollout: phase %s (%s), workers on %v", st.Phase, st.Message, revisionsOf(st, "worker"))
+	}
+}
+
+func TestADeleteMidRolloutStopsItAndLeavesNothing(t *testing.T) {
+	t.Parallel()
+	guard(t)
+	n := "rolldeleted"
+	policy := "canaries: 1, maxInFlight: 2, watch: 0s"
+	specPath, trace := writeCluster(t, rolloutSpec(n, "", policy))
+	mustSucceed(t, "deploy", "-f", specPath, "--wait")
+	next := writeSpec(t, specPath, "v2.yaml", rolloutSpec(n, ", VERSION: '2', UPGRADE_SLEEP: '30'", policy))
+	mustSucceed(t, "apply", "-f", next)
+	waitFor(t, "the canary's upgrade to start", func() bool { return len(runsOf(readTrace(t, trace), "", "upgrade")) > 0 })
+	mustSucceed(t, "delete", n, "--wait", "--timeout", "90s")
+	runs := readTrace(t, trace)
+	if upgrades := runsOf(runs, "", "upgrade"); len(upgrades) != 1 || upgrades[0].Outcome == "ok" {
+		t.Errorf("upgrades %+v: want the canary's alone, stopped", upgrades)
+	}
+	if got := len(runsOf(runs, "", "teardown")); got != 7 {
+		t.Errorf("%d teardowns, want one for each of the 7 members", got)
+	}
+	if exists(clusterDir(dataDir, n)) {
+		t.Error("the cluster's folder is left after delete")
+	}
+	waitFor(t, "no script of the cluster left running", func() bool { return len(testenv.MemberProcesses(clusterDir(dataDir, n))) == 0 })
 }
