@@ -27,7 +27,7 @@ func TestApplyRefusesWhatWouldHarmRunningMembers(t *testing.T) {
 	base := testSpec(t, threeLevels)
 	otherName := base
 	otherName.Name = "d"
-	envChanged := testSpec(t, strings.Replace(threeLevels, "{name: worker, members: 3,", "{name: worker, members: 3, env: {HEAP: 4g},", 1))
+	cardinalityChanged := testSpec(t, strings.Replace(threeLevels, "{name: worker, members: 3,", "{name: worker, members: 3, cardinality: \"3\",", 1))
 	noController := withoutRole(base, "controller")
 	for _, tc := range []struct {
 		name string
@@ -35,7 +35,7 @@ func TestApplyRefusesWhatWouldHarmRunningMembers(t *testing.T) {
 		want []string
 	}{
 		{"another cluster's spec", otherName, []string{`apply refused: the spec is for cluster "d", not "c"`}},
-		{"env of a role with members that cannot upgrade", envChanged, []string{"role worker refused: its env would change under running members, and it does not list upgrade in its events"}},
+		{"cardinality of a role with members", cardinalityChanged, []string{"role worker refused: it has members, so its cardinality cannot change"}},
 		{"a role others need, of cardinality 1", noController, []string{
 			`removing role controller refused: its cardinality "1" does not allow 0 members`,
 			"removing role controller refused: worker still depend on it",

@@ -272,7 +272,7 @@ func (w *clusterWorkflow) operate(ctx workflow.Context) {
 	if w.cancelRequested && !w.deleteRequested {
 		w.cancelRequested = false
 		if ro := w.state.Rollout; w.rolloutRunning() && ro.Paused == "" {
-			ro.Paused = "canceled by an operator" // `rollout resume` goes on with it
+			ro.Paused, ro.PausedAt = "canceled by an operator", workflow.Now(ctx) // `rollout resume` goes on with it
 		}
 		w.setPhase(ctx, PhaseCanceled, w.canceledMessage())
 	}

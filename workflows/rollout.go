@@ -32,9 +32,11 @@ type rollout struct {
 	Restart  bool      `json:"restart,omitempty"`
 	Started  time.Time `json:"started"`
 	Ended    time.Time `json:"ended,omitzero"`
-	// Paused says why the rollout is paused; Member names the member it is about.
-	Paused string `json:"paused,omitempty"`
-	Member string `json:"member,omitempty"`
+	// Paused says why the rollout is paused, since PausedAt; Member names the member it is
+	// about.
+	Paused   string    `json:"paused,omitempty"`
+	PausedAt time.Time `json:"pausedAt,omitzero"`
+	Member   string    `json:"member,omitempty"`
 	// Failed are members whose update failed: a resume tries them again.
 	Failed []string `json:"failed,omitempty"`
 	// Watching are the members of the batch being watched, and Tripped why the health gate
@@ -45,6 +47,11 @@ type rollout struct {
 	// Moved counts, by role, the members this rollout updated: canaries go first until
 	// that many have.
 	Moved map[string]int `json:"moved,omitempty"`
+	// Replacing are the members of a batch of ReplacingRole being replaced (the replace
+	// strategy): the passes that set up their successors run between the rollout's
+	// batches, and the rollout watches the successors once they are.
+	Replacing     []string `json:"replacing,omitempty"`
+	ReplacingRole string   `json:"replacingRole,omitempty"`
 }
 
 // what names the rollout in messages.
@@ -271,7 +278,7 @@ func (c *cluster) validateRolloutPause() error {
 }
 
 func (w *clusterWorkflow) onRolloutPause(ctx workflow.Context) (RolloutStatus, error) {
-	w.state.Rollout.Paused, w.state.Rollout.Member = "paused by an operator", ""
+	w.state.Rollout.Paused, w.state.Rollout.Member, w.state.Rollout.PausedAt = "paused by an operator", "", workflow.Now(ctx)
 	w.touch(ctx)
 	return *w.rolloutStatus(), nil
 }
@@ -329,7 +336,7 @@ func (w *clusterWorkflow) rollOut(ctx workflow.Context, changed func() bool) (ag
 		return false
 	}
 	roles := plan.RolloutRoles(w.state.Levels, w.state.Roles)
-	pending := slices.ContainsFunc(roles, func(role string) bool { return len(ro.due(*w.state.Role(role))) > 0 })
+	pending := len(ro.Replacing) > 0 || slices.ContainsFunc(roles, func(role string) bool { return len(ro.due(*w.state.Role(role))) > 0 })
 	if !pending {
 		ro.Ended, ro.Failed, ro.Watching = workflow.Now(ctx), nil, nil
 		return false
@@ -338,6 +345,9 @@ func (w *clusterWorkflow) rollOut(ctx workflow.Context, changed func() bool) (ag
 		return false
 	}
 	w.setPhase(ctx, PhaseRollingOut, ro.what())
+	if len(ro.Replacing) > 0 && !w.replacedBatchDone(ctx) {
+		return changed()
+	}
 	batches := 0
 	for _, role := range roles {
 		def, ok := w.spec.Role(role)
@@ -364,6 +374,12 @@ func (w *clusterWorkflow) rollOut(ctx workflow.Context, changed func() bool) (ag
 				return false
 			}
 			batches++
+			if def.StrategyFor() == spec.Replace && !ro.Restart {
+				// The next pass sets the successors up, removes the members they replace and
+				// tells the others; the rollout goes on from there.
+				w.replaceBatch(ctx, def, batch)
+				return true
+			}
 			if !w.updateBatch(ctx, def, batch, batches) {
 				return changed()
 			}
@@ -371,6 +387,61 @@ func (w *clusterWorkflow) rollOut(ctx workflow.Context, changed func() bool) (ag
 	}
 	ro.Ended, ro.Watching = workflow.Now(ctx), nil
 	return false
+}
+
+// replaceBatch starts replacing a batch's members with members set up with the new
+// revision: each is marked as being replaced, as the health machine marks one, and a new
+// generation's pass does the rest.
+func (w *clusterWorkflow) replaceBatch(ctx workflow.Context, def spec.Role, batch plan.RolloutBatch) {
+	ro := w.state.Rollout
+	rs := w.state.Role(def.Name)
+	ro.Replacing, ro.ReplacingRole = nil, def.Name
+	for _, old := range batch.Members {
+		m := rs.Member(old.Name)
+		m.State, m.Leaving, m.Since = MemberReplacing, true, workflow.Now(ctx)
+		m.Detail = fmt.Sprintf("being replaced by the %s", ro.what())
+		ro.Replacing = append(ro.Replacing, old.Name)
+	}
+	w.newGeneration(fmt.Sprintf("%s: replace %s", ro.what(), spec.Some(ro.Replacing, refusalNames)))
+	w.touch(ctx)
+}
+
+// replacedBatchDone checks the batch being replaced once the passes since set its
+// successors up: a successor that failed pauses the rollout, and the others are watched.
+// It reports whether the rollout goes on.
+func (w *clusterWorkflow) replacedBatchDone(ctx workflow.Context) bool {
+	ro := w.state.Rollout
+	rs := w.state.Role(ro.ReplacingRole)
+	def, _ := w.spec.Role(ro.ReplacingRole)
+	var successors, failed []string
+	for _, m := range rs.Members {
+		if m.State == MemberDeleted || !slices.Contains(ro.Replacing, m.Replaces) {
+			continue
+		}
+		successors = append(successors, m.Name)
+		if m.State != MemberReady {
+			failed = append(failed, m.Name)
+		}
+	}
+	switch {
+	case len(failed) > 0:
+		_, m := w.findMember(failed[0])
+		w.pauseRollout(ctx, failed[0], fmt.Sprintf("the replacement %s (revision %d) is %s: %s", spec.Some(failed, refusalNames), ro.Revision, m.State, m.Detail))
+		return false
+	case len(successors) < len(ro.Replacing):
+		w.pauseRollout(ctx, "", fmt.Sprintf("%d of the members replacing %s are missing", len(ro.Replacing)-len(successors), spec.Some(ro.Replacing, refusalNames)))
+		return false
+	}
+	if why := w.watch(ctx, def, successors); why != "" {
+		w.pauseRollout(ctx, ro.TrippedBy, why)
+		return false
+	}
+	if ro.Moved == nil {
+		ro.Moved = map[string]int{}
+	}
+	ro.Moved[ro.ReplacingRole] += len(successors)
+	ro.Replacing, ro.ReplacingRole = nil, ""
+	return ctx.Err() == nil
 }
 
 // updateBatch updates one batch and watches it. It reports whether the rollout goes on.
@@ -520,7 +591,7 @@ func (c *cluster) allReportedUp(names []string, since time.Time) bool {
 // pauseRollout stops the rollout where it stands, naming why.
 func (w *clusterWorkflow) pauseRollout(ctx workflow.Context, member, why string) {
 	ro := w.state.Rollout
-	ro.Paused, ro.Member = spec.Clip(why, maxDetail), member
+	ro.Paused, ro.Member, ro.PausedAt = spec.Clip(why, maxDetail), member, workflow.Now(ctx)
 	w.logger.Warn("Rollout paused", "Rollout", ro.what(), "Member", member, "Reason", why)
 	w.touch(ctx)
 }
@@ -541,7 +612,7 @@ func (c *cluster) rolloutStatus() *RolloutStatus {
 	if ro == nil {
 		return nil
 	}
-	out := &RolloutStatus{Revision: ro.Revision, Restart: ro.Restart, State: RolloutRunning, Started: ro.Started, Ended: ro.Ended, Paused: ro.Paused, Member: ro.Member}
+	out := &RolloutStatus{Revision: ro.Revision, Restart: ro.Restart, State: RolloutRunning, Started: ro.Started, Ended: ro.Ended, Paused: ro.Paused, PausedAt: ro.PausedAt, Member: ro.Member}
 	switch {
 	case !ro.Ended.IsZero():
 		out.State = RolloutDone

@@ -65,10 +65,12 @@ type RolloutStatus struct {
 	State   string    `json:"state"`
 	Started time.Time `json:"started"`
 	Ended   time.Time `json:"ended,omitzero"`
-	// Paused says why the rollout is paused, and Member names the member it is about.
-	Paused string              `json:"paused,omitempty"`
-	Member string              `json:"member,omitempty"`
-	Roles  []RolloutRoleStatus `json:"roles,omitempty"`
+	// Paused says why the rollout is paused, since PausedAt, and Member names the member it
+	// is about.
+	Paused   string              `json:"paused,omitempty"`
+	PausedAt time.Time           `json:"pausedAt,omitzero"`
+	Member   string              `json:"member,omitempty"`
+	Roles    []RolloutRoleStatus `json:"roles,omitempty"`
 }
 
 // RolloutRoleStatus is one role's share of a rollout.

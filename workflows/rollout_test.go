@@ -2,6 +2,7 @@ package workflows_test
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -244,5 +245,52 @@ func TestAnActionRunsOnTheChosenMembersWithItsParameters(t *testing.T) {
 	}
 	if after.Phase != workflows.PhaseReady {
 		t.Errorf("after the action: phase %s (%s)", after.Phase, after.Message)
+	}
+}
+
+const replaceSpec = `
+name: c
+roles:
+  - {name: controller, cardinality: "1", startscript: s.sh}
+  - name: worker
+    members: 4
+    dependsOn: [controller]
+    startscript: s.sh
+    update: {canaries: 1, maxInFlight: 2, watch: 1m}
+`
+
+func TestAReplaceRolloutSetsUpSuccessorsBeforeRemovingTheOld(t *testing.T) {
+	fake := newFakeBackend()
+	env := newEnv(t, fake)
+	var after workflows.ClusterStatus
+	apply := updateAt(env, time.Hour, workflows.ApplyUpdate, workflows.ApplyRequest{
+		Spec: testSpec(t, strings.Replace(replaceSpec, "    members: 4\n", "    members: 4\n    env: {HEAP: 4g}\n", 1)),
+	})
+	queryAt(t, env, 4*time.Hour, &after)
+	env.ExecuteWorkflow(workflows.ClusterWorkflowName, workflows.ClusterInput{Spec: testSpec(t, replaceSpec)})
+	if apply.refused != nil {
+		t.Fatalf("apply refused: %v", apply.refused)
+	}
+	if after.Phase != workflows.PhaseReady || after.Rollout.State != workflows.RolloutDone {
+		t.Fatalf("after: phase %s (%s), rollout %+v", after.Phase, after.Message, after.Rollout)
+	}
+	var names []string
+	for _, m := range after.Role("worker").Members {
+		names = append(names, fmt.Sprintf("%s@%d", m.Name, m.Revision))
+	}
+	if want := []string{"c-worker-4@2", "c-worker-5@2", "c-worker-6@2", "c-worker-7@2"}; !slices.Equal(names, want) {
+		t.Errorf("workers %v, want %v", names, want)
+	}
+	fake.mu.Lock()
+	calls := slices.Clone(fake.calls)
+	fake.mu.Unlock()
+	at := func(call string) int { return slices.Index(calls, call) }
+	for old, successor := range map[string]string{"c-worker-0": "c-worker-4", "c-worker-1": "c-worker-5", "c-worker-3": "c-worker-7"} {
+		if at("configure "+successor) < 0 || at("teardown "+old) < at("configure "+successor) {
+			t.Errorf("%s was torn down before %s was set up: %v", old, successor, calls)
+		}
+	}
+	if at("teardown c-worker-1") < at("teardown c-worker-0") || at("configure c-worker-5") < at("teardown c-worker-0") {
+		t.Errorf("the canary's replacement did not come first, alone: %v", calls)
 	}
 }

@@ -10,7 +10,6 @@ import (
 
 	"github.com/clusterflow/clusterflow/internal/apperr"
 	"github.com/clusterflow/clusterflow/spec"
-	"github.com/clusterflow/clusterflow/workflows/plan"
 )
 
 // refused is a validator's refusal of an update: nothing was written to the history and
@@ -232,8 +231,8 @@ func dependentsOf(roles []spec.Role, name string) []string {
 }
 
 // refusedRollout says why a role with members cannot move from old to next: its place in
-// the dependency plan and its cardinality do not change under running members, and a
-// change to what they run rolls out in place, by upgrade.
+// the dependency plan and its cardinality do not change under running members (a change
+// to what they run rolls out, in place or by replacement).
 func refusedRollout(old, next spec.Role) []string {
 	var problems []string
 	var fixed []string
@@ -244,15 +243,6 @@ func refusedRollout(old, next spec.Role) []string {
 	}
 	if len(fixed) > 0 {
 		problems = append(problems, fmt.Sprintf("role %s refused: it has members, so its %s cannot change (delete the role's members first, or deploy a new cluster)", old.Name, strings.Join(fixed, " and ")))
-	}
-	if plan.SettingsDigest(old) == plan.SettingsDigest(next) {
-		return problems
-	}
-	switch {
-	case next.StrategyFor() == spec.Replace && next.Update.Strategy == spec.Replace:
-		problems = append(problems, fmt.Sprintf("role %s refused: update.strategy replace is not available yet; list upgrade in its events and use inPlace to roll its %s out", old.Name, strings.Join(settingsChanged(old, next), ", ")))
-	case next.StrategyFor() == spec.Replace:
-		problems = append(problems, fmt.Sprintf("role %s refused: its %s would change under running members, and it does not list upgrade in its events, which an in-place rollout runs (the replace strategy is not available yet)", old.Name, strings.Join(settingsChanged(old, next), ", ")))
 	}
 	return problems
 }

@@ -333,3 +333,88 @@ func TestADeleteMidRolloutStopsItAndLeavesNothing(t *testing.T) {
 	}
 	waitFor(t, "no script of the cluster left running", func() bool { return len(testenv.MemberProcesses(clusterDir(dataDir, n))) == 0 })
 }
+
+// TestAReplaceRolloutTellsTheSurvivorsOnce rolls a role that cannot upgrade in place out by
+// replacing its members: each batch's successors set up with the new revision before the
+// members they replace are torn down, and the members that live through it hear of each
+// newcomer and each leaver once.
+func TestAReplaceRolloutTellsTheSurvivorsOnce(t *testing.T) {
+	t.Parallel()
+	guard(t)
+	n := "replaced"
+	specFor := func(extra string) string {
+		return fmt.Sprintf(`
+name: %s
+roles:
+  - {name: controller, cardinality: "1", startscript: trace.sh, env: {TRACE: TRACE_FILE}}
+  - name: worker
+    members: 4
+    dependsOn: [controller]
+    startscript: trace.sh
+    env: {TRACE: TRACE_FILE, DEPS: controller%s}
+    update: {canaries: 1, maxInFlight: 2, watch: 0s}
+  - {name: edge, members: 2, dependsOn: [worker], startscript: trace.sh, env: {TRACE: TRACE_FILE}}
+`, n, extra)
+	}
+	specPath, trace := writeCluster(t, specFor(""))
+	mustSucceed(t, "deploy", "-f", specPath, "--wait")
+	next := writeSpec(t, specPath, "v2.yaml", specFor(", VERSION: '2'"))
+	if res := cli(t, "apply", "-f", next, "--wait", "--timeout", "3m"); res.Code != 0 {
+		t.Fatalf("apply v2: %s", res)
+	}
+	s := statusJSON(t, n)
+	var workers []string
+	for _, m := range s.Role("worker").Members {
+		workers = append(workers, fmt.Sprintf("%s@%d", m.Name, m.Revision))
+	}
+	if want := []string{n + "-worker-4@2", n + "-worker-5@2", n + "-worker-6@2", n + "-worker-7@2"}; s.Phase != workflows.PhaseReady || !slices.Equal(workers, want) {
+		t.Fatalf("after the rollout: phase %s (%s), workers %v, want %v", s.Phase, s.Message, workers, want)
+	}
+	runs := readTrace(t, trace)
+	olds := []string{n + "-worker-0", n + "-worker-1", n + "-worker-2", n + "-worker-3"}
+	news := []string{n + "-worker-4", n + "-worker-5", n + "-worker-6", n + "-worker-7"}
+	expectRuns(t, runs, "teardown", "--teardown", olds...)
+	teardowns := runsOf(runs, "", "teardown")
+	configures := map[string]scriptRun{}
+	for _, c := range runsOf(runs, n+"-worker-", "configure") {
+		configures[c.Member] = c
+	}
+	for i, old := range olds {
+		succ, ok := configures[news[i]]
+		td := runsOf(teardowns, old, "")
+		if !ok || len(td) != 1 || td[0].Start < succ.End {
+			t.Errorf("%s was torn down before its successor %s was set up", old, news[i])
+		}
+	}
+	// Never fewer than 4 - maxUnavailable (50%) workers ready.
+	for _, td := range teardowns {
+		ready := 0
+		for i := range olds {
+			if r := runsOf(teardowns, olds[i], ""); len(r) == 0 || r[0].Start >= td.Start && olds[i] != td.Member {
+				ready++
+			}
+			if c, ok := configures[news[i]]; ok && c.End <= td.Start {
+				ready++
+			}
+		}
+		if ready < 2 {
+			t.Errorf("when %s's teardown began, only %d workers were ready", td.Member, ready)
+		}
+	}
+	for _, survivor := range []string{n + "-controller-0", n + "-edge-0", n + "-edge-1"} {
+		for event, nodes := range map[string][]string{"addnodes": news, "delnodes": olds} {
+			for _, node := range nodes {
+				told := 0
+				for _, r := range runsOf(runs, survivor, event) {
+					if slices.Contains(strings.Split(strings.TrimPrefix(r.Args, "--"+event+" --role worker --nodes "), ","), node) {
+						told++
+					}
+				}
+				if told != 1 {
+					t.Errorf("%s heard %s of %s %d times, want once", survivor, event, node, told)
+				}
+			}
+		}
+	}
+	mustSucceed(t, "delete", n, "--wait")
+}
