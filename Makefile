@@ -19,7 +19,7 @@ vet:
 # cover the whole suite: about 18 minutes on an idle 2-core machine, more on a busy one.
 unit:
 	$(GO) test -race -timeout 10m $$($(GO) list ./... | grep -Ev '$(EMBEDS_SERVER)')
-	$(GO) test -timeout 5m -run 'AtTenThousandMembers' ./workflows
+	$(GO) test -timeout 10m -run 'AtTenThousandMembers' ./workflows
 
 # Input from outside (the gateway's Alertmanager payloads, specs) is fuzzed for a few seconds
 # beyond its seed corpus (testdata/fuzz); a panic fails the run and leaves the input there.

@@ -349,3 +349,59 @@ func TestFilesToManyHostsStayUnderTheTaskLimit(t *testing.T) {
 		t.Errorf("one burst of commands sent %d bytes (%s), want at most 2 MiB", w.largestBurst, w.burstOf)
 	}
 }
+
+// TestARolloutStaysBoundedAtTenThousandMembers rolls a new revision out in place to a role
+// of 10,000 members with the longest role name and a certificate-sized env, half of them
+// at once after the canary: each member upgrades once, and nothing the workflows send comes
+// near Temporal's limits.
+func TestARolloutStaysBoundedAtTenThousandMembers(t *testing.T) {
+	if raceDetector {
+		t.Skip("too slow under the race detector: `make unit` runs it in a step of its own without it")
+	}
+	role := strings.Repeat("w", 63)
+	fake := newFakeBackend()
+	env := newEnv(t, fake)
+	env.SetTestTimeout(4 * time.Minute)
+	watch := watchPayloads(env)
+	const workers = 10000
+	specFor := func(version string) spec.Cluster {
+		return testSpec(t, fmt.Sprintf(`
+name: c
+roles:
+  - {name: controller, cardinality: "1", startscript: s.sh}
+  - {name: %s, members: %d, maxInFlight: 500, dependsOn: [controller], startscript: s.sh, events: [configure, addnodes, delnodes, teardown, upgrade],
+     update: {canaries: 1, maxInFlight: "50%%", watch: 0s}, env: {CERT: %s, VERSION: "%s"}}
+`, role, workers, strings.Repeat("x", 32<<10-40), version))
+	}
+	updateAt(env, time.Hour, workflows.ApplyUpdate, workflows.ApplyRequest{Spec: specFor("2")})
+	var after workflows.ClusterStatus
+	env.RegisterDelayedCallback(func() { after = query(t, env) }, 3*time.Hour)
+	env.ExecuteWorkflow(workflows.ClusterWorkflowName, workflows.ClusterInput{Spec: specFor("1")})
+
+	if after.Phase != workflows.PhaseReady || after.Revision != 2 || after.Rollout == nil || after.Rollout.State != workflows.RolloutDone {
+		t.Fatalf("phase %s (%s), revision %d, rollout %+v", after.Phase, after.Message, after.Revision, after.Rollout)
+	}
+	upgraded := map[string]int{}
+	for _, c := range fake.Calls() {
+		if name, ok := strings.CutPrefix(c, "upgrade "); ok {
+			upgraded[name]++
+		}
+	}
+	for i := range workers {
+		if name := fmt.Sprintf("c-%s-%d", role, i); upgraded[name] != 1 {
+			t.Fatalf("%s upgraded %d times", name, upgraded[name])
+		}
+	}
+	if len(upgraded) != workers {
+		t.Errorf("%d members upgraded, want %d", len(upgraded), workers)
+	}
+	t.Logf("largest payload %d bytes (%s); largest burst %d bytes (%s)", watch.largest, watch.what, watch.largestBurst, watch.burstOf)
+	for what, size := range watch.byType {
+		if what != "workflows.ClusterStatus" && size > 512<<10 {
+			t.Errorf("largest %s is %d bytes, want at most 512 KiB", what, size)
+		}
+	}
+	if watch.largestBurst > 1536<<10 {
+		t.Errorf("largest burst of commands %d bytes (%s), want at most 1.5 MiB", watch.largestBurst, watch.burstOf)
+	}
+}

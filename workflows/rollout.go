@@ -78,9 +78,10 @@ type revisionRecord struct {
 }
 
 // Bounds of what revisions keep: the records listed, and the settings kept for undo.
-// Kept settings ride in the state continue-as-new carries, beside the spec: their envs and
-// the scripts the spec no longer has are held under keptSettingsBytes in all, so that the
-// carried state stays under Temporal's payload limit whatever the spec holds.
+// Kept settings ride in the state continue-as-new carries, beside the spec: their roles
+// (as JSON, envs included) and the scripts the spec no longer has are held under
+// keptSettingsBytes in all, so that the carried state stays under Temporal's payload limit
+// whatever the spec holds.
 const (
 	keptRevisions        = 20
 	keptRevisionSettings = 5
@@ -99,7 +100,7 @@ func (c *cluster) initRevisions(at time.Time) {
 			rs.NoteRevision(1, plan.SettingsDigest(r))
 		}
 	}
-	c.state.Revisions = []revisionRecord{{Revision: Revision{Number: 1, At: at, Change: "deployed", Digest: specDigest(c.spec)}, Roles: settingsOf(c.spec)}}
+	c.state.Revisions = []revisionRecord{{Revision: Revision{Number: 1, At: at, Change: "deployed", Digest: specDigest(c.spec)}}}
 }
 
 // noteRevision makes the next revision when the desired spec's roles run other settings
@@ -123,14 +124,17 @@ func (c *cluster) noteRevision(previous spec.Cluster, by, why string, at time.Ti
 	if why != "" {
 		change = why + " (" + change + ")"
 	}
+	// The revision being left is kept now, with what it ran; the current one is the spec.
+	if n := len(c.state.Revisions); n > 0 {
+		c.state.Revisions[n-1].Roles = settingsOf(previous)
+	}
 	c.state.Revisions = append(c.state.Revisions, revisionRecord{
 		Revision: Revision{Number: c.state.Revision, At: at, By: spec.Clip(by, 256), Change: spec.Clip(change, 1024), Digest: specDigest(c.spec)},
-		Roles:    settingsOf(c.spec),
 	})
 	if n := len(c.state.Revisions); n > keptRevisions {
 		c.state.Revisions = slices.Clone(c.state.Revisions[n-keptRevisions:])
 	}
-	c.keepRevisionSettings()
+	c.keepRevisionSettings(previous.Scripts)
 	c.startRollout(&rollout{Revision: c.state.Revision, Started: at})
 	return true
 }
@@ -155,9 +159,10 @@ func specDigest(c spec.Cluster) string {
 	return hex.EncodeToString(h.Sum(nil))[:16]
 }
 
-// keepRevisionSettings keeps the settings of the newest revisions that fit the bounds,
-// with the scripts they need that the spec does not hold, and drops the others'.
-func (c *cluster) keepRevisionSettings() {
+// keepRevisionSettings keeps the settings of the newest earlier revisions that fit the
+// bounds, with the scripts they need that the spec does not hold (from those kept before,
+// or from left, the spec just left), and drops the others'.
+func (c *cluster) keepRevisionSettings(left map[string]string) {
 	scripts := map[string]string{}
 	budget, kept := keptSettingsBytes, 0
 	for i := len(c.state.Revisions) - 1; i >= 0; i-- {
@@ -165,9 +170,8 @@ func (c *cluster) keepRevisionSettings() {
 		if rec.Roles == nil {
 			continue
 		}
-		cost, needs := 0, map[string]string{}
+		cost, needs := payloadSize(rec.Roles), map[string]string{}
 		for _, r := range rec.Roles {
-			cost += spec.EnvBytes(r.Env)
 			if _, inSpec := c.spec.Scripts[r.ScriptHash]; inSpec {
 				continue
 			}
@@ -176,7 +180,7 @@ func (c *cluster) keepRevisionSettings() {
 			}
 			content, ok := c.state.RevisionScripts[r.ScriptHash]
 			if !ok {
-				content, ok = c.spec.Scripts[r.ScriptHash]
+				content, ok = left[r.ScriptHash]
 			}
 			if !ok {
 				cost = budget + 1 // its script is gone: it cannot be kept
@@ -184,9 +188,6 @@ func (c *cluster) keepRevisionSettings() {
 			}
 			needs[r.ScriptHash] = content
 			cost += len(content)
-		}
-		if i == len(c.state.Revisions)-1 {
-			cost = 0 // the current revision is the spec itself
 		}
 		if kept >= keptRevisionSettings || cost > budget {
 			rec.Roles = nil
@@ -240,7 +241,11 @@ func (c *cluster) undoSpec(to int) (spec.Cluster, error) {
 		r.Timeout, r.HeartbeatTimeout, r.Health = old.Timeout, old.HeartbeatTimeout, old.Health
 		next.Roles[i] = r
 		if _, ok := next.Scripts[r.ScriptHash]; !ok {
-			next.Scripts[r.ScriptHash] = c.state.RevisionScripts[r.ScriptHash]
+			content, kept := c.state.RevisionScripts[r.ScriptHash]
+			if !kept {
+				return spec.Cluster{}, refused(apperr.NotFound, "rollout undo refused: the startscript role %s ran at revision %d is no longer kept; apply its spec file again", r.Name, to)
+			}
+			next.Scripts[r.ScriptHash] = content
 		}
 	}
 	return next, nil
@@ -656,7 +661,7 @@ func (c *cluster) revisionsList() []Revision {
 	out := make([]Revision, len(c.state.Revisions))
 	for i, rec := range c.state.Revisions {
 		out[i] = rec.Revision
-		out[i].Kept = rec.Roles != nil
+		out[i].Kept = rec.Roles != nil || rec.Number == c.state.Revision
 	}
 	return out
 }

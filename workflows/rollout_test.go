@@ -294,3 +294,103 @@ func TestAReplaceRolloutSetsUpSuccessorsBeforeRemovingTheOld(t *testing.T) {
 		t.Errorf("the canary's replacement did not come first, alone: %v", calls)
 	}
 }
+
+// withWorkerScript is a spec with the worker role's startscript replaced by content.
+func withWorkerScript(c spec.Cluster, content string) spec.Cluster {
+	hash := spec.ContentHash([]byte(content))
+	c.Roles = slices.Clone(c.Roles)
+	c.Scripts = map[string]string{hash: content}
+	for _, r := range c.Roles {
+		c.Scripts[r.ScriptHash] = script
+	}
+	for i := range c.Roles {
+		if c.Roles[i].Name == "worker" {
+			c.Roles[i].ScriptHash, c.Roles[i].Startscript = hash, "worker-v2.sh"
+		}
+	}
+	for h := range c.Scripts {
+		if !slices.ContainsFunc(c.Roles, func(r spec.Role) bool { return r.ScriptHash == h }) {
+			delete(c.Scripts, h)
+		}
+	}
+	return c
+}
+
+func TestUndoGoesBackToAnOlderScript(t *testing.T) {
+	fake := newFakeBackend()
+	var scripts []string
+	fake.outcome = func(_ context.Context, run backend.ScriptRun) runner.Result {
+		if run.Event == spec.EventUpgrade {
+			fake.mu.Lock()
+			scripts = append(scripts, fmt.Sprintf("%s@%d:%s", run.Member.Name, run.Revision, run.ScriptHash[:8]))
+			fake.mu.Unlock()
+		}
+		return runner.Result{Outcome: runner.Exited}
+	}
+	env := newEnv(t, fake)
+	base := testSpec(t, strings.Replace(rolloutSpec, "watch: 10m", "watch: 0s", 1))
+	v2 := withWorkerScript(base, "#!/bin/sh\necho v2\n")
+	var after workflows.ClusterStatus
+	updateAt(env, time.Hour, workflows.ApplyUpdate, workflows.ApplyRequest{Spec: v2})
+	// Three more revisions, each an env change: revision 1's settings, with its script the
+	// spec no longer has, are among the newest five kept.
+	for i := range 3 {
+		next := v2
+		next.Roles = slices.Clone(v2.Roles)
+		for j := range next.Roles {
+			if next.Roles[j].Name == "worker" {
+				next.Roles[j].Env = map[string]string{"N": fmt.Sprint(i)}
+			}
+		}
+		updateAt(env, time.Hour+time.Duration(i+1)*20*time.Minute, workflows.ApplyUpdate, workflows.ApplyRequest{Spec: next})
+	}
+	undo := updateAt(env, 3*time.Hour, workflows.RolloutUndoUpdate, workflows.UndoRequest{ToRevision: 1})
+	queryAt(t, env, 4*time.Hour, &after)
+	env.ExecuteWorkflow(workflows.ClusterWorkflowName, workflows.ClusterInput{Spec: base})
+	if undo.refused != nil {
+		t.Fatalf("undo to revision 1 refused: %v", undo.refused)
+	}
+	if after.Revision != 6 || after.Phase != workflows.PhaseReady {
+		t.Fatalf("after undo: revision %d, phase %s (%s); workflow error %v", after.Revision, after.Phase, after.Message, env.GetWorkflowError())
+	}
+	orig := base.Roles[1].ScriptHash[:8]
+	last := scripts[len(scripts)-5:]
+	for _, s := range last {
+		if !strings.HasSuffix(s, "@6:"+orig) {
+			t.Errorf("the undo's upgrades %v do not run revision 1's script %s", last, orig)
+			break
+		}
+	}
+	if n := len(after.Revisions); n != 6 || !after.Revisions[0].Kept || after.Revisions[5].Change == "" || !strings.Contains(after.Revisions[5].Change, "undo to revision 1") {
+		t.Errorf("revisions %+v", after.Revisions)
+	}
+}
+
+func TestOnlyTheNewestRevisionsAreKeptForUndo(t *testing.T) {
+	fake := newFakeBackend()
+	env := newEnv(t, fake)
+	base := testSpec(t, strings.Replace(rolloutSpec, "watch: 10m", "watch: 0s", 1))
+	for i := range 7 {
+		updateAt(env, time.Hour+time.Duration(i)*15*time.Minute, workflows.ApplyUpdate, workflows.ApplyRequest{Spec: withWorkerEnv(t, fmt.Sprint(i))})
+	}
+	tooOld := updateAt(env, 3*time.Hour, workflows.RolloutUndoUpdate, workflows.UndoRequest{ToRevision: 2})
+	kept := updateAt(env, 3*time.Hour+time.Minute, workflows.RolloutUndoUpdate, workflows.UndoRequest{ToRevision: 3})
+	var after workflows.ClusterStatus
+	queryAt(t, env, 4*time.Hour, &after)
+	env.ExecuteWorkflow(workflows.ClusterWorkflowName, workflows.ClusterInput{Spec: base})
+	if tooOld.refused == nil || !strings.Contains(tooOld.refused.Error(), "the settings of revision 2 are no longer kept") {
+		t.Errorf("undo to revision 2 of 8: %v", tooOld.refused)
+	}
+	if kept.refused != nil {
+		t.Errorf("undo to revision 3 of 8: %v", kept.refused)
+	}
+	var keptNumbers []int
+	for _, r := range after.Revisions {
+		if r.Kept {
+			keptNumbers = append(keptNumbers, r.Number)
+		}
+	}
+	if after.Revision != 9 || !slices.Equal(keptNumbers, []int{4, 5, 6, 7, 8, 9}) {
+		t.Errorf("revision %d, kept %v: want 9, the 5 before it and itself", after.Revision, keptNumbers)
+	}
+}
