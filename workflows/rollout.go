@@ -354,11 +354,7 @@ func (w *clusterWorkflow) rollOut(ctx workflow.Context, changed func() bool) (ag
 		return changed()
 	}
 	batches := 0
-	for _, role := range roles {
-		def, ok := w.spec.Role(role)
-		if !ok {
-			continue
-		}
+	for _, group := range plan.RolloutGroups(w.state.Levels, w.state.Roles, w.spec, ro.Restart) {
 		for {
 			switch {
 			case ctx.Err() != nil || w.heldByMaintenance(ctx):
@@ -368,24 +364,32 @@ func (w *clusterWorkflow) rollOut(ctx workflow.Context, changed func() bool) (ag
 			case ro.Paused != "":
 				return false
 			}
-			rs := w.state.Role(role)
-			due := ro.due(*rs)
-			if len(due) == 0 {
+			var work []rolloutStep
+			for _, role := range group {
+				def, ok := w.spec.Role(role)
+				rs := w.state.Role(role)
+				due := ro.due(*rs)
+				if !ok || len(due) == 0 {
+					continue
+				}
+				batch, why := plan.NextBatch(def, *rs, due, ro.Moved[role])
+				if len(batch.Members) == 0 {
+					w.pauseRollout(ctx, "", fmt.Sprintf("role %s: %s", role, why))
+					return false
+				}
+				work = append(work, rolloutStep{def, batch})
+			}
+			if len(work) == 0 {
 				break
 			}
-			batch, why := plan.NextBatch(def, *rs, due, ro.Moved[role])
-			if len(batch.Members) == 0 {
-				w.pauseRollout(ctx, "", fmt.Sprintf("role %s: %s", role, why))
-				return false
-			}
 			batches++
-			if def.StrategyFor() == spec.Replace && !ro.Restart {
+			if def := work[0].def; len(work) == 1 && def.StrategyFor() == spec.Replace && !ro.Restart {
 				// The next pass sets the successors up, removes the members they replace and
 				// tells the others; the rollout goes on from there.
-				w.replaceBatch(ctx, def, batch)
+				w.replaceBatch(ctx, def, work[0].batch)
 				return true
 			}
-			if !w.updateBatch(ctx, def, batch, batches) {
+			if !w.updateBatches(ctx, work, batches) {
 				return changed()
 			}
 		}
@@ -437,7 +441,7 @@ func (w *clusterWorkflow) replacedBatchDone(ctx workflow.Context) bool {
 		w.pauseRollout(ctx, "", fmt.Sprintf("%d of the members replacing %s are missing", len(ro.Replacing)-len(successors), spec.Some(ro.Replacing, refusalNames)))
 		return false
 	}
-	if why := w.watch(ctx, def, successors); why != "" {
+	if why := w.watch(ctx, []spec.Update{def.Update}, successors); why != "" {
 		w.pauseRollout(ctx, ro.TrippedBy, why)
 		return false
 	}
@@ -449,26 +453,36 @@ func (w *clusterWorkflow) replacedBatchDone(ctx workflow.Context) bool {
 	return ctx.Err() == nil
 }
 
-// updateBatch updates one batch and watches it. It reports whether the rollout goes on.
-func (w *clusterWorkflow) updateBatch(ctx workflow.Context, def spec.Role, batch plan.RolloutBatch, n int) bool {
+// rolloutStep is one role's batch of a rollout step.
+type rolloutStep struct {
+	def   spec.Role
+	batch plan.RolloutBatch
+}
+
+// updateBatches updates one batch of each role of a group at once, and watches them. It reports whether the rollout goes on.
+func (w *clusterWorkflow) updateBatches(ctx workflow.Context, batches []rolloutStep, n int) bool {
 	ro := w.state.Rollout
-	names := make([]string, len(batch.Members))
-	for i, m := range batch.Members {
-		names[i] = m.Name
-	}
-	label := fmt.Sprintf("b%d", n)
-	if batch.Canary {
-		label = fmt.Sprintf("canary%d", n)
-	}
 	op, event := OpUpgrade, spec.EventUpgrade
 	if ro.Restart {
 		op, event = OpRestart, spec.EventRestart
 	}
-	w.runner.runLevel(ctx, op, []plan.RoleWork{{Role: def.Name, Members: batch.Members, Batch: label}})
-	rs := w.state.Role(def.Name)
+	var work []plan.RoleWork
+	var names []string
+	for _, b := range batches {
+		label := fmt.Sprintf("b%d", n)
+		if b.batch.Canary {
+			label = fmt.Sprintf("canary%d", n)
+		}
+		// The role's own maxInFlight, when it has one, still bounds the scripts run at once.
+		work = append(work, plan.RoleWork{Role: b.def.Name, Members: b.batch.Members, Batch: label})
+		for _, m := range b.batch.Members {
+			names = append(names, m.Name)
+		}
+	}
+	w.runner.runLevel(ctx, op, work)
 	var failed []string
 	for _, name := range names {
-		m := rs.Member(name)
+		rs, m := w.findMember(name)
 		if m == nil {
 			continue
 		}
@@ -488,7 +502,7 @@ func (w *clusterWorkflow) updateBatch(ctx workflow.Context, def spec.Role, batch
 			if ro.Moved == nil {
 				ro.Moved = map[string]int{}
 			}
-			ro.Moved[def.Name]++
+			ro.Moved[rs.Name]++
 		}
 	}
 	w.touch(ctx)
@@ -496,7 +510,7 @@ func (w *clusterWorkflow) updateBatch(ctx workflow.Context, def spec.Role, batch
 		return false
 	}
 	if len(failed) > 0 {
-		m := rs.Member(failed[0])
+		_, m := w.findMember(failed[0])
 		what := fmt.Sprintf("the upgrade of %s to revision %d", spec.Some(failed, refusalNames), ro.Revision)
 		if ro.Restart {
 			what = "the restart of " + spec.Some(failed, refusalNames)
@@ -504,23 +518,31 @@ func (w *clusterWorkflow) updateBatch(ctx workflow.Context, def spec.Role, batch
 		w.pauseRollout(ctx, failed[0], fmt.Sprintf("%s failed: %s", what, m.Detail))
 		return false
 	}
-	if why := w.watch(ctx, def, names); why != "" {
+	policies := make([]spec.Update, len(batches))
+	for i, b := range batches {
+		policies[i] = b.def.Update
+	}
+	if why := w.watch(ctx, policies, names); why != "" {
 		w.pauseRollout(ctx, ro.TrippedBy, why)
 		return false
 	}
 	return ctx.Err() == nil
 }
 
-// watch keeps an eye on a batch just updated: it ends after the role's watch (at its
-// least, once every member reported up since; at its most otherwise), or at once when the
-// health gate closes, with why.
-func (w *clusterWorkflow) watch(ctx workflow.Context, def spec.Role, names []string) string {
+// watch keeps an eye on a batch just updated: it ends after its roles' longest watch (at
+// its least, once every member reported up since; at its most otherwise), or at once when
+// the health gate closes, with why.
+func (w *clusterWorkflow) watch(ctx workflow.Context, policies []spec.Update, names []string) string {
 	ro := w.state.Rollout
 	ro.Watching, ro.Tripped, ro.TrippedBy = names, "", ""
 	defer func() { ro.Watching = nil }()
 	started := workflow.Now(ctx)
 	closed := func() bool { return w.gateClosed(names, started) || ro.Paused != "" }
-	minWatch, maxWatch := def.Update.Watch()
+	var minWatch, maxWatch time.Duration
+	for _, p := range policies {
+		low, high := p.Watch()
+		minWatch, maxWatch = max(minWatch, low), max(maxWatch, high)
+	}
 	w.touch(ctx)
 	if minWatch > 0 {
 		if _, err := workflow.AwaitWithTimeout(ctx, minWatch, closed); err != nil {

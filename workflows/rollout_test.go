@@ -394,3 +394,25 @@ func TestOnlyTheNewestRevisionsAreKeptForUndo(t *testing.T) {
 		t.Errorf("revision %d, kept %v: want 9, the 5 before it and itself", after.Revision, keptNumbers)
 	}
 }
+
+func TestRolesOfALevelThatSayParallelRollTogether(t *testing.T) {
+	const parallelSpec = `
+name: c
+roles:
+  - {name: a, members: 2, startscript: s.sh, events: [configure, upgrade], update: {parallel: true, watch: 10m}%s}
+  - {name: b, members: 2, startscript: s.sh, events: [configure, upgrade], update: {parallel: true, watch: 10m}%s}
+  - {name: c, members: 2, startscript: s.sh, events: [configure, upgrade], update: {watch: 10m}%s}
+`
+	env := newEnv(t, newFakeBackend())
+	var during workflows.ClusterStatus
+	updateAt(env, time.Hour, workflows.ApplyUpdate, workflows.ApplyRequest{Spec: testSpec(t, fmt.Sprintf(parallelSpec, ", env: {V: '2'}", ", env: {V: '2'}", ", env: {V: '2'}"))})
+	queryAt(t, env, time.Hour+5*time.Minute, &during)
+	env.ExecuteWorkflow(workflows.ClusterWorkflowName, workflows.ClusterInput{Spec: testSpec(t, fmt.Sprintf(parallelSpec, "", "", ""))})
+	watched := map[string][]string{}
+	for _, r := range during.Rollout.Roles {
+		watched[r.Role] = r.InWatch
+	}
+	if len(watched["a"]) != 1 || len(watched["b"]) != 1 || len(watched["c"]) != 0 {
+		t.Errorf("5m in: watched %v; want a's and b's canaries together, c waiting its turn", watched)
+	}
+}

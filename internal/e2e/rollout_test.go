@@ -192,6 +192,16 @@ func TestADownReportDuringTheWatchPausesTheRolloutUntilResumed(t *testing.T) {
 	if got := runsOf(readTrace(t, trace), "", "upgrade"); len(got) != 1 {
 		t.Errorf("upgrades while paused: %+v", got)
 	}
+	// The ClusterPhase search attribute (the Web UI's and `list`'s) says so too.
+	waitFor(t, "list to show the rollout paused", func() bool {
+		res := cli(t, "list", "--all")
+		for _, line := range strings.Split(res.Stdout, "\n") {
+			if strings.HasPrefix(line, n+" ") && strings.Contains(line, "rollout-paused") {
+				return true
+			}
+		}
+		return false
+	})
 	mustSucceed(t, "signal", n, canary, "up")
 	// A shorter watch is a change of policy, not of what members run: no new revision, and
 	// the rollout stays paused until resumed.

@@ -177,6 +177,30 @@ func RolloutRoles(levels [][]string, roles []RoleState) []string {
 	return out
 }
 
+// RolloutGroups are the roles a rollout visits, in dependency order, each group rolling
+// together: one role at a time (BOSH's serial), except that a level's roles whose update
+// policy says parallel roll together, unless they replace their members (each replacement
+// batch is a pass of its own).
+func RolloutGroups(levels [][]string, roles []RoleState, desired spec.Cluster, restart bool) [][]string {
+	var groups [][]string
+	for _, level := range levels {
+		together := -1 // the level's group of parallel roles, where its first one comes
+		for _, name := range RolloutRoles([][]string{level}, roles) {
+			r, ok := desired.Role(name)
+			switch {
+			case !ok || !r.Update.Parallel || !restart && r.StrategyFor() != spec.InPlace:
+				groups = append(groups, []string{name})
+			case together < 0:
+				together = len(groups)
+				groups = append(groups, []string{name})
+			default:
+				groups[together] = append(groups[together], name)
+			}
+		}
+	}
+	return groups
+}
+
 // ChangedRoles names the roles whose settings differ between two specs, by name.
 func ChangedRoles(current, next spec.Cluster) []string {
 	changed := map[string]bool{}
