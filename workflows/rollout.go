@@ -104,21 +104,33 @@ func (c *cluster) initRevisions(at time.Time) {
 }
 
 // noteRevision makes the next revision when the desired spec's roles run other settings
-// than previous's, and starts rolling it out.
+// than previous's, and starts rolling it out; or when only their health policies changed,
+// which take effect at once and move no member.
 func (c *cluster) noteRevision(previous spec.Cluster, by, why string, at time.Time) bool {
 	changed := plan.ChangedRoles(previous, c.spec)
-	if len(changed) == 0 {
+	var parts []string
+	for _, r := range c.spec.Roles {
+		old, ok := previous.Role(r.Name)
+		if !ok {
+			continue
+		}
+		fields := settingsChanged(old, r)
+		if old.Health != r.Health {
+			fields = append(fields, "health")
+		}
+		if len(fields) > 0 {
+			parts = append(parts, r.Name+": "+strings.Join(fields, ", "))
+		}
+	}
+	if len(parts) == 0 {
 		return false
 	}
 	c.state.Revision++
-	var parts []string
 	for _, name := range changed {
 		r, _ := c.spec.Role(name)
-		old, _ := previous.Role(name)
 		if rs := c.state.Role(name); rs != nil {
 			rs.NoteRevision(c.state.Revision, plan.SettingsDigest(r))
 		}
-		parts = append(parts, name+": "+strings.Join(settingsChanged(old, r), ", "))
 	}
 	change := strings.Join(parts, "; ")
 	if why != "" {
@@ -135,7 +147,9 @@ func (c *cluster) noteRevision(previous spec.Cluster, by, why string, at time.Ti
 		c.state.Revisions = slices.Clone(c.state.Revisions[n-keptRevisions:])
 	}
 	c.keepRevisionSettings(previous.Scripts)
-	c.startRollout(&rollout{Revision: c.state.Revision, Started: at})
+	if len(changed) > 0 {
+		c.startRollout(&rollout{Revision: c.state.Revision, Started: at})
+	}
 	return true
 }
 
@@ -150,11 +164,11 @@ func settingsChanged(old, next spec.Role) []string {
 // settingsOf is a spec's roles as a revision keeps them.
 func settingsOf(c spec.Cluster) []spec.Role { return slices.Clone(c.Roles) }
 
-// specDigest names every role's settings at once.
+// specDigest names every role's settings at once, health policies included.
 func specDigest(c spec.Cluster) string {
 	h := sha256.New()
 	for _, r := range c.Roles {
-		fmt.Fprintf(h, "%s=%s\n", r.Name, plan.SettingsDigest(r))
+		fmt.Fprintf(h, "%s=%s %+v\n", r.Name, plan.SettingsDigest(r), r.Health)
 	}
 	return hex.EncodeToString(h.Sum(nil))[:16]
 }

@@ -416,3 +416,23 @@ roles:
 		t.Errorf("5m in: watched %v; want a's and b's canaries together, c waiting its turn", watched)
 	}
 }
+
+func TestAHealthPolicyChangeIsARevisionThatMovesNoMember(t *testing.T) {
+	fake := newFakeBackend()
+	env := newEnv(t, fake)
+	var after workflows.ClusterStatus
+	apply := updateAt(env, time.Hour, workflows.ApplyUpdate, workflows.ApplyRequest{
+		Spec: testSpec(t, strings.Replace(rolloutSpec, "    members: 5\n", "    members: 5\n    replaceAfter: 1m\n", 1)),
+	})
+	queryAt(t, env, 2*time.Hour, &after)
+	env.ExecuteWorkflow(workflows.ClusterWorkflowName, workflows.ClusterInput{Spec: testSpec(t, rolloutSpec)})
+	if res, _ := apply.result.(workflows.ChangeResult); apply.refused != nil || res.Revision != 2 {
+		t.Fatalf("apply: refused %v, result %+v", apply.refused, apply.result)
+	}
+	if got := upgrades(fake); len(got) != 0 || after.Rollout != nil || after.Phase != workflows.PhaseReady {
+		t.Errorf("a health change moved members %v; rollout %+v, phase %s", got, after.Rollout, after.Phase)
+	}
+	if n := len(after.Revisions); n != 2 || !strings.Contains(after.Revisions[1].Change, "worker: health") {
+		t.Errorf("revisions %+v", after.Revisions)
+	}
+}
