@@ -436,3 +436,53 @@ func TestAHealthPolicyChangeIsARevisionThatMovesNoMember(t *testing.T) {
 		t.Errorf("revisions %+v", after.Revisions)
 	}
 }
+
+// Maintenance holds a rollout as it holds any operation: no batch starts while it lasts,
+// and the rollout goes on once it ends.
+func TestMaintenanceHoldsARolloutUntilItEnds(t *testing.T) {
+	fake := newFakeBackend()
+	env := newEnv(t, fake)
+	updateAt(env, time.Hour, workflows.ApplyUpdate, workflows.ApplyRequest{Spec: withWorkerEnv(t, "4g")})
+	maintenanceAt(env, time.Hour+time.Minute, true) // the canary is in its 10m watch
+	var heldUpgrades []string
+	var held, after workflows.ClusterStatus
+	queryAt(t, env, time.Hour+40*time.Minute, &held)
+	env.RegisterDelayedCallback(func() { heldUpgrades = upgrades(fake) }, time.Hour+40*time.Minute)
+	maintenanceAt(env, time.Hour+45*time.Minute, false)
+	queryAt(t, env, 3*time.Hour, &after)
+	env.ExecuteWorkflow(workflows.ClusterWorkflowName, workflows.ClusterInput{Spec: testSpec(t, rolloutSpec)})
+	if len(heldUpgrades) != 1 || held.Phase != workflows.PhaseMaintenance {
+		t.Errorf("during maintenance: phase %s, upgrades %v; want the canary's alone", held.Phase, heldUpgrades)
+	}
+	if got := upgrades(fake); len(got) != 5 || after.Phase != workflows.PhaseReady || after.Rollout.State != workflows.RolloutDone {
+		t.Errorf("after maintenance: upgrades %v, phase %s (%s), rollout %+v", got, after.Phase, after.Message, after.Rollout)
+	}
+}
+
+// A resize during a rollout applies at once: the new members are set up with the new
+// revision, never upgraded, and the rollout goes on with the others.
+func TestAResizeDuringARolloutSetsUpNewMembersWithTheNewRevision(t *testing.T) {
+	fake := newFakeBackend()
+	env := newEnv(t, fake)
+	updateAt(env, time.Hour, workflows.ApplyUpdate, workflows.ApplyRequest{Spec: withWorkerEnv(t, "4g")})
+	resize := updateAt(env, time.Hour+5*time.Minute, workflows.ResizeUpdate, workflows.ResizeRequest{Counts: []workflows.RoleCount{{Role: "worker", Members: 7}}})
+	var after workflows.ClusterStatus
+	queryAt(t, env, 4*time.Hour, &after)
+	env.ExecuteWorkflow(workflows.ClusterWorkflowName, workflows.ClusterInput{Spec: testSpec(t, rolloutSpec)})
+	if resize.refused != nil {
+		t.Fatalf("resize refused: %v", resize.refused)
+	}
+	got := upgrades(fake)
+	slices.Sort(got)
+	if want := []string{"c-worker-0", "c-worker-1", "c-worker-2", "c-worker-3", "c-worker-4"}; !slices.Equal(got, want) {
+		t.Errorf("upgrades %v, want the 5 workers there before, once each", got)
+	}
+	for _, m := range after.Role("worker").Members {
+		if m.Revision != 2 || m.State != workflows.MemberReady {
+			t.Errorf("%s: %s on revision %d", m.Name, m.State, m.Revision)
+		}
+	}
+	if after.Phase != workflows.PhaseReady || after.Role("worker").Ready != 7 {
+		t.Errorf("after: phase %s (%s), %d workers ready", after.Phase, after.Message, after.Role("worker").Ready)
+	}
+}
