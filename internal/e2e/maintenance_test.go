@@ -12,6 +12,7 @@ import (
 	"time"
 
 	sdkpb "go.temporal.io/api/sdk/v1"
+	"go.temporal.io/sdk/client"
 
 	"github.com/clusterflow/clusterflow/internal/testenv"
 	"github.com/clusterflow/clusterflow/workflows"
@@ -50,6 +51,12 @@ func currentDetails(t *testing.T, s *stack, workflowID string) string {
 	t.Helper()
 	c := s.dial()
 	defer c.Close()
+	return currentDetailsOf(t, c, workflowID)
+}
+
+// currentDetailsOf asks c for a workflow's current details.
+func currentDetailsOf(t *testing.T, c client.Client, workflowID string) string {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	// The SDK's built-in query, which the Web UI asks too.

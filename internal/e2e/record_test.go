@@ -493,4 +493,14 @@ roles:
 	mustSucceed(t, "run", n, "backup", "--param", "target=/b", "--parallel", "2", "--wait")
 	mustSucceed(t, "delete", n, "--wait")
 	record("rolling-restart-paused-resumed-and-an-action", n)
+
+	n = "rec-replace"
+	replaceSpec := func(extra string) string {
+		return strings.Replace(rolloutSpec(n, extra, policy), "    events: [configure, addnodes, delnodes, teardown, upgrade]\n", "", 1)
+	}
+	specPath, _ = writeCluster(t, replaceSpec(""))
+	mustSucceed(t, "deploy", "-f", specPath, "--wait")
+	mustSucceed(t, "apply", "-f", writeSpec(t, specPath, "v2.yaml", replaceSpec(", VERSION: '2'")), "--wait", "--timeout", "3m")
+	mustSucceed(t, "delete", n, "--wait")
+	record("replace-rollout", n)
 }

@@ -5,6 +5,7 @@ import (
 	"math/rand/v2"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -124,6 +125,16 @@ func TestAnInPlaceRolloutUpdatesOnlyTheChangedRoleCanaryFirst(t *testing.T) {
 	if res := cli(t, "revisions", n); res.Code != 0 || !strings.Contains(res.Stdout, "worker: env") || strings.Count(res.Stdout, "\n") != 3 {
 		t.Errorf("revisions: %s", res)
 	}
+	// A dry run serves resizes too, and changes nothing.
+	if res := cli(t, "resize", n, "worker=6", "--dry-run"); res.Code != 0 || !strings.Contains(res.Stdout, "configure: "+n+"-worker-4, "+n+"-worker-5; addnodes to 7 members") {
+		t.Errorf("resize --dry-run: %s", res)
+	}
+	if res := cli(t, "resize", n, "worker=-1", "--dry-run"); res.Code != 2 || !strings.Contains(res.Stderr, "cannot be negative") {
+		t.Errorf("resize --dry-run to a negative count is not refused: %s", res)
+	}
+	if after := statusJSON(t, n); after.Generation != s.Generation || after.Role("worker").Desired != 4 {
+		t.Errorf("a dry run changed the cluster: generation %d → %d", s.Generation, after.Generation)
+	}
 	mustSucceed(t, "delete", n, "--wait")
 }
 
@@ -191,6 +202,11 @@ func TestADownReportDuringTheWatchPausesTheRolloutUntilResumed(t *testing.T) {
 	}
 	if got := runsOf(readTrace(t, trace), "", "upgrade"); len(got) != 1 {
 		t.Errorf("upgrades while paused: %+v", got)
+	}
+	// The Web UI's current details show the rollout's progress and the revision before it.
+	if details := currentDetailsOf(t, server.Client, workflows.ClusterWorkflowID(n)); !strings.Contains(details, "rollout-paused: rollout of revision 2 paused") ||
+		!strings.Contains(details, "worker 1 updated, 0 in watch, 3 waiting") || !strings.Contains(details, "revision 1 was deployed") {
+		t.Errorf("current details while paused: %q", details)
 	}
 	// The ClusterPhase search attribute (the Web UI's and `list`'s) says so too.
 	waitFor(t, "list to show the rollout paused", func() bool {
@@ -286,10 +302,11 @@ roles:
 	mustSucceed(t, "delete", n, "--wait")
 }
 
-// TestARolloutSurvivesItsWorkerAndServerBeingKilled kills the worker and the server at a
-// moment the test does not choose (from the start of the canary to its last batch), and
-// checks that the rollout still ends with every worker upgraded exactly once.
-func TestARolloutSurvivesItsWorkerAndServerBeingKilled(t *testing.T) {
+// TestARolloutSurvivesItsWorkerServerAndAgentBeingKilled kills the worker and the server,
+// then the agent, at moments the test does not choose (from the start of the canary to its
+// last batch), and checks that the rollout still ends with every worker upgraded exactly
+// once.
+func TestARolloutSurvivesItsWorkerServerAndAgentBeingKilled(t *testing.T) {
 	t.Parallel()
 	guard(t)
 	s := newStack(t)
@@ -310,6 +327,12 @@ func TestARolloutSurvivesItsWorkerAndServerBeingKilled(t *testing.T) {
 	s.kill(s.dev)
 	s.startDev()
 	s.startWorker()
+	time.Sleep(time.Duration(rand.Int64N(int64(1500 * time.Millisecond))))
+	if agent, ok := testenv.AgentPID(s.data); ok {
+		if err := syscall.Kill(agent, syscall.SIGKILL); err != nil {
+			t.Fatal(err)
+		}
+	}
 	if res := s.cli("rollout", "status", n, "--wait", "--timeout", "2m"); res.Code != 0 {
 		t.Fatalf("the rollout did not end: %s\nworker: %s", res, s.worker.Output())
 	}
