@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"maps"
 	"slices"
-	"strings"
 
 	"go.temporal.io/sdk/workflow"
 
@@ -16,79 +15,6 @@ import (
 // maxActionMembers bounds the members an action names: a request lands in the history,
 // and a role's members can be chosen by the role instead.
 const maxActionMembers = 1000
-
-// actionTargets are the members an action would run on, by role, or why it is refused.
-// Asked when the action runs, the members it names may have changed since it was asked.
-func (c *cluster) actionTargets(req ActionRequest) (map[string][]string, error) {
-	if err := c.refuseChange("run"); err != nil {
-		return nil, err
-	}
-	if err := spec.CheckActionCall(req.Action, req.Params); err != nil {
-		return nil, refused(apperr.Invalid, "run refused: %v", err)
-	}
-	if req.Parallel < 0 {
-		return nil, refused(apperr.Invalid, "run refused: --parallel is %d; it must be 0 (all at once) or more", req.Parallel)
-	}
-	if len(req.Members) > maxActionMembers {
-		return nil, refused(apperr.Invalid, "run refused: %d members named; name at most %d, or choose a role", len(req.Members), maxActionMembers)
-	}
-	declares := func(role string) error {
-		r, ok := c.spec.Role(role)
-		switch {
-		case !ok:
-			return refused(apperr.NotFound, "run refused: cluster %s has no role %q (its roles: %s)", c.state.Name, role, strings.Join(c.spec.RoleNames(), ", "))
-		case !r.HasAction(req.Action):
-			declared := "none"
-			if len(r.Actions) > 0 {
-				declared = strings.Join(r.Actions, ", ")
-			}
-			return refused(apperr.NotFound, "run refused: role %s has no action %q (its actions: %s)", role, req.Action, declared)
-		}
-		return nil
-	}
-	targets := map[string][]string{}
-	switch {
-	case len(req.Members) > 0:
-		for _, name := range req.Members {
-			rs, m := c.findMember(name)
-			if m == nil || m.State == MemberDeleted || req.Role != "" && rs.Name != req.Role {
-				return nil, refused(apperr.NotFound, "run refused: cluster %s has no member %q%s", c.state.Name, spec.Clip(name, spec.MaxMemberNameLength), inRole(req.Role))
-			}
-			if err := declares(rs.Name); err != nil {
-				return nil, err
-			}
-			if m.State != MemberReady {
-				return nil, refused(apperr.Conflict, "run refused: member %s is %s; actions run on ready members", name, m.State)
-			}
-			if !slices.Contains(targets[rs.Name], name) {
-				targets[rs.Name] = append(targets[rs.Name], name)
-			}
-		}
-	case req.Role != "":
-		if err := declares(req.Role); err != nil {
-			return nil, err
-		}
-		targets[req.Role] = readyNames(*c.state.Role(req.Role))
-	default:
-		for _, r := range c.spec.Roles {
-			if rs := c.state.Role(r.Name); rs != nil && r.HasAction(req.Action) {
-				targets[r.Name] = readyNames(*rs)
-			}
-		}
-		if len(targets) == 0 {
-			return nil, refused(apperr.NotFound, "run refused: no role of cluster %s declares action %q", c.state.Name, req.Action)
-		}
-	}
-	for role, names := range targets {
-		if len(names) == 0 {
-			delete(targets, role)
-		}
-	}
-	if len(targets) == 0 {
-		return nil, refused(apperr.Conflict, "run refused: no member to run %s on is ready", req.Action)
-	}
-	return targets, nil
-}
 
 // validateRunAction refuses an action while another is asked for or running: one at a
 // time, so that their results read plainly.
