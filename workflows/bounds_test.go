@@ -369,10 +369,12 @@ func TestARolloutStaysBoundedAtTenThousandMembers(t *testing.T) {
 name: c
 roles:
   - {name: controller, cardinality: "1", startscript: s.sh}
-  - {name: %s, members: %d, maxInFlight: 500, dependsOn: [controller], startscript: s.sh, events: [configure, addnodes, delnodes, teardown, upgrade],
+  - {name: %s, members: %d, maxInFlight: 500, dependsOn: [controller], startscript: s.sh, events: [configure, addnodes, delnodes, teardown, upgrade], heartbeatTimeout: 24h,
      update: {canaries: 1, maxInFlight: "50%%", watch: 0s}, env: {CERT: %s, VERSION: "%s"}}
 `, role, workers, strings.Repeat("x", 32<<10-40), version))
 	}
+	// The test environment's clock skips ahead to the next timer while the fake's activities
+	// wait for a busy machine's CPU: a day's heartbeat timeout keeps that from failing them.
 	updateAt(env, time.Hour, workflows.ApplyUpdate, workflows.ApplyRequest{Spec: specFor("2")})
 	var after workflows.ClusterStatus
 	env.RegisterDelayedCallback(func() { after = query(t, env) }, 3*time.Hour)

@@ -97,6 +97,11 @@ func (w *clusterWorkflow) convergeOnce(ctx workflow.Context) (again bool) {
 	if w.heldByMaintenance(ctx) {
 		return false
 	}
+	// Actions act on the members as they are, before this pass changes them: so they run
+	// on a cluster whose setup failed, too.
+	if w.runActions(ctx); ctx.Err() != nil {
+		return false
+	}
 	w.adoptRogues(workflow.Now(ctx))
 	if w.setUpElsewhere {
 		w.hosts.removeStale(ctx)
@@ -124,10 +129,6 @@ func (w *clusterWorkflow) convergeOnce(ctx workflow.Context) (again bool) {
 		w.logger.Warn("Could not refresh configmeta after deploy", "Error", err)
 	}
 	w.announce(ctx)
-	if ctx.Err() != nil {
-		return false
-	}
-	w.runActions(ctx)
 	if ctx.Err() != nil {
 		return false
 	}
@@ -191,6 +192,12 @@ func (w *clusterWorkflow) setUp(ctx workflow.Context, changed func() bool) (ende
 				return false
 			}
 			if failed := plan.LevelProblems(w.spec, w.state.Roles, step.Roles); len(failed) > 0 {
+				if w.keepReplacedOnFailure(ctx) {
+					// The rollout paused; the next pass removes the failed successors and tells
+					// the others of those that were set up.
+					ended, again = true, true
+					return false
+				}
 				w.skipLaterLevels(step.Level, strings.Join(step.Roles, ", "))
 				w.removeReplaced(ctx)
 				w.announce(ctx)

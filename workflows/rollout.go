@@ -429,6 +429,40 @@ func (w *clusterWorkflow) replaceBatch(ctx workflow.Context, def spec.Role, batc
 	w.touch(ctx)
 }
 
+// keepReplacedOnFailure is what a replace rollout does when a successor it set up failed:
+// the rollout pauses, and the member the successor was to replace stays, ready again,
+// while the failed successor leaves. It reports whether there was such a successor.
+func (w *clusterWorkflow) keepReplacedOnFailure(ctx workflow.Context) bool {
+	ro := w.state.Rollout
+	if ro == nil || len(ro.Replacing) == 0 {
+		return false
+	}
+	rs := w.state.Role(ro.ReplacingRole)
+	var failed []string
+	detail := ""
+	for i := range rs.Members {
+		s := &rs.Members[i]
+		if s.State != MemberConfigError || !slices.Contains(ro.Replacing, s.Replaces) {
+			continue
+		}
+		if old := rs.Member(s.Replaces); old != nil && old.State == MemberReplacing {
+			old.State, old.Leaving, old.ReplacedBy = MemberReady, false, ""
+			old.Detail = fmt.Sprintf("kept: its replacement %s failed", s.Name)
+		}
+		ro.Replacing = slices.DeleteFunc(ro.Replacing, func(n string) bool { return n == s.Replaces })
+		s.Leaving, s.Replaces = true, ""
+		failed = append(failed, s.Name)
+		if detail == "" {
+			detail = s.Detail
+		}
+	}
+	if len(failed) == 0 {
+		return false
+	}
+	w.pauseRollout(ctx, failed[0], fmt.Sprintf("the replacement %s (revision %d) failed to set up, and the members it was to replace stay: %s", spec.Some(failed, refusalNames), ro.Revision, detail))
+	return true
+}
+
 // replacedBatchDone checks the batch being replaced once the passes since set its
 // successors up: a successor that failed pauses the rollout, and the others are watched.
 // It reports whether the rollout goes on.

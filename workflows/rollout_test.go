@@ -486,3 +486,61 @@ func TestAResizeDuringARolloutSetsUpNewMembersWithTheNewRevision(t *testing.T) {
 		t.Errorf("after: phase %s (%s), %d workers ready", after.Phase, after.Message, after.Role("worker").Ready)
 	}
 }
+
+func TestAFailedReplacementKeepsTheMemberItWasToReplace(t *testing.T) {
+	fake := newFakeBackend()
+	fake.outcome = func(_ context.Context, run backend.ScriptRun) runner.Result {
+		if run.Event == spec.EventConfigure && run.Env["HEAP"] == "bad" {
+			return runner.Result{Outcome: runner.Exited, ExitCode: 1, StderrTail: "bad heap"}
+		}
+		return runner.Result{Outcome: runner.Exited}
+	}
+	env := newEnv(t, fake)
+	var paused, after workflows.ClusterStatus
+	updateAt(env, time.Hour, workflows.ApplyUpdate, workflows.ApplyRequest{
+		Spec: testSpec(t, strings.Replace(replaceSpec, "    members: 4\n", "    members: 4\n    env: {HEAP: bad}\n", 1)),
+	})
+	queryAt(t, env, 2*time.Hour, &paused)
+	undo := updateAt(env, 2*time.Hour+time.Minute, workflows.RolloutUndoUpdate, workflows.UndoRequest{})
+	queryAt(t, env, 3*time.Hour, &after)
+	env.ExecuteWorkflow(workflows.ClusterWorkflowName, workflows.ClusterInput{Spec: testSpec(t, replaceSpec)})
+	if paused.Phase != workflows.PhaseRolloutPaused || paused.Rollout.Member != "c-worker-4" || !strings.Contains(paused.Rollout.Paused, "bad heap") {
+		t.Fatalf("after the failed replacement: phase %s (%s), rollout %+v", paused.Phase, paused.Message, paused.Rollout)
+	}
+	var workers []string
+	for _, m := range paused.Role("worker").Members {
+		if m.State != workflows.MemberDeleted {
+			workers = append(workers, fmt.Sprintf("%s=%s@%d", m.Name, m.State, m.Revision))
+		}
+	}
+	if want := []string{"c-worker-0=ready@1", "c-worker-1=ready@1", "c-worker-2=ready@1", "c-worker-3=ready@1"}; !slices.Equal(workers, want) {
+		t.Errorf("workers while paused %v, want %v: the canary kept, its failed successor gone", workers, want)
+	}
+	if slices.Contains(fake.Calls(), "teardown c-worker-0") {
+		t.Error("the member whose replacement failed was torn down")
+	}
+	if undo.refused != nil || after.Phase != workflows.PhaseReady || after.Revision != 3 {
+		t.Errorf("after undo: refused %v, phase %s (%s), revision %d", undo.refused, after.Phase, after.Message, after.Revision)
+	}
+}
+
+func TestAnActionRunsOnAClusterWhoseSetupFailed(t *testing.T) {
+	fake := newFakeBackend()
+	fake.outcome = func(_ context.Context, run backend.ScriptRun) runner.Result {
+		if run.Event == spec.EventConfigure && run.Member.Name == "c-worker-5" {
+			return runner.Result{Outcome: runner.Exited, ExitCode: 1}
+		}
+		return runner.Result{Outcome: runner.Exited}
+	}
+	env := newEnv(t, fake)
+	asked := updateAt(env, time.Hour, workflows.RunActionUpdate, workflows.ActionRequest{Action: "backup", Members: []string{"c-worker-0"}})
+	var after workflows.ClusterStatus
+	queryAt(t, env, 2*time.Hour, &after)
+	env.ExecuteWorkflow(workflows.ClusterWorkflowName, workflows.ClusterInput{Spec: testSpec(t, restartSpec)})
+	if asked.refused != nil {
+		t.Fatalf("action refused: %v", asked.refused)
+	}
+	if a := after.Action(1); a == nil || a.State != workflows.ActionDone || a.Succeeded != 1 || after.Phase != workflows.PhaseFailed {
+		t.Errorf("phase %s, action %+v", after.Phase, a)
+	}
+}
