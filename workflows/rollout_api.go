@@ -96,8 +96,9 @@ const (
 )
 
 // PreviewQuery answers what an apply (Spec) or a resize (Counts) would do, changing
-// nothing: `apply --dry-run` and `resize --dry-run` print it.
-const PreviewQuery = "preview"
+// nothing: `apply --dry-run` and `resize --dry-run` print it. (Named, as ManifestQuery is,
+// to sort after status, which the Web UI's Queries tab offers first.)
+const PreviewQuery = "what-if"
 
 // PreviewRequest is the change to preview: a spec to apply, or counts to resize to.
 type PreviewRequest struct {

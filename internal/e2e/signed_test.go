@@ -100,9 +100,8 @@ func TestHostsRunOnlySpecsSignedByKeysTheyTrust(t *testing.T) {
 	}
 
 	// What a namespace writer could send with the Web UI or a raw SDK call, keeping the
-	// signature of generation 2: an apply adding a role, and a deploy whose env differs
-	// from the one signed. (An apply changing the env of a role with members is refused
-	// before it reaches history, signed or not.)
+	// signature of generation 2: an apply changing a role's env, an apply adding a role,
+	// and a deploy whose env differs from the one signed.
 	key, err := signing.LoadPrivateKey(filepath.Join(dir, "ops.key"))
 	if err != nil {
 		t.Fatal(err)
@@ -122,8 +121,17 @@ func TestHostsRunOnlySpecsSignedByKeysTheyTrust(t *testing.T) {
 		t.Fatal(err)
 	}
 	changed.Signature = oldSignature
-	if _, err := raw.Apply(ctx, changed); err == nil || !strings.Contains(err.Error(), "its env cannot change") {
-		t.Errorf("an apply changing the env of running members: %v", err)
+	if _, err := raw.Apply(ctx, changed); err != nil {
+		t.Fatal(err)
+	}
+	// The new env's rollout sets up a replacement, which the host refuses: the rollout
+	// pauses, and the member it was to replace stays, running what was signed.
+	waitFor(t, "the host to refuse the unsigned env's rollout", func() bool {
+		st := s.status("signed")
+		return st.Phase == workflows.PhaseRolloutPaused && strings.Contains(st.Rollout.Paused, `signature by key "ops" does not match the spec it came with`)
+	})
+	if st := s.status("signed"); st.Role("w").Ready != 2 {
+		t.Errorf("the members running the signed spec did not stay: %v", memberStates(st, "w"))
 	}
 	grown := signedSpec
 	extra := grown.Roles[0]
