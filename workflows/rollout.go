@@ -585,7 +585,7 @@ func (w *clusterWorkflow) watch(ctx workflow.Context, policies []spec.Update, na
 	ro.Watching, ro.Tripped, ro.TrippedBy = names, "", ""
 	defer func() { ro.Watching = nil }()
 	started := workflow.Now(ctx)
-	closed := func() bool { return w.gateClosed(names, started) || ro.Paused != "" }
+	closed := func() bool { return w.gateClosed(names) || ro.Paused != "" }
 	var minWatch, maxWatch time.Duration
 	for _, p := range policies {
 		low, high := p.Watch()
@@ -607,7 +607,7 @@ func (w *clusterWorkflow) watch(ctx workflow.Context, policies []spec.Update, na
 
 // gateClosed says whether anything about the watched members halts the rollout, and
 // records why: a health report against one, or one no longer ready (its host lost, say).
-func (c *cluster) gateClosed(names []string, since time.Time) bool {
+func (c *cluster) gateClosed(names []string) bool {
 	ro := c.state.Rollout
 	if ro.Tripped != "" {
 		return true
