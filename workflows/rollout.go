@@ -299,7 +299,7 @@ func (c *cluster) validateRolloutPause() error {
 func (w *clusterWorkflow) onRolloutPause(ctx workflow.Context) (RolloutStatus, error) {
 	w.state.Rollout.Paused, w.state.Rollout.Member, w.state.Rollout.PausedAt = "paused by an operator", "", workflow.Now(ctx)
 	w.touch(ctx)
-	return *w.rolloutStatus(), nil
+	return w.rolloutAnswer(), nil
 }
 
 func (c *cluster) validateRolloutResume() error {
@@ -317,7 +317,7 @@ func (w *clusterWorkflow) onRolloutResume(ctx workflow.Context) (RolloutStatus, 
 	ro.Paused, ro.Member, ro.Tripped, ro.TrippedBy = "", "", "", ""
 	w.newGeneration(ro.what() + " resumed")
 	w.touch(ctx)
-	return *w.rolloutStatus(), nil
+	return w.rolloutAnswer(), nil
 }
 
 func (c *cluster) validateRolloutUndo(req UndoRequest) error {
@@ -341,7 +341,7 @@ func (w *clusterWorkflow) onRolloutUndo(ctx workflow.Context, req UndoRequest) (
 		return RolloutStatus{}, err
 	}
 	w.applySpec(ctx, next, req.By, fmt.Sprintf("undo to revision %d", to))
-	return *w.rolloutStatus(), nil
+	return w.rolloutAnswer(), nil
 }
 
 // The rollout pass.
@@ -726,6 +726,15 @@ func (c *cluster) rolloutStatus() *RolloutStatus {
 	return out
 }
 
+// rolloutAnswer is what the rollout updates return: the latest rollout's progress, or an
+// empty one when a change made none (an undo that moves no member).
+func (c *cluster) rolloutAnswer() RolloutStatus {
+	if ro := c.rolloutStatus(); ro != nil {
+		return *ro
+	}
+	return RolloutStatus{Revision: c.state.Revision, State: RolloutDone}
+}
+
 // revisionsList is the revisions as `clusterflow revisions` lists them, oldest first.
 func (c *cluster) revisionsList() []Revision {
 	out := make([]Revision, len(c.state.Revisions))
@@ -757,5 +766,5 @@ func (w *clusterWorkflow) onRestart(ctx workflow.Context, req RestartRequest) (R
 	}
 	w.newGeneration(fmt.Sprintf("rolling restart of %d members", total))
 	w.touch(ctx)
-	return *w.rolloutStatus(), nil
+	return w.rolloutAnswer(), nil
 }

@@ -544,3 +544,22 @@ func TestAnActionRunsOnAClusterWhoseSetupFailed(t *testing.T) {
 		t.Errorf("phase %s, action %+v", after.Phase, a)
 	}
 }
+
+// An undo of a revision that moved no member (a health change) makes a revision and no
+// rollout, and answers all the same.
+func TestUndoOfAHealthChangeAnswersWithoutARollout(t *testing.T) {
+	env := newEnv(t, newFakeBackend())
+	updateAt(env, time.Hour, workflows.ApplyUpdate, workflows.ApplyRequest{
+		Spec: testSpec(t, strings.Replace(rolloutSpec, "    members: 5\n", "    members: 5\n    replaceAfter: 1m\n", 1)),
+	})
+	undo := updateAt(env, 2*time.Hour, workflows.RolloutUndoUpdate, workflows.UndoRequest{})
+	var after workflows.ClusterStatus
+	queryAt(t, env, 3*time.Hour, &after)
+	env.ExecuteWorkflow(workflows.ClusterWorkflowName, workflows.ClusterInput{Spec: testSpec(t, rolloutSpec)})
+	if undo.refused != nil || after.Revision != 3 || after.Phase != workflows.PhaseReady {
+		t.Errorf("undo: refused %v, revision %d, phase %s", undo.refused, after.Revision, after.Phase)
+	}
+	if res, ok := undo.result.(workflows.RolloutStatus); !ok || res.State != workflows.RolloutDone {
+		t.Errorf("undo answered %#v", undo.result)
+	}
+}
