@@ -31,21 +31,6 @@ roles:
 `, name, workerEnv, update)
 }
 
-// overlapping is the most runs that were running at once.
-func overlapping(runs []scriptRun) int {
-	most := 0
-	for _, r := range runs {
-		n := 0
-		for _, o := range runs {
-			if o.Start <= r.Start && r.Start < o.End {
-				n++
-			}
-		}
-		most = max(most, n)
-	}
-	return most
-}
-
 func revisionsOf(s workflows.ClusterStatus, role string) []int {
 	var revs []int
 	for _, m := range s.Role(role).Members {
@@ -85,7 +70,7 @@ func TestAnInPlaceRolloutUpdatesOnlyTheChangedRoleCanaryFirst(t *testing.T) {
 			t.Errorf("%s started its upgrade before the canary %s ended", u.Member, canary.Member)
 		}
 	}
-	if most := overlapping(upgrades[1:]); most > 2 {
+	if most := maxOverlap(upgrades[1:]); most > 2 {
 		t.Errorf("%d upgrades ran at once after the canary; maxInFlight is 2", most)
 	}
 	// The dry run named the batches that then ran: the canary alone, then two at once.
@@ -266,7 +251,7 @@ roles:
 			t.Errorf("%s restarted before the canary %s was done", r.Member, restarts[0].Member)
 		}
 	}
-	if most := overlapping(restarts); most > 2 {
+	if most := maxOverlap(restarts); most > 2 {
 		t.Errorf("%d restarts ran at once; maxInFlight is 2", most)
 	}
 

@@ -61,6 +61,27 @@ func TestAHostRunsOnlyWhatATrustedKeySigned(t *testing.T) {
 			t.Errorf("%s: %v, want %q", tc.name, err, tc.want)
 		}
 	}
+	// An action runs only if the signed manifest lists it; a manifest of roles without
+	// actions reads exactly as one signed before actions existed.
+	if data := ManifestOf(c, "ns").message(); strings.Contains(string(data), "actions") {
+		t.Errorf("a manifest without actions mentions them: %s", data)
+	}
+	withAction := testSpec()
+	withAction.Roles[0].Actions = []string{"backup"}
+	signedAction := Signed{Manifest: ManifestOf(withAction, "ns"), Signature: *alice.Sign(ManifestOf(withAction, "ns"))}
+	backup := runOf(withAction, "ns", "backup")
+	backup.Action = "backup"
+	if err := trusted.Check([]Signed{signedAction}, backup); err != nil {
+		t.Errorf("a signed action: %v", err)
+	}
+	compact := runOf(withAction, "ns", "compact")
+	compact.Action = "compact"
+	if err := trusted.Check([]Signed{signedAction}, compact); err == nil || !strings.Contains(err.Error(), "do not include compact") {
+		t.Errorf("an action the manifest does not list: %v", err)
+	}
+	if err := trusted.Check([]Signed{signed}, backup); err == nil || !strings.Contains(err.Error(), "do not include backup") {
+		t.Errorf("an action under a manifest signed without it: %v", err)
+	}
 	// An older signed spec still covers what it signed, beside a newer tampered one.
 	if err := trusted.Check([]Signed{tampered, signed}, runOf(c, "ns", spec.EventTeardown)); err != nil {
 		t.Errorf("a run the older signed spec covers: %v", err)

@@ -4,9 +4,9 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"maps"
 	"slices"
-	"strconv"
 	"time"
 
 	"github.com/clusterflow/clusterflow/spec"
@@ -129,7 +129,7 @@ func NextBatch(role spec.Role, rs RoleState, outdated []Member, updated int) (ba
 	}
 	room := limit - unavailable
 	if room <= 0 {
-		return RolloutBatch{}, "its maxUnavailable allows " + plural(limit, "member") + " down at once, and " + plural(unavailable, "is") + " down now"
+		return RolloutBatch{}, fmt.Sprintf("its maxUnavailable allows %d members down at once, and %d are down now", limit, unavailable)
 	}
 	if updated < role.Update.CanaryCount() {
 		return RolloutBatch{Canary: true, Members: outdated[:1]}, ""
@@ -147,18 +147,6 @@ func LiveMembers(rs RoleState) []Member {
 		}
 	}
 	return live
-}
-
-func plural(n int, what string) string {
-	switch {
-	case what == "is" && n == 1:
-		return "1 is"
-	case what == "is":
-		return strconv.Itoa(n) + " are"
-	case n == 1:
-		return "1 " + what
-	}
-	return strconv.Itoa(n) + " " + what + "s"
 }
 
 // RolloutRoles are the roles a rollout visits, in dependency order: each level's roles one
