@@ -44,10 +44,12 @@ type Agent struct {
 	// heartbeats counts the heartbeats sent, for the log's report of the load on Temporal.
 	heartbeats atomic.Int64
 
-	mu       sync.Mutex
-	runs     map[string]*run
-	idleFrom time.Time
-	stopping bool
+	mu   sync.Mutex
+	runs map[string]*run
+	// launching holds the runs being started, which a launch of the same run waits for.
+	launching map[string]chan struct{}
+	idleFrom  time.Time
+	stopping  bool
 }
 
 // Serve runs the agent until ctx ends or it has been idle for IdleExit. It re-adopts the
@@ -81,7 +83,7 @@ func Serve(ctx context.Context, opts Options) error {
 
 	ctx, stop := context.WithCancel(ctx)
 	defer stop()
-	a := &Agent{opts: opts, log: opts.Logger, ctx: ctx, runs: map[string]*run{}, idleFrom: time.Now()}
+	a := &Agent{opts: opts, log: opts.Logger, ctx: ctx, runs: map[string]*run{}, launching: map[string]chan struct{}{}, idleFrom: time.Now()}
 	a.clients = newTemporalClients(dir, a.log)
 	defer a.clients.close()
 	a.readopt()
@@ -253,7 +255,7 @@ func (a *Agent) exitWhenIdle(stop func()) {
 		case <-tick.C:
 		}
 		a.mu.Lock()
-		idle := len(a.runs) == 0 && time.Since(a.idleFrom) >= a.opts.IdleExit
+		idle := len(a.runs) == 0 && len(a.launching) == 0 && time.Since(a.idleFrom) >= a.opts.IdleExit
 		if idle {
 			a.stopping = true
 		}

@@ -156,6 +156,48 @@ func TestARelaunchAttachesToTheRunningScript(t *testing.T) {
 	}
 }
 
+// Launches start in parallel, outside the agent's lock; launches of one run that arrive
+// together (a retry racing the first attempt) still start it once: one is started, the
+// others attach.
+func TestLaunchesAtOnceStartEachRunOnce(t *testing.T) {
+	f := newFixture(t)
+	sum := f.install("#!/bin/sh\n" + countingScript)
+	const runs, copies = 8, 4
+	actions := make(chan string, runs*copies)
+	errs := make(chan error, runs*copies)
+	for i := range runs * copies {
+		go func() {
+			l := f.launchOf(fmt.Sprint(i%runs), fmt.Sprintf("token-%d", i), sum)
+			l.Script.Env = append(l.Script.Env, "SLEEP=1")
+			reply, err := f.client.Launch(context.Background(), l)
+			errs <- err
+			actions <- reply.Action
+		}()
+	}
+	started := 0
+	for range runs * copies {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+		switch action := <-actions; action {
+		case ActionStarted:
+			started++
+		case ActionAttached, ActionDelivering:
+		default:
+			t.Errorf("launch answered %q", action)
+		}
+	}
+	for i := range runs {
+		f.waitResult(fmt.Sprint(i))
+	}
+	if started != runs {
+		t.Errorf("%d launches started a script, want %d (one per run)", started, runs)
+	}
+	if n := f.runs(); n != runs {
+		t.Errorf("scripts ran %d times, want %d", n, runs)
+	}
+}
+
 func TestARestartedAgentAdoptsARunThatEndedWhileItWasDown(t *testing.T) {
 	f := newFixture(t)
 	f.launch("1", "t", countingScript)

@@ -82,32 +82,69 @@ func (a *Agent) launch(l Launch) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	dir := at.records
 	retoken := func(rec *record) {
 		rec.TaskToken, rec.ConnectionID = l.TaskToken, connID
 	}
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	if a.stopping {
-		return "", errStopping
+	for {
+		a.mu.Lock()
+		if a.stopping {
+			a.mu.Unlock()
+			return "", errStopping
+		}
+		if pending := a.launching[id]; pending != nil {
+			// A launch of the same run is under way: wait for it, then attach to its run.
+			a.mu.Unlock()
+			<-pending
+			continue
+		}
+		if action, ok := a.attach(id, retoken); ok {
+			a.mu.Unlock()
+			return action, nil
+		}
+		// Reserve the run, and start it without the lock: a wide role's launches arrive
+		// together, and each spawn takes milliseconds that others need not wait for.
+		done := make(chan struct{})
+		a.launching[id] = done
+		a.mu.Unlock()
+		action, err := a.start(l, id, at, retoken)
+		a.mu.Lock()
+		delete(a.launching, id)
+		close(done)
+		a.mu.Unlock()
+		return action, err
 	}
-	if r := a.runs[id]; r != nil && r.snapshot().state() == runLost {
+}
+
+// attach joins a relaunch to the run it repeats, if the agent looks after one that is not
+// lost; the caller holds a.mu.
+func (a *Agent) attach(id string, retoken func(*record)) (string, bool) {
+	r := a.runs[id]
+	if r == nil {
+		return "", false
+	}
+	if r.snapshot().state() == runLost {
 		// Still reporting the loss; the relaunch runs the script again instead.
 		delete(a.runs, id)
 		close(r.dropped)
-	} else if r != nil {
-		r.update(retoken)
-		for _, wake := range []chan struct{}{r.retokened, r.heartbeatNow} {
-			select {
-			case wake <- struct{}{}:
-			default:
-			}
-		}
-		if r.snapshot().state().finished() {
-			return ActionDelivering, nil
-		}
-		return ActionAttached, nil
+		return "", false
 	}
+	r.update(retoken)
+	for _, wake := range []chan struct{}{r.retokened, r.heartbeatNow} {
+		select {
+		case wake <- struct{}{}:
+		default:
+		}
+	}
+	if r.snapshot().state().finished() {
+		return ActionDelivering, true
+	}
+	return ActionAttached, true
+}
+
+// start takes over a run a previous agent left on disk, or starts the script afresh. The
+// caller has reserved the run's ID in a.launching.
+func (a *Agent) start(l Launch, id string, at runPlace, retoken func(*record)) (string, error) {
+	dir := at.records
 	if rec, err := loadRecord(dir); err == nil && rec.state() != runLost {
 		if rec.state() == runExited {
 			r := a.track(id, dir, rec, retoken)
@@ -137,22 +174,30 @@ func (a *Agent) launch(l Launch) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	r := a.track(id, dir, rec, retoken)
+	r := a.newRun(id, dir, rec)
 	r.exited = exited
+	a.record(r, retoken)
 	a.log.Debug("Started script", zap.String("member", l.Member), zap.String("event", l.Event), zap.Int("pid", rec.Handle.PID))
 	go a.supervise(r)
 	return ActionStarted, nil
 }
 
-// track records the run on disk and in the index, and looks after it from now on.
+// track looks after a run found on disk from now on.
 func (a *Agent) track(id, dir string, rec *record, change func(*record)) *run {
 	r := a.newRun(id, dir, rec)
-	r.update(change)
-	if err := atomicfile.Write(filepath.Join(a.opts.Dir, indexDir, id), []byte(dir), 0o644); err != nil {
-		a.log.Warn("Could not index run; a restarted agent will not adopt it", zap.String("dir", dir), zap.Error(err))
-	}
-	a.runs[id] = r
+	a.record(r, change)
 	return r
+}
+
+// record saves the run and its index entry, and adds it to the runs the agent looks after.
+func (a *Agent) record(r *run, change func(*record)) {
+	r.update(change)
+	if err := atomicfile.Write(filepath.Join(a.opts.Dir, indexDir, r.id), []byte(r.dir), 0o644); err != nil {
+		a.log.Warn("Could not index run; a restarted agent will not adopt it", zap.String("dir", r.dir), zap.Error(err))
+	}
+	a.mu.Lock()
+	a.runs[r.id] = r
+	a.mu.Unlock()
 }
 
 // readopt takes over the runs a previous agent left: it supervises those still running and

@@ -60,8 +60,10 @@ type Handle struct {
 
 // wrapper runs the script and writes its exit status. It survives SIGTERM (the trap only
 // defers it until the script ends) so a stopped script still gets its status written;
-// the trap is reset for the script itself.
-const wrapper = `x=$1; shift; trap : TERM INT HUP; "$@"; c=$?; echo $c >"$x.tmp" && mv "$x.tmp" "$x"`
+// the trap is reset for the script itself. The status is one short write, ending in a
+// newline, which ExitCode waits for: no rename, so no third process per run (a wide
+// role's launches are mostly process starts).
+const wrapper = `x=$1; shift; trap : TERM INT HUP; "$@"; echo $? >"$x"`
 
 // Spawn starts the script in its own session, detached from the caller: killing the caller
 // leaves the script running. The caller's own child is reaped in the background, and the
@@ -161,7 +163,13 @@ func (h Handle) ExitCode() (int, bool) {
 	if err != nil {
 		return 0, false
 	}
-	code, err := strconv.Atoi(strings.TrimSpace(string(data)))
+	// Without its newline the status is still being written (or never was: the wrapper died
+	// between opening the file and writing it).
+	text, complete := strings.CutSuffix(string(data), "\n")
+	if !complete {
+		return 0, false
+	}
+	code, err := strconv.Atoi(strings.TrimSpace(text))
 	return code, err == nil
 }
 

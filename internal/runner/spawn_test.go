@@ -209,6 +209,28 @@ func TestAQuickScriptLeavesItsStatusInAFolderNotYetMade(t *testing.T) {
 	}
 }
 
+// The wrapper writes the status straight into the exit file: a file still empty, or
+// without its newline, is a status being written (or one a dying wrapper never finished),
+// never an exit.
+func TestAnExitStatusCountsOnlyOnceWhole(t *testing.T) {
+	s := script(t, "exit 0\n")
+	h := Handle{Sandbox: s.Sandbox, ExitFile: "exit"}
+	for _, partial := range []string{"", "1", "12"} {
+		if err := os.WriteFile(filepath.Join(s.Sandbox, "exit"), []byte(partial), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if code, ok := h.ExitCode(); ok {
+			t.Errorf("exit file %q read as exit status %d; want no status yet", partial, code)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(s.Sandbox, "exit"), []byte("12\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if code, ok := h.ExitCode(); !ok || code != 12 {
+		t.Errorf("exit file \"12\\n\" read as (%d, %v), want (12, true)", code, ok)
+	}
+}
+
 // threads is how many OS threads this process has.
 func threads(t *testing.T) int {
 	t.Helper()
