@@ -1,6 +1,7 @@
-# Builds clusterflow (every command, `dev` included) and clusterflow-host (the same without
-# the embedded server and Web UI: what the hosts run) and ships them on a slim Debian:
-# startscripts run in the worker's container and need a shell and coreutils.
+# Builds clusterflow (every command; its `dev` needs cmd/clusterflow-dev, which the image
+# leaves out: it runs against the compose file's Temporal server) and clusterflow-host (the
+# same without `dev`: what the hosts run) and ships them on a slim Debian: startscripts run
+# in the worker's container and need a shell and coreutils.
 FROM golang:1.26.8-bookworm AS build
 WORKDIR /src
 COPY go.mod go.sum ./

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # What a host pays: cmd/clusterflow-host (no embedded server or Web UI) against the full
-# cmd/clusterflow, measured in the same run.
+# cmd/clusterflow-dev (what `clusterflow dev` runs), measured in the same run.
 #   - size on disk;
 #   - `--help` peak RSS (a client command's start-up). Target: at most 30 MB;
 #   - an idle host, worker plus agent, in PSS (/proc/PID/smaps_rollup), after one member
@@ -43,12 +43,12 @@ YAML
   "$cf" host cordon "$name" > /dev/null # the next host measured gets the next member
 }
 
-full_help=$(help_rss_kb "$cf"); host_help=$(help_rss_kb "$host_bin")
-full_idle=$(idle_host "$cf" full)
+full_help=$(help_rss_kb "$cf-dev"); host_help=$(help_rss_kb "$host_bin")
+full_idle=$(idle_host "$cf-dev" full)
 host_idle=$(idle_host "$host_bin" light)
 printf '%-34s %12s %12s %8s\n' "" "clusterflow" "-host" "ratio"
-printf '%-34s %9s MB %9s MB %8.2f\n' "size on disk" $(( $(stat -c %s "$cf") / 1000000 )) $(( $(stat -c %s "$host_bin") / 1000000 )) \
-  "$(awk -v a="$(stat -c %s "$host_bin")" -v b="$(stat -c %s "$cf")" 'BEGIN { print a / b }')"
+printf '%-34s %9s MB %9s MB %8.2f\n' "size on disk" $(( $(stat -c %s "$cf-dev") / 1000000 )) $(( $(stat -c %s "$host_bin") / 1000000 )) \
+  "$(awk -v a="$(stat -c %s "$host_bin")" -v b="$(stat -c %s "$cf-dev")" 'BEGIN { print a / b }')"
 printf '%-34s %8s MiB %8s MiB %8.2f   (target: host at most 30 MB)\n' "--help peak RSS" "$(mib "$full_help")" "$(mib "$host_help")" \
   "$(awk -v a="$host_help" -v b="$full_help" 'BEGIN { print a / b }')"
 printf '%-34s %8s MiB %8s MiB %8.2f   (target: host at most 60 MiB)\n' "idle host, worker + agent, PSS" "$(mib "$full_idle")" "$(mib "$host_idle")" \
@@ -64,7 +64,7 @@ if [ -n "${COLD:-}" ]; then
     echo $(( $(ms) - start ))
     rm -rf "$cache"
   }
-  full_cold=$(cold ./cmd/clusterflow full)
+  full_cold=$(cold ./cmd/clusterflow-dev full)
   host_cold=$(cold ./cmd/clusterflow-host host)
   printf '%-34s %9d s %10d s %8.2f   (target: at most 0.33)\n' "cold build" $(( full_cold / 1000 )) $(( host_cold / 1000 )) \
     "$(awk -v a="$host_cold" -v b="$full_cold" 'BEGIN { print a / b }')"

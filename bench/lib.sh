@@ -17,7 +17,8 @@ cleanup() {
 trap cleanup EXIT
 
 echo "building clusterflow..." >&2
-(cd "$root" && go build -o "$cf" ./cmd/clusterflow)
+# clusterflow runs clusterflow-dev beside it for `dev`, which runs the worker and the agent.
+(cd "$root" && go build -o "$tmp/" ./cmd/clusterflow ./cmd/clusterflow-dev)
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
 export TEMPORAL_ADDRESS=127.0.0.1:$(free_port)
 # Benchmarks run scripts in temporary folders only their user may reach; as root, let the
@@ -115,6 +116,7 @@ pss_start() {
   python3 - "$cf" "$tmp/rss.stop" > "$tmp/rss" <<'PY' &
 import os, sys, time
 binary, stop = os.path.realpath(sys.argv[1]), sys.argv[2]
+binaries = (binary, binary + "-dev")  # dev runs clusterflow-dev in its place
 peak = {"rss": 0, "pss": 0}
 each = {}
 def kb(path, key):
@@ -127,7 +129,7 @@ while not os.path.exists(stop):
     for pid in filter(str.isdigit, os.listdir("/proc")):
         try:
             # comm first: reading every script's exe link took a sixth of a core at 500 scripts.
-            if not open(f"/proc/{pid}/comm").read().startswith("clusterflow") or os.path.realpath(f"/proc/{pid}/exe") != binary:
+            if not open(f"/proc/{pid}/comm").read().startswith("clusterflow") or os.path.realpath(f"/proc/{pid}/exe") not in binaries:
                 continue
             cmdline = open(f"/proc/{pid}/cmdline").read()
             role = cmdline.split("\0")[1]

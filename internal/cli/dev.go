@@ -20,6 +20,7 @@ import (
 	"github.com/clusterflow/clusterflow/internal/backend/factory"
 	"github.com/clusterflow/clusterflow/internal/codec"
 	"github.com/clusterflow/clusterflow/internal/codecserver"
+	"github.com/clusterflow/clusterflow/internal/devbinary"
 	"github.com/clusterflow/clusterflow/internal/gateway"
 	"github.com/clusterflow/clusterflow/internal/logging"
 	"github.com/clusterflow/clusterflow/internal/render"
@@ -29,9 +30,13 @@ import (
 	"github.com/clusterflow/clusterflow/workflows"
 )
 
-// Embedded starts the embedded Temporal server and Web UI. Only cmd/clusterflow links
-// them (internal/devserver): they are most of its size and start-up memory.
+// Embedded starts the embedded Temporal server and Web UI. Only cmd/clusterflow-dev links
+// them (internal/devserver): they are most of its size, start-up time and memory.
 type Embedded struct {
+	// Elsewhere, in a binary without them, finds the binary that has them, which `dev`
+	// then runs in this process's place.
+	Elsewhere func() (string, error)
+
 	StartServer func(opts EmbeddedServerOptions) (EmbeddedServer, error)
 	// StartUI's codecEndpoint, when set, is the codec server the UI decodes payloads through.
 	StartUI func(address, temporalAddress, namespace, codecEndpoint string) (EmbeddedUI, error)
@@ -127,6 +132,13 @@ func parseDevFlags(args []string) (devFlags, error) {
 func runDev(ctx context.Context, args []string, embedded *Embedded) error {
 	if embedded == nil {
 		return apperr.Errorf(apperr.Invalid, "this binary has no embedded Temporal server: run `clusterflow dev` (cmd/clusterflow), or point it at a server with --address")
+	}
+	if embedded.StartServer == nil {
+		path, err := embedded.Elsewhere()
+		if err != nil {
+			return apperr.Errorf(apperr.Unavailable, "dev: %v", err)
+		}
+		return devbinary.Exec(path, append([]string{"dev"}, args...))
 	}
 	preferSmallHeap()
 	f, err := parseDevFlags(args)

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -143,6 +144,62 @@ func TestDevSaysWhyItCannotStart(t *testing.T) {
 	res, err := testenv.Run(ctx, dir, nil, "dev", "--no-ui", "--no-worker", "--no-gateway", "--db", filepath.Join(dir, "dev.db"), "--address", taken.Addr().String())
 	if err != nil || res.Code != 1 || !strings.Contains(res.Stderr, "address already in use") {
 		t.Errorf("dev on a taken address: %v %s", err, res)
+	}
+}
+
+// The clusterflow binary links no Temporal server: its `dev` runs clusterflow-dev. A
+// clusterflow alone, as `go run ./cmd/clusterflow dev` builds it, builds clusterflow-dev
+// from its own checkout into the user's cache and runs that (here, on a taken address, the
+// embedded server's own refusal shows that it ran). Without Go or a checkout at hand, dev
+// says what to build.
+func TestALoneClusterflowRunsDevFromItsCheckout(t *testing.T) {
+	guard(t)
+	bin, err := testenv.Binary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	lone := filepath.Join(dir, "bin", "clusterflow")
+	data, err := os.ReadFile(bin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Dir(lone), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(lone, data, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	taken, err := net.Listen("tcp", freeAddress(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer taken.Close()
+	devArgs := []string{"dev", "--no-ui", "--no-worker", "--no-gateway", "--db", filepath.Join(dir, "dev.db"), "--address", taken.Addr().String()}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+
+	// Go's own build cache stays where it is, so the build only links.
+	goCache, err := exec.Command("go", "env", "GOCACHE").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cache := filepath.Join(dir, "cache")
+	env := []string{"XDG_CACHE_HOME=" + cache, "GOCACHE=" + strings.TrimSpace(string(goCache)), "CLUSTERFLOW_DEV_BINARY="}
+	res, err := testenv.RunBinary(ctx, lone, dir, env, devArgs...)
+	if err != nil || res.Code != 1 || !strings.Contains(res.Stderr, "address already in use") {
+		t.Fatalf("dev from a lone clusterflow on a taken address: %v %s", err, res)
+	}
+	built, _ := filepath.Glob(filepath.Join(cache, "clusterflow", "dev-*", "clusterflow-dev"))
+	if len(built) != 1 {
+		t.Fatalf("clusterflow-dev built into the cache: %v, want one", built)
+	}
+
+	// No Go on PATH, and no clusterflow-dev beside it or on PATH.
+	env = []string{"XDG_CACHE_HOME=" + t.TempDir(), "PATH=/usr/bin:/bin", "CLUSTERFLOW_DEV_BINARY="}
+	res, err = testenv.RunBinary(ctx, lone, dir, env, devArgs...)
+	if err != nil || res.Code == 0 || !strings.Contains(res.Stderr, "go build ./cmd/clusterflow ./cmd/clusterflow-dev") || !strings.Contains(res.Stderr, "CLUSTERFLOW_DEV_BINARY") {
+		t.Errorf("dev with nothing to run should say what to build: %v %s", err, res)
 	}
 }
 

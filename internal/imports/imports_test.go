@@ -28,6 +28,10 @@ var never = []struct {
 		"the planner is pure: a table test runs it without a workflow context"},
 	{"activities", []string{"internal/backend/local", "internal/agent", "internal/runner"},
 		"activities reach members through the backend seam only"},
+	{"cmd/clusterflow", []string{"internal/devserver", "go.temporal.io/server/", "github.com/temporalio/ui-server/"},
+		"every command but dev starts without the embedded server's packages; dev runs cmd/clusterflow-dev"},
+	{"cmd/clusterflow-host", []string{"internal/devserver", "go.temporal.io/server/", "github.com/temporalio/ui-server/"},
+		"a fleet's hosts run no embedded server"},
 	{"internal/backend", []string{"internal/backend/local", "internal/agent", "internal/runner", "go.temporal.io/"},
 		"the seam is neutral types and interfaces: any substrate implements it"},
 }

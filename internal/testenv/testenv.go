@@ -87,8 +87,8 @@ var (
 	buildErr  error
 )
 
-// Binary builds cmd/clusterflow (and cmd/clusterflow-host beside it) from this checkout
-// once per test process and returns its path.
+// Binary builds cmd/clusterflow (and cmd/clusterflow-host and cmd/clusterflow-dev, which
+// its `dev` runs, beside it) from this checkout once per test process and returns its path.
 func Binary() (string, error) {
 	buildOnce.Do(build)
 	return filepath.Join(binDir, "clusterflow"), buildErr
@@ -110,10 +110,10 @@ func build() {
 		buildErr = err
 		return
 	}
-	cmd := exec.Command("go", "build", "-o", binDir+string(filepath.Separator), "./cmd/clusterflow", "./cmd/clusterflow-host")
+	cmd := exec.Command("go", "build", "-o", binDir+string(filepath.Separator), "./cmd/clusterflow", "./cmd/clusterflow-host", "./cmd/clusterflow-dev")
 	cmd.Dir = root
 	if out, err := cmd.CombinedOutput(); err != nil {
-		buildErr = fmt.Errorf("go build ./cmd/clusterflow ./cmd/clusterflow-host: %v\n%s", err, out)
+		buildErr = fmt.Errorf("go build ./cmd/clusterflow ./cmd/clusterflow-host ./cmd/clusterflow-dev: %v\n%s", err, out)
 	}
 }
 
@@ -150,6 +150,11 @@ func Run(ctx context.Context, dir string, env []string, args ...string) (Result,
 	if err != nil {
 		return Result{}, err
 	}
+	return RunBinary(ctx, bin, dir, env, args...)
+}
+
+// RunBinary is Run with another binary: a copy of clusterflow elsewhere, say.
+func RunBinary(ctx context.Context, bin, dir string, env []string, args ...string) (Result, error) {
 	if _, ok := ctx.Deadline(); !ok {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, RunLimit)
@@ -162,7 +167,7 @@ func Run(ctx context.Context, dir string, env []string, args ...string) (Result,
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	// A child the CLI left holding its output open must not keep Run waiting once it is killed.
 	cmd.WaitDelay = 5 * time.Second
-	err = cmd.Run()
+	err := cmd.Run()
 	if ctx.Err() != nil {
 		return Result{Stdout: stdout.String(), Stderr: stderr.String(), Code: -1},
 			fmt.Errorf("clusterflow %s: killed, still running when its deadline passed (%v)\nstdout:\n%s\nstderr:\n%s", strings.Join(args, " "), ctx.Err(), stdout.String(), stderr.String())
