@@ -22,8 +22,8 @@ const (
 )
 
 // Finder finds the binary: the one Env names, else clusterflow-dev beside this executable,
-// else on PATH, else, when SourceDir is this binary's checkout and Go is installed, the one
-// built from it into the user's cache (the README's `go run ./cmd/clusterflow dev`).
+// else, when SourceDir is this binary's checkout and Go is installed, the one built from it
+// into the user's cache (the README's `go run ./cmd/clusterflow dev`), else on PATH.
 type Finder struct {
 	// SourceDir is the module the running binary was built from, or "" when unknown (a
 	// -trimpath build).
@@ -44,19 +44,27 @@ func (f Finder) Find() (string, error) {
 			return beside, nil
 		}
 	}
+	if f.fromCheckout() {
+		return f.build()
+	}
 	if path, err := exec.LookPath(Name); err == nil {
 		return path, nil
 	}
+	return "", notFound()
+}
+
+// fromCheckout says the binary can be built from the checkout this one was built from:
+// it is still there, and Go is installed. That one matches this binary's version, which a
+// clusterflow-dev on PATH may not.
+func (f Finder) fromCheckout() bool {
 	if f.SourceDir == "" {
-		return "", notFound()
+		return false
 	}
-	if _, err := os.Stat(filepath.Join(f.SourceDir, "cmd", Name)); err != nil {
-		return "", notFound()
+	if _, err := os.Stat(filepath.Join(f.SourceDir, "cmd", Name, "main.go")); err != nil {
+		return false
 	}
-	if _, err := exec.LookPath("go"); err != nil {
-		return "", notFound()
-	}
-	return f.build()
+	_, err := exec.LookPath("go")
+	return err == nil
 }
 
 func notFound() error {
