@@ -97,14 +97,9 @@ timed delete delete big --wait --timeout 30m
 phase delete
 "$tmp/histories" > "$tmp/histories.out" && bounds=ok || bounds=EXCEEDED
 
-rm -rf "$tmp/floor" && mkdir -p "$tmp/floor"
-start=$(ms)
-seq "$members" | TRACE="$tmp/floor.trace" CLUSTERFLOW_EVENT=configure xargs -P 500 -I{} \
-  sh -c 'mkdir -p "$0/m$1" && cd "$0/m$1" && CLUSTERFLOW_MEMBER=m$1 exec "$2"' "$tmp/floor" {} "$tmp/note.sh"
-floor_ms=$(( $(ms) - start ))
+floor_ms=$(xargs_floor "$members" "$tmp/note.sh" "$tmp/floor.trace")
 
 read -r _ pss _ < "$tmp/rss"
-ratio() { python3 -c "print(f'{$1 / $2:.2f}x')"; }
 echo "$members members (1 controller, $workers workers of a role named by $role_len characters with a 32 KiB env, maxInFlight 500, 0 s scripts) over 4 hosts, on the embedded default"
 printf '  floor, %d scripts by xargs -P 500:    %7d ms\n' "$members" "$floor_ms"
 printf '  deploy --wait:                       %7d ms   %s the floor\n' "${took[deploy]}" "$(ratio "${took[deploy]}" "$floor_ms")"

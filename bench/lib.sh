@@ -48,6 +48,19 @@ s = json.load(sys.stdin)
 p = lambda t: datetime.fromisoformat(t.replace("Z", "+00:00"))
 print(round((p(s["updatedAt"]) - p(s["createdAt"])).total_seconds() * 1000))'
 }
+ratio() { python3 -c "print(f'{$1 / $2:.2f}x')"; }
+
+# xargs_floor N SCRIPT TRACE: the floor of a wide role, N runs of SCRIPT with the same
+# parallelism as maxInFlight 500 (xargs -P 500), each in a folder of its own as the agent
+# gives each member a sandbox; prints the wall time in ms.
+xargs_floor() {
+  local start
+  rm -rf "$tmp/floor" && mkdir -p "$tmp/floor"
+  start=$(ms)
+  seq "$1" | TRACE="$3" CLUSTERFLOW_EVENT=configure xargs -P 500 -I{} \
+    sh -c 'mkdir -p "$0/m$1" && cd "$0/m$1" && CLUSTERFLOW_MEMBER=m$1 exec "$2"' "$tmp/floor" {} "$2"
+  echo $(( $(ms) - start ))
+}
 median() { sort -n | awk '{a[NR]=$1} END {printf "%d\n", (NR % 2) ? a[(NR+1)/2] : (a[NR/2] + a[NR/2+1]) / 2}'; }
 
 # A startscript that does nothing, and the 3-level cluster of them that bench/deploy.sh and

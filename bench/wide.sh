@@ -50,14 +50,9 @@ workflow_ms=$("$cf" status wide -o json | status_ms)
 runs=$(wc -l < "$tmp/wide.trace")
 twice=$(sort "$tmp/wide.trace" | uniq -d | wc -l)
 
-mkdir -p "$tmp/floor"
-start=$(ms)
-seq "$members" | TRACE="$tmp/floor.trace" CLUSTERFLOW_EVENT=configure xargs -P 500 -I{} \
-  sh -c 'mkdir -p "$0/m$1" && cd "$0/m$1" && CLUSTERFLOW_MEMBER=m$1 exec "$2"' "$tmp/floor" {} "$tmp/note.sh"
-floor_ms=$(( $(ms) - start ))
+floor_ms=$(xargs_floor "$members" "$tmp/note.sh" "$tmp/floor.trace")
 
 read -r _ pss _ < "$tmp/rss"
-ratio() { python3 -c "print(f'{$1 / $2:.2f}x')"; }
 echo "$members members in one role, maxInFlight 500, 0 s scripts, on the embedded default"
 printf '  floor, xargs -P 500, a folder each:  %7d ms\n' "$floor_ms"
 printf '  deploy --wait:                       %7d ms   %s the floor\n' "$deploy_ms" "$(ratio "$deploy_ms" "$floor_ms")"
