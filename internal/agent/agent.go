@@ -229,6 +229,14 @@ func (a *Agent) serveConn(conn net.Conn) {
 
 // stop cancels the runs the request names that are still running; it returns how many.
 func (a *Agent) stop(s Stop) int {
+	// The run to stop may be starting right now, outside the lock: wait for the launches
+	// under way (milliseconds each), so that a stop never misses a run just launched.
+	a.mu.Lock()
+	pending := slices.Collect(maps.Values(a.launching))
+	a.mu.Unlock()
+	for _, launched := range pending {
+		<-launched
+	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	n := 0
