@@ -9,7 +9,7 @@ import (
 	"testing"
 )
 
-// TestEveryTestIsGuarded reads this package's tests: each must call guard first, after
+// TestEveryTestIsGuarded reads this package's tests: each must call guard (or guardFor) first, after
 // t.Parallel if it has one, so that no test can hang the suite.
 func TestEveryTestIsGuarded(t *testing.T) {
 	guard(t)
@@ -33,7 +33,7 @@ func TestEveryTestIsGuarded(t *testing.T) {
 			if len(body) > 0 && isCall(body[0], "t", "Parallel") {
 				body = body[1:]
 			}
-			if len(body) == 0 || !isCall(body[0], "", "guard") {
+			if len(body) == 0 || !isCall(body[0], "", "guard") && !isCall(body[0], "", "guardFor") {
 				t.Errorf("%s: %s does not start with guard(t)", file, fn.Name.Name)
 			}
 			for _, stmt := range body {

@@ -111,3 +111,9 @@ func cli(t *testing.T, args ...string) testenv.Result {
 func guard(t *testing.T) {
 	testlimit.Guard(t, testlimit.TestLimit)
 }
+
+// guardFor is guard with a longer limit, for a test whose steps each have a deadline of
+// their own and together outlast the usual one on a slow machine.
+func guardFor(t *testing.T, limit time.Duration) {
+	testlimit.Guard(t, limit)
+}

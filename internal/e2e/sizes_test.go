@@ -73,7 +73,7 @@ func TestSizesFifteenHundredMembers(t *testing.T) {
 	// alone on a machine whose process starts cost about 5 ms each (2026-12-02; past 180 s before
 	// the agent launched in parallel), so the usual 3 minutes would fail it there for
 	// slowness, not for a hang.
-	testlimit.Guard(t, 2*testlimit.TestLimit)
+	guardFor(t, 2*testlimit.TestLimit)
 	runSizeCase(t, sizeCase{
 		name: "wide",
 		spec: `
