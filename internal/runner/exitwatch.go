@@ -27,13 +27,14 @@ func watchExit(cmd *exec.Cmd, exited chan<- struct{}) {
 	go func() {
 		defer close(exited)
 		if conn, err := pidfd.SyscallConn(); err == nil {
-			waited := false
-			// The first call asks the poller to wait; it calls again once the pidfd is
-			// readable, that is once the process has ended.
-			_ = conn.Read(func(uintptr) bool {
-				done := waited
-				waited = true
-				return done
+			// Each call asks the pidfd itself whether the process has ended, and waits for
+			// the poller only when it has not: the poller forgets a readiness it saw before
+			// this wait began, so a script that ended at once would otherwise be waited on
+			// for ever (and stay a zombie, its pidfd open, until the agent exits).
+			_ = conn.Read(func(fd uintptr) bool {
+				ready := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
+				n, err := unix.Poll(ready, 0)
+				return err != nil || n > 0
 			})
 		}
 		_ = pidfd.Close()
