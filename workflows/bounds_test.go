@@ -175,9 +175,7 @@ func toldOnce(t *testing.T, calls []string, event, nodes string, members []strin
 // commands of one workflow comes near Temporal's limits (2 MiB and 4 MiB). Before notices
 // the addnodes of 10,000 members each told of 1,000 others sent one list per member.
 func TestPayloadsStayBoundedAtTenThousandMembers(t *testing.T) {
-	if raceDetector {
-		t.Skip("too slow under the race detector: `make unit` runs it in a step of its own without it")
-	}
+	withoutRace(t)
 	role := strings.Repeat("w", 63)
 	fake := newFakeBackend()
 	env := newEnv(t, fake)
@@ -355,9 +353,7 @@ func TestFilesToManyHostsStayUnderTheTaskLimit(t *testing.T) {
 // at once after the canary: each member upgrades once, and nothing the workflows send comes
 // near Temporal's limits.
 func TestARolloutStaysBoundedAtTenThousandMembers(t *testing.T) {
-	if raceDetector {
-		t.Skip("too slow under the race detector: `make unit` runs it in a step of its own without it")
-	}
+	withoutRace(t)
 	role := strings.Repeat("w", 63)
 	fake := newFakeBackend()
 	env := newEnv(t, fake)

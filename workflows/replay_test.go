@@ -1,12 +1,16 @@
 package workflows_test
 
 import (
+	"compress/gzip"
+	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 
+	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/log"
 	sdkworker "go.temporal.io/sdk/worker"
 
@@ -15,19 +19,27 @@ import (
 )
 
 // TestReplayRecordedHistories replays histories recorded from real deploys, deletes and
-// failures (see internal/e2e/record_test.go), one folder per generation of workflow code. A change to workflow code that would break
-// running workflows fails here; make such changes behind workflow.GetVersion.
+// failures (see internal/e2e/record_test.go), one folder per generation of workflow code,
+// each history gzipped JSON. A change to workflow code that would break running workflows
+// fails here; make such changes behind workflow.GetVersion.
 //
 // Every history also replays on a worker with the codec (testdata/codec-test.keys): plain
 // ones, recorded before the codec, as a live cluster's do once the codec is turned on, and
 // the encrypted ones of v11-codec, which need the key.
+//
+// Histories replay in parallel (each replayer is its own), and without the race detector:
+// replay runs one workflow goroutine at a time, and took 36 s under the detector.
 func TestReplayRecordedHistories(t *testing.T) {
-	files, err := filepath.Glob("testdata/*/*/*.json")
+	withoutRace(t)
+	files, err := filepath.Glob("testdata/*/*/*.json.gz")
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(files) == 0 {
 		t.Fatal("no recorded histories in testdata")
+	}
+	if plain, _ := filepath.Glob("testdata/*/*/*.json"); len(plain) > 0 {
+		t.Fatalf("%s is not gzipped; the replay reads only *.json.gz", plain[0])
 	}
 	keyLines, err := os.ReadFile("testdata/codec-test.keys")
 	if err != nil {
@@ -37,36 +49,59 @@ func TestReplayRecordedHistories(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	encrypted := 0
-	for _, file := range files {
-		t.Run(file, func(t *testing.T) {
-			data, err := os.ReadFile(file)
-			if err != nil {
-				t.Fatal(err)
-			}
-			isEncrypted := strings.Contains(string(data), `"encryption-key-id"`)
-			if isEncrypted {
-				encrypted++
-			} else {
-				replay(t, file, sdkworker.WorkflowReplayerOptions{})
-			}
-			dc, fc := codec.Converters(nil, keys)
-			replay(t, file, sdkworker.WorkflowReplayerOptions{DataConverter: dc, FailureConverter: fc})
-		})
-	}
-	if encrypted == 0 {
+	var encrypted atomic.Int32
+	t.Run("each", func(t *testing.T) {
+		for _, file := range files {
+			t.Run(strings.TrimSuffix(strings.TrimPrefix(file, "testdata/"), ".json.gz"), func(t *testing.T) {
+				t.Parallel()
+				text := readHistory(t, file)
+				if strings.Contains(text, `"encryption-key-id"`) {
+					encrypted.Add(1)
+				} else {
+					replay(t, text, sdkworker.WorkflowReplayerOptions{})
+				}
+				dc, fc := codec.Converters(nil, keys)
+				replay(t, text, sdkworker.WorkflowReplayerOptions{DataConverter: dc, FailureConverter: fc})
+			})
+		}
+	})
+	if encrypted.Load() == 0 {
 		t.Error("no encrypted history was replayed")
 	}
 }
 
-func replay(t *testing.T, file string, opts sdkworker.WorkflowReplayerOptions) {
+// readHistory reads a recorded history's JSON.
+func readHistory(t *testing.T, file string) string {
 	t.Helper()
+	f, err := os.Open(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	zr, err := gzip.NewReader(f)
+	if err != nil {
+		t.Fatalf("%s: %v", file, err)
+	}
+	text, err := io.ReadAll(zr)
+	if err != nil {
+		t.Fatalf("%s: %v", file, err)
+	}
+	return string(text)
+}
+
+// replay parses the history anew for each replayer, which may keep what it is given.
+func replay(t *testing.T, text string, opts sdkworker.WorkflowReplayerOptions) {
+	t.Helper()
+	hist, err := client.HistoryFromJSON(strings.NewReader(text), client.HistoryJSONOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
 	replayer, err := sdkworker.NewWorkflowReplayerWithOptions(opts)
 	if err != nil {
 		t.Fatal(err)
 	}
 	worker.RegisterWorkflows(replayer)
-	if err := replayer.ReplayWorkflowHistoryFromJSONFile(log.NewStructuredLogger(slog.New(slog.DiscardHandler)), file); err != nil {
+	if err := replayer.ReplayWorkflowHistory(log.NewStructuredLogger(slog.New(slog.DiscardHandler)), hist); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -63,6 +63,7 @@ func (c *roleChildren) of(step string) map[string]workflows.RoleInput {
 }
 
 func TestAWideRoleRunsInBatchesAndConfiguresEveryMemberOnce(t *testing.T) {
+	withoutRace(t)
 	fake := newFakeBackend()
 	env := newEnv(t, fake)
 	env.SetTestTimeout(3 * time.Minute)
@@ -248,6 +249,7 @@ roles:
 }
 
 func TestAWideClusterContinuesAsNewWithinThePayloadLimit(t *testing.T) {
+	withoutRace(t)
 	env := newEnv(t, newFakeBackend())
 	env.SetTestTimeout(2 * time.Minute)
 	env.ExecuteWorkflow(workflows.ClusterWorkflowName, workflows.ClusterInput{Spec: testSpec(t, wideSpec(2999)), ContinueAsNewEvery: 1})
