@@ -9,8 +9,10 @@ import (
 	"testing"
 )
 
-// TestEveryTestIsGuarded reads this package's tests: each must call guard (or guardFor) first, after
-// t.Parallel if it has one, so that no test can hang the suite.
+// TestEveryTestIsGuarded reads this package's tests: each must call guard (or guardFor)
+// first, after t.Parallel if it has one, so that no test can hang the suite; and a guard
+// past the suite's budget (testlimit.TestLimit a test) fails its test as it starts, so
+// that no test grows the suite past what CI can run.
 func TestEveryTestIsGuarded(t *testing.T) {
 	guard(t)
 	files, err := filepath.Glob("*_test.go")

@@ -4,9 +4,11 @@ package e2e
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+	"sync"
 	"testing"
 	"time"
 
@@ -34,17 +36,21 @@ func runMain(m *testing.M) int {
 	// folders), so the workers they start run scripts as root too; the tests of script
 	// users start theirs without this.
 	os.Setenv("CLUSTERFLOW_ALLOW_ROOT_SCRIPTS", "1")
-	if _, err := testenv.Binary(); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
+	// The programs the tests run are built before the tests, not in the one that needs
+	// them, so that a cold build on a busy machine does not count against that test's
+	// limit; and side by side, so that one's link overlaps the others' compiles.
+	builds := []func() error{
+		func() error { _, err := testenv.Binary(); return err },
+		func() error { _, err := testenv.Alertmanager(); return err },
+		func() error { _, err := testenv.Temporal(); return err },
 	}
-	// Built before the tests, not in the one that needs it, so that a cold build on a busy
-	// machine does not count against that test's limit.
-	if _, err := testenv.Alertmanager(); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
+	errs := make([]error, len(builds))
+	var built sync.WaitGroup
+	for i, build := range builds {
+		built.Go(func() { errs[i] = build() })
 	}
-	if _, err := testenv.Temporal(); err != nil {
+	built.Wait()
+	if err := errors.Join(errs...); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
@@ -112,8 +118,9 @@ func guard(t *testing.T) {
 	testlimit.Guard(t, testlimit.TestLimit)
 }
 
-// guardFor is guard with a longer limit, for a test whose steps each have a deadline of
-// their own and together outlast the usual one on a slow machine.
+// guardFor is guard with another limit: a shorter one, or a longer one for a test that a
+// bench script runs at full size (past testlimit.TestLimit the guard fails the test in the
+// suite, so that no test grows past the suite's budget).
 func guardFor(t *testing.T, limit time.Duration) {
 	testlimit.Guard(t, limit)
 }

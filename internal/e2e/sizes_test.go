@@ -68,37 +68,59 @@ roles:
 	})
 }
 
-func TestSizesFifteenHundredMembers(t *testing.T) {
-	// About 6,000 script runs in four steps, each bounded by its own 150 s deadline: 168 s
-	// alone on a machine whose process starts cost about 5 ms each (2026-12-02; past 180 s before
-	// the agent launched in parallel), so the usual 3 minutes would fail it there for
-	// slowness, not for a hang.
-	guardFor(t, 2*testlimit.TestLimit)
-	runSizeCase(t, sizeCase{
-		name: "wide",
-		spec: `
+// A role wide enough for batches of 250, grown past maxInFlight at once. The full size
+// (bench/sizes.sh) is 1,500 members grown by 1,000 with short names, about 6,000 script
+// runs; the suite's 600 grown by 550 crosses the same bounds, 5 batches and 550 members in
+// flight against 500, and with the longest names (132 characters, not 11) its every list,
+// page and notice is larger.
+func TestSizesWideRoleInBatches(t *testing.T) {
+	guardFor(t, sizeLimit())
+	if fullSizes() {
+		runSizeCase(t, sizeCase{
+			name: "wide",
+			spec: `
 name: wide
 roles:
   - {name: w, members: 1500, maxInFlight: 500, startscript: SCRIPT, events: [configure, addnodes, delnodes], env: {TRACE: TRACE_FILE}}
 `,
-		grow:       map[string]int{"w": 2500},
-		shrink:     map[string]int{"w": 1500},
+			grow:       map[string]int{"w": 2500},
+			shrink:     map[string]int{"w": 1500},
+			noTeardown: true,
+		})
+		return
+	}
+	name, role := longName("wide"), longName("w")
+	runSizeCase(t, sizeCase{
+		name: name,
+		spec: fmt.Sprintf(`
+name: %s
+roles:
+  - {name: %s, members: 600, maxInFlight: 500, startscript: SCRIPT, events: [configure, addnodes, delnodes], env: {TRACE: TRACE_FILE}}
+`, name, role),
+		grow:       map[string]int{role: 1150},
+		shrink:     map[string]int{role: 600},
 		noTeardown: true,
 	})
 }
 
+// The role's env at its limit, 64 KiB as JSON text (TRACE, and a certificate-sized value),
+// with its members set up at once: 300 of them in the suite (19 MB of env if each carried
+// it, past every limit of Temporal), 500 at full size.
 func TestSizesEnvAtItsLimit(t *testing.T) {
-	guard(t)
-	// The role's env at its limit, 64 KiB as JSON text: TRACE, and a certificate-sized value.
+	guardFor(t, sizeLimit())
+	members, grown := 300, 360
+	if fullSizes() {
+		members, grown = 500, 600
+	}
 	runSizeCase(t, sizeCase{
 		name: "envlimit",
 		spec: fmt.Sprintf(`
 name: envlimit
 roles:
-  - {name: w, members: 500, maxInFlight: 500, startscript: SCRIPT, env: {TRACE: TRACE_FILE, CERT: %s}}
-`, strings.Repeat("c", 64<<10-400)),
-		grow:   map[string]int{"w": 600},
-		shrink: map[string]int{"w": 500},
+  - {name: w, members: %d, maxInFlight: 500, startscript: SCRIPT, env: {TRACE: TRACE_FILE, CERT: %s}}
+`, members, strings.Repeat("c", 64<<10-400)),
+		grow:   map[string]int{"w": grown},
+		shrink: map[string]int{"w": members},
 	})
 }
 
@@ -121,26 +143,34 @@ roles:
 // The three failures of the issue that asked for bounded payloads, on the code before it:
 // a resize of 400 members with a long role name to 1,400 told none of the survivors; one
 // from 200 to 500 wedged the cluster workflow; a deploy of 250 members at once with a
-// 20 KB env value failed.
-
+// 20 KB env value failed. The first two failed as survivors × new names: 400 × 1,000 names of about 40 characters
+// (16 MB) and 200 × 300 (2.6 MB). The suite runs them with the longest names, 132
+// characters, at 120 × 400 (6.3 MB) and 100 × 300 (4 MB), past the same limits with fewer
+// script runs; bench/sizes.sh runs them as they were found.
 func TestResizeOfALongRoleNameTellsEverySurvivor(t *testing.T) {
-	guard(t)
-	role := "worker-with-a-long-role-name"
+	guardFor(t, sizeLimit())
+	name, role, from, to := longName("longrole"), longName("worker-with-a-long-role-name"), 120, 520
+	if fullSizes() {
+		name, role, from, to = "longrole", "worker-with-a-long-role-name", 400, 1400
+	}
 	runSizeCase(t, sizeCase{
-		name:   "longrole",
-		spec:   fmt.Sprintf("name: longrole\nroles:\n  - {name: %s, members: 400, maxInFlight: 500, startscript: SCRIPT, env: {TRACE: TRACE_FILE}}\n", role),
-		grow:   map[string]int{role: 1400},
+		name:   name,
+		spec:   fmt.Sprintf("name: %s\nroles:\n  - {name: %s, members: %d, maxInFlight: 500, startscript: SCRIPT, env: {TRACE: TRACE_FILE}}\n", name, role, from),
+		grow:   map[string]int{role: to},
 		shrink: nil,
 	})
 }
 
 func TestResizeToFiveHundredDoesNotWedge(t *testing.T) {
-	guard(t)
-	role := "worker-with-a-long-role-name"
+	guardFor(t, sizeLimit())
+	name, role, from := longName("fivehundred"), longName("worker-with-a-long-role-name"), 100
+	if fullSizes() {
+		name, role, from = "fivehundred", "worker-with-a-long-role-name", 200
+	}
 	runSizeCase(t, sizeCase{
-		name:   "fivehundred",
-		spec:   fmt.Sprintf("name: fivehundred\nroles:\n  - {name: %s, members: 200, startscript: SCRIPT, env: {TRACE: TRACE_FILE}}\n", role),
-		grow:   map[string]int{role: 500},
+		name:   name,
+		spec:   fmt.Sprintf("name: %s\nroles:\n  - {name: %s, members: %d, startscript: SCRIPT, env: {TRACE: TRACE_FILE}}\n", name, role, from),
+		grow:   map[string]int{role: from + 300},
 		shrink: nil,
 	})
 }
@@ -152,6 +182,27 @@ func TestACertificateSizedEnvWithManyMembersInFlightDeploys(t *testing.T) {
 		spec: fmt.Sprintf("name: bigenv\nroles:\n  - {name: w, members: 250, maxInFlight: 250, startscript: SCRIPT, env: {TRACE: TRACE_FILE, CERT: %s}}\n",
 			strings.Repeat("k", 20<<10)),
 	})
+}
+
+// fullSizes says the size matrix runs at the sizes its cases were found at, as
+// bench/sizes.sh runs it (testlimit.BenchEnv); the suite runs each at the size that proves
+// its class, past the same bounds with fewer script runs.
+func fullSizes() bool { return testlimit.Benching() }
+
+// sizeLimit is a size case's guard: the usual one in the suite, and twice it at full size
+// (the 1,500-member case alone took 168 s on a machine with slow process starts).
+func sizeLimit() time.Duration {
+	if fullSizes() {
+		return 2 * testlimit.TestLimit
+	}
+	return testlimit.TestLimit
+}
+
+// longName pads prefix to the longest name a cluster or role may have, 63 characters, so
+// that a member's name is as long as names get (132 characters) and every list of names
+// as large as it can be for its count.
+func longName(prefix string) string {
+	return prefix + "-" + strings.Repeat("x", 62-len(prefix))
 }
 
 // runSizeCase deploys the case's cluster, grows it, shrinks it, checks every run and every

@@ -15,8 +15,18 @@ import (
 )
 
 // TestLimit is how long one test may run, its cleanups included, before Guard ends the
-// test binary. The slowest end-to-end test takes well under a minute on an idle machine.
+// test binary, and the most a guard may allow in the suite: a test that needs longer is a
+// benchmark, and belongs in bench/. The slowest end-to-end test takes about a minute on
+// an idle machine.
 const TestLimit = 3 * time.Minute
+
+// BenchEnv, set in the environment, says the tests run on purpose from a bench script, at
+// sizes the suite does not run (internal/e2e's size matrix at the sizes its cases were
+// found at), so a guard may allow more than TestLimit.
+const BenchEnv = "CLUSTERFLOW_BENCH"
+
+// Benching says BenchEnv is set.
+func Benching() bool { return os.Getenv(BenchEnv) != "" }
 
 // Poll calls cond every 20 ms until it holds, and fails the test when limit passes first.
 func Poll(t testing.TB, what string, limit time.Duration, cond func() bool) {
@@ -35,7 +45,13 @@ func Poll(t testing.TB, what string, limit time.Duration, cond func() bool) {
 // process the tests started outlives them, and exits with status 1. Call it first thing in
 // a test (after t.Parallel, whose wait should not count), so its timer is stopped only by
 // the last cleanup.
+//
+// A limit past TestLimit fails the test at once, unless Benching: it would let the suite
+// grow past what CI can run.
 func Guard(t testing.TB, limit time.Duration) {
+	if limit > TestLimit && !Benching() {
+		t.Fatalf("the guard allows %s, past the suite's budget of %s a test: a test that needs longer belongs in bench/ (%s=1)", limit, TestLimit, BenchEnv)
+	}
 	name := t.Name()
 	timer := time.AfterFunc(limit, func() { abort(name, limit) })
 	t.Cleanup(func() { timer.Stop() })

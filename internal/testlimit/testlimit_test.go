@@ -49,3 +49,26 @@ func TestAGuardedTestThatFinishesInTimeIsLeftAlone(t *testing.T) {
 	Guard(t, 100*time.Millisecond)
 	time.Sleep(10 * time.Millisecond)
 }
+
+// A guard past the suite's budget fails its test, which a bench script may lift. The test
+// runs in a child test binary, so that its failure is what is checked.
+func TestAGuardPastTheBudgetFailsItsTestOutsideBenches(t *testing.T) {
+	if os.Getenv("TESTLIMIT_OVER_BUDGET") != "" {
+		Guard(t, TestLimit+time.Second)
+		return
+	}
+	Guard(t, TestLimit)
+	child := func(env ...string) (string, error) {
+		cmd := exec.Command(os.Args[0], "-test.run=^TestAGuardPastTheBudgetFailsItsTestOutsideBenches$", "-test.timeout=1m")
+		cmd.Env = append(os.Environ(), append(env, "TESTLIMIT_OVER_BUDGET=1")...)
+		out, err := cmd.CombinedOutput()
+		return string(out), err
+	}
+	out, err := child(BenchEnv + "=")
+	if err == nil || !strings.Contains(out, "past the suite's budget of 3m0s") {
+		t.Errorf("a guard of 3m1s should fail its test in the suite; got %v:\n%s", err, out)
+	}
+	if out, err := child(BenchEnv + "=1"); err != nil {
+		t.Errorf("a bench may guard a test for longer; got %v:\n%s", err, out)
+	}
+}
