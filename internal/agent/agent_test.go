@@ -485,7 +485,13 @@ while True:
 	exited := make(chan error, 1)
 	go func() { exited <- old.Wait() }()
 	t.Cleanup(func() { _ = old.Process.Kill() })
-	testlimit.Poll(t, "the old agent to answer", 10*time.Second, f.client.Running)
+	// It writes its pid file after it listens: until then the file names the fixture's
+	// agent, this test process, which a replacement would signal instead (a flake seen
+	// on a busy machine).
+	testlimit.Poll(t, "the old agent to answer and name itself", 10*time.Second, func() bool {
+		pid, ok := f.client.PID()
+		return ok && pid == old.Process.Pid
+	})
 	// The new agent, started by the client as a worker does.
 	f.client.Command = []string{os.Args[0], "-test.run=^TestServeAgentProcess$", "--", f.client.Dir}
 	if action := f.launch("1", "t", "exit 0\n"); action != ActionStarted {
