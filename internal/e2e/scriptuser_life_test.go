@@ -11,8 +11,10 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/clusterflow/clusterflow/internal/ports"
+	"github.com/clusterflow/clusterflow/internal/runner"
 	"github.com/clusterflow/clusterflow/internal/testenv"
 	"github.com/clusterflow/clusterflow/workflows"
 )
@@ -56,10 +58,19 @@ func TestClustersLiveTheirWholeLifeAsUsersOfTheirOwn(t *testing.T) {
 	if res := f.cli("deploy", "-f", registry, "--wait"); res.Code != 0 {
 		t.Fatalf("deploy the registry example: %s", res)
 	}
-	// The other cluster's script notes each event and who ran it, in its sandbox.
+	// The other cluster's script notes each event and who ran it, in its sandbox; its
+	// configure leaves two daemons that hide from a sweep by environment: one started
+	// without CLUSTERFLOW_MEMBER_DIR, one that writes over its environment for its
+	// process title, as Redis does.
 	other := filepath.Join(t.TempDir(), "other.yaml")
 	script := filepath.Join(filepath.Dir(other), "note.sh")
-	if err := os.WriteFile(script, []byte("#!/bin/sh\necho \"$CLUSTERFLOW_EVENT $(id -u)\" >> events\n"), 0o755); err != nil {
+	if err := os.WriteFile(script, []byte(`#!/bin/sh
+echo "$CLUSTERFLOW_EVENT $(id -u)" >> events
+if [ "$CLUSTERFLOW_EVENT" = configure ]; then
+  env -u CLUSTERFLOW_MEMBER_DIR setsid sleep 86400 < /dev/null > /dev/null 2>&1 &
+  setsid perl -e '$0 = "redis-server *:6379 " . ("x" x 4000); sleep 86400' < /dev/null > /dev/null 2>&1 &
+fi
+`), 0o755); err != nil {
 		t.Fatal(err)
 	}
 	if err := os.WriteFile(other, []byte("name: other\nroles:\n  - {name: m, members: 1, startscript: "+script+", events: [configure, addnodes, delnodes, teardown, start]}\n"), 0o644); err != nil {
@@ -80,6 +91,8 @@ func TestClustersLiveTheirWholeLifeAsUsersOfTheirOwn(t *testing.T) {
 	if demoUID == otherUID || demoUID < 61000 || demoUID > 61999 || otherUID < 61000 || otherUID > 61999 {
 		t.Fatalf("the clusters' users: demo %d, other %d; want two of 61000-61999", demoUID, otherUID)
 	}
+	t.Cleanup(func() { runner.KillUser(uint32(otherUID), 10*time.Second) })
+	waitFor(t, "other's 2 daemons to run as its user", func() bool { return len(runner.ProcessesOf(uint32(otherUID))) == 2 })
 	noRootFiles := func(when string) {
 		t.Helper()
 		for cluster, uid := range map[string]int{"demo": demoUID, "other": otherUID} {
@@ -168,6 +181,9 @@ func TestClustersLiveTheirWholeLifeAsUsersOfTheirOwn(t *testing.T) {
 		entries, _ := os.ReadDir(filepath.Join(h.data, "clusters"))
 		return len(entries) == 0 && len(testenv.MemberProcesses(filepath.Join(h.data, "clusters"))) == 0
 	})
+	if left := runner.ProcessesOf(uint32(otherUID)); len(left) > 0 {
+		t.Errorf("processes %v of other's user outlived its delete", left)
+	}
 	left, err := os.ReadFile(filepath.Join(h.data, "agent", "script-uids.json"))
 	var users map[string]int
 	if err != nil || json.Unmarshal(left, &users) != nil || len(users) != 0 {

@@ -443,7 +443,14 @@ func (l *Backend) RemoveMember(_ context.Context, m backend.MemberRef) error {
 	if err := os.RemoveAll(records); err != nil {
 		return err
 	}
-	return os.RemoveAll(dir)
+	if err := os.RemoveAll(dir); err != nil {
+		return err
+	}
+	// The cluster's last member here: nothing of its user may run on.
+	if left, err := l.ListMembers(context.Background(), m.Folder().Key()); err == nil && len(left) == 0 {
+		return l.killClusterUser(m.Folder())
+	}
+	return nil
 }
 
 // RemoveCluster implements Backend. A folder another server or namespace owns is never
@@ -464,6 +471,9 @@ func (l *Backend) RemoveCluster(_ context.Context, key string) error {
 	for _, e := range entries {
 		runner.KillTagged(MemberDirEnv + "=" + filepath.Join(dir, e.Name()))
 	}
+	if err := l.killClusterUser(c); err != nil {
+		return err
+	}
 	records, err := l.layout.ClusterRecords(c)
 	if err != nil {
 		return err
@@ -478,6 +488,19 @@ func (l *Backend) RemoveCluster(_ context.Context, key string) error {
 		return l.ScriptUIDs.release(c)
 	}
 	return nil
+}
+
+// killClusterUser ends every process of the cluster's own user, when clusters have users
+// of their own and this one has been given one.
+func (l *Backend) killClusterUser(c layout.Cluster) error {
+	if l.ScriptUIDs == nil {
+		return nil
+	}
+	uid, ok, err := l.ScriptUIDs.lookup(c)
+	if err != nil || !ok {
+		return err
+	}
+	return killUser(c, uid)
 }
 
 // ListMembers implements Backend: every folder in the cluster's folder whose name has a

@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"sync"
 	"syscall"
+	"time"
 
 	"github.com/clusterflow/clusterflow/internal/atomicfile"
 	"github.com/clusterflow/clusterflow/internal/layout"
@@ -100,7 +101,7 @@ func (r *UIDRange) forCluster(c layout.Cluster) (*runner.User, error) {
 			if taken[candidate] {
 				continue
 			}
-			if _, err := user.LookupId(strconv.FormatUint(uint64(candidate), 10)); err != nil {
+			if _, err := user.LookupId(strconv.FormatUint(uint64(candidate), 10)); err != nil && !leftBehind(candidate) {
 				uid, byCluster[cluster] = candidate, candidate
 				return true, nil
 			}
@@ -112,6 +113,76 @@ func (r *UIDRange) forCluster(c layout.Cluster) (*runner.User, error) {
 	}
 	r.known[cluster] = uid
 	return &runner.User{UID: uid, GID: uid}, nil
+}
+
+// lookup is the cluster's user, if it has one, without giving it one.
+func (r *UIDRange) lookup(c layout.Cluster) (uint32, bool, error) {
+	cluster := c.Key()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if uid, ok := r.known[cluster]; ok {
+		return uid, true, nil
+	}
+	var uid uint32
+	var ok bool
+	err := r.change(func(byCluster map[string]uint32) (bool, error) {
+		uid, ok = byCluster[cluster]
+		return false, nil
+	})
+	return uid, ok, err
+}
+
+// sharedTemp are the folders every user may write in: what a script user leaves there is
+// removed with its cluster, and a user with anything left there is never handed out.
+var sharedTemp = []string{"/tmp", "/var/tmp", "/dev/shm"}
+
+// killUser ends every process of a cluster's user, however it hid from the sweep by
+// environment (a daemon that cleared or overwrote its environment, as Redis does for its
+// process title), and removes what the user left in the shared temporary folders: the
+// user dies with its cluster, or with the cluster's last member here.
+func killUser(cluster layout.Cluster, uid uint32) error {
+	if left := runner.KillUser(uid, 10*time.Second); len(left) > 0 {
+		return fmt.Errorf("cluster %s's user %d still has processes %v after SIGKILL; it is kept until they are gone", cluster.Name, uid, left)
+	}
+	for _, dir := range sharedTemp {
+		entries, _ := os.ReadDir(dir)
+		for _, e := range entries {
+			// The entry is the dead user's, and the sticky folder lets nobody else
+			// replace it; RemoveAll follows no link within it.
+			if ownedBy(e, uid) {
+				if err := os.RemoveAll(filepath.Join(dir, e.Name())); err != nil {
+					return fmt.Errorf("remove what cluster %s's user left in %s: %w", cluster.Name, dir, err)
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// leftBehind says whether anything of uid is left on the host that a new cluster must not
+// inherit: a live process, or a file it owns in a shared temporary folder.
+func leftBehind(uid uint32) bool {
+	if len(runner.ProcessesOf(uid)) > 0 {
+		return true
+	}
+	for _, dir := range sharedTemp {
+		entries, _ := os.ReadDir(dir)
+		for _, e := range entries {
+			if ownedBy(e, uid) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func ownedBy(e fs.DirEntry, uid uint32) bool {
+	info, err := e.Info()
+	if err != nil {
+		return false
+	}
+	st, ok := info.Sys().(*syscall.Stat_t)
+	return ok && st.Uid == uid
 }
 
 // release frees the cluster's user once its files are gone.

@@ -1,8 +1,10 @@
 package local
 
 import (
+	"context"
 	"fmt"
 	"os"
+	"os/exec"
 	"os/user"
 	"path/filepath"
 	"strconv"
@@ -169,5 +171,66 @@ func TestASandboxFromBeforeScriptUsersIsGivenToItsUser(t *testing.T) {
 	}
 	if info, _ := os.Stat(dir); info.Mode().Perm() != 0o700 {
 		t.Errorf("the sandbox is %04o, want 0700", info.Mode().Perm())
+	}
+}
+
+// A cluster's user dies with the cluster: a process of its user that hid from the sweep by
+// environment (started without it, as `env -u` does, or with its environment written over,
+// as Redis does for its process title) is killed by the cluster's removal, and what the
+// user left in /tmp goes too. A number with a process left (one an older version freed) is
+// never given to another cluster.
+func TestAClustersUserDiesWithItAndIsNeverHandedOnWhileAnythingOfItIsLeft(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Fatal("running a process as a script user needs root, as CI runs the tests")
+	}
+	l, err := New(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := l.UseScriptUIDs(61100, 61102); err != nil {
+		t.Fatal(err)
+	}
+	hidden := func(uid uint32, args ...string) {
+		cmd := exec.Command(args[0], args[1:]...)
+		cmd.Env = []string{"PATH=" + os.Getenv("PATH")} // no CLUSTERFLOW_MEMBER_DIR
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Credential: &syscall.Credential{Uid: uid, Gid: uid}}
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	}
+	c := layout.Cluster{Name: "leaver", Home: "0123456789ab"}
+	u, err := l.userOf(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hidden(u.UID, "sleep", "300")
+	hidden(u.UID, "perl", "-e", `$0 = "redis-server *:6379 " . ("x" x 4000); sleep 300`)
+	leftover := filepath.Join(os.TempDir(), fmt.Sprintf("clusterflow-test-left-%d", u.UID))
+	if err := os.WriteFile(leftover, []byte("x"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.Remove(leftover) })
+	if err := os.Chown(leftover, int(u.UID), int(u.GID)); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(runner.ProcessesOf(u.UID)); n != 2 {
+		t.Fatalf("%d processes run as %d, want the 2 started", n, u.UID)
+	}
+	if err := l.RemoveCluster(context.Background(), c.Key()); err != nil {
+		t.Fatal(err)
+	}
+	if left := runner.ProcessesOf(u.UID); len(left) > 0 {
+		t.Errorf("processes %v of the removed cluster's user are still running", left)
+	}
+	if _, err := os.Lstat(leftover); err == nil {
+		t.Errorf("%s, left by the removed cluster's user, is still there", leftover)
+	}
+	if again, err := l.userOf(layout.Cluster{Name: "after"}); err != nil || again.UID != u.UID {
+		t.Errorf("a cluster after the removal got %v, %v; want the freed user %d", again, err, u.UID)
+	}
+	hidden(61101, "sleep", "300")
+	if next, err := l.userOf(layout.Cluster{Name: "next"}); err != nil || next.UID != 61102 {
+		t.Errorf("with a process of 61101 left, a new cluster got %v, %v; want 61102", next, err)
 	}
 }
