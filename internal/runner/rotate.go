@@ -25,13 +25,13 @@ func RotateLog(sandbox, name string, limit int64) (bool, error) {
 		return false, nil // no sandbox, no log
 	}
 	defer root.Close()
-	src, err := root.OpenFile(name, os.O_RDWR, 0)
+	src, err := OpenScriptFile(root, name, os.O_RDWR, 0)
 	if err != nil {
-		return false, nil
+		return false, nil // none, or not a plain file: openLog replaces it
 	}
 	defer src.Close()
 	info, err := src.Stat()
-	if err != nil || !info.Mode().IsRegular() || info.Size() <= limit {
+	if err != nil || info.Size() <= limit {
 		return false, nil
 	}
 	tmp := name + ".1.tmp"

@@ -1,8 +1,11 @@
 package runner
 
 import (
+	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
+	"syscall"
 )
 
 // A script's files (its output, its exit status) live in its sandbox, which its user owns
@@ -22,14 +25,46 @@ func rooted(sandbox, name string) (*os.Root, string, error) {
 	return root, name, err
 }
 
-// openIn opens a script's file for reading, within its sandbox.
+// ErrNotScriptFile is what OpenScriptFile says of anything but a plain file at a name.
+var ErrNotScriptFile = errors.New("not a plain file")
+
+// OpenScriptFile opens a file within a sandbox whose user may have put anything at its
+// name: a FIFO or a device, on which an open or a read would block for as long as the
+// script likes, or a hard link to a file outside (/etc/shadow, on a host that allows
+// such links), which a link check by name cannot see and which the caller, root, would
+// then read, write or give away. It never blocks on the open, and returns only a regular
+// file with one link; anything else is closed and refused with ErrNotScriptFile. A
+// symbolic link is followed only within the sandbox (os.Root).
+func OpenScriptFile(root *os.Root, name string, flag int, perm os.FileMode) (*os.File, error) {
+	f, err := root.OpenFile(name, flag|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, perm)
+	if err != nil {
+		return nil, err
+	}
+	info, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	st, ok := info.Sys().(*syscall.Stat_t)
+	if !info.Mode().IsRegular() || !ok || st.Nlink != 1 {
+		f.Close()
+		links := uint64(0)
+		if ok {
+			links = uint64(st.Nlink)
+		}
+		return nil, fmt.Errorf("%s (%s, %d links): %w", name, info.Mode().Type(), links, ErrNotScriptFile)
+	}
+	return f, nil
+}
+
+// openIn opens a script's file for reading, within its sandbox (see OpenScriptFile).
 func openIn(sandbox, name string) (*os.File, error) {
 	root, name, err := rooted(sandbox, name)
 	if err != nil {
 		return nil, err
 	}
 	defer root.Close()
-	return root.Open(name)
+	return OpenScriptFile(root, name, os.O_RDONLY, 0)
 }
 
 // absolute is a script's file as the script itself names it.

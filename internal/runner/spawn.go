@@ -1,7 +1,10 @@
 package runner
 
 import (
+	"errors"
 	"fmt"
+	"io"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -154,12 +157,12 @@ func (h Handle) ofAnotherBoot() bool { return h.BootID != "" && h.BootID != boot
 
 // ExitCode returns the exit status the wrapper wrote, if the script has ended.
 func (h Handle) ExitCode() (int, bool) {
-	root, name, err := rooted(h.Sandbox, h.ExitFile)
+	f, err := openIn(h.Sandbox, h.ExitFile)
 	if err != nil {
 		return 0, false
 	}
-	defer root.Close()
-	data, err := root.ReadFile(name)
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, 64))
 	if err != nil {
 		return 0, false
 	}
@@ -236,8 +239,10 @@ func modTime(sandbox, name string, from int64) int64 {
 	return info.ModTime().UnixNano()
 }
 
-// openLog opens a script's output file for it to append to. Anything but a regular file
-// there (a link the script planted, say) is replaced by one.
+// openLog opens a script's output file for it to append to. Anything but a plain file
+// there (a link, a hard link or a FIFO the script planted, say: see OpenScriptFile) is
+// replaced by one, made afresh, so that nothing but the file itself is ever given to the
+// script's user.
 func openLog(sandbox, name string) (*os.File, int64, error) {
 	if _, err := RotateLog(sandbox, name, MaxLogBytes); err != nil {
 		return nil, 0, err
@@ -255,9 +260,17 @@ func openLog(sandbox, name string) (*os.File, int64, error) {
 			return nil, 0, err
 		}
 	}
-	f, err := root.OpenFile(name, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	f, err := OpenScriptFile(root, name, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
-		return nil, 0, err
+		// A FIFO with no reader refuses a non-blocking writer (ENXIO); a hard link or
+		// anything else is refused by OpenScriptFile. Neither is what it names: replace
+		// it, and take only a file made now (O_EXCL), whoever races to put another there.
+		if err := root.Remove(name); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return nil, 0, err
+		}
+		if f, err = OpenScriptFile(root, name, os.O_CREATE|os.O_EXCL|os.O_WRONLY|os.O_APPEND, 0o644); err != nil {
+			return nil, 0, err
+		}
 	}
 	info, err := f.Stat()
 	if err != nil {

@@ -325,3 +325,91 @@ func TestEveryQuickScriptIsSeenToEndAndReaped(t *testing.T) {
 		}
 	}
 }
+
+// What a script's user may plant at its output's name turns nothing of root's against the
+// host: a hard link to a root file outside the sandbox (/etc/shadow, where the host allows
+// such links; root may always make one) is neither given to the user, nor written, nor
+// read into a tail; and a FIFO there holds neither the start nor a tail.
+func TestNoPlantedLinkOrFIFOTurnsRootAgainstTheHost(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Fatal("running a script as another user needs root, as CI runs the tests")
+	}
+	victim := filepath.Join(t.TempDir(), "shadow")
+	if err := os.WriteFile(victim, []byte("root:secret\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s := script(t, "echo mine\n")
+	s.User = &User{UID: 61300, GID: 61300}
+	for dir := s.Sandbox; dir != os.TempDir() && dir != "/"; dir = filepath.Dir(dir) {
+		if err := os.Chmod(dir, 0o711); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Chmod(s.Sandbox, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Link(victim, filepath.Join(s.Sandbox, "out")); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Mkfifo(filepath.Join(s.Sandbox, "err"), 0o666); err != nil {
+		t.Fatal(err)
+	}
+	started := make(chan Handle, 1)
+	go func() {
+		h, _, err := Spawn(s)
+		if err != nil {
+			t.Error(err)
+		}
+		started <- h
+	}()
+	var h Handle
+	select {
+	case h = <-started:
+	case <-time.After(10 * time.Second):
+		t.Fatal("a FIFO at the script's stderr held its start for 10 s")
+	}
+	t.Cleanup(func() { h.Stop(0) })
+	if code := waitExit(t, h); code != 0 {
+		t.Fatalf("exit %d", code)
+	}
+	info, err := os.Stat(victim)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st := info.Sys().(*syscall.Stat_t); st.Uid != 0 || st.Nlink != 1 {
+		t.Errorf("the linked file is now uid %d with %d links; want root's, unlinked from the sandbox", st.Uid, st.Nlink)
+	}
+	if data, _ := os.ReadFile(victim); string(data) != "root:secret\n" {
+		t.Errorf("the linked file now holds %q", data)
+	}
+	if stdout, _ := h.Tails(); stdout != "mine\n" {
+		t.Errorf("stdout tail %q, want the script's own output in a file of its own", stdout)
+	}
+	// A FIFO planted where a tail is read from later is refused, not waited on.
+	out := filepath.Join(s.Sandbox, "out")
+	if err := os.Remove(out); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Mkfifo(out, 0o666); err != nil {
+		t.Fatal(err)
+	}
+	read := make(chan string, 1)
+	go func() { stdout, _ := h.Tails(); read <- stdout }()
+	select {
+	case stdout := <-read:
+		if stdout != "" {
+			t.Errorf("a FIFO's tail: %q", stdout)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("a FIFO at the script's stdout held its tail for 10 s")
+	}
+	if err := os.Remove(out); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Link(victim, out); err != nil {
+		t.Fatal(err)
+	}
+	if stdout, _ := h.Tails(); strings.Contains(stdout, "secret") {
+		t.Errorf("a hard link's tail read the linked file: %q", stdout)
+	}
+}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/clusterflow/clusterflow/internal/backend"
 	"github.com/clusterflow/clusterflow/internal/layout"
+	"github.com/clusterflow/clusterflow/internal/runner"
 )
 
 // ReadLog reads a member's script output for one event, from the offsets asked.
@@ -52,8 +53,10 @@ func (l *Backend) ReadLog(_ context.Context, req backend.LogRequest) (backend.Lo
 // readFrom reads up to limit bytes of path from offset, or its last limit bytes when offset
 // is negative, and returns them with the offset to read from next.
 func readFrom(sandbox *os.Root, name string, offset int64, limit int) (text string, next int64, missing bool, err error) {
-	f, err := sandbox.Open(name)
-	if errors.Is(err, fs.ErrNotExist) {
+	// Never a FIFO (which would hold this read for as long as the script likes) nor a
+	// hard link to a file outside the sandbox: see runner.OpenScriptFile.
+	f, err := runner.OpenScriptFile(sandbox, name, os.O_RDONLY, 0)
+	if errors.Is(err, fs.ErrNotExist) || errors.Is(err, runner.ErrNotScriptFile) {
 		return "", max(offset, 0), true, nil
 	}
 	if err != nil {
