@@ -1,14 +1,12 @@
 package workflows_test
 
 import (
-	"go/ast"
-	"go/parser"
-	"go/token"
 	"os"
-	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/clusterflow/clusterflow/internal/testlimit"
 )
 
 // TestTheMakefileRunsEveryTestSkippedUnderRace reads this package's tests: each that starts
@@ -25,25 +23,11 @@ func TestTheMakefileRunsEveryTestSkippedUnderRace(t *testing.T) {
 		t.Fatal("the Makefile has no WITHOUT_RACE := line")
 	}
 	pattern := strings.TrimSpace(string(m[1]))
-	files, err := filepath.Glob("*_test.go")
-	if err != nil {
-		t.Fatal(err)
-	}
 	tests, skipped := map[string]bool{}, map[string]bool{}
-	for _, file := range files {
-		f, err := parser.ParseFile(token.NewFileSet(), file, nil, 0)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, decl := range f.Decls {
-			fn, ok := decl.(*ast.FuncDecl)
-			if !ok || fn.Recv != nil || !strings.HasPrefix(fn.Name.Name, "Test") || fn.Body == nil {
-				continue
-			}
-			tests[fn.Name.Name] = true
-			if len(fn.Body.List) > 0 && callsWithoutRace(fn.Body.List[0]) {
-				skipped[fn.Name.Name] = true
-			}
+	for _, fn := range testlimit.ReadTests(t) {
+		tests[fn.Name.Name] = true
+		if len(fn.Body.List) > 0 && testlimit.IsCall(fn.Body.List[0], "", "withoutRace") {
+			skipped[fn.Name.Name] = true
 		}
 	}
 	if len(skipped) == 0 {
@@ -63,17 +47,4 @@ func TestTheMakefileRunsEveryTestSkippedUnderRace(t *testing.T) {
 			t.Errorf("%s skips under the race detector but WITHOUT_RACE does not name it, so it never runs", name)
 		}
 	}
-}
-
-func callsWithoutRace(stmt ast.Stmt) bool {
-	expr, ok := stmt.(*ast.ExprStmt)
-	if !ok {
-		return false
-	}
-	call, ok := expr.X.(*ast.CallExpr)
-	if !ok {
-		return false
-	}
-	id, ok := call.Fun.(*ast.Ident)
-	return ok && id.Name == "withoutRace"
 }
