@@ -88,7 +88,7 @@ func runGateway(ctx context.Context, args []string) error {
 
 // gatewayFlags are the gateway's settings that dev shares.
 type gatewayFlags struct {
-	origins                               string
+	origins, hosts                        string
 	clusterLabel, memberLabel, eventLabel string
 	rate                                  float64
 	burst                                 int
@@ -97,6 +97,7 @@ type gatewayFlags struct {
 
 func (f *gatewayFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&f.origins, "allowed-origins", "", "comma-separated browser origins allowed to call the gateway (CORS); none by default")
+	fs.StringVar(&f.hosts, "allowed-hosts", "", "comma-separated names callers may give as Host, besides IP addresses and localhost (a name in DNS or a proxy's); none by default")
 	fs.StringVar(&f.clusterLabel, "cluster-label", gateway.DefaultLabels.Cluster, "alert label naming the cluster")
 	fs.StringVar(&f.memberLabel, "member-label", gateway.DefaultLabels.Member, "alert label naming the member")
 	fs.StringVar(&f.eventLabel, "event-label", gateway.DefaultLabels.Event, "alert label that may say gone or unhealthy instead of down")
@@ -111,6 +112,7 @@ func (f *gatewayFlags) options() (gateway.Options, error) {
 		Rate:   f.rate, Burst: f.burst, TemporalTimeout: f.temporalTimeout,
 	}
 	opts.AllowedOrigins = commaList(f.origins)
+	opts.AllowedHosts = commaList(f.hosts)
 	switch {
 	case f.rate <= 0:
 		return opts, apperr.Errorf(apperr.Invalid, "--rate %g: must be more than 0", f.rate)

@@ -100,7 +100,11 @@ func (g *gatewayUnderTest) do(t *testing.T, method, path, token, contentType str
 		req.Header.Set("Content-Type", contentType)
 	}
 	for i := 0; i+1 < len(header); i += 2 {
-		req.Header.Set(header[i], header[i+1])
+		if header[i] == "Host" {
+			req.Host = header[i+1]
+		} else {
+			req.Header.Set(header[i], header[i+1])
+		}
 	}
 	client := &http.Client{Timeout: 30 * time.Second}
 	if g.client != nil {
@@ -441,6 +445,26 @@ func TestTheGatewayLimitsEachTokensRate(t *testing.T) {
 	// Another token has its own budget.
 	if code, _, body := g.do(t, "GET", "/v1/clusters", g.eventsRO, "", nil); code != 200 {
 		t.Errorf("another token: %d %s", code, body)
+	}
+}
+
+// The gateway answers only requests that name it by address, as localhost or by a name
+// it is told (--allowed-hosts): a web page that rebinds its own domain to the gateway's
+// address sends its domain as Host, and is refused before anything else is read.
+func TestTheGatewayAnswersOnlyItsOwnNames(t *testing.T) {
+	t.Parallel()
+	guard(t)
+	g := startGateway(t, cliEnv, "--allowed-hosts", "gateway.example.test")
+	for _, host := range []string{"", "localhost:8088", "gateway.example.test", "GATEWAY.example.test:443"} {
+		if code, _, body := g.do(t, "GET", "/v1/clusters", g.read, "", nil, "Host", host); code != 200 {
+			t.Errorf("Host %q: %d %s", host, code, body)
+		}
+	}
+	for _, host := range []string{"rebound.example.com", "rebound.example.com:8088", "gateway.example.test.evil"} {
+		code, _, body := g.do(t, "GET", "/v1/clusters", g.read, "", nil, "Host", host)
+		if code != 403 || !strings.Contains(body, "--allowed-hosts") {
+			t.Errorf("Host %q: %d %s; want 403 naming --allowed-hosts", host, code, body)
+		}
 	}
 }
 

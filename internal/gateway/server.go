@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -25,6 +26,10 @@ type Options struct {
 	InsecureNoAuth bool
 	// AllowedOrigins may call from a browser (CORS); none by default.
 	AllowedOrigins []string
+	// AllowedHosts are the names, besides IP literals and localhost, that a request may
+	// give as its Host: a web page that rebinds its own domain to the gateway's address
+	// (DNS rebinding) sends its domain, and is refused.
+	AllowedHosts []string
 	// Labels name the member in an alert (DefaultLabels when empty).
 	Labels Labels
 	// Rate and Burst bound each token's requests per second.
@@ -94,7 +99,10 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	rec := &recorder{ResponseWriter: w, status: http.StatusOK}
 	id := uuid.NewString()
 	rec.Header().Set("X-Request-Id", id)
-	if g.cors(rec, r) {
+	switch {
+	case !g.allowedHost(r.Host):
+		writeError(rec, apperr.Errorf(apperr.Forbidden, "Host %q is not a name of this gateway: call it by address, or name it in --allowed-hosts", r.Host))
+	case g.cors(rec, r):
 		g.mux.ServeHTTP(rec, r)
 	}
 	route := r.Pattern
@@ -104,6 +112,18 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	g.metrics.requests.WithLabelValues(route, fmt.Sprint(rec.status)).Inc()
 	g.log.Info("Request", zap.String("id", id), zap.String("token", rec.token), zap.String("method", r.Method),
 		zap.String("route", route), zap.Int("status", rec.status), zap.Duration("duration", time.Since(start)))
+}
+
+// allowedHost says whether a request's Host header names this gateway: an IP literal,
+// localhost, or one of AllowedHosts.
+func (g *Gateway) allowedHost(hostHeader string) bool {
+	name, _, err := net.SplitHostPort(hostHeader)
+	if err != nil {
+		name = hostHeader
+	}
+	name = strings.ToLower(strings.TrimSuffix(name, "."))
+	return name == "localhost" || net.ParseIP(strings.Trim(name, "[]")) != nil ||
+		slices.ContainsFunc(g.opts.AllowedHosts, func(h string) bool { return strings.EqualFold(h, name) })
 }
 
 // cors answers preflights and marks allowed origins; it reports whether to go on.
