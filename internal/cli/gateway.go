@@ -101,8 +101,8 @@ func (f *gatewayFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&f.clusterLabel, "cluster-label", gateway.DefaultLabels.Cluster, "alert label naming the cluster")
 	fs.StringVar(&f.memberLabel, "member-label", gateway.DefaultLabels.Member, "alert label naming the member")
 	fs.StringVar(&f.eventLabel, "event-label", gateway.DefaultLabels.Event, "alert label that may say gone or unhealthy instead of down")
-	fs.Float64Var(&f.rate, "rate", gateway.DefaultRate, "requests per second allowed to each token")
-	fs.IntVar(&f.burst, "burst", gateway.DefaultBurst, "requests a token may send at once above --rate")
+	fs.Float64Var(&f.rate, "rate", gateway.DefaultRate, "requests or alerts per second allowed to each token (a notification from Alertmanager counts its alerts)")
+	fs.IntVar(&f.burst, "burst", gateway.DefaultBurst, "requests or alerts a token may send at once above --rate")
 	fs.DurationVar(&f.temporalTimeout, "temporal-timeout", gateway.DefaultTemporalTimeout, "how long to wait for Temporal before answering 503")
 }
 

@@ -446,6 +446,27 @@ func TestTheGatewayLimitsEachTokensRate(t *testing.T) {
 	if code, _, body := g.do(t, "GET", "/v1/clusters", g.eventsRO, "", nil); code != 200 {
 		t.Errorf("another token: %d %s", code, body)
 	}
+
+	// A notification from Alertmanager counts its alerts, not one request: 3 alerts of a
+	// burst of 4 pass, 2 more are past it, and 5 at once never fit.
+	a := startGateway(t, cliEnv, "--rate", "0.01", "--burst", "4")
+	notification := func(alerts int) []byte {
+		var list []string
+		for i := range alerts {
+			list = append(list, fmt.Sprintf(`{"status":"firing","labels":{"clusterflow_cluster":"no-such-cluster","clusterflow_member":"no-such-cluster-w-%d"}}`, i))
+		}
+		return []byte(`{"version":"4","status":"firing","alerts":[` + strings.Join(list, ",") + `]}`)
+	}
+	if code, _, body := a.do(t, "POST", "/v1/alertmanager", a.events, "application/json", notification(5)); code != 429 || !strings.Contains(body, "max_alerts to at most 4") {
+		t.Errorf("5 alerts at once against a burst of 4: %d %s", code, body)
+	}
+	if code, _, body := a.do(t, "POST", "/v1/alertmanager", a.events, "application/json", notification(3)); code != 200 {
+		t.Errorf("3 alerts within a burst of 4: %d %s", code, body)
+	}
+	code, header, body = a.do(t, "POST", "/v1/alertmanager", a.events, "application/json", notification(2))
+	if code != 429 || header.Get("Retry-After") == "" || !strings.Contains(body, "alerts a second") {
+		t.Errorf("2 alerts past the burst: %d, Retry-After %q, %s", code, header.Get("Retry-After"), body)
+	}
 }
 
 // The gateway answers only requests that name it by address, as localhost or by a name

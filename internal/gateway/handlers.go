@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"go.temporal.io/api/serviceerror"
@@ -71,7 +72,7 @@ func (g *Gateway) auth(next http.HandlerFunc, anyOf ...Scope) http.HandlerFunc {
 		if res := g.limiter(tok.Name).Reserve(); res.Delay() > 0 {
 			res.Cancel()
 			w.Header().Set("Retry-After", fmt.Sprint(int(math.Ceil(res.Delay().Seconds()))))
-			writeError(w, apperr.Errorf(apperr.RateLimited, "token %q sent more than %g requests a second; retry later", tok.Name, g.opts.Rate))
+			writeError(w, apperr.Errorf(apperr.RateLimited, "token %q sent more than %g requests or alerts a second; retry later", tok.Name, g.opts.Rate))
 			return
 		}
 		next(w, r.WithContext(context.WithValue(r.Context(), tokenKey{}, tok)))
@@ -242,6 +243,21 @@ func (g *Gateway) postAlertmanager(w http.ResponseWriter, r *http.Request) {
 		g.refuse(w, apperr.Wrap(apperr.Invalid, err))
 		return
 	}
+	// The rate counts alerts, not requests: a notification is charged for its alerts
+	// beyond the one its request paid for, before any is reported.
+	tok := tokenOf(r)
+	if extra := len(n.Alerts) - 1; extra > 0 {
+		if extra >= g.opts.Burst {
+			g.refuse(w, apperr.Errorf(apperr.RateLimited, "alerts: %d in one notification, more than token %q may send at once (--burst %d); set the receiver's max_alerts to at most %d", len(n.Alerts), tok.Name, g.opts.Burst, g.opts.Burst))
+			return
+		}
+		if res := g.limiter(tok.Name).ReserveN(time.Now(), extra); res.Delay() > 0 {
+			res.Cancel()
+			w.Header().Set("Retry-After", fmt.Sprint(int(math.Ceil(res.Delay().Seconds()))))
+			g.refuse(w, apperr.Errorf(apperr.RateLimited, "token %q sent more than %g alerts a second; retry later", tok.Name, g.opts.Rate))
+			return
+		}
+	}
 	reply := AlertmanagerReply{Results: make([]AlertResult, len(n.Alerts))}
 	// unavailable is why the alerts after one Temporal did not take are not tried.
 	unavailable := ""
@@ -250,7 +266,7 @@ func (g *Gateway) postAlertmanager(w http.ResponseWriter, r *http.Request) {
 		res.Fingerprint = n.Alerts[i].Fingerprint
 		res.Cluster, res.Member, res.Event = ae.cluster, ae.event.Member, ae.event.Event
 		if ae.err == nil {
-			ae.err = permit(tokenOf(r), eventScope(ae.event.Event), ae.cluster)
+			ae.err = permit(tok, eventScope(ae.event.Event), ae.cluster)
 		}
 		if ae.err != nil {
 			g.metrics.events.WithLabelValues("refused").Inc()

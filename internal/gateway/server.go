@@ -32,7 +32,8 @@ type Options struct {
 	AllowedHosts []string
 	// Labels name the member in an alert (DefaultLabels when empty).
 	Labels Labels
-	// Rate and Burst bound each token's requests per second.
+	// Rate and Burst bound what each token may report or ask a second: a request counts
+	// one, a notification from Alertmanager one for each of its alerts.
 	Rate  float64
 	Burst int
 	// TemporalTimeout bounds each call to Temporal; past it the answer is 503.
@@ -42,8 +43,9 @@ type Options struct {
 
 // Defaults for what Options leave at zero; the CLI's flags start from them.
 const (
-	DefaultRate            = 50
-	DefaultBurst           = 100
+	DefaultRate = 50
+	// DefaultBurst lets one notification of the most alerts allowed pass at once.
+	DefaultBurst           = MaxAlerts
 	DefaultTemporalTimeout = 10 * time.Second
 )
 
