@@ -182,8 +182,8 @@ func TestTheGatewayReportsEventsAndServesReads(t *testing.T) {
 	defer conn.Close()
 	_ = conn.SetDeadline(time.Now().Add(time.Minute))
 	inFlight := `{"event":"up","source":"in flight"}`
-	fmt.Fprintf(conn, "POST /v1/clusters/%s/members/%s-worker-1/events HTTP/1.1\r\nHost: gateway\r\nAuthorization: Bearer %s\r\n"+
-		"Content-Type: application/json\r\nContent-Length: %d\r\nExpect: 100-continue\r\n\r\n", n, n, g.events, len(inFlight))
+	fmt.Fprintf(conn, "POST /v1/clusters/%s/members/%s-worker-1/events HTTP/1.1\r\nHost: %s\r\nAuthorization: Bearer %s\r\n"+
+		"Content-Type: application/json\r\nContent-Length: %d\r\nExpect: 100-continue\r\n\r\n", n, n, strings.TrimPrefix(g.url, "http://"), g.events, len(inFlight))
 	answers := bufio.NewReader(conn)
 	if resp, err := http.ReadResponse(answers, nil); err != nil || resp.StatusCode != http.StatusContinue {
 		t.Fatalf("the gateway did not start reading the request: %v %v", resp, err)
