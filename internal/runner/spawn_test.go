@@ -339,7 +339,7 @@ func TestNoPlantedLinkOrFIFOTurnsRootAgainstTheHost(t *testing.T) {
 		t.Fatal(err)
 	}
 	s := script(t, "echo mine\n")
-	s.User = &User{UID: 61300, GID: 61300}
+	s.User = &User{UID: 64300, GID: 64300}
 	for dir := s.Sandbox; dir != os.TempDir() && dir != "/"; dir = filepath.Dir(dir) {
 		if err := os.Chmod(dir, 0o711); err != nil {
 			t.Fatal(err)

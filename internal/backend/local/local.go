@@ -500,6 +500,11 @@ func (l *Backend) killClusterUser(c layout.Cluster) error {
 	if err != nil || !ok {
 		return err
 	}
+	// A number another data folder holds too (both given out before claims) is not this
+	// folder's alone to kill.
+	if mine, err := l.ScriptUIDs.claim(uid); err != nil || !mine {
+		return err
+	}
 	return killUser(c, uid)
 }
 

@@ -102,8 +102,14 @@ func (r *UIDRange) forCluster(c layout.Cluster) (*runner.User, error) {
 				continue
 			}
 			if _, err := user.LookupId(strconv.FormatUint(uint64(candidate), 10)); err != nil && !leftBehind(candidate) {
-				uid, byCluster[cluster] = candidate, candidate
-				return true, nil
+				mine, err := r.claim(candidate)
+				if err != nil {
+					return false, err
+				}
+				if mine {
+					uid, byCluster[cluster] = candidate, candidate
+					return true, nil
+				}
 			}
 		}
 		return false, fmt.Errorf("no script user left for cluster %s: all %d of --script-uids %d-%d are taken", cluster, r.Last-r.First+1, r.First, r.Last)
@@ -192,8 +198,13 @@ func (r *UIDRange) release(c layout.Cluster) error {
 	defer r.mu.Unlock()
 	delete(r.known, cluster)
 	return r.change(func(byCluster map[string]uint32) (bool, error) {
-		_, ok := byCluster[cluster]
+		uid, ok := byCluster[cluster]
 		delete(byCluster, cluster)
+		if ok {
+			if err := r.unclaim(uid); err != nil {
+				return false, err
+			}
+		}
 		return ok, nil
 	})
 }

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/clusterflow/clusterflow/internal/layout"
 	"github.com/clusterflow/clusterflow/internal/runner"
@@ -24,7 +25,7 @@ func TestClustersGetUsersOfTheirOwnFromTheRange(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := l.UseScriptUIDs(61000, 61001); err != nil {
+	if err := l.UseScriptUIDs(64000, 64001); err != nil {
 		t.Fatal(err)
 	}
 	uid := func(l *Backend, cluster string) uint32 {
@@ -38,22 +39,22 @@ func TestClustersGetUsersOfTheirOwnFromTheRange(t *testing.T) {
 		}
 		return u.UID
 	}
-	if a, b := uid(l, "a"), uid(l, "b"); a != 61000 || b != 61001 {
-		t.Errorf("a=%d b=%d, want 61000 and 61001", a, b)
+	if a, b := uid(l, "a"), uid(l, "b"); a != 64000 || b != 64001 {
+		t.Errorf("a=%d b=%d, want 64000 and 64001", a, b)
 	}
-	if _, err := l.userOf(layout.Cluster{Name: "c"}); err == nil || !strings.Contains(err.Error(), "all 2 of --script-uids 61000-61001 are taken") {
+	if _, err := l.userOf(layout.Cluster{Name: "c"}); err == nil || !strings.Contains(err.Error(), "all 2 of --script-uids 64000-64001 are taken") {
 		t.Errorf("a full range: %v", err)
 	}
 	again, _ := New(root)
-	_ = again.UseScriptUIDs(61000, 61001)
-	if b := uid(again, "b"); b != 61001 {
-		t.Errorf("after a restart b has %d, want 61001", b)
+	_ = again.UseScriptUIDs(64000, 64001)
+	if b := uid(again, "b"); b != 64001 {
+		t.Errorf("after a restart b has %d, want 64001", b)
 	}
 	if err := l.ScriptUIDs.release(layout.Cluster{Name: "a"}); err != nil {
 		t.Fatal(err)
 	}
-	if c := uid(l, "c"); c != 61000 {
-		t.Errorf("c got %d, want a's freed 61000", c)
+	if c := uid(l, "c"); c != 64000 {
+		t.Errorf("c got %d, want a's freed 64000", c)
 	}
 	if err := (&Backend{}).UseScriptUIDs(0, 10); err == nil {
 		t.Error("a range from 0 (root) was taken")
@@ -71,7 +72,7 @@ func TestWorkersSharingAFolderNeverGiveTwoClustersOneUser(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := l.UseScriptUIDs(61000, 61099); err != nil {
+		if err := l.UseScriptUIDs(64000, 64099); err != nil {
 			t.Fatal(err)
 		}
 		workers[i] = l
@@ -187,7 +188,7 @@ func TestAClustersUserDiesWithItAndIsNeverHandedOnWhileAnythingOfItIsLeft(t *tes
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := l.UseScriptUIDs(61100, 61102); err != nil {
+	if err := l.UseScriptUIDs(64100, 64102); err != nil {
 		t.Fatal(err)
 	}
 	hidden := func(uid uint32, args ...string) {
@@ -229,8 +230,53 @@ func TestAClustersUserDiesWithItAndIsNeverHandedOnWhileAnythingOfItIsLeft(t *tes
 	if again, err := l.userOf(layout.Cluster{Name: "after"}); err != nil || again.UID != u.UID {
 		t.Errorf("a cluster after the removal got %v, %v; want the freed user %d", again, err, u.UID)
 	}
-	hidden(61101, "sleep", "300")
-	if next, err := l.userOf(layout.Cluster{Name: "next"}); err != nil || next.UID != 61102 {
-		t.Errorf("with a process of 61101 left, a new cluster got %v, %v; want 61102", next, err)
+	hidden(64101, "sleep", "300")
+	if next, err := l.userOf(layout.Cluster{Name: "next"}); err != nil || next.UID != 64102 {
+		t.Errorf("with a process of 64101 left, a new cluster got %v, %v; want 64102", next, err)
+	}
+}
+
+// Workers of two data folders on one machine (two hosts of one dev, say) claim their
+// users machine-wide: they never give one number to two clusters, and a number held by a
+// folder since deleted is free again.
+func TestTwoDataFoldersNeverGiveOneUserToTwoClusters(t *testing.T) {
+	backendOn := func(root string) *Backend {
+		l, err := New(root)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := l.UseScriptUIDs(64200, 64201); err != nil {
+			t.Fatal(err)
+		}
+		return l
+	}
+	gone := t.TempDir()
+	a, b := backendOn(gone), backendOn(t.TempDir())
+	ua, err := a.userOf(layout.Cluster{Name: "x"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ub, err := b.userOf(layout.Cluster{Name: "y"})
+	if err != nil || ub.UID == ua.UID {
+		t.Fatalf("the second folder's cluster got %v, %v; the first's has %d", ub, err, ua.UID)
+	}
+	if err := b.RemoveCluster(context.Background(), "y"); err != nil {
+		t.Fatal(err)
+	}
+	// The first folder goes without releasing its user: its claim is stale once its map is
+	// gone (and past a minute old).
+	if err := os.RemoveAll(gone); err != nil {
+		t.Fatal(err)
+	}
+	claim := filepath.Join(uidClaimsDir, strconv.FormatUint(uint64(ua.UID), 10))
+	old := time.Now().Add(-2 * time.Minute)
+	if err := os.Chtimes(claim, old, old); err != nil {
+		t.Fatal(err)
+	}
+	c := backendOn(t.TempDir())
+	for _, name := range []string{"p", "q"} {
+		if _, err := c.userOf(layout.Cluster{Name: name}); err != nil {
+			t.Errorf("cluster %s with the first folder gone: %v", name, err)
+		}
 	}
 }
