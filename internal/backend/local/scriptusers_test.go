@@ -20,6 +20,7 @@ import (
 // Each cluster gets the lowest free user of the range and keeps it, across a new backend
 // on the same folder too; a removed cluster frees its user; a full range says so.
 func TestClustersGetUsersOfTheirOwnFromTheRange(t *testing.T) {
+	claimsOfTheirOwn(t)
 	root := t.TempDir()
 	l, err := New(root)
 	if err != nil {
@@ -65,6 +66,7 @@ func TestClustersGetUsersOfTheirOwnFromTheRange(t *testing.T) {
 // are) share its users: clusters allocated through either, at the same time, never get
 // the same user, and one's release is seen by the other.
 func TestWorkersSharingAFolderNeverGiveTwoClustersOneUser(t *testing.T) {
+	claimsOfTheirOwn(t)
 	root := t.TempDir()
 	var workers [2]*Backend
 	for i := range workers {
@@ -111,6 +113,7 @@ func TestWorkersSharingAFolderNeverGiveTwoClustersOneUser(t *testing.T) {
 
 // A number the host already knows as a user is never given to a cluster.
 func TestAUserTheHostKnowsIsPassedOver(t *testing.T) {
+	claimsOfTheirOwn(t)
 	nobody, err := user.Lookup("nobody")
 	if err != nil {
 		t.Fatal(err)
@@ -181,6 +184,7 @@ func TestASandboxFromBeforeScriptUsersIsGivenToItsUser(t *testing.T) {
 // user left in /tmp goes too. A number with a process left (one an older version freed) is
 // never given to another cluster.
 func TestAClustersUserDiesWithItAndIsNeverHandedOnWhileAnythingOfItIsLeft(t *testing.T) {
+	claimsOfTheirOwn(t)
 	if os.Geteuid() != 0 {
 		t.Fatal("running a process as a script user needs root, as CI runs the tests")
 	}
@@ -240,6 +244,7 @@ func TestAClustersUserDiesWithItAndIsNeverHandedOnWhileAnythingOfItIsLeft(t *tes
 // users machine-wide: they never give one number to two clusters, and a number held by a
 // folder since deleted is free again.
 func TestTwoDataFoldersNeverGiveOneUserToTwoClusters(t *testing.T) {
+	claimsOfTheirOwn(t)
 	backendOn := func(root string) *Backend {
 		l, err := New(root)
 		if err != nil {
