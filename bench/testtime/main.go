@@ -35,7 +35,7 @@ type result struct {
 
 func main() {
 	top := flag.Int("top", 10, "how many of the slowest tests to print")
-	pkgPrefix := flag.String("tests-of", "", "list only tests of packages with this suffix (for example internal/e2e)")
+	pkgSuffix := flag.String("tests-of", "", "list only tests of packages with this suffix (for example internal/e2e)")
 	flag.Parse()
 	packages := map[string]*result{}
 	tests := map[string]*result{}
@@ -72,7 +72,7 @@ func main() {
 			if strings.Contains(ev.Test, "/") { // subtests count in their parent
 				continue
 			}
-			if *pkgPrefix != "" && !strings.HasSuffix(pkg, *pkgPrefix) {
+			if *pkgSuffix != "" && !strings.HasSuffix(pkg, *pkgSuffix) {
 				continue
 			}
 			key := pkg + " " + ev.Test

@@ -427,7 +427,7 @@ func (l *Backend) StopScript(ctx context.Context, stop backend.ScriptStop) error
 }
 
 // RemoveMember implements Backend.
-func (l *Backend) RemoveMember(_ context.Context, m backend.MemberRef) error {
+func (l *Backend) RemoveMember(ctx context.Context, m backend.MemberRef) error {
 	dir, err := l.memberDir(m)
 	if err != nil {
 		return err
@@ -447,7 +447,7 @@ func (l *Backend) RemoveMember(_ context.Context, m backend.MemberRef) error {
 		return err
 	}
 	// The cluster's last member here: nothing of its user may run on.
-	if left, err := l.ListMembers(context.Background(), m.Folder().Key()); err == nil && len(left) == 0 {
+	if left, err := l.ListMembers(ctx, m.Folder().Key()); err == nil && len(left) == 0 {
 		return l.killClusterUser(m.Folder())
 	}
 	return nil

@@ -150,16 +150,11 @@ func killUser(cluster layout.Cluster, uid uint32) error {
 	if left := runner.KillUser(uid, 10*time.Second); len(left) > 0 {
 		return fmt.Errorf("cluster %s's user %d still has processes %v after SIGKILL; it is kept until they are gone", cluster.Name, uid, left)
 	}
-	for _, dir := range sharedTemp {
-		entries, _ := os.ReadDir(dir)
-		for _, e := range entries {
-			// The entry is the dead user's, and the sticky folder lets nobody else
-			// replace it; RemoveAll follows no link within it.
-			if ownedBy(e, uid) {
-				if err := os.RemoveAll(filepath.Join(dir, e.Name())); err != nil {
-					return fmt.Errorf("remove what cluster %s's user left in %s: %w", cluster.Name, dir, err)
-				}
-			}
+	for _, path := range leftInTemp(uid) {
+		// The entry is the dead user's, and the sticky folder lets nobody else replace
+		// it; RemoveAll follows no link within it.
+		if err := os.RemoveAll(path); err != nil {
+			return fmt.Errorf("remove what cluster %s's user left: %w", cluster.Name, err)
 		}
 	}
 	return nil
@@ -168,27 +163,25 @@ func killUser(cluster layout.Cluster, uid uint32) error {
 // leftBehind says whether anything of uid is left on the host that a new cluster must not
 // inherit: a live process, or a file it owns in a shared temporary folder.
 func leftBehind(uid uint32) bool {
-	if len(runner.ProcessesOf(uid)) > 0 {
-		return true
-	}
+	return len(runner.ProcessesOf(uid)) > 0 || len(leftInTemp(uid)) > 0
+}
+
+// leftInTemp lists what uid owns at the top of the shared temporary folders.
+func leftInTemp(uid uint32) []string {
+	var paths []string
 	for _, dir := range sharedTemp {
 		entries, _ := os.ReadDir(dir)
 		for _, e := range entries {
-			if ownedBy(e, uid) {
-				return true
+			info, err := e.Info()
+			if err != nil {
+				continue
+			}
+			if st, ok := info.Sys().(*syscall.Stat_t); ok && st.Uid == uid {
+				paths = append(paths, filepath.Join(dir, e.Name()))
 			}
 		}
 	}
-	return false
-}
-
-func ownedBy(e fs.DirEntry, uid uint32) bool {
-	info, err := e.Info()
-	if err != nil {
-		return false
-	}
-	st, ok := info.Sys().(*syscall.Stat_t)
-	return ok && st.Uid == uid
+	return paths
 }
 
 // release frees the cluster's user once its files are gone.
