@@ -17,7 +17,23 @@ import (
 // and those an earlier addnodes announced. So members set up together hear nothing about
 // each other, and a member set up before a change arrived midway hears of what the change
 // added. What a cancel or delete interrupts stays to be announced.
+//
+// Members that joined are announced first, then those that left: a replacement's survivors
+// learn of the successor before they forget its predecessor, so an app that keeps a
+// membership list never drops below its size (runs from before changeLifecycle did it the
+// other way round).
 func (w *clusterWorkflow) announce(ctx workflow.Context) {
+	if w.lifecycle {
+		w.announceJoined(ctx)
+		w.announceLeft(ctx)
+		return
+	}
+	w.announceLeft(ctx)
+	w.announceJoined(ctx)
+}
+
+// announceLeft runs delnodes about the members that left, a role's at a time.
+func (w *clusterWorkflow) announceLeft(ctx workflow.Context) {
 	for len(w.removed) > 0 && ctx.Err() == nil {
 		role := w.removed[0].Role
 		var left, rest []RemovedNode
@@ -38,6 +54,10 @@ func (w *clusterWorkflow) announce(ctx workflow.Context) {
 			w.removed = rest
 		}
 	}
+}
+
+// announceJoined runs addnodes about the members that joined, a role's at a time.
+func (w *clusterWorkflow) announceJoined(ctx workflow.Context) {
 	for i := range w.state.Roles {
 		if ctx.Err() != nil {
 			return

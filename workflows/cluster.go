@@ -77,6 +77,8 @@ type cluster struct {
 	// setUpElsewhere says members being set up on a lost host are set up elsewhere
 	// (changeSetUpElsewhere).
 	setUpElsewhere bool
+	// lifecycle says this run keeps the lifecycle contract of changeLifecycle.
+	lifecycle bool
 	// hostCheck is what placement asks of hosts' allow-lists (changeHostAllowLists).
 	hostCheck plan.HostCheck
 	// operating says an operation is in progress (the workflow can cancel it).
@@ -120,6 +122,7 @@ func newClusterWorkflow(ctx workflow.Context, in ClusterInput) (*clusterWorkflow
 	if workflow.GetVersion(ctx, changeHostAllowLists, workflow.DefaultVersion, 1) >= 1 {
 		w.hostCheck = plan.HostCheck{On: true, Namespace: workflow.GetInfo(ctx).Namespace}
 	}
+	w.lifecycle = workflow.GetVersion(ctx, changeLifecycle, workflow.DefaultVersion, 1) >= 1
 	carried, err := in.carried()
 	if err != nil {
 		return nil, temporal.NewNonRetryableApplicationError("cannot read the state carried over: "+err.Error(), "InvalidInput", nil)

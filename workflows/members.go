@@ -59,6 +59,9 @@ func (c *cluster) addPendingTo(rs *plan.RoleState, now time.Time) []Member {
 	added := plan.Grow(c.state.Name, r, rs, plan.DesiredMembers(c.spec, rs.Name), c.onHosts(), hosts, now)
 	if len(added) > 0 {
 		c.membershipEpoch++
+		if c.lifecycle {
+			rs.NextOrdinal = added[len(added)-1].Ordinal + 1
+		}
 	}
 	return added
 }

@@ -265,7 +265,11 @@ func (r *roleWorkflow) teardownAll(ctx workflow.Context) {
 func (r *roleWorkflow) teardown(ctx workflow.Context, i int) {
 	m := &r.members[i]
 	var teardownErr error
-	if m.HasSetup() && r.in.Role.Wants(spec.EventTeardown) {
+	setUp := m.HasSetup()
+	if workflow.GetVersion(ctx, changeLifecycle, workflow.DefaultVersion, 1) >= 1 {
+		setUp = m.ConfigureRan()
+	}
+	if setUp && r.in.Role.Wants(spec.EventTeardown) {
 		r.set(ctx, i, MemberDeleting, spec.EventTeardown, "running teardown")
 		_, teardownErr = r.runScript(ctx, i, spec.EventTeardown)
 	} else {

@@ -66,4 +66,12 @@ const (
 	// revision out to them (upgrade batches, watches, the health gate). Asked when a pass
 	// first has members to move; runs from before never had any.
 	changeRollouts = "rollouts"
+	// changeLifecycle: the lifecycle contract real apps rely on. A member in config_error
+	// whose configure ran (failed, cancelled, or set up and then failing a notification or
+	// an action) is torn down when it is removed (before, only a failed configure, upgrade
+	// or restart was); a role never gives a removed member's ordinal to a new member; and
+	// survivors hear addnodes of the members that joined before delnodes of those that
+	// left, as the README says. Asked once per run, when it starts; role children ask it
+	// when they tear down.
+	changeLifecycle = "lifecycle-contract"
 )

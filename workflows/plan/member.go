@@ -88,6 +88,18 @@ func (m Member) HasSetup() bool {
 	return false
 }
 
+// ConfigureRan reports whether the member's configure ran, to its end or not, so that a
+// delete or removal tears it down: HasSetup as it is now, which also counts a member
+// whose configure failed or was cancelled, and one whose later script (addnodes, delnodes,
+// start, an action) failed. Only a member whose sandbox was never made, or that is gone,
+// has nothing to tear down.
+func (m Member) ConfigureRan() bool {
+	if m.State == MemberConfigError {
+		return m.Event != ""
+	}
+	return m.HasSetup()
+}
+
 // knows reports whether the member has learnt of other, from configmeta or addnodes.
 func (m Member) knows(other Member) bool {
 	return notice.Knows(m.Knowledge(), other.class())
@@ -123,6 +135,10 @@ type RoleState struct {
 	DependsOn []string `json:"dependsOn,omitempty"`
 	Desired   int      `json:"desired"`
 	Members   []Member `json:"members"`
+	// NextOrdinal is the lowest ordinal no member of the role has had: a new member never
+	// takes a removed member's name, which apps such as etcd and Redis remember. 0 for
+	// runs from before it was kept (changeLifecycle), which counted from the last member.
+	NextOrdinal int `json:"nextOrdinal,omitempty"`
 	// Paused says why automatic replacement is paused for the role (the meltdown guard);
 	// Resumed marks an operator's resume, which holds until the role recovers.
 	Paused  string `json:"paused,omitempty"`

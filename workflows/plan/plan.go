@@ -136,14 +136,15 @@ func Stops(desired spec.Cluster, roles []RoleState, configuring map[string][]str
 	return work
 }
 
-// NewMembers lists the members a role is short of, with the next ordinals. Each new
+// NewMembers lists the members a role is short of, with the next ordinals (past every
+// ordinal the role has given, as far as NextOrdinal keeps count). Each new
 // member takes the place of a member being replaced that has no successor yet, in order,
 // and inherits its count of replacements.
 func NewMembers(cluster string, rs RoleState, keep int, now time.Time) []Member {
 	wanted, _ := SplitMembers(rs, keep)
-	next := 0
+	next := rs.NextOrdinal
 	if n := len(rs.Members); n > 0 {
-		next = rs.Members[n-1].Ordinal + 1
+		next = max(next, rs.Members[n-1].Ordinal+1)
 	}
 	var added []Member
 	for missing := keep - len(wanted); missing > 0; missing-- {

@@ -584,3 +584,57 @@ func TestGrow(t *testing.T) {
 		t.Errorf("grew in single-host mode: %+v", added)
 	}
 }
+
+// New members count on from NextOrdinal when it is past the last member: a removed
+// member's name is never given again.
+func TestNewMembersNeverReuseARemovedOrdinal(t *testing.T) {
+	rs := RoleState{Name: "worker", NextOrdinal: 5, Members: []Member{
+		{Name: "c-worker-0", Ordinal: 0, State: MemberReady},
+		{Name: "c-worker-2", Ordinal: 2, State: MemberReady},
+	}}
+	var got []string
+	for _, m := range NewMembers("c", rs, 4, time.Time{}) {
+		got = append(got, m.Name)
+	}
+	if !slices.Equal(got, []string{"c-worker-5", "c-worker-6"}) {
+		t.Errorf("new members %v, want c-worker-5 and c-worker-6", got)
+	}
+	// Runs from before NextOrdinal was kept (0) count on from the last member.
+	rs.NextOrdinal = 0
+	if added := NewMembers("c", rs, 3, time.Time{}); len(added) != 1 || added[0].Name != "c-worker-3" {
+		t.Errorf("without NextOrdinal: %+v", added)
+	}
+}
+
+// ConfigureRan is what a delete or a removal tears down: every member whose configure ran,
+// whatever failed since; not one whose sandbox was never made, nor one gone.
+func TestConfigureRanCountsEveryMemberAConfigureRanIn(t *testing.T) {
+	gone := &MemberHealth{LastReport: HealthGone}
+	for _, tc := range []struct {
+		m    Member
+		want bool
+	}{
+		{Member{State: MemberPending}, false},
+		{Member{State: MemberCreating}, false},
+		{Member{State: MemberConfigError, Detail: "create sandbox: disk full"}, false},
+		{Member{State: MemberConfiguring, Event: spec.EventConfigure}, false},
+		{Member{State: MemberConfigError, Event: spec.EventConfigure, Detail: "canceled"}, true},
+		{Member{State: MemberConfigError, Event: spec.EventConfigure}, true},
+		{Member{State: MemberConfigError, Event: spec.EventAddNodes}, true},
+		{Member{State: MemberConfigError, Event: spec.EventDelNodes}, true},
+		{Member{State: MemberConfigError, Event: spec.EventStart}, true},
+		{Member{State: MemberConfigError, Event: "backup"}, true},
+		{Member{State: MemberConfigError, Event: spec.EventUpgrade}, true},
+		{Member{State: MemberReady}, true},
+		{Member{State: MemberDown}, true},
+		{Member{State: MemberFlapping}, true},
+		{Member{State: MemberRogue}, true},
+		{Member{State: MemberReplacing}, true},
+		{Member{State: MemberReplacing, Health: gone}, false},
+		{Member{State: MemberDeleted}, false},
+	} {
+		if got := tc.m.ConfigureRan(); got != tc.want {
+			t.Errorf("%s after %q (%s): ConfigureRan %v, want %v", tc.m.State, tc.m.Event, tc.m.Detail, got, tc.want)
+		}
+	}
+}
