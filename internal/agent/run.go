@@ -169,7 +169,7 @@ func (a *Agent) start(l Launch, id string, at runPlace, retoken func(*record)) (
 	var exited <-chan struct{}
 	rec.Handle, exited, err = runner.Spawn(runner.Spec{
 		Path: path, Args: args, Dir: at.sandbox, Env: s.Env, Sandbox: at.sandbox,
-		StdoutFile: at.stdout, StderrFile: at.stderr, ExitFile: at.exit, User: s.User,
+		StdoutFile: at.stdout, StderrFile: at.stderr, ExitFile: at.exit, User: s.User, Cgroup: at.cgroup,
 	})
 	if err != nil {
 		return "", err
@@ -247,6 +247,8 @@ func (l Launch) check() error {
 type runPlace struct {
 	sandbox, script, records string
 	stdout, stderr, exit     string
+	// cgroup holds the member's processes, where the agent can make cgroups.
+	cgroup string
 }
 
 func (a *Agent) place(l Launch, id string) (runPlace, error) {
@@ -268,6 +270,7 @@ func (a *Agent) place(l Launch, id string) (runPlace, error) {
 		return p, &RefusedError{Reason: err.Error()}
 	}
 	p.records, p.exit = filepath.Join(records, id), layout.ExitFile(id)
+	p.cgroup = runner.MemberCgroup(string(root), cluster.Key(), l.Member)
 	return p, nil
 }
 

@@ -2,8 +2,12 @@ package e2e
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/clusterflow/clusterflow/workflows"
@@ -121,4 +125,80 @@ func TestNamesAreNeverReusedAndSurvivorsHearOfTheSuccessorFirst(t *testing.T) {
 		}
 	}
 	mustSucceed(t, "delete", n, "--wait")
+}
+
+// hiddenDaemonsScript is a startscript whose configure leaves two daemons that hide from a
+// sweep by environment, each writing its PID to $PIDS/<member>.<kind>: one started without
+// the script's environment, one that writes over its environment for its process title,
+// as Redis does.
+const hiddenDaemonsScript = `#!/bin/sh
+[ "$CLUSTERFLOW_EVENT" = configure ] || exit 0
+env -i setsid /bin/sh -c 'echo $$ > "$0.plain"; exec sleep 86400' "$PIDS/$CLUSTERFLOW_MEMBER" < /dev/null > /dev/null 2>&1 &
+setsid perl -e 'open(my $f, ">", "$ARGV[0].titled"); print $f "$$\n"; close $f; $0 = "redis-server *:6379 " . ("x" x 4000); sleep 86400' "$PIDS/$CLUSTERFLOW_MEMBER" < /dev/null > /dev/null 2>&1 &
+`
+
+// daemonsOf waits for a member's two hidden daemons to write their PIDs, and returns them.
+func daemonsOf(t *testing.T, pids, member string) []int {
+	t.Helper()
+	var found []int
+	waitFor(t, member+"'s daemons to start", func() bool {
+		found = nil
+		for _, kind := range []string{"plain", "titled"} {
+			data, _ := os.ReadFile(filepath.Join(pids, member+"."+kind))
+			if pid, err := strconv.Atoi(strings.TrimSpace(string(data))); err == nil {
+				found = append(found, pid)
+			}
+		}
+		return len(found) == 2
+	})
+	return found
+}
+
+func running(pid int) bool {
+	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return false
+	}
+	i := strings.LastIndexByte(string(stat), ')')
+	return i > 0 && !strings.HasPrefix(strings.TrimSpace(string(stat[i+1:])), "Z")
+}
+
+// TestDaemonsThatHideTheirEnvironmentDieWithTheirMember runs, on the shared root host
+// without script users, members whose configure leaves daemons no environment sweep finds;
+// a shrink ends the removed member's, and only its, and a delete ends the rest. (With
+// script users, TestClustersLiveTheirWholeLifeAsUsersOfTheirOwn checks the same.)
+func TestDaemonsThatHideTheirEnvironmentDieWithTheirMember(t *testing.T) {
+	t.Parallel()
+	guard(t)
+	n := "hiders"
+	dir := t.TempDir()
+	pids := filepath.Join(dir, "pids")
+	if err := os.Mkdir(pids, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "daemons.sh"), []byte(hiddenDaemonsScript), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	specPath := filepath.Join(dir, "cluster.yaml")
+	if err := os.WriteFile(specPath, []byte(fmt.Sprintf("name: %s\nroles:\n  - {name: m, members: 2, startscript: daemons.sh, env: {PIDS: %q}}\n", n, pids)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var all []int
+	t.Cleanup(func() {
+		for _, pid := range all {
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+		}
+	})
+	mustSucceed(t, "deploy", "-f", specPath, "--wait")
+	kept, removed := daemonsOf(t, pids, n+"-m-0"), daemonsOf(t, pids, n+"-m-1")
+	all = append(kept, removed...)
+	mustSucceed(t, "resize", n, "m=1", "--wait")
+	waitFor(t, "the removed member's daemons to end", func() bool { return !running(removed[0]) && !running(removed[1]) })
+	for _, pid := range kept {
+		if !running(pid) {
+			t.Errorf("daemon %d of the member that stays was killed by the shrink", pid)
+		}
+	}
+	mustSucceed(t, "delete", n, "--wait")
+	waitFor(t, "every daemon to end with the cluster", func() bool { return !running(kept[0]) && !running(kept[1]) })
 }

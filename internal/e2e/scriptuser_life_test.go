@@ -123,6 +123,25 @@ fi
 		t.Fatalf("shrink demo: %s", res)
 	}
 	noRootFiles("after the resizes")
+	// A shrink of the other cluster ends its removed member's daemons, though they hide
+	// from an environment sweep and the cluster's user lives on; the others' stay.
+	if res := f.cli("resize", "other", "m=2", "--wait"); res.Code != 0 {
+		t.Fatalf("grow other: %s", res)
+	}
+	waitFor(t, "other's 4 daemons to run as its user", func() bool { return len(runner.ProcessesOf(uint32(otherUID))) == 4 })
+	if res := f.cli("resize", "other", "m=1", "--wait"); res.Code != 0 {
+		t.Fatalf("shrink other: %s", res)
+	}
+	stays := filepath.Join(clusterDir(h.data, "other"), "other-m-0")
+	waitFor(t, "only other-m-0's 2 daemons to be left", func() bool {
+		left := runner.ProcessesOf(uint32(otherUID))
+		for _, pid := range left {
+			if cwd, err := os.Readlink("/proc/" + strconv.Itoa(pid) + "/cwd"); err != nil || cwd != stays {
+				return false
+			}
+		}
+		return len(left) == 2
+	})
 
 	// The move: the clusters go to another server, whose worker for h1 runs over the same
 	// sandboxes.
@@ -154,7 +173,7 @@ fi
 	if res := dst.cli("resize", "demo", "worker=3", "--wait"); res.Code != 0 {
 		t.Fatalf("resize on the target: %s", res)
 	}
-	if got := uidOf("demo", "demo-worker-2"); got != demoUID {
+	if got := uidOf("demo", "demo-worker-4"); got != demoUID { // after worker-3, which the shrink removed
 		t.Errorf("demo's new member on the target runs as %d, not its cluster's %d", got, demoUID)
 	}
 

@@ -33,6 +33,9 @@ type Spec struct {
 	// User, when set, is who the script runs as (the caller must be root): its output
 	// files and the exit file's folder are made theirs, and it keeps no supplementary group.
 	User *User
+	// Cgroup, when set, is the cgroup (v2) folder the script and all it starts run in (see
+	// MemberCgroup); it is made if need be.
+	Cgroup string
 }
 
 // User is a numeric user and group a script runs as.
@@ -114,6 +117,14 @@ func Spawn(s Spec) (Handle, <-chan struct{}, error) {
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	if s.User != nil {
 		cmd.SysProcAttr.Credential = &syscall.Credential{Uid: s.User.UID, Gid: s.User.GID, Groups: []uint32{}}
+	}
+	if s.Cgroup != "" {
+		fd, err := openCgroup(s.Cgroup)
+		if err != nil {
+			return h, nil, err
+		}
+		defer syscall.Close(fd)
+		cmd.SysProcAttr.UseCgroupFD, cmd.SysProcAttr.CgroupFD = true, fd
 	}
 	if err := cmd.Start(); err != nil {
 		return h, nil, fmt.Errorf("start %s: %w", s.Path, err)

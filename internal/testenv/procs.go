@@ -6,7 +6,9 @@ import (
 	"strconv"
 	"syscall"
 	"testing"
+	"time"
 
+	"github.com/clusterflow/clusterflow/internal/runner"
 	"github.com/clusterflow/clusterflow/internal/testlimit"
 )
 
@@ -53,9 +55,11 @@ func StopAllAtEnd(t testing.TB, dataDir string) {
 	})
 }
 
-// KillMemberProcesses kills what MemberProcesses finds.
+// KillMemberProcesses kills what MemberProcesses finds, and, for a data folder, whatever
+// its members' cgroups hold (daemons that hid their environment).
 func KillMemberProcesses(dataDir string) {
 	for _, pid := range MemberProcesses(dataDir) {
 		_ = syscall.Kill(pid, syscall.SIGKILL)
 	}
+	_ = runner.KillCgroup(runner.DataCgroup(dataDir), 5*time.Second)
 }

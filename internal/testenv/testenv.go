@@ -216,8 +216,10 @@ func StartHost(namespace, dir, logDir, name string, env []string, args ...string
 func startBinary(bin, namespace, dir, logDir, name string, env []string, args ...string) (*Process, error) {
 	cmd := exec.Command(bin, args...)
 	if namespace != "" {
-		// ip execs the binary in place, so signals reach it and its exit is the process's.
-		cmd = exec.Command("ip", append([]string{"netns", "exec", namespace, bin}, args...)...)
+		// nsenter execs the binary in place, so signals reach it and its exit is the
+		// process's. It enters the network namespace alone: ip netns exec would also
+		// remount /sys, hiding the cgroup2 mount that members' cgroups are made in.
+		cmd = exec.Command("nsenter", append([]string{"--net=/run/netns/" + namespace, bin}, args...)...)
 	}
 	cmd.Dir, cmd.Env = dir, append(os.Environ(), env...)
 	return startCommand(cmd, logDir, name)

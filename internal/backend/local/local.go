@@ -436,6 +436,9 @@ func (l *Backend) RemoveMember(ctx context.Context, m backend.MemberRef) error {
 		return err
 	}
 	runner.KillTagged(MemberDirEnv + "=" + dir)
+	if err := runner.KillCgroup(runner.MemberCgroup(l.root, m.Folder().Key(), m.Name), 10*time.Second); err != nil {
+		return err
+	}
 	records, err := l.layout.Records(m.Folder(), m.Name)
 	if err != nil {
 		return err
@@ -448,6 +451,9 @@ func (l *Backend) RemoveMember(ctx context.Context, m backend.MemberRef) error {
 	}
 	// The cluster's last member here: nothing of its user may run on.
 	if left, err := l.ListMembers(ctx, m.Folder().Key()); err == nil && len(left) == 0 {
+		if err := runner.KillCgroup(runner.ClusterCgroup(l.root, m.Folder().Key()), 10*time.Second); err != nil {
+			return err
+		}
 		return l.killClusterUser(m.Folder())
 	}
 	return nil
@@ -470,6 +476,9 @@ func (l *Backend) RemoveCluster(_ context.Context, key string) error {
 	entries, _ := os.ReadDir(dir)
 	for _, e := range entries {
 		runner.KillTagged(MemberDirEnv + "=" + filepath.Join(dir, e.Name()))
+	}
+	if err := runner.KillCgroup(runner.ClusterCgroup(l.root, c.Key()), 10*time.Second); err != nil {
+		return err
 	}
 	if err := l.killClusterUser(c); err != nil {
 		return err
