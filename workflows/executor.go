@@ -44,6 +44,9 @@ func (w *clusterWorkflow) runPass(ctx workflow.Context, desired *spec.Cluster, p
 		switch step.Op {
 		case OpTeardown:
 			work = w.dropUnreachable(work, workflow.Now(ctx))
+			if w.lifecycle {
+				w.sayWhyRemoved(work)
+			}
 		case OpConfigure:
 			w.markSetUpNow(work)
 		}
@@ -209,6 +212,28 @@ func (w *clusterWorkflow) setUp(ctx workflow.Context, changed func() bool) (ende
 		},
 	})
 	return ended || ctx.Err() != nil, again
+}
+
+// sayWhyRemoved tells each member of a teardown why it leaves: its teardown then knows
+// whether its data has anywhere to go.
+func (w *clusterWorkflow) sayWhyRemoved(work []plan.RoleWork) {
+	for _, rw := range work {
+		for i := range rw.Members {
+			m := &rw.Members[i]
+			switch {
+			case w.state.Phase == PhaseDeleting:
+				m.RemovedFor = "delete"
+			case m.State == MemberRogue:
+				m.RemovedFor = "orphan"
+			case m.State == MemberReplacing && m.ReplacedOn() == HealthDrain:
+				m.RemovedFor = "drain"
+			case m.State == MemberReplacing:
+				m.RemovedFor = "replace"
+			default:
+				m.RemovedFor = "shrink"
+			}
+		}
+	}
 }
 
 // removeReplaced removes the members whose successors are now set up (or failed to be).

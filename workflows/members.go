@@ -56,11 +56,16 @@ func (c *cluster) addPendingTo(rs *plan.RoleState, now time.Time) []Member {
 	if c.onHosts() {
 		hosts = c.hostCheck.HostsFor(c.state.Hosts, c.state.Name, r)
 	}
+	joining := slices.ContainsFunc(rs.Members, Member.HasSetup)
 	added := plan.Grow(c.state.Name, r, rs, plan.DesiredMembers(c.spec, rs.Name), c.onHosts(), hosts, now)
 	if len(added) > 0 {
 		c.membershipEpoch++
 		if c.lifecycle {
 			rs.NextOrdinal = added[len(added)-1].Ordinal + 1
+			for i := range added {
+				added[i].Joining = joining
+				rs.Member(added[i].Name).Joining = joining
+			}
 		}
 	}
 	return added

@@ -363,6 +363,12 @@ func (r *roleWorkflow) runScript(ctx workflow.Context, i int, event spec.Event) 
 	if event == spec.EventUpgrade {
 		run.FromRevision = max(m.Revision, 1)
 	}
+	switch event {
+	case spec.EventConfigure:
+		run.Joining, run.Replaces = m.Joining, m.Replaces
+	case spec.EventTeardown:
+		run.Reason = m.RemovedFor
+	}
 	if a := r.in.Action; a != nil {
 		run.Action, run.Params = a.Name, a.Params
 	}

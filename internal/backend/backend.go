@@ -190,6 +190,13 @@ type ScriptRun struct {
 	// its parameters, each k=v.
 	Action string   `json:"action,omitempty"`
 	Params []string `json:"params,omitempty"`
+	// Reason, for a teardown, is why the member leaves: delete, shrink, replace, drain or
+	// orphan (a sandbox reconcile found that the cluster never knew).
+	Reason string `json:"reason,omitempty"`
+	// Joining, for a configure, says the member joins a role that already had members set
+	// up (a grow or a replacement), and Replaces names the member it replaces.
+	Joining  bool   `json:"joining,omitempty"`
+	Replaces string `json:"replaces,omitempty"`
 }
 
 // ScriptStop names runs to stop: the member's runs of an event for one workflow.

@@ -420,6 +420,9 @@ roles:
 		t.Errorf("the worker's replacement did not wait for the controller's: %+v %+v", controller, worker)
 	}
 	expectRuns(t, runs, "teardown", "", "drained-controller-0", "drained-worker-0")
+	if got, want := story(t, trace, "teardown"), []string{"drained-controller-0 teardown reason=drain joining= replaces=", "drained-worker-0 teardown reason=drain joining= replaces="}; !slices.Equal(got, want) {
+		t.Errorf("the drained members' teardowns were told %q, want %q", got, want)
+	}
 
 	if res := f.cli("status", "beside", "--wait", "--timeout", "60s"); res.Code != 0 {
 		t.Fatalf("beside: %s", res)

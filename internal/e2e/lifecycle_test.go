@@ -78,7 +78,9 @@ roles:
 // TestNamesAreNeverReusedAndSurvivorsHearOfTheSuccessorFirst shrinks a role and grows it
 // again (the new member takes the next ordinal, not a removed one: apps like etcd remember
 // members by name), then replaces a member: its survivors run addnodes of the successor
-// before delnodes of the member it replaces, after that member's teardown.
+// before delnodes of the member it replaces, after that member's teardown. Every member is
+// told its story: CLUSTERFLOW_JOINING and CLUSTERFLOW_REPLACES on its configure,
+// CLUSTERFLOW_REASON on its teardown.
 func TestNamesAreNeverReusedAndSurvivorsHearOfTheSuccessorFirst(t *testing.T) {
 	t.Parallel()
 	guard(t)
@@ -125,6 +127,28 @@ func TestNamesAreNeverReusedAndSurvivorsHearOfTheSuccessorFirst(t *testing.T) {
 		}
 	}
 	mustSucceed(t, "delete", n, "--wait")
+
+	// Each configure was told whether it joins and whom it replaces, and each teardown why
+	// its member left.
+	line := func(member, event, reason, joining, replaces string) string {
+		return fmt.Sprintf("%s-%s %s reason=%s joining=%s replaces=%s", n, member, event, reason, joining, replaces)
+	}
+	wantConfigures := []string{
+		line("controller-0", "configure", "", "", ""), line("worker-0", "configure", "", "", ""), line("worker-1", "configure", "", "", ""),
+		line("worker-2", "configure", "", "1", ""), line("worker-3", "configure", "", "1", ""), line("worker-4", "configure", "", "1", ""),
+		line("worker-5", "configure", "", "1", n+"-worker-1"),
+	}
+	if got := story(t, trace, "configure"); !slices.Equal(got, wantConfigures) {
+		t.Errorf("configures were told\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(wantConfigures, "\n"))
+	}
+	wantTeardowns := []string{
+		line("controller-0", "teardown", "delete", "", ""), line("worker-0", "teardown", "delete", "", ""),
+		line("worker-1", "teardown", "replace", "", ""), line("worker-2", "teardown", "shrink", "", ""), line("worker-3", "teardown", "shrink", "", ""),
+		line("worker-4", "teardown", "delete", "", ""), line("worker-5", "teardown", "delete", "", ""),
+	}
+	if got := story(t, trace, "teardown"); !slices.Equal(got, wantTeardowns) {
+		t.Errorf("teardowns were told\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(wantTeardowns, "\n"))
+	}
 }
 
 // hiddenDaemonsScript is a startscript whose configure leaves two daemons that hide from a

@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"os"
+	"slices"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -15,6 +16,8 @@ const traceScript = `#!/bin/sh
 now() { date +%s.%N; }
 echo "start $(now) $CLUSTERFLOW_MEMBER $CLUSTERFLOW_EVENT $*" >> "$TRACE"
 echo "running $CLUSTERFLOW_EVENT for $CLUSTERFLOW_MEMBER of $CLUSTERFLOW_ROLE in $CLUSTERFLOW_CLUSTER"
+# What a member is told of its story: why it leaves, whether it joins, whom it replaces.
+echo "$CLUSTERFLOW_MEMBER $CLUSTERFLOW_EVENT reason=${CLUSTERFLOW_REASON:-} joining=${CLUSTERFLOW_JOINING:-} replaces=${CLUSTERFLOW_REPLACES:-}" >> "$TRACE.story"
 if [ "$CLUSTERFLOW_EVENT" = configure ]; then
   echo "$CLUSTERFLOW_HOST" > host # where the member runs, for tests of placement
   [ "$(pwd -P)" = "$(cd "$CLUSTERFLOW_MEMBER_DIR" && pwd -P)" ] || { echo "wrong working directory $(pwd)" >&2; exit 9; }
@@ -47,6 +50,24 @@ if [ "$CLUSTERFLOW_EVENT" = teardown ] && [ -n "${HOLD_TEARDOWN:-}" ]; then
 fi
 echo "end $(now) $CLUSTERFLOW_MEMBER $CLUSTERFLOW_EVENT ok" >> "$TRACE"
 `
+
+// story reads what the trace's scripts were told of their story, a line per run:
+// "MEMBER EVENT reason=R joining=J replaces=M", for the given event.
+func story(t *testing.T, trace, event string) []string {
+	t.Helper()
+	data, err := os.ReadFile(trace + ".story")
+	if err != nil && !os.IsNotExist(err) {
+		t.Fatal(err)
+	}
+	var lines []string
+	for _, line := range strings.Split(strings.TrimSpace(string(data)), "\n") {
+		if f := strings.Fields(line); len(f) > 1 && f[1] == event {
+			lines = append(lines, line)
+		}
+	}
+	slices.Sort(lines)
+	return lines
+}
 
 // scriptRun is one startscript run as the trace recorded it.
 type scriptRun struct {

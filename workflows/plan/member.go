@@ -60,6 +60,13 @@ type Member struct {
 	Revision int `json:"revision,omitempty"`
 	// RestartDue marks a member a rolling restart has yet to restart.
 	RestartDue bool `json:"restartDue,omitempty"`
+	// Joining marks a member added to a role that already had members set up (a grow or
+	// a replacement): its configure is told so, to join the app's running cluster rather
+	// than start a new one.
+	Joining bool `json:"joining,omitempty"`
+	// RemovedFor, on a member handed to a teardown, says why it leaves (see
+	// backend.ScriptRun.Reason); the cluster's own state never keeps it.
+	RemovedFor string `json:"removedFor,omitempty"`
 }
 
 // Outcome is what a role child reports of a member: what its operation did to it. The
@@ -121,6 +128,10 @@ func (m Member) ForChild() Member {
 	out := Member{
 		Name: m.Name, Role: m.Role, Ordinal: m.Ordinal, State: m.State, Host: m.Host, Event: m.Event, Since: m.Since,
 		ListedIn: m.ListedIn, KnowsUpTo: m.KnowsUpTo, Revision: m.Revision,
+		Joining: m.Joining, RemovedFor: m.RemovedFor,
+	}
+	if m.State == MemberPending {
+		out.Replaces = m.Replaces // its configure is told whom it replaces
 	}
 	if m.Health != nil {
 		out.Health = &MemberHealth{LastReport: m.Health.LastReport} // hasSetup reads it
@@ -249,6 +260,20 @@ type HealthTransition struct {
 	Source string      `json:"source,omitempty"`
 	// ReportedAt is when the source says it saw the event, if it said.
 	ReportedAt time.Time `json:"reportedAt,omitzero"`
+}
+
+// ReplacedOn is the event that put the member in replacing (a drain, a timeout, gone …),
+// from its latest transition there; "" if none is kept.
+func (m Member) ReplacedOn() HealthEvent {
+	if m.Health == nil {
+		return ""
+	}
+	for i := len(m.Health.Transitions) - 1; i >= 0; i-- {
+		if t := m.Health.Transitions[i]; t.To == MemberReplacing {
+			return t.Event
+		}
+	}
+	return ""
 }
 
 // UnavailableStates count against a role's maxUnavailable.

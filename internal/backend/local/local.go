@@ -319,6 +319,15 @@ func (l *Backend) LaunchScript(ctx context.Context, run backend.ScriptRun, to ba
 	if run.Revision > 0 {
 		own["CLUSTERFLOW_REVISION"] = strconv.Itoa(run.Revision)
 	}
+	if run.Reason != "" {
+		own["CLUSTERFLOW_REASON"] = run.Reason
+	}
+	if run.Joining {
+		own["CLUSTERFLOW_JOINING"] = "1"
+	}
+	if run.Replaces != "" {
+		own["CLUSTERFLOW_REPLACES"] = run.Replaces
+	}
 	args, err := scriptArgs(run)
 	if err != nil {
 		return err
