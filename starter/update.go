@@ -36,6 +36,14 @@ func (s *Starter) Apply(ctx context.Context, c spec.Cluster) (workflows.ChangeRe
 	return res, err
 }
 
+// Retry runs again the failed configure of the named members in config_error (none: of
+// every one), and returns the generation that does it.
+func (s *Starter) Retry(ctx context.Context, name string, members []string) (workflows.ChangeResult, error) {
+	var res workflows.ChangeResult
+	err := s.update(ctx, name, workflows.RetryUpdate, &res, workflows.RetryRequest{Members: members})
+	return res, err
+}
+
 // Cancel stops the cluster's operation in progress and returns the status it had.
 func (s *Starter) Cancel(ctx context.Context, name string) (workflows.ClusterStatus, error) {
 	var status workflows.ClusterStatus

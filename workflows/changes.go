@@ -32,6 +32,7 @@ func (w *clusterWorkflow) setUpdateHandlers(ctx workflow.Context) error {
 		{RolloutResumeUpdate, w.onRolloutResume, w.validateRolloutResume, "Go on with a paused rollout; members whose update failed are tried again"},
 		{RunActionUpdate, w.onRunAction, w.validateRunAction, "Run {action} of a role on {role} or {members} with {params}, {parallel} at once"},
 		{RestartUpdate, w.onRestart, w.validateRestart, "Restart {role} or {members} (default: every role listing restart) by their role's update policy and health gate"},
+		{RetryUpdate, w.onRetry, w.validateRetry, "Run again the failed configure of {members} in config_error (none: every one) and converge"},
 		{RolloutUndoUpdate, w.onRolloutUndo, w.validateRolloutUndo, "Make a new revision equal to {toRevision} (default: the one before) and roll it out to the members that moved"},
 	}
 	for _, h := range handlers {

@@ -82,8 +82,14 @@ func (w *clusterWorkflow) converge(ctx workflow.Context) {
 	for {
 		w.state.Operations++
 		w.state.AttemptedGeneration, w.state.Held = w.state.Generation, ""
-		if w.state.ReachedGeneration > 0 {
-			w.setPhase(ctx, PhaseUpdating, strings.TrimSuffix(fmt.Sprintf("generation %d: %s", w.state.Generation, w.lastChange), ": "))
+		message := strings.TrimSuffix(fmt.Sprintf("generation %d: %s", w.state.Generation, w.lastChange), ": ")
+		switch {
+		case w.state.ReachedGeneration > 0:
+			w.setPhase(ctx, PhaseUpdating, message)
+		case w.lifecycle && w.state.Phase != PhaseDeploying:
+			// A deploy that failed or was cancelled, going on (a retry, a resize): until it
+			// is done, its phase must not still say how the last attempt ended.
+			w.setPhase(ctx, PhaseDeploying, message)
 		}
 		if !w.convergeOnce(ctx) {
 			return

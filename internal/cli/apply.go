@@ -42,6 +42,11 @@ func runApply(ctx context.Context, args []string) error {
 func reportChange(ctx context.Context, st *starter.Starter, name string, res workflows.ChangeResult, wait bool, timeout time.Duration) error {
 	if !res.Changed {
 		fmt.Printf("Cluster %s already has that size and shape (generation %d); nothing to do.\n", name, res.Generation)
+		if s, err := st.Status(ctx, name); err == nil {
+			if hint := render.RetryHint(s); hint != "" {
+				fmt.Printf("It failed, though: %s.\n", hint)
+			}
+		}
 		return nil
 	}
 	if res.Revision > 0 {

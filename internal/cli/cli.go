@@ -32,6 +32,7 @@ var commands = []command{
 	{"resize", "NAME ROLE=N... [--wait] [--sign-key F]", "change the member count of roles", runResize},
 	{"apply", "-f SPEC [--wait] [--sign-key F]", "change an existing cluster to match a spec", runApply},
 	{"cancel", "NAME [--wait]", "stop the operation in progress", runCancel},
+	{"retry", "NAME [MEMBER...] [--wait]", "run again the failed configure of members in config_error (default: all of them)", runRetry},
 	{"rollout", "status|pause|resume|undo NAME [--wait] [--to-revision N]", "follow, pause, resume or undo the rollout of a new revision", runRollout},
 	{"restart", "NAME [--role R] [--members A,B] [--wait]", "restart members one batch at a time, by their role's update policy and health gate", runRestart},
 	{"run", "NAME ACTION [--role R] [--members A,B] [--param k=v]... [--parallel N] [--wait]", "run a role's named action on members and show each one's result", runAction},

@@ -50,6 +50,9 @@ func settled(final workflows.ClusterStatus) error {
 				}
 			}
 		}
+		if hint := render.RetryHint(final); hint != "" {
+			fmt.Printf("\n%s\n", hint)
+		}
 		return apperr.Errorf(apperr.Failed, "cluster %s failed: %s", final.Name, final.Message)
 	case workflows.PhaseCanceled:
 		return apperr.Errorf(apperr.Failed, "cluster %s was canceled: %s", final.Name, final.Message)

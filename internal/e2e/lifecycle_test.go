@@ -21,8 +21,9 @@ import (
 func TestDeleteTearsDownEveryMemberWhoseConfigureRan(t *testing.T) {
 	t.Parallel()
 	guard(t)
+	// The subtests run one after another: parallel ones would wait for the suite's slots
+	// while the guard's clock runs.
 	t.Run("a survivor whose addnodes failed", func(t *testing.T) {
-		t.Parallel()
 		n := "tornaddnodes"
 		specPath, trace := writeCluster(t, fmt.Sprintf(`
 name: %[1]s
@@ -41,7 +42,6 @@ roles:
 		expectRuns(t, readTrace(t, trace), "teardown", "--teardown", n+"-worker-0", n+"-worker-1")
 	})
 	t.Run("ready down and configure failed", func(t *testing.T) {
-		t.Parallel()
 		n := "tornfailed"
 		specPath, trace := writeCluster(t, fmt.Sprintf(`
 name: %[1]s
@@ -60,7 +60,6 @@ roles:
 		expectRuns(t, readTrace(t, trace), "teardown", "--teardown", n+"-controller-0", n+"-worker-0", n+"-worker-1")
 	})
 	t.Run("configuring and pending", func(t *testing.T) {
-		t.Parallel()
 		n := "tornmidway"
 		specPath, trace := writeCluster(t, resizableSpec(n))
 		holdOn(t, trace+".hold-controller")
@@ -225,4 +224,68 @@ func TestDaemonsThatHideTheirEnvironmentDieWithTheirMember(t *testing.T) {
 	}
 	mustSucceed(t, "delete", n, "--wait")
 	waitFor(t, "every daemon to end with the cluster", func() bool { return !running(kept[0]) && !running(kept[1]) })
+}
+
+// TestRetryRunsAFailedConfigureAgain deploys a cluster whose worker fails its configure
+// until the cause (a file) is fixed: status says how to retry, a retry of members that did
+// not fail is refused naming why, and once the cause is gone `retry --wait` sets up the
+// same member again (the same name, no replacement) and the level it held up, running
+// nothing else twice.
+func TestRetryRunsAFailedConfigureAgain(t *testing.T) {
+	t.Parallel()
+	guard(t)
+	n := "retried"
+	specPath, trace := writeCluster(t, fmt.Sprintf(`
+name: %[1]s
+roles:
+  - {name: controller, cardinality: "1", startscript: trace.sh, env: {TRACE: TRACE_FILE}}
+  - {name: worker, members: 2, dependsOn: [controller], startscript: trace.sh, env: {TRACE: TRACE_FILE, FAIL_MEMBER: %[1]s-worker-1, FAIL_WHILE: TRACE_FILE.broken}}
+  - {name: edge, members: 1, dependsOn: [worker], startscript: trace.sh, env: {TRACE: TRACE_FILE, DEPS: worker}}
+`, n))
+	holdOn(t, trace+".broken")
+	if res := cli(t, "deploy", "-f", specPath, "--wait", "--timeout", "60s"); res.Code != 1 || !strings.Contains(res.Stdout, "clusterflow retry "+n) {
+		t.Fatalf("the deploy should fail, saying how to retry: %s", res)
+	}
+	if res := cli(t, "status", n); !strings.Contains(res.Stdout, "Hint:     `clusterflow retry "+n+"` runs the failed configures again") {
+		t.Errorf("status of the failed cluster gives no retry hint: %s", res)
+	}
+	if res := cli(t, "resize", n, "worker=2"); res.Code != 0 || !strings.Contains(res.Stdout, "nothing to do") || !strings.Contains(res.Stdout, "clusterflow retry "+n) {
+		t.Errorf("a resize to the same size of a failed cluster should say how to retry: %s", res)
+	}
+	events := countEvents(t, workflows.ClusterWorkflowID(n))
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{n + "-controller-0"}, "member " + n + "-controller-0 is ready, not config_error: nothing to retry"},
+		{[]string{n + "-worker-9", n + "-edge-0"}, `cluster ` + n + ` has no member "` + n + `-worker-9"; member ` + n + `-edge-0 is pending, not config_error`},
+		{[]string{n + "-worker-1", n + "-worker-1"}, "member " + n + "-worker-1 is named more than once"},
+	} {
+		if res := cli(t, append([]string{"retry", n}, tc.args...)...); res.Code != 2 || !strings.Contains(res.Stderr, tc.want) {
+			t.Errorf("retry %v: want exit 2 saying %q: %s", tc.args, tc.want, res)
+		}
+	}
+	if after := countEvents(t, workflows.ClusterWorkflowID(n)); after != events {
+		t.Errorf("refused retries wrote %d events to the history", after-events)
+	}
+
+	release(t, trace+".broken")
+	res := cli(t, "retry", n, "--wait", "--timeout", "60s")
+	if res.Code != 0 || !strings.Contains(res.Stdout, "retry "+n+"-worker-1") {
+		t.Fatalf("retry --wait: %s", res)
+	}
+	s := statusJSON(t, n)
+	if s.Phase != workflows.PhaseReady || !slices.Equal(workerNames(s), []string{n + "-worker-0=ready", n + "-worker-1=ready"}) {
+		t.Errorf("after the retry: phase %s (%s), workers %v", s.Phase, s.Message, workerNames(s))
+	}
+	runs := readTrace(t, trace)
+	for member, want := range map[string]int{"controller-0": 1, "worker-0": 1, "worker-1": 2, "edge-0": 1} {
+		if got := len(runsOf(runs, n+"-"+member, "configure")); got != want {
+			t.Errorf("%s configured %d times, want %d", member, got, want)
+		}
+	}
+	if res := cli(t, "retry", n); res.Code != 2 || !strings.Contains(res.Stderr, "no member of cluster "+n+" is in config_error") {
+		t.Errorf("a retry with nothing to retry: %s", res)
+	}
+	mustSucceed(t, "delete", n, "--wait")
 }

@@ -27,8 +27,8 @@ if [ "$CLUSTERFLOW_EVENT" = configure ]; then
     grep "\"role\":\"$dep\"" "$CLUSTERFLOW_CONFIGMETA" | grep -q '"state":"ready"' || { echo "$dep not ready in configmeta" >&2; exit 9; }
   done
 fi
-# FAIL_MEMBER fails its FAIL_EVENT (configure unless set).
-if [ "$CLUSTERFLOW_EVENT" = "${FAIL_EVENT:-configure}" ] && [ "$CLUSTERFLOW_MEMBER" = "${FAIL_MEMBER:-}" ]; then
+# FAIL_MEMBER fails its FAIL_EVENT (configure unless set), while FAIL_WHILE exists if set.
+if [ "$CLUSTERFLOW_EVENT" = "${FAIL_EVENT:-configure}" ] && [ "$CLUSTERFLOW_MEMBER" = "${FAIL_MEMBER:-}" ] && { [ -z "${FAIL_WHILE:-}" ] || [ -e "$FAIL_WHILE" ]; }; then
   echo "about to fail"
   echo "boom: $CLUSTERFLOW_MEMBER cannot start" >&2
   echo "end $(now) $CLUSTERFLOW_MEMBER $CLUSTERFLOW_EVENT failed" >> "$TRACE"

@@ -9,6 +9,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/clusterflow/clusterflow/spec"
 	"github.com/clusterflow/clusterflow/workflows"
 )
 
@@ -48,6 +49,9 @@ func Status(w io.Writer, s workflows.ClusterStatus, now time.Time, allMembers bo
 	}
 	if len(s.Signatures) > 0 {
 		fmt.Fprintf(w, "\nSigned:   %s", Signatures(s.Signatures))
+	}
+	if hint := RetryHint(s); hint != "" {
+		fmt.Fprintf(w, "\nHint:     %s", hint)
 	}
 	if n := len(s.Actions); n > 0 {
 		a := s.Actions[n-1]
@@ -273,4 +277,20 @@ func Signatures(sigs []workflows.GenerationSignature) string {
 		}
 	}
 	return strings.Join(parts, ", ")
+}
+
+// RetryHint, for a failed cluster with members whose configure failed, says how to run it
+// again once the cause is fixed; "" otherwise.
+func RetryHint(s workflows.ClusterStatus) string {
+	if s.Phase != workflows.PhaseFailed {
+		return ""
+	}
+	for _, r := range s.Roles {
+		for _, m := range r.Members {
+			if m.State == workflows.MemberConfigError && (m.Event == spec.EventConfigure || m.Event == "") {
+				return fmt.Sprintf("`clusterflow retry %s` runs the failed configures again (`clusterflow logs %s %s` shows the output)", s.Name, s.Name, m.Name)
+			}
+		}
+	}
+	return ""
 }
