@@ -110,6 +110,7 @@ func (w walker) placement(path string, n *yaml.Node) *draftPlacement {
 }
 
 func (w walker) mapping(path string, n *yaml.Node, fields map[string]func(string, *yaml.Node)) {
+	n = deref(n)
 	if n.Kind != yaml.MappingNode {
 		w.ps.add(orSpec(path), "must be a mapping of fields, got %s", describe(n))
 		return
@@ -118,10 +119,13 @@ func (w walker) mapping(path string, n *yaml.Node, fields map[string]func(string
 	for k := range fields {
 		known = append(known, k)
 	}
-	for i := 0; i+1 < len(n.Content); i += 2 {
-		key, value := n.Content[i].Value, n.Content[i+1]
+	for _, kv := range pairs(n) {
+		key, value := kv.key, kv.value
 		p := join(path, key)
 		handle, ok := fields[key]
+		if !ok && path == "" && strings.HasPrefix(key, "x-") {
+			continue // an extension field, as in Compose files: a place to keep anchors
+		}
 		if !ok {
 			w.ps.add(p, "unknown field%s", suggest(key, known))
 			continue
@@ -134,17 +138,19 @@ func (w walker) mapping(path string, n *yaml.Node, fields map[string]func(string
 }
 
 func (w walker) sequence(path string, n *yaml.Node, each func(string, *yaml.Node)) bool {
+	n = deref(n)
 	if n.Kind != yaml.SequenceNode {
 		w.ps.add(path, "must be a list, got %s", describe(n))
 		return false
 	}
 	for i, item := range n.Content {
-		each(fmt.Sprintf("%s[%d]", path, i), item)
+		each(fmt.Sprintf("%s[%d]", path, i), deref(item))
 	}
 	return true
 }
 
 func (w walker) str(path string, n *yaml.Node) *string {
+	n = deref(n)
 	if n.Kind != yaml.ScalarNode {
 		w.ps.add(path, "must be a single value, got %s", describe(n))
 		return nil
@@ -158,7 +164,7 @@ func (w walker) integer(path string, n *yaml.Node) *int {
 		return nil
 	}
 	v, err := strconv.Atoi(*s)
-	if err != nil || n.Tag != "!!int" {
+	if err != nil || deref(n).Tag != "!!int" {
 		w.ps.add(path, "%q is not a whole number", *s)
 		return nil
 	}
@@ -171,7 +177,7 @@ func (w walker) boolean(path string, n *yaml.Node) *bool {
 		return nil
 	}
 	v, err := strconv.ParseBool(*s)
-	if err != nil || n.Tag != "!!bool" {
+	if err != nil || deref(n).Tag != "!!bool" {
 		w.ps.add(path, "%q is not true or false", *s)
 		return nil
 	}
@@ -202,13 +208,14 @@ func (w walker) strings(path string, n *yaml.Node) []string {
 }
 
 func (w walker) stringMap(path string, n *yaml.Node) map[string]string {
+	n = deref(n)
 	if n.Kind != yaml.MappingNode {
 		w.ps.add(path, "must be a mapping of NAME: value, got %s", describe(n))
 		return nil
 	}
 	out := map[string]string{}
-	for i := 0; i+1 < len(n.Content); i += 2 {
-		key, value := n.Content[i].Value, n.Content[i+1]
+	for _, kv := range pairs(n) {
+		key, value := kv.key, kv.value
 		if s := w.str(join(path, key), value); s != nil {
 			out[key] = *s
 		}
@@ -219,13 +226,14 @@ func (w walker) stringMap(path string, n *yaml.Node) map[string]string {
 // envMap reads a role's env: NAME: value, or NAME: {fromFile: F} / {fromEnv: N} for a
 // secret the host fills in (kept as SecretRef.Encode).
 func (w walker) envMap(path string, n *yaml.Node) map[string]string {
+	n = deref(n)
 	if n.Kind != yaml.MappingNode {
 		w.ps.add(path, "must be a mapping of NAME: value, got %s", describe(n))
 		return nil
 	}
 	out := map[string]string{}
-	for i := 0; i+1 < len(n.Content); i += 2 {
-		key, value := n.Content[i].Value, n.Content[i+1]
+	for _, kv := range pairs(n) {
+		key, value := kv.key, kv.value
 		p := join(path, key)
 		if value.Kind != yaml.MappingNode {
 			if s := w.str(p, value); s != nil {
@@ -257,6 +265,55 @@ func (w walker) envMap(path string, n *yaml.Node) map[string]string {
 		out[key] = ref.Encode()
 	}
 	return out
+}
+
+// deref follows an alias (*name) to the node its anchor (&name) marks. Aliases are
+// followed where they are read, never copied, so a spec of aliases to aliases costs no
+// more to read than it is long, and this schema has no list of lists to blow up.
+func deref(n *yaml.Node) *yaml.Node {
+	for hops := 0; n.Kind == yaml.AliasNode && n.Alias != nil && hops < 8; hops++ {
+		n = n.Alias
+	}
+	return n
+}
+
+type pair struct {
+	key   string
+	value *yaml.Node
+}
+
+// pairs is a mapping's keys and values, aliases followed, with YAML's merge key
+// ("<<: *defaults", or a list of them) folded in: a key written in the mapping wins over a
+// merged one, and an earlier merged mapping over a later one.
+func pairs(n *yaml.Node) []pair {
+	var own, merged []pair
+	seen := map[string]bool{}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		key, value := n.Content[i], deref(n.Content[i+1])
+		if key.Value == "<<" && key.Tag == "!!merge" {
+			sources := []*yaml.Node{value}
+			if value.Kind == yaml.SequenceNode {
+				sources = value.Content
+			}
+			for _, src := range sources {
+				if src = deref(src); src.Kind == yaml.MappingNode {
+					for j := 0; j+1 < len(src.Content); j += 2 {
+						merged = append(merged, pair{src.Content[j].Value, deref(src.Content[j+1])})
+					}
+				}
+			}
+			continue
+		}
+		own = append(own, pair{key.Value, value})
+		seen[key.Value] = true
+	}
+	for _, kv := range merged {
+		if !seen[kv.key] {
+			seen[kv.key] = true
+			own = append(own, kv)
+		}
+	}
+	return own
 }
 
 func describe(n *yaml.Node) string {

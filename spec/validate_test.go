@@ -298,3 +298,47 @@ func TestCardinalityAllows(t *testing.T) {
 		}
 	}
 }
+
+// YAML's anchors, aliases and merge keys read as what they stand for: an env shared by
+// alias, a role's defaults merged in (a key the role writes wins), anchors kept in a
+// top-level x- field (as in Compose files), and a problem in what an alias stands for is
+// still named by each path it is read at.
+func TestParseFollowsAnchorsAliasesAndMergeKeys(t *testing.T) {
+	c, err := Parse([]byte(`
+name: anchored
+x-ports: &ports {CLIENT_PORT: "2379", PEER_PORT: "2380"}
+x-role: &defaults {startscript: s.sh, members: 3, timeout: 5m, events: &events [configure, teardown]}
+roles:
+  - {name: a, env: *ports, <<: *defaults}
+  - name: b
+    <<: [*defaults]
+    members: 1
+    events: *events
+    env:
+      <<: *ports
+      PEER_PORT: "2381"
+`), "cluster.yaml", testScripts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, b := c.Roles[0], c.Roles[1]
+	if a.Members != 3 || a.Timeout != 5*time.Minute || a.Env["CLIENT_PORT"] != "2379" || !slices.Equal(a.Events, []Event{EventConfigure, EventTeardown}) {
+		t.Errorf("role a: %+v", a)
+	}
+	if b.Members != 1 || b.Timeout != 5*time.Minute || b.ScriptHash != a.ScriptHash || !slices.Equal(b.Events, []Event{EventConfigure, EventTeardown}) {
+		t.Errorf("role b did not merge its defaults under its own keys: %+v", b)
+	}
+	if b.Env["CLIENT_PORT"] != "2379" || b.Env["PEER_PORT"] != "2381" {
+		t.Errorf("role b's env did not merge the shared ports under its own: %v", b.Env)
+	}
+	_, err = Parse([]byte(`
+name: anchored
+y-other: 1
+roles:
+  - {name: a, startscript: s.sh, env: &bad {"1X": "y"}}
+  - {name: b, startscript: s.sh, env: *bad}
+`), "cluster.yaml", testScripts)
+	if err == nil || !strings.Contains(err.Error(), "roles[0].env.1X") || !strings.Contains(err.Error(), "roles[1].env.1X") || !strings.Contains(err.Error(), "y-other: unknown field") {
+		t.Errorf("a bad env shared by alias should be named at each place it is read, and only x- fields are extensions: %v", err)
+	}
+}
