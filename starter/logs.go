@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"time"
 
@@ -26,6 +27,29 @@ type LogOptions struct {
 	Follow bool
 }
 
+// removedMember is what Logs needs of a member removed from the cluster, whose output its
+// host keeps for a while: one whose teardown failed (status names its host), or, in
+// single-host mode, any member the cluster could have had; nil otherwise.
+func removedMember(status workflows.ClusterStatus, member string) *workflows.MemberStatus {
+	for _, f := range slices.Backward(status.FailedTeardowns) {
+		if f.Member == member {
+			return &workflows.MemberStatus{Name: member, Role: f.Role, Host: f.Host, Event: spec.EventTeardown}
+		}
+	}
+	role, _, ok := spec.ParseMemberName(status.Name, member)
+	if !ok || status.Role(role) == nil {
+		return nil
+	}
+	for _, r := range status.Roles {
+		for _, m := range r.Members {
+			if m.Host != "" {
+				return nil // on hosts: which one held it is not known
+			}
+		}
+	}
+	return &workflows.MemberStatus{Name: member, Role: role, Event: spec.EventTeardown}
+}
+
 // logChunkLimit bounds one read of a stream.
 const logChunkLimit = 256 << 10
 
@@ -37,6 +61,9 @@ func (s *Starter) Logs(ctx context.Context, cluster, member string, opts LogOpti
 		return err
 	}
 	m := status.Member(member)
+	if m == nil {
+		m = removedMember(status, member)
+	}
 	if m == nil {
 		return apperr.Errorf(apperr.NotFound, "cluster %s has no member %q (see `clusterflow status %s`)", cluster, member, cluster)
 	}

@@ -343,6 +343,24 @@ type ClusterStatus struct {
 	Rollout   *RolloutStatus `json:"rollout,omitempty"`
 	// Actions are the latest actions run (clusterflow run), oldest first.
 	Actions []ActionStatus `json:"actions,omitempty"`
+	// FailedTeardowns are the latest teardowns that failed, oldest first: the member was
+	// removed all the same, and its output is kept on its host (see `clusterflow logs`).
+	FailedTeardowns []FailedTeardown `json:"failedTeardowns,omitempty"`
+}
+
+// FailedTeardown is a removed member whose teardown failed.
+type FailedTeardown struct {
+	Member string `json:"member"`
+	Role   string `json:"role"`
+	Host   string `json:"host,omitempty"`
+	// Reason is why the member left (delete, shrink, replace, drain, orphan), and
+	// Generation the desired generation then.
+	Reason     string    `json:"reason,omitempty"`
+	Generation int       `json:"generation"`
+	At         time.Time `json:"at"`
+	Detail     string    `json:"detail"`
+	StdoutTail string    `json:"stdoutTail,omitempty"`
+	StderrTail string    `json:"stderrTail,omitempty"`
 }
 
 // GenerationSignature names the key that signed a generation's spec; none: unsigned. The

@@ -61,6 +61,9 @@ func (w *clusterWorkflow) runPass(ctx workflow.Context, desired *spec.Cluster, p
 		case OpTeardown:
 			for _, rw := range work {
 				w.noteRemoved(rw.Role, rw.Members)
+				if w.lifecycle {
+					w.noteFailedTeardowns(rw, workflow.Now(ctx))
+				}
 			}
 		case OpStart:
 			if ctx.Err() != nil {

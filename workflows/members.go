@@ -2,6 +2,7 @@ package workflows
 
 import (
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/clusterflow/clusterflow/spec"
@@ -127,6 +128,29 @@ func (c *cluster) skipLaterLevels(failedLevel int, failedRoles string) {
 }
 
 // noteRemoved queues a delnodes announcement for the torn-down members that are now gone.
+// keptFailedTeardowns bounds the failed teardowns the state keeps (each with up to 8 KiB
+// of output tails).
+const keptFailedTeardowns = 10
+
+// noteFailedTeardowns keeps the members of a teardown whose script failed: they are
+// removed all the same, and these are what status and --wait show of them.
+func (c *cluster) noteFailedTeardowns(rw plan.RoleWork, now time.Time) {
+	rs := c.state.Role(rw.Role)
+	for _, m := range rw.Members {
+		live := rs.Member(m.Name)
+		if live == nil || live.State != MemberDeleted || !strings.HasPrefix(live.Detail, teardownFailed) {
+			continue
+		}
+		c.state.FailedTeardowns = append(c.state.FailedTeardowns, FailedTeardown{
+			Member: m.Name, Role: rw.Role, Host: m.Host, Reason: m.RemovedFor, Generation: c.state.Generation, At: now,
+			Detail: live.Detail, StdoutTail: live.StdoutTail, StderrTail: live.StderrTail,
+		})
+	}
+	if extra := len(c.state.FailedTeardowns) - keptFailedTeardowns; extra > 0 {
+		c.state.FailedTeardowns = slices.Delete(c.state.FailedTeardowns, 0, extra)
+	}
+}
+
 func (c *cluster) noteRemoved(role string, tornDown []Member) {
 	rs := c.state.Role(role)
 	for _, m := range tornDown {

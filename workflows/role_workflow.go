@@ -256,6 +256,9 @@ func (r *roleWorkflow) actionAll(ctx workflow.Context) {
 	})
 }
 
+// teardownFailed starts the detail of a member whose teardown failed.
+const teardownFailed = "teardown failed (ignored): "
+
 // teardownAll tears members down in parallel. Teardown is best effort: a failing teardown
 // script is recorded, and the member is removed all the same.
 func (r *roleWorkflow) teardownAll(ctx workflow.Context) {
@@ -266,7 +269,8 @@ func (r *roleWorkflow) teardown(ctx workflow.Context, i int) {
 	m := &r.members[i]
 	var teardownErr error
 	setUp := m.HasSetup()
-	if workflow.GetVersion(ctx, changeLifecycle, workflow.DefaultVersion, 1) >= 1 {
+	lifecycle := workflow.GetVersion(ctx, changeLifecycle, workflow.DefaultVersion, 1) >= 1
+	if lifecycle {
 		setUp = m.ConfigureRan()
 	}
 	if setUp && r.in.Role.Wants(spec.EventTeardown) {
@@ -281,8 +285,13 @@ func (r *roleWorkflow) teardown(ctx workflow.Context, i int) {
 	}
 	r.set(ctx, i, MemberDeleted, m.Event, "")
 	if teardownErr != nil {
-		m.Detail = "teardown failed (ignored): " + errorMessage(teardownErr)
-		m.StdoutTail, m.StderrTail = scriptTails(teardownErr)
+		m.Detail = teardownFailed + errorMessage(teardownErr)
+		// Tails for the first few only, as for failed configures: a wide role's failed
+		// teardowns would make the child's result too large to carry.
+		if !lifecycle || r.tailed < tailsPerChild {
+			r.tailed++
+			m.StdoutTail, m.StderrTail = scriptTails(teardownErr)
+		}
 	}
 }
 

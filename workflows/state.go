@@ -11,6 +11,8 @@ import (
 // continue-as-new, bookkeeping included. Users see its projection, ClusterStatus.
 type clusterState struct {
 	Name string `json:"name"`
+	// FailedTeardowns are the latest failed teardowns (at most keptFailedTeardowns).
+	FailedTeardowns []FailedTeardown `json:"failedTeardowns,omitempty"`
 	// Home sets the cluster's folders on hosts apart from others of its name (see
 	// changeSandboxHomes); empty for a cluster deployed before homes.
 	Home    string `json:"home,omitempty"`

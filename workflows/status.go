@@ -21,6 +21,7 @@ func (s clusterState) status(page *StatusPage, budget int) ClusterStatus {
 		Levels: s.Levels, Roles: make([]RoleStatus, len(s.Roles)), CreatedAt: s.CreatedAt, UpdatedAt: s.UpdatedAt,
 		Generation: s.Generation, AttemptedGeneration: s.AttemptedGeneration, ReachedGeneration: s.ReachedGeneration,
 		Maintenance: s.Maintenance, Signatures: s.Signatures, Revision: s.Revision,
+		FailedTeardowns: s.FailedTeardowns,
 	}
 	if out.Phase == PhaseMaintenance {
 		out.Message = s.maintenanceDetail()

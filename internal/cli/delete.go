@@ -29,6 +29,9 @@ func runDelete(ctx context.Context, args []string) error {
 	if !*wait {
 		return nil
 	}
-	_, err = waitFor(ctx, st, name, *timeout, func(s workflows.ClusterStatus) bool { return s.Phase == workflows.PhaseDeleted })
-	return err
+	final, err := waitFor(ctx, st, name, *timeout, func(s workflows.ClusterStatus) bool { return s.Phase == workflows.PhaseDeleted })
+	if err != nil {
+		return err
+	}
+	return teardownsFailed(final, func(f workflows.FailedTeardown) bool { return f.Reason == "delete" })
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/clusterflow/clusterflow/internal/apperr"
@@ -80,5 +81,27 @@ func waitSettled(ctx context.Context, st *starter.Starter, name string, timeout 
 	if err != nil {
 		return err
 	}
-	return settled(final)
+	if err := settled(final); err != nil {
+		return err
+	}
+	return teardownsFailed(final, func(f workflows.FailedTeardown) bool { return f.Generation >= g })
+}
+
+// teardownsFailed turns the failed teardowns of what was waited for into exit status 1,
+// showing each one's output: the members are gone, but what their teardown did not do
+// (hand its data over, deregister) may need doing by hand.
+func teardownsFailed(final workflows.ClusterStatus, of func(workflows.FailedTeardown) bool) error {
+	var names []string
+	for _, f := range final.FailedTeardowns {
+		if of(f) {
+			names = append(names, f.Member)
+			fmt.Printf("\n%s: %s\n", f.Member, f.Detail)
+			render.TeardownTails(os.Stdout, f)
+		}
+	}
+	if len(names) == 0 {
+		return nil
+	}
+	return apperr.Errorf(apperr.Failed, "cluster %s: the teardown of %s failed; the members were removed all the same (their output: `clusterflow logs %s %s --event teardown`)",
+		final.Name, strings.Join(names, ", "), final.Name, names[0])
 }

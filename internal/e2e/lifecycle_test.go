@@ -289,3 +289,42 @@ roles:
 	}
 	mustSucceed(t, "delete", n, "--wait")
 }
+
+// TestAFailedTeardownIsSeen shrinks a role whose leaving member's teardown fails, and
+// deletes a cluster whose member's teardown fails: each member is removed all the same,
+// but --wait exits 1 naming it with its output, status lists it, and `logs` still reads
+// its teardown's output from the host.
+func TestAFailedTeardownIsSeen(t *testing.T) {
+	t.Parallel()
+	guard(t)
+	n := "badteardown"
+	specPath, _ := writeCluster(t, fmt.Sprintf(`
+name: %[1]s
+roles:
+  - {name: worker, members: 3, startscript: trace.sh, env: {TRACE: TRACE_FILE, FAIL_EVENT: teardown, FAIL_MEMBER: %[1]s-worker-2}}
+  - {name: edge, members: 1, startscript: trace.sh, env: {TRACE: TRACE_FILE, FAIL_EVENT: teardown, FAIL_MEMBER: %[1]s-edge-0}}
+`, n))
+	mustSucceed(t, "deploy", "-f", specPath, "--wait")
+	res := cli(t, "resize", n, "worker=2", "--wait", "--timeout", "60s")
+	if res.Code != 1 || !strings.Contains(res.Stderr, "the teardown of "+n+"-worker-2 failed") || !strings.Contains(res.Stdout, "boom: "+n+"-worker-2 cannot start") {
+		t.Errorf("a shrink whose teardown fails should exit 1 naming the member, with its output: %s", res)
+	}
+	s := statusJSON(t, n)
+	if s.Phase != workflows.PhaseReady || len(s.FailedTeardowns) != 1 || s.FailedTeardowns[0].Member != n+"-worker-2" || s.FailedTeardowns[0].Reason != "shrink" ||
+		!strings.Contains(s.FailedTeardowns[0].StderrTail, "boom") || s.Member(n+"-worker-2") != nil {
+		t.Errorf("after the shrink: phase %s, failed teardowns %+v", s.Phase, s.FailedTeardowns)
+	}
+	if res := cli(t, "status", n); !strings.Contains(res.Stdout, "Failed teardowns") || !strings.Contains(res.Stdout, n+"-worker-2 (shrink, generation 2") {
+		t.Errorf("status does not show the failed teardown: %s", res)
+	}
+	if res := cli(t, "logs", n, n+"-worker-2", "--event", "teardown"); res.Code != 0 || !strings.Contains(res.Stdout, "about to fail") || !strings.Contains(res.Stderr, "boom") {
+		t.Errorf("logs of the removed member's teardown: %s", res)
+	}
+	res = cli(t, "delete", n, "--wait", "--timeout", "60s")
+	if res.Code != 1 || !strings.Contains(res.Stderr, "the teardown of "+n+"-edge-0 failed") || strings.Contains(res.Stderr, n+"-worker-2") {
+		t.Errorf("a delete whose teardown fails should exit 1 naming that member alone: %s", res)
+	}
+	if s := statusJSON(t, n); s.Phase != workflows.PhaseDeleted {
+		t.Errorf("phase %s after the delete, want deleted", s.Phase)
+	}
+}

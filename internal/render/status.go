@@ -132,6 +132,24 @@ func Status(w io.Writer, s workflows.ClusterStatus, now time.Time, allMembers bo
 	for _, m := range failed {
 		Tails(w, m)
 	}
+	FailedTeardowns(w, s, now)
+}
+
+// FailedTeardowns prints the latest teardowns that failed, with their output.
+func FailedTeardowns(w io.Writer, s workflows.ClusterStatus, now time.Time) {
+	if len(s.FailedTeardowns) == 0 {
+		return
+	}
+	fmt.Fprintf(w, "\nFailed teardowns (the members were removed all the same; `clusterflow logs %s MEMBER --event teardown`):\n", s.Name)
+	for _, f := range s.FailedTeardowns {
+		fmt.Fprintf(w, "  %s (%s, generation %d, %s): %s\n", f.Member, f.Reason, f.Generation, Ago(f.At, now), f.Detail)
+		TeardownTails(w, f)
+	}
+}
+
+// TeardownTails prints the end of a failed teardown's output.
+func TeardownTails(w io.Writer, f workflows.FailedTeardown) {
+	Tails(w, workflows.MemberStatus{Name: f.Member, Event: spec.EventTeardown, StdoutTail: f.StdoutTail, StderrTail: f.StderrTail})
 }
 
 // healthLines is how many of a member's latest health transitions status shows.

@@ -455,6 +455,9 @@ func (l *Backend) RemoveMember(ctx context.Context, m backend.MemberRef) error {
 	if err := os.RemoveAll(records); err != nil {
 		return err
 	}
+	if err := l.keepRemovedLogs(m, dir); err != nil {
+		return err
+	}
 	if err := os.RemoveAll(dir); err != nil {
 		return err
 	}

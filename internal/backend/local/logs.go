@@ -3,9 +3,13 @@ package local
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"io/fs"
 	"os"
+	"path/filepath"
+	"slices"
+	"time"
 
 	"github.com/clusterflow/clusterflow/internal/backend"
 	"github.com/clusterflow/clusterflow/internal/layout"
@@ -29,6 +33,14 @@ func (l *Backend) ReadLog(_ context.Context, req backend.LogRequest) (backend.Lo
 	// The sandbox is its script user's, who may have put links in it: the output is read
 	// through its root, so none leads the worker's read out of it.
 	sandbox, err := os.OpenRoot(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		// A removed member: its output, if this host kept it (keepRemovedLogs).
+		removed, rerr := l.removedLogsDir(req.Member.Folder())
+		if rerr != nil {
+			return backend.LogChunk{}, rerr
+		}
+		sandbox, err = os.OpenRoot(filepath.Join(removed, req.Member.Name))
+	}
 	if errors.Is(err, fs.ErrNotExist) {
 		return backend.LogChunk{Missing: true}, nil
 	}
@@ -80,4 +92,69 @@ func readFrom(sandbox *os.Root, name string, offset int64, limit int) (text stri
 		return "", 0, false, err
 	}
 	return string(buf[:n]), offset + int64(n), false, nil
+}
+
+// keptRemovedLogs is how many removed members' output a host keeps per cluster, until the
+// cluster is removed: enough for `clusterflow logs` to show why a shrink's or a
+// replacement's teardown failed.
+const keptRemovedLogs = 16
+
+// removedLogsDir holds the output of a cluster's removed members, a folder each.
+func (l *Backend) removedLogsDir(c layout.Cluster) (string, error) {
+	dir, err := l.layout.Cluster(c)
+	if err != nil {
+		return "", err
+	}
+	return filepath.Join(dir, ".clusterflow", "removed"), nil
+}
+
+// keepRemovedLogs moves a member's logs out of its sandbox before the sandbox goes, and
+// drops the oldest kept beyond keptRemovedLogs. The files become the host's: a later
+// cluster given the same script user must not own them.
+func (l *Backend) keepRemovedLogs(m backend.MemberRef, sandbox string) error {
+	logs := filepath.Join(sandbox, layout.LogsDir)
+	if info, err := os.Lstat(logs); err != nil || !info.IsDir() {
+		return nil // nothing ran, or the script put something else there: nothing to keep
+	}
+	removed, err := l.removedLogsDir(m.Folder())
+	if err != nil {
+		return err
+	}
+	kept := filepath.Join(removed, m.Name)
+	if err := os.RemoveAll(kept); err != nil {
+		return err
+	}
+	if err := os.MkdirAll(kept, 0o700); err != nil {
+		return err
+	}
+	if err := os.Rename(logs, filepath.Join(kept, layout.LogsDir)); err != nil {
+		return fmt.Errorf("keep the output of %s: %w", m.Name, err)
+	}
+	if os.Geteuid() == 0 {
+		_ = filepath.WalkDir(kept, func(path string, _ fs.DirEntry, err error) error {
+			if err == nil {
+				err = os.Lchown(path, 0, 0)
+			}
+			return err
+		})
+	}
+	entries, err := os.ReadDir(removed)
+	if err != nil || len(entries) <= keptRemovedLogs {
+		return err
+	}
+	type aged struct {
+		name string
+		at   time.Time
+	}
+	var all []aged
+	for _, e := range entries {
+		if info, err := e.Info(); err == nil {
+			all = append(all, aged{e.Name(), info.ModTime()})
+		}
+	}
+	slices.SortFunc(all, func(a, b aged) int { return a.at.Compare(b.at) })
+	for _, old := range all[:max(len(all)-keptRemovedLogs, 0)] {
+		_ = os.RemoveAll(filepath.Join(removed, old.name))
+	}
+	return nil
 }
