@@ -25,13 +25,17 @@ const (
 	// place, during a rollout; EventRestart restarts its services (a rolling restart).
 	EventUpgrade Event = "upgrade"
 	EventRestart Event = "restart"
+	// EventDecommission runs on a member about to leave by a shrink, a replacement or a
+	// drain, before its teardown: its data is still there and its peers still run, so it
+	// can hand its data over. A role gets it only by listing it in events.
+	EventDecommission Event = "decommission"
 )
 
 // AllEvents is the default subscription: every event but start, in lifecycle order.
 var AllEvents = []Event{EventConfigure, EventAddNodes, EventDelNodes, EventTeardown}
 
 // KnownEvents is every event a role may subscribe to.
-var KnownEvents = append(slices.Clone(AllEvents), EventStart, EventUpgrade, EventRestart)
+var KnownEvents = append(slices.Clone(AllEvents), EventStart, EventUpgrade, EventRestart, EventDecommission)
 
 // Defaults applied when a role leaves a field out.
 const (

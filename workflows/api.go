@@ -421,6 +421,9 @@ type MemberStatus struct {
 	StderrTail string `json:"stderrTail,omitempty"`
 	// Leaving marks a member a change stopped while it was being set up: it is removed next.
 	Leaving bool `json:"leaving,omitempty"`
+	// Decommission is how the member's decommission went (done, failed), once one ran: a
+	// member whose decommission failed stays, and its removal waits for a retry.
+	Decommission string `json:"decommission,omitempty"`
 	// Health is the member's health record, once anything was reported about it.
 	Health *MemberHealth `json:"health,omitempty"`
 	// Replaces and ReplacedBy link a replaced member and its successor. Replacements counts

@@ -336,6 +336,13 @@ func (c *cluster) applyMembers(role string, members []Member) []Member {
 		if current == nil || current.Moved {
 			continue
 		}
+		if m.Event == spec.EventDecommission {
+			// A decommission changes no state: only its outcome and output are taken.
+			taken = append(taken, m)
+			current.Decommission, current.Detail = m.Decommission, spec.Clip(m.Detail, maxDetail)
+			current.StdoutTail, current.StderrTail = m.StdoutTail, m.StderrTail
+			continue
+		}
 		if current.State.Unavailable() && m.State != MemberDeleting && m.State != MemberDeleted {
 			continue // a health report that came in while a notification ran wins over its outcome
 		}

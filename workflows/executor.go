@@ -42,7 +42,7 @@ func (w *clusterWorkflow) runPass(ctx workflow.Context, desired *spec.Cluster, p
 			m.State, m.Since = MemberDeleted, workflow.Now(ctx) // never created: nothing to tear down
 		}
 		switch step.Op {
-		case OpTeardown:
+		case OpTeardown, OpDecommission:
 			work = w.dropUnreachable(work, workflow.Now(ctx))
 			if w.lifecycle {
 				w.sayWhyRemoved(work)
@@ -257,7 +257,11 @@ func (w *clusterWorkflow) removeReplaced(ctx workflow.Context) {
 // simply forgotten. Removed members that others knew of wait to be announced by delnodes.
 // Members being replaced stay until replacedToo: they go once their successors are set up.
 func (w *clusterWorkflow) removeUnwanted(ctx workflow.Context, replacedToo bool) {
-	w.runPass(ctx, &w.spec, plan.Removal(w.state.Levels, replacedToo), passHooks{})
+	removal := plan.Removal(w.state.Levels, replacedToo)
+	if w.lifecycle {
+		removal = plan.GracefulRemoval(w.state.Levels, replacedToo)
+	}
+	w.runPass(ctx, &w.spec, removal, passHooks{})
 	w.dropRemoved()
 	w.touch(ctx)
 }

@@ -81,6 +81,19 @@ func (hm *healthMachine) showHealth(ctx workflow.Context) {
 }
 
 // healthPhase is the phase and message of a cluster whose last operation reached its goal.
+// undecommissioned names the members whose decommission failed: their removal waits.
+func (c *cluster) undecommissioned() []string {
+	var names []string
+	for _, rs := range c.state.Roles {
+		for _, m := range rs.Members {
+			if m.Decommission == DecommissionFailed {
+				names = append(names, m.Name)
+			}
+		}
+	}
+	return names
+}
+
 func (c *cluster) healthPhase() (Phase, string) {
 	var pausedRoles, unavailable []string
 	for _, rs := range c.state.Roles {
@@ -92,6 +105,9 @@ func (c *cluster) healthPhase() (Phase, string) {
 				unavailable = append(unavailable, fmt.Sprintf("%s %s", m.Name, m.State))
 			}
 		}
+	}
+	if stuck := c.undecommissioned(); len(stuck) > 0 {
+		return PhasePaused, fmt.Sprintf("removal paused: the decommission of %s failed; once its cause is fixed, `clusterflow retry %s` runs it again", spec.Some(stuck, refusalNames), c.state.Name)
 	}
 	switch {
 	case len(pausedRoles) > 0:

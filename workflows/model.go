@@ -52,6 +52,11 @@ const (
 	OpRestart   = plan.OpRestart
 	OpAction    = plan.OpAction
 
+	OpDecommission = plan.OpDecommission
+
+	DecommissionDone   = plan.DecommissionDone
+	DecommissionFailed = plan.DecommissionFailed
+
 	HostReady    = plan.HostReady
 	HostCordoned = plan.HostCordoned
 	HostDraining = plan.HostDraining

@@ -34,6 +34,9 @@ func (c *cluster) validateRetry(req RetryRequest) error {
 // retried is the members a retry runs again, or what is wrong with it.
 func (c *cluster) retried(req RetryRequest) (names, problems []string) {
 	failed := func(m Member) string {
+		if m.Decommission == DecommissionFailed {
+			return ""
+		}
 		if m.State != MemberConfigError {
 			return fmt.Sprintf("member %s is %s, not config_error: nothing to retry", m.Name, m.State)
 		}
@@ -45,7 +48,7 @@ func (c *cluster) retried(req RetryRequest) (names, problems []string) {
 	if len(req.Members) == 0 {
 		for _, rs := range c.state.Roles {
 			for _, m := range rs.Members {
-				if m.State != MemberConfigError {
+				if m.State != MemberConfigError && m.Decommission != DecommissionFailed {
 					continue
 				}
 				if why := failed(m); why != "" {
@@ -56,7 +59,7 @@ func (c *cluster) retried(req RetryRequest) (names, problems []string) {
 			}
 		}
 		if len(names) == 0 && len(problems) == 0 {
-			problems = append(problems, fmt.Sprintf("no member of cluster %s is in config_error", c.state.Name))
+			problems = append(problems, fmt.Sprintf("no member of cluster %s is in config_error, nor waits on a failed decommission", c.state.Name))
 		}
 		return names, problems
 	}
@@ -84,7 +87,11 @@ func (w *clusterWorkflow) onRetry(ctx workflow.Context, req RetryRequest) (Chang
 	now := workflow.Now(ctx)
 	for _, name := range names {
 		_, m := w.findMember(name)
-		m.State, m.Since, m.Detail = MemberPending, now, "retrying configure"
+		if m.Decommission == DecommissionFailed {
+			m.Decommission, m.Detail = "", "retrying decommission"
+		} else {
+			m.State, m.Since, m.Detail = MemberPending, now, "retrying configure"
+		}
 		m.StdoutTail, m.StderrTail = "", ""
 	}
 	summary := "retry " + spec.Some(names, refusalNames)

@@ -112,6 +112,8 @@ func (r *roleWorkflow) run(ctx workflow.Context) (RoleResult, error) {
 		r.updateAll(ctx)
 	case OpAction:
 		r.actionAll(ctx)
+	case OpDecommission:
+		r.decommissionAll(ctx)
 	default:
 		return RoleResult{}, fmt.Errorf("unknown role operation %q", r.in.Operation)
 	}
@@ -256,6 +258,31 @@ func (r *roleWorkflow) actionAll(ctx workflow.Context) {
 	})
 }
 
+// decommissionAll runs decommission on members about to leave, at most maxInFlight at
+// once. It changes no member's state: a member decommissioned is torn down next, and one
+// whose decommission failed stays, with its output, until a retry.
+func (r *roleWorkflow) decommissionAll(ctx workflow.Context) {
+	r.forEachMember(ctx, r.limit(), func(ctx workflow.Context, i int) {
+		m := &r.members[i]
+		r.set(ctx, i, m.State, spec.EventDecommission, "running decommission ("+m.RemovedFor+")")
+		res, err := r.runScript(ctx, i, spec.EventDecommission)
+		switch {
+		case isCanceled(err):
+			r.set(ctx, i, m.State, spec.EventDecommission, "decommission canceled")
+		case err != nil:
+			r.set(ctx, i, m.State, spec.EventDecommission, "decommission failed: "+errorMessage(err))
+			m.Decommission = DecommissionFailed
+			if r.tailed < tailsPerChild {
+				r.tailed++
+				m.StdoutTail, m.StderrTail = scriptTails(err)
+			}
+		default:
+			r.set(ctx, i, m.State, spec.EventDecommission, fmt.Sprintf("decommissioned in %s", res.Duration.Round(time.Millisecond)))
+			m.Decommission = DecommissionDone
+		}
+	})
+}
+
 // teardownFailed starts the detail of a member whose teardown failed.
 const teardownFailed = "teardown failed (ignored): "
 
@@ -375,7 +402,7 @@ func (r *roleWorkflow) runScript(ctx workflow.Context, i int, event spec.Event) 
 	switch event {
 	case spec.EventConfigure:
 		run.Joining, run.Replaces = m.Joining, m.Replaces
-	case spec.EventTeardown:
+	case spec.EventTeardown, spec.EventDecommission:
 		run.Reason = m.RemovedFor
 	}
 	if a := r.in.Action; a != nil {

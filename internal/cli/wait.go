@@ -57,6 +57,20 @@ func settled(final workflows.ClusterStatus) error {
 		return apperr.Errorf(apperr.Failed, "cluster %s failed: %s", final.Name, final.Message)
 	case workflows.PhaseCanceled:
 		return apperr.Errorf(apperr.Failed, "cluster %s was canceled: %s", final.Name, final.Message)
+	case workflows.PhasePaused:
+		stuck := false
+		for _, r := range final.Roles {
+			for _, m := range r.Members {
+				if m.Decommission == workflows.DecommissionFailed {
+					stuck = true
+					fmt.Printf("\n%s: %s\n", m.Name, m.Detail)
+					render.Tails(os.Stdout, m)
+				}
+			}
+		}
+		if stuck {
+			return apperr.Errorf(apperr.Failed, "cluster %s: %s", final.Name, final.Message)
+		}
 	case workflows.PhaseRolloutPaused:
 		if ro := final.Rollout; ro != nil && ro.Member != "" {
 			for _, r := range final.Roles {

@@ -328,3 +328,70 @@ roles:
 		t.Errorf("phase %s after the delete, want deleted", s.Phase)
 	}
 }
+
+// TestLeavingMembersAreDecommissionedFirst shrinks a role that subscribes to decommission:
+// each leaving member runs --decommission before its teardown, with its reason; one whose
+// decommission fails stays (the cluster paused, --wait exit 1 with its output), and a retry
+// once its cause is gone decommissions and removes it. A replacement decommissions the
+// member it replaces once its successor is set up; a delete decommissions nobody.
+func TestLeavingMembersAreDecommissionedFirst(t *testing.T) {
+	t.Parallel()
+	guard(t)
+	n := "decom"
+	specPath, trace := writeCluster(t, fmt.Sprintf(`
+name: %[1]s
+roles:
+  - {name: worker, members: 3, replaceAfter: 1s, events: [configure, addnodes, delnodes, decommission, teardown], startscript: trace.sh, env: {TRACE: TRACE_FILE, FAIL_EVENT: decommission, FAIL_MEMBER: %[1]s-worker-2, FAIL_WHILE: TRACE_FILE.broken}}
+`, n))
+	mustSucceed(t, "deploy", "-f", specPath, "--wait")
+	holdOn(t, trace+".broken")
+	res := cli(t, "resize", n, "worker=1", "--wait", "--timeout", "60s")
+	if res.Code != 1 || !strings.Contains(res.Stderr, "removal paused: the decommission of "+n+"-worker-2 failed") || !strings.Contains(res.Stdout, "boom: "+n+"-worker-2") {
+		t.Fatalf("a shrink whose decommission fails should pause, exit 1 and show the output: %s", res)
+	}
+	s := statusJSON(t, n)
+	if s.Phase != workflows.PhasePaused || !slices.Equal(workerNames(s), []string{n + "-worker-0=ready", n + "-worker-2=ready"}) || s.Member(n+"-worker-2").Decommission != workflows.DecommissionFailed {
+		t.Fatalf("after the paused shrink: phase %s (%s), workers %v", s.Phase, s.Message, workerNames(s))
+	}
+	runs := readTrace(t, trace)
+	decommissioned, tornDown := runsOf(runs, n+"-worker-1", "decommission"), runsOf(runs, n+"-worker-1", "teardown")
+	if len(decommissioned) != 1 || len(tornDown) != 1 || tornDown[0].Start < decommissioned[0].End || decommissioned[0].Args != "--decommission" {
+		t.Errorf("worker-1 should be decommissioned, then torn down: %+v %+v", decommissioned, tornDown)
+	}
+	if len(runsOf(runs, n+"-worker-2", "teardown")) != 0 {
+		t.Error("the member whose decommission failed was torn down")
+	}
+	expectRuns(t, runs, "delnodes", "--delnodes --role worker --nodes "+n+"-worker-1", n+"-worker-0")
+
+	release(t, trace+".broken")
+	if res := cli(t, "retry", n, "--wait", "--timeout", "60s"); res.Code != 0 {
+		t.Fatalf("retry of the decommission: %s", res)
+	}
+	waitForWorkers(t, n, n+"-worker-0=ready")
+	runs = readTrace(t, trace)
+	if got := len(runsOf(runs, n+"-worker-2", "decommission")); got != 2 {
+		t.Errorf("worker-2 decommissioned %d times, want 2 (failed, then retried)", got)
+	}
+	expectRuns(t, runs, "teardown", "--teardown", n+"-worker-1", n+"-worker-2")
+
+	// A replacement: the successor is set up first, then the replaced member is
+	// decommissioned and torn down.
+	mustSucceed(t, "resize", n, "worker=2", "--wait")
+	mustSucceed(t, "signal", n, n+"-worker-0", "down", "--reason", "test")
+	waitForWorkers(t, n, n+"-worker-3=ready", n+"-worker-4=ready<"+n+"-worker-0")
+	runs = readTrace(t, trace)
+	successor, decommission, teardown := runsOf(runs, n+"-worker-4", "configure"), runsOf(runs, n+"-worker-0", "decommission"), runsOf(runs, n+"-worker-0", "teardown")
+	if len(successor) != 1 || len(decommission) != 1 || len(teardown) != 1 || decommission[0].Start < successor[0].End || teardown[0].Start < decommission[0].End {
+		t.Errorf("replacement: want the successor's configure, then decommission, then teardown: %+v %+v %+v", successor, decommission, teardown)
+	}
+	mustSucceed(t, "delete", n, "--wait")
+	want := []string{
+		n + "-worker-0 decommission reason=replace joining= replaces=",
+		n + "-worker-1 decommission reason=shrink joining= replaces=",
+		n + "-worker-2 decommission reason=shrink joining= replaces=",
+		n + "-worker-2 decommission reason=shrink joining= replaces=",
+	}
+	if got := story(t, trace, "decommission"); !slices.Equal(got, want) {
+		t.Errorf("decommissions (a delete runs none): %q, want %q", got, want)
+	}
+}

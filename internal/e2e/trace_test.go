@@ -2,8 +2,8 @@ package e2e
 
 import (
 	"os"
-	"slices"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"

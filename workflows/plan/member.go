@@ -67,7 +67,16 @@ type Member struct {
 	// RemovedFor, on a member handed to a teardown, says why it leaves (see
 	// backend.ScriptRun.Reason); the cluster's own state never keeps it.
 	RemovedFor string `json:"removedFor,omitempty"`
+	// Decommission is how the member's decommission went, once it ran: done (its teardown
+	// may follow) or failed (it stays until a retry runs it again).
+	Decommission string `json:"decommission,omitempty"`
 }
+
+// The outcomes of a decommission.
+const (
+	DecommissionDone   = "done"
+	DecommissionFailed = "failed"
+)
 
 // Outcome is what a role child reports of a member: what its operation did to it. The
 // cluster keeps the rest (its role, ordinal and host, who knows whom, health,
@@ -77,6 +86,7 @@ func (m Member) Outcome() Member {
 	return Member{
 		Name: m.Name, State: m.State, Detail: m.Detail, Event: m.Event, Since: m.Since,
 		LastLine: m.LastLine, StdoutTail: m.StdoutTail, StderrTail: m.StderrTail, Revision: m.Revision,
+		Decommission: m.Decommission,
 	}
 }
 
@@ -325,6 +335,8 @@ const (
 	OpRestart RoleOperation = "restart"
 	// OpAction runs a named action of the role on members (clusterflow run).
 	OpAction RoleOperation = "action"
+	// OpDecommission runs decommission on members about to leave, before their teardown.
+	OpDecommission RoleOperation = "decommission"
 )
 
 // Record adds a step to the member's health history, which keeps the latest ones.

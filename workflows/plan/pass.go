@@ -26,6 +26,9 @@ type Step struct {
 	// ReplacedToo makes a teardown take the members being replaced too: they go once
 	// their successors are set up.
 	ReplacedToo bool
+	// Graceful makes a teardown leave the members whose decommission failed: they stay
+	// until a retry runs it again (a delete takes them all the same).
+	Graceful bool
 	// Notice is what an addnodes or delnodes step tells; Told, in runs from before
 	// notices, the nodes it names to each member instead.
 	Notice *notice.Notice
@@ -44,6 +47,19 @@ func Removal(levels [][]string, replacedToo bool) Pass {
 	var p Pass
 	for i := len(levels) - 1; i >= 0; i-- {
 		p.Steps = append(p.Steps, Step{Op: OpTeardown, Level: i, Roles: levels[i], ReplacedToo: replacedToo})
+	}
+	return p
+}
+
+// GracefulRemoval is Removal with each level's leaving members decommissioned first, in
+// the roles that subscribe to decommission: a shrink, a replacement or a drain, never a
+// delete (there is nothing left to hand data to).
+func GracefulRemoval(levels [][]string, replacedToo bool) Pass {
+	var p Pass
+	for i := len(levels) - 1; i >= 0; i-- {
+		p.Steps = append(p.Steps,
+			Step{Op: OpDecommission, Level: i, Roles: levels[i], ReplacedToo: replacedToo, Graceful: true},
+			Step{Op: OpTeardown, Level: i, Roles: levels[i], ReplacedToo: replacedToo, Graceful: true})
 	}
 	return p
 }
@@ -80,7 +96,9 @@ func forward(op RoleOperation, levels [][]string) Pass {
 func (s Step) Work(desired spec.Cluster, roles []RoleState, restarted []string) (forget []string, work []RoleWork) {
 	switch s.Op {
 	case OpTeardown:
-		return removal(desired, roles, s.Roles, s.ReplacedToo)
+		return removal(desired, roles, s.Roles, s.ReplacedToo, s.Graceful)
+	case OpDecommission:
+		return nil, decommission(desired, roles, s.Roles, s.ReplacedToo)
 	case OpStart:
 		return nil, start(desired, roles, s.Roles, restarted)
 	case OpConfigure:

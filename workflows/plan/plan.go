@@ -88,7 +88,7 @@ func SplitMembers(rs RoleState, keep int) (wanted, unwanted []Member) {
 // removal is one level's removal: the unwanted members never created are forgotten,
 // and the others are torn down and removed, a child per role. Members being replaced stay
 // unless replacedToo: they go once their successors are set up.
-func removal(desired spec.Cluster, roles []RoleState, level []string, replacedToo bool) (forget []string, work []RoleWork) {
+func removal(desired spec.Cluster, roles []RoleState, level []string, replacedToo, graceful bool) (forget []string, work []RoleWork) {
 	for _, name := range level {
 		rs := RoleOf(roles, name)
 		if rs == nil {
@@ -99,6 +99,7 @@ func removal(desired spec.Cluster, roles []RoleState, level []string, replacedTo
 		for _, m := range unwanted {
 			switch {
 			case m.State == MemberReplacing && !replacedToo:
+			case graceful && m.Decommission == DecommissionFailed: // it stays until a retry
 			case m.State == MemberPending:
 				forget = append(forget, m.Name)
 			default:
@@ -110,6 +111,31 @@ func removal(desired spec.Cluster, roles []RoleState, level []string, replacedTo
 		}
 	}
 	return forget, work
+}
+
+// decommission is one level's decommission: the members its removal would tear down next,
+// in roles that subscribe to decommission, whose configure ran and that have not been
+// decommissioned yet, a child per role.
+func decommission(desired spec.Cluster, roles []RoleState, level []string, replacedToo bool) []RoleWork {
+	_, leaving := removal(desired, roles, level, replacedToo, true)
+	var work []RoleWork
+	for _, rw := range leaving {
+		// A role an apply removed has no spec here: its members leave as they did before.
+		r, ok := desired.Role(rw.Role)
+		if !ok || !r.Wants(spec.EventDecommission) {
+			continue
+		}
+		var members []Member
+		for _, m := range rw.Members {
+			if m.ConfigureRan() && m.Decommission == "" && m.State != MemberRogue {
+				members = append(members, m)
+			}
+		}
+		if len(members) > 0 {
+			work = append(work, RoleWork{Role: rw.Role, Members: members})
+		}
+	}
+	return work
 }
 
 // Stops lists, for each role being configured now (configuring maps it to the members
@@ -219,7 +245,7 @@ func LevelProblems(desired spec.Cluster, roles []RoleState, level []string) []st
 }
 
 // Notice says who is told a notice of nodes joining (addnodes) or leaving (delnodes):
-// every ready member whose role subscribes to the event and that does not know (addnodes)
+// every ready member not on its way out (see Member.Decommission) whose role subscribes to the event and that does not know (addnodes)
 // or knew (delnodes) some of them; a child per role. Each member's host works out which
 // nodes from the notice and what the member knows, so the work names no nodes.
 func Notice(desired spec.Cluster, roles []RoleState, n notice.Notice) []RoleWork {
@@ -232,7 +258,9 @@ func Notice(desired spec.Cluster, roles []RoleState, n notice.Notice) []RoleWork
 		}
 		var recipients []Member
 		for _, m := range rs.Members {
-			if m.State == MemberReady && n.Count(m.Name, m.Knowledge()) > 0 {
+			// A member decommissioned, or waiting on a failed decommission, is on its way
+			// out: it keeps the output of its decommission, and is told of nothing more.
+			if m.State == MemberReady && m.Decommission == "" && n.Count(m.Name, m.Knowledge()) > 0 {
 				recipients = append(recipients, m)
 			}
 		}

@@ -585,6 +585,8 @@ func scriptArgs(run backend.ScriptRun) ([]string, error) {
 		return []string{"--start"}, nil
 	case spec.EventRestart:
 		return []string{"--restart"}, nil
+	case spec.EventDecommission:
+		return []string{"--decommission"}, nil
 	case spec.EventUpgrade:
 		if run.FromRevision < 1 || run.Revision < 1 {
 			return nil, fmt.Errorf("upgrade needs the revisions it goes from and to, got %d and %d", run.FromRevision, run.Revision)
