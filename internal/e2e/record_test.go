@@ -504,3 +504,65 @@ roles:
 	mustSucceed(t, "delete", n, "--wait")
 	record("replace-rollout", n)
 }
+
+// TestRecordLifecycleHistories records the lifecycle contract (changeLifecycle): a failed
+// deploy retried, a shrink whose decommission fails then is retried, a grow past a removed
+// ordinal and a replacement (addnodes before delnodes), and a delete of a member whose
+// addnodes failed, with a teardown that fails.
+//
+//	CLUSTERFLOW_RECORD_HISTORIES=v17-lifecycle go test ./internal/e2e -run TestRecordLifecycleHistories
+func TestRecordLifecycleHistories(t *testing.T) {
+	guard(t)
+	recordOn := recorder(t)
+	record := func(scenario, cluster string) {
+		recordOn(server.Client, scenario, workflows.ClusterWorkflowID(cluster))
+	}
+
+	specPath, trace := writeCluster(t, `
+name: rec-retry
+roles:
+  - {name: controller, cardinality: "1", startscript: trace.sh, env: {TRACE: TRACE_FILE}}
+  - {name: worker, members: 2, dependsOn: [controller], startscript: trace.sh, env: {TRACE: TRACE_FILE, FAIL_MEMBER: rec-retry-worker-1, FAIL_WHILE: TRACE_FILE.broken}}
+`)
+	holdOn(t, trace+".broken")
+	if res := cli(t, "deploy", "-f", specPath, "--wait"); res.Code != 1 {
+		t.Fatalf("deploy should fail: %s", res)
+	}
+	release(t, trace+".broken")
+	mustSucceed(t, "retry", "rec-retry", "--wait")
+	mustSucceed(t, "delete", "rec-retry", "--wait")
+	record("retry-after-failed-deploy", "rec-retry")
+
+	specPath, trace = writeCluster(t, `
+name: rec-decom
+roles:
+  - {name: worker, members: 3, replaceAfter: 1s, events: [configure, addnodes, delnodes, decommission, teardown], startscript: trace.sh, env: {TRACE: TRACE_FILE, FAIL_EVENT: decommission, FAIL_MEMBER: rec-decom-worker-2, FAIL_WHILE: TRACE_FILE.broken}}
+`)
+	mustSucceed(t, "deploy", "-f", specPath, "--wait")
+	holdOn(t, trace+".broken")
+	if res := cli(t, "resize", "rec-decom", "worker=1", "--wait"); res.Code != 1 {
+		t.Fatalf("the shrink should pause: %s", res)
+	}
+	release(t, trace+".broken")
+	mustSucceed(t, "retry", "rec-decom", "--wait")
+	mustSucceed(t, "resize", "rec-decom", "worker=2", "--wait")
+	mustSucceed(t, "signal", "rec-decom", "rec-decom-worker-0", "down")
+	waitForWorkers(t, "rec-decom", "rec-decom-worker-3=ready", "rec-decom-worker-4=ready<rec-decom-worker-0")
+	mustSucceed(t, "delete", "rec-decom", "--wait")
+	record("decommission-retry-and-replace", "rec-decom")
+
+	specPath, _ = writeCluster(t, `
+name: rec-torn
+roles:
+  - {name: worker, members: 1, startscript: trace.sh, env: {TRACE: TRACE_FILE, FAIL_EVENT: addnodes, FAIL_MEMBER: rec-torn-worker-0}}
+  - {name: edge, members: 1, startscript: trace.sh, env: {TRACE: TRACE_FILE, FAIL_EVENT: teardown, FAIL_MEMBER: rec-torn-edge-0}}
+`)
+	mustSucceed(t, "deploy", "-f", specPath, "--wait")
+	if res := cli(t, "resize", "rec-torn", "worker=2", "--wait"); res.Code != 1 {
+		t.Fatalf("the resize should fail: %s", res)
+	}
+	if res := cli(t, "delete", "rec-torn", "--wait"); res.Code != 1 {
+		t.Fatalf("the delete should report the failed teardown: %s", res)
+	}
+	record("delete-after-failed-addnodes", "rec-torn")
+}
