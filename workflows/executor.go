@@ -257,11 +257,21 @@ func (w *clusterWorkflow) removeReplaced(ctx workflow.Context) {
 // simply forgotten. Removed members that others knew of wait to be announced by delnodes.
 // Members being replaced stay until replacedToo: they go once their successors are set up.
 func (w *clusterWorkflow) removeUnwanted(ctx workflow.Context, replacedToo bool) {
-	removal := plan.Removal(w.state.Levels, replacedToo)
+	removal, hooks := plan.Removal(w.state.Levels, replacedToo), passHooks{}
 	if w.lifecycle {
 		removal = plan.GracefulRemoval(w.state.Levels, replacedToo)
+		// Configmeta is refreshed before each removal step that acts, so the members it
+		// acts on read themselves leaving, as do their peers.
+		hooks.prepare = func(_ plan.Step, work []plan.RoleWork) ([]plan.RoleWork, bool) {
+			if len(work) > 0 {
+				if err := w.writeClusterFiles(ctx, false); err != nil {
+					w.logger.Warn("Could not refresh configmeta before a removal step", "Error", err)
+				}
+			}
+			return work, true
+		}
 	}
-	w.runPass(ctx, &w.spec, removal, passHooks{})
+	w.runPass(ctx, &w.spec, removal, hooks)
 	w.dropRemoved()
 	w.touch(ctx)
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/clusterflow/clusterflow/internal/gzjson"
 	"github.com/clusterflow/clusterflow/internal/signing"
 	"github.com/clusterflow/clusterflow/spec"
+	"github.com/clusterflow/clusterflow/workflows/plan"
 )
 
 // writeClusterFiles refreshes the configmeta members read on every host holding members.
@@ -131,6 +132,15 @@ func (c *cluster) forgetInstalled(host string) {
 func (c *cluster) configMeta() backend.ConfigMeta {
 	meta := backend.ConfigMeta{Cluster: c.state.Name}
 	for _, r := range c.state.Roles {
+		// Members a change no longer wants are listed as leaving until they are gone, so
+		// that a decommission, a teardown and the survivors can tell them apart.
+		leaving := map[string]bool{}
+		if c.lifecycle {
+			_, unwanted := plan.SplitMembers(r, plan.DesiredMembers(c.spec, r.Name))
+			for _, m := range unwanted {
+				leaving[m.Name] = true
+			}
+		}
 		role := backend.ConfigMetaRole{Name: r.Name, DependsOn: r.DependsOn, Members: []string{}}
 		if role.DependsOn == nil {
 			role.DependsOn = []string{}
@@ -141,6 +151,9 @@ func (c *cluster) configMeta() backend.ConfigMeta {
 			}
 			role.Members = append(role.Members, m.Name)
 			node := backend.ConfigMetaNode{Name: m.Name, Role: r.Name, Ordinal: m.Ordinal, State: string(m.State), Host: m.Host}
+			if leaving[m.Name] {
+				node.State = ConfigMetaLeaving
+			}
 			if h := c.hostOf(m.Host); h != nil {
 				node.Address = h.Address
 			}
@@ -150,6 +163,10 @@ func (c *cluster) configMeta() backend.ConfigMeta {
 	}
 	return meta
 }
+
+// ConfigMetaLeaving is the state configmeta gives a member a change no longer wants, until
+// it is gone.
+const ConfigMetaLeaving = "leaving"
 
 // packedFiles carries configmeta as is, or gzipped when it lists thousands of members.
 func packedFiles(folder backend.ClusterRef, meta backend.ConfigMeta) (backend.ClusterFiles, error) {

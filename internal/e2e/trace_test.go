@@ -27,6 +27,11 @@ if [ "$CLUSTERFLOW_EVENT" = configure ]; then
     grep "\"role\":\"$dep\"" "$CLUSTERFLOW_CONFIGMETA" | grep -q '"state":"ready"' || { echo "$dep not ready in configmeta" >&2; exit 9; }
   done
 fi
+# What configmeta says of the member as it leaves.
+if [ "$CLUSTERFLOW_EVENT" = decommission ] || [ "$CLUSTERFLOW_EVENT" = teardown ]; then
+  state=$(grep -o "\"name\":\"$CLUSTERFLOW_MEMBER\",[^}]*" "$CLUSTERFLOW_CONFIGMETA" | grep -o '"state":"[a-z_]*"' | head -n 1)
+  echo "$CLUSTERFLOW_MEMBER $CLUSTERFLOW_EVENT ${state:-unlisted}" >> "$TRACE.meta"
+fi
 # FAIL_MEMBER fails its FAIL_EVENT (configure unless set), while FAIL_WHILE exists if set.
 if [ "$CLUSTERFLOW_EVENT" = "${FAIL_EVENT:-configure}" ] && [ "$CLUSTERFLOW_MEMBER" = "${FAIL_MEMBER:-}" ] && { [ -z "${FAIL_WHILE:-}" ] || [ -e "$FAIL_WHILE" ]; }; then
   echo "about to fail"
