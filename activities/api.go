@@ -12,8 +12,8 @@ const (
 	ErrScriptTimedOut = backend.ErrScriptTimedOut
 	// ErrSecretUnavailable: a secret reference of the role's env could not be filled in on
 	// the member's host, so nothing ran.
-	ErrSecretUnavailable = "SecretUnavailable"
+	ErrSecretUnavailable = backend.ErrSecretUnavailable
 	// ErrHostRefused: the host does not run this cluster, namespace or env (its Admission),
 	// whatever placed the member there; nothing ran.
-	ErrHostRefused = "HostRefused"
+	ErrHostRefused = backend.ErrHostRefused
 )

@@ -24,6 +24,13 @@ func isCanceled(err error) bool {
 	return errors.As(err, &canceled)
 }
 
+// refusedBeforeLaunch says a run failed before its script started: its host refused it
+// (the cluster, namespace or env, an unsigned spec) or could not fill in a secret.
+func refusedBeforeLaunch(err error) bool {
+	var appErr *temporal.ApplicationError
+	return errors.As(err, &appErr) && (appErr.Type() == backend.ErrHostRefused || appErr.Type() == backend.ErrSecretUnavailable)
+}
+
 // scriptTails returns the output tails carried by a failed script's error, if any.
 func scriptTails(err error) (stdout, stderr string) {
 	var appErr *temporal.ApplicationError

@@ -208,6 +208,10 @@ func (r *roleWorkflow) configure(ctx workflow.Context, i int) {
 	res, err := r.runScript(ctx, i, spec.EventConfigure)
 	if err != nil {
 		r.fail(ctx, i, "configure", err)
+		if refusedBeforeLaunch(err) && workflow.GetVersion(ctx, changeLifecycle, workflow.DefaultVersion, 1) >= 1 {
+			// Its configure never started: there is nothing for a teardown to undo.
+			r.members[i].Event = ""
+		}
 		return
 	}
 	m.Revision = r.in.Revision

@@ -230,6 +230,11 @@ const (
 const (
 	ErrScriptFailed   = "ScriptFailed"
 	ErrScriptTimedOut = "ScriptTimedOut"
+	// ErrSecretUnavailable: a secret reference of the role's env could not be filled in on
+	// the member's host; ErrHostRefused: the host does not run this cluster, namespace or
+	// env. Either way nothing ran.
+	ErrSecretUnavailable = "SecretUnavailable"
+	ErrHostRefused       = "HostRefused"
 )
 
 // Completion says where a script run's result must go: the Temporal activity waiting for
