@@ -1,0 +1,85 @@
+#!/bin/sh
+# etcd as a clusterflow role. Needs etcd and etcdctl (Debian: etcd-server, etcd-client).
+set -eu
+export ETCDCTL_API=3
+base=${ETCD_PORT_BASE:-62379}
+me=$CLUSTERFLOW_MEMBER
+
+# members prints "name ordinal state address" for each member of the role in configmeta.
+members() {
+  grep -o "{\"name\":\"[^\"]*\",\"role\":\"$CLUSTERFLOW_ROLE\",[^}]*}" "$CLUSTERFLOW_CONFIGMETA" |
+    sed -E 's/^\{"name":"([^"]*)",.*"ordinal":([0-9]+),"state":"([a-z_]+)"(.*"address":"([^"]*)")?.*/\1 \2 \3 \5/'
+}
+url() { echo "http://${3:-127.0.0.1}:$((base + 2 * $2 + $1))"; } # url 0|1 ORDINAL [ADDRESS]: client or peer
+ordinal=${me##*-}
+address=$(members | awk -v m="$me" '$1 == m { print $4 }')
+client=$(url 0 "$ordinal" "$address")
+peer=$(url 1 "$ordinal" "$address")
+# peers: the client URLs of the role's other ready members (not those leaving).
+peers() { members | awk -v m="$me" '$1 != m && $3 == "ready"' | while read -r _ o _ a; do url 0 "$o" "$a"; done | paste -sd, -; }
+running() { [ -f etcd.pid ] && kill -0 "$(cat etcd.pid)" 2> /dev/null; }
+stop() { if running; then kill "$(cat etcd.pid)"; while running; do sleep 0.1; done; fi; rm -f etcd.pid; }
+healthy() { etcdctl --endpoints "$client" endpoint health > /dev/null 2>&1; }
+
+start() { # start INITIAL_CLUSTER new|existing, then wait until the member answers
+  if ! running; then
+    etcd --name "$me" --data-dir data --initial-cluster-token "$CLUSTERFLOW_CLUSTER" \
+      --listen-client-urls "$client" --advertise-client-urls "$client" \
+      --listen-peer-urls "$peer" --initial-advertise-peer-urls "$peer" \
+      --initial-cluster "$1" --initial-cluster-state "$2" > etcd.log 2>&1 < /dev/null &
+    echo $! > etcd.pid
+  fi
+  for _ in $(seq 600); do
+    healthy && return 0
+    running || break
+    sleep 0.1
+  done
+  echo "etcd $me did not become healthy" >&2
+  tail -n 20 etcd.log >&2
+  exit 1
+}
+
+case "$1" in
+--configure)
+  if [ -d data/member ]; then # configured before (a retried or restarted configure)
+    start "" existing
+  elif [ "${CLUSTERFLOW_JOINING:-}" = 1 ]; then
+    endpoints=$(peers)
+    if [ -n "${CLUSTERFLOW_REPLACES:-}" ]; then
+      gone=$(etcdctl --endpoints "$endpoints" member list | awk -F', ' -v n="$CLUSTERFLOW_REPLACES" '$3 == n { print $1 }')
+      [ -z "$gone" ] || etcdctl --endpoints "$endpoints" member remove "$gone"
+    fi
+    # One join at a time, in ordinal order: etcd must know every member a joiner starts
+    # with, so each waits for the members joining with it before it to have started.
+    for n in $(members | awk -v o="$ordinal" '$2 < o && ($3 == "pending" || $3 == "creating" || $3 == "configuring") { print $1 }'); do
+      for _ in $(seq 600); do
+        etcdctl --endpoints "$endpoints" member list | grep -q ", started, $n, " && break
+        sleep 0.1
+      done
+    done
+    # etcd refuses a new member for a few seconds after a member (re)connected.
+    for _ in $(seq 60); do
+      etcdctl --endpoints "$endpoints" member list | grep -q ", $peer," && break
+      etcdctl --endpoints "$endpoints" member add "$me" --peer-urls "$peer" > /dev/null 2> add.err && break
+      grep -q 'unhealthy cluster' add.err || { cat add.err >&2; exit 1; }
+      sleep 0.5
+    done
+    initial=$(etcdctl --endpoints "$endpoints" member list |
+      awk -F', ' -v m="$me" -v p="$peer" '{ n = $3; if ($4 == p) n = m; if (n != "") print n "=" $4 }' | paste -sd, -)
+    start "$initial" existing
+  else
+    initial=$(members | while read -r n o _ a; do echo "$n=$(url 1 "$o" "$a")"; done | paste -sd, -)
+    start "$initial" new
+  fi
+  ;;
+--decommission) # leaving while the others run: leave etcd's membership first
+  endpoints=$(peers)
+  id=$(etcdctl --endpoints "$endpoints" member list | awk -F', ' -v n="$me" '$3 == n { print $1 }')
+  [ -z "$id" ] || etcdctl --endpoints "$endpoints" member remove "$id"
+  stop
+  ;;
+--teardown)
+  stop
+  rm -rf data
+  ;;
+esac

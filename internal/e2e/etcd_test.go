@@ -1,0 +1,212 @@
+package e2e
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/clusterflow/clusterflow/internal/testenv"
+	"github.com/clusterflow/clusterflow/workflows"
+)
+
+// etcdPortBase finds a block of free ports for an etcd cluster's members (2 each, up to
+// members), above the kernel's ephemeral range and the ports the tests reserve.
+func etcdPortBase(t *testing.T, members int) int {
+	t.Helper()
+	for range 50 {
+		base := 61000 + 40*rand.IntN(90)
+		free := true
+		for p := base; p < base+2*members && free; p++ {
+			l, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(p)))
+			if err != nil {
+				free = false
+				continue
+			}
+			l.Close()
+		}
+		if free {
+			return base
+		}
+	}
+	t.Fatal("no free block of ports for etcd")
+	return 0
+}
+
+// TestEtcdLivesThroughTheLifecycle runs the etcd example (examples/etcd) through the real
+// CLI: deploy 3, grow to 5 (the joiners add themselves), a graceful shrink to 3 (the
+// leavers remove themselves in their decommission) that keeps every key, a member whose
+// etcd is killed replaced (its successor removes it first), a failed member retried, and a
+// delete that leaves no etcd running.
+func TestEtcdLivesThroughTheLifecycle(t *testing.T) {
+	t.Parallel()
+	guard(t)
+	for _, bin := range []string{"etcd", "etcdctl"} {
+		if _, err := exec.LookPath(bin); err != nil {
+			t.Fatalf("%s is needed (Debian's etcd-server and etcd-client, which .ci/run installs): %v", bin, err)
+		}
+	}
+	root, err := testenv.ModuleRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := "etcdc"
+	dir := t.TempDir()
+	base := etcdPortBase(t, 8)
+	// The example's script, behind a wrapper that fails a configure while FAIL exists: a
+	// cause to fix, for the retry.
+	wrapper := fmt.Sprintf("#!/bin/sh\nif [ \"$1\" = --configure ] && [ -e %q ]; then echo 'injected failure' >&2; exit 1; fi\nexec %q \"$@\"\n",
+		filepath.Join(dir, "FAIL"), filepath.Join(root, "examples/etcd/etcd.sh"))
+	if err := os.WriteFile(filepath.Join(dir, "etcd.sh"), []byte(wrapper), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	example, err := os.ReadFile(filepath.Join(root, "examples/etcd/cluster.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec := strings.Replace(strings.Replace(string(example), "name: etcd\n", "name: "+n+"\n", 1), `ETCD_PORT_BASE: "62379"`, fmt.Sprintf("ETCD_PORT_BASE: %q", strconv.Itoa(base)), 1)
+	specPath := filepath.Join(dir, "cluster.yaml")
+	if err := os.WriteFile(specPath, []byte(spec), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	folder := func() string { return clusterDir(dataDir, n) } // once deployed
+	var pids []int // every etcd the cluster ran, to check none outlives it
+	t.Cleanup(func() {
+		for _, pid := range pids {
+			_ = syscallKill(pid)
+		}
+	})
+	notePIDs := func() {
+		entries, _ := os.ReadDir(folder())
+		for _, e := range entries {
+			if data, err := os.ReadFile(filepath.Join(folder(), e.Name(), "etcd.pid")); err == nil {
+				if pid, err := strconv.Atoi(strings.TrimSpace(string(data))); err == nil && !slices.Contains(pids, pid) {
+					pids = append(pids, pid)
+				}
+			}
+		}
+	}
+	endpoint := func(ordinal int) string { return fmt.Sprintf("http://127.0.0.1:%d", base+2*ordinal) }
+	etcdctl := func(ordinal int, args ...string) (string, error) {
+		cmd := exec.Command("etcdctl", append([]string{"--endpoints", endpoint(ordinal), "--command-timeout", "10s"}, args...)...)
+		cmd.Env = append(os.Environ(), "ETCDCTL_API=3")
+		out, err := cmd.CombinedOutput()
+		return string(out), err
+	}
+	// members lists etcd's own membership, as a survivor sees it: the started members' names.
+	members := func(ordinal int) []string {
+		t.Helper()
+		out, err := etcdctl(ordinal, "member", "list")
+		if err != nil {
+			t.Fatalf("member list: %v: %s", err, out)
+		}
+		var names []string
+		for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+			if f := strings.Split(line, ", "); len(f) > 3 && f[1] == "started" {
+				names = append(names, f[2])
+			}
+		}
+		slices.Sort(names)
+		return names
+	}
+	keysIntact := func(ordinal int, when string) {
+		t.Helper()
+		out, err := etcdctl(ordinal, "get", "key-", "--prefix", "--keys-only")
+		if err != nil || strings.Count(out, "key-") != 50 {
+			t.Errorf("%s: want the 50 keys, got %v: %d in %q", when, err, strings.Count(out, "key-"), out)
+		}
+	}
+	names := func(ordinals ...int) []string {
+		var out []string
+		for _, o := range ordinals {
+			out = append(out, fmt.Sprintf("%s-etcd-%d", n, o))
+		}
+		slices.Sort(out)
+		return out
+	}
+	step := func(what string, args ...string) {
+		t.Helper()
+		start := time.Now()
+		if res := cli(t, args...); res.Code != 0 {
+			t.Fatalf("%s: %s", what, res)
+		}
+		notePIDs()
+		t.Logf("etcd %s: %.1f s", what, time.Since(start).Seconds())
+	}
+
+	step("deploy 3", "deploy", "-f", specPath, "--wait", "--timeout", "2m")
+	if got := members(0); !slices.Equal(got, names(0, 1, 2)) {
+		t.Fatalf("after the deploy, etcd's members are %v", got)
+	}
+	for i := range 50 {
+		if out, err := etcdctl(0, "put", fmt.Sprintf("key-%02d", i), "value"); err != nil {
+			t.Fatalf("put: %v: %s", err, out)
+		}
+	}
+	step("grow to 5", "resize", n, "etcd=5", "--wait", "--timeout", "2m")
+	if got := members(0); !slices.Equal(got, names(0, 1, 2, 3, 4)) {
+		t.Errorf("after the grow, etcd's members are %v", got)
+	}
+	step("shrink to 3", "resize", n, "etcd=3", "--wait", "--timeout", "2m")
+	if got := members(0); !slices.Equal(got, names(0, 1, 2)) {
+		t.Errorf("after the shrink, etcd's members are %v", got)
+	}
+	keysIntact(0, "after the shrink")
+
+	// A member's etcd dies; reported gone, it is replaced by the next ordinal, whose
+	// configure removes it from etcd's membership before joining.
+	data, err := os.ReadFile(filepath.Join(folder(), n+"-etcd-1", "etcd.pid"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid, _ := strconv.Atoi(strings.TrimSpace(string(data)))
+	_ = syscallKill(pid)
+	start := time.Now()
+	mustSucceed(t, "signal", n, n+"-etcd-1", "gone", "--reason", "etcd killed")
+	waitUpTo(t, 2*time.Minute, "the killed member replaced", func() bool {
+		s := statusJSON(t, n)
+		return s.Phase == workflows.PhaseReady && s.Member(n+"-etcd-5") != nil && s.Member(n+"-etcd-5").State == workflows.MemberReady && s.Member(n+"-etcd-1") == nil
+	})
+	notePIDs()
+	t.Logf("etcd replace a killed member: %.1f s", time.Since(start).Seconds())
+	if got := members(0); !slices.Equal(got, names(0, 2, 5)) {
+		t.Errorf("after the replacement, etcd's members are %v", got)
+	}
+	keysIntact(5, "after the replacement, read from the successor")
+
+	// A new member fails its configure; once the cause is gone, retry sets it up.
+	if err := os.WriteFile(filepath.Join(dir, "FAIL"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if res := cli(t, "resize", n, "etcd=4", "--wait", "--timeout", "2m"); res.Code != 1 || !strings.Contains(res.Stdout, "injected failure") {
+		t.Fatalf("a grow whose configure fails: %s", res)
+	}
+	if err := os.Remove(filepath.Join(dir, "FAIL")); err != nil {
+		t.Fatal(err)
+	}
+	step("retry a failed member", "retry", n, "--wait", "--timeout", "2m")
+	if got := members(0); !slices.Equal(got, names(0, 2, 5, 6)) {
+		t.Errorf("after the retry, etcd's members are %v", got)
+	}
+	keysIntact(6, "after the retry, read from the retried member")
+
+	step("delete", "delete", n, "--wait", "--timeout", "2m")
+	for _, pid := range pids {
+		if running(pid) {
+			t.Errorf("etcd %d outlived the cluster's delete", pid)
+		}
+	}
+	if len(pids) < 7 {
+		t.Errorf("only %d etcd processes were seen, want one per member (7)", len(pids))
+	}
+}
+
+func syscallKill(pid int) error { return syscall.Kill(pid, syscall.SIGKILL) }
