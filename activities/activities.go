@@ -191,6 +191,11 @@ func (a *Activities) RunStartscript(ctx context.Context, run backend.ScriptRun) 
 	return backend.ScriptResult{}, activity.ErrResultPending
 }
 
+// AssignPorts gives members their ports on this host.
+func (a *Activities) AssignPorts(ctx context.Context, req backend.PortRequest) (backend.PortAssignment, error) {
+	return a.Backend.AssignPorts(ctx, req)
+}
+
 // StopScript stops a run whose activity was cancelled, at once, on the member's host.
 func (a *Activities) StopScript(ctx context.Context, stop backend.ScriptStop) error {
 	return a.Backend.StopScript(ctx, stop)

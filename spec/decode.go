@@ -43,6 +43,7 @@ type draftRole struct {
 	Placement            *draftPlacement
 	Update               *draftUpdate
 	Actions              []string
+	Ports                map[string]string
 }
 
 // decode walks the YAML tree by hand rather than unmarshalling into structs, so that every
@@ -95,6 +96,7 @@ func (w walker) role(path string, n *yaml.Node) draftRole {
 		"placement":            func(p string, n *yaml.Node) { r.Placement = w.placement(p, n) },
 		"update":               func(p string, n *yaml.Node) { r.Update = w.update(p, n) },
 		"actions":              func(p string, n *yaml.Node) { r.Actions = w.strings(p, n) },
+		"ports":                func(p string, n *yaml.Node) { r.Ports = w.stringMap(p, n) },
 	})
 	return r
 }

@@ -4,6 +4,7 @@ package spec
 
 import (
 	"fmt"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -103,7 +104,19 @@ type Role struct {
 	// Actions are the named actions the role's script runs on demand (clusterflow run):
 	// --action NAME --param k=v ....
 	Actions []string `json:"actions,omitempty"`
+	// Ports name the ports a member serves, e.g. {client: 2379, peer: 2380}: as written
+	// where each member has a host to itself, else distinct ports the host assigns.
+	Ports map[string]int `json:"ports,omitempty"`
 }
+
+// Bounds on a role's ports.
+const MaxRolePorts = 8
+
+var portName = regexp.MustCompile(`^[a-z][a-z0-9]{0,14}$`)
+
+// PortEnv is the variable that gives a member its port of that name:
+// CLUSTERFLOW_PORT_CLIENT for client.
+func PortEnv(name string) string { return "CLUSTERFLOW_PORT_" + strings.ToUpper(name) }
 
 // Wants reports whether the role's startscript subscribes to the event.
 func (r Role) Wants(e Event) bool { return slices.Contains(r.Events, e) }

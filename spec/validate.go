@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 )
 
@@ -139,7 +140,36 @@ func buildRole(path string, d draftRole, ps *problems) Role {
 	r.Placement = checkPlacement(path+".placement", d.Placement, ps)
 	r.Update = checkUpdate(path+".update", d.Update, r, ps)
 	r.Actions = checkActions(path+".actions", d.Actions, ps)
+	r.Ports = checkPorts(path+".ports", d.Ports, ps)
 	return r
+}
+
+// checkPorts reads a role's named ports: lowercase names (they become
+// CLUSTERFLOW_PORT_<NAME>), each a port from 1 to 65535, at most MaxRolePorts, no port twice.
+func checkPorts(path string, ports map[string]string, ps *problems) map[string]int {
+	if len(ports) == 0 {
+		return nil
+	}
+	if len(ports) > MaxRolePorts {
+		ps.add(path, "names %d ports; a role has at most %d", len(ports), MaxRolePorts)
+	}
+	out := map[string]int{}
+	seen := map[int]string{}
+	for _, name := range sortedKeys(ports) {
+		p := path + "." + name
+		port, err := strconv.Atoi(ports[name])
+		switch {
+		case !portName.MatchString(name):
+			ps.add(p, "is not a port name (a lowercase letter, then up to 14 lowercase letters or digits)")
+		case err != nil || port < 1 || port > 65535:
+			ps.add(p, "%q is not a port (1 to 65535)", ports[name])
+		case seen[port] != "":
+			ps.add(p, "port %d is %s's too", port, seen[port])
+		default:
+			out[name], seen[port] = port, name
+		}
+	}
+	return out
 }
 
 func checkEvents(path string, names []string, ps *problems) []Event {

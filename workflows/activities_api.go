@@ -29,6 +29,7 @@ type ActivityContract interface {
 	ReadMemberLog(ctx context.Context, req backend.LogRequest) (backend.LogChunk, error)
 	ListHostClusters(ctx context.Context) ([]HostCluster, error)
 	SignalAll(ctx context.Context, b Broadcast) (int, error)
+	AssignPorts(ctx context.Context, req backend.PortRequest) (backend.PortAssignment, error)
 }
 
 // The activities' names, as the SDK names a registered method: checked by the compiler
@@ -43,6 +44,7 @@ var (
 	actListMembers        = activityName(ActivityContract.ListMembers)
 	actListMemberOrdinals = activityName(ActivityContract.ListMemberOrdinals)
 	actRemoveCluster      = activityName(ActivityContract.RemoveCluster)
+	actAssignPorts        = activityName(ActivityContract.AssignPorts)
 	actRunStartscript     = activityName(ActivityContract.RunStartscript)
 	actStopScript         = activityName(ActivityContract.StopScript)
 	actReadMemberLog      = activityName(ActivityContract.ReadMemberLog)

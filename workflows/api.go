@@ -424,6 +424,8 @@ type MemberStatus struct {
 	// Decommission is how the member's decommission went (done, failed), once one ran: a
 	// member whose decommission failed stays, and its removal waits for a retry.
 	Decommission string `json:"decommission,omitempty"`
+	// Ports are the member's ports by name, when its role names any.
+	Ports map[string]int `json:"ports,omitempty"`
 	// Health is the member's health record, once anything was reported about it.
 	Health *MemberHealth `json:"health,omitempty"`
 	// Replaces and ReplacedBy link a replaced member and its successor. Replacements counts

@@ -184,6 +184,15 @@ func (w *clusterWorkflow) setUp(ctx workflow.Context, changed func() bool) (ende
 				ended = true
 				return false
 			}
+			if w.lifecycle {
+				if err := w.assignPorts(ctx, step.Roles); err != nil {
+					if ctx.Err() == nil {
+						w.setPhase(ctx, PhaseFailed, "could not give members their ports: "+errorMessage(err))
+					}
+					ended = true
+					return false
+				}
+			}
 			if err := w.writeClusterFiles(ctx, step.Level == 0); err != nil {
 				// Cancelled by a delete is not a failure; anything else is.
 				if ctx.Err() == nil {

@@ -22,10 +22,11 @@ import (
 // fakeBackend records what the workflows ask of members, in order, and plays scripted
 // outcomes. It stands in for real processes in the workflow unit tests.
 type fakeBackend struct {
-	mu      sync.Mutex
-	calls   []string
-	running map[string]int // role -> scripts running now
-	peak    map[string]int // role -> most scripts running at once
+	mu       sync.Mutex
+	nextPort int
+	calls    []string
+	running  map[string]int // role -> scripts running now
+	peak     map[string]int // role -> most scripts running at once
 	// runningAll and peakAll count across roles.
 	runningAll, peakAll int
 	// outcome decides a run's result; nil means success.
@@ -245,3 +246,19 @@ func nodes(run backend.ScriptRun) string {
 }
 
 var _ backend.Backend = (*fakeBackend)(nil)
+
+// AssignPorts gives each member's ports from 30000 on, in the order asked: enough for the
+// workflow tests, which check what the workflow does with them.
+func (f *fakeBackend) AssignPorts(_ context.Context, req backend.PortRequest) (backend.PortAssignment, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	out := backend.PortAssignment{}
+	for _, ask := range req.Members {
+		out[ask.Member] = map[string]int{}
+		for _, name := range ask.Names {
+			f.nextPort++
+			out[ask.Member][name] = 30000 + f.nextPort
+		}
+	}
+	return out, nil
+}

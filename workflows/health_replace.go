@@ -71,6 +71,7 @@ func (hm *healthMachine) rehome(ctx workflow.Context, rs *plan.RoleState, m *Mem
 		hm.state.Stale = append(hm.state.Stale, StaleMember{Role: rs.Name, Member: m.Name, Host: old})
 	}
 	m.Host, m.Unplaced, m.Event, m.Moved = "", "", "", true
+	m.Ports = nil // its new host gives it ports of its own; the old host's go with its sandbox
 	m.Detail = fmt.Sprintf("to be set up elsewhere: %s", ev.Reason)
 	name := m.Name
 	if hm.onHosts() {

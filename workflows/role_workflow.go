@@ -403,6 +403,7 @@ func (r *roleWorkflow) runScript(ctx workflow.Context, i int, event spec.Event) 
 	if event == spec.EventUpgrade {
 		run.FromRevision = max(m.Revision, 1)
 	}
+	run.Ports = m.Ports
 	switch event {
 	case spec.EventConfigure:
 		run.Joining, run.Replaces = m.Joining, m.Replaces

@@ -55,7 +55,7 @@ func (s clusterState) status(page *StatusPage, budget int) ClusterStatus {
 				Name: m.Name, Role: m.Role, Ordinal: m.Ordinal, State: m.State, Detail: m.Detail, Host: m.Host, Event: m.Event, Since: m.Since,
 				LastLine: m.LastLine, StdoutTail: m.StdoutTail, StderrTail: m.StderrTail, Leaving: m.Leaving, Health: m.Health,
 				Replaces: m.Replaces, ReplacedBy: m.ReplacedBy, Replacements: m.Replacements, Revision: max(m.Revision, min(s.Revision, 1)),
-				Decommission: m.Decommission,
+				Decommission: m.Decommission, Ports: m.Ports,
 			})
 		}
 		out.Roles[i] = role

@@ -237,7 +237,7 @@ func refusedRollout(old, next spec.Role) []string {
 	var problems []string
 	var fixed []string
 	for _, field := range reconfigured(old, next) {
-		if field == "dependsOn" || field == "cardinality" {
+		if field == "dependsOn" || field == "cardinality" || field == "ports" {
 			fixed = append(fixed, field)
 		}
 	}
@@ -262,6 +262,7 @@ func reconfigured(old, next spec.Role) []string {
 	check("cardinality", old.Cardinality == next.Cardinality)
 	check("timeout", old.Timeout == next.Timeout)
 	check("heartbeatTimeout", old.HeartbeatTimeout == next.HeartbeatTimeout)
+	check("ports", maps.Equal(old.Ports, next.Ports))
 	return changed
 }
 

@@ -2,21 +2,18 @@
 # etcd as a clusterflow role. Needs etcd and etcdctl (Debian: etcd-server, etcd-client).
 set -eu
 export ETCDCTL_API=3
-base=${ETCD_PORT_BASE:-62379}
 me=$CLUSTERFLOW_MEMBER
 
-# members prints "name ordinal state address" for each member of the role in configmeta.
+# members prints "name ordinal state client-url peer-url" for each member of the role.
 members() {
-  grep -o "{\"name\":\"[^\"]*\",\"role\":\"$CLUSTERFLOW_ROLE\",[^}]*}" "$CLUSTERFLOW_CONFIGMETA" |
-    sed -E 's/^\{"name":"([^"]*)",.*"ordinal":([0-9]+),"state":"([a-z_]+)"(.*"address":"([^"]*)")?.*/\1 \2 \3 \5/'
+  grep -o "{\"name\":\"[^\"]*\",\"role\":\"$CLUSTERFLOW_ROLE\",[^}]*}}" "$CLUSTERFLOW_CONFIGMETA" |
+    sed -E 's/^\{"name":"([^"]*)",.*"ordinal":([0-9]+),"state":"([a-z_]+)".*"address":"([^"]*)","ports":\{"client":([0-9]+),"peer":([0-9]+)\}\}/\1 \2 \3 http:\/\/\4:\5 http:\/\/\4:\6/'
 }
-url() { echo "http://${3:-127.0.0.1}:$((base + 2 * $2 + $1))"; } # url 0|1 ORDINAL [ADDRESS]: client or peer
 ordinal=${me##*-}
-address=$(members | awk -v m="$me" '$1 == m { print $4 }')
-client=$(url 0 "$ordinal" "$address")
-peer=$(url 1 "$ordinal" "$address")
+client=$(members | awk -v m="$me" '$1 == m { print $4 }')
+peer=$(members | awk -v m="$me" '$1 == m { print $5 }')
 # peers: the client URLs of the role's other ready members (not those leaving).
-peers() { members | awk -v m="$me" '$1 != m && $3 == "ready"' | while read -r _ o _ a; do url 0 "$o" "$a"; done | paste -sd, -; }
+peers() { members | awk -v m="$me" '$1 != m && $3 == "ready" { print $4 }' | paste -sd, -; }
 running() { [ -f etcd.pid ] && kill -0 "$(cat etcd.pid)" 2> /dev/null; }
 stop() { if running; then kill "$(cat etcd.pid)"; while running; do sleep 0.1; done; fi; rm -f etcd.pid; }
 healthy() { etcdctl --endpoints "$client" endpoint health > /dev/null 2>&1; }
@@ -68,7 +65,7 @@ case "$1" in
       awk -F', ' -v m="$me" -v p="$peer" '{ n = $3; if ($4 == p) n = m; if (n != "") print n "=" $4 }' | paste -sd, -)
     start "$initial" existing
   else
-    initial=$(members | while read -r n o _ a; do echo "$n=$(url 1 "$o" "$a")"; done | paste -sd, -)
+    initial=$(members | awk '{ print $1 "=" $5 }' | paste -sd, -)
     start "$initial" new
   fi
   ;;

@@ -53,7 +53,26 @@ type Provisioner interface {
 	// network, say). It is derived, not discovered, so that the backend writing configmeta
 	// on any host gives every member's.
 	MemberAddress(m MemberRef, hostAddress string) string
+	// AssignPorts gives each member asked for a distinct free port for each name, kept
+	// for the member's life (asked again, it answers the same) and freed when the member
+	// is removed; no two members of any cluster on the host share one.
+	AssignPorts(ctx context.Context, req PortRequest) (PortAssignment, error)
 }
+
+// PortRequest asks a host for ports for members of one cluster.
+type PortRequest struct {
+	Cluster ClusterRef `json:"cluster"`
+	Members []PortAsk  `json:"members"`
+}
+
+// PortAsk names a member and the names of the ports it needs.
+type PortAsk struct {
+	Member string   `json:"member"`
+	Names  []string `json:"names"`
+}
+
+// PortAssignment maps each member to its ports by name.
+type PortAssignment map[string]map[string]int
 
 // ScriptRunner runs a member's startscripts and keeps their output.
 type ScriptRunner interface {
@@ -197,6 +216,8 @@ type ScriptRun struct {
 	// up (a grow or a replacement), and Replaces names the member it replaces.
 	Joining  bool   `json:"joining,omitempty"`
 	Replaces string `json:"replaces,omitempty"`
+	// Ports are the member's ports by name (CLUSTERFLOW_PORT_<NAME>).
+	Ports map[string]int `json:"ports,omitempty"`
 }
 
 // ScriptStop names runs to stop: the member's runs of an event for one workflow.

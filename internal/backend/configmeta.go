@@ -32,6 +32,8 @@ type ConfigMetaNode struct {
 	// (Provisioner.MemberAddress). Both are empty in single-host mode.
 	Host    string `json:"host,omitempty"`
 	Address string `json:"address,omitempty"`
+	// Ports are the member's ports by name, when its role names any.
+	Ports map[string]int `json:"ports,omitempty"`
 }
 
 // Encode writes the JSON with each member on a line of its own, so that shell scripts

@@ -65,15 +65,15 @@ type (
 
 // devFlags are dev's flags, checked.
 type devFlags struct {
-	com                                                       common
-	gf                                                        gatewayFlags
-	scriptUsers                                               scriptUserFlags
-	file, db, backendName, data, namespace, secretsDir        *string
-	address, uiAddress, gatewayAddress, codecAddress, logFile *string
-	noUI, noGateway, noWorker                                 *bool
-	hosts                                                     *int
-	codecKeyFile                                              string
-	keys                                                      *codec.Keys
+	com                                                           common
+	gf                                                            gatewayFlags
+	scriptUsers                                                   scriptUserFlags
+	file, db, backendName, data, namespace, secretsDir, portRange *string
+	address, uiAddress, gatewayAddress, codecAddress, logFile     *string
+	noUI, noGateway, noWorker                                     *bool
+	hosts                                                         *int
+	codecKeyFile                                                  string
+	keys                                                          *codec.Keys
 }
 
 // parseDevFlags reads and checks dev's flags, before anything starts.
@@ -95,6 +95,7 @@ func parseDevFlags(args []string) (devFlags, error) {
 	f.hosts = fs.Int("hosts", 0, "run N hosts in this process, host-1 … host-N, each a worker with its own data folder beside --data, so members are placed on hosts (0: single-host mode)")
 	f.namespace = fs.String("namespace", "default", "Temporal namespace to create and use")
 	f.secretsDir = fs.String("secrets-dir", ".clusterflow/secrets", "folder of secret files: a spec's {fromFile: F} reads DIR/CLUSTER/F")
+	f.portRange = fs.String("port-range", "61000-63999", "ports the hosts give members whose roles name ports (roles[].ports), LOW-HIGH")
 	f.scriptUsers.register(fs, true)
 	codecKeyFlag(fs, &f.codecKeyFile)
 	f.codecAddress = fs.String("codec-address", "127.0.0.1:8089", "with --codec-key-file, where the codec server the Web UI decodes through listens (loopback only)")
@@ -236,6 +237,7 @@ func startDevWorkers(ctx context.Context, f devFlags, c client.Client, st *start
 	var workers []devWorker
 	if !*f.noWorker {
 		base, err := backendOptions(*f.backendName, *f.data, *f.secretsDir, f.com)
+		base.PortRange = *f.portRange
 		if err != nil {
 			return nil, err
 		}

@@ -73,6 +73,7 @@ func runWorker(ctx context.Context, args []string) error {
 	backendName := backendFlag(fs)
 	data := fs.String("data", ".clusterflow/data", "folder for members and the backend's own state")
 	secretsDir := fs.String("secrets-dir", "/etc/clusterflow/secrets", "folder of secret files: a spec's {fromFile: F} reads DIR/CLUSTER/F on this host")
+	portRange := fs.String("port-range", "61000-63999", "ports this host gives members whose roles name ports (roles[].ports), LOW-HIGH")
 	metricsAddress := fs.String("metrics-address", "", "serve Prometheus metrics at http://ADDRESS/metrics (default off)")
 	hostName := fs.String("host", "", "serve this host: its members' activities come to it alone (default: single-host mode, every member here)")
 	labels := fs.String("labels", "", "the host's labels, K=V,K=V, for placement selectors and spreadBy")
@@ -115,6 +116,7 @@ func runWorker(ctx context.Context, args []string) error {
 	}
 	// The backend and who runs scripts are checked before anything connects.
 	backendOpts, err := backendOptions(*backendName, *data, *secretsDir, conn.common)
+	backendOpts.PortRange = *portRange
 	if err != nil {
 		return err
 	}

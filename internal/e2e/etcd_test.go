@@ -2,8 +2,6 @@ package e2e
 
 import (
 	"fmt"
-	"math/rand/v2"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -17,29 +15,6 @@ import (
 	"github.com/clusterflow/clusterflow/internal/testenv"
 	"github.com/clusterflow/clusterflow/workflows"
 )
-
-// etcdPortBase finds a block of free ports for an etcd cluster's members (2 each, up to
-// members), above the kernel's ephemeral range and the ports the tests reserve.
-func etcdPortBase(t *testing.T, members int) int {
-	t.Helper()
-	for range 50 {
-		base := 61000 + 40*rand.IntN(90)
-		free := true
-		for p := base; p < base+2*members && free; p++ {
-			l, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(p)))
-			if err != nil {
-				free = false
-				continue
-			}
-			l.Close()
-		}
-		if free {
-			return base
-		}
-	}
-	t.Fatal("no free block of ports for etcd")
-	return 0
-}
 
 // TestEtcdLivesThroughTheLifecycle runs the etcd example (examples/etcd) through the real
 // CLI: deploy 3, grow to 5 (the joiners add themselves), a graceful shrink to 3 (the
@@ -60,7 +35,6 @@ func TestEtcdLivesThroughTheLifecycle(t *testing.T) {
 	}
 	n := "etcdc"
 	dir := t.TempDir()
-	base := etcdPortBase(t, 8)
 	// The example's script, behind a wrapper that fails a configure while FAIL exists: a
 	// cause to fix, for the retry.
 	wrapper := fmt.Sprintf("#!/bin/sh\nif [ \"$1\" = --configure ] && [ -e %q ]; then echo 'injected failure' >&2; exit 1; fi\nexec %q \"$@\"\n",
@@ -72,7 +46,7 @@ func TestEtcdLivesThroughTheLifecycle(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	spec := strings.Replace(strings.Replace(string(example), "name: etcd\n", "name: "+n+"\n", 1), `ETCD_PORT_BASE: "62379"`, fmt.Sprintf("ETCD_PORT_BASE: %q", strconv.Itoa(base)), 1)
+	spec := strings.Replace(string(example), "name: etcd\n", "name: "+n+"\n", 1)
 	specPath := filepath.Join(dir, "cluster.yaml")
 	if err := os.WriteFile(specPath, []byte(spec), 0o644); err != nil {
 		t.Fatal(err)
@@ -94,7 +68,15 @@ func TestEtcdLivesThroughTheLifecycle(t *testing.T) {
 			}
 		}
 	}
-	endpoint := func(ordinal int) string { return fmt.Sprintf("http://127.0.0.1:%d", base+2*ordinal) }
+	// A member's client endpoint, from the port clusterflow gave it.
+	endpoint := func(ordinal int) string {
+		s := statusJSON(t, n)
+		m := s.Member(fmt.Sprintf("%s-etcd-%d", n, ordinal))
+		if m == nil || m.Ports["client"] == 0 {
+			t.Fatalf("%s-etcd-%d has no client port: %+v", n, ordinal, m)
+		}
+		return fmt.Sprintf("http://127.0.0.1:%d", m.Ports["client"])
+	}
 	etcdctl := func(ordinal int, args ...string) (string, error) {
 		cmd := exec.Command("etcdctl", append([]string{"--endpoints", endpoint(ordinal), "--command-timeout", "10s"}, args...)...)
 		cmd.Env = append(os.Environ(), "ETCDCTL_API=3")
@@ -146,8 +128,11 @@ func TestEtcdLivesThroughTheLifecycle(t *testing.T) {
 	if got := members(0); !slices.Equal(got, names(0, 1, 2)) {
 		t.Fatalf("after the deploy, etcd's members are %v", got)
 	}
+	first := endpoint(0)
 	for i := range 50 {
-		if out, err := etcdctl(0, "put", fmt.Sprintf("key-%02d", i), "value"); err != nil {
+		cmd := exec.Command("etcdctl", "--endpoints", first, "put", fmt.Sprintf("key-%02d", i), "value")
+		cmd.Env = append(os.Environ(), "ETCDCTL_API=3")
+		if out, err := cmd.CombinedOutput(); err != nil {
 			t.Fatalf("put: %v: %s", err, out)
 		}
 	}

@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -405,5 +406,93 @@ roles:
 		if !strings.Contains(string(data), line+"\n") {
 			t.Errorf("configmeta as the members left: want %q in\n%s", line, data)
 		}
+	}
+}
+
+// portsScript records the ports a member was given, from its environment, and binds each
+// for a moment: a port given twice, or taken by something else, fails the configure.
+const portsScript = `#!/bin/sh
+[ "$CLUSTERFLOW_EVENT" = configure ] || exit 0
+echo "$CLUSTERFLOW_MEMBER client=$CLUSTERFLOW_PORT_CLIENT peer=$CLUSTERFLOW_PORT_PEER" >> "$PORTS"
+perl -MIO::Socket::INET -e 'for (@ARGV) { IO::Socket::INET->new(LocalPort => $_, Listen => 1, ReuseAddr => 1) or die "bind $_: $!\n" }' "$CLUSTERFLOW_PORT_CLIENT" "$CLUSTERFLOW_PORT_PEER"
+`
+
+// TestMembersOnOneHostGetPortsOfTheirOwn deploys two clusters whose roles name the same
+// ports on the one shared host: every member gets distinct ports from the host's range,
+// the same in its environment, its status and configmeta, for its whole life; a member
+// removed frees its ports for the next.
+func TestMembersOnOneHostGetPortsOfTheirOwn(t *testing.T) {
+	t.Parallel()
+	guard(t)
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "ports.sh"), []byte(portsScript), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	record := filepath.Join(dir, "ports.log")
+	for _, n := range []string{"porta", "portb"} {
+		spec := fmt.Sprintf("name: %s\nroles:\n  - {name: m, members: 3, ports: {client: 2379, peer: 2380}, startscript: ports.sh, env: {PORTS: %q}}\n", n, record)
+		if err := os.WriteFile(filepath.Join(dir, n+".yaml"), []byte(spec), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		mustSucceed(t, "deploy", "-f", filepath.Join(dir, n+".yaml"), "--wait")
+	}
+	given := func() map[string]string {
+		data, _ := os.ReadFile(record)
+		out := map[string]string{}
+		for _, line := range strings.Split(strings.TrimSpace(string(data)), "\n") {
+			if member, ports, ok := strings.Cut(line, " "); ok {
+				out[member] = ports
+			}
+		}
+		return out
+	}
+	check := func(when string, clusters map[string][]int) {
+		t.Helper()
+		seen := map[int]string{}
+		env := given()
+		for n, ordinals := range clusters {
+			s := statusJSON(t, n)
+			meta, err := os.ReadFile(filepath.Join(clusterDir(dataDir, n), ".clusterflow", "configmeta.json"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, o := range ordinals {
+				name := fmt.Sprintf("%s-m-%d", n, o)
+				m := s.Member(name)
+				if m == nil || len(m.Ports) != 2 {
+					t.Errorf("%s: %s has ports %v", when, name, m)
+					continue
+				}
+				if want := fmt.Sprintf("client=%d peer=%d", m.Ports["client"], m.Ports["peer"]); env[name] != want {
+					t.Errorf("%s: %s's environment gave %q, its status %q", when, name, env[name], want)
+				}
+				if want := fmt.Sprintf(`"name":"%s","role":"m","ordinal":%d,`, name, o); !strings.Contains(string(meta), want) ||
+					!strings.Contains(string(meta), fmt.Sprintf(`"address":"127.0.0.1","ports":{"client":%d,"peer":%d}`, m.Ports["client"], m.Ports["peer"])) {
+					t.Errorf("%s: configmeta does not give %s's address and ports %v:\n%s", when, name, m.Ports, meta)
+				}
+				for _, port := range m.Ports {
+					if port < 61000 || port > 63999 {
+						t.Errorf("%s: %s has port %d, outside the host's range", when, name, port)
+					}
+					if other, taken := seen[port]; taken {
+						t.Errorf("%s: port %d given to both %s and %s", when, port, other, name)
+					}
+					seen[port] = name
+				}
+			}
+		}
+	}
+	check("after the deploys", map[string][]int{"porta": {0, 1, 2}, "portb": {0, 1, 2}})
+	s := statusJSON(t, "porta")
+	before := s.Member("porta-m-0").Ports
+	mustSucceed(t, "resize", "porta", "m=2", "--wait")
+	mustSucceed(t, "resize", "porta", "m=3", "--wait")
+	check("after a shrink and a grow", map[string][]int{"porta": {0, 1, 3}, "portb": {0, 1, 2}})
+	s = statusJSON(t, "porta")
+	if after := s.Member("porta-m-0").Ports; !maps.Equal(before, after) {
+		t.Errorf("porta-m-0's ports changed from %v to %v", before, after)
+	}
+	for _, n := range []string{"porta", "portb"} {
+		mustSucceed(t, "delete", n, "--wait")
 	}
 }

@@ -507,8 +507,8 @@ roles:
 
 // TestRecordLifecycleHistories records the lifecycle contract (changeLifecycle): a failed
 // deploy retried, a shrink whose decommission fails then is retried, a grow past a removed
-// ordinal and a replacement (addnodes before delnodes), and a delete of a member whose
-// addnodes failed, with a teardown that fails.
+// ordinal and a replacement (addnodes before delnodes) of members with ports, and a delete
+// of a member whose addnodes failed, with a teardown that fails.
 //
 //	CLUSTERFLOW_RECORD_HISTORIES=v17-lifecycle go test ./internal/e2e -run TestRecordLifecycleHistories
 func TestRecordLifecycleHistories(t *testing.T) {
@@ -536,7 +536,7 @@ roles:
 	specPath, trace = writeCluster(t, `
 name: rec-decom
 roles:
-  - {name: worker, members: 3, replaceAfter: 1s, events: [configure, addnodes, delnodes, decommission, teardown], startscript: trace.sh, env: {TRACE: TRACE_FILE, FAIL_EVENT: decommission, FAIL_MEMBER: rec-decom-worker-2, FAIL_WHILE: TRACE_FILE.broken}}
+  - {name: worker, members: 3, replaceAfter: 1s, ports: {client: 2379, peer: 2380}, events: [configure, addnodes, delnodes, decommission, teardown], startscript: trace.sh, env: {TRACE: TRACE_FILE, FAIL_EVENT: decommission, FAIL_MEMBER: rec-decom-worker-2, FAIL_WHILE: TRACE_FILE.broken}}
 `)
 	mustSucceed(t, "deploy", "-f", specPath, "--wait")
 	holdOn(t, trace+".broken")

@@ -70,6 +70,9 @@ type Member struct {
 	// Decommission is how the member's decommission went, once it ran: done (its teardown
 	// may follow) or failed (it stays until a retry runs it again).
 	Decommission string `json:"decommission,omitempty"`
+	// Ports are the member's ports by name, given before its configure and kept for its
+	// life (see spec.Role.Ports).
+	Ports map[string]int `json:"ports,omitempty"`
 }
 
 // The outcomes of a decommission.
@@ -138,7 +141,7 @@ func (m Member) ForChild() Member {
 	out := Member{
 		Name: m.Name, Role: m.Role, Ordinal: m.Ordinal, State: m.State, Host: m.Host, Event: m.Event, Since: m.Since,
 		ListedIn: m.ListedIn, KnowsUpTo: m.KnowsUpTo, Revision: m.Revision,
-		Joining: m.Joining, RemovedFor: m.RemovedFor,
+		Joining: m.Joining, RemovedFor: m.RemovedFor, Ports: m.Ports,
 	}
 	if m.State == MemberPending {
 		out.Replaces = m.Replaces // its configure is told whom it replaces

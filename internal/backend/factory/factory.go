@@ -39,6 +39,8 @@ type Options struct {
 	AgentCommand []string
 	// Scripts says who startscripts run as.
 	Scripts ScriptUsers
+	// PortRange is where members' ports come from, LOW-HIGH; empty: the backend's default.
+	PortRange string
 }
 
 // ScriptUsers says who startscripts run as: one user for all, a user per cluster from a
@@ -69,6 +71,11 @@ func openLocal(o Options) (*local.Backend, error) {
 		return nil, err
 	}
 	l.SecretsDir, l.Host, l.Owner, l.Connection = o.SecretsDir, o.Host, o.Owner, o.Connection
+	if o.PortRange != "" {
+		if l.Ports, err = local.ParsePortRange(o.PortRange); err != nil {
+			return nil, err
+		}
+	}
 	l.ScriptUser = o.Scripts.User
 	if o.Scripts.PerCluster {
 		if err := l.UseScriptUIDs(o.Scripts.FirstUID, o.Scripts.LastUID); err != nil {

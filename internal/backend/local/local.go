@@ -49,6 +49,8 @@ type Backend struct {
 	// Connection is how the agent reaches Temporal to heartbeat and complete the script
 	// activities it is handed.
 	Connection agent.Connection
+	// Ports is where members' ports come from (AssignPorts); zero: DefaultPortRange.
+	Ports PortRange
 }
 
 var _ backend.Backend = (*Backend)(nil)
@@ -328,6 +330,9 @@ func (l *Backend) LaunchScript(ctx context.Context, run backend.ScriptRun, to ba
 	if run.Replaces != "" {
 		own["CLUSTERFLOW_REPLACES"] = run.Replaces
 	}
+	for name, port := range run.Ports {
+		own[spec.PortEnv(name)] = strconv.Itoa(port)
+	}
 	args, err := scriptArgs(run)
 	if err != nil {
 		return err
@@ -458,6 +463,9 @@ func (l *Backend) RemoveMember(ctx context.Context, m backend.MemberRef) error {
 	if err := l.keepRemovedLogs(m, dir); err != nil {
 		return err
 	}
+	if err := l.releasePorts(m.Folder(), m.Name); err != nil {
+		return fmt.Errorf("free %s's ports: %w", m.Name, err)
+	}
 	if err := os.RemoveAll(dir); err != nil {
 		return err
 	}
@@ -494,6 +502,9 @@ func (l *Backend) RemoveCluster(_ context.Context, key string) error {
 	}
 	if err := l.killClusterUser(c); err != nil {
 		return err
+	}
+	if err := l.releaseClusterPorts(c); err != nil {
+		return fmt.Errorf("free the ports of cluster %s: %w", c.Name, err)
 	}
 	records, err := l.layout.ClusterRecords(c)
 	if err != nil {
