@@ -52,7 +52,7 @@ func TestEtcdLivesThroughTheLifecycle(t *testing.T) {
 		t.Fatal(err)
 	}
 	folder := func() string { return clusterDir(dataDir, n) } // once deployed
-	var pids []int // every etcd the cluster ran, to check none outlives it
+	var pids []int                                            // every etcd the cluster ran, to check none outlives it
 	t.Cleanup(func() {
 		for _, pid := range pids {
 			_ = syscallKill(pid)
