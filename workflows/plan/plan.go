@@ -245,8 +245,9 @@ func LevelProblems(desired spec.Cluster, roles []RoleState, level []string) []st
 }
 
 // Notice says who is told a notice of nodes joining (addnodes) or leaving (delnodes):
-// every ready member not on its way out (see Member.Decommission) whose role subscribes to the event and that does not know (addnodes)
-// or knew (delnodes) some of them; a child per role. Each member's host works out which
+// every ready member not on its way out (see Member.Decommission) whose role subscribes
+// to the event and that does not know (addnodes) or knew (delnodes) some of them; a child
+// per role. Each member's host works out which
 // nodes from the notice and what the member knows, so the work names no nodes.
 func Notice(desired spec.Cluster, roles []RoleState, n notice.Notice) []RoleWork {
 	ref := &NoticeRef{ID: n.ID, Role: n.Role}

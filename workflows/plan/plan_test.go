@@ -638,3 +638,45 @@ func TestConfigureRanCountsEveryMemberAConfigureRanIn(t *testing.T) {
 		}
 	}
 }
+
+// A graceful removal decommissions the members its teardown takes next, in roles that
+// subscribe, once; it leaves a member whose decommission failed, which a delete (a plain
+// removal) takes all the same. A member gone has nothing to decommission.
+func TestGracefulRemovalDecommissionsFirst(t *testing.T) {
+	desired := spec.Cluster{Roles: []spec.Role{{Name: "worker", Members: 1, Events: []spec.Event{spec.EventConfigure, spec.EventDecommission, spec.EventTeardown}}}}
+	gone := &MemberHealth{LastReport: HealthGone}
+	roles := []RoleState{{Name: "worker", Members: []Member{
+		{Name: "c-worker-0", Ordinal: 0, State: MemberReady},
+		{Name: "c-worker-1", Ordinal: 1, State: MemberReady},
+		{Name: "c-worker-2", Ordinal: 2, State: MemberReady, Decommission: DecommissionDone},
+		{Name: "c-worker-3", Ordinal: 3, State: MemberReady, Decommission: DecommissionFailed},
+		{Name: "c-worker-4", Ordinal: 4, State: MemberReplacing, Health: gone},
+	}}}
+	names := func(work []RoleWork) string {
+		var out []string
+		for _, rw := range work {
+			for _, m := range rw.Members {
+				out = append(out, m.Name)
+			}
+		}
+		return strings.Join(out, " ")
+	}
+	pass := GracefulRemoval([][]string{{"worker"}}, true)
+	if len(pass.Steps) != 2 || pass.Steps[0].Op != OpDecommission || pass.Steps[1].Op != OpTeardown {
+		t.Fatalf("steps %+v", pass.Steps)
+	}
+	if _, work := pass.Steps[0].Work(desired, roles, nil); names(work) != "c-worker-1" {
+		t.Errorf("decommissioned %q, want only c-worker-1 (the others done, failed, or gone)", names(work))
+	}
+	if _, work := pass.Steps[1].Work(desired, roles, nil); names(work) != "c-worker-1 c-worker-2 c-worker-4" {
+		t.Errorf("the graceful teardown takes %q, want all but the failed decommission", names(work))
+	}
+	if _, work := Removal([][]string{{"worker"}}, true).Steps[0].Work(spec.Cluster{}, roles, nil); names(work) != "c-worker-0 c-worker-1 c-worker-2 c-worker-3 c-worker-4" {
+		t.Errorf("a delete takes %q, want every member", names(work))
+	}
+	// A role that does not subscribe decommissions nobody.
+	desired.Roles[0].Events = []spec.Event{spec.EventConfigure, spec.EventTeardown}
+	if _, work := pass.Steps[0].Work(desired, roles, nil); len(work) != 0 {
+		t.Errorf("decommissioned %q in a role that does not subscribe", names(work))
+	}
+}
