@@ -337,9 +337,9 @@ func (c *cluster) applyMembers(role string, members []Member) []Member {
 			continue
 		}
 		if m.Event == spec.EventDecommission {
-			// A decommission changes no state: only its outcome and output are taken.
+			// A decommission changes no state: only its outcome, event and output are taken.
 			taken = append(taken, m)
-			current.Decommission, current.Detail = m.Decommission, spec.Clip(m.Detail, maxDetail)
+			current.Decommission, current.Event, current.Detail = m.Decommission, m.Event, spec.Clip(m.Detail, maxDetail)
 			current.StdoutTail, current.StderrTail = m.StdoutTail, m.StderrTail
 			continue
 		}

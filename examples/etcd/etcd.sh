@@ -1,7 +1,8 @@
 #!/bin/sh
 # etcd as a clusterflow role. Needs etcd and etcdctl (Debian: etcd-server, etcd-client).
 set -eu
-export ETCDCTL_API=3
+# A busy host, or a cluster electing a leader while members leave, answers slowly.
+export ETCDCTL_API=3 ETCDCTL_COMMAND_TIMEOUT=15s
 me=$CLUSTERFLOW_MEMBER
 
 # members prints "name ordinal state client-url peer-url" for each member of the role.
@@ -71,8 +72,17 @@ case "$1" in
   ;;
 --decommission) # leaving while the others run: leave etcd's membership first
   endpoints=$(peers)
-  id=$(etcdctl --endpoints "$endpoints" member list | awk -F', ' -v n="$me" '$3 == n { print $1 }')
-  [ -z "$id" ] || etcdctl --endpoints "$endpoints" member remove "$id"
+  # Members leaving together change etcd's membership one at a time: try until it took.
+  left=
+  for _ in $(seq 30); do
+    if list=$(etcdctl --endpoints "$endpoints" member list); then
+      id=$(echo "$list" | awk -F', ' -v n="$me" '$3 == n { print $1 }')
+      [ -n "$id" ] || { left=yes; break; }
+      etcdctl --endpoints "$endpoints" member remove "$id" || true
+    fi
+    sleep 1
+  done
+  [ -n "$left" ] || { echo "$me could not leave etcd's membership" >&2; exit 1; }
   stop
   ;;
 --teardown)
