@@ -179,7 +179,11 @@ func (a *Activities) RunStartscript(ctx context.Context, run backend.ScriptRun) 
 	})
 	var secretErr *backend.SecretError
 	var refused *backend.RefusedError
+	var noSandbox *backend.NoSandboxError
 	switch {
+	case errors.As(err, &noSandbox):
+		// Nothing to run a script in, and asking again will not make one.
+		return backend.ScriptResult{}, temporal.NewNonRetryableApplicationError(noSandbox.Error(), backend.ErrNoSandbox, nil)
 	case errors.As(err, &secretErr):
 		// Nothing ran, and a retry finds the same host: the operator must supply it.
 		return backend.ScriptResult{}, temporal.NewNonRetryableApplicationError(secretErr.Error(), ErrSecretUnavailable, nil)

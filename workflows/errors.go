@@ -24,6 +24,12 @@ func isCanceled(err error) bool {
 	return errors.As(err, &canceled)
 }
 
+// hasErrorType says err is an application error of that type.
+func hasErrorType(err error, errType string) bool {
+	var appErr *temporal.ApplicationError
+	return errors.As(err, &appErr) && appErr.Type() == errType
+}
+
 // refusedBeforeLaunch says a run failed before its script started: its host refused it
 // (the cluster, namespace or env, an unsigned spec) or could not fill in a secret.
 func refusedBeforeLaunch(err error) bool {

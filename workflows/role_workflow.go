@@ -307,6 +307,9 @@ func (r *roleWorkflow) teardown(ctx workflow.Context, i int) {
 	if setUp && r.in.Role.Wants(spec.EventTeardown) {
 		r.set(ctx, i, MemberDeleting, spec.EventTeardown, "running teardown")
 		_, teardownErr = r.runScript(ctx, i, spec.EventTeardown)
+		if lifecycle && hasErrorType(teardownErr, backend.ErrNoSandbox) {
+			teardownErr = nil // its setup was stopped before it made anything: nothing to undo
+		}
 	} else {
 		r.set(ctx, i, MemberDeleting, m.Event, "removing")
 	}

@@ -256,6 +256,8 @@ const (
 	// env. Either way nothing ran.
 	ErrSecretUnavailable = "SecretUnavailable"
 	ErrHostRefused       = "HostRefused"
+	// ErrNoSandbox: the member has no sandbox on the host (NoSandboxError); nothing ran.
+	ErrNoSandbox = "NoSandbox"
 )
 
 // Completion says where a script run's result must go: the Temporal activity waiting for

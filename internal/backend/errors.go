@@ -20,6 +20,14 @@ type SecretError struct {
 func (e *SecretError) Error() string { return fmt.Sprintf("secret %s: %v", e.Name, e.Err) }
 func (e *SecretError) Unwrap() error { return e.Err }
 
+// NoSandboxError says a member has nothing on this host to run a script in: its setup
+// was stopped before it began, or it is gone. A teardown then has nothing to undo.
+type NoSandboxError struct{ Member, Dir string }
+
+func (e *NoSandboxError) Error() string {
+	return fmt.Sprintf("member %s has no sandbox at %s", e.Member, e.Dir)
+}
+
 // RefusedError is a script run the backend will not run, whoever asks again (a script
 // that is not what its hash says).
 type RefusedError struct{ Reason string }

@@ -73,6 +73,22 @@ roles:
 			t.Errorf("pending workers ran scripts: %+v", configured)
 		}
 	})
+	// A member with nothing left on its host to run a script in (its setup was stopped
+	// before it began, or its sandbox was removed by hand) has nothing to tear down: the
+	// delete is no failure.
+	t.Run("no sandbox left", func(t *testing.T) {
+		n := "tornbare"
+		specPath, trace := writeCluster(t, fmt.Sprintf("name: %s\nroles:\n  - {name: worker, members: 1, startscript: trace.sh, env: {TRACE: TRACE_FILE}}\n", n))
+		mustSucceed(t, "deploy", "-f", specPath, "--wait")
+		if err := os.RemoveAll(filepath.Join(clusterDir(dataDir, n), n+"-worker-0")); err != nil {
+			t.Fatal(err)
+		}
+		mustSucceed(t, "delete", n, "--wait", "--timeout", "60s")
+		if s := statusJSON(t, n); len(s.FailedTeardowns) != 0 {
+			t.Errorf("a member without a sandbox counted as a failed teardown: %+v", s.FailedTeardowns)
+		}
+		expectRuns(t, readTrace(t, trace), "teardown", "")
+	})
 }
 
 // TestNamesAreNeverReusedAndSurvivorsHearOfTheSuccessorFirst shrinks a role and grows it

@@ -291,8 +291,10 @@ func (l *Backend) LaunchScript(ctx context.Context, run backend.ScriptRun, to ba
 	if err != nil {
 		return err
 	}
-	if _, err := os.Stat(dir); err != nil {
-		return fmt.Errorf("member %s has no sandbox at %s: %w", run.Member.Name, dir, err)
+	if _, err := os.Stat(dir); errors.Is(err, fs.ErrNotExist) {
+		return &backend.NoSandboxError{Member: run.Member.Name, Dir: dir}
+	} else if err != nil {
+		return fmt.Errorf("member %s's sandbox at %s: %w", run.Member.Name, dir, err)
 	}
 	if run, err = l.resolve(run); err != nil {
 		return err
