@@ -1,8 +1,6 @@
 package workflows
 
 import (
-	"strings"
-
 	"go.temporal.io/sdk/log"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
@@ -318,68 +316,6 @@ func (w *clusterWorkflow) touch(ctx workflow.Context) {
 	w.touches++
 	w.state.UpdatedAt = workflow.Now(ctx)
 	workflow.SetCurrentDetails(ctx, w.details())
-}
-
-// applyMembers takes a role child's report of its members' states. The child owns only
-// what happens to a member in its operation; who leaves, who knows whom and health are the
-// cluster's to track. Output tails are kept for at most tailsPerRole members of a role.
-// It returns the reports it took: none of members set up elsewhere since (Moved).
-func (c *cluster) applyMembers(role string, members []Member) []Member {
-	rs := c.state.Role(role)
-	if rs == nil {
-		return nil
-	}
-	tailed := -1 // counted when first needed
-	var taken []Member
-	for _, m := range members {
-		current := rs.Member(m.Name)
-		if current == nil || current.Moved {
-			continue
-		}
-		if m.Event == spec.EventDecommission {
-			// A decommission changes no state: only its outcome, event and output are taken.
-			taken = append(taken, m)
-			current.Decommission, current.Event, current.Detail = m.Decommission, m.Event, spec.Clip(m.Detail, maxDetail)
-			current.StdoutTail, current.StderrTail = m.StdoutTail, m.StderrTail
-			continue
-		}
-		if current.State.Unavailable() && m.State != MemberDeleting && m.State != MemberDeleted {
-			continue // a health report that came in while a notification ran wins over its outcome
-		}
-		taken = append(taken, m)
-		current.State, current.Event, current.Detail, current.Since = m.State, m.Event, spec.Clip(m.Detail, maxDetail), m.Since
-		current.LastLine, current.StdoutTail, current.StderrTail = m.LastLine, "", ""
-		if m.Revision > 0 {
-			current.Revision = m.Revision
-		}
-		if m.StdoutTail == "" && m.StderrTail == "" {
-			continue
-		}
-		if tailed < 0 {
-			tailed = countTailed(rs.Members)
-		}
-		if tailed < tailsPerRole {
-			tailed++
-			current.StdoutTail, current.StderrTail = m.StdoutTail, m.StderrTail
-		} else if !strings.HasSuffix(current.Detail, seeLogs) {
-			current.Detail = spec.Clip(current.Detail, maxDetail-len(seeLogs)) + seeLogs
-		}
-	}
-	return taken
-}
-
-// tailsPerRole bounds the members of a role whose output tails the state keeps: status shows
-// the first 20 members in trouble with their output, and the rest are in `logs`.
-const tailsPerRole = 20
-
-func countTailed(members []Member) int {
-	n := 0
-	for _, m := range members {
-		if m.StdoutTail != "" || m.StderrTail != "" {
-			n++
-		}
-	}
-	return n
 }
 
 // resultMembers bounds the members in the status that updates and the workflow return:

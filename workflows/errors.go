@@ -33,8 +33,7 @@ func hasErrorType(err error, errType string) bool {
 // refusedBeforeLaunch says a run failed before its script started: its host refused it
 // (the cluster, namespace or env, an unsigned spec) or could not fill in a secret.
 func refusedBeforeLaunch(err error) bool {
-	var appErr *temporal.ApplicationError
-	return errors.As(err, &appErr) && (appErr.Type() == backend.ErrHostRefused || appErr.Type() == backend.ErrSecretUnavailable)
+	return hasErrorType(err, backend.ErrHostRefused) || hasErrorType(err, backend.ErrSecretUnavailable)
 }
 
 // scriptTails returns the output tails carried by a failed script's error, if any.

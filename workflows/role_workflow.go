@@ -6,7 +6,6 @@ import (
 	"slices"
 	"time"
 
-	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/clusterflow/clusterflow/internal/backend"
@@ -125,99 +124,6 @@ func (r *roleWorkflow) run(ctx workflow.Context) (RoleResult, error) {
 	return RoleResult{Members: out}, nil
 }
 
-// configureAll sets members up, at most maxInFlight at once, including members the
-// cluster adds while it runs. After the first failure no further member starts; those
-// already running finish.
-func (r *roleWorkflow) configureAll(ctx workflow.Context) {
-	running, stopped := slots{limit: r.limit()}, ""
-	// Waiting must outlive a cancel: running members still need to report how they ended.
-	waitCtx, _ := workflow.NewDisconnectedContext(ctx)
-	wg := workflow.NewWaitGroup(waitCtx)
-	next := 0
-	var notStarted []int
-	// A context per member lets one member be stopped; it changes the order in which a
-	// cancel reaches activities and timers, hence the version check.
-	stoppable := workflow.GetVersion(ctx, changeStoppableMembers, workflow.DefaultVersion, 1) >= 1
-	for {
-		// Wait for a free slot, or for everything started to end with nothing queued.
-		err := workflow.Await(ctx, func() bool {
-			queued := next < len(r.members)
-			return stopped != "" || r.halted != "" || queued && running.fits(1) || !queued && running.used == 0
-		})
-		if err != nil {
-			stopped = "canceled"
-		} else if stopped == "" {
-			stopped = r.halted
-		}
-		if stopped != "" || next == len(r.members) {
-			break
-		}
-		i := next
-		next++
-		if r.unwanted[r.members[i].Name] {
-			notStarted = append(notStarted, i)
-			continue
-		}
-		running.take(1)
-		wg.Add(1)
-		memberCtx := ctx
-		if stoppable {
-			var cancel workflow.CancelFunc
-			memberCtx, cancel = workflow.WithCancel(ctx)
-			r.cancelMember[i] = cancel
-		}
-		workflow.Go(memberCtx, func(ctx workflow.Context) {
-			defer wg.Done()
-			r.configure(ctx, i)
-			running.give(1)
-			delete(r.cancelMember, i)
-			if r.members[i].State == MemberConfigError && stopped == "" && ctx.Err() == nil {
-				stopped = r.members[i].Name + " failed"
-			}
-		})
-	}
-	r.queueClosed = true
-	wg.Wait(waitCtx)
-	for i := next; i < len(r.members); i++ {
-		notStarted = append(notStarted, i)
-	}
-	for _, i := range notStarted {
-		r.members[i].Detail = "not started: " + stopped
-		if r.unwanted[r.members[i].Name] {
-			r.members[i].Detail = "not started: no longer wanted"
-		}
-		r.changed = append(r.changed, i)
-	}
-}
-
-func (r *roleWorkflow) configure(ctx workflow.Context, i int) {
-	m := &r.members[i]
-	wantsConfigure := r.in.Role.Wants(spec.EventConfigure)
-	if !wantsConfigure || workflow.GetVersion(ctx, changeLaunchCreatesSandbox, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
-		r.set(ctx, i, MemberCreating, "", "")
-		if err := workflow.ExecuteActivity(onMemberHost(withQuickActivity(ctx, "create "+m.Name), m.Host), actCreateMember, r.ref(i)).Get(ctx, nil); err != nil {
-			r.fail(ctx, i, "create sandbox", err)
-			return
-		}
-	}
-	if !wantsConfigure {
-		r.set(ctx, i, MemberReady, "", "not subscribed to configure")
-		return
-	}
-	r.set(ctx, i, MemberConfiguring, spec.EventConfigure, "running configure")
-	res, err := r.runScript(ctx, i, spec.EventConfigure)
-	if err != nil {
-		r.fail(ctx, i, "configure", err)
-		if refusedBeforeLaunch(err) && workflow.GetVersion(ctx, changeLifecycle, workflow.DefaultVersion, 1) >= 1 {
-			// Its configure never started: there is nothing for a teardown to undo.
-			r.members[i].Event = ""
-		}
-		return
-	}
-	m.Revision = r.in.Revision
-	r.set(ctx, i, MemberReady, spec.EventConfigure, fmt.Sprintf("configured in %s", res.Duration.Round(time.Millisecond)))
-}
-
 // updateAll runs a rollout's batch, its members at once: upgrade moves each to the input's
 // revision, restart restarts it. A member counts as moved once its upgrade ran, whatever
 // the outcome: a failed upgrade may have changed it, and an undo runs upgrade on it again.
@@ -260,73 +166,6 @@ func (r *roleWorkflow) actionAll(ctx workflow.Context) {
 			r.members[i].StdoutTail, r.members[i].StderrTail = res.StdoutTail, res.StderrTail
 		}
 	})
-}
-
-// decommissionAll runs decommission on members about to leave, at most maxInFlight at
-// once. It changes no member's state: a member decommissioned is torn down next, and one
-// whose decommission failed stays, with its output, until a retry.
-func (r *roleWorkflow) decommissionAll(ctx workflow.Context) {
-	r.forEachMember(ctx, r.limit(), func(ctx workflow.Context, i int) {
-		m := &r.members[i]
-		r.set(ctx, i, m.State, spec.EventDecommission, "running decommission ("+m.RemovedFor+")")
-		res, err := r.runScript(ctx, i, spec.EventDecommission)
-		switch {
-		case isCanceled(err):
-			r.set(ctx, i, m.State, spec.EventDecommission, "decommission canceled")
-		case err != nil:
-			r.set(ctx, i, m.State, spec.EventDecommission, "decommission failed: "+errorMessage(err))
-			m.Decommission = DecommissionFailed
-			if r.tailed < tailsPerChild {
-				r.tailed++
-				m.StdoutTail, m.StderrTail = scriptTails(err)
-			}
-		default:
-			r.set(ctx, i, m.State, spec.EventDecommission, fmt.Sprintf("decommissioned in %s", res.Duration.Round(time.Millisecond)))
-			m.Decommission = DecommissionDone
-		}
-	})
-}
-
-// teardownFailed starts the detail of a member whose teardown failed.
-const teardownFailed = "teardown failed (ignored): "
-
-// teardownAll tears members down in parallel. Teardown is best effort: a failing teardown
-// script is recorded, and the member is removed all the same.
-func (r *roleWorkflow) teardownAll(ctx workflow.Context) {
-	r.forEachMember(ctx, r.in.MaxInFlight, r.teardown)
-}
-
-func (r *roleWorkflow) teardown(ctx workflow.Context, i int) {
-	m := &r.members[i]
-	var teardownErr error
-	setUp := m.HasSetup()
-	lifecycle := workflow.GetVersion(ctx, changeLifecycle, workflow.DefaultVersion, 1) >= 1
-	if lifecycle {
-		setUp = m.ConfigureRan()
-	}
-	if setUp && r.in.Role.Wants(spec.EventTeardown) {
-		r.set(ctx, i, MemberDeleting, spec.EventTeardown, "running teardown")
-		_, teardownErr = r.runScript(ctx, i, spec.EventTeardown)
-		if lifecycle && hasErrorType(teardownErr, backend.ErrNoSandbox) {
-			teardownErr = nil // its setup was stopped before it made anything: nothing to undo
-		}
-	} else {
-		r.set(ctx, i, MemberDeleting, m.Event, "removing")
-	}
-	if err := workflow.ExecuteActivity(onMemberHost(withQuickActivity(ctx, "remove "+m.Name), m.Host), actRemoveMember, r.ref(i)).Get(ctx, nil); err != nil {
-		r.set(ctx, i, MemberDeleting, m.Event, "could not remove sandbox: "+errorMessage(err))
-		return
-	}
-	r.set(ctx, i, MemberDeleted, m.Event, "")
-	if teardownErr != nil {
-		m.Detail = teardownFailed + errorMessage(teardownErr)
-		// Tails for the first few only, as for failed configures: a wide role's failed
-		// teardowns would make the child's result too large to carry.
-		if !lifecycle || r.tailed < tailsPerChild {
-			r.tailed++
-			m.StdoutTail, m.StderrTail = scriptTails(teardownErr)
-		}
-	}
 }
 
 // notifyAll runs addnodes, delnodes or start on every member at once. A member whose run
@@ -391,84 +230,6 @@ func (r *roleWorkflow) nodesFor(i int) []string {
 	}
 	return r.in.Nodes.Nodes
 }
-
-func (r *roleWorkflow) runScript(ctx workflow.Context, i int, event spec.Event) (backend.ScriptResult, error) {
-	m := r.members[i]
-	run := backend.ScriptRun{
-		Member:     r.ref(i),
-		Event:      event,
-		ScriptHash: r.in.Role.ScriptHash,
-		EnvHash:    r.in.EnvHash,
-		Env:        r.in.Role.Env,
-		Timeout:    r.in.Role.Timeout,
-		Revision:   r.in.Revision,
-	}
-	if event == spec.EventUpgrade {
-		run.FromRevision = max(m.Revision, 1)
-	}
-	run.Ports = m.Ports
-	switch event {
-	case spec.EventConfigure:
-		run.Joining, run.Replaces = m.Joining, m.Replaces
-	case spec.EventTeardown, spec.EventDecommission:
-		run.Reason = m.RemovedFor
-	}
-	if a := r.in.Action; a != nil {
-		run.Action, run.Params = a.Name, a.Params
-	}
-	if event == spec.EventAddNodes || event == spec.EventDelNodes {
-		switch {
-		case r.in.Notice != nil:
-			knows := m.Knowledge()
-			run.Notice, run.NodesRole, run.Knows = r.in.Notice.ID, r.in.Notice.Role, &knows
-		case r.in.Nodes != nil:
-			run.NodesRole, run.Nodes = r.in.Nodes.Role, r.nodesFor(i)
-		}
-	}
-	var res backend.ScriptResult
-	f := workflow.ExecuteActivity(onMemberHost(withScriptActivity(ctx, r.in.Role, event, m.Name), m.Host), actRunStartscript, run)
-	if workflow.GetVersion(ctx, changeStopScriptsAtOnce, workflow.DefaultVersion, 1) >= 1 {
-		if abandoned := r.stopWhenCanceled(ctx, f, backend.ScriptStop{Member: run.Member, Event: event, WorkflowID: workflow.GetInfo(ctx).WorkflowExecution.ID}, m.Host); abandoned {
-			return res, ctx.Err()
-		}
-	}
-	err := f.Get(ctx, &res)
-	return res, err
-}
-
-// stopWhenCanceled waits for the run, and if the member's operation is cancelled first (a
-// delete, a cancel, a member no longer wanted or set up elsewhere), asks the member's host
-// to stop the script at once: its agent hears of the cancel otherwise only at its next
-// heartbeat, a third of the role's heartbeat timeout later. The run then reports its
-// cancellation, which the caller waits for. A run on a lost host is abandoned instead
-// (true): nothing there can stop it or report, and waiting for its heartbeat timeout would
-// hold the whole operation; its sandbox goes once the host is back.
-func (r *roleWorkflow) stopWhenCanceled(ctx workflow.Context, run workflow.Future, stop backend.ScriptStop, host string) (abandoned bool) {
-	canceled := false
-	sel := workflow.NewSelector(ctx)
-	sel.AddFuture(run, func(workflow.Future) {})
-	sel.AddReceive(ctx.Done(), func(workflow.ReceiveChannel, bool) { canceled = true })
-	sel.Select(ctx)
-	if !canceled {
-		return false
-	}
-	if r.hostLost[stop.Member.Name] {
-		return true
-	}
-	stopCtx, _ := workflow.NewDisconnectedContext(ctx)
-	stopCtx = workflow.WithActivityOptions(stopCtx, workflow.ActivityOptions{
-		// A lost host cannot stop anything: its run's heartbeat timeout ends it.
-		ScheduleToStartTimeout: stopScriptWait,
-		StartToCloseTimeout:    stopScriptWait,
-		RetryPolicy:            &temporal.RetryPolicy{MaximumAttempts: 1},
-		Summary:                fmt.Sprintf("stop %s %s", stop.Event, stop.Member.Name),
-	})
-	workflow.ExecuteActivity(onHost(stopCtx, host, stopScriptWait), actStopScript, stop) // not waited for: the run's end is
-	return false
-}
-
-// stopScriptWait bounds a stop's wait for the member's host.
-const stopScriptWait = 10 * time.Second
 
 // fail puts a member in config_error, keeping the script's output tails when there are any,
 // for the first few failures: a batch of failures each with kilobytes of output would make
