@@ -508,6 +508,14 @@ func TestMembersOnOneHostGetPortsOfTheirOwn(t *testing.T) {
 	if after := s.Member("porta-m-0").Ports; !maps.Equal(before, after) {
 		t.Errorf("porta-m-0's ports changed from %v to %v", before, after)
 	}
+	// A role with members keeps its ports: an apply that changes them is refused.
+	changed := filepath.Join(dir, "porta-changed.yaml")
+	if err := os.WriteFile(changed, []byte(fmt.Sprintf("name: porta\nroles:\n  - {name: m, members: 3, ports: {client: 2379, peer: 2381}, startscript: ports.sh, env: {PORTS: %q}}\n", record)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if res := cli(t, "apply", "-f", changed); res.Code != 2 || !strings.Contains(res.Stderr, "its ports cannot change") {
+		t.Errorf("an apply changing a role's ports: %s, want exit 2 saying its ports cannot change", res)
+	}
 	for _, n := range []string{"porta", "portb"} {
 		mustSucceed(t, "delete", n, "--wait")
 	}
