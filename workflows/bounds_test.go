@@ -190,7 +190,7 @@ func TestPayloadsStayBoundedAtTenThousandMembers(t *testing.T) {
 name: c
 roles:
   - {name: controller, cardinality: "1", startscript: s.sh}
-  - {name: %s, members: %d, maxInFlight: 500, dependsOn: [controller], startscript: s.sh, env: {CERT: %s}}
+  - {name: %s, members: %d, maxInFlight: 500, dependsOn: [controller], startscript: s.sh, ports: {client: 2379, peer: 2380}, env: {CERT: %s}}
 `, role, workers, strings.Repeat("x", 32<<10-20)))})
 
 	if after.Phase != workflows.PhaseReady || after.Role(role).Ready != workers || after.Generation != 3 {
@@ -201,6 +201,10 @@ roles:
 		survivors = append(survivors, fmt.Sprintf("c-%s-%d", role, i))
 	}
 	added := fmt.Sprintf("%s=[c-%s-%d … c-%s-%d](1000)", role, role, workers, role, workers+999)
+	// Every member was given its ports, a bounded number of members an activity.
+	if m := after.Role(role).Members[0]; len(m.Ports) != 2 {
+		t.Errorf("%s has ports %v, want its two", m.Name, m.Ports)
+	}
 	calls := fake.Calls()
 	toldOnce(t, calls, "addnodes", added, survivors)
 	toldOnce(t, calls, "delnodes", added, survivors)

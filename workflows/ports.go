@@ -12,6 +12,10 @@ import (
 	"github.com/clusterflow/clusterflow/internal/backend"
 )
 
+// portAsksPerActivity bounds the members one AssignPorts names: about 100 bytes each
+// asked and answered, with up to spec.MaxRolePorts ports.
+const portAsksPerActivity = 1000
+
 // assignPorts gives the pending members of the level's roles their ports before configmeta
 // lists them, so that members set up together know each other's: as the role writes them
 // where each member has a host to itself (maxPerHost 1), and otherwise from their host,
@@ -39,15 +43,19 @@ func (w *clusterWorkflow) assignPorts(ctx workflow.Context, roles []string) erro
 	}
 	var problems []string
 	for _, host := range slices.Sorted(maps.Keys(asks)) {
-		var got backend.PortAssignment
-		req := backend.PortRequest{Cluster: w.folder(), Members: asks[host]}
-		if err := workflow.ExecuteActivity(onMemberHost(withQuickActivity(ctx, fmt.Sprintf("assign ports to %d members", len(req.Members))), host), actAssignPorts, req).Get(ctx, &got); err != nil {
-			problems = append(problems, errorMessage(err))
-			continue
-		}
-		for _, ask := range req.Members {
-			if _, m := w.findMember(ask.Member); m != nil {
-				m.Ports = got[ask.Member]
+		// A bounded number of members an activity: a wide role's request and answer stay
+		// far below Temporal's payload limit.
+		for chunk := range slices.Chunk(asks[host], portAsksPerActivity) {
+			var got backend.PortAssignment
+			req := backend.PortRequest{Cluster: w.folder(), Members: chunk}
+			if err := workflow.ExecuteActivity(onMemberHost(withQuickActivity(ctx, fmt.Sprintf("assign ports to %d members", len(req.Members))), host), actAssignPorts, req).Get(ctx, &got); err != nil {
+				problems = append(problems, errorMessage(err))
+				break
+			}
+			for _, ask := range req.Members {
+				if _, m := w.findMember(ask.Member); m != nil {
+					m.Ports = got[ask.Member]
+				}
 			}
 		}
 	}
