@@ -43,9 +43,13 @@ case "$1" in
     start "" existing
   elif [ "${CLUSTERFLOW_JOINING:-}" = 1 ]; then
     endpoints=$(peers)
-    if [ -n "${CLUSTERFLOW_REPLACES:-}" ]; then
-      gone=$(etcdctl --endpoints "$endpoints" member list | awk -F', ' -v n="$CLUSTERFLOW_REPLACES" '$3 == n { print $1 }')
-      [ -z "$gone" ] || etcdctl --endpoints "$endpoints" member remove "$gone"
+    if [ -n "${CLUSTERFLOW_REPLACES:-}" ]; then # its predecessor leaves etcd first
+      for _ in $(seq 30); do
+        list=$(etcdctl --endpoints "$endpoints" member list) || { sleep 1; continue; }
+        gone=$(echo "$list" | awk -F', ' -v n="$CLUSTERFLOW_REPLACES" '$3 == n { print $1 }')
+        [ -z "$gone" ] && break
+        etcdctl --endpoints "$endpoints" member remove "$gone" 2> remove.err || sleep 1
+      done
     fi
     # One join at a time, in ordinal order: etcd must know every member a joiner starts
     # with, so each waits for the members joining with it before it to have started.
@@ -55,13 +59,14 @@ case "$1" in
         sleep 0.1
       done
     done
-    # etcd refuses a new member for a few seconds after a member (re)connected.
+    # etcd refuses a new member for a few seconds after a membership change, or while a
+    # member (re)connects: try until it took.
     for _ in $(seq 60); do
       etcdctl --endpoints "$endpoints" member list | grep -q ", $peer," && break
       etcdctl --endpoints "$endpoints" member add "$me" --peer-urls "$peer" > /dev/null 2> add.err && break
-      grep -q 'unhealthy cluster' add.err || { cat add.err >&2; exit 1; }
       sleep 0.5
     done
+    etcdctl --endpoints "$endpoints" member list | grep -q ", $peer," || { cat add.err >&2; exit 1; }
     initial=$(etcdctl --endpoints "$endpoints" member list |
       awk -F', ' -v m="$me" -v p="$peer" '{ n = $3; if ($4 == p) n = m; if (n != "") print n "=" $4 }' | paste -sd, -)
     start "$initial" existing

@@ -158,6 +158,9 @@ func TestEtcdLivesThroughTheLifecycle(t *testing.T) {
 	mustSucceed(t, "signal", n, n+"-etcd-1", "gone", "--reason", "etcd killed")
 	waitUpTo(t, 2*time.Minute, "the killed member replaced", func() bool {
 		s := statusJSON(t, n)
+		if s.Phase == workflows.PhaseFailed {
+			t.Fatalf("the replacement failed: %s", cli(t, "status", n))
+		}
 		return s.Phase == workflows.PhaseReady && s.Member(n+"-etcd-5") != nil && s.Member(n+"-etcd-5").State == workflows.MemberReady && s.Member(n+"-etcd-1") == nil
 	})
 	notePIDs()

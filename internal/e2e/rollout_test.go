@@ -277,7 +277,12 @@ roles:
 			t.Errorf("backup on %s had arguments %q", b.Member, b.Args)
 		}
 	}
-	s := statusJSON(t, n)
+	// The action is done before the operation it ran in is: wait for the phase it ends in.
+	var s workflows.ClusterStatus
+	waitFor(t, "the cluster ready after the action", func() bool {
+		s = statusJSON(t, n)
+		return s.Phase == workflows.PhaseReady
+	})
 	if a := s.Action(1); a == nil || a.Failed != 1 || a.Succeeded != 1 || s.Phase != workflows.PhaseReady {
 		t.Errorf("status after the action: phase %s, action %+v", s.Phase, a)
 	}
