@@ -30,13 +30,27 @@ const (
 	// drain, before its teardown: its data is still there and its peers still run, so it
 	// can hand its data over. A role gets it only by listing it in events.
 	EventDecommission Event = "decommission"
+	// EventRemoving tells the survivors that know members about to leave by a shrink, a
+	// replacement or a drain of them, before those members' decommission and teardown:
+	// while the leaving members still run, so that one survivor (a Redis Cluster's admin,
+	// say) can move their data off for them all. A role gets it only by listing it.
+	EventRemoving Event = "removing"
 )
 
 // AllEvents is the default subscription: every event but start, in lifecycle order.
 var AllEvents = []Event{EventConfigure, EventAddNodes, EventDelNodes, EventTeardown}
 
 // KnownEvents is every event a role may subscribe to.
-var KnownEvents = append(slices.Clone(AllEvents), EventStart, EventUpgrade, EventRestart, EventDecommission)
+var KnownEvents = append(slices.Clone(AllEvents), EventStart, EventUpgrade, EventRestart, EventDecommission, EventRemoving)
+
+// Notifies says whether the event tells a member of other members (--role R --nodes …).
+func (e Event) Notifies() bool {
+	return e == EventAddNodes || e == EventDelNodes || e == EventRemoving
+}
+
+// AboutLeavers says whether a notification names members leaving or left, which a member is
+// told of when it knows them, rather than members joining, which it is told of when not.
+func (e Event) AboutLeavers() bool { return e == EventDelNodes || e == EventRemoving }
 
 // Defaults applied when a role leaves a field out.
 const (

@@ -23,6 +23,9 @@ import (
 // membership list never drops below its size (runs from before changeLifecycle did it the
 // other way round).
 func (w *clusterWorkflow) announce(ctx workflow.Context) {
+	if w.appContract {
+		w.retell(ctx) // what retried members were not told comes first
+	}
 	if w.lifecycle {
 		w.announceJoined(ctx)
 		w.announceLeft(ctx)
@@ -88,12 +91,14 @@ func (w *clusterWorkflow) announceJoined(ctx workflow.Context) {
 // host works out a member's nodes from it: a member's run names the notice and what the
 // member knows. A member on a host the notice could not be written to is not told, and is
 // put in config_error saying why.
-func (w *clusterWorkflow) notify(ctx workflow.Context, op RoleOperation, nodesRole string, nodes []Member) {
+//
+// It returns the work it ran: who was told.
+func (w *clusterWorkflow) notify(ctx workflow.Context, op RoleOperation, nodesRole string, nodes []Member) []plan.RoleWork {
 	if !w.bounded {
-		w.notifyByName(ctx, op, nodesRole, nodes)
-		return
+		return w.notifyByName(ctx, op, nodesRole, nodes)
 	}
 	n := plan.NewNotice(w.state.Notices+1, w.state.Name, op, nodesRole, nodes)
+	missed := w.missedBy(n)
 	var told []plan.RoleWork
 	w.runPass(ctx, &w.spec, plan.Announcement(op, n), passHooks{
 		// The notice travels once per host, before anyone is told.
@@ -114,6 +119,10 @@ func (w *clusterWorkflow) notify(ctx workflow.Context, op RoleOperation, nodesRo
 			return true
 		},
 	})
+	if ctx.Err() == nil {
+		w.keepUntold(n, told, missed)
+	}
+	return told
 }
 
 // untold takes out of the work the members on hosts where the notice could not be written,
@@ -165,7 +174,7 @@ func workRoles(work []plan.RoleWork) []string {
 
 // notifyByName is notify as runs from before bounded payloads do it: the work names, for
 // every member, the nodes it is told about.
-func (w *clusterWorkflow) notifyByName(ctx workflow.Context, op RoleOperation, nodesRole string, nodes []Member) {
+func (w *clusterWorkflow) notifyByName(ctx workflow.Context, op RoleOperation, nodesRole string, nodes []Member) []plan.RoleWork {
 	var told []plan.RoleWork
 	w.runPass(ctx, &w.spec, plan.AnnouncementByName(op, nodesRole, nodes), passHooks{
 		prepare: func(_ plan.Step, work []plan.RoleWork) ([]plan.RoleWork, bool) {
@@ -177,4 +186,5 @@ func (w *clusterWorkflow) notifyByName(ctx workflow.Context, op RoleOperation, n
 			return true
 		},
 	})
+	return told
 }

@@ -77,6 +77,8 @@ type cluster struct {
 	setUpElsewhere bool
 	// lifecycle says this run keeps the lifecycle contract of changeLifecycle.
 	lifecycle bool
+	// appContract says this run keeps the contract of changeAppContract too.
+	appContract bool
 	// hostCheck is what placement asks of hosts' allow-lists (changeHostAllowLists).
 	hostCheck plan.HostCheck
 	// operating says an operation is in progress (the workflow can cancel it).
@@ -121,6 +123,7 @@ func newClusterWorkflow(ctx workflow.Context, in ClusterInput) (*clusterWorkflow
 		w.hostCheck = plan.HostCheck{On: true, Namespace: workflow.GetInfo(ctx).Namespace}
 	}
 	w.lifecycle = workflow.GetVersion(ctx, changeLifecycle, workflow.DefaultVersion, 1) >= 1
+	w.appContract = w.lifecycle && workflow.GetVersion(ctx, changeAppContract, workflow.DefaultVersion, 1) >= 1
 	carried, err := in.carried()
 	if err != nil {
 		return nil, temporal.NewNonRetryableApplicationError("cannot read the state carried over: "+err.Error(), "InvalidInput", nil)

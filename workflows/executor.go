@@ -280,6 +280,14 @@ func (w *clusterWorkflow) removeUnwanted(ctx workflow.Context, replacedToo bool)
 			return work, true
 		}
 	}
+	if w.appContract {
+		hooks.before = func(step plan.Step) bool {
+			if step.Op == OpDecommission {
+				w.tellRemoving(ctx, step)
+			}
+			return ctx.Err() == nil
+		}
+	}
 	w.runPass(ctx, &w.spec, removal, hooks)
 	w.dropRemoved()
 	w.touch(ctx)

@@ -146,12 +146,15 @@ func (c *cluster) configMeta() backend.ConfigMeta {
 			role.DependsOn = []string{}
 		}
 		for _, m := range r.Members {
-			if m.State == MemberDeleted || m.State == MemberRogue || m.State == MemberReplacing {
+			// A member being replaced stays, as leaving, until it is gone (changeAppContract),
+			// so that its successor can take it out of the app's own membership first.
+			replaced := m.State == MemberReplacing && !c.appContract
+			if m.State == MemberDeleted || m.State == MemberRogue || replaced {
 				continue // gone, never a member, or on its way out
 			}
 			role.Members = append(role.Members, m.Name)
 			node := backend.ConfigMetaNode{Name: m.Name, Role: r.Name, Ordinal: m.Ordinal, State: string(m.State), Host: m.Host}
-			if leaving[m.Name] {
+			if leaving[m.Name] || m.State == MemberReplacing {
 				node.State = ConfigMetaLeaving
 			}
 			if c.lifecycle {

@@ -86,7 +86,20 @@ func (c *cluster) undecommissioned() []string {
 	var names []string
 	for _, rs := range c.state.Roles {
 		for _, m := range rs.Members {
-			if m.Decommission == DecommissionFailed {
+			if m.Decommission == DecommissionFailed && (m.RemovingTold || !c.appContract) {
+				names = append(names, m.Name)
+			}
+		}
+	}
+	return names
+}
+
+// heldByRemoving names the members held because the removing notice of them failed.
+func (c *cluster) heldByRemoving() []string {
+	var names []string
+	for _, rs := range c.state.Roles {
+		for _, m := range rs.Members {
+			if c.appContract && m.Decommission == DecommissionFailed && !m.RemovingTold {
 				names = append(names, m.Name)
 			}
 		}
@@ -108,6 +121,9 @@ func (c *cluster) healthPhase() (Phase, string) {
 	}
 	if stuck := c.undecommissioned(); len(stuck) > 0 {
 		return PhasePaused, fmt.Sprintf("removal paused: the decommission of %s failed; once its cause is fixed, `clusterflow retry %s` runs it again", spec.Some(stuck, refusalNames), c.state.Name)
+	}
+	if held := c.heldByRemoving(); len(held) > 0 {
+		return PhasePaused, fmt.Sprintf("removal paused: the removing notice of %s failed; once its cause is fixed, `clusterflow retry %s` runs it again", spec.Some(held, refusalNames), c.state.Name)
 	}
 	switch {
 	case len(pausedRoles) > 0:

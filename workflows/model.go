@@ -53,6 +53,7 @@ const (
 	OpAction    = plan.OpAction
 
 	OpDecommission = plan.OpDecommission
+	OpRemoving     = plan.OpRemoving
 
 	DecommissionDone   = plan.DecommissionDone
 	DecommissionFailed = plan.DecommissionFailed

@@ -15,7 +15,9 @@ import (
 // made) goes back to pending, keeping its sandbox, name and host, and a new generation sets
 // it up again in dependency order, as a resize would; scripts are idempotent, so its
 // configure runs over whatever the failed run left. Its dependents that never started go
-// with it.
+// with it. A member whose decommission failed, or held by a failed removing, has it run
+// again; a survivor whose removing failed is ready again and hears it again; a member
+// whose addnodes or delnodes failed is ready again and is told what it was not (retell.go).
 
 // validateRetry refuses a retry of a cluster being deleted or held, of members that do not
 // exist or are not in config_error, of a failure retry does not run again, and a retry
@@ -40,8 +42,18 @@ func (c *cluster) retried(req RetryRequest) (names, problems []string) {
 		if m.State != MemberConfigError {
 			return fmt.Sprintf("member %s is %s, not config_error: nothing to retry", m.Name, m.State)
 		}
+		if c.appContract && m.Event == spec.EventRemoving {
+			return ""
+		}
+		if c.keepsUntold(m.Event) {
+			return c.untoldProblem(m)
+		}
 		if m.Event != spec.EventConfigure && m.Event != "" {
-			return fmt.Sprintf("member %s failed %s, which retry does not run again (it retries a failed configure; a failed notification stays to be seen in its output, and a replacement or a new revision moves on)", m.Name, m.Event)
+			retries := "a failed configure; a failed notification stays to be seen in its output"
+			if c.appContract {
+				retries = "a failed configure, decommission, addnodes, delnodes or removing"
+			}
+			return fmt.Sprintf("member %s failed %s, which retry does not run again (it retries %s, and a replacement or a new revision moves on)", m.Name, m.Event, retries)
 		}
 		return ""
 	}
@@ -85,14 +97,37 @@ func (c *cluster) retried(req RetryRequest) (names, problems []string) {
 func (w *clusterWorkflow) onRetry(ctx workflow.Context, req RetryRequest) (ChangeResult, error) {
 	names, _ := w.retried(req)
 	now := workflow.Now(ctx)
+	removing := false
 	for _, name := range names {
 		_, m := w.findMember(name)
-		if m.Decommission == DecommissionFailed {
+		switch {
+		case m.Decommission == DecommissionFailed:
 			m.Decommission, m.Detail = "", "retrying decommission"
-		} else {
+			if !m.RemovingTold {
+				m.Detail = "retrying removing"
+			}
+		case w.keepsUntold(m.Event):
+			// Set up all along: ready again, it is told what it was not at the next
+			// announcement (see retell).
+			m.State, m.Since, m.Detail = MemberReady, now, "retrying "+string(m.Event)
+		case m.Event == spec.EventRemoving:
+			// A survivor whose removing failed was set up all along: it is ready again,
+			// and hears the removing again with every survivor that knows the members held.
+			m.State, m.Since, m.Detail = MemberReady, now, "retrying removing"
+			removing = true
+		default:
 			m.State, m.Since, m.Detail = MemberPending, now, "retrying configure"
 		}
 		m.StdoutTail, m.StderrTail = "", ""
+	}
+	if removing {
+		for i := range w.state.Roles {
+			for j := range w.state.Roles[i].Members {
+				if m := &w.state.Roles[i].Members[j]; m.Decommission == DecommissionFailed && !m.RemovingTold {
+					m.Decommission, m.Detail = "", "retrying removing"
+				}
+			}
+		}
 	}
 	summary := "retry " + spec.Some(names, refusalNames)
 	w.newGeneration(summary)

@@ -37,7 +37,7 @@ func (r *roleWorkflow) runScript(ctx workflow.Context, i int, event spec.Event) 
 	if a := r.in.Action; a != nil {
 		run.Action, run.Params = a.Name, a.Params
 	}
-	if event == spec.EventAddNodes || event == spec.EventDelNodes {
+	if event.Notifies() {
 		switch {
 		case r.in.Notice != nil:
 			knows := m.Knowledge()

@@ -105,7 +105,7 @@ func (r *roleWorkflow) run(ctx workflow.Context) (RoleResult, error) {
 		r.configureAll(ctx)
 	case OpTeardown:
 		r.teardownAll(ctx)
-	case OpAddNodes, OpDelNodes, OpStart:
+	case OpAddNodes, OpDelNodes, OpRemoving, OpStart:
 		r.notifyAll(ctx)
 	case OpUpgrade, OpRestart:
 		r.updateAll(ctx)

@@ -184,7 +184,7 @@ func (r *roleRunner) finishRole(ctx workflow.Context, role string, op *activeOp)
 func (r *roleRunner) markUnfinishedMembers(ctx workflow.Context, role string, op RoleOperation, members []Member, err error) {
 	rs := r.state.Role(role)
 	why := spec.Clip("role operation ended without a result: "+errorMessage(err), maxDetail)
-	notifying := op == OpAddNodes || op == OpDelNodes || op == OpStart
+	notifying := spec.Event(op).Notifies() || op == OpStart
 	for _, m := range members {
 		current := rs.Member(m.Name)
 		if current == nil || current.Moved {

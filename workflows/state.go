@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/clusterflow/clusterflow/internal/notice"
 	"github.com/clusterflow/clusterflow/workflows/plan"
 )
 
@@ -54,6 +55,9 @@ type clusterState struct {
 	Signatures []GenerationSignature `json:"signatures,omitempty"`
 	// Notices counts the notices of membership changes written, to number them.
 	Notices int `json:"notices,omitempty"`
+	// KeptNotices are the notices some member was not told (Member.Untold), for a retry to
+	// tell them again; the latest keptUntoldNotices of them.
+	KeptNotices []notice.Notice `json:"keptNotices,omitempty"`
 	// Installed maps a host ("" in single-host mode) to the digest of the scripts and envs
 	// written there, so that they travel to a host once, not with every files write.
 	Installed map[string]string `json:"installed,omitempty"`

@@ -74,4 +74,10 @@ const (
 	// left, as the README says. Asked once per run, when it starts; role children ask it
 	// when they tear down.
 	changeLifecycle = "lifecycle-contract"
+	// changeAppContract: what real apps (a Redis Cluster) need of the contract beyond
+	// changeLifecycle. Before a graceful removal's decommission the survivors subscribed to
+	// removing are told of the members about to leave; a failed removing holds them, and
+	// retry runs it again; and a replacement's predecessor stays in configmeta, as leaving,
+	// until it is gone. Asked once per run, when it starts.
+	changeAppContract = "app-contract"
 )

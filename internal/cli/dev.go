@@ -303,7 +303,7 @@ func newDevWorkers(backendName string, base factory.Options, hosts int) ([]devWo
 	for i := 1; i <= hosts; i++ {
 		name := fmt.Sprintf("host-%d", i)
 		o := base
-		o.Data, o.Host = filepath.Join(filepath.Dir(base.Data), "hosts", name), name
+		o.Data, o.Host, o.Address = filepath.Join(filepath.Dir(base.Data), "hosts", name), name, "127.0.0.1"
 		members, err := factory.Open(backendName, o)
 		if err != nil {
 			return nil, err

@@ -124,7 +124,7 @@ func runWorker(ctx context.Context, args []string) error {
 		return err
 	}
 	if host != nil {
-		backendOpts.Host = host.Name
+		backendOpts.Host, backendOpts.Address = host.Name, host.Address
 	}
 	if *metricsAddress != "" {
 		// Served until the process exits, so that the worker's shutdown is reported too.

@@ -263,7 +263,7 @@ roles:
 	if res := cli(t, "deploy", "-f", specPath, "--wait", "--timeout", "60s"); res.Code != 1 || !strings.Contains(res.Stdout, "clusterflow retry "+n) {
 		t.Fatalf("the deploy should fail, saying how to retry: %s", res)
 	}
-	if res := cli(t, "status", n); !strings.Contains(res.Stdout, "Hint:     `clusterflow retry "+n+"` runs the failed configures again") {
+	if res := cli(t, "status", n); !strings.Contains(res.Stdout, "Hint:     `clusterflow retry "+n+"` runs the failed configures and notifications again") {
 		t.Errorf("status of the failed cluster gives no retry hint: %s", res)
 	}
 	if res := cli(t, "resize", n, "worker=2"); res.Code != 0 || !strings.Contains(res.Stdout, "nothing to do") || !strings.Contains(res.Stdout, "clusterflow retry "+n) {

@@ -66,8 +66,8 @@ type Group struct {
 	Ordinals []Range `json:"ordinals"`
 }
 
-// Notice is one membership change to tell: nodes of one role that joined (addnodes) or left
-// (delnodes).
+// Notice is one membership change to tell: nodes of one role that joined (addnodes), left
+// (delnodes), or are about to leave (removing).
 type Notice struct {
 	// ID numbers the cluster's notices; a script run names the notice it tells.
 	ID      int        `json:"id"`
@@ -107,11 +107,11 @@ func New(id int, cluster string, event spec.Event, role string, nodes []Node) No
 
 // tells reports whether a member with knowledge k is told of nodes of class c.
 func (n Notice) tells(k Knowledge, c Class) bool {
-	return Knows(k, c) == (n.Event == spec.EventDelNodes)
+	return Knows(k, c) == n.Event.AboutLeavers()
 }
 
 // Count is how many nodes the member is told of: those it does not know (addnodes) or knew
-// (delnodes), never itself. It costs a few steps per class, not one per node.
+// (delnodes, removing), never itself. It costs a few steps per class, not one per node.
 func (n Notice) Count(member string, k Knowledge) int {
 	self, selfOK := n.ordinalOf(member)
 	count := 0
@@ -175,8 +175,8 @@ func (n Notice) Check() error {
 	if n.ID <= 0 {
 		return fmt.Errorf("notice has no ID")
 	}
-	if n.Event != spec.EventAddNodes && n.Event != spec.EventDelNodes {
-		return fmt.Errorf("notice %d: event %q is neither addnodes nor delnodes", n.ID, n.Event)
+	if !n.Event.Notifies() {
+		return fmt.Errorf("notice %d: event %q is not addnodes, delnodes or removing", n.ID, n.Event)
 	}
 	if err := spec.CheckName(n.Cluster); err != nil {
 		return fmt.Errorf("notice %d: cluster %w", n.ID, err)

@@ -297,7 +297,7 @@ func Signatures(sigs []workflows.GenerationSignature) string {
 	return strings.Join(parts, ", ")
 }
 
-// RetryHint, for a failed cluster with members whose configure failed, says how to run it
+// RetryHint, for a failed cluster with members whose configure or a notification failed, says how to run it
 // again once the cause is fixed; "" otherwise.
 func RetryHint(s workflows.ClusterStatus) string {
 	if s.Phase != workflows.PhaseFailed {
@@ -305,8 +305,8 @@ func RetryHint(s workflows.ClusterStatus) string {
 	}
 	for _, r := range s.Roles {
 		for _, m := range r.Members {
-			if m.State == workflows.MemberConfigError && (m.Event == spec.EventConfigure || m.Event == "") {
-				return fmt.Sprintf("`clusterflow retry %s` runs the failed configures again (`clusterflow logs %s %s` shows the output)", s.Name, s.Name, m.Name)
+			if m.State == workflows.MemberConfigError && (m.Event == spec.EventConfigure || m.Event == "" || m.Event.Notifies()) {
+				return fmt.Sprintf("`clusterflow retry %s` runs the failed configures and notifications again (`clusterflow logs %s %s` shows the output)", s.Name, s.Name, m.Name)
 			}
 		}
 	}

@@ -70,6 +70,13 @@ type Member struct {
 	// Decommission is how the member's decommission went, once it ran: done (its teardown
 	// may follow) or failed (it stays until a retry runs it again).
 	Decommission string `json:"decommission,omitempty"`
+	// Untold are the notices (by ID, oldest first) of the addnodes or delnodes the member
+	// failed, and of those that came while it was in config_error since: a retry tells it
+	// them again, in order.
+	Untold []int `json:"untold,omitempty"`
+	// RemovingTold marks a leaving member the survivors subscribed to removing were told of
+	// (see spec.EventRemoving): they are told once.
+	RemovingTold bool `json:"removingTold,omitempty"`
 	// Ports are the member's ports by name, given before its configure and kept for its
 	// life (see spec.Role.Ports).
 	Ports map[string]int `json:"ports,omitempty"`
@@ -340,6 +347,8 @@ const (
 	OpAction RoleOperation = "action"
 	// OpDecommission runs decommission on members about to leave, before their teardown.
 	OpDecommission RoleOperation = "decommission"
+	// OpRemoving tells survivors of members about to leave, before their decommission.
+	OpRemoving RoleOperation = "removing"
 )
 
 // Record adds a step to the member's health history, which keeps the latest ones.

@@ -138,6 +138,27 @@ func decommission(desired spec.Cluster, roles []RoleState, level []string, repla
 	return work
 }
 
+// Removing is, by role, the members a level's graceful removal is about to take whose
+// survivors have not yet been told so (Member.RemovingTold): those whose configure ran,
+// still there to hand their data over. A notice of them goes, a role's at a time, to the
+// survivors subscribed to removing that know them, before their decommission.
+func Removing(desired spec.Cluster, roles []RoleState, level []string, replacedToo bool) []RoleWork {
+	_, leaving := removal(desired, roles, level, replacedToo, true)
+	var work []RoleWork
+	for _, rw := range leaving {
+		var members []Member
+		for _, m := range rw.Members {
+			if m.ConfigureRan() && !m.RemovingTold && m.Decommission == "" && m.State != MemberRogue {
+				members = append(members, m)
+			}
+		}
+		if len(members) > 0 {
+			work = append(work, RoleWork{Role: rw.Role, Members: members})
+		}
+	}
+	return work
+}
+
 // Stops lists, for each role being configured now (configuring maps it to the members
 // its child sets up), the members the desired spec no longer wants and not yet stopped:
 // their scripts are killed rather than finished for a teardown.
@@ -244,8 +265,8 @@ func LevelProblems(desired spec.Cluster, roles []RoleState, level []string) []st
 	return failed
 }
 
-// Notice says who is told a notice of nodes joining (addnodes) or leaving (delnodes):
-// every ready member not on its way out (see Member.Decommission) whose role subscribes
+// Notice says who is told a notice of nodes joining (addnodes), leaving (removing) or left
+// (delnodes): every ready member not on its way out (see Member.Decommission) whose role subscribes
 // to the event and that does not know (addnodes) or knew (delnodes) some of them; a child
 // per role. Each member's host works out which
 // nodes from the notice and what the member knows, so the work names no nodes.
@@ -257,11 +278,19 @@ func Notice(desired spec.Cluster, roles []RoleState, n notice.Notice) []RoleWork
 		if !ok || !r.Wants(n.Event) {
 			continue
 		}
+		var leaving map[string]bool // a removing goes to survivors only
+		if n.Event == spec.EventRemoving {
+			_, unwanted := SplitMembers(rs, DesiredMembers(desired, rs.Name))
+			leaving = map[string]bool{}
+			for _, m := range unwanted {
+				leaving[m.Name] = true
+			}
+		}
 		var recipients []Member
 		for _, m := range rs.Members {
 			// A member decommissioned, or waiting on a failed decommission, is on its way
 			// out: it keeps the output of its decommission, and is told of nothing more.
-			if m.State == MemberReady && m.Decommission == "" && n.Count(m.Name, m.Knowledge()) > 0 {
+			if m.State == MemberReady && m.Decommission == "" && !leaving[m.Name] && n.Count(m.Name, m.Knowledge()) > 0 {
 				recipients = append(recipients, m)
 			}
 		}

@@ -27,8 +27,9 @@ type Options struct {
 	Data string
 	// SecretsDir holds each cluster's secret files, in a folder named after the cluster.
 	SecretsDir string
-	// Host names the host the backend runs on; empty in single-host mode.
-	Host string
+	// Host names the host the backend runs on, and Address is the address it registered;
+	// both empty in single-host mode.
+	Host, Address string
 	// Owner is the ID of the Temporal namespace the worker serves: what the backend makes
 	// is marked its own, and it removes nothing another owns.
 	Owner string
@@ -70,7 +71,7 @@ func openLocal(o Options) (*local.Backend, error) {
 	if err != nil {
 		return nil, err
 	}
-	l.SecretsDir, l.Host, l.Owner, l.Connection = o.SecretsDir, o.Host, o.Owner, o.Connection
+	l.SecretsDir, l.Host, l.Address, l.Owner, l.Connection = o.SecretsDir, o.Host, o.Address, o.Owner, o.Connection
 	if o.PortRange != "" {
 		if l.Ports, err = local.ParsePortRange(o.PortRange); err != nil {
 			return nil, err

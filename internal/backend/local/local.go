@@ -33,8 +33,10 @@ type Backend struct {
 	agent  *agent.Client
 	// Grace is how long a script has between SIGTERM and SIGKILL when stopped.
 	Grace time.Duration
-	// Host names the host the backend runs on, for scripts (CLUSTERFLOW_HOST).
-	Host string
+	// Host names the host the backend runs on, for scripts (CLUSTERFLOW_HOST), and Address
+	// is the address it registered, which its members are reached at (CLUSTERFLOW_ADDRESS);
+	// empty in single-host mode, where members are reached at 127.0.0.1.
+	Host, Address string
 	// SecretsDir holds each cluster's secret files, in a folder named after the cluster.
 	SecretsDir string
 	// ScriptUser, when set, is who scripts run as, never the worker's user (which is then
@@ -84,6 +86,14 @@ func (l *Backend) AgentPID() (int, bool) { return l.agent.PID() }
 func (l *Backend) KeepAgentAlive(ctx context.Context) { l.agent.KeepAlive(ctx, 2*time.Second) }
 
 // hostName is the host scripts are told they run on: "local" in single-host mode.
+// hostAddress is where the host's members are reached, as configmeta says.
+func (l *Backend) hostAddress() string {
+	if l.Address == "" {
+		return "127.0.0.1"
+	}
+	return l.Address
+}
+
 func (l *Backend) hostName() string {
 	if l.Host == "" {
 		return "local"
@@ -318,6 +328,7 @@ func (l *Backend) LaunchScript(ctx context.Context, run backend.ScriptRun, to ba
 		MemberDirEnv:          dir,
 		"CLUSTERFLOW_EVENT":   string(run.Event),
 		"CLUSTERFLOW_HOST":    l.hostName(),
+		"CLUSTERFLOW_ADDRESS": l.MemberAddress(run.Member, l.hostAddress()),
 		"HOME":                dir,
 	}
 	if run.Revision > 0 {
@@ -414,8 +425,8 @@ func (l *Backend) resolve(run backend.ScriptRun) (backend.ScriptRun, error) {
 	}
 	run.Env = env
 	if run.Notice > 0 {
-		if run.Event != spec.EventAddNodes && run.Event != spec.EventDelNodes {
-			return run, fmt.Errorf("%s names notice %d, which only addnodes and delnodes tell", run.Event, run.Notice)
+		if !run.Event.Notifies() {
+			return run, fmt.Errorf("%s names notice %d, which only addnodes, delnodes and removing tell", run.Event, run.Notice)
 		}
 		n, err := l.readNotice(run.Member.Folder(), run.Notice)
 		if err != nil {
@@ -605,7 +616,7 @@ func scriptArgs(run backend.ScriptRun) ([]string, error) {
 			return nil, fmt.Errorf("upgrade needs the revisions it goes from and to, got %d and %d", run.FromRevision, run.Revision)
 		}
 		return []string{"--upgrade", "--from-revision", strconv.Itoa(run.FromRevision), "--to-revision", strconv.Itoa(run.Revision)}, nil
-	case spec.EventAddNodes, spec.EventDelNodes:
+	case spec.EventAddNodes, spec.EventDelNodes, spec.EventRemoving:
 		if err := spec.CheckName(run.NodesRole); err != nil {
 			return nil, fmt.Errorf("%s role %w", run.Event, err)
 		}
