@@ -520,3 +520,58 @@ func TestMembersOnOneHostGetPortsOfTheirOwn(t *testing.T) {
 		mustSucceed(t, "delete", n, "--wait")
 	}
 }
+
+// TestSurvivorsHearOfMembersAboutToLeave: a role subscribed to removing hears of members
+// a shrink takes away before their decommission and teardown, while they still run; a
+// failed addnodes is told again by retry; and a member's configure gets its address.
+func TestSurvivorsHearOfMembersAboutToLeave(t *testing.T) {
+	t.Parallel()
+	guard(t)
+	n := "removing"
+	specPath, trace := writeCluster(t, fmt.Sprintf(`
+name: %[1]s
+roles:
+  - {name: worker, members: 2, events: [configure, decommission, teardown], startscript: trace.sh, env: {TRACE: TRACE_FILE}}
+  - {name: admin, members: 1, dependsOn: [worker], events: [configure, addnodes, removing, delnodes], startscript: trace.sh, env: {TRACE: TRACE_FILE, FAIL_EVENT: addnodes, FAIL_MEMBER: %[1]s-admin-0, FAIL_WHILE: TRACE_FILE.broken}}
+`, n))
+	mustSucceed(t, "deploy", "-f", specPath, "--wait")
+	if data, err := os.ReadFile(filepath.Join(clusterDir(dataDir, n), n+"-worker-0", "address")); err != nil || strings.TrimSpace(string(data)) != "127.0.0.1" {
+		t.Errorf("CLUSTERFLOW_ADDRESS in single-host mode: %q, %v", data, err)
+	}
+
+	holdOn(t, trace+".broken")
+	if res := cli(t, "resize", n, "worker=3", "--wait", "--timeout", "60s"); res.Code != 1 || !strings.Contains(res.Stdout, "boom: "+n+"-admin-0") {
+		t.Fatalf("a grow whose addnodes fails should exit 1 and show the output: %s", res)
+	}
+	if s := statusJSON(t, n); s.Member(n+"-admin-0") == nil || s.Member(n+"-admin-0").State != workflows.MemberConfigError || s.Member(n+"-admin-0").Event != "addnodes" {
+		t.Fatalf("the admin after its failed addnodes: %+v", s.Member(n+"-admin-0"))
+	}
+	release(t, trace+".broken")
+	if res := cli(t, "retry", n, "--wait", "--timeout", "60s"); res.Code != 0 {
+		t.Fatalf("retry of the failed addnodes: %s", res)
+	}
+	runs := readTrace(t, trace)
+	if told := runsOf(runs, n+"-admin-0", "addnodes"); len(told) != 2 || told[1].Args != "--addnodes --role worker --nodes "+n+"-worker-2" {
+		t.Fatalf("the admin should be told of worker-2 again by the retry: %+v", told)
+	}
+	if s := statusJSON(t, n); s.Phase != workflows.PhaseReady {
+		t.Fatalf("after the retry: %s (%s)", s.Phase, s.Message)
+	}
+
+	mustSucceed(t, "resize", n, "worker=2", "--wait", "--timeout", "60s")
+	runs = readTrace(t, trace)
+	removing := runsOf(runs, n+"-admin-0", "removing")
+	decommission, teardown := runsOf(runs, n+"-worker-2", "decommission"), runsOf(runs, n+"-worker-2", "teardown")
+	if len(removing) != 1 || removing[0].Args != "--removing --role worker --nodes "+n+"-worker-2" || len(decommission) != 1 || len(teardown) != 1 ||
+		decommission[0].Start < removing[0].End || teardown[0].Start < decommission[0].End {
+		t.Fatalf("the shrink: want the admin's removing, then the leaver's decommission, then its teardown: %+v %+v %+v", removing, decommission, teardown)
+	}
+	if len(runsOf(runs, n+"-worker-", "removing")) != 0 {
+		t.Error("a role not subscribed to removing heard it")
+	}
+	expectRuns(t, runs, "delnodes", "--delnodes --role worker --nodes "+n+"-worker-2", n+"-admin-0")
+	mustSucceed(t, "delete", n, "--wait")
+	if got := len(runsOf(readTrace(t, trace), "", "removing")); got != 1 {
+		t.Errorf("%d removing runs, want 1: a delete tells none", got)
+	}
+}

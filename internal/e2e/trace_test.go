@@ -20,6 +20,7 @@ echo "running $CLUSTERFLOW_EVENT for $CLUSTERFLOW_MEMBER of $CLUSTERFLOW_ROLE in
 echo "$CLUSTERFLOW_MEMBER $CLUSTERFLOW_EVENT reason=${CLUSTERFLOW_REASON:-} joining=${CLUSTERFLOW_JOINING:-} replaces=${CLUSTERFLOW_REPLACES:-}" >> "$TRACE.story"
 if [ "$CLUSTERFLOW_EVENT" = configure ]; then
   echo "$CLUSTERFLOW_HOST" > host # where the member runs, for tests of placement
+  echo "${CLUSTERFLOW_ADDRESS:-}" > address
   [ "$(pwd -P)" = "$(cd "$CLUSTERFLOW_MEMBER_DIR" && pwd -P)" ] || { echo "wrong working directory $(pwd)" >&2; exit 9; }
   [ -f "$CLUSTERFLOW_CONFIGMETA" ] || { echo "no configmeta at $CLUSTERFLOW_CONFIGMETA" >&2; exit 9; }
   grep -q "\"name\":\"$CLUSTERFLOW_MEMBER\"" "$CLUSTERFLOW_CONFIGMETA" || { echo "$CLUSTERFLOW_MEMBER not in configmeta" >&2; exit 9; }

@@ -103,7 +103,7 @@ func (s Step) Work(desired spec.Cluster, roles []RoleState, restarted []string) 
 		return nil, start(desired, roles, s.Roles, restarted)
 	case OpConfigure:
 		return nil, configure(desired, roles, s.Roles)
-	case OpAddNodes, OpDelNodes:
+	case OpAddNodes, OpDelNodes, OpRemoving:
 		if s.Notice != nil {
 			return nil, Notice(desired, roles, *s.Notice)
 		}
