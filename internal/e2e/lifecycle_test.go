@@ -412,12 +412,13 @@ roles:
 		t.Errorf("decommissions (a delete runs none): %q, want %q", got, want)
 	}
 	// Configmeta showed each member leaving by the shrink as leaving, to itself, while it
-	// was decommissioned and torn down (a replaced member is no longer listed).
+	// was decommissioned and torn down, and so was a replaced member (which #39 asked to
+	// stay listed, as leaving, until it is gone; it was unlisted before).
 	data, _ := os.ReadFile(trace + ".meta")
 	for _, line := range []string{
 		n + `-worker-1 decommission "state":"leaving"`, n + `-worker-1 teardown "state":"leaving"`,
 		n + `-worker-2 decommission "state":"leaving"`, n + `-worker-2 teardown "state":"leaving"`,
-		n + `-worker-0 decommission unlisted`,
+		n + `-worker-0 decommission "state":"leaving"`, n + `-worker-0 teardown "state":"leaving"`,
 	} {
 		if !strings.Contains(string(data), line+"\n") {
 			t.Errorf("configmeta as the members left: want %q in\n%s", line, data)
