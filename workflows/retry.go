@@ -103,7 +103,7 @@ func (w *clusterWorkflow) onRetry(ctx workflow.Context, req RetryRequest) (Chang
 		switch {
 		case m.Decommission == DecommissionFailed:
 			m.Decommission, m.Detail = "", "retrying decommission"
-			if !m.RemovingTold {
+			if w.appContract && !m.RemovingTold {
 				m.Detail = "retrying removing"
 			}
 		case w.keepsUntold(m.Event):
