@@ -566,3 +566,50 @@ roles:
 	}
 	record("delete-after-failed-addnodes", "rec-torn")
 }
+
+// TestRecordAppContractHistories records what changeAppContract added: a failed addnodes
+// told again by retry, a shrink whose survivors hear removing, a replacement whose
+// predecessor stays listed as leaving, and a failed removing that holds the leavers until
+// a retry.
+func TestRecordAppContractHistories(t *testing.T) {
+	guard(t)
+	recordOn := recorder(t)
+	record := func(scenario, cluster string) {
+		recordOn(server.Client, scenario, workflows.ClusterWorkflowID(cluster))
+	}
+
+	specPath, trace := writeCluster(t, `
+name: rec-removing
+roles:
+  - {name: worker, members: 2, replaceAfter: 1s, events: [configure, decommission, teardown], startscript: trace.sh, env: {TRACE: TRACE_FILE}}
+  - {name: admin, members: 1, dependsOn: [worker], events: [configure, addnodes, removing, delnodes], startscript: trace.sh, env: {TRACE: TRACE_FILE, FAIL_EVENT: addnodes, FAIL_MEMBER: rec-removing-admin-0, FAIL_WHILE: TRACE_FILE.broken}}
+`)
+	mustSucceed(t, "deploy", "-f", specPath, "--wait")
+	holdOn(t, trace+".broken")
+	if res := cli(t, "resize", "rec-removing", "worker=3", "--wait"); res.Code != 1 {
+		t.Fatalf("the grow should fail its addnodes: %s", res)
+	}
+	release(t, trace+".broken")
+	mustSucceed(t, "retry", "rec-removing", "--wait")
+	mustSucceed(t, "resize", "rec-removing", "worker=2", "--wait")
+	mustSucceed(t, "signal", "rec-removing", "rec-removing-worker-0", "down")
+	waitForWorkers(t, "rec-removing", "rec-removing-worker-1=ready", "rec-removing-worker-3=ready<rec-removing-worker-0")
+	mustSucceed(t, "delete", "rec-removing", "--wait")
+	record("retold-addnodes-removing-and-replace", "rec-removing")
+
+	specPath, trace = writeCluster(t, `
+name: rec-held
+roles:
+  - {name: worker, members: 3, events: [configure, teardown], startscript: trace.sh, env: {TRACE: TRACE_FILE}}
+  - {name: admin, members: 1, dependsOn: [worker], events: [configure, addnodes, removing, delnodes], startscript: trace.sh, env: {TRACE: TRACE_FILE, FAIL_EVENT: removing, FAIL_MEMBER: rec-held-admin-0, FAIL_WHILE: TRACE_FILE.broken}}
+`)
+	mustSucceed(t, "deploy", "-f", specPath, "--wait")
+	holdOn(t, trace+".broken")
+	if res := cli(t, "resize", "rec-held", "worker=2", "--wait"); res.Code != 1 {
+		t.Fatalf("the shrink should be held by the failed removing: %s", res)
+	}
+	release(t, trace+".broken")
+	mustSucceed(t, "retry", "rec-held", "--wait")
+	mustSucceed(t, "delete", "rec-held", "--wait")
+	record("failed-removing-retried", "rec-held")
+}
