@@ -13,8 +13,7 @@ import (
 // graceful removal is about to take, before their decommission (see spec.EventRemoving):
 // a notice per role, to the survivors that know them. When a survivor's removing fails
 // (it is then in config_error, as after any notification), the members it was told of are
-// held, as after a failed decommission: they stay, the cluster is paused, and retry runs
-// the removing again.
+// held: neither decommissioned nor torn down until retry tells the removing again.
 func (w *clusterWorkflow) tellRemoving(ctx workflow.Context, step plan.Step) {
 	leaving := plan.Removing(w.spec, w.state.Roles, step.Roles, step.ReplacedToo)
 	if len(leaving) == 0 {

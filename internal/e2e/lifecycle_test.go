@@ -576,3 +576,44 @@ roles:
 		t.Errorf("%d removing runs, want 1: a delete tells none", got)
 	}
 }
+
+// TestAFailedRemovingHoldsTheLeavers: when a survivor's removing fails, the members it
+// named are neither decommissioned nor torn down; the cluster is failed (the survivor in
+// config_error) and --wait exits 1 until retry tells the removing again, and only then do
+// they go.
+func TestAFailedRemovingHoldsTheLeavers(t *testing.T) {
+	t.Parallel()
+	guard(t)
+	n := "held"
+	specPath, trace := writeCluster(t, fmt.Sprintf(`
+name: %[1]s
+roles:
+  - {name: worker, members: 3, events: [configure, teardown], startscript: trace.sh, env: {TRACE: TRACE_FILE}}
+  - {name: admin, members: 1, dependsOn: [worker], events: [configure, addnodes, removing, delnodes], startscript: trace.sh, env: {TRACE: TRACE_FILE, FAIL_EVENT: removing, FAIL_MEMBER: %[1]s-admin-0, FAIL_WHILE: TRACE_FILE.broken}}
+`, n))
+	mustSucceed(t, "deploy", "-f", specPath, "--wait")
+	holdOn(t, trace+".broken")
+	res := cli(t, "resize", n, "worker=2", "--wait", "--timeout", "60s")
+	if res.Code != 1 || !strings.Contains(res.Stdout, "boom: "+n+"-admin-0") {
+		t.Fatalf("a shrink whose removing fails should pause and exit 1: %s\nstdout: %s\nstderr: %s", res, res.Stdout, res.Stderr)
+	}
+	s := statusJSON(t, n)
+	if s.Phase != workflows.PhaseFailed || !slices.Equal(workerNames(s), []string{n + "-worker-0=ready", n + "-worker-1=ready", n + "-worker-2=ready"}) ||
+		s.Member(n+"-worker-2").Decommission != workflows.DecommissionFailed || !strings.Contains(s.Member(n+"-worker-2").Detail, "removal held: removing failed on "+n+"-admin-0") {
+		t.Fatalf("after the held shrink: phase %s (%s), workers %v", s.Phase, s.Message, workerNames(s))
+	}
+	if len(runsOf(readTrace(t, trace), n+"-worker-2", "teardown")) != 0 {
+		t.Fatal("a member held by a failed removing was torn down")
+	}
+	release(t, trace+".broken")
+	if res := cli(t, "retry", n, "--wait", "--timeout", "60s"); res.Code != 0 {
+		t.Fatalf("retry of the removing: %s", res)
+	}
+	waitForWorkers(t, n, n+"-worker-0=ready", n+"-worker-1=ready")
+	runs := readTrace(t, trace)
+	removing, teardown := runsOf(runs, n+"-admin-0", "removing"), runsOf(runs, n+"-worker-2", "teardown")
+	if len(removing) != 2 || len(teardown) != 1 || teardown[0].Start < removing[1].End {
+		t.Errorf("want the removing failed, told again, then the teardown: %+v %+v", removing, teardown)
+	}
+	mustSucceed(t, "delete", n, "--wait")
+}
