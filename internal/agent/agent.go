@@ -28,6 +28,19 @@ type Options struct {
 	HeartbeatEvery time.Duration
 	// IdleExit ends the agent once it has had nothing to do for this long; zero never does.
 	IdleExit time.Duration
+	// Host is the host's backend, which workers call through the socket (nil: the agent
+	// takes launches and stops only).
+	Host HostBackend
+	// Settings is the digest of what the agent was started with (Settings.Digest), which
+	// it tells every caller.
+	Settings string
+	// Socket is where the agent listens (default SocketPath(Dir)).
+	Socket string
+	// Workers are the users, besides the agent's own, whose processes may call it: the
+	// shipped worker's, when the agent runs as root beside it. The socket is made theirs
+	// to reach (group SocketGroup, mode 0660) and no one else's.
+	Workers     []int
+	SocketGroup int
 }
 
 // ErrAlreadyRunning means another agent serves the folder.
@@ -88,7 +101,14 @@ func Serve(ctx context.Context, opts Options) error {
 	defer a.clients.close()
 	a.readopt()
 
-	ln, err := listen(dir)
+	if opts.Host != nil {
+		opts.Host.UseLauncher(a)
+	}
+	socket := opts.Socket
+	if socket == "" {
+		socket = SocketPath(dir)
+	}
+	ln, err := listen(socket, opts.SocketGroup)
 	if err != nil {
 		return err
 	}
@@ -96,7 +116,7 @@ func Serve(ctx context.Context, opts Options) error {
 		// Gone before the lock is: a client finds no socket rather than a closing one, and
 		// the next agent binds afresh.
 		ln.Close()
-		_ = os.Remove(SocketPath(dir))
+		_ = os.Remove(socket)
 	}()
 	go func() {
 		<-ctx.Done()
@@ -126,26 +146,29 @@ func SocketPath(dir string) string { return filepath.Join(dir, "agent.sock") }
 // maxSocketPath leaves room under Linux's 108-byte limit, terminator included.
 const maxSocketPath = 100
 
-// socketAddress is the name to bind or dial SocketPath(dir) by. A Unix socket's path is
-// limited to about 107 bytes, which a deep --data folder passes: then the folder is opened
+// socketAddress is the name to bind or dial the socket by. A Unix socket's path is
+// limited to about 107 bytes, which a deep --data folder passes: then its folder is opened
 // and reached through /proc/self/fd, a short name for the same place, rather than through
 // a shared folder such as /tmp that another local user could take first. done closes the
 // folder once the socket is bound or dialled.
-func socketAddress(dir string) (addr string, done func(), err error) {
-	sock := SocketPath(dir)
+func socketAddress(sock string) (addr string, done func(), err error) {
 	if len(sock) <= maxSocketPath {
 		return sock, func() {}, nil
 	}
-	f, err := os.OpenFile(dir, os.O_RDONLY|syscall.O_DIRECTORY|syscall.O_CLOEXEC, 0)
+	f, err := os.OpenFile(filepath.Dir(sock), os.O_RDONLY|syscall.O_DIRECTORY|syscall.O_CLOEXEC, 0)
 	if err != nil {
 		return "", nil, err
 	}
-	return fmt.Sprintf("/proc/self/fd/%d/agent.sock", f.Fd()), func() { f.Close() }, nil
+	return fmt.Sprintf("/proc/self/fd/%d/%s", f.Fd(), filepath.Base(sock)), func() { f.Close() }, nil
 }
 
-// listen makes the agent's socket, mode 0600, in its folder.
-func listen(dir string) (net.Listener, error) {
-	addr, done, err := socketAddress(dir)
+// listen makes the agent's socket: mode 0600, or 0660 and of group when the workers that
+// call it are another user's.
+func listen(sock string, group int) (net.Listener, error) {
+	if err := os.MkdirAll(filepath.Dir(sock), 0o755); err != nil {
+		return nil, err
+	}
+	addr, done, err := socketAddress(sock)
 	if err != nil {
 		return nil, err
 	}
@@ -153,14 +176,22 @@ func listen(dir string) (net.Listener, error) {
 	_ = os.Remove(addr) // left by an agent that died; the lock says none is running now
 	ln, err := net.Listen("unix", addr)
 	if err != nil {
-		return nil, fmt.Errorf("listen on %s: %w", SocketPath(dir), err)
+		return nil, fmt.Errorf("listen on %s: %w", sock, err)
 	}
 	if ul, ok := ln.(*net.UnixListener); ok {
 		// The name may be a /proc one, gone with done: Serve removes the socket file by its
 		// real name instead.
 		ul.SetUnlinkOnClose(false)
 	}
-	if err := os.Chmod(addr, 0o600); err != nil {
+	mode := os.FileMode(0o600)
+	if group > 0 {
+		mode = 0o660
+		err = os.Lchown(addr, -1, group)
+	}
+	if err == nil {
+		err = os.Chmod(addr, mode)
+	}
+	if err != nil {
 		ln.Close()
 		return nil, err
 	}
@@ -203,24 +234,38 @@ func lock(path string) (func(), error) {
 	return func() { f.Close() }, nil
 }
 
+// callTimeout bounds a call of the host's backend: a removal may sweep a user's
+// processes for a while.
+const callTimeout = 2 * time.Minute
+
 func (a *Agent) serveConn(conn net.Conn) {
 	defer conn.Close()
-	if uid, ok := peerUID(conn); !ok || uid != os.Getuid() {
-		// Only the agent's own user (its worker) may launch or stop runs, whatever the
-		// socket's mode and folder allow.
+	if uid, ok := peerUID(conn); !ok || (uid != os.Getuid() && !slices.Contains(a.opts.Workers, uid)) {
+		// Only the agent's own user and its workers' may call it, whatever the socket's
+		// mode and folder allow: a script's user never.
 		a.log.Warn("Refused a connection from another user", zap.Int("uid", uid))
 		return
 	}
 	_ = conn.SetDeadline(time.Now().Add(30 * time.Second))
 	var req request
-	reply := Reply{Protocol: Protocol}
+	reply := Reply{Protocol: Protocol, Settings: a.opts.Settings}
 	if err := json.NewDecoder(bufio.NewReader(conn)).Decode(&req); err != nil {
-		reply.Error = "bad launch request: " + err.Error()
+		reply.Error = "bad request: " + err.Error()
+	} else if req.Call != nil {
+		_ = conn.SetDeadline(time.Now().Add(callTimeout))
+		ctx, cancel := context.WithTimeout(a.ctx, callTimeout)
+		result, err := a.call(ctx, *req.Call)
+		cancel()
+		if err == nil {
+			reply.Result, err = json.Marshal(result)
+		}
+		if err != nil {
+			replyError(&reply, err)
+		}
 	} else if req.Stop != nil {
 		reply.Action = fmt.Sprintf("stopped %d", a.stop(*req.Stop))
 	} else if action, err := a.launch(req.Launch); err != nil {
-		var refused *RefusedError
-		reply.Error, reply.Refused = err.Error(), errors.As(err, &refused)
+		replyError(&reply, err)
 	} else {
 		reply.Action = action
 	}

@@ -10,6 +10,7 @@ package agent
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"time"
 
 	"go.temporal.io/sdk/contrib/envconfig"
@@ -41,8 +42,10 @@ func (k Key) ID() string {
 
 // Protocol is the version of what the worker and the agent say to each other. A worker
 // finding an agent of an older protocol (left running by the version it was upgraded from)
-// replaces it: the runs it looks after carry on, and the new agent adopts them.
-const Protocol = 3
+// replaces it: the runs it looks after carry on, and the new agent adopts them. Protocol 4
+// moved the host's backend into the agent: a worker calls it rather than touching members'
+// folders itself.
+const Protocol = 4
 
 // Launch asks the agent to run a startscript, or to attach to the run it already has. It
 // names what to run, never where: the agent derives every path from the cluster, member,
@@ -77,10 +80,40 @@ type Stop struct {
 	Event      string `json:"event"`
 }
 
-// request is what the agent's socket takes: a Launch, or a Stop.
+// request is what the agent's socket takes: a Launch, a Stop, or a Call of its backend.
 type request struct {
 	Launch
 	Stop *Stop `json:"stop,omitempty"`
+	Call *Call `json:"call,omitempty"`
+}
+
+// Call asks the host's backend, which the agent holds, to do one thing of the backend seam
+// (backend.Backend) for a worker: the worker keeps no member's folder itself, so it needs no
+// privilege over them (see RemoteBackend).
+type Call struct {
+	Method string `json:"method"`
+	// Worker says who asks: what the backend marks its own, tells scripts, and completes
+	// their activities with.
+	Worker Worker          `json:"worker"`
+	Args   json.RawMessage `json:"args,omitempty"`
+}
+
+// Worker is what a worker tells its host's backend of itself with each call.
+type Worker struct {
+	// Owner is the ID of the Temporal namespace the worker serves (unique across servers),
+	// and Namespace its name: folders are marked with the one, secret folders named by the
+	// other.
+	Owner     string `json:"owner,omitempty"`
+	Namespace string `json:"namespace,omitempty"`
+	// Host and Address are the host the worker serves and the address it registered; both
+	// empty in single-host mode.
+	Host    string `json:"host,omitempty"`
+	Address string `json:"address,omitempty"`
+	// Connection is how the agent completes the activities of the scripts it runs.
+	Connection Connection `json:"connection"`
+	// SecretEnv holds, for a launch, the worker's variables that the run's cluster may name
+	// in {fromEnv: N} (spec.SecretEnvName): never any other cluster's.
+	SecretEnv map[string]string `json:"secretEnv,omitempty"`
 }
 
 // Script is what to run: the cluster's startscript of this content hash, which the agent
@@ -101,6 +134,14 @@ type Reply struct {
 	// finished; its stored result is being delivered).
 	Action string `json:"action,omitempty"`
 	Error  string `json:"error,omitempty"`
+	// Fault, with Error, is a backend's error of a known kind (backend.Fault), which the
+	// caller rebuilds.
+	Fault *backend.Fault `json:"fault,omitempty"`
+	// Result is a call's answer, as JSON.
+	Result json.RawMessage `json:"result,omitempty"`
+	// Settings is a digest of the arguments the agent was started with: a worker that
+	// starts agents itself replaces one started with others (see Client.Command).
+	Settings string `json:"settings,omitempty"`
 	// Refused says the agent will not run the launch as asked, and asking again changes
 	// nothing (a script that is not what its hash says).
 	Refused bool `json:"refused,omitempty"`

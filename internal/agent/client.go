@@ -18,13 +18,19 @@ import (
 	"github.com/clusterflow/clusterflow/internal/profiling"
 )
 
-// Client hands runs to the agent serving a folder, and starts that agent when none is
-// running: whoever needs the agent starts it.
+// Client calls the agent serving a folder, and starts that agent when none is running and
+// it has a Command: whoever needs the agent starts it, unless the host runs it as a service
+// of its own (see deploy/systemd), reached at Socket.
 type Client struct {
 	// Dir is the agent's folder.
 	Dir string
+	// Socket is the agent's socket (default SocketPath(Dir)).
+	Socket string
 	// Command starts an agent for Dir, e.g. ["clusterflow", "agent", "--dir", Dir].
 	Command []string
+	// Settings is the digest of the settings Command starts an agent with (Settings.Digest):
+	// an agent answering with other settings, started by an earlier worker, is replaced.
+	Settings string
 
 	// startMu makes concurrent launches that find no agent start one, not one each.
 	startMu   sync.Mutex
@@ -34,17 +40,37 @@ type Client struct {
 // startWait bounds how long a launch waits for a freshly started agent to listen.
 const startWait = 15 * time.Second
 
+// keepAliveEvery is how often KeepAlive looks for a missing agent.
+const keepAliveEvery = 2 * time.Second
+
 // Launch hands a run to the agent.
 func (c *Client) Launch(ctx context.Context, l Launch) (Reply, error) {
-	ctx, cancel := context.WithTimeout(ctx, startWait+30*time.Second)
-	defer cancel()
 	l.Protocol = Protocol
+	return c.exchange(ctx, request{Launch: l}, startWait+30*time.Second)
+}
+
+// Call runs a call of the host's backend in the agent. An error of a backend's own kind
+// (backend.Fault) comes back as that kind.
+func (c *Client) Call(ctx context.Context, call Call) (Reply, error) {
+	return c.exchange(ctx, request{Call: &call}, startWait+callTimeout)
+}
+
+// exchange sends the request to the agent, starting one (or replacing one of an older
+// protocol, or other settings) first if need be.
+func (c *Client) exchange(ctx context.Context, req request, within time.Duration) (Reply, error) {
+	ctx, cancel := context.WithTimeout(ctx, within)
+	defer cancel()
 	var waitingSince time.Time
 	for wait := 10 * time.Millisecond; ; wait = min(wait*2, 500*time.Millisecond) {
-		reply, err := c.send(ctx, l)
-		if err == nil && reply.Protocol < Protocol {
-			// An agent the version before this one left running: it would refuse this
-			// launch, or run it as it once did. It hands its runs over to a new one.
+		reply, err := c.sendRequest(ctx, req)
+		stale := reply.Protocol < Protocol || (c.Settings != "" && reply.Settings != "" && reply.Settings != c.Settings && len(c.Command) > 0)
+		if err == nil && stale && len(c.Command) == 0 {
+			return reply, fmt.Errorf("the agent at %s speaks protocol %d, and this worker %d: restart the host's agent service with this version", c.socket(), reply.Protocol, Protocol)
+		}
+		if err == nil && stale {
+			// An agent the version before this one left running, or one started with other
+			// settings: it would refuse this request, or serve it as it once did. It hands
+			// its runs over to a new one.
 			if err := c.replace(ctx); err != nil {
 				return reply, err
 			}
@@ -54,16 +80,18 @@ func (c *Client) Launch(ctx context.Context, l Launch) (Reply, error) {
 			err = errStopping
 		}
 		if err == nil {
-			if reply.Refused {
+			switch {
+			case reply.Fault != nil:
+				return reply, reply.Fault.Err(reply.Error)
+			case reply.Refused:
 				return reply, &RefusedError{Reason: reply.Error}
-			}
-			if reply.Error != "" {
+			case reply.Error != "":
 				return reply, errors.New(reply.Error)
 			}
 			return reply, nil
 		}
 		if !errors.Is(err, syscall.ECONNREFUSED) && !errors.Is(err, syscall.ENOENT) && !errors.Is(err, errStopping) {
-			return reply, fmt.Errorf("agent at %s: %w", SocketPath(c.Dir), err)
+			return reply, fmt.Errorf("agent at %s: %w", c.socket(), err)
 		}
 		if waitingSince.IsZero() {
 			waitingSince = time.Now()
@@ -72,6 +100,9 @@ func (c *Client) Launch(ctx context.Context, l Launch) (Reply, error) {
 			return reply, err
 		}
 		if time.Since(waitingSince) > startWait {
+			if len(c.Command) == 0 {
+				return reply, fmt.Errorf("no agent answers at %s (is the host's agent service, clusterflow-agent, running?)", c.socket())
+			}
 			return reply, fmt.Errorf("agent did not come up within %s; see %s", startWait, c.logPath())
 		}
 		select {
@@ -80,6 +111,14 @@ func (c *Client) Launch(ctx context.Context, l Launch) (Reply, error) {
 		case <-time.After(wait):
 		}
 	}
+}
+
+// socket is where the agent listens.
+func (c *Client) socket() string {
+	if c.Socket != "" {
+		return c.Socket
+	}
+	return SocketPath(c.Dir)
 }
 
 // Stop asks the agent to stop a workflow's runs of a member's event now. An agent that is
@@ -92,19 +131,15 @@ func (c *Client) Stop(ctx context.Context, s Stop) (Reply, error) {
 	case errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ENOENT):
 		return Reply{Action: "stopped 0"}, nil
 	case err != nil:
-		return reply, fmt.Errorf("agent at %s: %w", SocketPath(c.Dir), err)
+		return reply, fmt.Errorf("agent at %s: %w", c.socket(), err)
 	case reply.Error != "":
 		return reply, errors.New(reply.Error)
 	}
 	return reply, nil
 }
 
-func (c *Client) send(ctx context.Context, l Launch) (Reply, error) {
-	return c.sendRequest(ctx, request{Launch: l})
-}
-
 func (c *Client) sendRequest(ctx context.Context, req request) (Reply, error) {
-	conn, err := dial(ctx, c.Dir)
+	conn, err := dial(ctx, c.socket())
 	if err != nil {
 		return Reply{}, err
 	}
@@ -126,7 +161,7 @@ func (c *Client) sendRequest(ctx context.Context, req request) (Reply, error) {
 func (c *Client) Running() bool {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
-	conn, err := dial(ctx, c.Dir)
+	conn, err := dial(ctx, c.socket())
 	if err != nil {
 		return false
 	}
@@ -181,8 +216,11 @@ func (c *Client) KeepAlive(ctx context.Context, every time.Duration) {
 }
 
 // startOnce starts an agent unless one answers, or one was started moments ago and may
-// still be coming up.
+// still be coming up, or this client starts none.
 func (c *Client) startOnce() error {
+	if len(c.Command) == 0 && c.Socket != "" {
+		return nil // the host's agent service: it comes back by itself
+	}
 	c.startMu.Lock()
 	defer c.startMu.Unlock()
 	if time.Since(c.lastStart) < startWait/3 || c.Running() {
@@ -217,8 +255,8 @@ func (c *Client) start() error {
 	return nil
 }
 
-func dial(ctx context.Context, dir string) (net.Conn, error) {
-	addr, done, err := socketAddress(dir)
+func dial(ctx context.Context, socket string) (net.Conn, error) {
+	addr, done, err := socketAddress(socket)
 	if err != nil {
 		return nil, err
 	}

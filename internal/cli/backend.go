@@ -1,6 +1,9 @@
 package cli
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/user"
@@ -11,32 +14,116 @@ import (
 	"github.com/spf13/pflag"
 	"go.uber.org/zap"
 
+	"github.com/clusterflow/clusterflow/internal/agent"
 	"github.com/clusterflow/clusterflow/internal/apperr"
 	"github.com/clusterflow/clusterflow/internal/backend/factory"
 	"github.com/clusterflow/clusterflow/internal/runner"
 )
 
-// backendOptions are what a worker's backend needs that its flags say: it keeps members
-// under data, reads secret references from secretsDir, and (the local backend) starts this
-// very binary as their agent when none is running.
-func backendOptions(name, data, secretsDir string, com common) (factory.Options, error) {
-	if err := checkBackend(name); err != nil {
-		return factory.Options{}, err
+// hostFlags are what a host's backend is built with, in the host's agent: the agent's
+// flags, and those of a worker or dev that starts its agent itself and passes them on.
+type hostFlags struct {
+	backendName, data, secretsDir, portRange *string
+	scripts                                  scriptUserFlags
+	// shared is --shared-script-user: a host whose agent is not root runs every cluster's
+	// scripts as the agent's user, which its operator must say is meant.
+	shared *bool
+}
+
+func (h *hostFlags) register(fs *pflag.FlagSet, forDev bool) {
+	h.backendName = backendFlag(fs)
+	h.data = fs.String("data", ".clusterflow/data", "folder for members and the backend's own state")
+	secrets, usage := "/etc/clusterflow/secrets", "folder of secret files: a spec's {fromFile: F} reads DIR/NAMESPACE/CLUSTER/F on this host"
+	if forDev {
+		secrets = ".clusterflow/secrets"
+	}
+	h.secretsDir = fs.String("secrets-dir", secrets, usage)
+	h.portRange = fs.String("port-range", "61000-63999", "ports this host gives members whose roles name ports (roles[].ports), LOW-HIGH")
+	h.scripts.register(fs, forDev)
+	h.shared = fs.Bool("shared-script-user", forDev, "not as root: run every cluster's startscripts as this process's own user, who can then read its credentials and every cluster's files (a developer's machine); a host of a fleet runs a root agent instead (deploy/systemd)")
+}
+
+// hostSettings are hostFlags as the agent runs with them.
+type hostSettings struct {
+	Backend    string              `json:"backend"`
+	Data       string              `json:"data"`
+	SecretsDir string              `json:"secretsDir"`
+	PortRange  string              `json:"portRange"`
+	Scripts    factory.ScriptUsers `json:"scripts"`
+}
+
+// settings checks the flags and chooses who runs scripts.
+func (h *hostFlags) settings(logger *zap.Logger) (hostSettings, error) {
+	if err := checkBackend(*h.backendName); err != nil {
+		return hostSettings{}, err
+	}
+	s := hostSettings{Backend: *h.backendName, PortRange: *h.portRange}
+	var err error
+	if s.Data, err = filepath.Abs(*h.data); err != nil {
+		return s, err
+	}
+	if *h.secretsDir != "" {
+		if s.SecretsDir, err = filepath.Abs(*h.secretsDir); err != nil {
+			return s, err
+		}
+	}
+	if s.Scripts, err = h.scripts.choose(s.Data, logger); err != nil {
+		return s, err
+	}
+	if os.Geteuid() != 0 && !*h.shared {
+		me := strconv.Itoa(os.Geteuid())
+		if u, err := user.Current(); err == nil {
+			me = u.Username
+		}
+		return s, apperr.Errorf(apperr.Invalid, "this process runs as %s, not root, so the host's startscripts would all run as %s: any cluster's script could read this worker's Temporal credentials (/proc/%d/environ), its codec keys and every other cluster's files. "+
+			"Run the host's agent as root (deploy/systemd/clusterflow-agent.service) and point the worker at it with --agent-socket, or say that is meant with --shared-script-user", me, me, os.Getpid())
+	}
+	return s, nil
+}
+
+// digest tells agents started with other settings apart (agent.Client.Settings).
+func (s hostSettings) digest() string {
+	data, _ := json.Marshal(s)
+	sum := sha256.Sum256(data)
+	return hex.EncodeToString(sum[:8])
+}
+
+// agentArgs are the agent's flags for the same settings, for a worker that starts its
+// agent: each is given, so that the agent reads nothing of its own environment.
+func (h *hostFlags) agentArgs(s hostSettings) []string {
+	args := []string{"--backend", s.Backend, "--data", s.Data, "--secrets-dir", s.SecretsDir, "--port-range", s.PortRange,
+		"--allow-root-scripts=" + strconv.FormatBool(h.scripts.allowRoot), "--shared-script-user=" + strconv.FormatBool(*h.shared)}
+	if h.scripts.uids != "" {
+		args = append(args, "--script-uids", h.scripts.uids)
+	}
+	if h.scripts.user != "" {
+		args = append(args, "--script-user", h.scripts.user)
+	}
+	return args
+}
+
+// agentOptions are a worker's for reaching the agent it starts itself, with these
+// settings, or the one at socket.
+func (h *hostFlags) agentOptions(s hostSettings, socket string, com common) (factory.Options, error) {
+	o := factory.Options{Data: s.Data, AgentSocket: socket}
+	if socket != "" {
+		return o, nil
 	}
 	self, err := os.Executable()
 	if err != nil {
-		return factory.Options{}, fmt.Errorf("find the clusterflow binary to start the agent with: %w", err)
+		return o, fmt.Errorf("find the clusterflow binary to start the agent with: %w", err)
 	}
-	o := factory.Options{Data: data, AgentCommand: []string{self, "agent", "--log-format", com.logFormat, "--log-level", com.logLevel, "--dir"}}
-	if secretsDir != "" {
-		if o.SecretsDir, err = filepath.Abs(secretsDir); err != nil {
-			return factory.Options{}, err
-		}
-	}
+	o.AgentCommand = append(append([]string{self, "agent"}, h.agentArgs(s)...), "--log-format", com.logFormat, "--log-level", com.logLevel, "--dir")
+	o.AgentSettings = s.digest()
 	return o, nil
 }
 
-// checkBackend refuses a backend no worker has.
+// openHost builds the host's backend in the agent.
+func (s hostSettings) openHost(logger *zap.Logger) (agent.HostBackend, error) {
+	return factory.OpenHost(s.Backend, factory.HostOptions{Data: s.Data, SecretsDir: s.SecretsDir, Scripts: s.Scripts, PortRange: s.PortRange, Logger: logger})
+}
+
+// checkBackend refuses a backend no host has.
 func checkBackend(name string) error {
 	if !factory.Known(name) {
 		return apperr.Errorf(apperr.Invalid, "--backend %q: unknown; the backends are %s", name, strings.Join(factory.Names, ", "))

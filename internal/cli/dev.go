@@ -65,15 +65,15 @@ type (
 
 // devFlags are dev's flags, checked.
 type devFlags struct {
-	com                                                           common
-	gf                                                            gatewayFlags
-	scriptUsers                                                   scriptUserFlags
-	file, db, backendName, data, namespace, secretsDir, portRange *string
-	address, uiAddress, gatewayAddress, codecAddress, logFile     *string
-	noUI, noGateway, noWorker                                     *bool
-	hosts                                                         *int
-	codecKeyFile                                                  string
-	keys                                                          *codec.Keys
+	com                                                       common
+	gf                                                        gatewayFlags
+	host                                                      hostFlags
+	file, db, namespace                                       *string
+	address, uiAddress, gatewayAddress, codecAddress, logFile *string
+	noUI, noGateway, noWorker                                 *bool
+	hosts                                                     *int
+	codecKeyFile                                              string
+	keys                                                      *codec.Keys
 }
 
 // parseDevFlags reads and checks dev's flags, before anything starts.
@@ -83,8 +83,7 @@ func parseDevFlags(args []string) (devFlags, error) {
 	f.com.register(fs, "info")
 	f.file = fs.StringP("file", "f", "", "cluster spec to deploy once everything is up")
 	f.db = fs.String("db", ".clusterflow/dev.db", "SQLite file holding Temporal's state")
-	f.backendName = backendFlag(fs)
-	f.data = fs.String("data", ".clusterflow/data", "folder for members and the backend's own state")
+	f.host.register(fs, true)
 	f.address = fs.String("address", "127.0.0.1:7233", "Temporal gRPC listen address")
 	f.uiAddress = fs.String("ui-address", "127.0.0.1:8233", "Web UI listen address")
 	f.noUI = fs.Bool("no-ui", false, "do not serve the Web UI")
@@ -94,9 +93,6 @@ func parseDevFlags(args []string) (devFlags, error) {
 	f.noWorker = fs.Bool("no-worker", false, "do not run a worker (run `clusterflow worker` separately)")
 	f.hosts = fs.Int("hosts", 0, "run N hosts in this process, host-1 … host-N, each a worker with its own data folder beside --data, so members are placed on hosts (0: single-host mode)")
 	f.namespace = fs.String("namespace", "default", "Temporal namespace to create and use")
-	f.secretsDir = fs.String("secrets-dir", ".clusterflow/secrets", "folder of secret files: a spec's {fromFile: F} reads DIR/CLUSTER/F")
-	f.portRange = fs.String("port-range", "61000-63999", "ports the hosts give members whose roles name ports (roles[].ports), LOW-HIGH")
-	f.scriptUsers.register(fs, true)
 	codecKeyFlag(fs, &f.codecKeyFile)
 	f.codecAddress = fs.String("codec-address", "127.0.0.1:8089", "with --codec-key-file, where the codec server the Web UI decodes through listens (loopback only)")
 	f.logFile = fs.String("log-file", "", "file for the server's and worker's logs, so the terminal shows progress and status (default: dev.log beside --db); empty for stderr")
@@ -112,7 +108,7 @@ func parseDevFlags(args []string) (devFlags, error) {
 	if *f.hosts > 0 && *f.noWorker {
 		return f, apperr.Errorf(apperr.Invalid, "--hosts: runs workers, so it cannot go with --no-worker")
 	}
-	if err := checkBackend(*f.backendName); err != nil {
+	if err := checkBackend(*f.host.backendName); err != nil {
 		return f, err
 	}
 	var err error
@@ -236,16 +232,11 @@ func startDevWorkers(ctx context.Context, f devFlags, c client.Client, st *start
 	}
 	var workers []devWorker
 	if !*f.noWorker {
-		base, err := backendOptions(*f.backendName, *f.data, *f.secretsDir, f.com)
-		base.PortRange = *f.portRange
+		settings, err := f.host.settings(logger)
 		if err != nil {
 			return nil, err
 		}
-		if base.Scripts, err = f.scriptUsers.choose(*f.data, logger); err != nil {
-			return nil, err
-		}
-		base.Owner, base.Connection = owner, conn
-		if workers, err = newDevWorkers(*f.backendName, base, *f.hosts); err != nil {
+		if workers, err = newDevWorkers(f.host, settings, f.com, agent.Worker{Owner: owner, Namespace: *f.namespace, Connection: conn}, *f.hosts); err != nil {
 			return nil, err
 		}
 	}
@@ -288,11 +279,19 @@ type devWorker struct {
 	host    *workflows.HostRegistration
 }
 
-// newDevWorkers makes dev's workers: one in single-host mode, keeping members in base's
-// data folder, or one per host, each with a data folder of its own beside it.
-func newDevWorkers(backendName string, base factory.Options, hosts int) ([]devWorker, error) {
+// newDevWorkers makes dev's workers: one in single-host mode, keeping members in the data
+// folder, or one per host, each with a data folder (and agent) of its own beside it.
+func newDevWorkers(hf hostFlags, base hostSettings, com common, w agent.Worker, hosts int) ([]devWorker, error) {
+	open := func(s hostSettings, w agent.Worker) (backend.Backend, error) {
+		o, err := hf.agentOptions(s, "", com)
+		if err != nil {
+			return nil, err
+		}
+		o.Worker = w
+		return factory.Open(s.Backend, o)
+	}
 	if hosts == 0 {
-		members, err := factory.Open(backendName, base)
+		members, err := open(base, w)
 		if err != nil {
 			return nil, err
 		}
@@ -302,9 +301,9 @@ func newDevWorkers(backendName string, base factory.Options, hosts int) ([]devWo
 	var workers []devWorker
 	for i := 1; i <= hosts; i++ {
 		name := fmt.Sprintf("host-%d", i)
-		o := base
-		o.Data, o.Host, o.Address = filepath.Join(filepath.Dir(base.Data), "hosts", name), name, "127.0.0.1"
-		members, err := factory.Open(backendName, o)
+		s, hw := base, w
+		s.Data, hw.Host, hw.Address = filepath.Join(filepath.Dir(base.Data), "hosts", name), name, "127.0.0.1"
+		members, err := open(s, hw)
 		if err != nil {
 			return nil, err
 		}

@@ -70,10 +70,9 @@ func runWorker(ctx context.Context, args []string) error {
 	fs := newFlagSet("worker", "[--data DIR] [--host NAME --labels K=V,... --host-address ADDR] [flags]")
 	var conn connection
 	conn.register(fs, "info")
-	backendName := backendFlag(fs)
-	data := fs.String("data", ".clusterflow/data", "folder for members and the backend's own state")
-	secretsDir := fs.String("secrets-dir", "/etc/clusterflow/secrets", "folder of secret files: a spec's {fromFile: F} reads DIR/CLUSTER/F on this host")
-	portRange := fs.String("port-range", "61000-63999", "ports this host gives members whose roles name ports (roles[].ports), LOW-HIGH")
+	var hf hostFlags
+	hf.register(fs, false)
+	agentSocket := fs.String("agent-socket", "", "call the agent the host runs as a service of its own at this socket (deploy/systemd/clusterflow-agent.service), which holds the members and runs their scripts; the host's flags are then the agent's (default: start an agent for --data as this worker's user)")
 	metricsAddress := fs.String("metrics-address", "", "serve Prometheus metrics at http://ADDRESS/metrics (default off)")
 	hostName := fs.String("host", "", "serve this host: its members' activities come to it alone (default: single-host mode, every member here)")
 	labels := fs.String("labels", "", "the host's labels, K=V,K=V, for placement selectors and spreadBy")
@@ -83,8 +82,6 @@ func runWorker(ctx context.Context, args []string) error {
 	stopTimeout := fs.Duration("shutdown-timeout", 30*time.Second, "on SIGTERM, how long in-flight activity tasks may take to finish")
 	allowClusters := fs.String("allow-clusters", "", "run only clusters whose names match these comma-separated globs, such as 'team-a-*' (default: every cluster)")
 	allowNamespaces := fs.String("allow-namespaces", "", "run only clusters of these comma-separated Temporal namespaces (default: every namespace)")
-	var scriptUsers scriptUserFlags
-	scriptUsers.register(fs, false)
 	allowEnvOverride := fs.Bool("allow-env-override", false, "let a spec's env set loader variables (PATH, LD_*, BASH_ENV, …), which choose what code a script runs")
 	trustedKeys := fs.String("trusted-keys", "", "run only scripts of specs signed by a key in this file (lines printed by `clusterflow keys new`; default: any spec)")
 	if err := fs.Parse(args); err != nil {
@@ -115,16 +112,23 @@ func runWorker(ctx context.Context, args []string) error {
 		return err
 	}
 	// The backend and who runs scripts are checked before anything connects.
-	backendOpts, err := backendOptions(*backendName, *data, *secretsDir, conn.common)
-	backendOpts.PortRange = *portRange
+	var settings hostSettings
+	if *agentSocket != "" {
+		for _, f := range []string{"backend", "data", "secrets-dir", "port-range", "script-uids", "script-user", "allow-root-scripts", "shared-script-user"} {
+			if fs.Changed(f) {
+				return apperr.Errorf(apperr.Invalid, "--%s: with --agent-socket, the host's agent holds the members and runs their scripts; give it the agent (clusterflow agent --%s)", f, f)
+			}
+		}
+		settings.Backend = *hf.backendName
+	} else if settings, err = hf.settings(logger); err != nil {
+		return err
+	}
+	backendOpts, err := hf.agentOptions(settings, *agentSocket, conn.common)
 	if err != nil {
 		return err
 	}
-	if backendOpts.Scripts, err = scriptUsers.choose(*data, logger); err != nil {
-		return err
-	}
 	if host != nil {
-		backendOpts.Host, backendOpts.Address = host.Name, host.Address
+		backendOpts.Worker.Host, backendOpts.Worker.Address = host.Name, host.Address
 	}
 	if *metricsAddress != "" {
 		// Served until the process exits, so that the worker's shutdown is reported too.
@@ -139,7 +143,8 @@ func runWorker(ctx context.Context, args []string) error {
 	}
 	defer c.Close()
 	st := starter.New(c, conn.taskQueue)
-	if backendOpts.Owner, err = st.NamespaceID(ctx, co.Namespace); err != nil {
+	backendOpts.Worker.Namespace = co.Namespace
+	if backendOpts.Worker.Owner, err = st.NamespaceID(ctx, co.Namespace); err != nil {
 		// Folders then carry no owner: this worker's orphan removal cannot tell another
 		// server's clusters sharing the data folder from its own.
 		logger.Warn("Could not learn the namespace's ID; cluster folders will not say whose they are", zap.Error(err))
@@ -157,11 +162,11 @@ func runWorker(ctx context.Context, args []string) error {
 		return fmt.Errorf("namespace %q lacks the search attributes %s: run `clusterflow setup` once against it", co.Namespace, strings.Join(names, ", "))
 	}
 	logger.Info("Worker starting", zap.String("address", co.Address), zap.String("namespace", co.Namespace),
-		zap.String("taskQueue", conn.taskQueue), zap.String("backend", *backendName), zap.String("data", *data),
+		zap.String("taskQueue", conn.taskQueue), zap.String("backend", settings.Backend), zap.String("data", backendOpts.Data), zap.String("agentSocket", *agentSocket),
 		zap.Strings("allowClusters", admission.Clusters), zap.Strings("allowNamespaces", admission.Namespaces), zap.Bool("allowEnvOverride", admission.EnvOverride),
 		zap.Strings("trustedKeys", slices.Sorted(maps.Keys(trusted))))
-	backendOpts.Connection = agent.Connection{ClientConfigProfile: co, CodecKeyFile: conn.codecKeyFile}
-	members, err := factory.Open(*backendName, backendOpts)
+	backendOpts.Worker.Connection = agent.Connection{ClientConfigProfile: co, CodecKeyFile: conn.codecKeyFile}
+	members, err := factory.Open(settings.Backend, backendOpts)
 	if err != nil {
 		return apperr.Wrap(apperr.Invalid, err)
 	}

@@ -137,7 +137,7 @@ func TestComposeFileStructure(t *testing.T) {
 		if s.Environment["TEMPORAL_ADDRESS"] != "temporal:7233" {
 			t.Errorf("%s: TEMPORAL_ADDRESS %q", name, s.Environment["TEMPORAL_ADDRESS"])
 		}
-		if res := cli(t, append(slices.Clone(s.Command), "-h")...); res.Code != 0 {
+		if res := cli(t, append(hostCommand(s), "-h")...); res.Code != 0 {
 			t.Errorf("%s: clusterflow %v is refused: %s", name, s.Command, res)
 		}
 	}
@@ -146,15 +146,19 @@ func TestComposeFileStructure(t *testing.T) {
 	}
 	for _, name := range []string{"clusterflow-host-1", "clusterflow-host-2"} {
 		s := c.Services[name]
-		if cmd := s.Command; len(cmd) == 0 || cmd[0] != "worker" || !slices.Contains(cmd, "--metrics-address") {
+		if cmd := s.Command; len(cmd) == 0 || !slices.Contains(cmd, "--metrics-address") {
 			t.Errorf("%s: worker command %v", name, cmd)
 		}
-		// Hosts run the light binary, which must take the same command, under an init that
-		// reaps zombies.
-		if !slices.Equal(s.Entrypoint, []string{"/usr/bin/tini", "--", "clusterflow-host"}) {
-			t.Errorf("%s: entrypoint %v, want clusterflow-host under tini", name, s.Entrypoint)
+		// Hosts run the light binary, as the image's host entrypoint runs it (an agent as
+		// root, with the capabilities granted here alone, and the worker as clusterflow with
+		// the command's arguments), under an init that reaps zombies.
+		if !slices.Equal(s.Entrypoint, []string{"/usr/bin/tini", "--", "clusterflow-host.sh"}) {
+			t.Errorf("%s: entrypoint %v, want clusterflow-host.sh (deploy/docker/host.sh) under tini", name, s.Entrypoint)
 		}
-		if out, err := runHostBinary(append(slices.Clone(s.Command), "-h")...); err != nil {
+		if s.User != "root" || !slices.Equal(s.CapDrop, []string{"ALL"}) || len(s.CapAdd) == 0 {
+			t.Errorf("%s: user %q, cap_drop %v, cap_add %v; want root with all capabilities dropped but the agent's", name, s.User, s.CapDrop, s.CapAdd)
+		}
+		if out, err := runHostBinary(append(hostCommand(s), "-h")...); err != nil {
 			t.Errorf("%s: clusterflow-host %v is refused: %v\n%s", name, s.Command, err, out)
 		}
 	}
@@ -173,6 +177,15 @@ func TestComposeFileStructure(t *testing.T) {
 	}
 }
 
+// hostCommand is the clusterflow command a service runs: a host's worker, as its
+// entrypoint (deploy/docker/host.sh) runs it, or the command as it is.
+func hostCommand(s testenv.ComposeService) []string {
+	if slices.Contains(s.Entrypoint, "clusterflow-host.sh") {
+		return append([]string{"worker", "--agent-socket", "/run/clusterflow/agent.sock"}, s.Command...)
+	}
+	return slices.Clone(s.Command)
+}
+
 func TestDockerfileIsMultiStageOnGoModsGo(t *testing.T) {
 	t.Parallel()
 	guard(t)
@@ -185,7 +198,8 @@ func TestDockerfileIsMultiStageOnGoModsGo(t *testing.T) {
 	if !strings.HasPrefix(froms[0][1], "golang:"+goVersion) {
 		t.Errorf("build stage %s, want golang:%s", froms[0][1], goVersion)
 	}
-	for _, want := range []string{"COPY --from=build", "./cmd/clusterflow ", "./cmd/clusterflow-host", "install -y --no-install-recommends tini", `ENTRYPOINT ["/usr/bin/tini", "--", "clusterflow"]`} {
+	for _, want := range []string{"COPY --from=build", "./cmd/clusterflow ", "./cmd/clusterflow-host", "install -y --no-install-recommends tini", `ENTRYPOINT ["/usr/bin/tini", "--", "clusterflow"]`,
+		"COPY deploy/docker/host.sh /usr/local/bin/clusterflow-host.sh"} {
 		if !strings.Contains(dockerfile, want) {
 			t.Errorf("Dockerfile lacks %q", want)
 		}
@@ -198,62 +212,76 @@ func TestDockerfileIsMultiStageOnGoModsGo(t *testing.T) {
 	}
 }
 
-// TestTheSystemdUnitIsHardened rates the shipped unit with systemd's own review,
-// `systemd-analyze security --offline=true`, which must say at most 5.0 (lower is safer;
-// the unit as first shipped, as root with nothing restricted, rated 9.6). The unit must
-// also never run as root nor keep a capability, since startscripts run as its user.
-func TestTheSystemdUnitIsHardened(t *testing.T) {
+// TestTheSystemdUnitsAreHardened rates the shipped units with systemd's own review,
+// `systemd-analyze security --offline=true`, which must say at most 5.0 for each (lower is
+// safer; the unit as first shipped, as root with nothing restricted, rated 9.6). The worker,
+// which holds the Temporal credentials, never runs as root nor keeps a capability; the
+// agent, which starts scripts as their clusters' users, keeps those capabilities alone.
+func TestTheSystemdUnitsAreHardened(t *testing.T) {
 	t.Parallel()
 	guard(t)
 	analyze, err := exec.LookPath("systemd-analyze")
 	if err != nil {
-		t.Fatal("the unit's rating needs systemd-analyze (apt-get install systemd; .ci/run does)")
+		t.Fatal("the units' rating needs systemd-analyze (apt-get install systemd; .ci/run does)")
 	}
 	root, err := testenv.ModuleRoot()
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	out, err := exec.CommandContext(ctx, analyze, "security", "--offline=true", "--no-pager",
-		filepath.Join(root, "deploy/systemd/clusterflow-worker.service")).CombinedOutput()
-	// systemd-analyze security exits non-zero when the rating passes its own threshold.
-	m := regexp.MustCompile(`Overall exposure level for \S+: ([0-9.]+)`).FindSubmatch(out)
-	if m == nil {
-		t.Fatalf("systemd-analyze security gave no rating (%v):\n%s", err, out)
-	}
-	score, _ := strconv.ParseFloat(string(m[1]), 64)
-	t.Logf("systemd-analyze security: %.1f", score)
-	if score > 5.0 {
-		t.Errorf("the unit rates %.1f, more than 5.0:\n%s", score, out)
+	for _, name := range []string{"clusterflow-worker.service", "clusterflow-agent.service"} {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		out, err := exec.CommandContext(ctx, analyze, "security", "--offline=true", "--no-pager", filepath.Join(root, "deploy/systemd", name)).CombinedOutput()
+		cancel()
+		// systemd-analyze security exits non-zero when the rating passes its own threshold.
+		m := regexp.MustCompile(`Overall exposure level for \S+: ([0-9.]+)`).FindSubmatch(out)
+		if m == nil {
+			t.Fatalf("systemd-analyze security gave %s no rating (%v):\n%s", name, err, out)
+		}
+		score, _ := strconv.ParseFloat(string(m[1]), 64)
+		t.Logf("systemd-analyze security %s: %.1f", name, score)
+		if score > 5.0 {
+			t.Errorf("%s rates %.1f, more than 5.0:\n%s", name, score, out)
+		}
 	}
 	unit := readRepoFile(t, "deploy/systemd/clusterflow-worker.service")
 	for _, want := range []string{"\nUser=clusterflow\n", "\nCapabilityBoundingSet=\n", "\nNoNewPrivileges=yes\n", "\nUMask=0077\n"} {
 		if !strings.Contains(unit, want) {
-			t.Errorf("the unit lacks %q", strings.TrimSpace(want))
+			t.Errorf("the worker's unit lacks %q", strings.TrimSpace(want))
 		}
+	}
+	agentUnit := unitService(t, "clusterflow-agent.service")
+	if user := agentUnit["User"]; len(user) != 0 {
+		t.Errorf("the agent's unit runs as %v; it runs as root, with a few capabilities", user)
+	}
+	caps := strings.Fields(strings.Join(agentUnit["CapabilityBoundingSet"], " "))
+	slices.Sort(caps)
+	if want := []string{"CAP_CHOWN", "CAP_DAC_OVERRIDE", "CAP_FOWNER", "CAP_KILL", "CAP_SETGID", "CAP_SETUID"}; !slices.Equal(caps, want) {
+		t.Errorf("the agent's capabilities: %v, want %v", caps, want)
+	}
+	if !slices.Equal(agentUnit["NoNewPrivileges"], []string{"yes"}) || !slices.Equal(agentUnit["KillMode"], []string{"process"}) {
+		t.Errorf("the agent's unit: NoNewPrivileges %v (scripts inherit it), KillMode %v (its restart leaves scripts running)", agentUnit["NoNewPrivileges"], agentUnit["KillMode"])
 	}
 }
 
-// TestSystemdUnitRunsAHost checks the shipped unit's command is one the CLI accepts, as a
-// host.
+// TestSystemdUnitRunsAHost checks the shipped units' commands are ones the CLI accepts: a
+// host's agent and its worker, which calls it.
 func TestSystemdUnitRunsAHost(t *testing.T) {
 	t.Parallel()
 	guard(t)
-	unit := readRepoFile(t, "deploy/systemd/clusterflow-worker.service")
-	_, exec, ok := strings.Cut(strings.ReplaceAll(unit, "\\\n", " "), "\nExecStart=")
-	if !ok {
-		t.Fatal("the unit has no ExecStart")
-	}
-	exec, _, _ = strings.Cut(exec, "\n")
-	exec = strings.NewReplacer("%H", "db-1", "${CLUSTERFLOW_LABELS}", "zone=a", "${CLUSTERFLOW_ADDRESS}", "10.0.0.11").Replace(exec)
-	fields := strings.Fields(exec)
-	args := fields[1:]
-	if !strings.HasSuffix(fields[0], "/clusterflow-host") || len(args) == 0 || args[0] != "worker" || !slices.Contains(args, "--host") {
-		t.Fatalf("ExecStart does not run a host's worker with clusterflow-host: %v", fields)
-	}
-	if out, err := runHostBinary(append(args, "-h")...); err != nil {
-		t.Errorf("clusterflow-host %v is refused: %v\n%s", args, err, out)
+	for unit, command := range map[string]string{"clusterflow-worker.service": "worker", "clusterflow-agent.service": "agent"} {
+		exec := strings.Join(unitService(t, unit)["ExecStart"], " ")
+		exec = strings.NewReplacer("%H", "db-1", "${CLUSTERFLOW_LABELS}", "zone=a", "${CLUSTERFLOW_ADDRESS}", "10.0.0.11").Replace(exec)
+		fields := strings.Fields(exec)
+		if len(fields) < 2 || !strings.HasSuffix(fields[0], "/clusterflow-host") || fields[1] != command {
+			t.Fatalf("%s: ExecStart does not run a host's %s with clusterflow-host: %v", unit, command, fields)
+		}
+		args := fields[1:]
+		if command == "worker" && (!slices.Contains(args, "--host") || !slices.Contains(args, "--agent-socket")) {
+			t.Errorf("%s: the worker is no host's, or calls no agent: %v", unit, args)
+		}
+		if out, err := runHostBinary(append(args, "-h")...); err != nil {
+			t.Errorf("clusterflow-host %v is refused: %v\n%s", args, err, out)
+		}
 	}
 }
 

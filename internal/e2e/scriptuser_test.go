@@ -34,6 +34,14 @@ try rewrite-run-record sh -c 'for f in "$AGENT_DIR"/records/*/*/*/record.json; d
 try connect-agent-socket perl -MIO::Socket::UNIX -e 'IO::Socket::UNIX->new(Peer => $ARGV[0]) or exit 1' "$AGENT_SOCKET"
 try signal-agent kill -0 "$AGENT_PID"
 [ -z "$OTHER" ] || try read-another-cluster ls "$OTHER"
+# The worker, where it runs apart from the agent (as the shipped units run them): its
+# credentials, its codec keys, its process.
+[ -z "$WORKER_PID" ] || try read-worker-environ sh -c 'grep -q canary "/proc/$WORKER_PID/environ"'
+[ -z "$WORKER_PID" ] || try signal-worker kill -0 "$WORKER_PID"
+[ -z "$CODEC_KEYS" ] || try read-codec-keys cat "$CODEC_KEYS"
+[ -z "$SECRETS" ] || try read-secrets ls "$SECRETS"
+# A setuid program could make the script root again, unless no_new_privs holds it.
+[ -z "$WORKER_PID" ] || try gain-privileges-by-exec sh -c '! grep -q "^NoNewPrivs:[[:space:]]*1" /proc/self/status'
 echo done >> "$out"
 `
 
@@ -140,19 +148,8 @@ func hostileMember(t *testing.T, flags ...string) {
 	refused, leaked := 0, 0
 	for _, m := range []string{"hostile-m-0", "hostile-m-1"} {
 		sandbox := filepath.Join(clusterDir(data, "hostile"), m)
-		log, err := os.ReadFile(filepath.Join(sandbox, "hostile.log"))
-		if err != nil || !strings.HasSuffix(string(log), "done\n") {
-			t.Fatalf("%s's hostile script did not finish: %q, %v", m, log, err)
-		}
-		for _, line := range strings.Split(strings.TrimSpace(string(log)), "\n") {
-			switch {
-			case strings.HasSuffix(line, " refused"):
-				refused++
-			case strings.HasSuffix(line, " leaked"):
-				leaked++
-				t.Errorf("%s: %s", m, line)
-			}
-		}
+		r, l := hostileTries(t, sandbox)
+		refused, leaked = refused+r, leaked+l
 		if info, err := os.Stat(sandbox); err != nil || info.Mode().Perm() != 0o700 {
 			t.Errorf("%s's sandbox: %v, %v; want mode 0700", m, info, err)
 		}
@@ -207,6 +204,25 @@ func hostileMember(t *testing.T, flags ...string) {
 			t.Errorf("script users after the deletes: %s, %v; want none", left, err)
 		}
 	}
+}
+
+// hostileTries counts what the hostile script in a sandbox tried: refused and leaked.
+func hostileTries(t *testing.T, sandbox string) (refused, leaked int) {
+	t.Helper()
+	log, err := os.ReadFile(filepath.Join(sandbox, "hostile.log"))
+	if err != nil || !strings.HasSuffix(string(log), "done\n") {
+		t.Fatalf("%s's hostile script did not finish: %q, %v", filepath.Base(sandbox), log, err)
+	}
+	for _, line := range strings.Split(strings.TrimSpace(string(log)), "\n") {
+		switch {
+		case strings.HasSuffix(line, " refused"):
+			refused++
+		case strings.HasSuffix(line, " leaked"):
+			leaked++
+			t.Errorf("%s: %s", filepath.Base(sandbox), line)
+		}
+	}
+	return refused, leaked
 }
 
 // Upgrading a root worker that ran scripts as root: its clusters carry on, each member's

@@ -39,15 +39,18 @@ func TestSecretReferencesReachScriptsButNeverTemporal(t *testing.T) {
 	data := filepath.Join(dir, "data")
 	testenv.StopAllAtEnd(t, data)
 	plain, password, token := "plain-"+rand.Text(), "password-"+rand.Text(), "token-"+rand.Text()
-	if err := os.MkdirAll(filepath.Join(secrets, "vault"), 0o700); err != nil {
+	// Secret files are the namespace's: secrets/<namespace>/<cluster>/.
+	vaultSecrets := filepath.Join(secrets, "default", "vault")
+	if err := os.MkdirAll(vaultSecrets, 0o700); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(secrets, "vault", "db-password"), []byte(password+"\n"), 0o600); err != nil {
+	if err := os.WriteFile(filepath.Join(vaultSecrets, "db-password"), []byte(password+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	address := freeAddress(t)
 	logFile := filepath.Join(dir, "dev.log")
-	dev, err := testenv.Start(dir, dir, "dev-secrets", []string{"CLUSTERFLOW_SECRET_API_TOKEN=" + token},
+	// A variable is named for the cluster that may read it.
+	dev, err := testenv.Start(dir, dir, "dev-secrets", []string{"CLUSTERFLOW_SECRET_VAULT__API_TOKEN=" + token},
 		"dev", "--no-ui", "--no-gateway", "--db", filepath.Join(dir, "dev.db"), "--data", data, "--secrets-dir", secrets,
 		"--address", address, "--log-file", logFile)
 	if err != nil {
@@ -96,14 +99,14 @@ func TestSecretReferencesReachScriptsButNeverTemporal(t *testing.T) {
 
 	// A reference this host cannot fill in: the member fails, saying which and why, and
 	// its script never runs.
-	if err := os.Remove(filepath.Join(secrets, "vault", "db-password")); err != nil {
+	if err := os.Remove(filepath.Join(vaultSecrets, "db-password")); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.MkdirAll(filepath.Join(secrets, "nokey"), 0o700); err != nil {
+	if err := os.MkdirAll(filepath.Join(secrets, "default", "nokey"), 0o700); err != nil {
 		t.Fatal(err)
 	}
 	res := run(t, env, "deploy", "-f", spec("nokey"), "--wait")
-	want := "secret DB_PASSWORD: " + filepath.Join(secrets, "nokey", "db-password") + ": no such file or directory"
+	want := "secret DB_PASSWORD: " + filepath.Join(secrets, "default", "nokey", "db-password") + ": no such file or directory"
 	if res.Code != 1 || !strings.Contains(res.Stdout+res.Stderr, want) {
 		t.Errorf("deploy with a missing secret file: %s, want exit 1 saying %q", res, want)
 	}

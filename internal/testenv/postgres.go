@@ -91,7 +91,7 @@ func StartPostgres(dir, user, password string) (*Postgres, error) {
 	cmd := exec.Command(filepath.Join(bin, "postgres"), "-D", data, "-p", strconv.Itoa(port), "-k", home, "-c", "listen_addresses=127.0.0.1")
 	cmd.Dir = home
 	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: cred}
-	if pg.proc, err = startCommand(cmd, dir, "postgres"); err != nil {
+	if pg.proc, err = StartCommand(cmd, dir, "postgres"); err != nil {
 		return nil, err
 	}
 	address := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))

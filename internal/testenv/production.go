@@ -39,6 +39,10 @@ type ComposeService struct {
 	Command     []string                     `yaml:"command"`
 	Volumes     []string                     `yaml:"volumes"`
 	Ports       []string                     `yaml:"ports"`
+	CapDrop     []string                     `yaml:"cap_drop"`
+	CapAdd      []string                     `yaml:"cap_add"`
+	User        string                       `yaml:"user"`
+	SecurityOpt []string                     `yaml:"security_opt"`
 	Healthcheck *struct {
 		Test []string `yaml:"test"`
 	} `yaml:"healthcheck"`

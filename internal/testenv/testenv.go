@@ -222,11 +222,12 @@ func startBinary(bin, namespace, dir, logDir, name string, env []string, args ..
 		cmd = exec.Command("nsenter", append([]string{"--net=/run/netns/" + namespace, bin}, args...)...)
 	}
 	cmd.Dir, cmd.Env = dir, append(os.Environ(), env...)
-	return startCommand(cmd, logDir, name)
+	return StartCommand(cmd, logDir, name)
 }
 
-// startCommand starts cmd with its output in logDir/NAME.stdout and .stderr.
-func startCommand(cmd *exec.Cmd, logDir, name string) (*Process, error) {
+// StartCommand starts cmd, as it is (its environment and all), in the background, with its
+// output in logDir/NAME.stdout and .stderr.
+func StartCommand(cmd *exec.Cmd, logDir, name string) (*Process, error) {
 	p := &Process{Stdout: filepath.Join(logDir, name+".stdout"), Stderr: filepath.Join(logDir, name+".stderr"), done: make(chan struct{}), cmd: cmd}
 	stdout, err := os.Create(p.Stdout)
 	if err != nil {
@@ -259,6 +260,9 @@ func startCommand(cmd *exec.Cmd, logDir, name string) (*Process, error) {
 	}()
 	return p, nil
 }
+
+// Pid is the process's ID.
+func (p *Process) Pid() int { return p.cmd.Process.Pid }
 
 // Output reads what the process printed so far.
 func (p *Process) Output() string {

@@ -1,12 +1,18 @@
-// Package factory builds the member backend a worker is told to use by name
-// (worker --backend). It is the one place that knows every backend: the worker, the
-// activities and the workflows know only the seam (internal/backend).
+// Package factory builds the member backend a host is told to use by name
+// (--backend). It is the one place that knows every backend: the worker, the activities
+// and the workflows know only the seam (internal/backend).
+//
+// A host's backend lives in its agent (OpenHost), the one part of the host that may act as
+// other users; its worker reaches it through the agent's socket (Open).
 package factory
 
 import (
 	"fmt"
+	"os"
 	"slices"
 	"strings"
+
+	"go.uber.org/zap"
 
 	"github.com/clusterflow/clusterflow/internal/agent"
 	"github.com/clusterflow/clusterflow/internal/backend"
@@ -17,35 +23,59 @@ import (
 // Default is the backend a worker uses when told none.
 const Default = "local"
 
-// Names are the backends Open builds.
+// Names are the backends OpenHost builds.
 var Names = []string{"local"}
 
-// Options are everything a backend may need. Each backend reads its own and ignores the
-// rest.
+// Known says whether OpenHost builds a backend of that name.
+func Known(name string) bool { return slices.Contains(Names, name) }
+
+// Options are what a worker needs to reach its host's backend.
 type Options struct {
+	// Data is the host's data folder: the agent's folder is in it.
+	Data string
+	// AgentSocket, when set, is the socket of an agent the host runs as a service of its
+	// own (deploy/systemd), which the worker never starts; otherwise AgentCommand starts the
+	// agent when none is running (its folder follows its last argument), and an agent
+	// answering with other settings than AgentSettings is replaced.
+	AgentSocket   string
+	AgentCommand  []string
+	AgentSettings string
+	// Worker is what the worker tells its agent of itself with each call.
+	Worker agent.Worker
+}
+
+// Open returns the worker's backend: its host's agent, which holds the real one.
+func Open(name string, o Options) (backend.Backend, error) {
+	if !Known(name) {
+		return nil, unknown(name)
+	}
+	client := &agent.Client{Dir: local.AgentDir(o.Data), Socket: o.AgentSocket, Settings: o.AgentSettings}
+	if o.AgentSocket == "" {
+		client.Command = append(slices.Clone(o.AgentCommand), client.Dir)
+		// The agent this worker starts keeps its folder there; made now, as an operator
+		// may want to set its mode before the first member arrives.
+		if err := os.MkdirAll(o.Data, 0o755); err != nil {
+			return nil, fmt.Errorf("create data folder: %w", err)
+		}
+	}
+	return &agent.RemoteBackend{Client: client, Worker: o.Worker}, nil
+}
+
+// HostOptions are what the host's backend is built with, in its agent.
+type HostOptions struct {
 	// Data is the folder the backend keeps members and its own state in.
 	Data string
-	// SecretsDir holds each cluster's secret files, in a folder named after the cluster.
+	// SecretsDir holds each namespace's clusters' secret files.
 	SecretsDir string
-	// Host names the host the backend runs on, and Address is the address it registered;
-	// both empty in single-host mode.
-	Host, Address string
-	// Owner is the ID of the Temporal namespace the worker serves: what the backend makes
-	// is marked its own, and it removes nothing another owns.
-	Owner string
-	// Connection is how whatever completes script activities reaches Temporal.
-	Connection agent.Connection
-	// AgentCommand starts the local backend's agent when none is running; the agent's
-	// folder follows its last argument.
-	AgentCommand []string
 	// Scripts says who startscripts run as.
 	Scripts ScriptUsers
 	// PortRange is where members' ports come from, LOW-HIGH; empty: the backend's default.
 	PortRange string
+	Logger    *zap.Logger
 }
 
 // ScriptUsers says who startscripts run as: one user for all, a user per cluster from a
-// range of IDs, or (both unset) the worker's own user.
+// range of IDs, or (both unset) the agent's own user.
 type ScriptUsers struct {
 	User       *runner.User
 	FirstUID   uint32
@@ -53,25 +83,26 @@ type ScriptUsers struct {
 	PerCluster bool
 }
 
-// Open builds the backend of that name.
-func Open(name string, o Options) (backend.Backend, error) {
+// OpenHost builds the host's backend of that name, for its agent to serve.
+func OpenHost(name string, o HostOptions) (agent.HostBackend, error) {
 	switch name {
 	case "local":
 		return openLocal(o)
 	default:
-		return nil, fmt.Errorf("unknown backend %q; the backends are %s", name, strings.Join(Names, ", "))
+		return nil, unknown(name)
 	}
 }
 
-// Known says whether Open builds a backend of that name.
-func Known(name string) bool { return slices.Contains(Names, name) }
+func unknown(name string) error {
+	return fmt.Errorf("unknown backend %q; the backends are %s", name, strings.Join(Names, ", "))
+}
 
-func openLocal(o Options) (*local.Backend, error) {
-	l, err := local.New(o.Data, o.AgentCommand...)
+func openLocal(o HostOptions) (*local.Backend, error) {
+	l, err := local.New(o.Data)
 	if err != nil {
 		return nil, err
 	}
-	l.SecretsDir, l.Host, l.Address, l.Owner, l.Connection = o.SecretsDir, o.Host, o.Address, o.Owner, o.Connection
+	l.SecretsDir, l.Log = o.SecretsDir, o.Logger
 	if o.PortRange != "" {
 		if l.Ports, err = local.ParsePortRange(o.PortRange); err != nil {
 			return nil, err

@@ -15,6 +15,8 @@ import (
 	"strings"
 	"time"
 
+	"go.uber.org/zap"
+
 	"github.com/clusterflow/clusterflow/internal/agent"
 	"github.com/clusterflow/clusterflow/internal/atomicfile"
 	"github.com/clusterflow/clusterflow/internal/backend"
@@ -26,17 +28,26 @@ import (
 
 // Backend keeps each member in a sandbox folder, <Root>/clusters/<cluster>@<home>/<member>/
 // (see layout), and runs its startscripts there through the host's agent, which keeps its
-// own state in <Root>/agent/.
+// own state in <Root>/agent/. It lives in the agent (agent.HostBackend), which workers call;
+// the fields from Host to Connection are those of the worker calling (For).
 type Backend struct {
 	root   string
 	layout layout.Root
-	agent  *agent.Client
+	// launcher starts and stops runs: the agent this backend lives in, or a client of one
+	// (agent), the one New makes.
+	launcher agent.Launcher
+	agent    *agent.Client
 	// Grace is how long a script has between SIGTERM and SIGKILL when stopped.
 	Grace time.Duration
 	// Host names the host the backend runs on, for scripts (CLUSTERFLOW_HOST), and Address
 	// is the address it registered, which its members are reached at (CLUSTERFLOW_ADDRESS);
 	// empty in single-host mode, where members are reached at 127.0.0.1.
 	Host, Address string
+	// Namespace is the name of the Temporal namespace the worker serves, which names its
+	// folder of secret files; SecretEnv are the worker's variables a launch's cluster may
+	// name (agent.Worker.SecretEnv).
+	Namespace string
+	SecretEnv map[string]string
 	// SecretsDir holds each cluster's secret files, in a folder named after the cluster.
 	SecretsDir string
 	// ScriptUser, when set, is who scripts run as, never the worker's user (which is then
@@ -53,6 +64,15 @@ type Backend struct {
 	Connection agent.Connection
 	// Ports is where members' ports come from (AssignPorts); zero: DefaultPortRange.
 	Ports PortRange
+	// Log is the agent's log (nil: none).
+	Log *zap.Logger
+}
+
+func (l *Backend) log() *zap.Logger {
+	if l.Log == nil {
+		return zap.NewNop()
+	}
+	return l.Log
 }
 
 var _ backend.Backend = (*Backend)(nil)
@@ -72,7 +92,20 @@ func New(root string, agentCommand ...string) (*Backend, error) {
 	if len(agentCommand) > 0 {
 		command = append(slices.Clone(agentCommand), agentDir)
 	}
-	return &Backend{root: abs, layout: layout.Root(abs), agent: &agent.Client{Dir: agentDir, Command: command}, Grace: 10 * time.Second}, nil
+	client := &agent.Client{Dir: agentDir, Command: command}
+	return &Backend{root: abs, layout: layout.Root(abs), launcher: client, agent: client, Grace: 10 * time.Second}, nil
+}
+
+var _ agent.HostBackend = (*Backend)(nil)
+
+// UseLauncher implements agent.HostBackend: the agent the backend lives in runs its scripts.
+func (l *Backend) UseLauncher(launcher agent.Launcher) { l.launcher = launcher }
+
+// For implements agent.HostBackend: the backend as the worker calling sees it.
+func (l *Backend) For(w agent.Worker) backend.Backend {
+	c := *l
+	c.Owner, c.Namespace, c.Host, c.Address, c.Connection, c.SecretEnv = w.Owner, w.Namespace, w.Host, w.Address, w.Connection, w.SecretEnv
+	return &c
 }
 
 // AgentDir is the folder of the agent serving a local backend rooted at root.
@@ -384,7 +417,7 @@ func (l *Backend) LaunchScript(ctx context.Context, run backend.ScriptRun, to ba
 	}
 	clusterDir, _ := l.layout.Cluster(run.Member.Folder())
 	own["CLUSTERFLOW_CONFIGMETA"] = l.configMetaPath(clusterDir)
-	_, err = l.agent.Launch(ctx, agent.Launch{
+	_, err = l.launcher.Launch(ctx, agent.Launch{
 		Key:       agent.Key{WorkflowID: to.WorkflowID, ActivityID: to.ActivityID},
 		TaskToken: to.TaskToken, Connection: l.Connection, HeartbeatTimeout: to.HeartbeatTimeout,
 		Cluster: run.Member.Cluster, Home: run.Member.Home, Member: run.Member.Name, Event: string(run.Event),
@@ -449,7 +482,7 @@ func (l *Backend) StopScript(ctx context.Context, stop backend.ScriptStop) error
 	if _, err := l.memberDir(stop.Member); err != nil {
 		return err
 	}
-	_, err := l.agent.Stop(ctx, agent.Stop{WorkflowID: stop.WorkflowID, Member: stop.Member.Name, Event: string(stop.Event)})
+	_, err := l.launcher.Stop(ctx, agent.Stop{WorkflowID: stop.WorkflowID, Member: stop.Member.Name, Event: string(stop.Event)})
 	return err
 }
 

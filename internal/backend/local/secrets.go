@@ -11,6 +11,8 @@ import (
 	"slices"
 	"strings"
 
+	"go.uber.org/zap"
+
 	"github.com/clusterflow/clusterflow/internal/backend"
 	"github.com/clusterflow/clusterflow/spec"
 )
@@ -19,9 +21,10 @@ import (
 const MaxSecretBytes = 64 << 10
 
 // fillSecrets returns env with each secret reference replaced by its value, read on this
-// host at launch: from the cluster's own folder of the secrets folder (opened as an
-// os.Root, so no path, link or .. leads out of it), or from the worker's
-// CLUSTERFLOW_SECRET_ variables. The values go to the agent and the script, never back.
+// host at launch: from the folder of the worker's namespace and the cluster in the secrets
+// folder (opened as an os.Root, so no path, link or .. leads out of it), or from the
+// worker's variables named for the cluster (SecretEnv). The values go to the script, never
+// back.
 func (l *Backend) fillSecrets(cluster string, env map[string]string) (map[string]string, error) {
 	var out map[string]string
 	for _, name := range slices.Sorted(maps.Keys(env)) {
@@ -53,16 +56,19 @@ func (l *Backend) fillSecrets(cluster string, env map[string]string) (map[string
 
 func (l *Backend) readSecret(cluster string, ref spec.SecretRef) (string, error) {
 	if ref.FromEnv != "" {
-		v, ok := os.LookupEnv(spec.SecretEnvPrefix + ref.FromEnv)
+		v, ok := l.SecretEnv[ref.FromEnv]
 		if !ok {
-			return "", fmt.Errorf("the worker has no variable %s%s", spec.SecretEnvPrefix, ref.FromEnv)
+			return "", fmt.Errorf("the worker has no variable %s (a cluster reads only variables named for it)", spec.SecretEnvName(cluster, ref.FromEnv))
 		}
 		return v, nil
 	}
 	if l.SecretsDir == "" {
-		return "", errors.New("this host has no secrets folder (worker --secrets-dir)")
+		return "", errors.New("this host has no secrets folder (agent --secrets-dir)")
 	}
-	dir := filepath.Join(l.SecretsDir, cluster)
+	dir, err := l.secretsFolder(cluster)
+	if err != nil {
+		return "", err
+	}
 	full := filepath.Join(dir, filepath.FromSlash(ref.FromFile))
 	root, err := os.OpenRoot(dir)
 	if err != nil {
@@ -103,4 +109,24 @@ func unwrapPath(err error) error {
 		return pe.Err
 	}
 	return err
+}
+
+// secretsFolder is the cluster's folder of secret files: <secrets>/<namespace>/<cluster>,
+// so that no other namespace's cluster of the same name reads them. A folder of the layout
+// before namespaces, <secrets>/<cluster>, is still read when the namespace has none, with
+// a warning: any namespace's cluster of that name reads it.
+func (l *Backend) secretsFolder(cluster string) (string, error) {
+	if l.Namespace == "" || l.Namespace == "." || l.Namespace == ".." || strings.ContainsAny(l.Namespace, "/\x00") {
+		return "", fmt.Errorf("this worker names no namespace to read secret files of (got %q)", l.Namespace)
+	}
+	dir := filepath.Join(l.SecretsDir, l.Namespace, cluster)
+	if _, err := os.Stat(filepath.Join(l.SecretsDir, l.Namespace)); errors.Is(err, fs.ErrNotExist) {
+		old := filepath.Join(l.SecretsDir, cluster)
+		if _, err := os.Stat(old); err == nil {
+			l.log().Warn("Reading secret files from the layout before namespaces; move them to the namespace's folder, which no other namespace reads",
+				zap.String("folder", old), zap.String("move to", dir))
+			return old, nil
+		}
+	}
+	return dir, nil
 }
