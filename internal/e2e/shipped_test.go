@@ -335,3 +335,34 @@ func processesOf(uids []int) []int {
 	}
 	return pids
 }
+
+// A worker that is not root and is given no agent to call would start one as itself, whose
+// scripts could then read its credentials: it refuses to start, saying why and what to do,
+// unless told that is meant (--shared-script-user).
+func TestANonRootWorkerWithoutAnAgentRefusesToStart(t *testing.T) {
+	t.Parallel()
+	guard(t)
+	h := newShippedHost(t)
+	data := filepath.Join(h.run, "data")
+	as := []string{"setpriv", "--reuid", strconv.Itoa(h.workerUID), "--regid", strconv.Itoa(h.workerGID), "--clear-groups", "--", h.bin}
+	worker := func(flags ...string) testenv.Result {
+		t.Helper()
+		cmd := append(append(slices.Clone(as), "worker", "--data", data), flags...)
+		res, err := testenv.RunBinary(t.Context(), cmd[0], h.run, []string{"TEMPORAL_ADDRESS=127.0.0.1:1", "HOME=/"}, cmd[1:]...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res
+	}
+	if err := os.Chown(h.run, h.workerUID, h.workerGID); err != nil {
+		t.Fatal(err)
+	}
+	res := worker()
+	if res.Code != 2 || !strings.Contains(res.Stderr, "not root") || !strings.Contains(res.Stderr, "--agent-socket") || !strings.Contains(res.Stderr, "--shared-script-user") {
+		t.Errorf("a non-root worker with no agent: %s; want exit 2 naming --agent-socket and --shared-script-user", res)
+	}
+	// Told so, it goes on, to connect (to nothing here).
+	if res := worker("--shared-script-user"); strings.Contains(res.Stderr, "not root") {
+		t.Errorf("with --shared-script-user: %s", res)
+	}
+}
