@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/clusterflow/clusterflow/internal/agent"
@@ -92,5 +93,64 @@ func TestAScriptsOutputIsCappedByRotation(t *testing.T) {
 	}
 	if res := s.cli("delete", "flood", "--wait"); res.Code != 0 {
 		t.Errorf("delete: %s", res)
+	}
+}
+
+// What a member may plant where the host reads and writes its output turns nothing of the
+// host's against it, through the CLI: a FIFO at an event's output is refused by `logs`, not
+// waited on (a FIFO once pinned an agent thread for good), and a file of another user there
+// (a hard link whose original was removed, on a host that allows such links) is neither
+// shown by `logs` nor given to the member's user by its next run, which writes a file of
+// its own.
+func TestPlantedFilesInASandboxTurnNothingAgainstTheHost(t *testing.T) {
+	t.Parallel()
+	guard(t)
+	specPath, _ := writeCluster(t, `
+name: planted
+roles:
+  - {name: m, members: 1, startscript: trace.sh, env: {TRACE: TRACE_FILE}, events: [restart]}
+`)
+	if res := cli(t, "deploy", "-f", specPath, "--wait"); res.Code != 0 {
+		t.Fatalf("deploy: %s", res)
+	}
+	t.Cleanup(func() { cli(t, "delete", "planted", "--wait") })
+	logs := filepath.Join(clusterDir(dataDir, "planted"), "planted-m-0", "logs")
+	for _, name := range []string{"start.stdout", "start.stderr"} {
+		if err := syscall.Mkfifo(filepath.Join(logs, name), 0o666); err != nil {
+			t.Fatal(err)
+		}
+	}
+	foreign := filepath.Join(logs, "restart.stdout")
+	_ = os.Remove(foreign)
+	if err := os.WriteFile(foreign, []byte("another user's\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chown(foreign, 64310, 64310); err != nil {
+		t.Fatal(err)
+	}
+	held, err := os.Open(foreign)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer held.Close()
+	// run's own deadline fails the test should the FIFO hold the read.
+	if res := cli(t, "logs", "planted", "planted-m-0", "--event", "start"); res.Code == -1 {
+		t.Errorf("logs of a FIFO: %s", res)
+	}
+	if res := cli(t, "logs", "planted", "planted-m-0", "--event", "restart"); strings.Contains(res.Stdout+res.Stderr, "another user's") {
+		t.Errorf("logs showed another user's file planted as the member's output: %s", res)
+	}
+	if res := cli(t, "restart", "planted", "--wait"); res.Code != 0 {
+		t.Fatalf("restart: %s", res)
+	}
+	info, err := held.Stat()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st := info.Sys().(*syscall.Stat_t); st.Uid != 64310 || info.Size() != int64(len("another user's\n")) {
+		t.Errorf("the planted file is now uid %d, %d bytes; want it untouched", st.Uid, info.Size())
+	}
+	if res := cli(t, "logs", "planted", "planted-m-0", "--event", "restart"); res.Code != 0 || strings.Contains(res.Stdout, "another user's") {
+		t.Errorf("logs of the restart: %s; want its own output", res)
 	}
 }

@@ -33,9 +33,14 @@ var ErrNotScriptFile = errors.New("not a plain file")
 // script likes, or a hard link to a file outside (/etc/shadow, on a host that allows
 // such links), which a link check by name cannot see and which the caller, root, would
 // then read, write or give away. It never blocks on the open, and returns only a regular
-// file with one link; anything else is closed and refused with ErrNotScriptFile. A
-// symbolic link is followed only within the sandbox (os.Root).
+// file with one link, owned by the sandbox's user or by the caller (which made it, not yet
+// given away); anything else is closed and refused with ErrNotScriptFile. A symbolic link
+// is followed only within the sandbox (os.Root).
 func OpenScriptFile(root *os.Root, name string, flag int, perm os.FileMode) (*os.File, error) {
+	sandbox, err := root.Stat(".")
+	if err != nil {
+		return nil, err
+	}
 	f, err := root.OpenFile(name, flag|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, perm)
 	if err != nil {
 		return nil, err
@@ -46,13 +51,18 @@ func OpenScriptFile(root *os.Root, name string, flag int, perm os.FileMode) (*os
 		return nil, err
 	}
 	st, ok := info.Sys().(*syscall.Stat_t)
-	if !info.Mode().IsRegular() || !ok || st.Nlink != 1 {
+	owner, _ := sandbox.Sys().(*syscall.Stat_t)
+	switch {
+	case !info.Mode().IsRegular() || !ok || st.Nlink != 1:
 		f.Close()
 		links := uint64(0)
 		if ok {
 			links = uint64(st.Nlink)
 		}
 		return nil, fmt.Errorf("%s (%s, %d links): %w", name, info.Mode().Type(), links, ErrNotScriptFile)
+	case owner == nil || (st.Uid != owner.Uid && int(st.Uid) != os.Geteuid()):
+		f.Close()
+		return nil, fmt.Errorf("%s (owned by uid %d, not the sandbox's user): %w", name, st.Uid, ErrNotScriptFile)
 	}
 	return f, nil
 }

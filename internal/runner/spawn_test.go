@@ -413,3 +413,53 @@ func TestNoPlantedLinkOrFIFOTurnsRootAgainstTheHost(t *testing.T) {
 		t.Errorf("a hard link's tail read the linked file: %q", stdout)
 	}
 }
+
+// A file of another user planted at the script's output's name (a hard link to it whose
+// original was then removed, on a host that allows such links: one link, not the script
+// user's) is neither written nor given to the script's user: it is replaced by a file of
+// its own, and keeps its owner.
+func TestAFileOfAnotherUserInASandboxIsNeverGivenAway(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Fatal("running a script as another user needs root, as CI runs the tests")
+	}
+	s := script(t, "echo mine\n")
+	s.User = &User{UID: 64300, GID: 64300}
+	for dir := s.Sandbox; dir != os.TempDir() && dir != "/"; dir = filepath.Dir(dir) {
+		if err := os.Chmod(dir, 0o711); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Chown(s.Sandbox, 64300, 64300); err != nil {
+		t.Fatal(err)
+	}
+	planted := filepath.Join(s.Sandbox, "out")
+	if err := os.WriteFile(planted, []byte("another's\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chown(planted, 64301, 64301); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Open(planted)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	h, _, err := Spawn(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { h.Stop(0) })
+	if code := waitExit(t, h); code != 0 {
+		t.Fatalf("exit %d", code)
+	}
+	info, err := f.Stat()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st := info.Sys().(*syscall.Stat_t); st.Uid != 64301 || info.Size() != int64(len("another's\n")) {
+		t.Errorf("the other user's file is now uid %d, %d bytes; want it untouched", st.Uid, info.Size())
+	}
+	if stdout, _ := h.Tails(); stdout != "mine\n" {
+		t.Errorf("stdout tail %q, want the script's own output in a file of its own", stdout)
+	}
+}
