@@ -44,7 +44,10 @@ type draftRole struct {
 	Update               *draftUpdate
 	Actions              []string
 	Ports                map[string]string
+	Limits               *draftLimits
 }
+
+type draftLimits struct{ Processes, OpenFiles, OutputMiB *int }
 
 // decode walks the YAML tree by hand rather than unmarshalling into structs, so that every
 // problem (an unknown key, a wrong type) is reported with its field path, and all at once.
@@ -97,8 +100,19 @@ func (w walker) role(path string, n *yaml.Node) draftRole {
 		"update":               func(p string, n *yaml.Node) { r.Update = w.update(p, n) },
 		"actions":              func(p string, n *yaml.Node) { r.Actions = w.strings(p, n) },
 		"ports":                func(p string, n *yaml.Node) { r.Ports = w.stringMap(p, n) },
+		"limits":               func(p string, n *yaml.Node) { r.Limits = w.limits(p, n) },
 	})
 	return r
+}
+
+func (w walker) limits(path string, n *yaml.Node) *draftLimits {
+	l := &draftLimits{}
+	w.mapping(path, n, map[string]func(string, *yaml.Node){
+		"processes": func(p string, n *yaml.Node) { l.Processes = w.integer(p, n) },
+		"openFiles": func(p string, n *yaml.Node) { l.OpenFiles = w.integer(p, n) },
+		"outputMiB": func(p string, n *yaml.Node) { l.OutputMiB = w.integer(p, n) },
+	})
+	return l
 }
 
 func (w walker) placement(path string, n *yaml.Node) *draftPlacement {

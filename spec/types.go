@@ -121,6 +121,45 @@ type Role struct {
 	// Ports name the ports a member serves, e.g. {client: 2379, peer: 2380}: as written
 	// where each member has a host to itself, else distinct ports the host assigns.
 	Ports map[string]int `json:"ports,omitempty"`
+	// Limits bound what the role's scripts take on a host; zero fields take the defaults.
+	Limits Limits `json:"limits,omitzero"`
+}
+
+// Limits bound what a member's scripts may take on its host, so that one cluster's fork
+// bomb or flood of output leaves the others running. A zero field takes its default.
+type Limits struct {
+	// Processes bounds the processes and threads of the cluster's script user on the host
+	// (RLIMIT_NPROC, counted across the cluster's members there).
+	Processes int `json:"processes,omitempty"`
+	// OpenFiles bounds each process's open files (RLIMIT_NOFILE).
+	OpenFiles int `json:"openFiles,omitempty"`
+	// OutputMiB is how much of each event's stdout and of its stderr a host keeps: past it
+	// the file is rotated once, so a member keeps at most about twice this per stream.
+	OutputMiB int `json:"outputMiB,omitempty"`
+}
+
+// DefaultLimits are a role's limits when it sets none: enough for a JVM or a database,
+// not enough for a fork bomb to starve the host.
+var DefaultLimits = Limits{Processes: 4096, OpenFiles: 65536, OutputMiB: 64}
+
+// Bounds on what a role may set.
+var (
+	MinLimits = Limits{Processes: 16, OpenFiles: 64, OutputMiB: 1}
+	MaxLimits = Limits{Processes: 1 << 20, OpenFiles: 1 << 20, OutputMiB: 4096}
+)
+
+// OrDefaults is the limits with each zero field its default.
+func (l Limits) OrDefaults() Limits {
+	if l.Processes == 0 {
+		l.Processes = DefaultLimits.Processes
+	}
+	if l.OpenFiles == 0 {
+		l.OpenFiles = DefaultLimits.OpenFiles
+	}
+	if l.OutputMiB == 0 {
+		l.OutputMiB = DefaultLimits.OutputMiB
+	}
+	return l
 }
 
 // Bounds on a role's ports.

@@ -141,7 +141,36 @@ func buildRole(path string, d draftRole, ps *problems) Role {
 	r.Update = checkUpdate(path+".update", d.Update, r, ps)
 	r.Actions = checkActions(path+".actions", d.Actions, ps)
 	r.Ports = checkPorts(path+".ports", d.Ports, ps)
+	r.Limits = checkRoleLimits(path+".limits", d.Limits, ps)
 	return r
+}
+
+// checkRoleLimits reads a role's limits, each within MinLimits and MaxLimits.
+func checkRoleLimits(path string, d *draftLimits, ps *problems) Limits {
+	var l Limits
+	if d == nil {
+		return l
+	}
+	for _, f := range []struct {
+		name                string
+		value               *int
+		min, max, byDefault int
+		to                  *int
+	}{
+		{"processes", d.Processes, MinLimits.Processes, MaxLimits.Processes, DefaultLimits.Processes, &l.Processes},
+		{"openFiles", d.OpenFiles, MinLimits.OpenFiles, MaxLimits.OpenFiles, DefaultLimits.OpenFiles, &l.OpenFiles},
+		{"outputMiB", d.OutputMiB, MinLimits.OutputMiB, MaxLimits.OutputMiB, DefaultLimits.OutputMiB, &l.OutputMiB},
+	} {
+		if f.value == nil {
+			continue
+		}
+		if *f.value < f.min || *f.value > f.max {
+			ps.add(path+"."+f.name, "is %d; it must be from %d to %d (leave it out for %d)", *f.value, f.min, f.max, f.byDefault)
+			continue
+		}
+		*f.to = *f.value
+	}
+	return l
 }
 
 // checkPorts reads a role's named ports: lowercase names (they become

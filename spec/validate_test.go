@@ -342,3 +342,26 @@ roles:
 		t.Errorf("a bad env shared by alias should be named at each place it is read, and only x- fields are extensions: %v", err)
 	}
 }
+
+// Limits are read as given, default where left out, and refused out of their bounds, each
+// by its field.
+func TestParseReadsLimits(t *testing.T) {
+	c, err := Parse([]byte("name: c\nroles:\n  - {name: r, startscript: s.sh, limits: {processes: 64, outputMiB: 8}}\n"), "", testScripts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := c.Roles[0].Limits; got != (Limits{Processes: 64, OutputMiB: 8}) || got.OrDefaults() != (Limits{Processes: 64, OpenFiles: DefaultLimits.OpenFiles, OutputMiB: 8}) {
+		t.Errorf("limits %+v (with defaults %+v)", got, got.OrDefaults())
+	}
+	_, err = Parse([]byte("name: c\nroles:\n  - {name: r, startscript: s.sh, limits: {processes: 1, openFiles: 2000000, outputMiB: 0, cpus: 2}}\n"), "", testScripts)
+	for _, want := range []string{
+		"roles[0].limits.processes: is 1; it must be from 16 to 1048576 (leave it out for 4096)",
+		"roles[0].limits.openFiles: is 2000000; it must be from 64 to 1048576",
+		"roles[0].limits.outputMiB: is 0; it must be from 1 to 4096",
+		"roles[0].limits.cpus: unknown field",
+	} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("bad limits: %v; want %q", err, want)
+		}
+	}
+}

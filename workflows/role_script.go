@@ -23,6 +23,7 @@ func (r *roleWorkflow) runScript(ctx workflow.Context, i int, event spec.Event) 
 		Env:        r.in.Role.Env,
 		Timeout:    r.in.Role.Timeout,
 		Revision:   r.in.Revision,
+		Limits:     r.in.Role.Limits,
 	}
 	if event == spec.EventUpgrade {
 		run.FromRevision = max(m.Revision, 1)

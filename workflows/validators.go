@@ -263,6 +263,7 @@ func reconfigured(old, next spec.Role) []string {
 	check("timeout", old.Timeout == next.Timeout)
 	check("heartbeatTimeout", old.HeartbeatTimeout == next.HeartbeatTimeout)
 	check("ports", maps.Equal(old.Ports, next.Ports))
+	check("limits", old.Limits == next.Limits)
 	return changed
 }
 

@@ -124,6 +124,8 @@ type Script struct {
 	Env    []string `json:"env,omitempty"`
 	// User, when set, is who the script runs as (the agent then runs as root).
 	User *runner.User `json:"user,omitempty"`
+	// Limits bound the script and all it starts.
+	Limits runner.Limits `json:"limits,omitzero"`
 }
 
 // Reply says what the agent did with a launch.

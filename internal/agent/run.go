@@ -169,7 +169,7 @@ func (a *Agent) start(l Launch, id string, at runPlace, retoken func(*record)) (
 	var exited <-chan struct{}
 	rec.Handle, exited, err = runner.Spawn(runner.Spec{
 		Path: path, Args: args, Dir: at.sandbox, Env: s.Env, Sandbox: at.sandbox,
-		StdoutFile: at.stdout, StderrFile: at.stderr, ExitFile: at.exit, User: s.User, Cgroup: at.cgroup,
+		StdoutFile: at.stdout, StderrFile: at.stderr, ExitFile: at.exit, User: s.User, Cgroup: at.cgroup, Limits: s.Limits,
 	})
 	if err != nil {
 		return "", err

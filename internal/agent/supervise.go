@@ -112,7 +112,7 @@ func (a *Agent) heartbeat(ctx context.Context, r *run) {
 		}
 		rec := r.snapshot()
 		for _, f := range []string{rec.Handle.StdoutFile, rec.Handle.StderrFile} {
-			if _, err := runner.RotateLog(rec.Handle.Sandbox, f, runner.MaxLogBytes); err != nil {
+			if _, err := runner.RotateLog(rec.Handle.Sandbox, f, rec.Handle.KeptOutput()); err != nil {
 				a.log.Warn("Could not rotate a script's log", zap.String("file", f), zap.Error(err))
 			}
 		}

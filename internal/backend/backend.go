@@ -218,6 +218,8 @@ type ScriptRun struct {
 	Replaces string `json:"replaces,omitempty"`
 	// Ports are the member's ports by name (CLUSTERFLOW_PORT_<NAME>).
 	Ports map[string]int `json:"ports,omitempty"`
+	// Limits are the role's; zero fields take the defaults (spec.DefaultLimits).
+	Limits spec.Limits `json:"limits,omitzero"`
 }
 
 // ScriptStop names runs to stop: the member's runs of an event for one workflow.

@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os/user"
 	"strconv"
 	"time"
@@ -10,6 +11,7 @@ import (
 	"github.com/clusterflow/clusterflow/internal/agent"
 	"github.com/clusterflow/clusterflow/internal/apperr"
 	"github.com/clusterflow/clusterflow/internal/backend/local"
+	"github.com/clusterflow/clusterflow/internal/runner"
 )
 
 // runAgent serves a host: its backend (members' folders, their users, ports and secrets)
@@ -17,6 +19,10 @@ import (
 // host runs it as a service of its own, as root beside an unprivileged worker
 // (deploy/systemd/clusterflow-agent.service), which reaches it at --socket.
 func runAgent(ctx context.Context, args []string) error {
+	// Before anything: what it starts inherits it.
+	if err := runner.NoNewPrivileges(); err != nil {
+		return fmt.Errorf("set no_new_privs, which every startscript inherits: %w", err)
+	}
 	preferSmallHeap()
 	fs := newFlagSet("agent", "[--data DIR] [flags]")
 	var com common

@@ -81,6 +81,16 @@ func (r Root) SignedDir(c Cluster) (string, error) {
 	return filepath.Join(dir, ".clusterflow", "signed"), nil
 }
 
+// Tmp is the cluster's own temporary folder on a host (its scripts' TMPDIR), its script
+// user's alone: clusters sharing a host share no temporary files.
+func (r Root) Tmp(c Cluster) (string, error) {
+	dir, err := r.Cluster(c)
+	if err != nil {
+		return "", err
+	}
+	return filepath.Join(dir, ".clusterflow", "tmp"), nil
+}
+
 // OwnerFile names the server and namespace that last wrote the cluster's folder (the
 // namespace's ID, unique across servers): a host removes no folder another one owns.
 func (r Root) OwnerFile(c Cluster) (string, error) {

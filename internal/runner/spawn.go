@@ -13,6 +13,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // Spec is a script to start.
@@ -36,6 +38,62 @@ type Spec struct {
 	// Cgroup, when set, is the cgroup (v2) folder the script and all it starts run in (see
 	// MemberCgroup); it is made if need be.
 	Cgroup string
+	// Limits, where set, bound the script and all it starts (see Limits).
+	Limits Limits
+}
+
+// Limits are resource limits of a script and everything it starts: each zero one is not
+// set (the starter's own holds).
+type Limits struct {
+	// Processes is RLIMIT_NPROC, which counts every process and thread of the script's
+	// real user: with a user per cluster, the cluster's on the host.
+	Processes int `json:"processes,omitempty"`
+	// OpenFiles is RLIMIT_NOFILE, of each process.
+	OpenFiles int `json:"openFiles,omitempty"`
+	// Output is how many bytes of each of its output files are kept (MaxLogBytes when 0).
+	Output int64 `json:"output,omitempty"`
+}
+
+// prlimit sets resource limits on the command it runs, in place (util-linux; Go's process
+// start sets none, and a limit set on the script after its start could come after its
+// first fork). Empty when the host has none: scripts then run with the agent's limits.
+var prlimit = sync.OnceValue(func() string {
+	path, _ := exec.LookPath("prlimit")
+	return path
+})
+
+// command is how the wrapper is run with the limits: through prlimit, which execs it, so
+// the wrapper keeps the PID the handle names. A limit above the starter's own is lowered to
+// it, since raising one takes a privilege (CAP_SYS_RESOURCE) the agent is not given.
+func (l Limits) command(wrapperArgs []string) (string, []string) {
+	var set []string
+	for _, r := range []struct {
+		flag     string
+		resource int
+		want     int
+	}{{"--nproc", unix.RLIMIT_NPROC, l.Processes}, {"--nofile", unix.RLIMIT_NOFILE, l.OpenFiles}} {
+		if r.want <= 0 {
+			continue
+		}
+		limit := uint64(r.want)
+		var own unix.Rlimit
+		if err := unix.Getrlimit(r.resource, &own); err == nil && own.Max < limit {
+			limit = own.Max
+		}
+		set = append(set, fmt.Sprintf("%s=%d", r.flag, limit))
+	}
+	if len(set) == 0 || prlimit() == "" {
+		return "/bin/sh", wrapperArgs
+	}
+	return prlimit(), append(append(set, "--", "/bin/sh"), wrapperArgs...)
+}
+
+// maxOutput is how many bytes of an output file are kept.
+func (l Limits) maxOutput() int64 {
+	if l.Output > 0 {
+		return l.Output
+	}
+	return MaxLogBytes
 }
 
 // User is a numeric user and group a script runs as.
@@ -62,7 +120,13 @@ type Handle struct {
 	StdoutFrom int64  `json:"stdoutFrom"`
 	StderrFrom int64  `json:"stderrFrom"`
 	ExitFile   string `json:"exitFile"`
+	// MaxOutput is how many bytes of each output file are kept (MaxLogBytes when 0).
+	MaxOutput int64 `json:"maxOutput,omitempty"`
 }
+
+// KeptOutput is how many bytes of each of the run's output files are kept: past it, the
+// file is rotated (RotateLog).
+func (h Handle) KeptOutput() int64 { return Limits{Output: h.MaxOutput}.maxOutput() }
 
 // wrapper runs the script and writes its exit status. It survives SIGTERM (the trap only
 // defers it until the script ends) so a stopped script still gets its status written;
@@ -78,7 +142,7 @@ func Spawn(s Spec) (Handle, <-chan struct{}, error) {
 	if s.Sandbox == "" {
 		return Handle{}, nil, fmt.Errorf("a script needs a sandbox")
 	}
-	h := Handle{Sandbox: s.Sandbox, StdoutFile: s.StdoutFile, StderrFile: s.StderrFile, ExitFile: s.ExitFile}
+	h := Handle{Sandbox: s.Sandbox, StdoutFile: s.StdoutFile, StderrFile: s.StderrFile, ExitFile: s.ExitFile, MaxOutput: s.Limits.Output}
 	root, exitFile, err := rooted(s.Sandbox, s.ExitFile)
 	if err != nil {
 		return h, nil, err
@@ -94,7 +158,7 @@ func Spawn(s Spec) (Handle, <-chan struct{}, error) {
 	}
 	var files [2]*os.File
 	for i, name := range []string{s.StdoutFile, s.StderrFile} {
-		f, from, err := openLog(s.Sandbox, name)
+		f, from, err := openLog(s.Sandbox, name, s.Limits.maxOutput())
 		if err != nil {
 			return h, nil, err
 		}
@@ -110,8 +174,8 @@ func Spawn(s Spec) (Handle, <-chan struct{}, error) {
 		}
 	}
 
-	args := append([]string{"-c", wrapper, "clusterflow-run", absolute(s.Sandbox, s.ExitFile), s.Path}, s.Args...)
-	cmd := exec.Command("/bin/sh", args...)
+	path, args := s.Limits.command(append([]string{"-c", wrapper, "clusterflow-run", absolute(s.Sandbox, s.ExitFile), s.Path}, s.Args...))
+	cmd := exec.Command(path, args...)
 	cmd.Dir, cmd.Env = s.Dir, s.Env
 	cmd.Stdout, cmd.Stderr = files[0], files[1]
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
@@ -254,8 +318,8 @@ func modTime(sandbox, name string, from int64) int64 {
 // there (a link, a hard link or a FIFO the script planted, say: see OpenScriptFile) is
 // replaced by one, made afresh, so that nothing but the file itself is ever given to the
 // script's user.
-func openLog(sandbox, name string) (*os.File, int64, error) {
-	if _, err := RotateLog(sandbox, name, MaxLogBytes); err != nil {
+func openLog(sandbox, name string, limit int64) (*os.File, int64, error) {
+	if _, err := RotateLog(sandbox, name, limit); err != nil {
 		return nil, 0, err
 	}
 	root, name, err := rooted(sandbox, name)

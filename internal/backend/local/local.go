@@ -417,11 +417,17 @@ func (l *Backend) LaunchScript(ctx context.Context, run backend.ScriptRun, to ba
 	}
 	clusterDir, _ := l.layout.Cluster(run.Member.Folder())
 	own["CLUSTERFLOW_CONFIGMETA"] = l.configMetaPath(clusterDir)
+	if own["TMPDIR"], err = l.clusterTmp(run.Member.Folder(), user); err != nil {
+		return fmt.Errorf("make the cluster's temporary folder: %w", err)
+	}
+	limits := run.Limits.OrDefaults()
 	_, err = l.launcher.Launch(ctx, agent.Launch{
 		Key:       agent.Key{WorkflowID: to.WorkflowID, ActivityID: to.ActivityID},
 		TaskToken: to.TaskToken, Connection: l.Connection, HeartbeatTimeout: to.HeartbeatTimeout,
 		Cluster: run.Member.Cluster, Home: run.Member.Home, Member: run.Member.Name, Event: string(run.Event),
-		Script:  agent.Script{SHA256: run.ScriptHash, Args: args, Env: scriptEnv(run, own), User: user},
+		Script: agent.Script{SHA256: run.ScriptHash, Args: args, Env: scriptEnv(run, own), User: user, Limits: runner.Limits{
+			Processes: limits.Processes, OpenFiles: limits.OpenFiles, Output: int64(limits.OutputMiB) << 20,
+		}},
 		Timeout: run.Timeout,
 		Grace:   l.Grace,
 	})
@@ -430,6 +436,24 @@ func (l *Backend) LaunchScript(ctx context.Context, run backend.ScriptRun, to ba
 		return &backend.RefusedError{Reason: refused.Reason}
 	}
 	return err
+}
+
+// clusterTmp makes the cluster's temporary folder if need be, its script user's, mode 0700.
+func (l *Backend) clusterTmp(c layout.Cluster, u *runner.User) (string, error) {
+	dir, err := l.layout.Tmp(c)
+	if err != nil {
+		return "", err
+	}
+	if err := os.Mkdir(dir, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
+		return "", err
+	}
+	if u != nil {
+		// Its parent is the agent's, so the name is the folder made here, not a link.
+		if err := os.Lchown(dir, int(u.UID), int(u.GID)); err != nil {
+			return "", err
+		}
+	}
+	return dir, nil
 }
 
 // MemberAddress implements Backend: a member is reached at its host's address.
