@@ -186,6 +186,10 @@ type MemberEvent struct {
 	Source string `json:"source,omitempty"`
 	// At is when the source saw it; the workflow's own clock drives the timers.
 	At time.Time `json:"at,omitzero"`
+	// WatchOnly says the reporter may watch but not replace (a gateway token without the
+	// replace scope): a down or unhealthy it reports never leads to a replacement by
+	// itself.
+	WatchOnly bool `json:"watchOnly,omitempty"`
 }
 
 // MemberEventResult is the transition a MemberEvent caused, or why it caused none.

@@ -50,6 +50,8 @@ func (hm *healthMachine) stepHealth(ctx workflow.Context, rs *plan.RoleState, m 
 		up:             h.LastReport == HealthUp,
 		replaceable:    policy.ReplaceOnConfigError && m.Replacements < policy.MaxReplacements,
 		setUpElsewhere: hm.setUpElsewhere,
+		// Asked only of a watch-only report, which no history of before it holds.
+		watchOnly: ev.WatchOnly && workflow.GetVersion(ctx, changeWatchOnlyReports, workflow.DefaultVersion, 1) >= 1,
 	}
 	t, ok := nextTransition(m.State, ev.Event, facts)
 	if !ok {

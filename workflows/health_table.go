@@ -22,6 +22,8 @@ type healthFacts struct {
 	// setUpElsewhere: members being set up are placed afresh when their host is lost or
 	// they are gone (runs from before that ignored such events).
 	setUpElsewhere bool
+	// watchOnly: the report comes from a reporter that may not cause a replacement.
+	watchOnly bool
 }
 
 type guard func(healthFacts) bool
@@ -32,6 +34,7 @@ func flapping(f healthFacts) bool    { return f.flapping }
 func isUp(f healthFacts) bool        { return f.up }
 func replaceable(f healthFacts) bool { return f.replaceable }
 func elsewhere(f healthFacts) bool   { return f.setUpElsewhere }
+func watchOnly(f healthFacts) bool   { return f.watchOnly }
 
 // healthTimer is what a transition does to the member's timer.
 type healthTimer int
@@ -58,6 +61,10 @@ type transition struct {
 }
 
 var transitions = []transition{
+	// A reporter that may only watch takes a member down with no timer: it stays down
+	// until it is up again, or a reporter that may replace, or an operator, decides.
+	{MemberReady, HealthDown, watchOnly, MemberDown, timerStop},
+	{MemberReady, HealthUnhealthy, watchOnly, MemberDown, timerStop},
 	{MemberReady, HealthDown, nil, MemberDown, timerReplace},
 	{MemberReady, HealthUnhealthy, nil, MemberDown, timerReplace},
 	{MemberReady, HealthGone, paused, MemberDown, timerNow},

@@ -15,7 +15,7 @@ func TestHealthTransitionTable(t *testing.T) {
 	}
 	events := []HealthEvent{HealthDown, HealthUp, HealthGone, HealthUnhealthy, HealthTimeout, HealthResume, HealthConfigError}
 	none := healthFacts{}
-	all := healthFacts{paused: true, flapping: true, up: true, replaceable: true}
+	all := healthFacts{paused: true, flapping: true, up: true, replaceable: true, watchOnly: true}
 
 	type want struct {
 		to    MemberState
@@ -23,8 +23,8 @@ func TestHealthTransitionTable(t *testing.T) {
 	}
 	// What each pair does with no guard holding (none) and with every guard holding (all).
 	expected := map[string][2]*want{
-		"ready/down":                {{MemberDown, timerReplace}, {MemberDown, timerReplace}},
-		"ready/unhealthy":           {{MemberDown, timerReplace}, {MemberDown, timerReplace}},
+		"ready/down":                {{MemberDown, timerReplace}, {MemberDown, timerStop}},
+		"ready/unhealthy":           {{MemberDown, timerReplace}, {MemberDown, timerStop}},
 		"ready/gone":                {{MemberReplacing, timerStop}, {MemberDown, timerNow}},
 		"down/up":                   {{MemberReady, timerStop}, {MemberFlapping, timerSettle}},
 		"down/gone":                 {{MemberReplacing, timerStop}, {MemberDown, timerNow}},

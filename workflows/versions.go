@@ -80,4 +80,8 @@ const (
 	// retry runs it again; and a replacement's predecessor stays in configmeta, as leaving,
 	// until it is gone. Asked once per run, when it starts.
 	changeAppContract = "app-contract"
+	// changeWatchOnlyReports: a down or unhealthy report from a reporter that may not cause
+	// a replacement (a gateway token without the replace scope) takes the member down with
+	// no replaceAfter timer: only a report that may replace, or an operator, replaces it.
+	changeWatchOnlyReports = "watch-only-reports"
 )

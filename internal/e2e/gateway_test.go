@@ -588,3 +588,56 @@ func TestTheGatewayAnswers503WhileTemporalIsDown(t *testing.T) {
 		t.Errorf("delete: %s", res)
 	}
 }
+
+// A down reported with a token that may not replace (events only) takes the member down,
+// and no further: its replaceAfter passes without a replacement. Reported at the same
+// moment of another member with a token that may replace, that one is replaced after
+// replaceAfter, which shows the time has passed. An up brings the first one back.
+func TestAnEventsOnlyDownNeverReplacesAMember(t *testing.T) {
+	t.Parallel()
+	guard(t)
+	name := "gwwatch"
+	// Two members down at once are within maxUnavailable: no meltdown guard holds either.
+	specPath, _ := writeCluster(t, `
+name: gwwatch
+roles:
+  - {name: worker, members: 3, startscript: trace.sh, env: {TRACE: TRACE_FILE}, replaceAfter: 3s, maxUnavailable: "2"}
+`)
+	mustSucceed(t, "deploy", "-f", specPath, "--wait")
+	g := &gatewayUnderTest{}
+	var watcher, replacer string
+	startGatewayWith(t, g, cliEnv, []gatewayToken{{"watcher", "events", name, &watcher}, {"replacer", "events,replace", name, &replacer}})
+	report := func(token, member, event string) {
+		t.Helper()
+		code, _, body := g.do(t, "POST", "/v1/clusters/"+name+"/members/"+member+"/events", token, "application/json", []byte(`{"event":"`+event+`"}`))
+		if code != 200 || !strings.Contains(body, `"to":"`) {
+			t.Fatalf("%s %s: %d %s", event, member, code, body)
+		}
+	}
+	report(watcher, name+"-worker-0", "down")
+	report(replacer, name+"-worker-1", "down")
+	waitUpTo(t, time.Minute, "the member reported down with a replace token replaced", func() bool {
+		st := statusJSON(t, name)
+		for _, m := range st.Role("worker").Members {
+			if m.Replaces == name+"-worker-1" && m.State == workflows.MemberReady {
+				return true
+			}
+		}
+		return false
+	})
+	after := statusJSON(t, name)
+	for _, m := range after.Role("worker").Members {
+		switch {
+		case m.Name == name+"-worker-0" && m.State != workflows.MemberDown:
+			t.Errorf("%s, reported down by an events-only token: %s; want down still", m.Name, m.State)
+		case m.Replaces == name+"-worker-0":
+			t.Errorf("%s replaces %s, which only an events-only token reported down", m.Name, m.Replaces)
+		}
+	}
+	report(watcher, name+"-worker-0", "up")
+	st := statusJSON(t, name)
+	if m := st.Role("worker").Members[0]; m.Name != name+"-worker-0" || m.State != workflows.MemberReady {
+		t.Errorf("after up: %s %s", m.Name, m.State)
+	}
+	mustSucceed(t, "delete", name, "--wait")
+}

@@ -613,3 +613,33 @@ roles:
 	mustSucceed(t, "delete", "rec-held", "--wait")
 	record("failed-removing-retried", "rec-held")
 }
+
+// TestRecordTrustHistories records reports that may only watch (watch-only-reports): a
+// down from an events-only gateway token that leaves the member down past replaceAfter,
+// then an up, beside a down from a token that may replace, which replaces its member.
+//
+//	CLUSTERFLOW_RECORD_HISTORIES=v19-trust go test ./internal/e2e -run TestRecordTrustHistories
+func TestRecordTrustHistories(t *testing.T) {
+	guard(t)
+	recordOn := recorder(t)
+	specPath, _ := writeCluster(t, `
+name: rec-watch
+roles:
+  - {name: worker, members: 3, startscript: trace.sh, env: {TRACE: TRACE_FILE}, replaceAfter: 2s, maxUnavailable: "2", limits: {processes: 256}}
+`)
+	mustSucceed(t, "deploy", "-f", specPath, "--wait")
+	g := &gatewayUnderTest{}
+	var watcher, replacer string
+	startGatewayWith(t, g, cliEnv, []gatewayToken{{"watcher", "events", "rec-watch", &watcher}, {"replacer", "events,replace", "rec-watch", &replacer}})
+	for _, r := range []struct{ token, member, event string }{{watcher, "rec-watch-worker-0", "down"}, {replacer, "rec-watch-worker-1", "down"}} {
+		if code, _, body := g.do(t, "POST", "/v1/clusters/rec-watch/members/"+r.member+"/events", r.token, "application/json", []byte(`{"event":"`+r.event+`"}`)); code != 200 {
+			t.Fatalf("%s %s: %d %s", r.event, r.member, code, body)
+		}
+	}
+	waitForWorkers(t, "rec-watch", "rec-watch-worker-0=down", "rec-watch-worker-2=ready", "rec-watch-worker-3=ready<rec-watch-worker-1")
+	if code, _, body := g.do(t, "POST", "/v1/clusters/rec-watch/members/rec-watch-worker-0/events", watcher, "application/json", []byte(`{"event":"up"}`)); code != 200 {
+		t.Fatalf("up: %d %s", code, body)
+	}
+	mustSucceed(t, "delete", "rec-watch", "--wait")
+	recordOn(server.Client, "watch-only-down-and-replace", workflows.ClusterWorkflowID("rec-watch"))
+}

@@ -95,6 +95,10 @@ func permit(tok Token, scope Scope, cluster string) error {
 	return nil
 }
 
+// watchOnly says a token's reports about a cluster may not lead to a replacement: it lacks
+// the replace scope there, so a down it reports takes a member down and no further.
+func watchOnly(tok Token, cluster string) bool { return permit(tok, ScopeReplace, cluster) != nil }
+
 // eventScope is the scope an event needs: gone and unhealthy replace the member and delete
 // its data, so down/up alone does not allow them.
 func eventScope(ev workflows.HealthEvent) Scope {
@@ -197,6 +201,7 @@ func (g *Gateway) postEvent(w http.ResponseWriter, r *http.Request) {
 		g.refuse(w, err)
 		return
 	}
+	ev.WatchOnly = watchOnly(tokenOf(r), cluster)
 	res, err := g.report(r.Context(), cluster, ev)
 	if err != nil {
 		writeError(w, err)
@@ -268,6 +273,7 @@ func (g *Gateway) postAlertmanager(w http.ResponseWriter, r *http.Request) {
 		if ae.err == nil {
 			ae.err = permit(tok, eventScope(ae.event.Event), ae.cluster)
 		}
+		ae.event.WatchOnly = watchOnly(tok, ae.cluster)
 		if ae.err != nil {
 			g.metrics.events.WithLabelValues("refused").Inc()
 			res.Error = ae.err.Error()

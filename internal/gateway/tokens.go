@@ -21,7 +21,8 @@ import (
 type Scope string
 
 const (
-	// ScopeEvents may report a member down or up: nothing is lost by either.
+	// ScopeEvents may report a member down or up: nothing is lost by either, as a down it
+	// reports leads to no replacement by itself (workflows.MemberEvent.WatchOnly).
 	ScopeEvents Scope = "events"
 	// ScopeReplace may report a member gone or unhealthy, which replaces it and deletes its
 	// data: a monitor that only watches needs events, not this.
