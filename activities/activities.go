@@ -54,7 +54,7 @@ func (a *Activities) refuseUnsigned(ctx context.Context, run backend.ScriptRun) 
 	}
 	signed, err := a.Backend.SignedSpecs(ctx, run.Member.Folder())
 	if err != nil {
-		return err
+		return refuseElsewhere(err)
 	}
 	env := run.EnvHash
 	if env == "" {
@@ -83,7 +83,7 @@ func (a *Activities) WriteClusterFiles(ctx context.Context, files backend.Cluste
 	if err := a.refuse(ctx, files.Cluster, names); err != nil {
 		return err
 	}
-	return a.Backend.WriteClusterFiles(ctx, files)
+	return refuseElsewhere(a.Backend.WriteClusterFiles(ctx, files))
 }
 
 // CreateMember makes a member on the backend.
@@ -91,7 +91,7 @@ func (a *Activities) CreateMember(ctx context.Context, m backend.MemberRef) erro
 	if err := a.refuse(ctx, m.Cluster, nil); err != nil {
 		return err
 	}
-	return a.Backend.CreateMember(ctx, m)
+	return refuseElsewhere(a.Backend.CreateMember(ctx, m))
 }
 
 // RemoveMember stops what a member left running and removes it, unless another
@@ -103,7 +103,8 @@ func (a *Activities) RemoveMember(ctx context.Context, m backend.MemberRef) erro
 // ListMembers lists the members the backend has for the cluster, for reconciling. cluster
 // is its key (NAME or NAME@HOME; see backend.ClusterRef), as for the activities below.
 func (a *Activities) ListMembers(ctx context.Context, cluster string) ([]backend.MemberRef, error) {
-	return a.Backend.ListMembers(ctx, cluster)
+	members, err := a.Backend.ListMembers(ctx, cluster)
+	return members, refuseElsewhere(err)
 }
 
 // ListMemberOrdinals lists the members the backend has for the cluster, as ListMembers
@@ -111,7 +112,7 @@ func (a *Activities) ListMembers(ctx context.Context, cluster string) ([]backend
 func (a *Activities) ListMemberOrdinals(ctx context.Context, cluster string) (workflows.MemberListing, error) {
 	members, err := a.Backend.ListMembers(ctx, cluster)
 	if err != nil {
-		return workflows.MemberListing{}, err
+		return workflows.MemberListing{}, refuseElsewhere(err)
 	}
 	var listing workflows.MemberListing
 	if len(members) > listingLimit {
@@ -139,8 +140,8 @@ func (a *Activities) RemoveCluster(ctx context.Context, cluster string) error {
 	return refuseElsewhere(a.Backend.RemoveCluster(ctx, cluster))
 }
 
-// refuseElsewhere fails for good a removal the host refused because another server or
-// namespace owns the folder: asking again changes nothing.
+// refuseElsewhere fails for good a step the host refused because another server or
+// namespace owns the cluster's folder: asking again changes nothing.
 func refuseElsewhere(err error) error {
 	var elsewhere *backend.OwnedElsewhereError
 	if errors.As(err, &elsewhere) {
@@ -167,7 +168,7 @@ func (a *Activities) RunStartscript(ctx context.Context, run backend.ScriptRun) 
 		// A member's first event creates it (idempotently), sparing a wide role
 		// an activity per member.
 		if err := a.Backend.CreateMember(ctx, run.Member); err != nil {
-			return backend.ScriptResult{}, fmt.Errorf("create member %s: %w", run.Member.Name, err)
+			return backend.ScriptResult{}, refuseElsewhere(fmt.Errorf("create member %s: %w", run.Member.Name, err))
 		}
 	}
 	info := activity.GetInfo(ctx)
@@ -180,7 +181,10 @@ func (a *Activities) RunStartscript(ctx context.Context, run backend.ScriptRun) 
 	var secretErr *backend.SecretError
 	var refused *backend.RefusedError
 	var noSandbox *backend.NoSandboxError
+	var elsewhere *backend.OwnedElsewhereError
 	switch {
+	case errors.As(err, &elsewhere):
+		return backend.ScriptResult{}, refuseElsewhere(err)
 	case errors.As(err, &noSandbox):
 		// Nothing to run a script in, and asking again will not make one.
 		return backend.ScriptResult{}, temporal.NewNonRetryableApplicationError(noSandbox.Error(), backend.ErrNoSandbox, nil)
@@ -197,17 +201,19 @@ func (a *Activities) RunStartscript(ctx context.Context, run backend.ScriptRun) 
 
 // AssignPorts gives members their ports on this host.
 func (a *Activities) AssignPorts(ctx context.Context, req backend.PortRequest) (backend.PortAssignment, error) {
-	return a.Backend.AssignPorts(ctx, req)
+	ports, err := a.Backend.AssignPorts(ctx, req)
+	return ports, refuseElsewhere(err)
 }
 
 // StopScript stops a run whose activity was cancelled, at once, on the member's host.
 func (a *Activities) StopScript(ctx context.Context, stop backend.ScriptStop) error {
-	return a.Backend.StopScript(ctx, stop)
+	return refuseElsewhere(a.Backend.StopScript(ctx, stop))
 }
 
 // ReadMemberLog reads part of a member's script output on the host holding it.
 func (a *Activities) ReadMemberLog(ctx context.Context, req backend.LogRequest) (backend.LogChunk, error) {
-	return a.Backend.ReadLog(ctx, req)
+	chunk, err := a.Backend.ReadLog(ctx, req)
+	return chunk, refuseElsewhere(err)
 }
 
 // ListHostClusters lists every cluster this worker's backend holds anything of, with the
@@ -219,11 +225,7 @@ func (a *Activities) ListHostClusters(ctx context.Context) ([]workflows.HostClus
 	}
 	var out []workflows.HostCluster
 	for _, c := range held[:min(len(held), workflows.ListedClusters)] {
-		found := workflows.HostCluster{Cluster: c.Name, Home: c.Home, Members: []string{}, Elsewhere: c.Elsewhere}
-		if found.Elsewhere {
-			out = append(out, found) // another server's: its members are not this one's business
-			continue
-		}
+		found := workflows.HostCluster{Cluster: c.Name, Home: c.Home, Members: []string{}}
 		members, err := a.Backend.ListMembers(ctx, c.Key())
 		if err != nil {
 			return nil, err

@@ -1,6 +1,7 @@
 package workflows
 
 import (
+	"crypto/rand"
 	"go.temporal.io/sdk/log"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
@@ -131,6 +132,7 @@ func newClusterWorkflow(ctx workflow.Context, in ClusterInput) (*clusterWorkflow
 	if carried != nil {
 		w.state, w.removed, w.retiring, w.deleteRequested = carried.State, carried.Removed, carried.Retiring, carried.Deleting
 		w.initRevisions(w.state.CreatedAt)
+		w.makeFolderKey(ctx)
 		return w, nil
 	}
 	levels, err := spec.Levels(in.Spec.Roles)
@@ -149,6 +151,7 @@ func newClusterWorkflow(ctx workflow.Context, in ClusterInput) (*clusterWorkflow
 	if workflow.GetVersion(ctx, changeSandboxHomes, workflow.DefaultVersion, 1) >= 1 {
 		w.state.Home = backend.HomeOf(workflow.GetInfo(ctx).WorkflowExecution.RunID)
 	}
+	w.makeFolderKey(ctx)
 	w.noteSignature()
 	if len(in.Hosts) > 0 {
 		w.state.OnHosts, w.state.Hosts = true, in.Hosts
@@ -159,6 +162,15 @@ func newClusterWorkflow(ctx workflow.Context, in ClusterInput) (*clusterWorkflow
 	w.addPendingMembers(workflow.Now(ctx))
 	w.initRevisions(now)
 	return w, nil
+}
+
+// makeFolderKey gives a cluster with none its folder key, once (changeFolderKeys).
+func (w *clusterWorkflow) makeFolderKey(ctx workflow.Context) {
+	if w.state.FolderKey != "" || workflow.GetVersion(ctx, changeFolderKeys, workflow.DefaultVersion, 1) < 1 {
+		return
+	}
+	// Random, so made once and recorded: a replay reads it back.
+	_ = workflow.SideEffect(ctx, func(workflow.Context) any { return rand.Text() }).Get(&w.state.FolderKey)
 }
 
 func (w *clusterWorkflow) setup(ctx workflow.Context) error {

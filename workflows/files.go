@@ -71,6 +71,7 @@ func (w *clusterWorkflow) writeFiles(ctx workflow.Context, summary string, hosts
 	// more than hostWriteBytes; a write alone always goes.
 	sizes := map[bool]int{false: payloadSize(files)}
 	inFlight := slots{limit: hostWriteBytes}
+	files.FolderKey = w.state.FolderKey
 	return w.hosts.onEachHost(withQuickActivity(ctx, summary), hosts, func(ctx workflow.Context, host string) error {
 		f := files
 		install := w.bounded && w.state.Installed[host] != digest

@@ -16,10 +16,14 @@ type clusterState struct {
 	FailedTeardowns []FailedTeardown `json:"failedTeardowns,omitempty"`
 	// Home sets the cluster's folders on hosts apart from others of its name (see
 	// changeSandboxHomes); empty for a cluster deployed before homes.
-	Home    string `json:"home,omitempty"`
-	Phase   Phase  `json:"phase"`
-	Message string `json:"message,omitempty"`
-	Origin  string `json:"origin,omitempty"`
+	Home string `json:"home,omitempty"`
+	// FolderKey is the secret the cluster's folders on hosts are marked with (see
+	// changeFolderKeys): an export carries it, so that the importing namespace may take them
+	// over, and no other namespace may.
+	FolderKey string `json:"folderKey,omitempty"`
+	Phase     Phase  `json:"phase"`
+	Message   string `json:"message,omitempty"`
+	Origin    string `json:"origin,omitempty"`
 	// Levels is the dependency plan: the roles set up together, level by level.
 	Levels    [][]string       `json:"levels"`
 	Roles     []plan.RoleState `json:"roles"`

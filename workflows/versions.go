@@ -84,4 +84,10 @@ const (
 	// a replacement (a gateway token without the replace scope) takes the member down with
 	// no replaceAfter timer: only a report that may replace, or an operator, replaces it.
 	changeWatchOnlyReports = "watch-only-reports"
+	// changeFolderKeys: a cluster has a folder key, a secret made once (a side effect) and
+	// carried with its state, continue-as-new, export and import alike; every write of its
+	// files presents it, and a host hands a folder owned by another namespace over only to
+	// a write that presents the key the folder was marked with. Asked once per run, when it
+	// starts, of a cluster with no key yet.
+	changeFolderKeys = "folder-keys"
 )

@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -28,9 +29,13 @@ type Client struct {
 	Socket string
 	// Command starts an agent for Dir, e.g. ["clusterflow", "agent", "--dir", Dir].
 	Command []string
-	// Settings is the digest of the settings Command starts an agent with (Settings.Digest):
-	// an agent answering with other settings, started by an earlier worker, is replaced.
+	// Settings is the digest of the settings Command starts an agent with: an agent
+	// answering this client's first request with other settings, left by an earlier worker,
+	// is replaced. Later requests take the agent as it is: another worker sharing the data
+	// folder (a migration's target, say) may have started it since, and two that replaced
+	// each other's would never stop.
 	Settings string
+	settled  atomic.Bool
 
 	// startMu makes concurrent launches that find no agent start one, not one each.
 	startMu   sync.Mutex
@@ -63,7 +68,8 @@ func (c *Client) exchange(ctx context.Context, req request, within time.Duration
 	var waitingSince time.Time
 	for wait := 10 * time.Millisecond; ; wait = min(wait*2, 500*time.Millisecond) {
 		reply, err := c.sendRequest(ctx, req)
-		stale := reply.Protocol < Protocol || (c.Settings != "" && reply.Settings != "" && reply.Settings != c.Settings && len(c.Command) > 0)
+		otherSettings := c.Settings != "" && reply.Settings != "" && reply.Settings != c.Settings && len(c.Command) > 0 && !c.settled.Load()
+		stale := reply.Protocol < Protocol || otherSettings
 		if err == nil && stale && len(c.Command) == 0 {
 			return reply, fmt.Errorf("the agent at %s speaks protocol %d, and this worker %d: restart the host's agent service with this version", c.socket(), reply.Protocol, Protocol)
 		}
@@ -80,6 +86,7 @@ func (c *Client) exchange(ctx context.Context, req request, within time.Duration
 			err = errStopping
 		}
 		if err == nil {
+			c.settled.Store(true)
 			switch {
 			case reply.Fault != nil:
 				return reply, reply.Fault.Err(reply.Error)

@@ -131,6 +131,9 @@ type ClusterFiles struct {
 	// Signed maps Signed.Hash to the spec's manifest and signature, for a host that
 	// trusts keys to check runs against.
 	Signed map[string]signing.Signed `json:"signed,omitempty"`
+	// FolderKey is the cluster's secret its folder is marked with: a folder another
+	// namespace owns is handed over only to a write that presents it (an import's).
+	FolderKey string `json:"folderKey,omitempty"`
 }
 
 // Folder is the member's cluster.

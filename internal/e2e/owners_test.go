@@ -1,9 +1,11 @@
 package e2e
 
 import (
+	"bytes"
 	"context"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -110,5 +112,78 @@ roles:
 	}
 	if exists(folder(1)) {
 		t.Error("server 1's folder is left after its delete")
+	}
+}
+
+// Another namespace cannot take a cluster's folder over by a write of its own: an import of
+// the cluster's export without its folder key (a namespace writer who knows the cluster's
+// home, say) is refused by the host, which keeps the folder its owner's, members and all.
+// The owner's import with the key is the export/import hand-off, which the move from dev to
+// PostgreSQL drives (TestExportAndImportMoveLiveClustersFromDevToPostgres).
+func TestAnotherNamespaceCannotTakeAClustersFolderOver(t *testing.T) {
+	t.Parallel()
+	guard(t)
+	shared := filepath.Join(t.TempDir(), "data")
+	testenv.StopAllAtEnd(t, shared)
+	owner, other := newServerStack(t), newServerStack(t)
+	for _, s := range []*stack{owner, other} {
+		s.start("worker", 1, "Worker starting", "worker", "--data", shared)
+	}
+	specPath, _ := writeCluster(t, `
+name: victim
+roles:
+  - {name: worker, members: 2, startscript: trace.sh, env: {TRACE: TRACE_FILE}}
+`)
+	if res := owner.cli("deploy", "-f", specPath, "--wait"); res.Code != 0 {
+		t.Fatalf("deploy: %s", res)
+	}
+	home := owner.status("victim").Home
+	folder := filepath.Join(shared, "clusters", "victim@"+home)
+	ownerID, err := os.ReadFile(filepath.Join(folder, ".clusterflow", "owner"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	exported := filepath.Join(t.TempDir(), "victim.json")
+	if res := owner.cli("export", "victim", "-o", exported); res.Code != 0 {
+		t.Fatalf("export: %s", res)
+	}
+	data, err := os.ReadFile(exported)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stripped := regexp.MustCompile(`"folderKey":\s*"[^"]*",?`).ReplaceAll(data, nil)
+	if bytes.Equal(stripped, data) {
+		t.Fatalf("the export carries no folder key:\n%.2000s", data)
+	}
+	if err := os.WriteFile(exported, stripped, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	maintenanceOn(other, "taking a folder that is not ours")
+	if res := other.cli("import", "-f", exported); res.Code != 0 {
+		t.Fatalf("import: %s", res)
+	}
+	if res := other.cli("maintenance", "off"); res.Code != 0 {
+		t.Fatalf("maintenance off: %s", res)
+	}
+	res := other.cli("resize", "victim", "worker=3", "--wait")
+	if res.Code == 0 || !strings.Contains(res.Stdout+res.Stderr, "belongs to another server or namespace") {
+		t.Errorf("the other namespace's resize of the folder it does not own: %s; want it refused, naming the owner", res)
+	}
+	if now, _ := os.ReadFile(filepath.Join(folder, ".clusterflow", "owner")); !bytes.Equal(now, ownerID) {
+		t.Errorf("the folder's owner is now %q, was %q", now, ownerID)
+	}
+	for _, m := range []string{"victim-worker-0", "victim-worker-1"} {
+		if !exists(filepath.Join(folder, m)) {
+			t.Errorf("%s lost its sandbox", m)
+		}
+	}
+	if exists(filepath.Join(folder, "victim-worker-2")) {
+		t.Error("the other namespace made a member in the folder")
+	}
+	if st := owner.status("victim"); st.Phase != workflows.PhaseReady || st.Role("worker").Ready != 2 {
+		t.Errorf("the owner's cluster is %s with %d ready", st.Phase, st.Role("worker").Ready)
+	}
+	if res := owner.cli("delete", "victim", "--wait"); res.Code != 0 {
+		t.Errorf("the owner's delete: %s", res)
 	}
 }

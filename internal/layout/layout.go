@@ -101,6 +101,16 @@ func (r Root) OwnerFile(c Cluster) (string, error) {
 	return filepath.Join(dir, ".clusterflow", "owner"), nil
 }
 
+// FolderKeyFile holds the hash of the cluster's folder key (backend.ClusterFiles.FolderKey),
+// root's alone: a write presenting the key may take the folder over.
+func (r Root) FolderKeyFile(c Cluster) (string, error) {
+	dir, err := r.Cluster(c)
+	if err != nil {
+		return "", err
+	}
+	return filepath.Join(dir, ".clusterflow", "folder-key"), nil
+}
+
 // Records holds the agent's records of a member's runs: in the agent's folder, out of the
 // sandbox, so a script cannot rewrite what the agent trusts about its runs.
 func (r Root) Records(c Cluster, member string) (string, error) {

@@ -145,7 +145,7 @@ func (l *Backend) WriteClusterFiles(_ context.Context, files backend.ClusterFile
 	if err != nil {
 		return err
 	}
-	if err := l.claim(files.Folder(), dir); err != nil {
+	if err := l.claim(files.Folder(), dir, files.FolderKey); err != nil {
 		return err
 	}
 	if err := l.ownClusterDir(files.Folder(), dir); err != nil {
@@ -312,7 +312,7 @@ func (l *Backend) CreateMember(_ context.Context, m backend.MemberRef) error {
 	if err := sandbox.MkdirAll(layout.LogsDir, 0o755); err != nil {
 		return err
 	}
-	if err := l.claim(m.Folder(), filepath.Dir(dir)); err != nil {
+	if err := l.claim(m.Folder(), filepath.Dir(dir), ""); err != nil {
 		return err
 	}
 	u, err := l.userOf(m.Folder())
@@ -338,6 +338,9 @@ func (l *Backend) LaunchScript(ctx context.Context, run backend.ScriptRun, to ba
 		return &backend.NoSandboxError{Member: run.Member.Name, Dir: dir}
 	} else if err != nil {
 		return fmt.Errorf("member %s's sandbox at %s: %w", run.Member.Name, dir, err)
+	}
+	if err := l.refuseElsewhere(run.Member.Folder()); err != nil {
+		return err
 	}
 	if run, err = l.resolve(run); err != nil {
 		return err
@@ -506,6 +509,9 @@ func (l *Backend) StopScript(ctx context.Context, stop backend.ScriptStop) error
 	if _, err := l.memberDir(stop.Member); err != nil {
 		return err
 	}
+	if err := l.refuseElsewhere(stop.Member.Folder()); err != nil {
+		return err
+	}
 	_, err := l.launcher.Stop(ctx, agent.Stop{WorkflowID: stop.WorkflowID, Member: stop.Member.Name, Event: string(stop.Event)})
 	return err
 }
@@ -621,6 +627,9 @@ func (l *Backend) ListMembers(_ context.Context, key string) ([]backend.MemberRe
 	if err != nil {
 		return nil, err
 	}
+	if err := l.refuseElsewhere(c); err != nil {
+		return nil, err
+	}
 	entries, err := os.ReadDir(dir)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
@@ -727,7 +736,9 @@ func scriptEnv(run backend.ScriptRun, own map[string]string) []string {
 	return out
 }
 
-// ListClusters implements Backend: the clusters with a folder here, whoever made them.
+// ListClusters implements Backend: the clusters with a folder here that are the calling
+// worker's namespace's (or of before owners). Another namespace's are not listed at all:
+// their homes, which their folders are named by, are theirs to know.
 func (l *Backend) ListClusters(_ context.Context) ([]backend.HeldCluster, error) {
 	entries, err := os.ReadDir(l.layout.Clusters())
 	if err != nil {
@@ -735,8 +746,8 @@ func (l *Backend) ListClusters(_ context.Context) ([]backend.HeldCluster, error)
 	}
 	var clusters []backend.HeldCluster
 	for _, e := range entries {
-		if c, err := backend.ParseKey(e.Name()); e.IsDir() && err == nil {
-			clusters = append(clusters, backend.HeldCluster{ClusterRef: c, Elsewhere: l.refuseElsewhere(c) != nil})
+		if c, err := backend.ParseKey(e.Name()); e.IsDir() && err == nil && l.refuseElsewhere(c) == nil {
+			clusters = append(clusters, backend.HeldCluster{ClusterRef: c})
 		}
 	}
 	return clusters, nil

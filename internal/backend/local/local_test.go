@@ -331,10 +331,11 @@ func records(t *testing.T, l *Backend, m backend.MemberRef) string {
 	return dir
 }
 
-// A cluster folder records the namespace that last wrote it, and a worker of another one
-// removes nothing of it, neither a member nor the cluster, nor takes it for its own; the
-// worker that wrote it last may.
-func TestAWorkerRemovesNothingAnotherNamespaceOwns(t *testing.T) {
+// A cluster folder records the namespace that owns it and the hash of its folder key, and
+// a worker of another namespace neither lists it, nor writes, reads or removes anything of
+// it, unless a write of its presents the key (an import's): the folder is then its own,
+// and the first namespace's no longer.
+func TestAWorkerTouchesNothingAnotherNamespaceOwnsButWithItsKey(t *testing.T) {
 	root := t.TempDir()
 	workers := map[string]*Backend{}
 	for _, owner := range []string{"ns-a", "ns-b"} {
@@ -347,39 +348,60 @@ func TestAWorkerRemovesNothingAnotherNamespaceOwns(t *testing.T) {
 	}
 	ctx := context.Background()
 	m := backend.MemberRef{Cluster: "c", Home: "0123456789ab", Role: "w", Name: "c-w-0"}
-	if err := workers["ns-a"].WriteClusterFiles(ctx, backend.ClusterFiles{Cluster: "c", Home: m.Home}); err != nil {
+	files := backend.ClusterFiles{Cluster: "c", Home: m.Home, FolderKey: "the key"}
+	if err := workers["ns-a"].WriteClusterFiles(ctx, files); err != nil {
 		t.Fatal(err)
 	}
 	if err := workers["ns-a"].CreateMember(ctx, m); err != nil {
 		t.Fatal(err)
 	}
 	key := m.Folder().Key()
-	elsewhereTo := func(owner string) bool {
+	lists := func(owner string) bool {
 		held, err := workers[owner].ListClusters(ctx)
-		if err != nil || len(held) != 1 || held[0].Key() != key {
-			t.Fatalf("%s lists %+v, %v; want the cluster %s", owner, held, err, key)
+		if err != nil || len(held) > 1 || (len(held) == 1 && (held[0].Key() != key || held[0].Elsewhere)) {
+			t.Fatalf("%s lists %+v, %v; want the cluster %s or nothing", owner, held, err, key)
 		}
-		return held[0].Elsewhere
+		return len(held) == 1
 	}
-	if !elsewhereTo("ns-b") || elsewhereTo("ns-a") {
-		t.Error("the folder is not ns-a's alone")
+	if lists("ns-b") || !lists("ns-a") {
+		t.Error("the folder is not listed to ns-a alone")
 	}
 	var elsewhere *backend.OwnedElsewhereError
-	if err := workers["ns-b"].RemoveMember(ctx, m); !errors.As(err, &elsewhere) {
-		t.Errorf("ns-b removing ns-a's member: %v", err)
+	for what, err := range map[string]error{
+		"remove its member":      workers["ns-b"].RemoveMember(ctx, m),
+		"remove the cluster":     workers["ns-b"].RemoveCluster(ctx, key),
+		"create a member":        workers["ns-b"].CreateMember(ctx, backend.MemberRef{Cluster: "c", Home: m.Home, Role: "w", Name: "c-w-1"}),
+		"write with no key":      workers["ns-b"].WriteClusterFiles(ctx, backend.ClusterFiles{Cluster: "c", Home: m.Home}),
+		"write with another key": workers["ns-b"].WriteClusterFiles(ctx, backend.ClusterFiles{Cluster: "c", Home: m.Home, FolderKey: "a guess"}),
+		"launch a script in it":  workers["ns-b"].LaunchScript(ctx, backend.ScriptRun{Member: m, Event: spec.EventConfigure}, backend.Completion{}),
+		"stop a script in it":    workers["ns-b"].StopScript(ctx, backend.ScriptStop{Member: m, Event: spec.EventConfigure}),
+	} {
+		if !errors.As(err, &elsewhere) {
+			t.Errorf("ns-b may %s of ns-a's cluster: %v", what, err)
+		}
 	}
-	if err := workers["ns-b"].RemoveCluster(ctx, key); !errors.As(err, &elsewhere) {
-		t.Errorf("ns-b removing ns-a's cluster: %v", err)
+	if _, err := workers["ns-b"].ReadLog(ctx, backend.LogRequest{Member: m, Event: spec.EventConfigure}); !errors.As(err, &elsewhere) {
+		t.Errorf("ns-b may read ns-a's member's output: %v", err)
+	}
+	if _, err := workers["ns-b"].ListMembers(ctx, key); !errors.As(err, &elsewhere) {
+		t.Errorf("ns-b may list ns-a's members: %v", err)
 	}
 	sandbox, _ := workers["ns-a"].memberDir(m)
 	if _, err := os.Stat(sandbox); err != nil {
 		t.Fatalf("ns-a's member is gone: %v", err)
 	}
-	if err := workers["ns-a"].RemoveMember(ctx, m); err != nil {
-		t.Errorf("ns-a removing its own member: %v", err)
+	// The import's write presents the key: the folder is ns-b's from then on.
+	if err := workers["ns-b"].WriteClusterFiles(ctx, files); err != nil {
+		t.Fatalf("ns-b writing with the folder's key: %v", err)
 	}
-	if err := workers["ns-a"].RemoveCluster(ctx, key); err != nil {
-		t.Errorf("ns-a removing its own cluster: %v", err)
+	if err := workers["ns-a"].RemoveMember(ctx, m); !errors.As(err, &elsewhere) {
+		t.Errorf("ns-a removing a member of the folder handed over: %v", err)
+	}
+	if err := workers["ns-b"].RemoveMember(ctx, m); err != nil {
+		t.Errorf("ns-b removing its own member: %v", err)
+	}
+	if err := workers["ns-b"].RemoveCluster(ctx, key); err != nil {
+		t.Errorf("ns-b removing its own cluster: %v", err)
 	}
 }
 

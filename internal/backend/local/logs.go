@@ -22,6 +22,9 @@ func (l *Backend) ReadLog(_ context.Context, req backend.LogRequest) (backend.Lo
 	if err != nil {
 		return backend.LogChunk{}, err
 	}
+	if err := l.refuseElsewhere(req.Member.Folder()); err != nil {
+		return backend.LogChunk{}, err
+	}
 	stdout, stderr, err := layout.Output(string(req.Event))
 	if err != nil {
 		return backend.LogChunk{}, err

@@ -63,6 +63,9 @@ func (l *Backend) AssignPorts(_ context.Context, req backend.PortRequest) (backe
 	if err != nil {
 		return nil, err
 	}
+	if err := l.refuseElsewhere(req.Cluster); err != nil {
+		return nil, err
+	}
 	rng := l.Ports
 	if rng == (PortRange{}) {
 		rng = DefaultPortRange

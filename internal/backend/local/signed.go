@@ -93,6 +93,9 @@ func (l *Backend) signedFiles(cluster layout.Cluster) ([]string, error) {
 // SignedSpecs implements Backend: the signed manifests this host holds of a cluster,
 // newest first.
 func (l *Backend) SignedSpecs(_ context.Context, cluster backend.ClusterRef) ([]signing.Signed, error) {
+	if err := l.refuseElsewhere(cluster); err != nil {
+		return nil, err
+	}
 	files, err := l.signedFiles(cluster)
 	if err != nil {
 		return nil, err
