@@ -12,9 +12,11 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
+	"github.com/clusterflow/clusterflow/internal/runner"
 	"github.com/clusterflow/clusterflow/internal/testenv"
 	"github.com/clusterflow/clusterflow/workflows"
 )
@@ -365,4 +367,83 @@ func TestANonRootWorkerWithoutAnAgentRefusesToStart(t *testing.T) {
 	if res := worker("--shared-script-user"); strings.Contains(res.Stderr, "not root") {
 		t.Errorf("with --shared-script-user: %s", res)
 	}
+}
+
+// Without script users, a cluster's processes are still found by what they cannot erase:
+// an agent that is not root (--shared-script-user) makes its members' cgroups below the
+// cgroup it was given (delegated, as systemd's Delegate=yes gives one), so daemons that
+// left their session and hid their environment (as Redis does for its process title) end
+// with their member and their cluster.
+func TestANonRootHostsDaemonsDieWithTheirMember(t *testing.T) {
+	t.Parallel()
+	guard(t)
+	h := newShippedHost(t)
+	mount := runner.Cgroup2Mount()
+	if mount == "" {
+		t.Fatal("cgroup2 is not mounted here")
+	}
+	given := filepath.Join(mount, fmt.Sprintf("cf-test-%d", os.Getpid())+strings.ReplaceAll(t.Name(), "/", "-"))
+	if err := os.Mkdir(given, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = runner.KillCgroup(given, 10*time.Second) })
+	// Delegation: the folder and the files that move processes in it are the user's.
+	for _, f := range []string{"", "cgroup.procs", "cgroup.threads", "cgroup.subtree_control"} {
+		if err := os.Chown(filepath.Join(given, f), h.workerUID, h.workerGID); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s := newServerStack(t)
+	data, pids := filepath.Join(h.run, "data"), filepath.Join(h.run, "pids")
+	for _, d := range []string{data, pids} {
+		if err := os.Mkdir(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chown(d, h.workerUID, h.workerGID); err != nil {
+			t.Fatal(err)
+		}
+	}
+	testenv.StopAllAtEnd(t, data)
+	worker := append([]string{"/bin/sh", "-c", `echo $$ > "$0/cgroup.procs" && exec "$@"`, given},
+		"setpriv", "--reuid", strconv.Itoa(h.workerUID), "--regid", strconv.Itoa(h.workerGID), "--clear-groups", "--",
+		h.bin, "worker", "--data", data, "--shared-script-user")
+	h.start(t, s.dir, "worker", "0022", append(slices.Clone(s.env), "HOME=/"), worker, "Worker starting")
+	dir := t.TempDir()
+	script := filepath.Join(dir, "daemons.sh")
+	if err := os.WriteFile(script, []byte(hiddenDaemonsScript), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	specPath := filepath.Join(dir, "cluster.yaml")
+	n := "nonroot"
+	if err := os.WriteFile(specPath, []byte(fmt.Sprintf("name: %s\nroles:\n  - {name: m, members: 2, startscript: %s, env: {PIDS: %q}}\n", n, script, pids)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if res := s.cli("deploy", "-f", specPath, "--wait"); res.Code != 0 {
+		t.Fatalf("deploy: %s", res)
+	}
+	kept, removed := daemonsOf(t, pids, n+"-m-0"), daemonsOf(t, pids, n+"-m-1")
+	t.Cleanup(func() {
+		for _, pid := range append(kept, removed...) {
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+		}
+	})
+	for _, pid := range append(slices.Clone(kept), removed...) {
+		cg, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cgroup", pid))
+		if !strings.Contains(string(cg), strings.TrimPrefix(given, mount)+"/clusterflow/") {
+			t.Errorf("daemon %d is not in a member's cgroup below the one given: %s", pid, cg)
+		}
+	}
+	if res := s.cli("resize", n, "m=1", "--wait"); res.Code != 0 {
+		t.Fatalf("resize: %s", res)
+	}
+	waitFor(t, "the removed member's daemons to end", func() bool { return !running(removed[0]) && !running(removed[1]) })
+	for _, pid := range kept {
+		if !running(pid) {
+			t.Errorf("daemon %d of the member that stays was killed by the shrink", pid)
+		}
+	}
+	if res := s.cli("delete", n, "--wait"); res.Code != 0 {
+		t.Fatalf("delete: %s", res)
+	}
+	waitFor(t, "every daemon to end with the cluster", func() bool { return !running(kept[0]) && !running(kept[1]) })
 }

@@ -25,30 +25,60 @@ import (
 // cgroup.procs files are root's). The process is put there by the kernel as it is
 // created (clone3's CLONE_INTO_CGROUP), so not even its first instruction runs outside.
 //
-// Cgroups are for a root agent on a host with cgroup2 mounted; elsewhere scripts start as
-// before, and removal finds their processes by environment (and by user, with script
-// users) alone.
+// Cgroups are for an agent that may make them: root, at the top of the cgroup2 mount
+// (where they outlive a login session the agent was started from), or anyone in the
+// cgroup they were given (delegated: systemd's Delegate=yes, or a folder of the hierarchy
+// chowned to them), below their own. Elsewhere scripts start as before, and removal finds
+// their processes by environment (and by user, with script users) alone.
 
-// CgroupBase is the folder clusterflow's cgroups go in (clusterflow/ at the top of the
-// cgroup2 mount), or "" when this process cannot make cgroups there: no cgroup2, or not
-// root. It is looked up once.
+// CgroupBase is the folder clusterflow's cgroups go in: clusterflow/ at the top of the
+// cgroup2 mount, or below this process's own cgroup when only that is this process's to
+// write; "" when neither is (no cgroup2, or nothing delegated). It is looked up once.
 var CgroupBase = sync.OnceValue(func() string {
 	mount := cgroup2Mount()
 	if mount == "" {
 		return ""
 	}
-	base := filepath.Join(mount, "clusterflow")
-	if err := os.Mkdir(base, 0o755); err != nil && !errors.Is(err, fs.ErrExist) {
-		return ""
+	for _, parent := range []string{mount, ownCgroup(mount)} {
+		if parent == "" {
+			continue
+		}
+		if base := filepath.Join(parent, "clusterflow"); usableCgroup(base) {
+			return base
+		}
 	}
-	// Made, or there already: writable only if we may make a folder in it.
+	return ""
+})
+
+// usableCgroup makes base if need be and says whether this process may make cgroups in it.
+func usableCgroup(base string) bool {
+	if err := os.Mkdir(base, 0o755); err != nil && !errors.Is(err, fs.ErrExist) {
+		return false
+	}
 	probe, err := os.MkdirTemp(base, ".probe-")
+	if err != nil {
+		return false
+	}
+	_ = syscall.Rmdir(probe)
+	return true
+}
+
+// ownCgroup is this process's cgroup (v2) folder, from /proc/self/cgroup ("0::/path").
+func ownCgroup(mount string) string {
+	data, err := os.ReadFile("/proc/self/cgroup")
 	if err != nil {
 		return ""
 	}
-	_ = syscall.Rmdir(probe)
-	return base
-})
+	for line := range strings.SplitSeq(string(data), "\n") {
+		if path, ok := strings.CutPrefix(line, "0::"); ok && path != "/" && !strings.Contains(path, "..") {
+			return filepath.Join(mount, path)
+		}
+	}
+	return ""
+}
+
+// Cgroup2Mount is where the cgroup2 hierarchy is mounted, or "".
+func Cgroup2Mount() string { return cgroup2Mount() }
 
 // cgroup2Mount finds where the cgroup2 hierarchy is mounted, from /proc/self/mountinfo
 // (at /sys/fs/cgroup on a unified host, /sys/fs/cgroup/unified on a hybrid one).
