@@ -27,6 +27,9 @@ type Activities struct {
 	Admission workflows.Admission
 	// Trusted, when set, are the keys whose signed specs alone this host runs scripts of.
 	Trusted signing.Trusted
+	// NamespaceID is the ID of the namespace this worker serves: a spec signed for another
+	// namespace's (one of the same name on another server) is not run here.
+	NamespaceID string
 }
 
 // refuse fails, for good, a task for a cluster (with these env names) that the host does
@@ -61,8 +64,8 @@ func (a *Activities) refuseUnsigned(ctx context.Context, run backend.ScriptRun) 
 		env = spec.EnvHash(run.Env)
 	}
 	err = a.Trusted.Check(signed, signing.Run{
-		Cluster: run.Member.Cluster, Namespace: activity.GetInfo(ctx).WorkflowNamespace, Role: run.Member.Role,
-		Script: run.ScriptHash, Env: env, Event: run.Event, Action: run.Action,
+		Cluster: run.Member.Cluster, Namespace: activity.GetInfo(ctx).WorkflowNamespace, NamespaceID: a.NamespaceID, Role: run.Member.Role,
+		Script: run.ScriptHash, Env: env, Event: run.Event, Action: run.Action, Params: run.Params,
 	})
 	if err == nil {
 		return nil
@@ -83,7 +86,31 @@ func (a *Activities) WriteClusterFiles(ctx context.Context, files backend.Cluste
 	if err := a.refuse(ctx, files.Cluster, names); err != nil {
 		return err
 	}
+	if err := a.refuseOlderSigned(ctx, files); err != nil {
+		return err
+	}
 	return refuseElsewhere(a.Backend.WriteClusterFiles(ctx, files))
+}
+
+// refuseOlderSigned fails, for good, a write that brings a signed spec older than the
+// newest this host holds of the cluster (its high-water mark), when the host trusts keys:
+// a cluster's generations only grow, so an older signed spec is one sent to go back.
+func (a *Activities) refuseOlderSigned(ctx context.Context, files backend.ClusterFiles) error {
+	if a.Trusted == nil || len(files.Signed) == 0 {
+		return nil
+	}
+	held, err := a.Backend.SignedSpecs(ctx, files.Folder())
+	if err != nil {
+		return refuseElsewhere(err)
+	}
+	mark := a.Trusted.NewestSigned(held)
+	for _, s := range files.Signed {
+		if a.Trusted.Verify(s) == nil && s.Manifest.Generation < mark {
+			msg := fmt.Sprintf("the spec signed for generation %d of cluster %s is older than generation %d, which this host already runs: it goes back to no older signed spec", s.Manifest.Generation, files.Cluster, mark)
+			return temporal.NewNonRetryableApplicationError(msg, ErrHostRefused, nil)
+		}
+	}
+	return nil
 }
 
 // CreateMember makes a member on the backend.

@@ -2,6 +2,7 @@ package spec
 
 import (
 	"fmt"
+	"regexp"
 	"slices"
 	"strings"
 )
@@ -34,6 +35,68 @@ func checkActions(path string, names []string, ps *problems) []string {
 		}
 	}
 	return actions
+}
+
+// checkActionParams validates a role's parameter schemas: each for a declared action, each
+// parameter a variable-like name with a pattern that compiles, at most MaxParams an action.
+func checkActionParams(path string, schemas map[string]map[string]string, actions []string, ps *problems) map[string]map[string]string {
+	if len(schemas) == 0 {
+		return nil
+	}
+	out := map[string]map[string]string{}
+	for _, action := range sortedKeys(schemas) {
+		at := path + "." + action
+		if !slices.Contains(actions, action) {
+			ps.add(at, "%q is not one of the role's actions", action)
+			continue
+		}
+		params := schemas[action]
+		if len(params) > MaxParams {
+			ps.add(at, "names %d parameters; an action takes at most %d", len(params), MaxParams)
+			continue
+		}
+		for _, name := range sortedKeys(params) {
+			if !envName.MatchString(name) {
+				ps.add(at+"."+name, "is not a parameter name (letters, digits and '_', not starting with a digit)")
+			} else if _, err := paramPattern(params[name]); err != nil {
+				ps.add(at+"."+name, "pattern %q: %v", Clip(params[name], 64), err)
+			}
+		}
+		out[action] = params
+	}
+	return out
+}
+
+// paramPattern compiles a parameter's pattern to match the whole value.
+func paramPattern(pattern string) (*regexp.Regexp, error) {
+	if len(pattern) > 256 {
+		return nil, fmt.Errorf("is %d bytes; at most 256", len(pattern))
+	}
+	return regexp.Compile(`^(?:` + pattern + `)$`)
+}
+
+// CheckActionParams says why params do not fit the action's schema, when it has one: each
+// must be a parameter the schema names, its value matching its pattern.
+func CheckActionParams(schema map[string]string, action string, params []string) error {
+	if schema == nil {
+		return nil
+	}
+	for _, p := range params {
+		k, v, _ := strings.Cut(p, "=")
+		pattern, ok := schema[k]
+		if !ok {
+			takes := strings.Join(sortedKeys(schema), ", ")
+			if takes == "" {
+				takes = "none"
+			}
+			return fmt.Errorf("action %s takes no parameter %q (it takes %s)", action, k, takes)
+		}
+		re, err := paramPattern(pattern)
+		if err != nil || !re.MatchString(v) {
+			return fmt.Errorf("action %s: parameter %s=%q does not match %q", action, k, Clip(v, 64), pattern)
+		}
+	}
+	return nil
 }
 
 // HasAction reports whether the role declares the action.

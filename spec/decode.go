@@ -45,6 +45,7 @@ type draftRole struct {
 	Actions              []string
 	Ports                map[string]string
 	Limits               *draftLimits
+	ActionParams         map[string]map[string]string
 }
 
 type draftLimits struct{ Processes, OpenFiles, OutputMiB *int }
@@ -101,6 +102,14 @@ func (w walker) role(path string, n *yaml.Node) draftRole {
 		"actions":              func(p string, n *yaml.Node) { r.Actions = w.strings(p, n) },
 		"ports":                func(p string, n *yaml.Node) { r.Ports = w.stringMap(p, n) },
 		"limits":               func(p string, n *yaml.Node) { r.Limits = w.limits(p, n) },
+		"actionParams": func(p string, n *yaml.Node) {
+			r.ActionParams = map[string]map[string]string{}
+			for _, kv := range pairs(deref(n)) {
+				if params := w.stringMap(join(p, kv.key), kv.value); params != nil {
+					r.ActionParams[kv.key] = params
+				}
+			}
+		},
 	})
 	return r
 }

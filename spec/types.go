@@ -90,6 +90,11 @@ type Cluster struct {
 type Signature struct {
 	Key   string `json:"key"`
 	Value []byte `json:"value"`
+	// NamespaceID and Generation are what the signer says the spec is for: the namespace
+	// by its ID (unique across servers), and the generation the change it came with makes.
+	// Both are signed (a signature from before them has neither).
+	NamespaceID string `json:"namespaceId,omitempty"`
+	Generation  int    `json:"generation,omitempty"`
 }
 
 // Role is one validated role, with defaults filled in.
@@ -118,6 +123,9 @@ type Role struct {
 	// Actions are the named actions the role's script runs on demand (clusterflow run):
 	// --action NAME --param k=v ....
 	Actions []string `json:"actions,omitempty"`
+	// ActionParams, by action, name the parameters it takes and the pattern each value
+	// must match (RE2, the whole value); an action not in it takes any.
+	ActionParams map[string]map[string]string `json:"actionParams,omitempty"`
 	// Ports name the ports a member serves, e.g. {client: 2379, peer: 2380}: as written
 	// where each member has a host to itself, else distinct ports the host assigns.
 	Ports map[string]int `json:"ports,omitempty"`

@@ -140,6 +140,7 @@ func buildRole(path string, d draftRole, ps *problems) Role {
 	r.Placement = checkPlacement(path+".placement", d.Placement, ps)
 	r.Update = checkUpdate(path+".update", d.Update, r, ps)
 	r.Actions = checkActions(path+".actions", d.Actions, ps)
+	r.ActionParams = checkActionParams(path+".actionParams", d.ActionParams, r.Actions, ps)
 	r.Ports = checkPorts(path+".ports", d.Ports, ps)
 	r.Limits = checkRoleLimits(path+".limits", d.Limits, ps)
 	return r

@@ -33,7 +33,10 @@ type DeployOptions struct {
 // When hosts are registered, the cluster's members are placed on them, and a deploy they
 // cannot hold is refused before anything starts.
 func (s *Starter) Deploy(ctx context.Context, c spec.Cluster, opts DeployOptions) error {
-	c = s.sign(c)
+	c, err := s.sign(ctx, c, true)
+	if err != nil {
+		return err
+	}
 	if err := s.refuseInMaintenance(ctx, "deploy"); err != nil {
 		return err
 	}

@@ -19,6 +19,8 @@ func LoadSigningKey(path string) (SigningKey, error) { return signing.LoadPrivat
 type signer struct {
 	key       signing.PrivateKey
 	namespace string
+	// namespaceID is the namespace's, learned at the first signature.
+	namespaceID string
 }
 
 // SignWith makes the Starter sign every spec it deploys, applies or resizes with key, for
@@ -32,12 +34,40 @@ func (s *Starter) SignWith(key SigningKey, namespace string) *Starter {
 	return s
 }
 
-// sign signs c's manifest, when the Starter signs.
-func (s *Starter) sign(c spec.Cluster) spec.Cluster {
-	if s.signer != nil {
-		c.Signature = s.signer.key.Sign(signing.ManifestOf(c, s.signer.namespace))
+// sign signs c's manifest, when the Starter signs, for the namespace by its ID and for the
+// generation the change makes: 1 for a deploy, the cluster's next for an apply (which the
+// cluster says; another change that comes first makes the apply refused, to sign again).
+func (s *Starter) sign(ctx context.Context, c spec.Cluster, deploy bool) (spec.Cluster, error) {
+	if s.signer == nil {
+		return c, nil
 	}
-	return c
+	id, err := s.signerNamespaceID(ctx)
+	if err != nil {
+		return c, err
+	}
+	generation := 1
+	if !deploy {
+		m, err := s.manifestToSign(ctx, c.Name, workflows.ResizeRequest{})
+		if err != nil {
+			return c, err
+		}
+		generation = m.Generation
+	}
+	c.Signature = &spec.Signature{Key: s.signer.key.Name, NamespaceID: id, Generation: generation}
+	c.Signature = s.signer.key.Sign(signing.ManifestOf(c, s.signer.namespace))
+	return c, nil
+}
+
+// signerNamespaceID is the ID of the namespace the Starter signs for.
+func (s *Starter) signerNamespaceID(ctx context.Context) (string, error) {
+	if s.signer.namespaceID == "" {
+		id, err := s.NamespaceID(ctx, s.signer.namespace)
+		if err != nil {
+			return "", fmt.Errorf("learn the ID of namespace %s to sign for: %w", s.signer.namespace, err)
+		}
+		s.signer.namespaceID = id
+	}
+	return s.signer.namespaceID, nil
 }
 
 // signResize signs the manifest the cluster's spec will have once resized, when the
@@ -47,24 +77,37 @@ func (s *Starter) signResize(ctx context.Context, name string, req workflows.Res
 	if s.signer == nil {
 		return req, nil
 	}
-	queryCtx, cancel := context.WithTimeout(ctx, queryTimeout)
-	defer cancel()
-	resp, err := s.client.QueryWorkflow(queryCtx, workflows.ClusterWorkflowID(name), "", workflows.ManifestQuery, req)
-	switch {
-	case isNotFound(err):
-		return req, notFound(name)
-	case noAnswer(err):
-		return req, noWorker(s.taskQueue, err)
-	case err != nil:
-		return req, fmt.Errorf("ask cluster %s for the manifest to sign: %w", name, err)
-	}
-	var m signing.Manifest
-	if err := resp.Get(&m); err != nil {
+	m, err := s.manifestToSign(ctx, name, req)
+	if err != nil {
 		return req, err
 	}
-	if m.Namespace != s.signer.namespace {
-		return req, fmt.Errorf("cluster %s runs in namespace %q, not %q as this signature would say", name, m.Namespace, s.signer.namespace)
+	if m.NamespaceID, err = s.signerNamespaceID(ctx); err != nil {
+		return req, err
 	}
 	req.Signature = s.signer.key.Sign(m)
 	return req, nil
+}
+
+// manifestToSign asks the cluster for the manifest a change to req's counts would have,
+// with the generation it would make.
+func (s *Starter) manifestToSign(ctx context.Context, name string, req workflows.ResizeRequest) (signing.Manifest, error) {
+	queryCtx, cancel := context.WithTimeout(ctx, queryTimeout)
+	defer cancel()
+	resp, err := s.client.QueryWorkflow(queryCtx, workflows.ClusterWorkflowID(name), "", workflows.ManifestQuery, req)
+	var m signing.Manifest
+	switch {
+	case isNotFound(err):
+		return m, notFound(name)
+	case noAnswer(err):
+		return m, noWorker(s.taskQueue, err)
+	case err != nil:
+		return m, fmt.Errorf("ask cluster %s for the manifest to sign: %w", name, err)
+	}
+	if err := resp.Get(&m); err != nil {
+		return m, err
+	}
+	if m.Namespace != s.signer.namespace {
+		return m, fmt.Errorf("cluster %s runs in namespace %q, not %q as this signature would say", name, m.Namespace, s.signer.namespace)
+	}
+	return m, nil
 }

@@ -32,7 +32,11 @@ func (s *Starter) Resize(ctx context.Context, name string, counts []workflows.Ro
 // come from spec.Load or spec.Parse, which validated it.
 func (s *Starter) Apply(ctx context.Context, c spec.Cluster) (workflows.ChangeResult, error) {
 	var res workflows.ChangeResult
-	err := s.update(ctx, c.Name, workflows.ApplyUpdate, &res, workflows.ApplyRequest{Spec: s.sign(c), By: ClientIdentity()})
+	c, err := s.sign(ctx, c, false)
+	if err != nil {
+		return res, err
+	}
+	err = s.update(ctx, c.Name, workflows.ApplyUpdate, &res, workflows.ApplyRequest{Spec: c, By: ClientIdentity()})
 	return res, err
 }
 

@@ -38,6 +38,8 @@ type Options struct {
 	// Trusted, when set, are the keys whose signed specs alone the host runs scripts of
 	// (worker --trusted-keys).
 	Trusted signing.Trusted
+	// NamespaceID is the ID of the namespace the worker serves, which a signed spec names.
+	NamespaceID string
 	// Logger reports the host's registration.
 	Logger *zap.Logger
 }
@@ -142,7 +144,7 @@ func registerOnce(ctx context.Context, c client.Client, opts Options) error {
 var _ workflows.ActivityContract = (*activities.Activities)(nil)
 
 func newActivities(opts Options) *activities.Activities {
-	return &activities.Activities{Backend: opts.Backend, Host: opts.Host, Admission: opts.Admission, Trusted: opts.Trusted}
+	return &activities.Activities{Backend: opts.Backend, Host: opts.Host, Admission: opts.Admission, Trusted: opts.Trusted, NamespaceID: opts.NamespaceID}
 }
 
 // deadlockDetection is how long one step of workflow code may run, by the wall clock,

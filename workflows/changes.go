@@ -121,6 +121,7 @@ func (w *clusterWorkflow) change(ctx workflow.Context, next spec.Cluster) Change
 	}
 	w.spec = next
 	w.newGeneration(summary)
+	w.state.SpecGeneration = w.state.Generation
 	w.noteSignature()
 	w.syncDesired()
 	w.touch(ctx)

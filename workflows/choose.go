@@ -134,6 +134,9 @@ func (c *cluster) actionTargets(req ActionRequest) (map[string][]string, error) 
 		what: "run", role: req.Role, members: req.Members,
 		applies: func(r spec.Role) string {
 			if r.HasAction(req.Action) {
+				if err := spec.CheckActionParams(r.ActionParams[req.Action], req.Action, req.Params); err != nil {
+					return fmt.Sprintf("role %s: %v", r.Name, err)
+				}
 				return ""
 			}
 			declared := "none"

@@ -73,6 +73,9 @@ type cluster struct {
 	// bounded says this run keeps every payload bounded (changeBoundedPayloads); runs that
 	// began before keep the old ways to their end.
 	bounded bool
+	// signedGenerations says hosts are sent the manifest of the current spec, signed or
+	// not (changeSignedGenerations).
+	signedGenerations bool
 	// setUpElsewhere says members being set up on a lost host are set up elsewhere
 	// (changeSetUpElsewhere).
 	setUpElsewhere bool
@@ -146,7 +149,7 @@ func newClusterWorkflow(ctx workflow.Context, in ClusterInput) (*clusterWorkflow
 	now := workflow.Now(ctx)
 	w.state = clusterState{
 		Name: in.Spec.Name, Phase: PhaseDeploying, Origin: in.Spec.Origin,
-		Levels: levels, CreatedAt: now, UpdatedAt: now, Generation: 1,
+		Levels: levels, CreatedAt: now, UpdatedAt: now, Generation: 1, SpecGeneration: 1,
 	}
 	if workflow.GetVersion(ctx, changeSandboxHomes, workflow.DefaultVersion, 1) >= 1 {
 		w.state.Home = backend.HomeOf(workflow.GetInfo(ctx).WorkflowExecution.RunID)
@@ -175,6 +178,10 @@ func (w *clusterWorkflow) makeFolderKey(ctx workflow.Context) {
 
 func (w *clusterWorkflow) setup(ctx workflow.Context) error {
 	w.bounded = workflow.GetVersion(ctx, changeBoundedPayloads, workflow.DefaultVersion, 1) >= 1
+	w.signedGenerations = w.bounded && workflow.GetVersion(ctx, changeSignedGenerations, workflow.DefaultVersion, 1) >= 1
+	if w.signedGenerations && w.state.SpecGeneration == 0 {
+		w.state.SpecGeneration = w.state.Generation // a cluster of before: its spec is at least this new
+	}
 	w.setUpElsewhere = workflow.GetVersion(ctx, changeSetUpElsewhere, workflow.DefaultVersion, 1) >= 1
 	if err := workflow.SetQueryHandlerWithOptions(ctx, StatusQuery, func(page *StatusPage) (ClusterStatus, error) {
 		status := w.state.status(page, queryStatusBytes)
@@ -189,7 +196,10 @@ func (w *clusterWorkflow) setup(ctx workflow.Context) error {
 		return err
 	}
 	if err := workflow.SetQueryHandlerWithOptions(ctx, ManifestQuery, func(req ResizeRequest) (signing.Manifest, error) {
-		return signing.ManifestOf(w.resized(req), workflow.GetInfo(ctx).Namespace), nil
+		next := w.resized(req)
+		// The signer adds the namespace's ID, which it knows and the workflow does not.
+		next.Signature = &spec.Signature{Generation: w.state.Generation + 1}
+		return signing.ManifestOf(next, workflow.GetInfo(ctx).Namespace), nil
 	}, workflow.QueryHandlerOptions{Description: "The manifest a signature of the spec covers, as a resize to {counts} would make it"}); err != nil {
 		return err
 	}

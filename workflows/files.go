@@ -116,9 +116,17 @@ func (c *cluster) installable(namespace string) (digest string, scripts map[stri
 		}
 	}
 	names := slices.Concat(slices.Sorted(maps.Keys(c.spec.Scripts)), slices.Sorted(maps.Keys(envs)))
-	if sig := c.spec.Signature; sig != nil {
-		s := signing.Signed{Manifest: signing.ManifestOf(c.spec, namespace), Signature: *sig}
-		signed = map[string]signing.Signed{s.Hash(): s}
+	var s *signing.Signed
+	switch sig := c.spec.Signature; {
+	case sig != nil:
+		s = &signing.Signed{Manifest: signing.ManifestOf(c.spec, namespace), Signature: *sig}
+	case c.signedGenerations:
+		// Unsigned, so that a host trusting keys knows the newest generation is not signed.
+		s = &signing.Signed{Manifest: signing.ManifestOf(c.spec, namespace)}
+		s.Manifest.Generation = c.state.SpecGeneration
+	}
+	if s != nil {
+		signed = map[string]signing.Signed{s.Hash(): *s}
 		names = append(names, "signed "+s.Hash())
 	}
 	return spec.ContentHash([]byte(strings.Join(names, "\n"))), c.spec.Scripts, envs, signed

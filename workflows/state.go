@@ -37,6 +37,9 @@ type clusterState struct {
 	Generation          int `json:"generation"`
 	AttemptedGeneration int `json:"attemptedGeneration"`
 	ReachedGeneration   int `json:"reachedGeneration"`
+	// SpecGeneration is the generation the desired spec last changed in (a deploy, apply,
+	// resize or undo; not a replacement), which its signature names.
+	SpecGeneration int `json:"specGeneration,omitempty"`
 	// ConfigMetaVersion counts the configmeta files written, for Member.ListedIn.
 	ConfigMetaVersion int `json:"configMetaVersion"`
 	// OnHosts says the cluster places members on hosts; Hosts is the registry's latest

@@ -67,11 +67,27 @@ func (c *cluster) validateResize(req ResizeRequest) error {
 	if len(problems) > 0 {
 		return refused(apperr.Invalid, "%s", strings.Join(problems, "; "))
 	}
+	if err := c.refuseSignedFor("resize", req.Signature); err != nil {
+		return err
+	}
 	next := c.resized(req)
 	if total := next.TotalMembers(); total > spec.MaxClusterMembers {
 		return refused(apperr.Invalid, "resize refused: it asks for %d members in all; a cluster has at most %d", total, spec.MaxClusterMembers)
 	}
 	return c.refuseUnplaceable("resize", next)
+}
+
+// refuseSignedFor refuses a change whose signature says it is for another generation than
+// the one the change makes: signed for an earlier one (a signature replayed to go back to
+// its spec), or overtaken by another change since it was signed.
+func (c *cluster) refuseSignedFor(what string, sig *spec.Signature) error {
+	if sig == nil || sig.Generation == 0 {
+		return nil // unsigned, or signed before signatures named their generation
+	}
+	if next := c.state.Generation + 1; sig.Generation != next {
+		return refused(apperr.Conflict, "%s refused: it is signed for generation %d of cluster %s, and it would make generation %d (a signature of an earlier change, or another change came first): sign it again", what, sig.Generation, c.state.Name, next)
+	}
+	return nil
 }
 
 // refuseUnplaceable refuses a change whose members the hosts cannot hold.
@@ -98,6 +114,9 @@ func (c *cluster) validateApply(req ApplyRequest) error {
 	}
 	if limits := spec.CheckLimits(next); len(limits) > 0 {
 		return refused(apperr.Invalid, "apply refused: %s", describeProblems(limits))
+	}
+	if err := c.refuseSignedFor("apply", next.Signature); err != nil {
+		return err
 	}
 	var problems []string
 	for _, r := range next.Roles {

@@ -90,4 +90,9 @@ const (
 	// a write that presents the key the folder was marked with. Asked once per run, when it
 	// starts, of a cluster with no key yet.
 	changeFolderKeys = "folder-keys"
+	// changeSignedGenerations: the cluster's files always carry the manifest of its current
+	// spec, signed or not, with the generation that made it, so that a host trusting keys
+	// sets members up only under the newest spec, and only when it was signed. Asked once
+	// per run, when it starts.
+	changeSignedGenerations = "signed-generations"
 )

@@ -172,7 +172,7 @@ func runWorker(ctx context.Context, args []string) error {
 	}
 	err = worker.Run(ctx, c, worker.Options{
 		TaskQueue: conn.taskQueue, Backend: members, StopTimeout: *stopTimeout, Host: host, Logger: logger,
-		Admission: admission, Trusted: trusted,
+		Admission: admission, Trusted: trusted, NamespaceID: backendOpts.Worker.Owner,
 	})
 	logger.Info("Worker stopped")
 	return err

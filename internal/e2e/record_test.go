@@ -642,4 +642,23 @@ roles:
 	}
 	mustSucceed(t, "delete", "rec-watch", "--wait")
 	recordOn(server.Client, "watch-only-down-and-replace", workflows.ClusterWorkflowID("rec-watch"))
+
+	// Signed generations (signed-generations): a signed deploy, an unsigned resize whose
+	// manifest goes to the host unsigned, a signed resize, an old signature refused.
+	key := filepath.Join(t.TempDir(), "ops.key")
+	mustSucceed(t, "keys", "new", "ops", "--out", key)
+	specPath, _ = writeCluster(t, `
+name: rec-signed
+roles:
+  - {name: worker, members: 1, startscript: trace.sh, env: {TRACE: TRACE_FILE}, actions: [restore], actionParams: {restore: {snapshot: "[a-z]+"}}}
+`)
+	mustSucceed(t, "deploy", "-f", specPath, "--sign-key", key, "--wait")
+	mustSucceed(t, "resize", "rec-signed", "worker=2", "--wait")
+	mustSucceed(t, "resize", "rec-signed", "worker=3", "--sign-key", key, "--wait")
+	if res := cli(t, "run", "rec-signed", "restore", "--param", "snapshot=../x"); res.Code == 0 {
+		t.Fatalf("a parameter its schema refuses: %s", res)
+	}
+	mustSucceed(t, "run", "rec-signed", "restore", "--param", "snapshot=nightly", "--wait")
+	mustSucceed(t, "delete", "rec-signed", "--wait")
+	recordOn(server.Client, "signed-generations", workflows.ClusterWorkflowID("rec-signed"))
 }

@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -198,5 +199,149 @@ func TestHostsRunOnlySpecsSignedByKeysTheyTrust(t *testing.T) {
 	}
 	if st := s.status("signed"); st.Phase != workflows.PhaseDeleted {
 		t.Errorf("the signed cluster after its delete: %s (%s)", st.Phase, st.Message)
+	}
+}
+
+// A signature binds the generation it was made for, the namespace by its ID, the member
+// counts and each action's parameter schema: an unsigned resize sets up no member on a host
+// that trusts keys (a signed one does, and a retry then sets up what it refused), an old
+// signature replayed to go back to its spec is refused before anything changes, an unsigned
+// return to an older signed script sets up nothing, a spec signed for a namespace of the
+// same name elsewhere runs nothing, and an action's parameters must fit its schema.
+func TestSignaturesBindGenerationNamespaceCountsAndParameters(t *testing.T) {
+	t.Parallel()
+	guard(t)
+	s := newServerStack(t)
+	dir := t.TempDir()
+	res := s.cli("keys", "new", "ops", "--out", filepath.Join(dir, "ops.key"))
+	if res.Code != 0 {
+		t.Fatalf("keys new: %s", res)
+	}
+	trusted := filepath.Join(dir, "trusted-keys")
+	if err := os.WriteFile(trusted, []byte(res.Stdout), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s.start("worker", 1, "Worker starting", "worker", "--data", s.data, "--trusted-keys", trusted)
+	ops := filepath.Join(dir, "ops.key")
+	ran := filepath.Join(dir, "ran.log")
+	specFile := func(version string, members int) string {
+		script := filepath.Join(dir, "app-"+version+".sh")
+		if err := os.WriteFile(script, []byte("#!/bin/sh\necho \"$CLUSTERFLOW_MEMBER $CLUSTERFLOW_EVENT "+version+" $*\" >> "+ran+"\n"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		p := filepath.Join(dir, "c-"+version+".yaml")
+		body := fmt.Sprintf("name: bound\nroles:\n  - {name: w, members: %d, startscript: %s, events: [configure, addnodes, delnodes, teardown, upgrade], actions: [restore], actionParams: {restore: {snapshot: '[a-z0-9-]{1,32}'}}}\n", members, script)
+		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	member := func(name string) workflows.MemberStatus {
+		st := s.status("bound")
+		for _, m := range st.Role("w").Members {
+			if m.Name == name {
+				return m
+			}
+		}
+		return workflows.MemberStatus{}
+	}
+	if res := s.cli("deploy", "-f", specFile("v1", 1), "--sign-key", ops, "--wait"); res.Code != 0 {
+		t.Fatalf("a signed deploy: %s", res)
+	}
+	// Counts: an unsigned resize sets up no member.
+	if res := s.cli("resize", "bound", "w=2", "--wait"); res.Code == 0 {
+		t.Errorf("an unsigned resize set a member up: %s", res)
+	}
+	if m := member("bound-w-1"); m.State != workflows.MemberConfigError || !strings.Contains(m.Detail, "unsigned spec (generation 2)") {
+		t.Errorf("the member an unsigned resize asked for: %s %q", m.State, m.Detail)
+	}
+	if res := s.cli("resize", "bound", "w=3", "--sign-key", ops, "--wait"); res.Code == 0 {
+		t.Errorf("the signed resize should leave the refused member failed: %s", res)
+	}
+	if res := s.cli("retry", "bound", "--wait"); res.Code != 0 {
+		t.Fatalf("retry under the signed generation: %s", res)
+	}
+	if st := s.status("bound"); st.Phase != workflows.PhaseReady || st.Role("w").Ready != 3 {
+		t.Fatalf("after the signed resize and the retry: %s, %d ready", st.Phase, st.Role("w").Ready)
+	}
+	// A new script, signed; then the first spec again, with its own old signature, and
+	// unsigned.
+	if res := s.cli("apply", "-f", specFile("v2", 3), "--sign-key", ops, "--wait"); res.Code != 0 {
+		t.Fatalf("a signed apply of a new script: %s", res)
+	}
+	// Parameters: those the schema names, with values it allows; refused before anything
+	// runs otherwise.
+	if res := s.cli("run", "bound", "restore", "--members", "bound-w-0", "--param", "snapshot=nightly-1", "--wait"); res.Code != 0 {
+		t.Errorf("an action with a parameter its schema allows: %s", res)
+	}
+	for _, bad := range []string{"snapshot=../../etc", "target=x"} {
+		if res := s.cli("run", "bound", "restore", "--members", "bound-w-0", "--param", bad); res.Code == 0 {
+			t.Errorf("an action with %s ran: %s", bad, res)
+		}
+	}
+	first, err := spec.Load(specFile("v1", 3))
+	if err != nil {
+		t.Fatal(err)
+	}
+	key, err := signing.LoadPrivateKey(ops)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tc := s.dial()
+	defer tc.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	raw := starter.New(tc, "")
+	replayed := first
+	replayed.Signature = &spec.Signature{NamespaceID: s.namespaceID(), Generation: 2}
+	replayed.Signature = key.Sign(signing.ManifestOf(replayed, "default"))
+	if _, err := raw.Apply(ctx, replayed); err == nil || !strings.Contains(err.Error(), "it is signed for generation 2 of cluster bound") {
+		t.Errorf("an old signature replayed: %v; want it refused, naming its generation", err)
+	}
+	back := first
+	back.Signature = nil
+	if _, err := raw.Apply(ctx, back); err != nil {
+		t.Fatal(err)
+	}
+	refusedBack := func(st workflows.ClusterStatus) bool {
+		return st.Phase == workflows.PhaseRolloutPaused && st.Rollout != nil && strings.Contains(st.Rollout.Paused, "unsigned spec (generation ")
+	}
+	for deadline := time.Now().Add(time.Minute); !refusedBack(s.status("bound")); time.Sleep(200 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			st := s.status("bound")
+			t.Fatalf("the host did not refuse going back to the older script: %s %q, rollout %+v, members %v", st.Phase, st.Message, st.Rollout, memberStates(st, "w"))
+		}
+	}
+	// A namespace of the same name elsewhere: its ID is not this one's.
+	elsewhere, err := spec.Load(specFile("v1", 1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	elsewhere.Name = "abroad"
+	elsewhere.Signature = &spec.Signature{NamespaceID: "00000000-0000-0000-0000-000000000000", Generation: 1}
+	elsewhere.Signature = key.Sign(signing.ManifestOf(elsewhere, "default"))
+	if err := raw.Deploy(ctx, elsewhere, starter.DeployOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the host to refuse a spec signed for another namespace's ID", func() bool {
+		st := s.status("abroad")
+		for _, m := range st.Role("w").Members {
+			if strings.Contains(m.Detail, "namespace of ID 00000000-0000-0000-0000-000000000000, not this one's") {
+				return true
+			}
+		}
+		return false
+	})
+	log, _ := os.ReadFile(ran)
+	if n := strings.Count(string(log), "bound-w-1 configure "); n != 1 {
+		t.Errorf("bound-w-1 configured %d times; want once, by the retry under the signed generation:\n%s", n, log)
+	}
+	for _, line := range strings.Split(strings.TrimSpace(string(log)), "\n") {
+		if f := strings.Fields(line); len(f) >= 3 && (f[0] == "abroad-w-0" || (f[1] == "upgrade" && f[2] == "v1") || (f[1] == "configure" && f[2] == "v1" && slices.Contains([]string{"bound-w-3", "bound-w-4", "bound-w-5"}, f[0]))) {
+			t.Errorf("ran what the host should have refused: %q", line)
+		}
+	}
+	if !strings.Contains(string(log), "bound-w-0 restore v2 --action restore --param snapshot=nightly-1") {
+		t.Errorf("the action with an allowed parameter did not run:\n%s", log)
 	}
 }

@@ -15,6 +15,7 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"github.com/clusterflow/clusterflow/internal/testenv"
+	"github.com/clusterflow/clusterflow/starter"
 	"github.com/clusterflow/clusterflow/workflows"
 )
 
@@ -122,6 +123,20 @@ func (s *stack) status(name string) workflows.ClusterStatus {
 }
 
 // dial is a client of the stack's server, for the caller to close.
+// namespaceID is the ID of the stack's default namespace.
+func (s *stack) namespaceID() string {
+	s.t.Helper()
+	c := s.dial()
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	id, err := starter.New(c, "").NamespaceID(ctx, "default")
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	return id
+}
+
 func (s *stack) dial() client.Client {
 	s.t.Helper()
 	c, err := testenv.Dial(s.address)

@@ -3,13 +3,14 @@
 // to the Temporal namespace.
 //
 // A signature covers a spec's manifest: the cluster's name, the namespace it was signed
-// for, and for each role its name, member count, startscript (SHA-256), env (names and
-// values, by spec.EnvHash; secret references as references) and events. A host checks a
-// run against the manifests it was sent: the run's role, script, env and event must be in
-// one signed by a trusted key, for this cluster and namespace. The member count and the
-// other settings (timeouts, placement, health) are signed but not checked by hosts, which
-// see one member at a time; nor is a spec's generation, so a namespace writer may go back
-// to an earlier signed spec of the same cluster.
+// for (by name, and by ID), the generation the change it came with makes, and for each
+// role its name, member count, startscript (SHA-256), env (names and values, by
+// spec.EnvHash; secret references as references), events, actions and their parameters'
+// schemas. A host checks a run against the manifests it was sent (see Trusted.Check): a
+// member is set up only under the newest manifest, signed, so an unsigned change (a
+// resize's counts) sets up no member and an upgrade goes to the newest signed spec alone,
+// never back to an older one; what members already run may go on under any manifest a
+// trusted key signed.
 package signing
 
 import (
@@ -32,7 +33,12 @@ import (
 type Manifest struct {
 	Cluster   string `json:"cluster"`
 	Namespace string `json:"namespace"`
-	Roles     []Role `json:"roles"`
+	// NamespaceID and Generation are the signer's claims (spec.Signature): the namespace
+	// by its ID, and the generation the change makes. Manifests signed before them have
+	// neither, and read as before.
+	NamespaceID string `json:"namespaceId,omitempty"`
+	Generation  int    `json:"generation,omitempty"`
+	Roles       []Role `json:"roles"`
 }
 
 // Role is a role as its manifest has it.
@@ -45,23 +51,34 @@ type Role struct {
 	// Actions are left out when a role declares none, so that manifests signed before
 	// actions read the same.
 	Actions []string `json:"actions,omitempty"`
+	// ActionParams are the actions' parameter schemas (spec.Role.ActionParams).
+	ActionParams map[string]map[string]string `json:"actionParams,omitempty"`
 }
 
-// ManifestOf is a spec's manifest in a namespace. It is a pure function of the spec, so
-// the signer and the workflow that forwards the signature to hosts agree on it.
+// ManifestOf is a spec's manifest in a namespace, with the claims of its signature (its
+// namespace ID and generation), if it has one. It is a pure function of the spec, so the
+// signer and the workflow that forwards the signature to hosts agree on it.
 func ManifestOf(c spec.Cluster, namespace string) Manifest {
 	m := Manifest{Cluster: c.Name, Namespace: namespace, Roles: []Role{}}
+	if c.Signature != nil {
+		m.NamespaceID, m.Generation = c.Signature.NamespaceID, c.Signature.Generation
+	}
 	for _, r := range c.Roles {
-		m.Roles = append(m.Roles, Role{Name: r.Name, Members: r.Members, Script: r.ScriptHash, Env: spec.EnvHash(r.Env), Events: slices.Clone(r.Events), Actions: slices.Clone(r.Actions)})
+		m.Roles = append(m.Roles, Role{Name: r.Name, Members: r.Members, Script: r.ScriptHash, Env: spec.EnvHash(r.Env),
+			Events: slices.Clone(r.Events), Actions: slices.Clone(r.Actions), ActionParams: r.ActionParams})
 	}
 	return m
 }
 
 // message is what is signed: the manifest's JSON under a label that no other use of the
-// key shares.
+// key shares (v2 once it makes claims, which v1 manifests had none of).
 func (m Manifest) message() []byte {
 	data, _ := json.Marshal(m) // plain strings and ints always encode
-	return append([]byte("clusterflow signed spec v1\n"), data...)
+	label := "clusterflow signed spec v1\n"
+	if m.NamespaceID != "" || m.Generation != 0 {
+		label = "clusterflow signed spec v2\n"
+	}
+	return append([]byte(label), data...)
 }
 
 // Signed is a manifest with the signature its spec carried: what a host keeps and checks.
@@ -119,9 +136,10 @@ func (k PrivateKey) PublicLine() string {
 	return fmt.Sprintf("%s %s %s", k.Name, publicKind, base64.StdEncoding.EncodeToString(k.key.Public().(ed25519.PublicKey)))
 }
 
-// Sign signs the manifest.
+// Sign signs the manifest; the signature carries the manifest's claims, which the workflow
+// builds the same manifest from.
 func (k PrivateKey) Sign(m Manifest) *spec.Signature {
-	return &spec.Signature{Key: k.Name, Value: ed25519.Sign(k.key, m.message())}
+	return &spec.Signature{Key: k.Name, Value: ed25519.Sign(k.key, m.message()), NamespaceID: m.NamespaceID, Generation: m.Generation}
 }
 
 // LoadPrivateKey reads a private key file, which must be its owner's alone.
@@ -219,22 +237,40 @@ func (t Trusted) Verify(s Signed) error {
 // Run is what a host is asked to run, as a manifest must cover it.
 type Run struct {
 	Cluster, Namespace, Role string
-	Script, Env              string
-	Event                    spec.Event
-	// Action is set for an action's run, whose Event is the action's name.
+	// NamespaceID is the host's worker's namespace's.
+	NamespaceID string
+	Script, Env string
+	Event       spec.Event
+	// Action is set for an action's run, whose Event is the action's name, with Params.
 	Action string
+	Params []string
 }
 
-// Check says whether one of the manifests, signed by a trusted key, covers the run, and if
-// none does, why, in words for the member's detail. signed is newest first: the reason
-// names what the newest one lacks.
+// setsUp says the run sets a member up to run the spec as it is now: a member's first
+// configure, or its upgrade to the spec's newest revision. What members already run (their
+// notifications, restarts, actions, removal) is not.
+func (r Run) setsUp() bool { return r.Event == spec.EventConfigure || r.Event == spec.EventUpgrade }
+
+// Check says whether the manifests, signed by a trusted key, cover the run, and if not,
+// why, in words for the member's detail. signed is newest first, as they came. A run that sets a member up (setsUp) is covered only by the newest manifest
+// of generation G, where G is the newest generation of any manifest the host was sent,
+// signed or not: a change that was not signed sets up nothing, and an upgrade never goes
+// back to what an older signature covered. Any other run is covered by any manifest a
+// trusted key signed: it is what a member set up under one already runs.
 func (t Trusted) Check(signed []Signed, run Run) error {
 	if len(signed) == 0 {
 		return fmt.Errorf("unsigned spec: this host runs only specs signed by a key it trusts (--trusted-keys); deploy or apply it with --sign-key")
 	}
+	newestGeneration := 0
+	for _, s := range signed {
+		newestGeneration = max(newestGeneration, s.Manifest.Generation)
+	}
 	newest, older := "", ""
 	for i, s := range signed {
 		why := t.covers(s, run)
+		if why == "" && run.setsUp() && s.Manifest.Generation < newestGeneration {
+			why = fmt.Sprintf("the spec key %q signed is of generation %d, and generation %d is newer: a member is set up only under the newest spec, signed (sign the change that made it)", s.Signature.Key, s.Manifest.Generation, newestGeneration)
+		}
 		switch {
 		case why == "":
 			return nil
@@ -250,7 +286,21 @@ func (t Trusted) Check(signed []Signed, run Run) error {
 	return fmt.Errorf("%s; nothing ran", newest)
 }
 
+// NewestSigned is the highest generation of the manifests a trusted key signed, or 0.
+func (t Trusted) NewestSigned(signed []Signed) int {
+	newest := 0
+	for _, s := range signed {
+		if t.Verify(s) == nil {
+			newest = max(newest, s.Manifest.Generation)
+		}
+	}
+	return newest
+}
+
 func (t Trusted) covers(s Signed, run Run) string {
+	if len(s.Signature.Value) == 0 {
+		return fmt.Sprintf("unsigned spec (generation %d): this host runs only specs signed by a key it trusts (--trusted-keys); deploy, apply or resize it with --sign-key", s.Manifest.Generation)
+	}
 	if err := t.Verify(s); err != nil {
 		return err.Error()
 	}
@@ -260,6 +310,8 @@ func (t Trusted) covers(s Signed, run Run) string {
 		return fmt.Sprintf("the spec key %q signed is for cluster %q, not %q", s.Signature.Key, m.Cluster, run.Cluster)
 	case m.Namespace != run.Namespace:
 		return fmt.Sprintf("the spec key %q signed is for namespace %q, not %q", s.Signature.Key, m.Namespace, run.Namespace)
+	case m.NamespaceID != "" && m.NamespaceID != run.NamespaceID:
+		return fmt.Sprintf("the spec key %q signed is for the namespace of ID %s, not this one's (%s): a namespace of the same name elsewhere", s.Signature.Key, m.NamespaceID, run.NamespaceID)
 	}
 	i := slices.IndexFunc(m.Roles, func(r Role) bool { return r.Name == run.Role })
 	if i < 0 {
@@ -274,6 +326,15 @@ func (t Trusted) covers(s Signed, run Run) string {
 	case run.Action != "":
 		if !spec.IsActionRun(run.Action, run.Event) || !slices.Contains(r.Actions, run.Action) {
 			return fmt.Sprintf("role %s's actions, as key %q signed them, do not include %s", run.Role, s.Signature.Key, run.Action)
+		}
+		// Signed with claims, an action's parameters are those its signed schema names
+		// (an action without one takes none); signed before, any.
+		schema := r.ActionParams[run.Action]
+		if schema == nil && m.Generation > 0 {
+			schema = map[string]string{}
+		}
+		if err := spec.CheckActionParams(schema, run.Action, run.Params); err != nil {
+			return fmt.Sprintf("%v, as key %q signed it", err, s.Signature.Key)
 		}
 	case !slices.Contains(r.Events, run.Event):
 		return fmt.Sprintf("role %s's events, as key %q signed them, do not include %s", run.Role, s.Signature.Key, run.Event)

@@ -4,6 +4,7 @@ import (
 	"crypto/ed25519"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -137,5 +138,80 @@ func TestKeyFiles(t *testing.T) {
 		if err := tc.load(p); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: %v, want %q", tc.file, err, tc.want)
 		}
+	}
+}
+
+// Signed with claims (the namespace's ID and the generation), a manifest binds them: a
+// member is set up (configure, upgrade) only under the newest generation the host was sent,
+// signed, so an unsigned change sets up nothing and an upgrade never goes back to an older
+// signed script; what members run already goes on under any signed generation; another
+// namespace's ID is refused; and an action's parameters are those its signed schema names.
+func TestSignedGenerationsBindWhatIsSetUp(t *testing.T) {
+	alice, err := NewKey("alice")
+	if err != nil {
+		t.Fatal(err)
+	}
+	trusted := Trusted{"alice": alice.key.Public().(ed25519.PublicKey)}
+	signedAt := func(c spec.Cluster, generation int) Signed {
+		c.Signature = &spec.Signature{NamespaceID: "ns-id", Generation: generation}
+		m := ManifestOf(c, "ns")
+		return Signed{Manifest: m, Signature: *alice.Sign(m)}
+	}
+	unsignedAt := func(c spec.Cluster, generation int) Signed {
+		m := ManifestOf(c, "ns")
+		m.Generation = generation
+		return Signed{Manifest: m}
+	}
+	a := testSpec()
+	a.Roles[0].Events = append(slices.Clone(spec.AllEvents), spec.EventUpgrade)
+	b := testSpec()
+	b.Roles[0].Events = a.Roles[0].Events
+	b.Roles[0].ScriptHash = strings.Repeat("b", 64)
+	b.Roles[0].Actions = []string{"restore", "backup"}
+	b.Roles[0].ActionParams = map[string]map[string]string{"restore": {"snapshot": "[a-z0-9-]{1,32}"}}
+	resized := b
+	resized.Roles = append([]spec.Role(nil), b.Roles...)
+	resized.Roles[0].Members = 9
+	run := func(c spec.Cluster, event spec.Event) Run {
+		r := runOf(c, "ns", event)
+		r.NamespaceID = "ns-id"
+		return r
+	}
+	action := func(name string, params ...string) Run {
+		r := run(b, spec.Event(name))
+		r.Action, r.Params = name, params
+		return r
+	}
+	signed := []Signed{signedAt(b, 7), signedAt(a, 3)}
+	withUnsigned := append([]Signed{unsignedAt(resized, 8)}, signed...)
+	for _, tc := range []struct {
+		name   string
+		signed []Signed
+		run    Run
+		want   string // "" runs
+	}{
+		{"configure under the newest", signed, run(b, spec.EventConfigure), ""},
+		{"upgrade back to an older signed script", signed, run(a, spec.EventUpgrade), "of generation 3, and generation 7 is newer"},
+		{"configure with an older signed script", signed, run(a, spec.EventConfigure), "of generation 3, and generation 7 is newer"},
+		{"what a member on the older script runs", signed, run(a, spec.EventAddNodes), ""},
+		{"its teardown", signed, run(a, spec.EventTeardown), ""},
+		{"configure after an unsigned change", withUnsigned, run(resized, spec.EventConfigure), "unsigned spec (generation 8)"},
+		{"a notification after it", withUnsigned, run(b, spec.EventDelNodes), ""},
+		{"another namespace of the same name", signed, func() Run { r := run(b, spec.EventConfigure); r.NamespaceID = "elsewhere"; return r }(), "namespace of ID ns-id, not this one's (elsewhere)"},
+		{"a parameter its schema names", signed, action("restore", "snapshot=nightly-1"), ""},
+		{"a value its pattern refuses", signed, action("restore", "snapshot=../../etc"), `parameter snapshot="../../etc" does not match`},
+		{"a parameter its schema does not name", signed, action("restore", "target=x"), `takes no parameter "target" (it takes snapshot)`},
+		{"a parameter of an action without a schema", signed, action("backup", "x=1"), `takes no parameter "x" (it takes none)`},
+	} {
+		err := trusted.Check(tc.signed, tc.run)
+		switch {
+		case tc.want == "" && err != nil:
+			t.Errorf("%s: %v", tc.name, err)
+		case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
+			t.Errorf("%s: %v, want an error saying %q", tc.name, err, tc.want)
+		}
+	}
+	if got := trusted.NewestSigned(withUnsigned); got != 7 {
+		t.Errorf("the newest signed generation: %d, want 7 (8 is unsigned)", got)
 	}
 }

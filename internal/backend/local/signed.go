@@ -90,8 +90,8 @@ func (l *Backend) signedFiles(cluster layout.Cluster) ([]string, error) {
 	return paths, nil
 }
 
-// SignedSpecs implements Backend: the signed manifests this host holds of a cluster,
-// newest first.
+// SignedSpecs implements Backend: the manifests this host holds of a cluster, newest
+// first, as they came.
 func (l *Backend) SignedSpecs(_ context.Context, cluster backend.ClusterRef) ([]signing.Signed, error) {
 	if err := l.refuseElsewhere(cluster); err != nil {
 		return nil, err
