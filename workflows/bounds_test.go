@@ -254,7 +254,7 @@ func TestAPayloadPastTheLimitFailsTheOperationLoudly(t *testing.T) {
 		limit int
 		want  string
 	}{
-		{"the role child's input", 16 << 10, "role worker failed: 150 of 150 members in config_error"},
+		{"the role child's input", 20 << 10, "role worker failed: 150 of 150 members in config_error"},
 		{"the cluster's files", 8 << 10, "could not write the cluster's files: payload of"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -274,7 +274,7 @@ func TestAPayloadPastTheLimitFailsTheOperationLoudly(t *testing.T) {
 				if m.State == workflows.MemberReady {
 					t.Errorf("%s is ready", m.Name)
 				}
-				if tc.name == "the role child's input" && (m.State != workflows.MemberConfigError || !strings.Contains(m.Detail, "passes the limit of 16 KiB")) {
+				if tc.name == "the role child's input" && (m.State != workflows.MemberConfigError || !strings.Contains(m.Detail, fmt.Sprintf("passes the limit of %d KiB", tc.limit>>10))) {
 					t.Errorf("%s: %s (%s), want config_error saying the payload passes the limit", m.Name, m.State, m.Detail)
 				}
 			}

@@ -2,17 +2,23 @@ package e2e
 
 import (
 	"bytes"
+	"context"
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
+	"go.temporal.io/api/workflowservice/v1"
+	"google.golang.org/protobuf/types/known/durationpb"
+
 	"github.com/clusterflow/clusterflow/internal/testenv"
+	"github.com/clusterflow/clusterflow/spec"
 	"github.com/clusterflow/clusterflow/workflows"
 )
 
@@ -150,4 +156,69 @@ func TestSecretReferencesReachScriptsButNeverTemporal(t *testing.T) {
 func statusJSONAt(t *testing.T, env []string, name string) workflows.ClusterStatus {
 	t.Helper()
 	return parseStatus(t, name, run(t, env, "status", name, "-o", "json"))
+}
+
+// A secret is its namespace's and its cluster's alone: a cluster of the same name in
+// another namespace, on the same hosts and secrets folder, reads none of the first one's
+// secret files, and a cluster reads no worker variable named for another cluster.
+func TestASecretIsItsNamespacesAndClustersAlone(t *testing.T) {
+	t.Parallel()
+	guard(t)
+	s := newServerStack(t)
+	c := s.dial()
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	if _, err := c.WorkflowService().RegisterNamespace(ctx, &workflowservice.RegisterNamespaceRequest{
+		Namespace: "team-b", WorkflowExecutionRetentionPeriod: durationpb.New(24 * time.Hour),
+	}); err != nil {
+		t.Fatal(err)
+	}
+	teamB := append(slices.Clone(s.env), "TEMPORAL_NAMESPACE=team-b")
+	waitFor(t, "namespace team-b set up", func() bool { return run(t, teamB, "setup").Code == 0 })
+	dir := t.TempDir()
+	secrets := filepath.Join(dir, "secrets")
+	if err := os.MkdirAll(filepath.Join(secrets, "default", "vault"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(secrets, "default", "vault", "db-password"), []byte("default's\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	// The workers' one variable is named for another cluster.
+	workerEnv := func(env []string) []string { return append(slices.Clone(env), spec.SecretEnvName("other", "TOKEN")+"=other's") }
+	s.startWith(testenv.StartIn, "", workerEnv(s.env), "worker-default", 1, "Worker starting", "worker", "--data", s.data, "--secrets-dir", secrets)
+	s.startWith(testenv.StartIn, "", workerEnv(teamB), "worker-team-b", 1, "Worker starting", "worker", "--data", s.data, "--secrets-dir", secrets)
+	script := filepath.Join(dir, "s.sh")
+	if err := os.WriteFile(script, []byte("#!/bin/sh\ntrue\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	specFile := func(name, env string) string {
+		p := filepath.Join(dir, name+".yaml")
+		if err := os.WriteFile(p, []byte("name: "+name+"\nroles:\n  - {name: db, members: 1, startscript: "+script+", env: {"+env+"}}\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	if res := run(t, s.env, "deploy", "-f", specFile("vault", "DB: {fromFile: db-password}"), "--wait"); res.Code != 0 {
+		t.Fatalf("the namespace's own cluster: %s", res)
+	}
+	for _, tc := range []struct {
+		env          []string
+		name, secret string
+		says         string
+	}{
+		{teamB, "vault", "DB: {fromFile: db-password}", filepath.Join(secrets, "team-b", "vault", "db-password") + ": no such file or directory"},
+		{s.env, "thief", "T: {fromEnv: TOKEN}", "the worker has no variable CLUSTERFLOW_SECRET_THIEF__TOKEN"},
+	} {
+		res := run(t, tc.env, "deploy", "-f", specFile(tc.name, tc.secret), "--wait")
+		if res.Code != 1 || !strings.Contains(res.Stdout+res.Stderr, tc.says) {
+			t.Errorf("%s in %v: %s; want its member refused, saying %q", tc.name, tc.env[len(tc.env)-1], res, tc.says)
+		}
+	}
+	for _, d := range []struct {
+		env  []string
+		name string
+	}{{s.env, "vault"}, {teamB, "vault"}, {s.env, "thief"}} {
+		run(t, d.env, "delete", d.name, "--wait")
+	}
 }

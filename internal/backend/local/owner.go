@@ -71,21 +71,14 @@ func keyHash(key string) string {
 
 // ownerOf is the namespace ID that owns the cluster's folder; empty for a folder of
 // before owners, or none.
-func (l *Backend) ownerOf(c layout.Cluster) string {
-	path, err := l.layout.OwnerFile(c)
-	if err != nil {
-		return ""
-	}
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return ""
-	}
-	return strings.TrimSpace(string(data))
-}
+func (l *Backend) ownerOf(c layout.Cluster) string { return readMark(l.layout.OwnerFile, c) }
 
 // folderKeyOf is the hash of the key the cluster's folder is marked with, or "".
-func (l *Backend) folderKeyOf(c layout.Cluster) string {
-	path, err := l.layout.FolderKeyFile(c)
+func (l *Backend) folderKeyOf(c layout.Cluster) string { return readMark(l.layout.FolderKeyFile, c) }
+
+// readMark reads a one-line mark of a cluster's folder, "" when it has none.
+func readMark(file func(layout.Cluster) (string, error), c layout.Cluster) string {
+	path, err := file(c)
 	if err != nil {
 		return ""
 	}
