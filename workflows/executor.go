@@ -342,5 +342,10 @@ func (w *clusterWorkflow) startRestarted(ctx workflow.Context) {
 		return
 	}
 	w.state.Restarted = nil
+	if workflow.GetVersion(ctx, changeFilesBeforeStart, workflow.DefaultVersion, 1) >= 1 {
+		if err := w.writeClusterFiles(ctx, true); err != nil {
+			w.logger.Warn("Could not write the cluster's files to its restarted hosts; their starts may fail", "Error", err)
+		}
+	}
 	w.runPass(ctx, &w.spec, plan.Restart(w.state.Levels), passHooks{restarted: restarted})
 }

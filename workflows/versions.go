@@ -95,4 +95,8 @@ const (
 	// sets members up only under the newest spec, and only when it was signed. Asked once
 	// per run, when it starts.
 	changeSignedGenerations = "signed-generations"
+	// changeFilesBeforeStart: the start pass of restarted hosts first writes the cluster's
+	// files there, scripts included: a host may have lost them, and an imported cluster's
+	// folders become its own (their key presented) before its first start runs there.
+	changeFilesBeforeStart = "files-before-start"
 )

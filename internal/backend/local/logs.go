@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/clusterflow/clusterflow/internal/backend"
@@ -97,6 +98,9 @@ func readFrom(sandbox *os.Root, name string, offset int64, limit int) (text stri
 	return string(buf[:n]), offset + int64(n), false, nil
 }
 
+// removedLogsLocks serializes, by cluster folder, the removals that keep members' logs.
+var removedLogsLocks sync.Map
+
 // keptRemovedLogs is how many removed members' output a host keeps per cluster, until the
 // cluster is removed: enough for `clusterflow logs` to show why a shrink's or a
 // replacement's teardown failed.
@@ -115,13 +119,19 @@ func (l *Backend) removedLogsDir(c layout.Cluster) (string, error) {
 // drops the oldest kept beyond keptRemovedLogs. The files become the host's: a later
 // cluster given the same script user must not own them.
 func (l *Backend) keepRemovedLogs(m backend.MemberRef, sandbox string) error {
-	logs := filepath.Join(sandbox, layout.LogsDir)
-	if info, err := os.Lstat(logs); err != nil || !info.IsDir() {
-		return nil // nothing ran, or the script put something else there: nothing to keep
-	}
 	removed, err := l.removedLogsDir(m.Folder())
 	if err != nil {
 		return err
+	}
+	// One removal of the cluster's at a time keeps and prunes: another's pruning must not
+	// take the folder this one has just made before its logs are in it, nor a removal of
+	// the same member asked twice at once move them from under the other.
+	lock, _ := removedLogsLocks.LoadOrStore(removed, &sync.Mutex{})
+	lock.(*sync.Mutex).Lock()
+	defer lock.(*sync.Mutex).Unlock()
+	logs := filepath.Join(sandbox, layout.LogsDir)
+	if info, err := os.Lstat(logs); err != nil || !info.IsDir() {
+		return nil // nothing ran, or the script put something else there: nothing to keep
 	}
 	kept := filepath.Join(removed, m.Name)
 	if err := os.RemoveAll(kept); err != nil {
