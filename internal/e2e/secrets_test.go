@@ -185,7 +185,9 @@ func TestASecretIsItsNamespacesAndClustersAlone(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The workers' one variable is named for another cluster.
-	workerEnv := func(env []string) []string { return append(slices.Clone(env), spec.SecretEnvName("other", "TOKEN")+"=other's") }
+	workerEnv := func(env []string) []string {
+		return append(slices.Clone(env), spec.SecretEnvName("other", "TOKEN")+"=other's")
+	}
 	s.startWith(testenv.StartIn, "", workerEnv(s.env), "worker-default", 1, "Worker starting", "worker", "--data", s.data, "--secrets-dir", secrets)
 	s.startWith(testenv.StartIn, "", workerEnv(teamB), "worker-team-b", 1, "Worker starting", "worker", "--data", s.data, "--secrets-dir", secrets)
 	script := filepath.Join(dir, "s.sh")
