@@ -180,6 +180,13 @@ roles:
 	if exists(filepath.Join(folder, "victim-worker-2")) {
 		t.Error("the other namespace made a member in the folder")
 	}
+	// Nor does its delete remove anything of it.
+	other.cli("delete", "victim", "--wait")
+	for _, m := range []string{"victim-worker-0", "victim-worker-1"} {
+		if !exists(filepath.Join(folder, m)) {
+			t.Errorf("the other namespace's delete removed %s", m)
+		}
+	}
 	if st := owner.status("victim"); st.Phase != workflows.PhaseReady || st.Role("worker").Ready != 2 {
 		t.Errorf("the owner's cluster is %s with %d ready", st.Phase, st.Role("worker").Ready)
 	}
