@@ -54,38 +54,38 @@ type Limits struct {
 	Output int64 `json:"output,omitempty"`
 }
 
-// prlimit sets resource limits on the command it runs, in place (util-linux; Go's process
-// start sets none, and a limit set on the script after its start could come after its
-// first fork). Empty when the host has none: scripts then run with the agent's limits.
-var prlimit = sync.OnceValue(func() string {
-	path, _ := exec.LookPath("prlimit")
-	return path
-})
+// limitedWrapper is wrapper setting the limits first, as hard and soft limits alike, with
+// the shell's own ulimit (no process more per run): -u in bash and busybox, -p in dash. A
+// limit it cannot set fails the run, with status 126, before the script starts.
+const limitedWrapper = `x=$1 p=$2 n=$3; shift 3; { { ulimit -u "$p" || ulimit -p "$p"; } && ulimit -n "$n"; } 2>/dev/null || { echo "clusterflow: could not set the script's limits (processes $p, open files $n)" >&2; echo 126 >"$x"; exit 126; }; trap : TERM INT HUP; "$@"; echo $? >"$x"`
 
-// command is how the wrapper is run with the limits: through prlimit, which execs it, so
-// the wrapper keeps the PID the handle names. A limit above the starter's own is lowered to
-// it, since raising one takes a privilege (CAP_SYS_RESOURCE) the agent is not given.
-func (l Limits) command(wrapperArgs []string) (string, []string) {
-	var set []string
-	for _, r := range []struct {
-		flag     string
+// wrapperArgs are the wrapper's arguments before the script's: the exit file's name, and
+// the limits. A limit above the starter's own hard limit is lowered to it, since raising
+// one takes a privilege (CAP_SYS_RESOURCE) the agent is not given; one not set is the
+// starter's own.
+func (l Limits) wrapperArgs(exitFile string) []string {
+	if l.Processes <= 0 && l.OpenFiles <= 0 {
+		return []string{"-c", wrapper, "clusterflow-run", exitFile}
+	}
+	values := make([]string, 2)
+	for i, r := range []struct {
 		resource int
 		want     int
-	}{{"--nproc", unix.RLIMIT_NPROC, l.Processes}, {"--nofile", unix.RLIMIT_NOFILE, l.OpenFiles}} {
-		if r.want <= 0 {
-			continue
-		}
-		limit := uint64(r.want)
+	}{{unix.RLIMIT_NPROC, l.Processes}, {unix.RLIMIT_NOFILE, l.OpenFiles}} {
 		var own unix.Rlimit
-		if err := unix.Getrlimit(r.resource, &own); err == nil && own.Max < limit {
-			limit = own.Max
+		if err := unix.Getrlimit(r.resource, &own); err != nil {
+			own.Max = unix.RLIM_INFINITY
 		}
-		set = append(set, fmt.Sprintf("%s=%d", r.flag, limit))
+		limit := own.Max
+		if r.want > 0 && uint64(r.want) < limit {
+			limit = uint64(r.want)
+		}
+		values[i] = strconv.FormatUint(limit, 10)
+		if limit == unix.RLIM_INFINITY {
+			values[i] = "unlimited"
+		}
 	}
-	if len(set) == 0 || prlimit() == "" {
-		return "/bin/sh", wrapperArgs
-	}
-	return prlimit(), append(append(set, "--", "/bin/sh"), wrapperArgs...)
+	return []string{"-c", limitedWrapper, "clusterflow-run", exitFile, values[0], values[1]}
 }
 
 // maxOutput is how many bytes of an output file are kept.
@@ -174,8 +174,8 @@ func Spawn(s Spec) (Handle, <-chan struct{}, error) {
 		}
 	}
 
-	path, args := s.Limits.command(append([]string{"-c", wrapper, "clusterflow-run", absolute(s.Sandbox, s.ExitFile), s.Path}, s.Args...))
-	cmd := exec.Command(path, args...)
+	args := append(append(s.Limits.wrapperArgs(absolute(s.Sandbox, s.ExitFile)), s.Path), s.Args...)
+	cmd := exec.Command("/bin/sh", args...)
 	cmd.Dir, cmd.Env = s.Dir, s.Env
 	cmd.Stdout, cmd.Stderr = files[0], files[1]
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}

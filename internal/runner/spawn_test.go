@@ -10,6 +10,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 func script(t *testing.T, body string) Spec {
@@ -461,5 +463,32 @@ func TestAFileOfAnotherUserInASandboxIsNeverGivenAway(t *testing.T) {
 	}
 	if stdout, _ := h.Tails(); stdout != "mine\n" {
 		t.Errorf("stdout tail %q, want the script's own output in a file of its own", stdout)
+	}
+}
+
+// A script runs under its limits, hard and soft alike, set by its wrapper shell before it
+// starts; one above the starter's own hard limit is lowered to it.
+func TestAScriptRunsUnderItsLimits(t *testing.T) {
+	s := script(t, "ulimit -Hn; ulimit -Sn; { ulimit -Hu || ulimit -Hp; } 2>/dev/null\n")
+	s.Limits = Limits{Processes: 123, OpenFiles: 456}
+	h := spawn(t, s)
+	if code := waitExit(t, h); code != 0 {
+		t.Fatalf("exit %d", code)
+	}
+	if stdout, stderr := h.Tails(); stdout != "456\n456\n123\n" {
+		t.Errorf("limits seen by the script: %q (stderr %q), want open files 456 (hard and soft) and processes 123", stdout, stderr)
+	}
+	var own unix.Rlimit
+	if err := unix.Getrlimit(unix.RLIMIT_NOFILE, &own); err != nil || own.Max == unix.RLIM_INFINITY {
+		return
+	}
+	s = script(t, "ulimit -Hn\n")
+	s.Limits = Limits{OpenFiles: int(own.Max) + 1000}
+	h = spawn(t, s)
+	if code := waitExit(t, h); code != 0 {
+		t.Fatalf("exit %d", code)
+	}
+	if stdout, _ := h.Tails(); stdout != strconv.FormatUint(own.Max, 10)+"\n" {
+		t.Errorf("a limit above the starter's: %q, want its own %d", stdout, own.Max)
 	}
 }
