@@ -191,13 +191,8 @@ func (a *Activities) RunStartscript(ctx context.Context, run backend.ScriptRun) 
 			return backend.ScriptResult{}, err
 		}
 	}
-	if run.Event == spec.EventConfigure {
-		// A member's first event creates it (idempotently), sparing a wide role
-		// an activity per member.
-		if err := a.Backend.CreateMember(ctx, run.Member); err != nil {
-			return backend.ScriptResult{}, refuseElsewhere(fmt.Errorf("create member %s: %w", run.Member.Name, err))
-		}
-	}
+	// A configure creates its member first (the backend's LaunchScript does, idempotently),
+	// sparing a wide role an activity, and a call, per member.
 	info := activity.GetInfo(ctx)
 	err := a.Backend.LaunchScript(ctx, run, backend.Completion{
 		WorkflowID: info.WorkflowExecution.ID, ActivityID: info.ActivityID,

@@ -77,7 +77,8 @@ type PortAssignment map[string]map[string]int
 // ScriptRunner runs a member's startscripts and keeps their output.
 type ScriptRunner interface {
 	// LaunchScript hands the member's startscript run for one event to whatever runs
-	// scripts for the member and returns once it has been taken. The run's result goes
+	// scripts for the member and returns once it has been taken. A configure creates the
+	// member first (as CreateMember, idempotently). The run's result goes
 	// to the completion, not to the caller. A run the backend will not run, whoever asks
 	// again, is refused with a *RefusedError; a secret it cannot fill in, a *SecretError.
 	LaunchScript(ctx context.Context, run ScriptRun, to Completion) error

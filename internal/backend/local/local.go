@@ -334,6 +334,11 @@ func (l *Backend) LaunchScript(ctx context.Context, run backend.ScriptRun, to ba
 	if err != nil {
 		return err
 	}
+	if run.Event == spec.EventConfigure {
+		if err := l.CreateMember(ctx, run.Member); err != nil {
+			return fmt.Errorf("create member %s: %w", run.Member.Name, err)
+		}
+	}
 	if _, err := os.Stat(dir); errors.Is(err, fs.ErrNotExist) {
 		return &backend.NoSandboxError{Member: run.Member.Name, Dir: dir}
 	} else if err != nil {
