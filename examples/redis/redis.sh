@@ -10,7 +10,7 @@ meta=$CLUSTERFLOW_CONFIGMETA
 at() { jq -r --arg n "$1" '.members[] | select(.name == $n) | "\(.address):\(.ports.client)"' "$meta"; }
 # servers STATE: the redis role's members in a state (ready, leaving, ...).
 servers() { jq -r --arg s "$1" '.members[] | select(.role == "redis" and .state == $s) | .name' "$meta"; }
-rcli() { a=$1; shift; redis-cli -h "${a%:*}" -p "${a##*:}" "$@"; }
+rcli() { _at=$1; shift; redis-cli -h "${_at%:*}" -p "${_at##*:}" "$@"; }
 # seed: a ready server that is in the cluster, to run --cluster commands through.
 seed() {
   for n in $(servers ready); do
@@ -21,13 +21,51 @@ seed() {
 }
 # id HOST:PORT: the node's ID as the cluster knows it, or nothing.
 id() { rcli "$(seed)" cluster nodes | awk -v a="$1" 'index($2, a "@") == 1 { print $1 }'; }
-# settle: wait until every node agrees on slots and roles.
+# logged LOG CMD...: runs CMD with its output in LOG, shown on stderr if it fails.
+logged() {
+  _log=$1; shift
+  "$@" > "$_log" 2>&1 || { tail -n 20 "$_log" >&2; return 1; }
+}
+# nodes ARGS...: the names an event's --nodes (or --nodes-file) gives, a line each.
+nodes() {
+  while [ $# -gt 0 ]; do
+    case "$1" in
+    --nodes) echo "$2" | tr , '\n' ;;
+    --nodes-file) cat "$2" ;;
+    esac
+    shift
+  done
+}
+# settle [any-masters]: wait until every node agrees on slots and, unless told that empty
+# masters are expected (a joiner before the rebalance), every live master serves slots: a
+# new replica's role has reached the seed.
 settle() {
   for _ in $(seq 120); do
-    s=$(seed) && redis-cli --cluster check "$s" > check.log 2>&1 && ! grep -q '\[ERR\]\|\[WARNING\]' check.log && return 0
+    if s=$(seed) && agreed && redis-cli --cluster check "$s" > check.log 2>&1 && ! grep -q '\[ERR\]\|\[WARNING\]' check.log; then
+      [ "${1:-}" = any-masters ] && return 0
+      rcli "$s" cluster nodes | awk '$3 ~ /master/ && $3 !~ /fail/ && $9 == "" { empty = 1 } END { exit empty }' && return 0
+    fi
     sleep 0.5
   done
   cat check.log >&2
+  return 1
+}
+# agreed: every server in the cluster is ok and knows as many live nodes as the others (the
+# check goes through the seed, which may know of a joiner before the joiner knows of all).
+agreed() {
+  views=$(for n in $(servers ready); do
+    live=$(rcli "$(at "$n")" cluster nodes 2> /dev/null | awk '$3 !~ /fail|handshake|noaddr/' | wc -l)
+    [ "$live" -gt 1 ] && echo "$live $(rcli "$(at "$n")" cluster info | tr -d '\r' | grep '^cluster_state:')"
+  done | sort -u)
+  [ "$(echo "$views" | wc -l)" = 1 ] && [ "${views#* }" = cluster_state:ok ]
+}
+# failed_over ID: wait until a dead node serves no slots (its replica took them over).
+failed_over() {
+  for _ in $(seq 120); do
+    [ -z "$(rcli "$(seed)" cluster nodes | awk -v i="$1" '$1 == i && $9 != ""')" ] && return 0
+    sleep 0.5
+  done
+  echo "node $1 is gone and no replica took its slots over" >&2
   return 1
 }
 
@@ -40,7 +78,8 @@ port $CLUSTERFLOW_PORT_CLIENT
 cluster-port $CLUSTERFLOW_PORT_BUS
 cluster-enabled yes
 cluster-config-file nodes.conf
-cluster-node-timeout 2000
+cluster-node-timeout 5000
+cluster-allow-replica-migration no
 appendonly yes
 dir $CLUSTERFLOW_MEMBER_DIR
 daemonize yes
@@ -69,47 +108,59 @@ admin() {
     if seed > /dev/null; then settle; return; fi # made before (a retried configure)
     addrs=$(for n in $(servers ready); do at "$n"; done)
     # shellcheck disable=SC2086
-    redis-cli --cluster create $addrs --cluster-replicas 1 --cluster-yes > create.log
+    logged create.log redis-cli --cluster create $addrs --cluster-replicas 1 --cluster-yes
     settle
     ;;
   --addnodes) # a joiner replicates a master that has none, or becomes a master with slots
-    shift 3 # --role redis --nodes
     s=$(seed)
-    for n in $(echo "$1" | tr , ' '); do
+    for n in $(nodes "$@"); do
       a=$(at "$n")
       [ -n "$(id "$a")" ] && continue # added before
-      settle # a failover (the master of a member gone) completes first
+      settle any-masters # a failover (the master of a member gone) completes first
       # A master serving slots that no live replica follows.
       lone=$(rcli "$s" cluster nodes | awk '$3 ~ /master/ && $3 !~ /fail/ && $9 != "" { m[$1] = 1 }
         $3 ~ /slave/ && $3 !~ /fail/ { r[$4] = 1 } END { for (x in m) if (!(x in r)) { print x; exit } }')
       if [ -n "$lone" ]; then
-        redis-cli --cluster add-node "$a" "$s" --cluster-slave --cluster-master-id "$lone" > add.log
+        logged add.log redis-cli --cluster add-node "$a" "$s" --cluster-slave --cluster-master-id "$lone"
       else
-        redis-cli --cluster add-node "$a" "$s" > add.log
+        logged add.log redis-cli --cluster add-node "$a" "$s"
       fi
-      settle
+      settle any-masters
     done
-    redis-cli --cluster rebalance "$s" --cluster-use-empty-masters > rebalance.log
+    logged rebalance.log redis-cli --cluster rebalance "$s" --cluster-use-empty-masters
     settle
     ;;
   --removing) # move the leavers' slots to the others, then take them out of the cluster
-    shift 3
     s=$(seed)
     weights=
-    for n in $(echo "$1" | tr , ' '); do
+    for n in $(nodes "$@"); do # the leaving masters that run
       i=$(id "$(at "$n")")
-      [ -n "$i" ] && rcli "$(at "$n")" ping > /dev/null 2>&1 && weights="$weights $i=0"
+      [ -n "$i" ] && rcli "$(at "$n")" ping > /dev/null 2>&1 &&
+        rcli "$s" cluster nodes | grep -q "^$i [^ ]* [^ ]*master" && weights="$weights $i=0"
     done
     # shellcheck disable=SC2086
-    [ -z "$weights" ] || redis-cli --cluster rebalance "$s" --cluster-weight $weights > rebalance.log
-    for n in $(echo "$1" | tr , ' '); do
+    [ -z "$weights" ] || logged rebalance.log redis-cli --cluster rebalance "$s" --cluster-weight $weights
+    for n in $(nodes "$@"); do
       i=$(id "$(at "$n")")
       [ -n "$i" ] || continue
       if rcli "$(at "$n")" ping > /dev/null 2>&1; then
-        redis-cli --cluster del-node "$s" "$i" > del.log
-      else # gone: every node forgets it
-        for m in $(servers ready); do rcli "$(at "$m")" cluster forget "$i" > /dev/null 2>&1 || true; done
-      fi
+        echo "taking $n ($i) out of the cluster" >&2
+        logged del.log redis-cli --cluster del-node "$s" "$i"
+      fi # one gone is forgotten at delnodes, once its replica has taken over
+    done
+    settle
+    ;;
+  --delnodes) # members gone: every node forgets the failed nodes no member is any more
+    s=$(seed)
+    members=$(jq -r '.members[] | "\(.address):\(.ports.client)@"' "$meta")
+    for i in $(rcli "$s" cluster nodes | awk '$3 ~ /fail/ { print $1, $2 }' | while read -r i addr; do
+      echo "$members" | grep -qF "${addr%%@*}@" || echo "$i"
+    done); do
+      echo "forgetting $i, failed and no member any more" >&2
+      failed_over "$i"
+      for m in $(servers ready); do
+        rcli "$(at "$m")" cluster forget "$i" 2>&1 | grep -v '^OK$' | sed "s/^/$m: forget: /" >&2 || true
+      done
     done
     settle
     ;;
