@@ -4,15 +4,12 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
-	"github.com/clusterflow/clusterflow/internal/testenv"
 	"github.com/clusterflow/clusterflow/workflows"
 )
 
@@ -24,50 +21,8 @@ import (
 func TestEtcdLivesThroughTheLifecycle(t *testing.T) {
 	t.Parallel()
 	guard(t)
-	for _, bin := range []string{"etcd", "etcdctl"} {
-		if _, err := exec.LookPath(bin); err != nil {
-			t.Fatalf("%s is needed (Debian's etcd-server and etcd-client, which .ci/run installs): %v", bin, err)
-		}
-	}
-	root, err := testenv.ModuleRoot()
-	if err != nil {
-		t.Fatal(err)
-	}
 	n := "etcdc"
-	dir := t.TempDir()
-	// The example's script, behind a wrapper that fails a configure while FAIL exists: a
-	// cause to fix, for the retry.
-	wrapper := fmt.Sprintf("#!/bin/sh\nif [ \"$1\" = --configure ] && [ -e %q ]; then echo 'injected failure' >&2; exit 1; fi\nexec %q \"$@\"\n",
-		filepath.Join(dir, "FAIL"), filepath.Join(root, "examples/etcd/etcd.sh"))
-	if err := os.WriteFile(filepath.Join(dir, "etcd.sh"), []byte(wrapper), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	example, err := os.ReadFile(filepath.Join(root, "examples/etcd/cluster.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	spec := strings.Replace(string(example), "name: etcd\n", "name: "+n+"\n", 1)
-	specPath := filepath.Join(dir, "cluster.yaml")
-	if err := os.WriteFile(specPath, []byte(spec), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	folder := func() string { return clusterDir(dataDir, n) } // once deployed
-	var pids []int                                            // every etcd the cluster ran, to check none outlives it
-	t.Cleanup(func() {
-		for _, pid := range pids {
-			_ = syscallKill(pid)
-		}
-	})
-	notePIDs := func() {
-		entries, _ := os.ReadDir(folder())
-		for _, e := range entries {
-			if data, err := os.ReadFile(filepath.Join(folder(), e.Name(), "etcd.pid")); err == nil {
-				if pid, err := strconv.Atoi(strings.TrimSpace(string(data))); err == nil && !slices.Contains(pids, pid) {
-					pids = append(pids, pid)
-				}
-			}
-		}
-	}
+	app := newRealApp(t, "etcd", "etcd.sh", n, "", "etcd.pid", "etcd", "etcdctl")
 	// A member's client endpoint, from the port clusterflow gave it.
 	endpoint := func(ordinal int) string {
 		s := statusJSON(t, n)
@@ -120,11 +75,11 @@ func TestEtcdLivesThroughTheLifecycle(t *testing.T) {
 		if res := cli(t, args...); res.Code != 0 {
 			t.Fatalf("%s: %s", what, res)
 		}
-		notePIDs()
+		app.notePIDs()
 		t.Logf("etcd %s: %.1f s", what, time.Since(start).Seconds())
 	}
 
-	step("deploy 3", "deploy", "-f", specPath, "--wait", "--timeout", "2m")
+	step("deploy 3", "deploy", "-f", app.specPath, "--wait", "--timeout", "2m")
 	if got := members(0); !slices.Equal(got, names(0, 1, 2)) {
 		t.Fatalf("after the deploy, etcd's members are %v", got)
 	}
@@ -148,12 +103,7 @@ func TestEtcdLivesThroughTheLifecycle(t *testing.T) {
 
 	// A member's etcd dies; reported gone, it is replaced by the next ordinal, whose
 	// configure removes it from etcd's membership before joining.
-	data, err := os.ReadFile(filepath.Join(folder(), n+"-etcd-1", "etcd.pid"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	pid, _ := strconv.Atoi(strings.TrimSpace(string(data)))
-	_ = syscallKill(pid)
+	_ = syscallKill(app.pidOf(n + "-etcd-1"))
 	start := time.Now()
 	mustSucceed(t, "signal", n, n+"-etcd-1", "gone", "--reason", "etcd killed")
 	waitUpTo(t, 2*time.Minute, "the killed member replaced", func() bool {
@@ -163,7 +113,7 @@ func TestEtcdLivesThroughTheLifecycle(t *testing.T) {
 		}
 		return s.Phase == workflows.PhaseReady && s.Member(n+"-etcd-5") != nil && s.Member(n+"-etcd-5").State == workflows.MemberReady && s.Member(n+"-etcd-1") == nil
 	})
-	notePIDs()
+	app.notePIDs()
 	t.Logf("etcd replace a killed member: %.1f s", time.Since(start).Seconds())
 	if got := members(0); !slices.Equal(got, names(0, 2, 5)) {
 		t.Errorf("after the replacement, etcd's members are %v", got)
@@ -171,15 +121,11 @@ func TestEtcdLivesThroughTheLifecycle(t *testing.T) {
 	keysIntact(5, "after the replacement, read from the successor")
 
 	// A new member fails its configure; once the cause is gone, retry sets it up.
-	if err := os.WriteFile(filepath.Join(dir, "FAIL"), nil, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	app.failConfigures(true)
 	if res := cli(t, "resize", n, "etcd=4", "--wait", "--timeout", "2m"); res.Code != 1 || !strings.Contains(res.Stdout, "injected failure") {
 		t.Fatalf("a grow whose configure fails: %s", res)
 	}
-	if err := os.Remove(filepath.Join(dir, "FAIL")); err != nil {
-		t.Fatal(err)
-	}
+	app.failConfigures(false)
 	step("retry a failed member", "retry", n, "--wait", "--timeout", "2m")
 	if got := members(0); !slices.Equal(got, names(0, 2, 5, 6)) {
 		t.Errorf("after the retry, etcd's members are %v", got)
@@ -187,13 +133,9 @@ func TestEtcdLivesThroughTheLifecycle(t *testing.T) {
 	keysIntact(6, "after the retry, read from the retried member")
 
 	step("delete", "delete", n, "--wait", "--timeout", "2m")
-	for _, pid := range pids {
-		if running(pid) {
-			t.Errorf("etcd %d outlived the cluster's delete", pid)
-		}
-	}
-	if len(pids) < 7 {
-		t.Errorf("only %d etcd processes were seen, want one per member (7)", len(pids))
+	app.noneOutlived()
+	if len(app.pids) < 7 {
+		t.Errorf("only %d etcd processes were seen, want one per member (7)", len(app.pids))
 	}
 }
 

@@ -2,16 +2,13 @@ package e2e
 
 import (
 	"fmt"
-	"os"
 	"os/exec"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/clusterflow/clusterflow/internal/testenv"
 	"github.com/clusterflow/clusterflow/workflows"
 )
 
@@ -25,49 +22,8 @@ import (
 func TestRedisLivesThroughTheLifecycle(t *testing.T) {
 	t.Parallel()
 	guard(t)
-	for _, bin := range []string{"redis-server", "redis-cli", "jq"} {
-		if _, err := exec.LookPath(bin); err != nil {
-			t.Fatalf("%s is needed (Debian's redis-server, redis-tools and jq, which .ci/run installs): %v", bin, err)
-		}
-	}
-	root, err := testenv.ModuleRoot()
-	if err != nil {
-		t.Fatal(err)
-	}
 	n := "redisc"
-	dir := t.TempDir()
-	// The example's script, behind a wrapper that fails a server's configure while FAIL
-	// exists: a cause to fix, for the retry.
-	wrapper := fmt.Sprintf("#!/bin/sh\nif [ \"$1\" = --configure ] && [ \"$CLUSTERFLOW_ROLE\" = redis ] && [ -e %q ]; then echo 'injected failure' >&2; exit 1; fi\nexec %q \"$@\"\n",
-		filepath.Join(dir, "FAIL"), filepath.Join(root, "examples/redis/redis.sh"))
-	if err := os.WriteFile(filepath.Join(dir, "redis.sh"), []byte(wrapper), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	example, err := os.ReadFile(filepath.Join(root, "examples/redis/cluster.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	specPath := filepath.Join(dir, "cluster.yaml")
-	if err := os.WriteFile(specPath, []byte(strings.Replace(string(example), "name: redis\n", "name: "+n+"\n", 1)), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	folder := func() string { return clusterDir(dataDir, n) }
-	var pids []int // every redis the cluster ran, to check none outlives it
-	t.Cleanup(func() {
-		for _, pid := range pids {
-			_ = syscallKill(pid)
-		}
-	})
-	notePIDs := func() {
-		entries, _ := os.ReadDir(folder())
-		for _, e := range entries {
-			if data, err := os.ReadFile(filepath.Join(folder(), e.Name(), "redis.pid")); err == nil {
-				if pid, err := strconv.Atoi(strings.TrimSpace(string(data))); err == nil && !slices.Contains(pids, pid) {
-					pids = append(pids, pid)
-				}
-			}
-		}
-	}
+	app := newRealApp(t, "redis", "redis.sh", n, "redis", "redis.pid", "redis-server", "redis-cli", "jq")
 	// port is a ready server's client port, from the port clusterflow gave it.
 	readyPort := func() string {
 		s := statusJSON(t, n)
@@ -134,17 +90,17 @@ func TestRedisLivesThroughTheLifecycle(t *testing.T) {
 		t.Helper()
 		start := time.Now()
 		if res := cli(t, args...); res.Code != 0 {
-			notePIDs()
+			app.notePIDs()
 			t.Fatalf("%s: %s", name, res)
 		}
 		times[name] = time.Since(start)
-		notePIDs()
+		app.notePIDs()
 		if args[0] != "delete" {
 			port = readyPort()
 		}
 	}
 
-	step("deploy 6", "deploy", "-f", specPath, "--wait")
+	step("deploy 6", "deploy", "-f", app.specPath, "--wait")
 	redis(sets.String())
 	everyKey("the deploy")
 	masters("the deploy", 3) // each with a replica
@@ -154,7 +110,7 @@ func TestRedisLivesThroughTheLifecycle(t *testing.T) {
 	step("shrink to 6", "resize", n, "redis=6", "--wait")
 	everyKey("the shrink")
 	for _, gone := range []string{n + "-redis-6", n + "-redis-7"} {
-		if exists(filepath.Join(folder(), gone)) {
+		if exists(filepath.Join(app.folder(), gone)) {
 			t.Errorf("%s is still there after the shrink", gone)
 		}
 	}
@@ -179,12 +135,7 @@ func TestRedisLivesThroughTheLifecycle(t *testing.T) {
 	if victim == "" {
 		t.Fatal("found no master to kill")
 	}
-	data, err := os.ReadFile(filepath.Join(folder(), victim, "redis.pid"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	pid, _ := strconv.Atoi(strings.TrimSpace(string(data)))
-	if err := syscallKill(pid); err != nil {
+	if err := syscallKill(app.pidOf(victim)); err != nil {
 		t.Fatal(err)
 	}
 	start := time.Now()
@@ -196,7 +147,7 @@ func TestRedisLivesThroughTheLifecycle(t *testing.T) {
 		return s.Phase == workflows.PhaseReady && s.Role("redis").Ready == 6 && s.Member(victim) == nil
 	})
 	times["replace a killed master"] = time.Since(start)
-	notePIDs()
+	app.notePIDs()
 	port = readyPort()
 	everyKey("the replacement")
 	if out := redis("", "cluster", "nodes"); strings.Count(out, "\n") != 6 || strings.Contains(out, "fail") {
@@ -204,24 +155,16 @@ func TestRedisLivesThroughTheLifecycle(t *testing.T) {
 	}
 
 	// A new server fails its configure; once the cause is gone, retry sets it up.
-	if err := os.WriteFile(filepath.Join(dir, "FAIL"), nil, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	app.failConfigures(true)
 	if res := cli(t, "resize", n, "redis=7", "--wait"); res.Code != 1 {
 		t.Fatalf("a grow whose new server fails should fail: %s", res)
 	}
-	if err := os.Remove(filepath.Join(dir, "FAIL")); err != nil {
-		t.Fatal(err)
-	}
+	app.failConfigures(false)
 	step("retry", "retry", n, "--wait")
 	everyKey("the retry")
 
 	step("delete", "delete", n, "--wait")
-	for _, pid := range pids {
-		if running(pid) {
-			t.Errorf("redis %d outlived the delete", pid)
-		}
-	}
+	app.noneOutlived()
 	// bench/redis.sh reports this line.
 	var report []string
 	for _, name := range []string{"deploy 6", "grow to 8", "shrink to 6", "replace a killed master", "retry", "delete"} {
