@@ -8,13 +8,12 @@ meta=$CLUSTERFLOW_CONFIGMETA
 
 # at NAME: a member's HOST:PORT, from configmeta (leaving members are listed until gone).
 at() { jq -r --arg n "$1" '.members[] | select(.name == $n) | "\(.address):\(.ports.client)"' "$meta"; }
-# servers STATE: the redis role's members in a state (ready, leaving, ...).
-servers() { jq -r --arg s "$1" '.members[] | select(.role == "redis" and .state == $s) | .name' "$meta"; }
+# ready: every ready server's HOST:PORT, a line each.
+ready() { jq -r '.members[] | select(.role == "redis" and .state == "ready") | "\(.address):\(.ports.client)"' "$meta"; }
 rcli() { _at=$1; shift; redis-cli -h "${_at%:*}" -p "${_at##*:}" "$@"; }
 # seed: a ready server that is in the cluster, to run --cluster commands through.
 seed() {
-  for n in $(servers ready); do
-    a=$(at "$n")
+  for a in $(ready); do
     [ "$(rcli "$a" cluster info 2> /dev/null | grep -c '^cluster_known_nodes:[2-9]')" = 1 ] && { echo "$a"; return; }
   done
   return 1
@@ -53,9 +52,9 @@ settle() {
 # agreed: every server in the cluster is ok and knows as many live nodes as the others (the
 # check goes through the seed, which may know of a joiner before the joiner knows of all).
 agreed() {
-  views=$(for n in $(servers ready); do
-    live=$(rcli "$(at "$n")" cluster nodes 2> /dev/null | awk '$3 !~ /fail|handshake|noaddr/' | wc -l)
-    [ "$live" -gt 1 ] && echo "$live $(rcli "$(at "$n")" cluster info | tr -d '\r' | grep '^cluster_state:')"
+  views=$(for a in $(ready); do
+    live=$(rcli "$a" cluster nodes 2> /dev/null | awk '$3 !~ /fail|handshake|noaddr/' | wc -l)
+    [ "$live" -gt 1 ] && echo "$live $(rcli "$a" cluster info | tr -d '\r' | grep '^cluster_state:')"
   done | sort -u)
   [ "$(echo "$views" | wc -l)" = 1 ] && [ "${views#* }" = cluster_state:ok ]
 }
@@ -106,9 +105,8 @@ admin() {
   case "$1" in
   --configure) # the first servers make a cluster of masters, each with a replica
     if seed > /dev/null; then settle; return; fi # made before (a retried configure)
-    addrs=$(for n in $(servers ready); do at "$n"; done)
-    # shellcheck disable=SC2086
-    logged create.log redis-cli --cluster create $addrs --cluster-replicas 1 --cluster-yes
+    # shellcheck disable=SC2046
+    logged create.log redis-cli --cluster create $(ready) --cluster-replicas 1 --cluster-yes
     settle
     ;;
   --addnodes) # a joiner replicates a master that has none, or becomes a master with slots
@@ -158,8 +156,8 @@ admin() {
     done); do
       echo "forgetting $i, failed and no member any more" >&2
       failed_over "$i"
-      for m in $(servers ready); do
-        rcli "$(at "$m")" cluster forget "$i" 2>&1 | grep -v '^OK$' | sed "s/^/$m: forget: /" >&2 || true
+      for m in $(ready); do
+        rcli "$m" cluster forget "$i" 2>&1 | grep -v '^OK$' | sed "s/^/$m: forget: /" >&2 || true
       done
     done
     settle
