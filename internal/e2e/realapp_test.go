@@ -114,7 +114,7 @@ func (a *realApp) noneOutlived() {
 	a.t.Helper()
 	for _, pid := range a.pids {
 		if running(pid) {
-			a.t.Errorf("%s %d outlived the delete", a.pidFile, pid)
+			a.t.Errorf("the daemon of pid %d (from a member's %s) outlived the delete", pid, a.pidFile)
 		}
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"go.uber.org/zap"
@@ -37,6 +38,9 @@ type Backend struct {
 	// (agent), the one New makes.
 	launcher agent.Launcher
 	agent    *agent.Client
+	// removedLogs serializes keeping removed members' logs; a pointer, so that the copies
+	// For makes for each calling worker share it.
+	removedLogs *sync.Mutex
 	// Grace is how long a script has between SIGTERM and SIGKILL when stopped.
 	Grace time.Duration
 	// Host names the host the backend runs on, for scripts (CLUSTERFLOW_HOST), and Address
@@ -93,7 +97,7 @@ func New(root string, agentCommand ...string) (*Backend, error) {
 		command = append(slices.Clone(agentCommand), agentDir)
 	}
 	client := &agent.Client{Dir: agentDir, Command: command}
-	return &Backend{root: abs, layout: layout.Root(abs), launcher: client, agent: client, Grace: 10 * time.Second}, nil
+	return &Backend{root: abs, layout: layout.Root(abs), launcher: client, agent: client, Grace: 10 * time.Second, removedLogs: &sync.Mutex{}}, nil
 }
 
 var _ agent.HostBackend = (*Backend)(nil)

@@ -9,7 +9,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"sync"
 	"time"
 
 	"github.com/clusterflow/clusterflow/internal/backend"
@@ -98,9 +97,6 @@ func readFrom(sandbox *os.Root, name string, offset int64, limit int) (text stri
 	return string(buf[:n]), offset + int64(n), false, nil
 }
 
-// removedLogsLocks serializes, by cluster folder, the removals that keep members' logs.
-var removedLogsLocks sync.Map
-
 // keptRemovedLogs is how many removed members' output a host keeps per cluster, until the
 // cluster is removed: enough for `clusterflow logs` to show why a shrink's or a
 // replacement's teardown failed.
@@ -123,12 +119,12 @@ func (l *Backend) keepRemovedLogs(m backend.MemberRef, sandbox string) error {
 	if err != nil {
 		return err
 	}
-	// One removal of the cluster's at a time keeps and prunes: another's pruning must not
-	// take the folder this one has just made before its logs are in it, nor a removal of
-	// the same member asked twice at once move them from under the other.
-	lock, _ := removedLogsLocks.LoadOrStore(removed, &sync.Mutex{})
-	lock.(*sync.Mutex).Lock()
-	defer lock.(*sync.Mutex).Unlock()
+	// One removal at a time keeps and prunes: another's pruning must not take the folder
+	// this one has just made before its logs are in it, nor a removal of the same member
+	// asked twice at once move them from under the other. (A rename and a listing of at
+	// most keptRemovedLogs+1 entries: cheap enough to share one lock across clusters.)
+	l.removedLogs.Lock()
+	defer l.removedLogs.Unlock()
 	logs := filepath.Join(sandbox, layout.LogsDir)
 	if info, err := os.Lstat(logs); err != nil || !info.IsDir() {
 		return nil // nothing ran, or the script put something else there: nothing to keep
