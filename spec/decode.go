@@ -45,6 +45,7 @@ type draftRole struct {
 	Actions              []string
 	Ports                map[string]string
 	Limits               *draftLimits
+	Container            draftContainer
 	ActionParams         map[string]map[string]string
 }
 
@@ -102,6 +103,10 @@ func (w walker) role(path string, n *yaml.Node) draftRole {
 		"actions":              func(p string, n *yaml.Node) { r.Actions = w.strings(p, n) },
 		"ports":                func(p string, n *yaml.Node) { r.Ports = w.stringMap(p, n) },
 		"limits":               func(p string, n *yaml.Node) { r.Limits = w.limits(p, n) },
+		"image":                func(p string, n *yaml.Node) { r.Container.Image = w.str(p, n) },
+		"user":                 func(p string, n *yaml.Node) { r.Container.User = w.str(p, n) },
+		"resources":            func(p string, n *yaml.Node) { r.Container.Resources = w.resources(p, n) },
+		"volumes":              func(p string, n *yaml.Node) { r.Container.Volumes = w.strings(p, n) },
 		"actionParams": func(p string, n *yaml.Node) {
 			r.ActionParams = map[string]map[string]string{}
 			for _, kv := range pairs(deref(n)) {

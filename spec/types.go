@@ -131,6 +131,9 @@ type Role struct {
 	Ports map[string]int `json:"ports,omitempty"`
 	// Limits bound what the role's scripts take on a host; zero fields take the defaults.
 	Limits Limits `json:"limits,omitzero"`
+	// Container is the role's image and how it runs, for a backend that gives each member
+	// a container; embedded, so that its fields are the role's own in specs and histories.
+	Container
 }
 
 // Limits bound what a member's scripts may take on its host, so that one cluster's fork

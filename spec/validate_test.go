@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -362,6 +363,64 @@ func TestParseReadsLimits(t *testing.T) {
 	} {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("bad limits: %v; want %q", err, want)
+		}
+	}
+}
+
+func TestContainerFieldsAreReadAndEachProblemNamed(t *testing.T) {
+	good := `name: c
+roles:
+  - name: db
+    members: 1
+    startscript: s.sh
+    image: registry.example.com/etcd:3.4
+    user: "1000:1000"
+    resources: {cpus: 0.5, memory: 512Mi, pids: 256}
+    volumes: [/var/lib/etcd, /data]
+`
+	c, err := Parse([]byte(good), "", testScripts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := Container{Image: "registry.example.com/etcd:3.4", User: "1000:1000", Resources: Resources{CPUs: 0.5, Memory: 512 << 20, PIDs: 256}, Volumes: []string{"/var/lib/etcd", "/data"}}
+	if got := c.Roles[0].Container; !reflect.DeepEqual(got, want) {
+		t.Fatalf("container = %+v, want %+v", got, want)
+	}
+	if got := ContainerFields(c.Roles[0].Container); !reflect.DeepEqual(got, []string{"image", "user", "resources", "volumes"}) {
+		t.Fatalf("fields = %v", got)
+	}
+	bad := `name: c
+roles:
+  - name: db
+    members: 1
+    startscript: s.sh
+    image: "Not An Image"
+    user: etcd
+    resources: {cpus: 0, memory: 1Mi, pids: 3}
+    volumes: [relative, /data, /data, "/a:b", /]
+  - name: web
+    members: 1
+    startscript: s.sh
+    volumes: [/x]
+`
+	_, err = Parse([]byte(bad), "", testScripts)
+	if err == nil {
+		t.Fatal("a spec with bad container fields was taken")
+	}
+	for _, want := range []string{
+		"roles[0].image: \"Not An Image\" is not an image reference",
+		"roles[0].user: \"etcd\" is not a numeric uid[:gid]",
+		"roles[0].resources.cpus: \"0\" is not a number of CPUs",
+		"roles[0].resources.memory: \"1Mi\" is under 6Mi",
+		"roles[0].resources.pids: is 3",
+		"roles[0].volumes[0]: \"relative\" is not an absolute",
+		"roles[0].volumes[2]: \"/data\" is listed twice",
+		"roles[0].volumes[3]: \"/a:b\" holds ':'",
+		"roles[0].volumes[4]: \"/\" is not an absolute",
+		"roles[1].image: is required with user, resources or volumes",
+	} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error lacks %q:\n%v", want, err)
 		}
 	}
 }

@@ -29,6 +29,10 @@ func (r *roleWorkflow) runScript(ctx workflow.Context, i int, event spec.Event) 
 		run.FromRevision = max(m.Revision, 1)
 	}
 	run.Ports = m.Ports
+	if len(spec.ContainerFields(r.in.Role.Container)) > 0 {
+		container := r.in.Role.Container
+		run.Container = &container
+	}
 	switch event {
 	case spec.EventConfigure:
 		run.Joining, run.Replaces = m.Joining, m.Replaces

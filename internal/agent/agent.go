@@ -41,6 +41,9 @@ type Options struct {
 	// to reach (group SocketGroup, mode 0660) and no one else's.
 	Workers     []int
 	SocketGroup int
+	// EnterCommand starts a script inside a container (Script.Enter); it is followed by
+	// --engine, --container, --grace, "--" and the script with its arguments.
+	EnterCommand []string
 }
 
 // ErrAlreadyRunning means another agent serves the folder.

@@ -126,6 +126,21 @@ type Script struct {
 	User *runner.User `json:"user,omitempty"`
 	// Limits bound the script and all it starts.
 	Limits runner.Limits `json:"limits,omitzero"`
+	// Enter, when set, runs the script inside the member's container rather than on the
+	// host (the docker backend).
+	Enter *Enter `json:"enter,omitempty"`
+}
+
+// Enter names the container a script runs in, and the engine holding it. The agent then
+// starts Options.EnterCommand in the script's place, as the agent's own user, which execs
+// the script in the container through the engine, writes its output to the run's files
+// and exits with its status (and stops it when stopped itself): the run is watched,
+// stopped, timed out and adopted by a restarted agent as any other.
+type Enter struct {
+	Engine    string `json:"engine"`
+	Container string `json:"container"`
+	// User is who the script runs as in the container (uid:gid; empty: the image's user).
+	User string `json:"user,omitempty"`
 }
 
 // Reply says what the agent did with a launch.

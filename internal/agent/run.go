@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"time"
 
@@ -166,10 +167,20 @@ func (a *Agent) start(l Launch, id string, at runPlace, retoken func(*record)) (
 	if err != nil {
 		return "", err
 	}
+	user := s.User
+	if s.Enter != nil {
+		if len(a.opts.EnterCommand) == 0 {
+			return "", &RefusedError{Reason: "this agent cannot run scripts in containers"}
+		}
+		// The script runs as the container's user; what enters it talks to the engine.
+		args = append(append(slices.Clone(a.opts.EnterCommand[1:]), "--engine", s.Enter.Engine, "--container", s.Enter.Container,
+			"--user", s.Enter.User, "--grace", l.Grace.String(), "--"), append([]string{path}, args...)...)
+		path, user = a.opts.EnterCommand[0], nil
+	}
 	var exited <-chan struct{}
 	rec.Handle, exited, err = runner.Spawn(runner.Spec{
 		Path: path, Args: args, Dir: at.sandbox, Env: s.Env, Sandbox: at.sandbox,
-		StdoutFile: at.stdout, StderrFile: at.stderr, ExitFile: at.exit, User: s.User, Cgroup: at.cgroup, Limits: s.Limits,
+		StdoutFile: at.stdout, StderrFile: at.stderr, ExitFile: at.exit, User: user, Cgroup: at.cgroup, Limits: s.Limits,
 	})
 	if err != nil {
 		return "", err

@@ -224,6 +224,10 @@ type ScriptRun struct {
 	Ports map[string]int `json:"ports,omitempty"`
 	// Limits are the role's; zero fields take the defaults (spec.DefaultLimits).
 	Limits spec.Limits `json:"limits,omitzero"`
+	// Container is the role's image and how it runs, for a backend that runs each member
+	// in a container (a configure creates it); nil for a role that sets none, which a
+	// container backend refuses, as the local backend refuses one that sets any.
+	Container *spec.Container `json:"container,omitempty"`
 }
 
 // ScriptStop names runs to stop: the member's runs of an event for one workflow.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"os/user"
 	"strconv"
 	"time"
@@ -62,6 +63,13 @@ func runAgent(ctx context.Context, args []string) error {
 	}
 	if opts.Host, err = settings.openHost(logger); err != nil {
 		return apperr.Wrap(apperr.Invalid, err)
+	}
+	if settings.Backend == "docker" {
+		self, err := os.Executable()
+		if err != nil {
+			return fmt.Errorf("find the clusterflow binary to enter containers with: %w", err)
+		}
+		opts.EnterCommand = []string{self, "container-exec"}
 	}
 	err = agent.Serve(ctx, opts)
 	if errors.Is(err, agent.ErrAlreadyRunning) {

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -10,12 +11,14 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/spf13/pflag"
 	"go.uber.org/zap"
 
 	"github.com/clusterflow/clusterflow/internal/agent"
 	"github.com/clusterflow/clusterflow/internal/apperr"
+	"github.com/clusterflow/clusterflow/internal/backend/docker"
 	"github.com/clusterflow/clusterflow/internal/backend/factory"
 	"github.com/clusterflow/clusterflow/internal/runner"
 )
@@ -23,8 +26,8 @@ import (
 // hostFlags are what a host's backend is built with, in the host's agent: the agent's
 // flags, and those of a worker or dev that starts its agent itself and passes them on.
 type hostFlags struct {
-	backendName, data, secretsDir, portRange *string
-	scripts                                  scriptUserFlags
+	backendName, data, secretsDir, portRange, dockerHost *string
+	scripts                                              scriptUserFlags
 	// shared is --shared-script-user: a host whose agent is not root runs every cluster's
 	// scripts as the agent's user, which its operator must say is meant.
 	shared *bool
@@ -39,6 +42,7 @@ func (h *hostFlags) register(fs *pflag.FlagSet, forDev bool) {
 	}
 	h.secretsDir = fs.String("secrets-dir", secrets, usage)
 	h.portRange = fs.String("port-range", "61000-63999", "ports this host gives members whose roles name ports (roles[].ports), LOW-HIGH")
+	h.dockerHost = fs.String("docker-host", os.Getenv("DOCKER_HOST"), "the Docker engine's address for --backend docker, such as unix:///var/run/docker.sock (default $DOCKER_HOST, else that socket)")
 	h.scripts.register(fs, forDev)
 	h.shared = fs.Bool("shared-script-user", forDev, "not as root: run every cluster's startscripts as this process's own user, who can then read its credentials and every cluster's files (a developer's machine); a host of a fleet runs a root agent instead (deploy/systemd)")
 }
@@ -49,6 +53,7 @@ type hostSettings struct {
 	Data       string              `json:"data"`
 	SecretsDir string              `json:"secretsDir"`
 	PortRange  string              `json:"portRange"`
+	DockerHost string              `json:"dockerHost,omitempty"`
 	Scripts    factory.ScriptUsers `json:"scripts"`
 }
 
@@ -58,6 +63,17 @@ func (h *hostFlags) settings(logger *zap.Logger) (hostSettings, error) {
 		return hostSettings{}, err
 	}
 	s := hostSettings{Backend: *h.backendName, PortRange: *h.portRange}
+	if s.Backend == "docker" {
+		s.DockerHost = *h.dockerHost
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		err := docker.Ping(ctx, s.DockerHost)
+		cancel()
+		if err != nil {
+			return s, apperr.Wrap(apperr.Unavailable, err)
+		}
+	} else if *h.dockerHost != "" && *h.dockerHost != os.Getenv("DOCKER_HOST") {
+		return s, apperr.Errorf(apperr.Invalid, "--docker-host is for --backend docker, not %s", s.Backend)
+	}
 	var err error
 	if s.Data, err = filepath.Abs(*h.data); err != nil {
 		return s, err
@@ -93,6 +109,9 @@ func (s hostSettings) digest() string {
 func (h *hostFlags) agentArgs(s hostSettings) []string {
 	args := []string{"--backend", s.Backend, "--data", s.Data, "--secrets-dir", s.SecretsDir, "--port-range", s.PortRange,
 		"--allow-root-scripts=" + strconv.FormatBool(h.scripts.allowRoot), "--shared-script-user=" + strconv.FormatBool(*h.shared)}
+	if s.DockerHost != "" {
+		args = append(args, "--docker-host", s.DockerHost)
+	}
 	if h.scripts.uids != "" {
 		args = append(args, "--script-uids", h.scripts.uids)
 	}
@@ -120,7 +139,7 @@ func (h *hostFlags) agentOptions(s hostSettings, socket string, com common) (fac
 
 // openHost builds the host's backend in the agent.
 func (s hostSettings) openHost(logger *zap.Logger) (agent.HostBackend, error) {
-	return factory.OpenHost(s.Backend, factory.HostOptions{Data: s.Data, SecretsDir: s.SecretsDir, Scripts: s.Scripts, PortRange: s.PortRange, Logger: logger})
+	return factory.OpenHost(s.Backend, factory.HostOptions{Data: s.Data, SecretsDir: s.SecretsDir, Scripts: s.Scripts, PortRange: s.PortRange, DockerHost: s.DockerHost, Logger: logger})
 }
 
 // checkBackend refuses a backend no host has.
@@ -133,7 +152,7 @@ func checkBackend(name string) error {
 
 // backendFlag is --backend, which names where members live.
 func backendFlag(fs *pflag.FlagSet) *string {
-	return fs.String("backend", factory.Default, "where members live: "+strings.Join(factory.Names, ", ")+" (local: a sandbox folder per member under --data, scripts run by the host's agent)")
+	return fs.String("backend", factory.Default, "where members live: "+strings.Join(factory.Names, ", ")+" (local: a sandbox folder per member under --data, scripts run by the host's agent; docker: a container per member from its role's image, on a network of its cluster)")
 }
 
 // scriptUserFlags say who runs startscripts on a worker that runs as root: by default a

@@ -27,6 +27,7 @@ var commands = []command{
 	{"dev", "[-f SPEC]", "run an embedded Temporal server, its Web UI and a worker; deploy SPEC if given", nil},
 	{"worker", "", "run a worker against an existing Temporal server", runWorker},
 	{"agent", "", "run the member agent (workers start it when needed)", runAgent},
+	{"container-exec", "--engine H --container C -- SCRIPT...", "run a startscript in a member's container (the agent does, on a docker host)", runContainerExec},
 	{"setup", "", "register clusterflow's search attributes on an existing Temporal server", runSetup},
 	{"deploy", "-f SPEC [--wait] [--sign-key F]", "deploy a new cluster", runDeploy},
 	{"resize", "NAME ROLE=N... [--wait] [--sign-key F]", "change the member count of roles", runResize},

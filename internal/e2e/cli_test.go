@@ -29,10 +29,15 @@ func TestEveryCommandHasHelp(t *testing.T) {
 	if res := cli(t, "deploy", "--bogus"); res.Code != 2 || !strings.Contains(res.Stderr, "unknown flag: --bogus") {
 		t.Errorf("unknown flag: %s", res)
 	}
-	// A backend no worker has is refused before anything connects or starts.
+	// A backend no worker has, or whose engine does not answer, is refused before
+	// anything connects or starts.
 	for _, cmd := range []string{"worker", "dev"} {
-		if res := cli(t, cmd, "--backend", "docker", "--data", t.TempDir()); res.Code != 2 || !strings.Contains(res.Stderr, `--backend "docker": unknown; the backends are local`) {
+		if res := cli(t, cmd, "--backend", "nomad", "--data", t.TempDir()); res.Code != 2 || !strings.Contains(res.Stderr, `--backend "nomad": unknown; the backends are local, docker`) {
 			t.Errorf("%s with an unknown backend: %s", cmd, res)
+		}
+		if res := cli(t, cmd, "--backend", "docker", "--docker-host", "unix:///nonexistent/docker.sock", "--data", t.TempDir()); res.Code == 0 ||
+			!strings.Contains(res.Stderr, "the Docker engine at unix:///nonexistent/docker.sock does not answer") {
+			t.Errorf("%s with no Docker engine: %s", cmd, res)
 		}
 	}
 	if res := cli(t, "list", "--log-format", "xml"); res.Code != 2 || !strings.Contains(res.Stderr, `--log-format: "xml" is not json or console`) {

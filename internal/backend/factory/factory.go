@@ -16,6 +16,7 @@ import (
 
 	"github.com/clusterflow/clusterflow/internal/agent"
 	"github.com/clusterflow/clusterflow/internal/backend"
+	"github.com/clusterflow/clusterflow/internal/backend/docker"
 	"github.com/clusterflow/clusterflow/internal/backend/local"
 	"github.com/clusterflow/clusterflow/internal/runner"
 )
@@ -24,7 +25,7 @@ import (
 const Default = "local"
 
 // Names are the backends OpenHost builds.
-var Names = []string{"local"}
+var Names = []string{"local", "docker"}
 
 // Known says whether OpenHost builds a backend of that name.
 func Known(name string) bool { return slices.Contains(Names, name) }
@@ -58,7 +59,11 @@ func Open(name string, o Options) (backend.Backend, error) {
 			return nil, fmt.Errorf("create data folder: %w", err)
 		}
 	}
-	return &agent.RemoteBackend{Client: client, Worker: o.Worker}, nil
+	remote := &agent.RemoteBackend{Client: client, Worker: o.Worker}
+	if name == "docker" {
+		remote.AddressOf = docker.MemberAddress
+	}
+	return remote, nil
 }
 
 // HostOptions are what the host's backend is built with, in its agent.
@@ -71,7 +76,10 @@ type HostOptions struct {
 	Scripts ScriptUsers
 	// PortRange is where members' ports come from, LOW-HIGH; empty: the backend's default.
 	PortRange string
-	Logger    *zap.Logger
+	// DockerHost is the Docker engine's address for the docker backend (empty:
+	// DOCKER_HOST, or the engine's default socket).
+	DockerHost string
+	Logger     *zap.Logger
 }
 
 // ScriptUsers says who startscripts run as: one user for all, a user per cluster from a
@@ -88,6 +96,12 @@ func OpenHost(name string, o HostOptions) (agent.HostBackend, error) {
 	switch name {
 	case "local":
 		return openLocal(o)
+	case "docker":
+		l, err := openLocal(o)
+		if err != nil {
+			return nil, err
+		}
+		return docker.New(l, o.DockerHost, o.Logger)
 	default:
 		return nil, unknown(name)
 	}

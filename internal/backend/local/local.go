@@ -70,6 +70,10 @@ type Backend struct {
 	Ports PortRange
 	// Log is the agent's log (nil: none).
 	Log *zap.Logger
+	// AddressOf, when set, is how members are reached instead of at their host's address:
+	// a backend that gives each member an address of its own (internal/backend/docker)
+	// keeps the local backend's folders and says so here.
+	AddressOf func(m backend.MemberRef, hostAddress string) string
 }
 
 func (l *Backend) log() *zap.Logger {
@@ -338,6 +342,10 @@ func (l *Backend) LaunchScript(ctx context.Context, run backend.ScriptRun, to ba
 	if err != nil {
 		return err
 	}
+	if run.Container != nil {
+		return &backend.RefusedError{Reason: fmt.Sprintf("role %s sets %s, which say how its members run as containers; this host's backend is local, which runs members in folders of the host: run the cluster on hosts started with --backend docker, or leave those fields out",
+			run.Member.Role, strings.Join(spec.ContainerFields(*run.Container), ", "))}
+	}
 	if run.Event == spec.EventConfigure {
 		if err := l.CreateMember(ctx, run.Member); err != nil {
 			return fmt.Errorf("create member %s: %w", run.Member.Name, err)
@@ -468,8 +476,14 @@ func (l *Backend) clusterTmp(c layout.Cluster, u *runner.User) (string, error) {
 	return dir, nil
 }
 
-// MemberAddress implements Backend: a member is reached at its host's address.
-func (l *Backend) MemberAddress(_ backend.MemberRef, hostAddress string) string { return hostAddress }
+// MemberAddress implements Backend: a member is reached at its host's address, unless
+// AddressOf says otherwise.
+func (l *Backend) MemberAddress(m backend.MemberRef, hostAddress string) string {
+	if l.AddressOf != nil {
+		return l.AddressOf(m, hostAddress)
+	}
+	return hostAddress
+}
 
 // NodesFileEnv names the file listing an addnodes' or delnodes' nodes, one a line.
 const NodesFileEnv = "CLUSTERFLOW_NODES_FILE"
@@ -657,6 +671,26 @@ func (l *Backend) ListMembers(_ context.Context, key string) ([]backend.MemberRe
 	}
 	return members, nil
 }
+
+// Sandbox is the member's folder on the host, its names checked.
+func (l *Backend) Sandbox(m backend.MemberRef) (string, error) { return l.memberDir(m) }
+
+// FilesDir is the folder of the cluster's own files on the host: its startscripts, envs,
+// notices and configmeta.
+func (l *Backend) FilesDir(c backend.ClusterRef) (string, error) {
+	dir, err := l.layout.Cluster(c)
+	if err != nil {
+		return "", err
+	}
+	return filepath.Dir(l.configMetaPath(dir)), nil
+}
+
+// ScriptUserOf is who the cluster's scripts run as (nil: the agent's own user).
+func (l *Backend) ScriptUserOf(c backend.ClusterRef) (*runner.User, error) { return l.userOf(c) }
+
+// RefuseElsewhere refuses, with an *OwnedElsewhereError, a cluster another server or
+// namespace owns on this host.
+func (l *Backend) RefuseElsewhere(c backend.ClusterRef) error { return l.refuseElsewhere(c) }
 
 // memberDir checks every name before it becomes part of a path.
 func (l *Backend) memberDir(m backend.MemberRef) (string, error) {

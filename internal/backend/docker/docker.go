@@ -1,0 +1,467 @@
+// Package docker is the backend that runs each member as a container of its own, through a
+// Docker Engine's API: the member's image, its own address on a network of its cluster,
+// its own volumes. It keeps the local backend's folders for everything that is the host's
+// (the cluster's scripts, envs and configmeta, each member's logs and records, secrets and
+// owners), so that runs are launched, watched, stopped and adopted by the host's agent as
+// on the local backend; what changes is where a member is and where its scripts run:
+// inside its container, by the engine's exec (see Exec).
+package docker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+
+	cerrdefs "github.com/containerd/errdefs"
+	"github.com/moby/moby/api/pkg/stdcopy"
+	"github.com/moby/moby/api/types/container"
+	"github.com/moby/moby/api/types/mount"
+	"github.com/moby/moby/api/types/network"
+	"github.com/moby/moby/client"
+	"go.uber.org/zap"
+
+	"github.com/clusterflow/clusterflow/internal/agent"
+	"github.com/clusterflow/clusterflow/internal/backend"
+	"github.com/clusterflow/clusterflow/internal/backend/local"
+	"github.com/clusterflow/clusterflow/spec"
+)
+
+// Labels every container, network and volume of a member or cluster carries: a listing
+// finds a cluster's by them, and an operator's `docker ps --filter label=...` too.
+const (
+	LabelCluster   = "io.clusterflow.cluster" // the cluster's key: NAME or NAME@HOME
+	LabelMember    = "io.clusterflow.member"
+	LabelRole      = "io.clusterflow.role"
+	LabelHome      = "io.clusterflow.home"
+	LabelNamespace = "io.clusterflow.namespace" // the owning namespace's ID
+	// LabelUser is who the member's scripts run as in its container (uid:gid; empty: the
+	// image's user).
+	LabelUser = "io.clusterflow.user"
+)
+
+// keepAlive is every member container's main process: the member is its scripts and what
+// they start, not the image's entrypoint, so the container only has to stay up (with the
+// engine's init as PID 1, reaping what daemons leave).
+var keepAlive = []string{"/bin/sh", "-c", "trap 'exit 0' TERM INT; while :; do sleep 3600 & wait $!; done"}
+
+// Backend runs members as containers. Its local backend holds the host's folders.
+type Backend struct {
+	*local.Backend
+	engine *client.Client
+	// Engine is the engine's address (DOCKER_HOST's form), which scripts' runs are told.
+	Engine string
+	// launcher is the agent, which Launch reaches through entering.
+	launcher agent.Launcher
+	// networks serializes making a cluster's network: an engine of API 1.41 makes a second
+	// network of the same name rather than refuse it.
+	networks *sync.Mutex
+	log      *zap.Logger
+}
+
+var (
+	_ backend.Backend   = (*Backend)(nil)
+	_ agent.HostBackend = (*Backend)(nil)
+)
+
+// New returns a backend on the engine at engineHost (empty: DOCKER_HOST, or the engine's
+// default socket), keeping the host's folders in l.
+func New(l *local.Backend, engineHost string, log *zap.Logger) (*Backend, error) {
+	opts := []client.Opt{client.FromEnv, client.WithAPIVersionNegotiation()}
+	if engineHost != "" {
+		opts = append(opts, client.WithHost(engineHost))
+	}
+	engine, err := client.New(opts...)
+	if err != nil {
+		return nil, fmt.Errorf("docker engine at %q: %w", engineHost, err)
+	}
+	if log == nil {
+		log = zap.NewNop()
+	}
+	d := &Backend{Backend: l, engine: engine, Engine: engine.DaemonHost(), networks: &sync.Mutex{}, log: log}
+	l.AddressOf = MemberAddress
+	return d, nil
+}
+
+// Ping checks that the engine at engineHost (empty: DOCKER_HOST, or the engine's default
+// socket) answers, for a host to say so at its start rather than at its first member.
+func Ping(ctx context.Context, engineHost string) error {
+	opts := []client.Opt{client.FromEnv, client.WithAPIVersionNegotiation()}
+	if engineHost != "" {
+		opts = append(opts, client.WithHost(engineHost))
+	}
+	engine, err := client.New(opts...)
+	if err != nil {
+		return fmt.Errorf("docker engine at %q: %w", engineHost, err)
+	}
+	defer engine.Close()
+	if _, err := engine.Ping(ctx, client.PingOptions{}); err != nil {
+		return fmt.Errorf("the Docker engine at %s does not answer (--docker-host, DOCKER_HOST): %w", engine.DaemonHost(), err)
+	}
+	return nil
+}
+
+// MemberAddress is how a member's cluster reaches it: its name, which the engine's DNS
+// answers on the cluster's network with the member's own address.
+func MemberAddress(m backend.MemberRef, _ string) string { return m.Name }
+
+// UseLauncher implements agent.HostBackend.
+func (d *Backend) UseLauncher(launcher agent.Launcher) {
+	d.launcher = launcher
+	d.Backend.UseLauncher(entering{next: launcher, engine: d.engine, host: d.Engine})
+}
+
+// For implements agent.HostBackend.
+func (d *Backend) For(w agent.Worker) backend.Backend {
+	c := *d
+	c.Backend = d.Backend.For(w).(*local.Backend)
+	return &c
+}
+
+// entering runs every launch in its member's container (agent.Script.Enter).
+type entering struct {
+	next   agent.Launcher
+	engine *client.Client
+	host   string
+}
+
+func (e entering) Launch(ctx context.Context, l agent.Launch) (agent.Reply, error) {
+	name := containerName(backend.ClusterRef{Name: l.Cluster, Home: l.Home}, l.Member)
+	got, err := e.engine.ContainerInspect(ctx, name, client.ContainerInspectOptions{})
+	if err != nil {
+		return agent.Reply{}, fmt.Errorf("inspect container %s: %w", name, err)
+	}
+	l.Script.Enter = &agent.Enter{Engine: e.host, Container: name, User: got.Container.Config.Labels[LabelUser]}
+	return e.next.Launch(ctx, l)
+}
+
+func (e entering) Stop(ctx context.Context, s agent.Stop) (agent.Reply, error) {
+	return e.next.Stop(ctx, s)
+}
+
+// containerName names a member's container, unique on the host: a cluster's key is.
+func containerName(c backend.ClusterRef, member string) string {
+	if c.Home == "" {
+		return "cf-" + member
+	}
+	return "cf-" + member + "." + c.Home
+}
+
+// networkName names the cluster's network on the host.
+func networkName(c backend.ClusterRef) string { return "cf-" + strings.ReplaceAll(c.Key(), "@", ".") }
+
+// volumeName names a member's volume for its role's i-th path.
+func volumeName(c backend.ClusterRef, member string, i int) string {
+	return containerName(c, member) + "-" + strconv.Itoa(i)
+}
+
+// LaunchScript implements backend.Backend: the member's container is made (a configure)
+// or started (any other event, after a reboot say) before its script is run in it.
+func (d *Backend) LaunchScript(ctx context.Context, run backend.ScriptRun, to backend.Completion) error {
+	if run.Container == nil || run.Container.Image == "" {
+		return &backend.RefusedError{Reason: fmt.Sprintf("role %s names no image; this host's backend is docker, which runs each member from its role's image (roles[].image)", run.Member.Role)}
+	}
+	want := *run.Container
+	run.Container = nil // the local backend runs the script; the container is this one's
+	if err := d.RefuseElsewhere(run.Member.Folder()); err != nil {
+		return err
+	}
+	if run.Event == spec.EventConfigure {
+		if err := d.Backend.CreateMember(ctx, run.Member); err != nil {
+			return fmt.Errorf("create member %s: %w", run.Member.Name, err)
+		}
+		if err := d.create(ctx, run.Member, want); err != nil {
+			return err
+		}
+	} else if err := d.start(ctx, run.Member); err != nil {
+		return err
+	}
+	return d.Backend.LaunchScript(ctx, run, to)
+}
+
+// create makes the member's container, its volumes and its cluster's network, as need be,
+// and starts it. It is idempotent.
+func (d *Backend) create(ctx context.Context, m backend.MemberRef, want spec.Container) error {
+	name := containerName(m.Folder(), m.Name)
+	if _, err := d.engine.ContainerInspect(ctx, name, client.ContainerInspectOptions{}); err == nil {
+		return d.start(ctx, m)
+	} else if !cerrdefs.IsNotFound(err) {
+		return fmt.Errorf("inspect container %s: %w", name, err)
+	}
+	if err := d.pull(ctx, want.Image); err != nil {
+		return err
+	}
+	net, err := d.network(ctx, m.Folder())
+	if err != nil {
+		return err
+	}
+	sandbox, err := d.Sandbox(m)
+	if err != nil {
+		return err
+	}
+	files, err := d.FilesDir(m.Folder())
+	if err != nil {
+		return err
+	}
+	user, err := d.containerUser(m, want, sandbox)
+	if err != nil {
+		return err
+	}
+	labels := d.labels(m.Folder())
+	labels[LabelMember], labels[LabelRole], labels[LabelUser] = m.Name, m.Role, user
+	// The member sees its own folder, where the local backend keeps a member's files, and
+	// its cluster's scripts and configmeta, read-only, at the paths the host has them at, so
+	// that every path a script is told holds inside as outside.
+	mounts := []mount.Mount{
+		{Type: mount.TypeBind, Source: sandbox, Target: sandbox},
+		{Type: mount.TypeBind, Source: files, Target: files, ReadOnly: true},
+	}
+	for i, path := range want.Volumes {
+		volume := volumeName(m.Folder(), m.Name, i)
+		if _, err := d.engine.VolumeCreate(ctx, client.VolumeCreateOptions{Name: volume, Labels: labels}); err != nil {
+			return fmt.Errorf("create volume %s: %w", volume, err)
+		}
+		mounts = append(mounts, mount.Mount{Type: mount.TypeVolume, Source: volume, Target: path})
+	}
+	init := true
+	host := &container.HostConfig{
+		Mounts:      mounts,
+		NetworkMode: container.NetworkMode(net),
+		Init:        &init,
+		// The engine's default capabilities, and none gained through a setuid file.
+		SecurityOpt: []string{"no-new-privileges"},
+	}
+	host.NanoCPUs = int64(want.Resources.CPUs * 1e9)
+	host.Memory = want.Resources.Memory
+	if want.Resources.PIDs > 0 {
+		pids := int64(want.Resources.PIDs)
+		host.PidsLimit = &pids
+	}
+	// The container's own process is root's when the member has a user, so that its
+	// volumes can be given to that user (an exec as root in a container of another user
+	// gets no capability under no-new-privileges); its scripts run as the member's user.
+	mainUser := ""
+	if user != "" {
+		mainUser = "0:0"
+	}
+	_, err = d.engine.ContainerCreate(ctx, client.ContainerCreateOptions{
+		Name: name,
+		Config: &container.Config{
+			Image: want.Image, Hostname: m.Name, User: mainUser, Labels: labels,
+			Entrypoint: keepAlive, WorkingDir: sandbox,
+		},
+		HostConfig: host,
+		NetworkingConfig: &network.NetworkingConfig{EndpointsConfig: map[string]*network.EndpointSettings{
+			net: {Aliases: []string{m.Name}},
+		}},
+	})
+	if err != nil && !cerrdefs.IsConflict(err) { // a relaunch's create may meet its first's
+		return &backend.RefusedError{Reason: fmt.Sprintf("create container %s from %s: %v", name, want.Image, err)}
+	}
+	if err := d.start(ctx, m); err != nil {
+		return err
+	}
+	return d.giveVolumes(ctx, name, user, want.Volumes)
+}
+
+// giveVolumes makes the member's volumes its user's: the engine makes a new volume as the
+// image has its path, root's when the image lacks it.
+func (d *Backend) giveVolumes(ctx context.Context, name, user string, paths []string) error {
+	if user == "" || len(paths) == 0 {
+		return nil
+	}
+	created, err := d.engine.ExecCreate(ctx, name, client.ExecCreateOptions{
+		User: "0:0", Cmd: append([]string{"chown", user}, paths...), AttachStderr: true,
+		Env: []string{"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"}, // an imported image may have none
+	})
+	if err == nil {
+		var attached client.ExecAttachResult
+		if attached, err = d.engine.ExecAttach(ctx, created.ID, client.ExecAttachOptions{}); err == nil {
+			var out strings.Builder
+			_, _ = stdcopy.StdCopy(io.Discard, &out, attached.Reader)
+			attached.Close()
+			var got client.ExecInspectResult
+			if got, err = d.engine.ExecInspect(ctx, created.ID, client.ExecInspectOptions{}); err == nil && got.ExitCode != 0 {
+				err = fmt.Errorf("chown exited %d: %s", got.ExitCode, strings.TrimSpace(out.String()))
+			}
+		}
+	}
+	if err != nil {
+		return &backend.RefusedError{Reason: fmt.Sprintf("give the volumes of container %s to user %s: %v", name, user, err)}
+	}
+	return nil
+}
+
+// containerUser is who the member runs as: the role's user, to whom its folder is then
+// given, or else the cluster's script user, as on the local backend (none: the image's).
+func (d *Backend) containerUser(m backend.MemberRef, want spec.Container, sandbox string) (string, error) {
+	if want.User != "" {
+		uid, gid, _ := strings.Cut(want.User, ":")
+		if gid == "" {
+			gid = uid
+		}
+		u, _ := strconv.Atoi(uid)
+		g, _ := strconv.Atoi(gid)
+		if err := os.Lchown(sandbox, u, g); err != nil {
+			return "", fmt.Errorf("give member %s's folder to user %s: %w", m.Name, want.User, err)
+		}
+		return want.User, nil
+	}
+	u, err := d.ScriptUserOf(m.Folder())
+	if err != nil || u == nil {
+		return "", err
+	}
+	return fmt.Sprintf("%d:%d", u.UID, u.GID), nil
+}
+
+// start starts the member's container if it is not running: a member whose container is
+// gone has no place to run in.
+func (d *Backend) start(ctx context.Context, m backend.MemberRef) error {
+	name := containerName(m.Folder(), m.Name)
+	got, err := d.engine.ContainerInspect(ctx, name, client.ContainerInspectOptions{})
+	if cerrdefs.IsNotFound(err) {
+		return &backend.NoSandboxError{Member: m.Name, Dir: "container " + name}
+	}
+	if err != nil {
+		return fmt.Errorf("inspect container %s: %w", name, err)
+	}
+	if got.Container.State != nil && got.Container.State.Running {
+		return nil
+	}
+	if _, err := d.engine.ContainerStart(ctx, name, client.ContainerStartOptions{}); err != nil {
+		return &backend.RefusedError{Reason: fmt.Sprintf("start container %s: %v", name, err)}
+	}
+	return nil
+}
+
+// pull fetches the image unless the engine has it. A pull that fails is the member's
+// configure error, with the engine's words: nothing retries it.
+func (d *Backend) pull(ctx context.Context, image string) error {
+	if _, err := d.engine.ImageInspect(ctx, image); err == nil {
+		return nil
+	} else if !cerrdefs.IsNotFound(err) {
+		return fmt.Errorf("inspect image %s: %w", image, err)
+	}
+	d.log.Info("Pulling image", zap.String("image", image))
+	progress, err := d.engine.ImagePull(ctx, image, client.ImagePullOptions{})
+	if err == nil {
+		err = progress.Wait(ctx)
+	}
+	if err != nil {
+		return &backend.RefusedError{Reason: fmt.Sprintf("pull image %s: %v", image, err)}
+	}
+	return nil
+}
+
+// network makes the cluster's network unless it exists, and returns its name.
+func (d *Backend) network(ctx context.Context, c backend.ClusterRef) (string, error) {
+	name := networkName(c)
+	d.networks.Lock()
+	defer d.networks.Unlock()
+	if _, err := d.engine.NetworkInspect(ctx, name, client.NetworkInspectOptions{}); err == nil {
+		return name, nil
+	} else if !cerrdefs.IsNotFound(err) {
+		return "", fmt.Errorf("inspect network %s: %w", name, err)
+	}
+	if _, err := d.engine.NetworkCreate(ctx, name, client.NetworkCreateOptions{Driver: "bridge", Labels: d.labels(c)}); err != nil {
+		return "", fmt.Errorf("create network %s: %w", name, err)
+	}
+	return name, nil
+}
+
+func (d *Backend) labels(c backend.ClusterRef) map[string]string {
+	return map[string]string{LabelCluster: c.Key(), LabelHome: c.Home, LabelNamespace: d.Owner}
+}
+
+// RemoveMember implements backend.Backend: the container and its volumes go, then the
+// member's folder.
+func (d *Backend) RemoveMember(ctx context.Context, m backend.MemberRef) error {
+	if err := d.RefuseElsewhere(m.Folder()); err != nil {
+		return err
+	}
+	if err := d.removeAll(ctx, client.Filters{}.Add("label", LabelCluster+"="+m.Folder().Key(), LabelMember+"="+m.Name), false); err != nil {
+		return err
+	}
+	return d.Backend.RemoveMember(ctx, m)
+}
+
+// RemoveCluster implements backend.Backend: what is left of the cluster on the engine
+// goes with its folder, its network last.
+func (d *Backend) RemoveCluster(ctx context.Context, key string) error {
+	c, err := backend.ParseKey(key)
+	if err != nil {
+		return err
+	}
+	if err := d.RefuseElsewhere(c); err != nil {
+		return err
+	}
+	if err := d.removeAll(ctx, client.Filters{}.Add("label", LabelCluster+"="+key), true); err != nil {
+		return err
+	}
+	return d.Backend.RemoveCluster(ctx, key)
+}
+
+// removeAll removes the containers and volumes the filter finds, and its networks too
+// when asked.
+func (d *Backend) removeAll(ctx context.Context, filter client.Filters, networks bool) error {
+	list, err := d.engine.ContainerList(ctx, client.ContainerListOptions{All: true, Filters: filter})
+	if err != nil {
+		return fmt.Errorf("list containers: %w", err)
+	}
+	var errs []error
+	for _, c := range list.Items {
+		if _, err := d.engine.ContainerRemove(ctx, c.ID, client.ContainerRemoveOptions{Force: true, RemoveVolumes: true}); err != nil && !cerrdefs.IsNotFound(err) {
+			errs = append(errs, fmt.Errorf("remove container %s: %w", strings.Join(c.Names, ","), err))
+		}
+	}
+	volumes, err := d.engine.VolumeList(ctx, client.VolumeListOptions{Filters: filter})
+	if err != nil {
+		return fmt.Errorf("list volumes: %w", err)
+	}
+	for _, v := range volumes.Items {
+		if _, err := d.engine.VolumeRemove(ctx, v.Name, client.VolumeRemoveOptions{Force: true}); err != nil && !cerrdefs.IsNotFound(err) {
+			errs = append(errs, fmt.Errorf("remove volume %s: %w", v.Name, err))
+		}
+	}
+	if networks {
+		nets, err := d.engine.NetworkList(ctx, client.NetworkListOptions{Filters: filter})
+		if err != nil {
+			return fmt.Errorf("list networks: %w", err)
+		}
+		for _, n := range nets.Items {
+			if _, err := d.engine.NetworkRemove(ctx, n.ID, client.NetworkRemoveOptions{}); err != nil && !cerrdefs.IsNotFound(err) {
+				errs = append(errs, fmt.Errorf("remove network %s: %w", n.Name, err))
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// ListMembers implements backend.Backend: a member is its container, so one whose
+// container vanished is gone (and replaced), and a labelled container the cluster never
+// knew is listed, for the cluster to remove as a rogue.
+func (d *Backend) ListMembers(ctx context.Context, key string) ([]backend.MemberRef, error) {
+	c, err := backend.ParseKey(key)
+	if err != nil {
+		return nil, err
+	}
+	if err := d.RefuseElsewhere(c); err != nil {
+		return nil, err
+	}
+	list, err := d.engine.ContainerList(ctx, client.ContainerListOptions{All: true, Filters: client.Filters{}.Add("label", LabelCluster+"="+key)})
+	if err != nil {
+		return nil, fmt.Errorf("list containers: %w", err)
+	}
+	var members []backend.MemberRef
+	for _, item := range list.Items {
+		name := item.Labels[LabelMember]
+		if role, _, ok := spec.ParseMemberName(c.Name, name); ok {
+			members = append(members, backend.MemberRef{Cluster: c.Name, Home: c.Home, Role: role, Name: name})
+		}
+	}
+	return members, nil
+}

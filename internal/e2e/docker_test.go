@@ -1,0 +1,233 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/moby/moby/client"
+
+	"github.com/clusterflow/clusterflow/internal/backend/docker"
+	"github.com/clusterflow/clusterflow/internal/testenv"
+	"github.com/clusterflow/clusterflow/workflows"
+)
+
+// boxScript is the members' startscript in the container tests: each says where and as
+// whom it runs, keeps a first-born mark in its volume, and reaches every member of its
+// cluster but those leaving at the address configmeta gives, its name, which the
+// engine's DNS resolves on the cluster's network, before it counts as configured.
+const boxScript = `#!/bin/sh
+set -eu
+echo "$1 on $(hostname) as $(id -u) at $CLUSTERFLOW_ADDRESS, tmp $TMPDIR"
+case "$1" in
+--configure)
+  [ -e /data/born ] || echo "$CLUSTERFLOW_MEMBER" > /data/born
+  sleep "${SETTLE:-0}"
+  [ -z "${HANG:-}" ] || { sleep 600 & echo $! > "$CLUSTERFLOW_MEMBER_DIR/sleep.pid"; wait; }
+  for m in $(grep -v '"state":"leaving"' "$CLUSTERFLOW_CONFIGMETA" | sed -n 's/.*"address":"\([^"]*\)".*/\1/p'); do
+    i=0
+    until addr=$(nslookup "$m" 2> /dev/null | sed -n 's/^Address: *\(10\.213\.[0-9.]*\)$/\1/p') && [ -n "$addr" ]; do
+      i=$((i + 1)); [ "$i" -le 50 ] || { echo "cannot resolve $m" >&2; exit 1; }
+      sleep 0.2
+    done
+    echo "reached $m at $addr"
+  done ;;
+--action)
+  echo "born $(cat /data/born)" ;;
+esac
+`
+
+// Members as containers, through the real CLI and a worker on --backend docker against an
+// engine the test starts: each member is a container of its own, from its role's image,
+// on a network of its cluster where members reach each other by name; scripts run inside
+// as the cluster's script user, and survive the agent's death; a member's volume outlives
+// a restart of its container; a container that vanished is a gone member, replaced; a
+// cancelled script is stopped inside its container; delete leaves no container, network
+// or volume. Each backend refuses by name a role it cannot run.
+func TestMembersRunAsContainersOfTheirOwn(t *testing.T) {
+	t.Parallel()
+	guard(t)
+	engine := testenv.StartDocker(t, "10.213.64.0/18")
+	engine.ImportImage(t, "clusterflow-test/box:1", nil)
+	s := newServerStack(t)
+	s.data = scriptUserData(t)
+	s.start("worker", 1, "Worker starting", "worker", "--data", s.data, "--backend", "docker", "--docker-host", engine.Host,
+		"--script-uids", "61960-61969")
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "box.sh"), []byte(boxScript), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	writeSpec := func(file, spec string) string {
+		path := filepath.Join(dir, file)
+		if err := os.WriteFile(path, []byte(spec), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return path
+	}
+	boxes := writeSpec("box.yaml", `
+name: box
+roles:
+  - name: db
+    members: 3
+    startscript: box.sh
+    image: clusterflow-test/box:1
+    volumes: [/data]
+    resources: {cpus: 0.5, memory: 64Mi, pids: 200}
+    actions: [born]
+    env: {SETTLE: "3"}
+`)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	containerOf := func(member string) string {
+		return "cf-" + member + "." + s.status("box").Home
+	}
+
+	// The deploy, with the agent killed while the configures run: they carry on, and the
+	// agent the worker starts again adopts them.
+	if res := s.cli("deploy", "-f", boxes); res.Code != 0 {
+		t.Fatalf("deploy: %s", res)
+	}
+	waitUpTo(t, time.Minute, "the configures to run", func() bool {
+		if st := s.status("box"); st.Phase == workflows.PhaseFailed {
+			t.Fatalf("the deploy failed: %s", s.cli("status", "box"))
+		}
+		for _, m := range []string{"box-db-0", "box-db-1", "box-db-2"} {
+			if !strings.Contains(s.cli("logs", "box", m, "--event", "configure").Stdout, "--configure on") {
+				return false
+			}
+		}
+		return true
+	})
+	if pid, ok := testenv.AgentPID(s.data); ok {
+		_ = syscall.Kill(pid, syscall.SIGKILL)
+	} else {
+		t.Fatal("no agent while the configures run")
+	}
+	waitUpTo(t, 2*time.Minute, "the deploy to end, its agent killed", func() bool {
+		phase := s.status("box").Phase
+		return phase == workflows.PhaseReady || phase == workflows.PhaseFailed
+	})
+	st := s.status("box")
+	if st.Phase != workflows.PhaseReady {
+		t.Fatalf("after the deploy: %s", s.cli("status", "box"))
+	}
+	home := st.Home
+	for _, m := range []string{"box-db-0", "box-db-1", "box-db-2"} {
+		got, err := engine.Client.ContainerInspect(ctx, containerOf(m), client.ContainerInspectOptions{})
+		if err != nil {
+			t.Fatalf("%s's container: %v", m, err)
+		}
+		c := got.Container
+		if !c.State.Running || c.Config.Hostname != m || !regexp.MustCompile(`^6196\d:6196\d$`).MatchString(c.Config.Labels[docker.LabelUser]) ||
+			c.Config.Labels[docker.LabelMember] != m || c.Config.Labels[docker.LabelCluster] != "box@"+home ||
+			c.HostConfig.Privileged || string(c.HostConfig.NetworkMode) != "cf-box."+home || c.HostConfig.Memory != 64<<20 || c.HostConfig.NanoCPUs != 5e8 {
+			t.Errorf("%s's container: running %v, hostname %q, labels %v, privileged %v, network %q, memory %d, cpus %d",
+				m, c.State.Running, c.Config.Hostname, c.Config.Labels, c.HostConfig.Privileged, c.HostConfig.NetworkMode, c.HostConfig.Memory, c.HostConfig.NanoCPUs)
+		}
+		out := s.cli("logs", "box", m, "--event", "configure")
+		if n := strings.Count(out.Stdout, "configure on "); n != 1 {
+			t.Errorf("%s's configure ran %d times:\n%s", m, n, out)
+		}
+		if !regexp.MustCompile(`--configure on ` + m + ` as 6196\d at ` + m + `, tmp /tmp`).MatchString(out.Stdout) {
+			t.Errorf("%s's configure did not run in its container as the cluster's user, told its own name:\n%s", m, out)
+		}
+		for _, peer := range []string{"box-db-0", "box-db-1", "box-db-2"} {
+			if !strings.Contains(out.Stdout, "reached "+peer) {
+				t.Errorf("%s did not reach %s by name:\n%s", m, peer, out)
+			}
+		}
+	}
+	if c, n, v := engine.Leftovers(t, docker.LabelCluster+"=box@"+home); c != 3 || n != 1 || v != 3 {
+		t.Errorf("the cluster has %d containers, %d networks and %d volumes; want 3, 1 and 3", c, n, v)
+	}
+
+	// A restarted container keeps its member's volume.
+	if _, err := engine.Client.ContainerRestart(ctx, containerOf("box-db-0"), client.ContainerRestartOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if out := s.cli("run", "box", "born", "--role", "db", "--wait"); out.Code != 0 || !strings.Contains(out.Stdout, "born box-db-0") || !strings.Contains(out.Stdout, "born box-db-2") {
+		t.Errorf("after a restart of box-db-0's container, its volume's mark: %s", out)
+	}
+
+	// A container that vanished is a gone member: replaced, its volume removed.
+	if _, err := engine.Client.ContainerRemove(ctx, containerOf("box-db-1"), client.ContainerRemoveOptions{Force: true}); err != nil {
+		t.Fatal(err)
+	}
+	if res := s.cli("reconcile", "box"); res.Code != 0 {
+		t.Fatalf("reconcile: %s", res)
+	}
+	waitUpTo(t, 2*time.Minute, "the vanished member replaced", func() bool {
+		st := s.status("box")
+		m := st.Member("box-db-3")
+		return st.Phase == workflows.PhaseReady && st.Member("box-db-1") == nil && m != nil && m.State == workflows.MemberReady
+	})
+	waitUpTo(t, time.Minute, "the vanished member's volume removed", func() bool {
+		_, _, v := engine.Leftovers(t, docker.LabelMember+"=box-db-1")
+		return v == 0
+	})
+
+	// A configure cancelled while it runs is stopped inside its container at once.
+	hang := writeSpec("hang.yaml", `
+name: hang
+roles:
+  - {name: db, members: 1, startscript: box.sh, image: "clusterflow-test/box:1", volumes: [/data], env: {HANG: "1"}, timeout: 10m}
+`)
+	if res := s.cli("deploy", "-f", hang); res.Code != 0 {
+		t.Fatalf("deploy hang: %s", res)
+	}
+	// The container's processes are the host's too: its sleep is found by its member.
+	sleeping := func() bool {
+		entries, _ := os.ReadDir("/proc")
+		for _, e := range entries {
+			cmdline, _ := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+			environ, _ := os.ReadFile(filepath.Join("/proc", e.Name(), "environ"))
+			if string(cmdline) == "sleep\x00600\x00" && slices.Contains(strings.Split(string(environ), "\x00"), "CLUSTERFLOW_MEMBER=hang-db-0") {
+				return true
+			}
+		}
+		return false
+	}
+	waitUpTo(t, time.Minute, "the hanging configure to run", func() bool {
+		if st := s.status("hang"); st.Phase == workflows.PhaseFailed {
+			t.Fatalf("the hanging deploy failed: %s", s.cli("status", "hang"))
+		}
+		return sleeping()
+	})
+	if res := s.cli("cancel", "hang", "--wait"); res.Code != 0 {
+		t.Fatalf("cancel: %s", res)
+	}
+	waitUpTo(t, 30*time.Second, "the cancelled configure's processes to end in its container", func() bool { return !sleeping() })
+
+	// Delete leaves nothing of either cluster.
+	for _, name := range []string{"box", "hang"} {
+		if res := s.cli("delete", name, "--wait"); res.Code != 0 {
+			t.Fatalf("delete %s: %s", name, res)
+		}
+	}
+	if c, n, v := engine.Leftovers(t, docker.LabelCluster); c+n+v != 0 {
+		t.Errorf("after the deletes: %d containers, %d networks and %d volumes of clusters left", c, n, v)
+	}
+
+	// Each backend refuses, by the role's name, what it cannot run.
+	noImage := writeSpec("plain.yaml", "name: plain\nroles:\n  - {name: web, members: 1, startscript: box.sh}\n")
+	s.cli("deploy", "-f", noImage, "--wait", "--timeout", "1m")
+	plain := s.status("plain")
+	if m := plain.Member("plain-web-0"); m == nil || m.State != workflows.MemberConfigError || !strings.Contains(m.Detail, "role web names no image") {
+		t.Errorf("a role without an image on a docker host: %+v", m)
+	}
+	imaged := writeSpec("imaged.yaml", fmt.Sprintf("name: imaged-%d\nroles:\n  - {name: web, members: 1, startscript: box.sh, image: \"clusterflow-test/box:1\"}\n", os.Getpid()))
+	name := fmt.Sprintf("imaged-%d", os.Getpid())
+	cli(t, "deploy", "-f", imaged, "--wait", "--timeout", "1m")
+	t.Cleanup(func() { cli(t, "delete", name, "--wait") })
+	onLocal := statusJSON(t, name)
+	if m := onLocal.Member(name + "-web-0"); m == nil || m.State != workflows.MemberConfigError || !strings.Contains(m.Detail, "role web sets image") || !strings.Contains(m.Detail, "local") {
+		t.Errorf("a role with an image on a local host: %+v", m)
+	}
+}

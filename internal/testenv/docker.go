@@ -1,0 +1,242 @@
+package testenv
+
+import (
+	"archive/tar"
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"maps"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/moby/moby/client"
+)
+
+// Docker is a Docker engine a test starts for itself, from Debian's docker.io: its own
+// data, socket and state in a temporary folder, no default bridge, no iptables rules, and
+// the networks it makes inside pool (within 10.213.0.0/16). It is stopped, and its folder
+// removed, when the test ends; so is every container it ran.
+type Docker struct {
+	// Host is the engine's address, for --docker-host.
+	Host   string
+	Client *client.Client
+	dir    string
+}
+
+// StartDocker starts the test's engine. Without dockerd the test fails: CI installs it.
+func StartDocker(t testing.TB, pool string) *Docker {
+	t.Helper()
+	dockerd, err := exec.LookPath("dockerd")
+	if err != nil {
+		t.Fatalf("this test needs Docker's engine (dockerd, Debian's docker.io), which .ci/run installs: %v", err)
+	}
+	// A short folder: the engine's sockets live in it, and a socket's path is at most 107 bytes.
+	dir, err := os.MkdirTemp("", "cfdk-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := &Docker{Host: "unix://" + filepath.Join(dir, "docker.sock"), dir: dir}
+	log, err := os.Create(filepath.Join(dir, "dockerd.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer log.Close()
+	cmd := exec.Command(dockerd, "--data-root", filepath.Join(dir, "data"), "--exec-root", filepath.Join(dir, "exec"),
+		"--pidfile", filepath.Join(dir, "dockerd.pid"), "-H", d.Host, "--bridge", "none", "--iptables=false", "--ip-masq=false",
+		"--default-address-pool", "base="+pool+",size=24")
+	cmd.Stdout, cmd.Stderr = log, log
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("start dockerd: %v", err)
+	}
+	exited := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(exited) }()
+	t.Cleanup(func() { d.stop(t, cmd, exited) })
+	if d.Client, err = client.New(client.WithHost(d.Host), client.WithAPIVersionNegotiation()); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(time.Minute)
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		_, err := d.Client.Ping(ctx, client.PingOptions{})
+		cancel()
+		if err == nil {
+			return d
+		}
+		select {
+		case <-exited:
+			out, _ := os.ReadFile(filepath.Join(dir, "dockerd.log"))
+			t.Fatalf("dockerd exited at its start:\n%s", out[max(0, len(out)-4000):])
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("dockerd did not answer within a minute: %v", err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// stop removes every container the engine runs, stops it and removes its folder.
+func (d *Docker) stop(t testing.TB, cmd *exec.Cmd, exited <-chan struct{}) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if list, err := d.Client.ContainerList(ctx, client.ContainerListOptions{All: true}); err == nil {
+		for _, c := range list.Items {
+			_, _ = d.Client.ContainerRemove(ctx, c.ID, client.ContainerRemoveOptions{Force: true, RemoveVolumes: true})
+		}
+	}
+	_ = d.Client.Close()
+	_ = cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-exited:
+	case <-time.After(30 * time.Second):
+		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		<-exited
+	}
+	// containerd, which dockerd started, goes with it; kill what of its group remains.
+	_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+	unmountUnder(d.dir)
+	if err := os.RemoveAll(d.dir); err != nil {
+		t.Errorf("remove the engine's folder: %v", err)
+	}
+}
+
+// unmountUnder unmounts whatever the engine left mounted in dir, deepest first.
+func unmountUnder(dir string) {
+	mounts, _ := os.ReadFile("/proc/self/mounts")
+	var under []string
+	for _, line := range strings.Split(string(mounts), "\n") {
+		if f := strings.Fields(line); len(f) > 1 && strings.HasPrefix(f[1], dir+"/") {
+			under = append(under, f[1])
+		}
+	}
+	slices.SortFunc(under, func(a, b string) int { return len(b) - len(a) })
+	for _, m := range under {
+		_ = syscall.Unmount(m, syscall.MNT_DETACH)
+	}
+}
+
+// ImportImage makes an image named tag from files of this machine (path in the image →
+// path here), with each program's shared libraries, and busybox's applets as commands
+// on /bin. Nothing is pulled: the engine has no registry here.
+func (d *Docker) ImportImage(t testing.TB, tag string, programs map[string]string) {
+	t.Helper()
+	busybox, err := exec.LookPath("busybox")
+	if err != nil {
+		t.Fatalf("building a test image needs busybox (Debian's busybox-static), which .ci/run installs: %v", err)
+	}
+	files := map[string]string{}
+	for in, here := range withBusybox(programs, busybox) {
+		files[in] = here
+		libs, err := sharedLibraries(here)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, lib := range libs {
+			files[lib] = lib
+		}
+	}
+	applets, err := exec.Command(busybox, "--list").Output()
+	if err != nil {
+		t.Fatalf("busybox --list: %v", err)
+	}
+	var image bytes.Buffer
+	w := tar.NewWriter(&image)
+	dirs := map[string]bool{}
+	addDir := func(dir string, mode int64) {
+		for ; dir != "/" && dir != "." && !dirs[dir]; dir = filepath.Dir(dir) {
+			dirs[dir] = true
+			_ = w.WriteHeader(&tar.Header{Typeflag: tar.TypeDir, Name: strings.TrimPrefix(dir, "/") + "/", Mode: mode})
+		}
+	}
+	addDir("/tmp", 0o1777)
+	addDir("/etc", 0o755)
+	for _, f := range [][2]string{{"etc/passwd", "root:x:0:0:root:/root:/bin/sh\n"}, {"etc/group", "root:x:0:\n"}} {
+		_ = w.WriteHeader(&tar.Header{Typeflag: tar.TypeReg, Name: f[0], Mode: 0o644, Size: int64(len(f[1]))})
+		_, _ = w.Write([]byte(f[1]))
+	}
+	for _, in := range slices.Sorted(maps.Keys(files)) {
+		data, err := os.ReadFile(files[in])
+		if err != nil {
+			t.Fatal(err)
+		}
+		addDir(filepath.Dir(in), 0o755)
+		if err := w.WriteHeader(&tar.Header{Typeflag: tar.TypeReg, Name: strings.TrimPrefix(in, "/"), Mode: 0o755, Size: int64(len(data))}); err != nil {
+			t.Fatal(err)
+		}
+		_, _ = w.Write(data)
+	}
+	for _, applet := range strings.Fields(string(applets)) {
+		if _, taken := files["/bin/"+applet]; !taken && applet != "busybox" {
+			_ = w.WriteHeader(&tar.Header{Typeflag: tar.TypeSymlink, Name: "bin/" + applet, Linkname: "busybox", Mode: 0o777})
+		}
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	res, err := d.Client.ImageImport(ctx, client.ImageImportSource{Source: &image, SourceName: "-"}, tag, client.ImageImportOptions{Changes: []string{"ENV PATH=/bin"}})
+	if err != nil {
+		t.Fatalf("import image %s: %v", tag, err)
+	}
+	defer res.Close()
+	if _, err := io.Copy(io.Discard, res); err != nil {
+		t.Fatalf("import image %s: %v", tag, err)
+	}
+}
+
+// withBusybox is programs and busybox, which may be Debian's dynamic one.
+func withBusybox(programs map[string]string, busybox string) map[string]string {
+	all := maps.Clone(programs)
+	if all == nil {
+		all = map[string]string{}
+	}
+	all["/bin/busybox"] = busybox
+	return all
+}
+
+// sharedLibraries lists the libraries a program loads (its interpreter included), by ldd.
+func sharedLibraries(program string) ([]string, error) {
+	out, err := exec.Command("ldd", program).CombinedOutput()
+	if err != nil {
+		if strings.Contains(string(out), "not a dynamic executable") {
+			return nil, nil
+		}
+		return nil, fmt.Errorf("ldd %s: %v: %s", program, err, out)
+	}
+	var libs []string
+	for _, line := range strings.Split(string(out), "\n") {
+		for _, f := range strings.Fields(line) {
+			if strings.HasPrefix(f, "/") {
+				libs = append(libs, f)
+			}
+		}
+	}
+	return libs, nil
+}
+
+// Leftovers counts the containers, networks and volumes carrying the label (KEY or
+// KEY=VALUE).
+func (d *Docker) Leftovers(t testing.TB, label string) (containers, networks, volumes int) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	f := client.Filters{}.Add("label", label)
+	c, err1 := d.Client.ContainerList(ctx, client.ContainerListOptions{All: true, Filters: f})
+	n, err2 := d.Client.NetworkList(ctx, client.NetworkListOptions{Filters: f})
+	v, err3 := d.Client.VolumeList(ctx, client.VolumeListOptions{Filters: f})
+	for _, err := range []error{err1, err2, err3} {
+		if err != nil {
+			t.Fatalf("list the engine's leftovers: %v", err)
+		}
+	}
+	return len(c.Items), len(n.Items), len(v.Items)
+}
