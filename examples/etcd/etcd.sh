@@ -15,6 +15,10 @@ client=$(members | awk -v m="$me" '$1 == m { print $4 }')
 peer=$(members | awk -v m="$me" '$1 == m { print $5 }')
 # peers: the client URLs of the role's other ready members (not those leaving).
 peers() { members | awk -v m="$me" '$1 != m && $3 == "ready" { print $4 }' | paste -sd, -; }
+# Where etcd listens: the member's address, or, where that is a name (a container per
+# member, whose name the engine's DNS answers), every address of the member's container,
+# which only its cluster's network reaches.
+listen() { case "$1" in http://[0-9]*) echo "$1" ;; *) echo "$1" | sed -E 's#//[^:]+:#//0.0.0.0:#' ;; esac; }
 running() { [ -f etcd.pid ] && kill -0 "$(cat etcd.pid)" 2> /dev/null; }
 stop() { if running; then kill "$(cat etcd.pid)"; while running; do sleep 0.1; done; fi; rm -f etcd.pid; }
 healthy() { etcdctl --endpoints "$client" endpoint health > /dev/null 2>&1; }
@@ -22,8 +26,8 @@ healthy() { etcdctl --endpoints "$client" endpoint health > /dev/null 2>&1; }
 start() { # start INITIAL_CLUSTER new|existing, then wait until the member answers
   if ! running; then
     etcd --name "$me" --data-dir data --initial-cluster-token "$CLUSTERFLOW_CLUSTER" \
-      --listen-client-urls "$client" --advertise-client-urls "$client" \
-      --listen-peer-urls "$peer" --initial-advertise-peer-urls "$peer" \
+      --listen-client-urls "$(listen "$client")" --advertise-client-urls "$client" \
+      --listen-peer-urls "$(listen "$peer")" --initial-advertise-peer-urls "$peer" \
       --initial-cluster "$1" --initial-cluster-state "$2" > etcd.log 2>&1 < /dev/null &
     echo $! > etcd.pid
   fi

@@ -19,6 +19,18 @@ import (
 	"github.com/clusterflow/clusterflow/workflows"
 )
 
+// newDockerStack starts a Docker engine of the test's own, its networks in pool, and a
+// server with a worker on --backend docker, which gives each cluster a user from uids.
+func newDockerStack(t *testing.T, pool, uids string) (*testenv.Docker, *stack) {
+	t.Helper()
+	engine := testenv.StartDocker(t, pool)
+	s := newServerStack(t)
+	s.data = scriptUserData(t)
+	s.start("worker", 1, "Worker starting", "worker", "--data", s.data, "--backend", "docker", "--docker-host", engine.Host,
+		"--script-uids", uids)
+	return engine, s
+}
+
 // boxScript is the members' startscript in the container tests: each says where and as
 // whom it runs, keeps a first-born mark in its volume, and reaches every member of its
 // cluster but those leaving at the address configmeta gives, its name, which the
@@ -54,12 +66,8 @@ esac
 func TestMembersRunAsContainersOfTheirOwn(t *testing.T) {
 	t.Parallel()
 	guard(t)
-	engine := testenv.StartDocker(t, "10.213.64.0/18")
+	engine, s := newDockerStack(t, "10.213.64.0/18", "61960-61969")
 	engine.ImportImage(t, "clusterflow-test/box:1", nil)
-	s := newServerStack(t)
-	s.data = scriptUserData(t)
-	s.start("worker", 1, "Worker starting", "worker", "--data", s.data, "--backend", "docker", "--docker-host", engine.Host,
-		"--script-uids", "61960-61969")
 	dir := t.TempDir()
 	if err := os.WriteFile(filepath.Join(dir, "box.sh"), []byte(boxScript), 0o755); err != nil {
 		t.Fatal(err)

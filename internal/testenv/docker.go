@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/moby/moby/api/pkg/stdcopy"
 	"github.com/moby/moby/client"
 )
 
@@ -183,7 +184,7 @@ func (d *Docker) ImportImage(t testing.TB, tag string, programs map[string]strin
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	res, err := d.Client.ImageImport(ctx, client.ImageImportSource{Source: &image, SourceName: "-"}, tag, client.ImageImportOptions{Changes: []string{"ENV PATH=/bin"}})
+	res, err := d.Client.ImageImport(ctx, client.ImageImportSource{Source: &image, SourceName: "-"}, tag, client.ImageImportOptions{Changes: []string{"ENV PATH=/usr/local/bin:/usr/bin:/bin"}})
 	if err != nil {
 		t.Fatalf("import image %s: %v", tag, err)
 	}
@@ -239,4 +240,37 @@ func (d *Docker) Leftovers(t testing.TB, label string) (containers, networks, vo
 		}
 	}
 	return len(c.Items), len(n.Items), len(v.Items)
+}
+
+// Exec runs a command in a container, as its user, and returns its output (stdout and
+// stderr together) and an error if it could not run or exited non-zero.
+func (d *Docker) Exec(container string, cmd ...string) (string, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	created, err := d.Client.ExecCreate(ctx, container, client.ExecCreateOptions{Cmd: cmd, AttachStdout: true, AttachStderr: true})
+	if err != nil {
+		return "", err
+	}
+	attached, err := d.Client.ExecAttach(ctx, created.ID, client.ExecAttachOptions{})
+	if err != nil {
+		return "", err
+	}
+	defer attached.Close()
+	var out bytes.Buffer
+	if _, err := stdcopy.StdCopy(&out, &out, attached.Reader); err != nil {
+		return out.String(), err
+	}
+	for {
+		got, err := d.Client.ExecInspect(ctx, created.ID, client.ExecInspectOptions{})
+		if err != nil {
+			return out.String(), err
+		}
+		if !got.Running {
+			if got.ExitCode != 0 {
+				return out.String(), fmt.Errorf("%v exited %d", cmd, got.ExitCode)
+			}
+			return out.String(), nil
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 }
