@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"time"
 
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/temporal"
@@ -194,12 +195,18 @@ func (a *Activities) RunStartscript(ctx context.Context, run backend.ScriptRun) 
 	// A configure creates its member first (the backend's LaunchScript does, idempotently),
 	// sparing a wide role an activity, and a call, per member.
 	info := activity.GetInfo(ctx)
+	// A launch may take long before the agent reports anything (a container backend makes
+	// the member and pulls its image first, and an engine busy with a wide role takes its
+	// time): it is reported meanwhile, so that it is not taken for lost.
+	launching := make(chan struct{})
+	go heartbeatUntil(ctx, launching, info.HeartbeatTimeout, backend.Progress{Member: run.Member.Name, Event: string(run.Event), LastLine: "launching"})
 	err := a.Backend.LaunchScript(ctx, run, backend.Completion{
 		WorkflowID: info.WorkflowExecution.ID, ActivityID: info.ActivityID,
 		TaskToken: info.TaskToken,
 		// The agent reports a quiet script once within this rather than every 2 s.
 		HeartbeatTimeout: info.HeartbeatTimeout,
 	})
+	close(launching)
 	var secretErr *backend.SecretError
 	var refused *backend.RefusedError
 	var noSandbox *backend.NoSandboxError
@@ -219,6 +226,25 @@ func (a *Activities) RunStartscript(ctx context.Context, run backend.ScriptRun) 
 		return backend.ScriptResult{}, fmt.Errorf("launch %s on %s: %w", run.Event, run.Member.Name, err)
 	}
 	return backend.ScriptResult{}, activity.ErrResultPending
+}
+
+// heartbeatUntil reports progress every third of the heartbeat timeout until done closes.
+func heartbeatUntil(ctx context.Context, done <-chan struct{}, timeout time.Duration, progress backend.Progress) {
+	if timeout <= 0 {
+		return
+	}
+	tick := time.NewTicker(timeout / 3)
+	defer tick.Stop()
+	for {
+		select {
+		case <-done:
+			return
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+			activity.RecordHeartbeat(ctx, progress)
+		}
+	}
 }
 
 // AssignPorts gives members their ports on this host.

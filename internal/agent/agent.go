@@ -42,7 +42,7 @@ type Options struct {
 	Workers     []int
 	SocketGroup int
 	// EnterCommand starts a script inside a container (Script.Enter); it is followed by
-	// --engine, --container, --grace, "--" and the script with its arguments.
+	// --engine, --container, --user, --grace, "--" and the script with its arguments.
 	EnterCommand []string
 }
 

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/moby/moby/api/types/container"
 	"github.com/moby/moby/client"
 
 	"github.com/clusterflow/clusterflow/internal/backend/docker"
@@ -139,6 +140,13 @@ roles:
 			t.Errorf("%s's container: running %v, hostname %q, labels %v, privileged %v, network %q, memory %d, cpus %d",
 				m, c.State.Running, c.Config.Hostname, c.Config.Labels, c.HostConfig.Privileged, c.HostConfig.NetworkMode, c.HostConfig.Memory, c.HostConfig.NanoCPUs)
 		}
+		// What a script is given (the role's env, secrets filled in) goes to its exec, never
+		// into the container's configuration.
+		for _, kv := range c.Config.Env {
+			if strings.HasPrefix(kv, "CLUSTERFLOW_") || strings.HasPrefix(kv, "SETTLE=") {
+				t.Errorf("%s's container configuration holds %s", m, kv)
+			}
+		}
 		out := s.cli("logs", "box", m, "--event", "configure")
 		if n := strings.Count(out.Stdout, "configure on "); n != 1 {
 			t.Errorf("%s's configure ran %d times:\n%s", m, n, out)
@@ -156,16 +164,25 @@ roles:
 		t.Errorf("the cluster has %d containers, %d networks and %d volumes; want 3, 1 and 3", c, n, v)
 	}
 
-	// A restarted container keeps its member's volume.
-	if _, err := engine.Client.ContainerRestart(ctx, containerOf("box-db-0"), client.ContainerRestartOptions{}); err != nil {
+	// A stopped container (a host's reboot) is started by the member's next run, and keeps
+	// the member's volume.
+	if _, err := engine.Client.ContainerStop(ctx, containerOf("box-db-0"), client.ContainerStopOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	if out := s.cli("run", "box", "born", "--role", "db", "--wait"); out.Code != 0 || !strings.Contains(out.Stdout, "born box-db-0") || !strings.Contains(out.Stdout, "born box-db-2") {
-		t.Errorf("after a restart of box-db-0's container, its volume's mark: %s", out)
+		t.Errorf("after a stop of box-db-0's container, its volume's mark: %s", out)
 	}
 
-	// A container that vanished is a gone member: replaced, its volume removed.
+	// A container that vanished is a gone member: replaced, its volume removed. A container
+	// labelled as the cluster's that it never knew is a rogue: removed.
 	if _, err := engine.Client.ContainerRemove(ctx, containerOf("box-db-1"), client.ContainerRemoveOptions{Force: true}); err != nil {
+		t.Fatal(err)
+	}
+	rogue := containerOf("box-db-9")
+	if _, err := engine.Client.ContainerCreate(ctx, client.ContainerCreateOptions{Name: rogue, Config: &container.Config{
+		Image: "clusterflow-test/box:1", Cmd: []string{"sleep", "600"},
+		Labels: map[string]string{docker.LabelCluster: "box@" + home, docker.LabelMember: "box-db-9", docker.LabelRole: "db"},
+	}}); err != nil {
 		t.Fatal(err)
 	}
 	if res := s.cli("reconcile", "box"); res.Code != 0 {
@@ -176,9 +193,10 @@ roles:
 		m := st.Member("box-db-3")
 		return st.Phase == workflows.PhaseReady && st.Member("box-db-1") == nil && m != nil && m.State == workflows.MemberReady
 	})
-	waitUpTo(t, time.Minute, "the vanished member's volume removed", func() bool {
+	waitUpTo(t, time.Minute, "the vanished member's volume and the rogue removed", func() bool {
 		_, _, v := engine.Leftovers(t, docker.LabelMember+"=box-db-1")
-		return v == 0
+		c, _, _ := engine.Leftovers(t, docker.LabelMember+"=box-db-9")
+		return v == 0 && c == 0
 	})
 
 	// A configure cancelled while it runs is stopped inside its container at once.
@@ -229,6 +247,14 @@ roles:
 	plain := s.status("plain")
 	if m := plain.Member("plain-web-0"); m == nil || m.State != workflows.MemberConfigError || !strings.Contains(m.Detail, "role web names no image") {
 		t.Errorf("a role without an image on a docker host: %+v", m)
+	}
+	// An image the engine cannot pull (here: a registry on a closed port of loopback) is the
+	// member's configure error, with the engine's words; nothing retries it.
+	absent := writeSpec("absent.yaml", "name: absent\nroles:\n  - {name: web, members: 1, startscript: box.sh, image: \"127.0.0.1:1/absent:1\"}\n")
+	s.cli("deploy", "-f", absent, "--wait", "--timeout", "1m")
+	absentStatus := s.status("absent")
+	if m := absentStatus.Member("absent-web-0"); m == nil || m.State != workflows.MemberConfigError || !strings.Contains(m.Detail, "pull image 127.0.0.1:1/absent:1") {
+		t.Errorf("a role whose image cannot be pulled: %+v", m)
 	}
 	imaged := writeSpec("imaged.yaml", fmt.Sprintf("name: imaged-%d\nroles:\n  - {name: web, members: 1, startscript: box.sh, image: \"clusterflow-test/box:1\"}\n", os.Getpid()))
 	name := fmt.Sprintf("imaged-%d", os.Getpid())

@@ -55,8 +55,6 @@ type Backend struct {
 	engine *client.Client
 	// Engine is the engine's address (DOCKER_HOST's form), which scripts' runs are told.
 	Engine string
-	// launcher is the agent, which Launch reaches through entering.
-	launcher agent.Launcher
 	// networks serializes making a cluster's network: an engine of API 1.41 makes a second
 	// network of the same name rather than refuse it.
 	networks *sync.Mutex
@@ -111,7 +109,6 @@ func MemberAddress(m backend.MemberRef, _ string) string { return m.Name }
 
 // UseLauncher implements agent.HostBackend.
 func (d *Backend) UseLauncher(launcher agent.Launcher) {
-	d.launcher = launcher
 	d.Backend.UseLauncher(entering{next: launcher, engine: d.engine, host: d.Engine})
 }
 
