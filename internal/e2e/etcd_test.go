@@ -45,14 +45,7 @@ func TestEtcdLivesThroughTheLifecycle(t *testing.T) {
 		if err != nil {
 			t.Fatalf("member list: %v: %s", err, out)
 		}
-		var names []string
-		for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
-			if f := strings.Split(line, ", "); len(f) > 3 && f[1] == "started" {
-				names = append(names, f[2])
-			}
-		}
-		slices.Sort(names)
-		return names
+		return startedEtcdMembers(out)
 	}
 	keysIntact := func(ordinal int, when string) {
 		t.Helper()
@@ -61,14 +54,7 @@ func TestEtcdLivesThroughTheLifecycle(t *testing.T) {
 			t.Errorf("%s: want the 50 keys, got %v: %d in %q", when, err, strings.Count(out, "key-"), out)
 		}
 	}
-	names := func(ordinals ...int) []string {
-		var out []string
-		for _, o := range ordinals {
-			out = append(out, fmt.Sprintf("%s-etcd-%d", n, o))
-		}
-		slices.Sort(out)
-		return out
-	}
+	names := func(ordinals ...int) []string { return etcdMemberNames(n, ordinals...) }
 	step := func(what string, args ...string) {
 		t.Helper()
 		start := time.Now()
@@ -137,6 +123,28 @@ func TestEtcdLivesThroughTheLifecycle(t *testing.T) {
 	if len(app.pids) < 7 {
 		t.Errorf("only %d etcd processes were seen, want one per member (7)", len(app.pids))
 	}
+}
+
+// startedEtcdMembers reads etcdctl's member list: the started members' names, sorted.
+func startedEtcdMembers(list string) []string {
+	var names []string
+	for _, line := range strings.Split(strings.TrimSpace(list), "\n") {
+		if f := strings.Split(line, ", "); len(f) > 3 && f[1] == "started" {
+			names = append(names, f[2])
+		}
+	}
+	slices.Sort(names)
+	return names
+}
+
+// etcdMemberNames names the members of the etcd example's role in cluster, sorted.
+func etcdMemberNames(cluster string, ordinals ...int) []string {
+	var out []string
+	for _, o := range ordinals {
+		out = append(out, fmt.Sprintf("%s-etcd-%d", cluster, o))
+	}
+	slices.Sort(out)
+	return out
 }
 
 func syscallKill(pid int) error { return syscall.Kill(pid, syscall.SIGKILL) }

@@ -209,9 +209,16 @@ func TestTheImageKeepsMembersFromTheHostAndEachOther(t *testing.T) {
 		"CLUSTERFLOW_SECRETS="+h.secrets, "CLUSTERFLOW_WORKER_USER="+h.workerUser)
 	entry := append(h.setprivFor(t, unit), "/bin/sh", filepath.Join(root, "deploy/docker/host.sh"), "--host", "image-1", "--labels", "zone=a", "--host-address", "127.0.0.1")
 	host := h.start(t, s.dir, "image", "0022", env, entry, "Worker starting")
-	pid, ok := testenv.AgentPID(h.data)
-	if !ok {
-		t.Fatalf("the image's entrypoint started no agent:\n%s", host.Output())
+	// The entrypoint starts the agent and the worker side by side: the worker may be up first.
+	var pid int
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(50 * time.Millisecond) {
+		var ok bool
+		if pid, ok = testenv.AgentPID(h.data); ok {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the image's entrypoint started no agent within a minute:\n%s", host.Output())
+		}
 	}
 	worker := workerOf(t, host.Pid())
 	h.hostileAgainst(t, s, pid, worker, filepath.Join(h.run, "agent.sock"))

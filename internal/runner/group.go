@@ -44,6 +44,30 @@ func groupAlive(pgid int) bool {
 	return false
 }
 
+// Descendants lists root and every process below it, root first, by each process's
+// parent: a tree that is not a group of the caller's (a container's exec, whose ID on the
+// host the engine gives) is found so.
+func Descendants(root int) []int {
+	children := map[int][]int{}
+	entries, _ := os.ReadDir("/proc")
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		if fields, ok := statFields(pid); ok && len(fields) > 1 {
+			if ppid, err := strconv.Atoi(fields[1]); err == nil {
+				children[ppid] = append(children[ppid], pid)
+			}
+		}
+	}
+	tree := []int{root}
+	for i := 0; i < len(tree); i++ {
+		tree = append(tree, children[tree[i]]...)
+	}
+	return tree
+}
+
 // procState reads a process's state letter and process group from /proc/PID/stat.
 func procState(pid int) (state string, pgid int, ok bool) {
 	fields, ok := statFields(pid)

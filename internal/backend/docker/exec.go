@@ -4,15 +4,15 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"os"
 	"slices"
-	"strconv"
 	"strings"
 	"syscall"
 	"time"
 
 	"github.com/moby/moby/api/pkg/stdcopy"
 	"github.com/moby/moby/client"
+
+	"github.com/clusterflow/clusterflow/internal/runner"
 )
 
 // ExecOptions are a script's run inside a member's container.
@@ -100,39 +100,9 @@ func signalExec(ctx context.Context, engine *client.Client, execID string, sig s
 	if err != nil || got.PID < 2 {
 		return
 	}
-	for _, pid := range descendants(got.PID) {
+	for _, pid := range runner.Descendants(got.PID) {
 		_ = syscall.Kill(pid, sig)
 	}
-}
-
-// descendants lists root and the processes below it, root first.
-func descendants(root int) []int {
-	children := map[int][]int{}
-	entries, _ := os.ReadDir("/proc")
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		stat, err := os.ReadFile("/proc/" + e.Name() + "/stat")
-		if err != nil {
-			continue
-		}
-		// The command name, in parentheses, may hold spaces: fields count from its end.
-		text := string(stat)
-		fields := strings.Fields(text[strings.LastIndexByte(text, ')')+1:])
-		if len(fields) < 2 {
-			continue
-		}
-		if ppid, err := strconv.Atoi(fields[1]); err == nil {
-			children[ppid] = append(children[ppid], pid)
-		}
-	}
-	out := []int{root}
-	for i := 0; i < len(out); i++ {
-		out = append(out, children[out[i]]...)
-	}
-	return out
 }
 
 // ExecEnv is the environment a script gets in its container from the one its run was
