@@ -6,6 +6,9 @@ bg_pids=()
 # cleanup must not stop at a process that is already gone, which set -e would do.
 cleanup() {
   set +e
+  # A bench that failed between pss_start and pss_stop leaves its sampler waiting for a
+  # stop file that rm -rf takes away.
+  [ -n "${rss_pid:-}" ] && kill "$rss_pid" 2>/dev/null
   for pid in "${bg_pids[@]}"; do kill "$pid" 2>/dev/null; wait "$pid" 2>/dev/null; done
   # The agent is detached from the worker on purpose; stop it and anything left.
   # `dev --hosts N` keeps an agent per host under hosts/, so look everywhere.
