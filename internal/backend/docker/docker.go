@@ -140,6 +140,16 @@ func (e entering) Stop(ctx context.Context, s agent.Stop) (agent.Reply, error) {
 	return e.next.Stop(ctx, s)
 }
 
+// checkHostName refuses a member whose name cannot be its container's host name and the
+// name its cluster's DNS answers: a cluster's and a role's names may be 63 characters each,
+// a DNS label no more.
+func checkHostName(member string) error {
+	if err := spec.CheckName(member); err != nil {
+		return &backend.RefusedError{Reason: fmt.Sprintf("member name %v: on the docker backend it is the container's host name and its name on the cluster's network; shorten the cluster's or the role's name", err)}
+	}
+	return nil
+}
+
 // containerName names a member's container, unique on the host: a cluster's key is.
 func containerName(c backend.ClusterRef, member string) string {
 	if c.Home == "" {
@@ -164,6 +174,9 @@ func (d *Backend) LaunchScript(ctx context.Context, run backend.ScriptRun, to ba
 	}
 	want := *run.Container
 	run.Container = nil // the local backend runs the script; the container is this one's
+	if err := checkHostName(run.Member.Name); err != nil {
+		return err
+	}
 	if err := d.RefuseElsewhere(run.Member.Folder()); err != nil {
 		return err
 	}
