@@ -199,7 +199,9 @@ func (a *Activities) RunStartscript(ctx context.Context, run backend.ScriptRun) 
 	// the member and pulls its image first, and an engine busy with a wide role takes its
 	// time): it is reported meanwhile, so that it is not taken for lost.
 	launching := make(chan struct{})
-	go heartbeatUntil(ctx, launching, info.HeartbeatTimeout, backend.Progress{Member: run.Member.Name, Event: string(run.Event), LastLine: "launching"})
+	go heartbeatUntil(ctx, launching, info.HeartbeatTimeout, func() backend.Progress {
+		return backend.Progress{Member: run.Member.Name, Event: string(run.Event), LastLine: a.launchProgress(ctx, run.Member, info.HeartbeatTimeout/3)}
+	})
 	err := a.Backend.LaunchScript(ctx, run, backend.Completion{
 		WorkflowID: info.WorkflowExecution.ID, ActivityID: info.ActivityID,
 		TaskToken: info.TaskToken,
@@ -229,7 +231,7 @@ func (a *Activities) RunStartscript(ctx context.Context, run backend.ScriptRun) 
 }
 
 // heartbeatUntil reports progress every third of the heartbeat timeout until done closes.
-func heartbeatUntil(ctx context.Context, done <-chan struct{}, timeout time.Duration, progress backend.Progress) {
+func heartbeatUntil(ctx context.Context, done <-chan struct{}, timeout time.Duration, progress func() backend.Progress) {
 	if timeout <= 0 {
 		return
 	}
@@ -242,9 +244,22 @@ func heartbeatUntil(ctx context.Context, done <-chan struct{}, timeout time.Dura
 		case <-ctx.Done():
 			return
 		case <-tick.C:
-			activity.RecordHeartbeat(ctx, progress)
+			activity.RecordHeartbeat(ctx, progress())
 		}
 	}
+}
+
+// launchProgress is what the backend says a launch of the member is doing (pulling its
+// image, say), or just that it is launching: the heartbeat is sent either way.
+func (a *Activities) launchProgress(ctx context.Context, m backend.MemberRef, within time.Duration) string {
+	if w, ok := a.Backend.(backend.LaunchWatcher); ok {
+		ctx, cancel := context.WithTimeout(ctx, within)
+		defer cancel()
+		if line, err := w.LaunchProgress(ctx, m); err == nil && line != "" {
+			return line
+		}
+	}
+	return "launching"
 }
 
 // AssignPorts gives members their ports on this host.

@@ -26,6 +26,14 @@ type Container struct {
 	// Volumes are paths in the container kept in a volume of the member's own: across
 	// restarts of its container, gone with the member.
 	Volumes []string `json:"volumes,omitempty"`
+	// Publish names the role's ports (roles[].ports) that each member's host publishes: the
+	// same number on the host as in the container, on the host's publish address (loopback
+	// unless its operator chose another). Nothing is published unless named here.
+	Publish []string `json:"publish,omitempty"`
+	// Privileged runs the member's container privileged: every capability and device of
+	// its host. Only a host that allows it runs such a role (--allow-privileged); others
+	// refuse it by name.
+	Privileged bool `json:"privileged,omitempty"`
 }
 
 // Resources bound a member's container; a zero field is not bound.
@@ -46,7 +54,7 @@ func ContainerFields(c Container) []string {
 	for _, f := range []struct {
 		name string
 		set  bool
-	}{{"image", c.Image != ""}, {"user", c.User != ""}, {"resources", c.Resources != (Resources{})}, {"volumes", len(c.Volumes) > 0}} {
+	}{{"image", c.Image != ""}, {"user", c.User != ""}, {"resources", c.Resources != (Resources{})}, {"volumes", len(c.Volumes) > 0}, {"publish", len(c.Publish) > 0}, {"privileged", c.Privileged}} {
 		if f.set {
 			set = append(set, f.name)
 		}
@@ -74,6 +82,8 @@ type draftContainer struct {
 	Image, User *string
 	Resources   *draftResources
 	Volumes     []string
+	Publish     []string
+	Privileged  *bool
 }
 
 type draftResources struct {
@@ -91,8 +101,9 @@ func (w walker) resources(path string, n *yaml.Node) *draftResources {
 	return r
 }
 
-// checkContainer reads a role's container fields, naming each problem.
-func checkContainer(at string, d draftContainer, ps *problems) Container {
+// checkContainer reads a role's container fields, naming each problem; ports are the
+// role's, which publish names.
+func checkContainer(at string, d draftContainer, ports map[string]int, ps *problems) Container {
 	var c Container
 	if d.Image != nil {
 		switch image := *d.Image; {
@@ -157,8 +168,22 @@ func checkContainer(at string, d draftContainer, ps *problems) Container {
 			c.Volumes = append(c.Volumes, v)
 		}
 	}
-	if d.Image == nil && (d.User != nil || d.Resources != nil || d.Volumes != nil) {
-		ps.add(at+".image", "is required with user, resources or volumes: they say how the role's image runs")
+	published := map[string]bool{}
+	for i, name := range d.Publish {
+		p := fmt.Sprintf("%s.publish[%d]", at, i)
+		switch _, ok := ports[name]; {
+		case !ok:
+			ps.add(p, "%q is not one of the role's ports (roles[].ports names them)", name)
+		case published[name]:
+			ps.add(p, "%q is listed twice", name)
+		default:
+			published[name] = true
+			c.Publish = append(c.Publish, name)
+		}
+	}
+	c.Privileged = d.Privileged != nil && *d.Privileged
+	if d.Image == nil && (d.User != nil || d.Resources != nil || d.Volumes != nil || d.Publish != nil || d.Privileged != nil) {
+		ps.add(at+".image", "is required with user, resources, volumes, publish or privileged: they say how the role's image runs")
 	}
 	return c
 }

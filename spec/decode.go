@@ -107,6 +107,8 @@ func (w walker) role(path string, n *yaml.Node) draftRole {
 		"user":                 func(p string, n *yaml.Node) { r.Container.User = w.str(p, n) },
 		"resources":            func(p string, n *yaml.Node) { r.Container.Resources = w.resources(p, n) },
 		"volumes":              func(p string, n *yaml.Node) { r.Container.Volumes = w.strings(p, n) },
+		"publish":              func(p string, n *yaml.Node) { r.Container.Publish = w.strings(p, n) },
+		"privileged":           func(p string, n *yaml.Node) { r.Container.Privileged = w.boolean(p, n) },
 		"actionParams": func(p string, n *yaml.Node) {
 			r.ActionParams = map[string]map[string]string{}
 			for _, kv := range pairs(deref(n)) {

@@ -377,16 +377,19 @@ roles:
     user: "1000:1000"
     resources: {cpus: 0.5, memory: 512Mi, pids: 256}
     volumes: [/var/lib/etcd, /data]
+    ports: {client: 2379, peer: 2380}
+    publish: [client]
+    privileged: true
 `
 	c, err := Parse([]byte(good), "", testScripts)
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := Container{Image: "registry.example.com/etcd:3.4", User: "1000:1000", Resources: Resources{CPUs: 0.5, Memory: 512 << 20, PIDs: 256}, Volumes: []string{"/var/lib/etcd", "/data"}}
+	want := Container{Image: "registry.example.com/etcd:3.4", User: "1000:1000", Resources: Resources{CPUs: 0.5, Memory: 512 << 20, PIDs: 256}, Volumes: []string{"/var/lib/etcd", "/data"}, Publish: []string{"client"}, Privileged: true}
 	if got := c.Roles[0].Container; !reflect.DeepEqual(got, want) {
 		t.Fatalf("container = %+v, want %+v", got, want)
 	}
-	if got := ContainerFields(c.Roles[0].Container); !reflect.DeepEqual(got, []string{"image", "user", "resources", "volumes"}) {
+	if got := ContainerFields(c.Roles[0].Container); !reflect.DeepEqual(got, []string{"image", "user", "resources", "volumes", "publish", "privileged"}) {
 		t.Fatalf("fields = %v", got)
 	}
 	bad := `name: c
@@ -398,10 +401,16 @@ roles:
     user: etcd
     resources: {cpus: 0, memory: 1Mi, pids: 3}
     volumes: [relative, /data, /data, "/a:b", /]
+    ports: {client: 2379}
+    publish: [client, peer, client]
   - name: web
     members: 1
     startscript: s.sh
     volumes: [/x]
+  - name: cache
+    members: 1
+    startscript: s.sh
+    privileged: false
 `
 	_, err = Parse([]byte(bad), "", testScripts)
 	if err == nil {
@@ -417,7 +426,10 @@ roles:
 		"roles[0].volumes[2]: \"/data\" is listed twice",
 		"roles[0].volumes[3]: \"/a:b\" holds ':'",
 		"roles[0].volumes[4]: \"/\" is not an absolute",
-		"roles[1].image: is required with user, resources or volumes",
+		"roles[0].publish[1]: \"peer\" is not one of the role's ports",
+		"roles[0].publish[2]: \"client\" is listed twice",
+		"roles[1].image: is required with user, resources, volumes, publish or privileged",
+		"roles[2].image: is required with",
 	} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error lacks %q:\n%v", want, err)

@@ -48,6 +48,7 @@ const (
 	callLaunchScript      = "launchScript"
 	callStopScript        = "stopScript"
 	callReadLog           = "readLog"
+	callLaunchProgress    = "launchProgress"
 )
 
 // launchArgs are LaunchScript's arguments.
@@ -88,6 +89,13 @@ func (a *Agent) call(ctx context.Context, c Call) (any, error) {
 		return with(c.Args, func(s backend.ScriptStop) (none, error) { return none{}, b.StopScript(ctx, s) })
 	case callReadLog:
 		return with(c.Args, func(req backend.LogRequest) (backend.LogChunk, error) { return b.ReadLog(ctx, req) })
+	case callLaunchProgress:
+		return with(c.Args, func(m backend.MemberRef) (string, error) {
+			if w, ok := b.(backend.LaunchWatcher); ok {
+				return w.LaunchProgress(ctx, m)
+			}
+			return "", nil
+		})
 	}
 	return nil, &RefusedError{Reason: fmt.Sprintf("unknown backend call %q", c.Method)}
 }
@@ -128,7 +136,10 @@ type RemoteBackend struct {
 	AddressOf func(m backend.MemberRef, hostAddress string) string
 }
 
-var _ backend.Backend = (*RemoteBackend)(nil)
+var (
+	_ backend.Backend       = (*RemoteBackend)(nil)
+	_ backend.LaunchWatcher = (*RemoteBackend)(nil)
+)
 
 func (r *RemoteBackend) do(ctx context.Context, method string, args, result any) error {
 	return r.doAs(ctx, r.Worker, method, args, result)
@@ -199,6 +210,12 @@ func (r *RemoteBackend) StopScript(ctx context.Context, s backend.ScriptStop) er
 func (r *RemoteBackend) ReadLog(ctx context.Context, req backend.LogRequest) (backend.LogChunk, error) {
 	var chunk backend.LogChunk
 	return chunk, r.do(ctx, callReadLog, req, &chunk)
+}
+
+// LaunchProgress implements backend.LaunchWatcher: the agent's backend knows, if any does.
+func (r *RemoteBackend) LaunchProgress(ctx context.Context, m backend.MemberRef) (string, error) {
+	var progress string
+	return progress, r.do(ctx, callLaunchProgress, m, &progress)
 }
 
 // MemberAddress implements backend.Backend.

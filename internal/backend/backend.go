@@ -283,6 +283,13 @@ type Completion struct {
 	HeartbeatTimeout time.Duration `json:"heartbeatTimeout,omitempty"`
 }
 
+// LaunchWatcher is a backend whose launches can take a while before the script runs (a
+// container backend pulling the member's image): LaunchProgress says what a launch of the
+// member is doing now, for its activity's heartbeat and so for status; "" when nothing.
+type LaunchWatcher interface {
+	LaunchProgress(ctx context.Context, m MemberRef) (string, error)
+}
+
 // Progress is what a script run heartbeats while it runs; the Web UI shows it as the
 // pending activity's heartbeat details, and the client's progress reports read it.
 type Progress struct {

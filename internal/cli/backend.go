@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"net/netip"
 	"os"
 	"os/user"
 	"path/filepath"
@@ -26,8 +27,9 @@ import (
 // hostFlags are what a host's backend is built with, in the host's agent: the agent's
 // flags, and those of a worker or dev that starts its agent itself and passes them on.
 type hostFlags struct {
-	backendName, data, secretsDir, portRange, dockerHost *string
-	scripts                                              scriptUserFlags
+	backendName, data, secretsDir, portRange, dockerHost, publishAddress *string
+	scripts                                                              scriptUserFlags
+	allowPrivileged                                                      *bool
 	// shared is --shared-script-user: a host whose agent is not root runs every cluster's
 	// scripts as the agent's user, which its operator must say is meant.
 	shared *bool
@@ -43,18 +45,23 @@ func (h *hostFlags) register(fs *pflag.FlagSet, forDev bool) {
 	h.secretsDir = fs.String("secrets-dir", secrets, usage)
 	h.portRange = fs.String("port-range", "61000-63999", "ports this host gives members whose roles name ports (roles[].ports), LOW-HIGH")
 	h.dockerHost = fs.String("docker-host", os.Getenv("DOCKER_HOST"), "the Docker engine's address for --backend docker, such as unix:///var/run/docker.sock (default $DOCKER_HOST, else that socket)")
+	h.publishAddress = fs.String("publish-address", "127.0.0.1", "with --backend docker: the host address that the ports roles publish (roles[].publish) are bound to; 0.0.0.0 exposes them on every network of the host")
+	h.allowPrivileged = fs.Bool("allow-privileged", false, "with --backend docker: run roles that ask for privileged containers (roles[].privileged), which hold every capability and device of the host; refused by default")
 	h.scripts.register(fs, forDev)
 	h.shared = fs.Bool("shared-script-user", forDev, "not as root: run every cluster's startscripts as this process's own user, who can then read its credentials and every cluster's files (a developer's machine); a host of a fleet runs a root agent instead (deploy/systemd)")
 }
 
 // hostSettings are hostFlags as the agent runs with them.
 type hostSettings struct {
-	Backend    string              `json:"backend"`
-	Data       string              `json:"data"`
-	SecretsDir string              `json:"secretsDir"`
-	PortRange  string              `json:"portRange"`
-	DockerHost string              `json:"dockerHost,omitempty"`
-	Scripts    factory.ScriptUsers `json:"scripts"`
+	Backend    string `json:"backend"`
+	Data       string `json:"data"`
+	SecretsDir string `json:"secretsDir"`
+	PortRange  string `json:"portRange"`
+	DockerHost string `json:"dockerHost,omitempty"`
+	// PublishAddress and AllowPrivileged are the docker backend's.
+	PublishAddress  string              `json:"publishAddress,omitempty"`
+	AllowPrivileged bool                `json:"allowPrivileged,omitempty"`
+	Scripts         factory.ScriptUsers `json:"scripts"`
 }
 
 // settings checks the flags and chooses who runs scripts.
@@ -64,15 +71,31 @@ func (h *hostFlags) settings(logger *zap.Logger) (hostSettings, error) {
 	}
 	s := hostSettings{Backend: *h.backendName, PortRange: *h.portRange}
 	if s.Backend == "docker" {
-		s.DockerHost = *h.dockerHost
+		s.DockerHost, s.AllowPrivileged = *h.dockerHost, *h.allowPrivileged
+		address, err := netip.ParseAddr(*h.publishAddress)
+		if err != nil {
+			return s, apperr.Errorf(apperr.Invalid, "--publish-address %q: not an IP address of this host (127.0.0.1 keeps published ports on loopback; 0.0.0.0 is every address)", *h.publishAddress)
+		}
+		s.PublishAddress = address.String()
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		err := docker.Ping(ctx, s.DockerHost)
+		err = docker.Ping(ctx, s.DockerHost)
 		cancel()
 		if err != nil {
 			return s, apperr.Wrap(apperr.Unavailable, err)
 		}
-	} else if *h.dockerHost != "" && *h.dockerHost != os.Getenv("DOCKER_HOST") {
-		return s, apperr.Errorf(apperr.Invalid, "--docker-host is for --backend docker, not %s", s.Backend)
+	} else {
+		for _, f := range []struct {
+			flag string
+			set  bool
+		}{
+			{"--docker-host", *h.dockerHost != "" && *h.dockerHost != os.Getenv("DOCKER_HOST")},
+			{"--publish-address", *h.publishAddress != "127.0.0.1"},
+			{"--allow-privileged", *h.allowPrivileged},
+		} {
+			if f.set {
+				return s, apperr.Errorf(apperr.Invalid, "%s is for --backend docker, not %s", f.flag, s.Backend)
+			}
+		}
 	}
 	var err error
 	if s.Data, err = filepath.Abs(*h.data); err != nil {
@@ -112,6 +135,9 @@ func (h *hostFlags) agentArgs(s hostSettings) []string {
 	if s.DockerHost != "" {
 		args = append(args, "--docker-host", s.DockerHost)
 	}
+	if s.Backend == "docker" {
+		args = append(args, "--publish-address", s.PublishAddress, "--allow-privileged="+strconv.FormatBool(s.AllowPrivileged))
+	}
 	if h.scripts.uids != "" {
 		args = append(args, "--script-uids", h.scripts.uids)
 	}
@@ -139,7 +165,7 @@ func (h *hostFlags) agentOptions(s hostSettings, socket string, com common) (fac
 
 // openHost builds the host's backend in the agent.
 func (s hostSettings) openHost(logger *zap.Logger) (agent.HostBackend, error) {
-	return factory.OpenHost(s.Backend, factory.HostOptions{Data: s.Data, SecretsDir: s.SecretsDir, Scripts: s.Scripts, PortRange: s.PortRange, DockerHost: s.DockerHost, Logger: logger})
+	return factory.OpenHost(s.Backend, factory.HostOptions{Data: s.Data, SecretsDir: s.SecretsDir, Scripts: s.Scripts, PortRange: s.PortRange, DockerHost: s.DockerHost, PublishAddress: s.PublishAddress, AllowPrivileged: s.AllowPrivileged, Logger: logger})
 }
 
 // checkBackend refuses a backend no host has.

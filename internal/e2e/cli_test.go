@@ -39,6 +39,12 @@ func TestEveryCommandHasHelp(t *testing.T) {
 			!strings.Contains(res.Stderr, "the Docker engine at unix:///nonexistent/docker.sock does not answer") {
 			t.Errorf("%s with no Docker engine: %s", cmd, res)
 		}
+		if res := cli(t, cmd, "--backend", "docker", "--publish-address", "localhost", "--data", t.TempDir()); res.Code != 2 || !strings.Contains(res.Stderr, `--publish-address "localhost": not an IP address`) {
+			t.Errorf("%s with a publish address that is no address: %s", cmd, res)
+		}
+		if res := cli(t, cmd, "--allow-privileged", "--data", t.TempDir()); res.Code != 2 || !strings.Contains(res.Stderr, "--allow-privileged is for --backend docker, not local") {
+			t.Errorf("%s --allow-privileged on the local backend: %s", cmd, res)
+		}
 	}
 	if res := cli(t, "list", "--log-format", "xml"); res.Code != 2 || !strings.Contains(res.Stderr, `--log-format: "xml" is not json or console`) {
 		t.Errorf("bad log format: %s", res)

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -27,10 +28,25 @@ func newDockerStack(t *testing.T, pool, uids string) (*testenv.Docker, *stack) {
 	engine := testenv.StartDocker(t, pool)
 	s := newServerStack(t)
 	s.data = scriptUserData(t)
-	s.start("worker", 1, "Worker starting", "worker", "--data", s.data, "--backend", "docker", "--docker-host", engine.Host,
-		"--script-uids", uids)
+	s.worker = s.start("worker", 1, "Worker starting", dockerWorker(engine, s, uids)...)
 	return engine, s
 }
+
+// dockerWorker is the command of newDockerStack's worker, with more flags.
+func dockerWorker(engine *testenv.Docker, s *stack, uids string, more ...string) []string {
+	return append([]string{"worker", "--data", s.data, "--backend", "docker", "--docker-host", engine.Host, "--script-uids", uids}, more...)
+}
+
+// webScript serves a page from each member, at the port its role names http.
+const webScript = `#!/bin/sh
+set -eu
+echo "$1 as $(id -u)"
+if [ "$1" = --configure ] && [ -n "${CLUSTERFLOW_PORT_HTTP:-}" ]; then
+  mkdir -p "$CLUSTERFLOW_MEMBER_DIR/www"
+  echo "hello from $CLUSTERFLOW_MEMBER" > "$CLUSTERFLOW_MEMBER_DIR/www/index.html"
+  httpd -p "$CLUSTERFLOW_PORT_HTTP" -h "$CLUSTERFLOW_MEMBER_DIR/www"
+fi
+`
 
 // boxScript is the members' startscript in the container tests: each says where and as
 // whom it runs, keeps a first-born mark in its volume, and reaches every member of its
@@ -71,8 +87,10 @@ func TestMembersRunAsContainersOfTheirOwn(t *testing.T) {
 	engine, s := newDockerStack(t, "10.213.64.0/18", "61960-61969")
 	engine.ImportImage(t, "clusterflow-test/box:1", nil)
 	dir := t.TempDir()
-	if err := os.WriteFile(filepath.Join(dir, "box.sh"), []byte(boxScript), 0o755); err != nil {
-		t.Fatal(err)
+	for file, script := range map[string]string{"box.sh": boxScript, "web.sh": webScript} {
+		if err := os.WriteFile(filepath.Join(dir, file), []byte(script), 0o755); err != nil {
+			t.Fatal(err)
+		}
 	}
 	writeSpec := func(file, spec string) string {
 		path := filepath.Join(dir, file)
@@ -268,6 +286,55 @@ roles:
 	if m := absentStatus.Member("absent-web-0"); m == nil || m.State != workflows.MemberConfigError || !strings.Contains(m.Detail, "pull image 127.0.0.1:1/absent:1") {
 		t.Errorf("a role whose image cannot be pulled: %+v", m)
 	}
+	// An image pulled from a registry shows how far its pull got in status, while the
+	// registry holds its layer back halfway; a port the role publishes is reached on the
+	// host's loopback, at the number status gives the member, and nowhere else.
+	registry := testenv.ServeImage(t, "clusterflow-test/web", nil)
+	web := writeSpec("web.yaml", fmt.Sprintf(`
+name: web
+roles:
+  - {name: www, members: 2, startscript: web.sh, image: %q, heartbeatTimeout: 5s, ports: {http: 8080}, publish: [http]}
+`, registry.Ref))
+	if res := s.cli("deploy", "-f", web); res.Code != 0 {
+		t.Fatalf("deploy web: %s", res)
+	}
+	pulling := "pulling image " + registry.Ref + ": 0 of 1 layers"
+	waitUpTo(t, time.Minute, "the pull's progress in status", func() bool {
+		st := s.status("web")
+		m := st.Member("web-www-0")
+		return m != nil && strings.HasPrefix(m.LastLine, pulling) && strings.Contains(s.cli("status", "web").Stdout, pulling)
+	})
+	registry.Release()
+	waitUpTo(t, time.Minute, "the pulled image's members ready", func() bool {
+		st := s.status("web")
+		if st.Phase == workflows.PhaseFailed {
+			t.Fatalf("the pulled image's deploy failed: %s", s.cli("status", "web"))
+		}
+		return st.Phase == workflows.PhaseReady
+	})
+	webStatus := s.status("web")
+	for _, m := range webStatus.Roles[0].Members {
+		port := m.Ports["http"]
+		got, err := engine.Client.ContainerInspect(ctx, "cf-"+m.Name+"."+webStatus.Home, client.ContainerInspectOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, bindings := range got.Container.HostConfig.PortBindings {
+			for _, b := range bindings {
+				if b.HostIP.String() != "127.0.0.1" || b.HostPort != strconv.Itoa(port) {
+					t.Errorf("%s publishes its port %d at %s:%s, not on loopback at the same number", m.Name, port, b.HostIP, b.HostPort)
+				}
+			}
+		}
+		if len(got.Container.HostConfig.PortBindings) != 1 {
+			t.Errorf("%s publishes %v; want its http port alone", m.Name, got.Container.HostConfig.PortBindings)
+		}
+		page := httpGet(t, fmt.Sprintf("http://127.0.0.1:%d/", port))
+		if page != "hello from "+m.Name+"\n" {
+			t.Errorf("%s's published port %d answered %q", m.Name, port, page)
+		}
+	}
+
 	imaged := writeSpec("imaged.yaml", fmt.Sprintf("name: imaged-%d\nroles:\n  - {name: web, members: 1, startscript: box.sh, image: \"clusterflow-test/box:1\"}\n", os.Getpid()))
 	name := fmt.Sprintf("imaged-%d", os.Getpid())
 	cli(t, "deploy", "-f", imaged, "--wait", "--timeout", "1m")
@@ -275,5 +342,31 @@ roles:
 	onLocal := statusJSON(t, name)
 	if m := onLocal.Member(name + "-web-0"); m == nil || m.State != workflows.MemberConfigError || !strings.Contains(m.Detail, "role web sets image") || !strings.Contains(m.Detail, "local") {
 		t.Errorf("a role with an image on a local host: %+v", m)
+	}
+
+	// A role asking for privileged containers is refused by name on a host that does not
+	// allow them, and runs privileged, retried, once its host does.
+	privileged := writeSpec("privileged.yaml", "name: priv\nroles:\n  - {name: dev, members: 1, startscript: web.sh, image: \"clusterflow-test/box:1\", privileged: true}\n")
+	s.cli("deploy", "-f", privileged, "--wait", "--timeout", "1m")
+	privStatus := s.status("priv")
+	if m := privStatus.Member("priv-dev-0"); m == nil || m.State != workflows.MemberConfigError || !strings.Contains(m.Detail, "role dev asks for privileged containers") {
+		t.Errorf("a privileged role on a host that does not allow it: %+v", m)
+	}
+	if c, _, _ := engine.Leftovers(t, docker.LabelMember+"=priv-dev-0"); c != 0 {
+		t.Errorf("a refused privileged member has %d containers", c)
+	}
+	s.worker.Stop()
+	s.worker = s.start("worker", 2, "Worker starting", dockerWorker(engine, s, "61960-61969", "--allow-privileged")...)
+	// The engine is asked for a privileged container. Whether it can start one is the
+	// machine's: where the engine itself lacks a capability (this test's machines have no
+	// CAP_SYS_RESOURCE to give), runc refuses, and the member fails with its words.
+	retried := s.cli("retry", "priv", "--wait", "--timeout", "1m")
+	privStatus = s.status("priv")
+	if m := privStatus.Member("priv-dev-0"); m == nil || (m.State != workflows.MemberReady && !strings.Contains(m.Detail, "start container cf-priv-dev-0")) {
+		t.Errorf("the privileged role retried on a host that allows it: %s", retried)
+	}
+	got, err := engine.Client.ContainerInspect(ctx, "cf-priv-dev-0."+privStatus.Home, client.ContainerInspectOptions{})
+	if err != nil || !got.Container.HostConfig.Privileged {
+		t.Errorf("the privileged role's container on a host that allows it: %v", err)
 	}
 }

@@ -129,6 +129,26 @@ func unmountUnder(dir string) {
 // on /bin. Nothing is pulled: the engine has no registry here.
 func (d *Docker) ImportImage(t testing.TB, tag string, programs map[string]string) {
 	t.Helper()
+	image := rootfs(t, programs, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	res, err := d.Client.ImageImport(ctx, client.ImageImportSource{Source: bytes.NewReader(image), SourceName: "-"}, tag, client.ImageImportOptions{Changes: []string{"ENV PATH=" + imagePath}})
+	if err != nil {
+		t.Fatalf("import image %s: %v", tag, err)
+	}
+	defer res.Close()
+	if _, err := io.Copy(io.Discard, res); err != nil {
+		t.Fatalf("import image %s: %v", tag, err)
+	}
+}
+
+// imagePath is the test images' PATH.
+const imagePath = "/usr/local/bin:/usr/bin:/bin"
+
+// rootfs is an image's file system as a tar: programs (path in the image → path here)
+// with their shared libraries, busybox's applets on /bin, and extra files by content.
+func rootfs(t testing.TB, programs map[string]string, extra map[string][]byte) []byte {
+	t.Helper()
 	busybox, err := exec.LookPath("busybox")
 	if err != nil {
 		t.Fatalf("building a test image needs busybox (Debian's busybox-static), which .ci/run installs: %v", err)
@@ -157,22 +177,25 @@ func (d *Docker) ImportImage(t testing.TB, tag string, programs map[string]strin
 			_ = w.WriteHeader(&tar.Header{Typeflag: tar.TypeDir, Name: strings.TrimPrefix(dir, "/") + "/", Mode: mode})
 		}
 	}
+	addFile := func(in string, mode int64, data []byte) {
+		addDir(filepath.Dir("/"+in), 0o755)
+		if err := w.WriteHeader(&tar.Header{Typeflag: tar.TypeReg, Name: strings.TrimPrefix(in, "/"), Mode: mode, Size: int64(len(data))}); err != nil {
+			t.Fatal(err)
+		}
+		_, _ = w.Write(data)
+	}
 	addDir("/tmp", 0o1777)
-	addDir("/etc", 0o755)
-	for _, f := range [][2]string{{"etc/passwd", "root:x:0:0:root:/root:/bin/sh\n"}, {"etc/group", "root:x:0:\n"}} {
-		_ = w.WriteHeader(&tar.Header{Typeflag: tar.TypeReg, Name: f[0], Mode: 0o644, Size: int64(len(f[1]))})
-		_, _ = w.Write([]byte(f[1]))
+	addFile("etc/passwd", 0o644, []byte("root:x:0:0:root:/root:/bin/sh\n"))
+	addFile("etc/group", 0o644, []byte("root:x:0:\n"))
+	for _, in := range slices.Sorted(maps.Keys(extra)) {
+		addFile(in, 0o644, extra[in])
 	}
 	for _, in := range slices.Sorted(maps.Keys(files)) {
 		data, err := os.ReadFile(files[in])
 		if err != nil {
 			t.Fatal(err)
 		}
-		addDir(filepath.Dir(in), 0o755)
-		if err := w.WriteHeader(&tar.Header{Typeflag: tar.TypeReg, Name: strings.TrimPrefix(in, "/"), Mode: 0o755, Size: int64(len(data))}); err != nil {
-			t.Fatal(err)
-		}
-		_, _ = w.Write(data)
+		addFile(in, 0o755, data)
 	}
 	for _, applet := range strings.Fields(string(applets)) {
 		if _, taken := files["/bin/"+applet]; !taken && applet != "busybox" {
@@ -182,16 +205,7 @@ func (d *Docker) ImportImage(t testing.TB, tag string, programs map[string]strin
 	if err := w.Close(); err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	res, err := d.Client.ImageImport(ctx, client.ImageImportSource{Source: &image, SourceName: "-"}, tag, client.ImageImportOptions{Changes: []string{"ENV PATH=/usr/local/bin:/usr/bin:/bin"}})
-	if err != nil {
-		t.Fatalf("import image %s: %v", tag, err)
-	}
-	defer res.Close()
-	if _, err := io.Copy(io.Discard, res); err != nil {
-		t.Fatalf("import image %s: %v", tag, err)
-	}
+	return image.Bytes()
 }
 
 // withBusybox is programs and busybox, which may be Debian's dynamic one.

@@ -9,9 +9,9 @@ package docker
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
+	"net/netip"
 	"os"
 	"strconv"
 	"strings"
@@ -58,7 +58,13 @@ type Backend struct {
 	// networks serializes making a cluster's network: an engine of API 1.41 makes a second
 	// network of the same name rather than refuse it.
 	networks *sync.Mutex
-	log      *zap.Logger
+	// pulls are what each member's launch is pulling, by container name (LaunchProgress).
+	pulls *pullProgress
+	log   *zap.Logger
+	// PublishAddress is where the host publishes the ports roles name in publish.
+	PublishAddress netip.Addr
+	// AllowPrivileged lets roles ask for privileged containers; a host refuses them else.
+	AllowPrivileged bool
 }
 
 var (
@@ -80,7 +86,7 @@ func New(l *local.Backend, engineHost string, log *zap.Logger) (*Backend, error)
 	if log == nil {
 		log = zap.NewNop()
 	}
-	d := &Backend{Backend: l, engine: engine, Engine: engine.DaemonHost(), networks: &sync.Mutex{}, log: log}
+	d := &Backend{Backend: l, engine: engine, Engine: engine.DaemonHost(), networks: &sync.Mutex{}, pulls: &pullProgress{byContainer: map[string]string{}}, log: log, PublishAddress: netip.MustParseAddr("127.0.0.1")}
 	l.AddressOf = MemberAddress
 	return d, nil
 }
@@ -177,6 +183,9 @@ func (d *Backend) LaunchScript(ctx context.Context, run backend.ScriptRun, to ba
 	if err := checkHostName(run.Member.Name); err != nil {
 		return err
 	}
+	if want.Privileged && !d.AllowPrivileged {
+		return &backend.RefusedError{Reason: fmt.Sprintf("role %s asks for privileged containers (roles[].privileged), which this host does not run; its operator allows them with --allow-privileged", run.Member.Role)}
+	}
 	if err := d.RefuseElsewhere(run.Member.Folder()); err != nil {
 		return err
 	}
@@ -184,7 +193,7 @@ func (d *Backend) LaunchScript(ctx context.Context, run backend.ScriptRun, to ba
 		if err := d.Backend.CreateMember(ctx, run.Member); err != nil {
 			return fmt.Errorf("create member %s: %w", run.Member.Name, err)
 		}
-		if err := d.create(ctx, run.Member, want); err != nil {
+		if err := d.create(ctx, run.Member, want, run.Ports); err != nil {
 			return err
 		}
 	} else if err := d.start(ctx, run.Member); err != nil {
@@ -194,15 +203,16 @@ func (d *Backend) LaunchScript(ctx context.Context, run backend.ScriptRun, to ba
 }
 
 // create makes the member's container, its volumes and its cluster's network, as need be,
-// and starts it. It is idempotent.
-func (d *Backend) create(ctx context.Context, m backend.MemberRef, want spec.Container) error {
+// and starts it, publishing the ports named in want.Publish of the member's ports. It is
+// idempotent.
+func (d *Backend) create(ctx context.Context, m backend.MemberRef, want spec.Container, ports map[string]int) error {
 	name := containerName(m.Folder(), m.Name)
 	if _, err := d.engine.ContainerInspect(ctx, name, client.ContainerInspectOptions{}); err == nil {
 		return d.start(ctx, m)
 	} else if !cerrdefs.IsNotFound(err) {
 		return fmt.Errorf("inspect container %s: %w", name, err)
 	}
-	if err := d.pull(ctx, want.Image); err != nil {
+	if err := d.pull(ctx, name, want.Image); err != nil {
 		return err
 	}
 	net, err := d.network(ctx, m.Folder())
@@ -237,13 +247,19 @@ func (d *Backend) create(ctx context.Context, m backend.MemberRef, want spec.Con
 		}
 		mounts = append(mounts, mount.Mount{Type: mount.TypeVolume, Source: volume, Target: path})
 	}
+	exposed, published, err := d.publish(m, want.Publish, ports)
+	if err != nil {
+		return err
+	}
 	init := true
 	host := &container.HostConfig{
-		Mounts:      mounts,
-		NetworkMode: container.NetworkMode(net),
-		Init:        &init,
+		Mounts:       mounts,
+		NetworkMode:  container.NetworkMode(net),
+		PortBindings: published,
+		Init:         &init,
 		// The engine's default capabilities, and none gained through a setuid file.
 		SecurityOpt: []string{"no-new-privileges"},
+		Privileged:  want.Privileged,
 	}
 	host.NanoCPUs = int64(want.Resources.CPUs * 1e9)
 	host.Memory = want.Resources.Memory
@@ -262,7 +278,7 @@ func (d *Backend) create(ctx context.Context, m backend.MemberRef, want spec.Con
 		Name: name,
 		Config: &container.Config{
 			Image: want.Image, Hostname: m.Name, User: mainUser, Labels: labels,
-			Entrypoint: keepAlive, WorkingDir: sandbox,
+			Entrypoint: keepAlive, WorkingDir: sandbox, ExposedPorts: exposed,
 		},
 		HostConfig: host,
 		NetworkingConfig: &network.NetworkingConfig{EndpointsConfig: map[string]*network.EndpointSettings{
@@ -276,6 +292,26 @@ func (d *Backend) create(ctx context.Context, m backend.MemberRef, want spec.Con
 		return err
 	}
 	return d.giveVolumes(ctx, name, user, want.Volumes)
+}
+
+// publish binds each named port of the member's to the same number on the host's publish
+// address: the member's ports are distinct on its host (AssignPorts), so a published one
+// is found where status and configmeta say, at its host's address rather than the member's.
+func (d *Backend) publish(m backend.MemberRef, names []string, ports map[string]int) (network.PortSet, network.PortMap, error) {
+	if len(names) == 0 {
+		return nil, nil, nil
+	}
+	exposed, published := network.PortSet{}, network.PortMap{}
+	for _, name := range names {
+		number, ok := ports[name]
+		if !ok {
+			return nil, nil, &backend.RefusedError{Reason: fmt.Sprintf("role %s publishes port %q, which member %s was not given", m.Role, name, m.Name)}
+		}
+		port, _ := network.PortFrom(uint16(number), network.TCP)
+		exposed[port] = struct{}{}
+		published[port] = []network.PortBinding{{HostIP: d.PublishAddress, HostPort: strconv.Itoa(number)}}
+	}
+	return exposed, published, nil
 }
 
 // giveVolumes makes the member's volumes its user's: the engine makes a new volume as the
@@ -348,25 +384,6 @@ func (d *Backend) start(ctx context.Context, m backend.MemberRef) error {
 	return nil
 }
 
-// pull fetches the image unless the engine has it. A pull that fails is the member's
-// configure error, with the engine's words: nothing retries it.
-func (d *Backend) pull(ctx context.Context, image string) error {
-	if _, err := d.engine.ImageInspect(ctx, image); err == nil {
-		return nil
-	} else if !cerrdefs.IsNotFound(err) {
-		return fmt.Errorf("inspect image %s: %w", image, err)
-	}
-	d.log.Info("Pulling image", zap.String("image", image))
-	progress, err := d.engine.ImagePull(ctx, image, client.ImagePullOptions{})
-	if err == nil {
-		err = progress.Wait(ctx)
-	}
-	if err != nil {
-		return &backend.RefusedError{Reason: fmt.Sprintf("pull image %s: %v", image, err)}
-	}
-	return nil
-}
-
 // network makes the cluster's network unless it exists, and returns its name.
 func (d *Backend) network(ctx context.Context, c backend.ClusterRef) (string, error) {
 	name := networkName(c)
@@ -385,93 +402,4 @@ func (d *Backend) network(ctx context.Context, c backend.ClusterRef) (string, er
 
 func (d *Backend) labels(c backend.ClusterRef) map[string]string {
 	return map[string]string{LabelCluster: c.Key(), LabelHome: c.Home, LabelNamespace: d.Owner}
-}
-
-// RemoveMember implements backend.Backend: the container and its volumes go, then the
-// member's folder.
-func (d *Backend) RemoveMember(ctx context.Context, m backend.MemberRef) error {
-	if err := d.RefuseElsewhere(m.Folder()); err != nil {
-		return err
-	}
-	if err := d.removeAll(ctx, client.Filters{}.Add("label", LabelCluster+"="+m.Folder().Key(), LabelMember+"="+m.Name), false); err != nil {
-		return err
-	}
-	return d.Backend.RemoveMember(ctx, m)
-}
-
-// RemoveCluster implements backend.Backend: what is left of the cluster on the engine
-// goes with its folder, its network last.
-func (d *Backend) RemoveCluster(ctx context.Context, key string) error {
-	c, err := backend.ParseKey(key)
-	if err != nil {
-		return err
-	}
-	if err := d.RefuseElsewhere(c); err != nil {
-		return err
-	}
-	if err := d.removeAll(ctx, client.Filters{}.Add("label", LabelCluster+"="+key), true); err != nil {
-		return err
-	}
-	return d.Backend.RemoveCluster(ctx, key)
-}
-
-// removeAll removes the containers and volumes the filter finds, and its networks too
-// when asked.
-func (d *Backend) removeAll(ctx context.Context, filter client.Filters, networks bool) error {
-	list, err := d.engine.ContainerList(ctx, client.ContainerListOptions{All: true, Filters: filter})
-	if err != nil {
-		return fmt.Errorf("list containers: %w", err)
-	}
-	var errs []error
-	for _, c := range list.Items {
-		if _, err := d.engine.ContainerRemove(ctx, c.ID, client.ContainerRemoveOptions{Force: true, RemoveVolumes: true}); err != nil && !cerrdefs.IsNotFound(err) {
-			errs = append(errs, fmt.Errorf("remove container %s: %w", strings.Join(c.Names, ","), err))
-		}
-	}
-	volumes, err := d.engine.VolumeList(ctx, client.VolumeListOptions{Filters: filter})
-	if err != nil {
-		return fmt.Errorf("list volumes: %w", err)
-	}
-	for _, v := range volumes.Items {
-		if _, err := d.engine.VolumeRemove(ctx, v.Name, client.VolumeRemoveOptions{Force: true}); err != nil && !cerrdefs.IsNotFound(err) {
-			errs = append(errs, fmt.Errorf("remove volume %s: %w", v.Name, err))
-		}
-	}
-	if networks {
-		nets, err := d.engine.NetworkList(ctx, client.NetworkListOptions{Filters: filter})
-		if err != nil {
-			return fmt.Errorf("list networks: %w", err)
-		}
-		for _, n := range nets.Items {
-			if _, err := d.engine.NetworkRemove(ctx, n.ID, client.NetworkRemoveOptions{}); err != nil && !cerrdefs.IsNotFound(err) {
-				errs = append(errs, fmt.Errorf("remove network %s: %w", n.Name, err))
-			}
-		}
-	}
-	return errors.Join(errs...)
-}
-
-// ListMembers implements backend.Backend: a member is its container, so one whose
-// container vanished is gone (and replaced), and a labelled container the cluster never
-// knew is listed, for the cluster to remove as a rogue.
-func (d *Backend) ListMembers(ctx context.Context, key string) ([]backend.MemberRef, error) {
-	c, err := backend.ParseKey(key)
-	if err != nil {
-		return nil, err
-	}
-	if err := d.RefuseElsewhere(c); err != nil {
-		return nil, err
-	}
-	list, err := d.engine.ContainerList(ctx, client.ContainerListOptions{All: true, Filters: client.Filters{}.Add("label", LabelCluster+"="+key)})
-	if err != nil {
-		return nil, fmt.Errorf("list containers: %w", err)
-	}
-	var members []backend.MemberRef
-	for _, item := range list.Items {
-		name := item.Labels[LabelMember]
-		if role, _, ok := spec.ParseMemberName(c.Name, name); ok {
-			members = append(members, backend.MemberRef{Cluster: c.Name, Home: c.Home, Role: role, Name: name})
-		}
-	}
-	return members, nil
 }

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/moby/moby/api/types/jsonstream"
+
 	"github.com/clusterflow/clusterflow/internal/backend"
 )
 
@@ -19,5 +21,31 @@ func TestAMemberNameMustBeAHostName(t *testing.T) {
 	}
 	if err := checkHostName(strings.Repeat("c", 59) + "-r-0"); err != nil {
 		t.Errorf("a member name of 63 characters: %v", err)
+	}
+}
+
+// A pull's messages, as an engine streams them for an image of two layers, sum up to the
+// line status shows: layers done of those known, and bytes of those with a size.
+func TestAPullIsSummedUpALayerAtATime(t *testing.T) {
+	steps := []struct {
+		msg     jsonstream.Message
+		changed bool
+		want    string
+	}{
+		{jsonstream.Message{Status: "Pulling from app", ID: "1"}, false, "0 of 0 layers, 0.0 of 0.0 MB"},
+		{jsonstream.Message{Status: "Pulling fs layer", ID: "a"}, true, "0 of 1 layers, 0.0 of 0.0 MB"},
+		{jsonstream.Message{Status: "Pulling fs layer", ID: "b"}, true, "0 of 2 layers, 0.0 of 0.0 MB"},
+		{jsonstream.Message{Status: "Waiting", ID: "b"}, false, "0 of 2 layers, 0.0 of 0.0 MB"},
+		{jsonstream.Message{Status: "Downloading", ID: "a", Progress: &jsonstream.Progress{Current: 1e6, Total: 4e6}}, true, "0 of 2 layers, 1.0 of 4.0 MB"},
+		{jsonstream.Message{Status: "Downloading", ID: "b", Progress: &jsonstream.Progress{Current: 5e5, Total: 2e6}}, true, "0 of 2 layers, 1.5 of 6.0 MB"},
+		{jsonstream.Message{Status: "Download complete", ID: "a"}, true, "1 of 2 layers, 4.5 of 6.0 MB"},
+		{jsonstream.Message{Status: "Already exists", ID: "b"}, true, "2 of 2 layers, 6.0 of 6.0 MB"},
+		{jsonstream.Message{Status: "Digest: sha256:0"}, false, "2 of 2 layers, 6.0 of 6.0 MB"},
+	}
+	layers := pullLayers{}
+	for i, step := range steps {
+		if changed := layers.add(step.msg); changed != step.changed || layers.String() != step.want {
+			t.Errorf("after message %d (%+v): changed %v, %q; want %v, %q", i, step.msg, changed, layers, step.changed, step.want)
+		}
 	}
 }

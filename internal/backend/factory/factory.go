@@ -8,6 +8,7 @@ package factory
 
 import (
 	"fmt"
+	"net/netip"
 	"os"
 	"slices"
 	"strings"
@@ -79,7 +80,11 @@ type HostOptions struct {
 	// DockerHost is the Docker engine's address for the docker backend (empty:
 	// DOCKER_HOST, or the engine's default socket).
 	DockerHost string
-	Logger     *zap.Logger
+	// PublishAddress is where a docker host publishes the ports roles name in publish
+	// (empty: loopback); AllowPrivileged lets its roles ask for privileged containers.
+	PublishAddress  string
+	AllowPrivileged bool
+	Logger          *zap.Logger
 }
 
 // ScriptUsers says who startscripts run as: one user for all, a user per cluster from a
@@ -101,7 +106,17 @@ func OpenHost(name string, o HostOptions) (agent.HostBackend, error) {
 		if err != nil {
 			return nil, err
 		}
-		return docker.New(l, o.DockerHost, o.Logger)
+		d, err := docker.New(l, o.DockerHost, o.Logger)
+		if err != nil {
+			return nil, err
+		}
+		if o.PublishAddress != "" {
+			if d.PublishAddress, err = netip.ParseAddr(o.PublishAddress); err != nil {
+				return nil, fmt.Errorf("publish address %q: %w", o.PublishAddress, err)
+			}
+		}
+		d.AllowPrivileged = o.AllowPrivileged
+		return d, nil
 	default:
 		return nil, unknown(name)
 	}
