@@ -27,9 +27,9 @@ import (
 // hostFlags are what a host's backend is built with, in the host's agent: the agent's
 // flags, and those of a worker or dev that starts its agent itself and passes them on.
 type hostFlags struct {
-	backendName, data, secretsDir, portRange, dockerHost, publishAddress *string
-	scripts                                                              scriptUserFlags
-	allowPrivileged                                                      *bool
+	backendName, data, secretsDir, portRange, dockerHost, publishAddress, memberAddress *string
+	scripts                                                                             scriptUserFlags
+	allowPrivileged                                                                     *bool
 	// shared is --shared-script-user: a host whose agent is not root runs every cluster's
 	// scripts as the agent's user, which its operator must say is meant.
 	shared *bool
@@ -46,6 +46,7 @@ func (h *hostFlags) register(fs *pflag.FlagSet, forDev bool) {
 	h.portRange = fs.String("port-range", "61000-63999", "ports this host gives members whose roles name ports (roles[].ports), LOW-HIGH")
 	h.dockerHost = fs.String("docker-host", os.Getenv("DOCKER_HOST"), "the Docker engine's address for --backend docker, such as unix:///var/run/docker.sock (default $DOCKER_HOST, else that socket)")
 	h.publishAddress = fs.String("publish-address", "127.0.0.1", "with --backend docker: the host address that the ports roles publish (roles[].publish) are bound to; 0.0.0.0 exposes them on every network of the host")
+	h.memberAddress = fs.String("member-address", "name", "with --backend docker: how a cluster's members reach a member: name (its name, on its cluster's network of this host's engine: a cluster's members on one host) or host (this host's --host-address, every port of the member's published there, at --publish-address: a cluster's members on several hosts)")
 	h.allowPrivileged = fs.Bool("allow-privileged", false, "with --backend docker: run roles that ask for privileged containers (roles[].privileged), which hold every capability and device of the host; refused by default")
 	h.scripts.register(fs, forDev)
 	h.shared = fs.Bool("shared-script-user", forDev, "not as root: run every cluster's startscripts as this process's own user, who can then read its credentials and every cluster's files (a developer's machine); a host of a fleet runs a root agent instead (deploy/systemd)")
@@ -61,6 +62,7 @@ type hostSettings struct {
 	// PublishAddress and AllowPrivileged are the docker backend's.
 	PublishAddress  string              `json:"publishAddress,omitempty"`
 	AllowPrivileged bool                `json:"allowPrivileged,omitempty"`
+	MembersAtHost   bool                `json:"membersAtHost,omitempty"`
 	Scripts         factory.ScriptUsers `json:"scripts"`
 }
 
@@ -77,6 +79,16 @@ func (h *hostFlags) settings(logger *zap.Logger) (hostSettings, error) {
 			return s, apperr.Errorf(apperr.Invalid, "--publish-address %q: not an IP address of this host (127.0.0.1 keeps published ports on loopback; 0.0.0.0 is every address)", *h.publishAddress)
 		}
 		s.PublishAddress = address.String()
+		switch *h.memberAddress {
+		case "name":
+		case "host":
+			if address.IsLoopback() {
+				return s, apperr.Errorf(apperr.Invalid, "--member-address host: members are then reached at this host's address, so their ports must be published where other hosts reach them; give --publish-address this host's address (or 0.0.0.0), not %s", address)
+			}
+			s.MembersAtHost = true
+		default:
+			return s, apperr.Errorf(apperr.Invalid, "--member-address %q: it is name (a member is reached by its name, on its cluster's network of this host's engine) or host (at this host's address)", *h.memberAddress)
+		}
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		err = docker.Ping(ctx, s.DockerHost)
 		cancel()
@@ -91,6 +103,7 @@ func (h *hostFlags) settings(logger *zap.Logger) (hostSettings, error) {
 			{"--docker-host", *h.dockerHost != "" && *h.dockerHost != os.Getenv("DOCKER_HOST")},
 			{"--publish-address", *h.publishAddress != "127.0.0.1"},
 			{"--allow-privileged", *h.allowPrivileged},
+			{"--member-address", *h.memberAddress != "name"},
 		} {
 			if f.set {
 				return s, apperr.Errorf(apperr.Invalid, "%s is for --backend docker, not %s", f.flag, s.Backend)
@@ -137,6 +150,9 @@ func (h *hostFlags) agentArgs(s hostSettings) []string {
 	}
 	if s.Backend == "docker" {
 		args = append(args, "--publish-address", s.PublishAddress, "--allow-privileged="+strconv.FormatBool(s.AllowPrivileged))
+		if s.MembersAtHost {
+			args = append(args, "--member-address", "host")
+		}
 	}
 	if h.scripts.uids != "" {
 		args = append(args, "--script-uids", h.scripts.uids)
@@ -165,7 +181,7 @@ func (h *hostFlags) agentOptions(s hostSettings, socket string, com common) (fac
 
 // openHost builds the host's backend in the agent.
 func (s hostSettings) openHost(logger *zap.Logger) (agent.HostBackend, error) {
-	return factory.OpenHost(s.Backend, factory.HostOptions{Data: s.Data, SecretsDir: s.SecretsDir, Scripts: s.Scripts, PortRange: s.PortRange, DockerHost: s.DockerHost, PublishAddress: s.PublishAddress, AllowPrivileged: s.AllowPrivileged, Logger: logger})
+	return factory.OpenHost(s.Backend, factory.HostOptions{Data: s.Data, SecretsDir: s.SecretsDir, Scripts: s.Scripts, PortRange: s.PortRange, DockerHost: s.DockerHost, PublishAddress: s.PublishAddress, AllowPrivileged: s.AllowPrivileged, MembersAtHost: s.MembersAtHost, Logger: logger})
 }
 
 // checkBackend refuses a backend no host has.

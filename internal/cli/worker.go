@@ -114,7 +114,7 @@ func runWorker(ctx context.Context, args []string) error {
 	// The backend and who runs scripts are checked before anything connects.
 	var settings hostSettings
 	if *agentSocket != "" {
-		for _, f := range []string{"backend", "data", "secrets-dir", "port-range", "script-uids", "script-user", "allow-root-scripts", "shared-script-user"} {
+		for _, f := range []string{"backend", "data", "secrets-dir", "port-range", "script-uids", "script-user", "allow-root-scripts", "shared-script-user", "docker-host", "publish-address", "allow-privileged", "member-address"} {
 			if fs.Changed(f) {
 				return apperr.Errorf(apperr.Invalid, "--%s: with --agent-socket, the host's agent holds the members and runs their scripts; give it the agent (clusterflow agent --%s)", f, f)
 			}

@@ -52,6 +52,12 @@ func newFleet(t *testing.T, hosts ...string) *fleet {
 
 // newFleetWith is newFleet with hosts of the given --host-timeout.
 func newFleetWith(t *testing.T, timeout time.Duration, hosts ...string) *fleet {
+	return newFleetPrepared(t, timeout, nil, hosts...)
+}
+
+// newFleetPrepared is newFleetWith, with each host prepared (its network namespace made)
+// before its worker starts.
+func newFleetPrepared(t *testing.T, timeout time.Duration, prepare func(*fleetHost), hosts ...string) *fleet {
 	network := testenv.NewNetwork(t)
 	port, err := ports.Reserve(network.Address)
 	if err != nil {
@@ -72,6 +78,9 @@ func newFleetWith(t *testing.T, timeout time.Duration, hosts ...string) *fleet {
 		}
 		testenv.StopAllAtEnd(t, fh.data)
 		f.hosts[name] = fh
+		if prepare != nil {
+			prepare(fh)
+		}
 		f.startHost(name)
 	}
 	names := slices.Sorted(func(yield func(string) bool) {

@@ -34,6 +34,14 @@ type Docker struct {
 // StartDocker starts the test's engine. Without dockerd the test fails: CI installs it.
 func StartDocker(t testing.TB, pool string) *Docker {
 	t.Helper()
+	return StartDockerIn(t, "", pool)
+}
+
+// StartDockerIn starts an engine in a test host's network namespace, where it keeps its
+// iptables rules (its published ports, its containers' masquerade): a host of a fleet's.
+// Its socket is reached from the test's namespace all the same.
+func StartDockerIn(t testing.TB, namespace, pool string) *Docker {
+	t.Helper()
 	dockerd, err := exec.LookPath("dockerd")
 	if err != nil {
 		t.Fatalf("this test needs Docker's engine (dockerd, Debian's docker.io), which .ci/run installs: %v", err)
@@ -49,9 +57,15 @@ func StartDocker(t testing.TB, pool string) *Docker {
 		t.Fatal(err)
 	}
 	defer log.Close()
-	cmd := exec.Command(dockerd, "--data-root", filepath.Join(dir, "data"), "--exec-root", filepath.Join(dir, "exec"),
-		"--pidfile", filepath.Join(dir, "dockerd.pid"), "-H", d.Host, "--bridge", "none", "--iptables=false", "--ip-masq=false",
-		"--default-address-pool", "base="+pool+",size=24")
+	args := []string{"--data-root", filepath.Join(dir, "data"), "--exec-root", filepath.Join(dir, "exec"),
+		"--pidfile", filepath.Join(dir, "dockerd.pid"), "-H", d.Host, "--bridge", "none",
+		"--default-address-pool", "base=" + pool + ",size=24"}
+	// In the test's own namespace, the engine leaves the machine's rules alone.
+	rules := []string{"--iptables=false", "--ip-masq=false"}
+	cmd := exec.Command(dockerd, append(args, rules...)...)
+	if namespace != "" {
+		cmd = exec.Command("nsenter", append([]string{"--net=/run/netns/" + namespace, dockerd}, args...)...)
+	}
 	cmd.Stdout, cmd.Stderr = log, log
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := cmd.Start(); err != nil {

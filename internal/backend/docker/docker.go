@@ -11,8 +11,10 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"maps"
 	"net/netip"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -63,6 +65,10 @@ type Backend struct {
 	log   *zap.Logger
 	// PublishAddress is where the host publishes the ports roles name in publish.
 	PublishAddress netip.Addr
+	// AtHostAddress says members are reached at their host's address, where every port of
+	// theirs is published (SetAtHostAddress), rather than by name on their cluster's
+	// network of this engine alone.
+	AtHostAddress bool
 	// AllowPrivileged lets roles ask for privileged containers; a host refuses them else.
 	AllowPrivileged bool
 }
@@ -112,6 +118,18 @@ func Ping(ctx context.Context, engineHost string) error {
 // MemberAddress is how a member's cluster reaches it: its name, which the engine's DNS
 // answers on the cluster's network with the member's own address.
 func MemberAddress(m backend.MemberRef, _ string) string { return m.Name }
+
+// SetAtHostAddress makes members reached at their host's address, as on the local
+// backend, with every port of theirs published there (at publish): members of a cluster on
+// several hosts' engines reach each other so, where a cluster's network is one engine's.
+func (d *Backend) SetAtHostAddress(publish netip.Addr) error {
+	if publish.IsLoopback() {
+		return fmt.Errorf("members reached at their host's address publish their ports for other hosts to reach: give the host's address to publish them at (or 0.0.0.0), not %s", publish)
+	}
+	d.AtHostAddress, d.PublishAddress = true, publish
+	d.Backend.AddressOf = nil
+	return nil
+}
 
 // UseLauncher implements agent.HostBackend.
 func (d *Backend) UseLauncher(launcher agent.Launcher) {
@@ -247,7 +265,11 @@ func (d *Backend) create(ctx context.Context, m backend.MemberRef, want spec.Con
 		}
 		mounts = append(mounts, mount.Mount{Type: mount.TypeVolume, Source: volume, Target: path})
 	}
-	exposed, published, err := d.publish(m, want.Publish, ports)
+	publish := want.Publish
+	if d.AtHostAddress {
+		publish = slices.Sorted(maps.Keys(ports))
+	}
+	exposed, published, err := d.publish(m, publish, ports)
 	if err != nil {
 		return err
 	}

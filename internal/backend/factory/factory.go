@@ -84,7 +84,10 @@ type HostOptions struct {
 	// (empty: loopback); AllowPrivileged lets its roles ask for privileged containers.
 	PublishAddress  string
 	AllowPrivileged bool
-	Logger          *zap.Logger
+	// MembersAtHost reaches a docker host's members at its address, every port of theirs
+	// published (at PublishAddress), rather than by name on their cluster's network.
+	MembersAtHost bool
+	Logger        *zap.Logger
 }
 
 // ScriptUsers says who startscripts run as: one user for all, a user per cluster from a
@@ -116,6 +119,11 @@ func OpenHost(name string, o HostOptions) (agent.HostBackend, error) {
 			}
 		}
 		d.AllowPrivileged = o.AllowPrivileged
+		if o.MembersAtHost {
+			if err := d.SetAtHostAddress(d.PublishAddress); err != nil {
+				return nil, err
+			}
+		}
 		return d, nil
 	default:
 		return nil, unknown(name)
