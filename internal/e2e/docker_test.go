@@ -259,6 +259,28 @@ roles:
 	if c, n, v := engine.Leftovers(t, docker.LabelCluster); c+n+v != 0 {
 		t.Errorf("after the deletes: %d containers, %d networks and %d volumes of clusters left", c, n, v)
 	}
+	// What the engine alone holds of a cluster the server does not know (its folder gone)
+	// is an orphan, found and removed as one; another namespace's is left alone.
+	for i, owner := range []string{s.namespaceID(), "another-namespace"} {
+		ghost := fmt.Sprintf("ghost%d@0123456789ab", i)
+		labels := map[string]string{docker.LabelCluster: ghost, docker.LabelMember: fmt.Sprintf("ghost%d-db-0", i), docker.LabelRole: "db", docker.LabelNamespace: owner}
+		if _, err := engine.Client.ContainerCreate(ctx, client.ContainerCreateOptions{Name: fmt.Sprintf("cf-ghost%d-db-0.0123456789ab", i),
+			Config: &container.Config{Image: "clusterflow-test/box:1", Cmd: []string{"sleep", "600"}, Labels: labels}}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := engine.Client.VolumeCreate(ctx, client.VolumeCreateOptions{Name: fmt.Sprintf("cf-ghost%d-db-0.0123456789ab-0", i), Labels: labels}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if res := s.cli("hosts", "--orphans", "--remove"); res.Code != 0 || !strings.Contains(res.Stdout, "ghost0") || strings.Contains(res.Stdout, "ghost1") {
+		t.Errorf("orphans of the engine alone: %s", res)
+	}
+	if c, _, v := engine.Leftovers(t, docker.LabelCluster+"=ghost0@0123456789ab"); c+v != 0 {
+		t.Errorf("the engine's orphan left %d containers and %d volumes", c, v)
+	}
+	if c, _, v := engine.Leftovers(t, docker.LabelCluster+"=ghost1@0123456789ab"); c != 1 || v != 1 {
+		t.Errorf("another namespace's cluster on the engine: %d containers and %d volumes left, want 1 and 1", c, v)
+	}
 
 	// Each backend refuses, by the role's name, what it cannot run.
 	noImage := writeSpec("plain.yaml", "name: plain\nroles:\n  - {name: web, members: 1, startscript: box.sh}\n")

@@ -104,3 +104,51 @@ func (d *Backend) ListMembers(ctx context.Context, key string) ([]backend.Member
 	}
 	return members, nil
 }
+
+// ListClusters implements backend.Backend: the clusters with a folder here, and those of
+// which the engine alone holds anything (their folder removed by hand, say), so that an
+// orphan of either kind is found, and removed with everything labelled as its. What a
+// label says another namespace owns is not listed.
+func (d *Backend) ListClusters(ctx context.Context) ([]backend.HeldCluster, error) {
+	held, err := d.Backend.ListClusters(ctx)
+	if err != nil {
+		return nil, err
+	}
+	listed := map[string]bool{}
+	for _, c := range held {
+		listed[c.Key()] = true
+	}
+	labelled := client.Filters{}.Add("label", LabelCluster)
+	var labels []map[string]string
+	containers, err := d.engine.ContainerList(ctx, client.ContainerListOptions{All: true, Filters: labelled})
+	if err != nil {
+		return nil, fmt.Errorf("list containers: %w", err)
+	}
+	for _, c := range containers.Items {
+		labels = append(labels, c.Labels)
+	}
+	volumes, err := d.engine.VolumeList(ctx, client.VolumeListOptions{Filters: labelled})
+	if err != nil {
+		return nil, fmt.Errorf("list volumes: %w", err)
+	}
+	for _, v := range volumes.Items {
+		labels = append(labels, v.Labels)
+	}
+	networks, err := d.engine.NetworkList(ctx, client.NetworkListOptions{Filters: labelled})
+	if err != nil {
+		return nil, fmt.Errorf("list networks: %w", err)
+	}
+	for _, n := range networks.Items {
+		labels = append(labels, n.Labels)
+	}
+	for _, l := range labels {
+		c, err := backend.ParseKey(l[LabelCluster])
+		owner := l[LabelNamespace]
+		if err != nil || listed[c.Key()] || (owner != "" && d.Owner != "" && owner != d.Owner) || d.RefuseElsewhere(c) != nil {
+			continue
+		}
+		listed[c.Key()] = true
+		held = append(held, backend.HeldCluster{ClusterRef: c})
+	}
+	return held, nil
+}
