@@ -59,7 +59,7 @@ type hostSettings struct {
 	SecretsDir string `json:"secretsDir"`
 	PortRange  string `json:"portRange"`
 	DockerHost string `json:"dockerHost,omitempty"`
-	// PublishAddress and AllowPrivileged are the docker backend's.
+	// PublishAddress, AllowPrivileged and MembersAtHost are the docker backend's.
 	PublishAddress  string              `json:"publishAddress,omitempty"`
 	AllowPrivileged bool                `json:"allowPrivileged,omitempty"`
 	MembersAtHost   bool                `json:"membersAtHost,omitempty"`

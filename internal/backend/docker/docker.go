@@ -120,15 +120,12 @@ func Ping(ctx context.Context, engineHost string) error {
 func MemberAddress(m backend.MemberRef, _ string) string { return m.Name }
 
 // SetAtHostAddress makes members reached at their host's address, as on the local
-// backend, with every port of theirs published there (at publish): members of a cluster on
-// several hosts' engines reach each other so, where a cluster's network is one engine's.
-func (d *Backend) SetAtHostAddress(publish netip.Addr) error {
-	if publish.IsLoopback() {
-		return fmt.Errorf("members reached at their host's address publish their ports for other hosts to reach: give the host's address to publish them at (or 0.0.0.0), not %s", publish)
-	}
+// backend, with every port of theirs published there (at publish, which other hosts must
+// reach: not loopback): members of a cluster on several hosts' engines reach each other
+// so, where a cluster's network is one engine's.
+func (d *Backend) SetAtHostAddress(publish netip.Addr) {
 	d.AtHostAddress, d.PublishAddress = true, publish
 	d.Backend.AddressOf = nil
-	return nil
 }
 
 // UseLauncher implements agent.HostBackend.
@@ -221,8 +218,8 @@ func (d *Backend) LaunchScript(ctx context.Context, run backend.ScriptRun, to ba
 }
 
 // create makes the member's container, its volumes and its cluster's network, as need be,
-// and starts it, publishing the ports named in want.Publish of the member's ports. It is
-// idempotent.
+// and starts it, publishing those of the member's ports that want.Publish names (every one
+// when members are reached at their host's address). It is idempotent.
 func (d *Backend) create(ctx context.Context, m backend.MemberRef, want spec.Container, ports map[string]int) error {
 	name := containerName(m.Folder(), m.Name)
 	if _, err := d.engine.ContainerInspect(ctx, name, client.ContainerInspectOptions{}); err == nil {
