@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -9,6 +10,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/moby/moby/api/types/container"
+	"github.com/moby/moby/client"
 
 	"github.com/clusterflow/clusterflow/internal/testenv"
 	"github.com/clusterflow/clusterflow/workflows"
@@ -97,6 +101,40 @@ roles:
 	}
 	for member := range hostOf {
 		reached(member, "configure", hostOf)
+	}
+
+	// A cluster's network is its own: where the engine keeps its rules (here, in the host's
+	// namespace), a container on another network of the engine reaches no member by the
+	// member's own address, though the member answers there.
+	engine := engines[hostOf["span-www-0"]]
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if _, err := engine.Client.NetworkCreate(ctx, "outsiders", client.NetworkCreateOptions{Driver: "bridge"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := engine.Client.ContainerCreate(ctx, client.ContainerCreateOptions{Name: "outsider",
+		Config:     &container.Config{Image: "clusterflow-test/box:1", Cmd: []string{"sleep", "600"}},
+		HostConfig: &container.HostConfig{NetworkMode: "outsiders"}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := engine.Client.ContainerStart(ctx, "outsider", client.ContainerStartOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	member := "cf-span-www-0." + st.Home
+	inspected, err := engine.Client.ContainerInspect(ctx, member, client.ContainerInspectOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	memberIP := ""
+	for _, endpoint := range inspected.Container.NetworkSettings.Networks {
+		memberIP = endpoint.IPAddress.String()
+	}
+	fetch := "printf 'GET / HTTP/1.0\\r\\n\\r\\n' | nc -w 2 " + memberIP + " 8080"
+	if out, _ := engine.Exec(member, "sh", "-c", fetch); !strings.Contains(out, "hello from span-www-0") {
+		t.Errorf("span-www-0 does not answer at its own address %s: %s", memberIP, out)
+	}
+	if out, _ := engine.Exec("outsider", "sh", "-c", fetch); strings.Contains(out, "hello from") {
+		t.Errorf("a container of another network reached span-www-0 at %s: %s", memberIP, out)
 	}
 
 	// The first member's host cut off: lost, its member replaced on the host left.
