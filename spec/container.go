@@ -153,39 +153,45 @@ func checkContainer(at string, d draftContainer, ports map[string]int, ps *probl
 	if len(d.Volumes) > MaxVolumes {
 		ps.add(at+".volumes", "lists %d paths; a role keeps at most %d", len(d.Volumes), MaxVolumes)
 	}
-	seen := map[string]bool{}
-	for i, v := range d.Volumes {
-		p := fmt.Sprintf("%s.volumes[%d]", at, i)
+	c.Volumes = eachOnce(at+".volumes", d.Volumes, func(v string) string {
 		switch {
 		case !strings.HasPrefix(v, "/") || path.Clean(v) != v || v == "/":
-			ps.add(p, "%q is not an absolute, clean path below / in the container", v)
+			return "is not an absolute, clean path below / in the container"
 		case strings.ContainsAny(v, ":,\n"):
-			ps.add(p, "%q holds ':' or ',', which the engine reads as mount options", v)
-		case seen[v]:
-			ps.add(p, "%q is listed twice", v)
-		default:
-			seen[v] = true
-			c.Volumes = append(c.Volumes, v)
+			return "holds ':' or ',', which the engine reads as mount options"
 		}
-	}
-	published := map[string]bool{}
-	for i, name := range d.Publish {
-		p := fmt.Sprintf("%s.publish[%d]", at, i)
-		switch _, ok := ports[name]; {
-		case !ok:
-			ps.add(p, "%q is not one of the role's ports (roles[].ports names them)", name)
-		case published[name]:
-			ps.add(p, "%q is listed twice", name)
-		default:
-			published[name] = true
-			c.Publish = append(c.Publish, name)
+		return ""
+	}, ps)
+	c.Publish = eachOnce(at+".publish", d.Publish, func(name string) string {
+		if _, ok := ports[name]; !ok {
+			return "is not one of the role's ports (roles[].ports names them)"
 		}
-	}
+		return ""
+	}, ps)
 	c.Privileged = d.Privileged != nil && *d.Privileged
 	if d.Image == nil && (d.User != nil || d.Resources != nil || d.Volumes != nil || d.Publish != nil || d.Privileged != nil) {
 		ps.add(at+".image", "is required with user, resources, volumes, publish or privileged: they say how the role's image runs")
 	}
 	return c
+}
+
+// eachOnce reads a list's items, naming each that check refuses (saying why) or that is
+// listed twice.
+func eachOnce(at string, items []string, check func(string) string, ps *problems) []string {
+	var taken []string
+	seen := map[string]bool{}
+	for i, item := range items {
+		p := fmt.Sprintf("%s[%d]", at, i)
+		if why := check(item); why != "" {
+			ps.add(p, "%q %s", item, why)
+		} else if seen[item] {
+			ps.add(p, "%q is listed twice", item)
+		} else {
+			seen[item] = true
+			taken = append(taken, item)
+		}
+	}
+	return taken
 }
 
 // parseMemory reads a size with an optional unit: k, M, G, T (powers of 1000) or Ki, Mi,
