@@ -42,6 +42,9 @@ func TestEveryCommandHasHelp(t *testing.T) {
 		if res := cli(t, cmd, "--backend", "docker", "--publish-address", "localhost", "--data", t.TempDir()); res.Code != 2 || !strings.Contains(res.Stderr, `--publish-address "localhost": not an IP address`) {
 			t.Errorf("%s with a publish address that is no address: %s", cmd, res)
 		}
+		if res := cli(t, cmd, "--backend", "docker", "--member-address", "host", "--data", t.TempDir()); res.Code != 2 || !strings.Contains(res.Stderr, "give --publish-address this host's address (or 0.0.0.0), not 127.0.0.1") {
+			t.Errorf("%s reaching members at the host's address, published on loopback: %s", cmd, res)
+		}
 		if res := cli(t, cmd, "--allow-privileged", "--data", t.TempDir()); res.Code != 2 || !strings.Contains(res.Stderr, "--allow-privileged is for --backend docker, not local") {
 			t.Errorf("%s --allow-privileged on the local backend: %s", cmd, res)
 		}
