@@ -283,12 +283,17 @@ roles:
 	}
 
 	// Each backend refuses, by the role's name, what it cannot run.
-	noImage := writeSpec("plain.yaml", "name: plain\nroles:\n  - {name: web, members: 1, startscript: box.sh}\n")
-	s.cli("deploy", "-f", noImage, "--wait", "--timeout", "1m")
-	plain := s.status("plain")
-	if m := plain.Member("plain-web-0"); m == nil || m.State != workflows.MemberConfigError || !strings.Contains(m.Detail, "role web names no image") {
-		t.Errorf("a role without an image on a docker host: %+v", m)
+	// refused deploys a cluster of one member, which must end in config_error, saying why.
+	refused := func(what, file, cluster, member, why string) {
+		t.Helper()
+		s.cli("deploy", "-f", file, "--wait", "--timeout", "1m")
+		st := s.status(cluster)
+		if m := st.Member(member); m == nil || m.State != workflows.MemberConfigError || !strings.Contains(m.Detail, why) {
+			t.Errorf("%s: %+v", what, m)
+		}
 	}
+	noImage := writeSpec("plain.yaml", "name: plain\nroles:\n  - {name: web, members: 1, startscript: box.sh}\n")
+	refused("a role without an image on a docker host", noImage, "plain", "plain-web-0", "role web names no image")
 	// A role's own user runs its scripts, and owns the member's folder and volumes.
 	owned := writeSpec("owned.yaml", "name: owned\nroles:\n  - {name: web, members: 1, startscript: box.sh, image: \"clusterflow-test/box:1\", user: \"4321:4321\", volumes: [/data], actions: [born]}\n")
 	if res := s.cli("deploy", "-f", owned, "--wait", "--timeout", "1m"); res.Code != 0 {
@@ -303,11 +308,7 @@ roles:
 	// An image the engine cannot pull (here: a registry on a closed port of loopback) is the
 	// member's configure error, with the engine's words; nothing retries it.
 	absent := writeSpec("absent.yaml", "name: absent\nroles:\n  - {name: web, members: 1, startscript: box.sh, image: \"127.0.0.1:1/absent:1\"}\n")
-	s.cli("deploy", "-f", absent, "--wait", "--timeout", "1m")
-	absentStatus := s.status("absent")
-	if m := absentStatus.Member("absent-web-0"); m == nil || m.State != workflows.MemberConfigError || !strings.Contains(m.Detail, "pull image 127.0.0.1:1/absent:1") {
-		t.Errorf("a role whose image cannot be pulled: %+v", m)
-	}
+	refused("a role whose image cannot be pulled", absent, "absent", "absent-web-0", "pull image 127.0.0.1:1/absent:1")
 	// An image pulled from a registry shows how far its pull got in status, while the
 	// registry holds its layer back halfway; a port the role publishes is reached on the
 	// host's loopback, at the number status gives the member, and nowhere else.
@@ -369,11 +370,7 @@ roles:
 	// A role asking for privileged containers is refused by name on a host that does not
 	// allow them, and runs privileged, retried, once its host does.
 	privileged := writeSpec("privileged.yaml", "name: priv\nroles:\n  - {name: dev, members: 1, startscript: web.sh, image: \"clusterflow-test/box:1\", privileged: true}\n")
-	s.cli("deploy", "-f", privileged, "--wait", "--timeout", "1m")
-	privStatus := s.status("priv")
-	if m := privStatus.Member("priv-dev-0"); m == nil || m.State != workflows.MemberConfigError || !strings.Contains(m.Detail, "role dev asks for privileged containers") {
-		t.Errorf("a privileged role on a host that does not allow it: %+v", m)
-	}
+	refused("a privileged role on a host that does not allow it", privileged, "priv", "priv-dev-0", "role dev asks for privileged containers")
 	if c, _, _ := engine.Leftovers(t, docker.LabelMember+"=priv-dev-0"); c != 0 {
 		t.Errorf("a refused privileged member has %d containers", c)
 	}
@@ -383,7 +380,7 @@ roles:
 	// machine's: where the engine itself lacks a capability (this test's machines have no
 	// CAP_SYS_RESOURCE to give), runc refuses, and the member fails with its words.
 	retried := s.cli("retry", "priv", "--wait", "--timeout", "1m")
-	privStatus = s.status("priv")
+	privStatus := s.status("priv")
 	if m := privStatus.Member("priv-dev-0"); m == nil || (m.State != workflows.MemberReady && !strings.Contains(m.Detail, "start container cf-priv-dev-0")) {
 		t.Errorf("the privileged role retried on a host that allows it: %s", retried)
 	}
