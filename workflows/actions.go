@@ -9,6 +9,7 @@ import (
 
 	"github.com/clusterflow/clusterflow/internal/apperr"
 	"github.com/clusterflow/clusterflow/spec"
+	"github.com/clusterflow/clusterflow/workflows/internal/change"
 	"github.com/clusterflow/clusterflow/workflows/plan"
 )
 
@@ -58,7 +59,7 @@ func (w *clusterWorkflow) runActions(ctx workflow.Context) {
 		if a.State != ActionPending || ctx.Err() != nil {
 			continue
 		}
-		if workflow.GetVersion(ctx, changeRollouts, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
+		if workflow.GetVersion(ctx, change.Rollouts, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
 			return
 		}
 		req := ActionRequest{Action: a.Action, Role: a.Role, Members: a.Members, Params: a.Params}

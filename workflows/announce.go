@@ -20,7 +20,7 @@ import (
 //
 // Members that joined are announced first, then those that left: a replacement's survivors
 // learn of the successor before they forget its predecessor, so an app that keeps a
-// membership list never drops below its size (runs from before changeLifecycle did it the
+// membership list never drops below its size (runs from before change.Lifecycle did it the
 // other way round).
 func (w *clusterWorkflow) announce(ctx workflow.Context) {
 	if w.appContract {

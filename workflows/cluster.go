@@ -2,6 +2,7 @@ package workflows
 
 import (
 	"crypto/rand"
+
 	"go.temporal.io/sdk/log"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
@@ -9,6 +10,7 @@ import (
 	"github.com/clusterflow/clusterflow/internal/backend"
 	"github.com/clusterflow/clusterflow/internal/signing"
 	"github.com/clusterflow/clusterflow/spec"
+	"github.com/clusterflow/clusterflow/workflows/internal/change"
 	"github.com/clusterflow/clusterflow/workflows/plan"
 )
 
@@ -70,20 +72,20 @@ type cluster struct {
 	// number rather than walk every member.
 	touches int
 
-	// bounded says this run keeps every payload bounded (changeBoundedPayloads); runs that
+	// bounded says this run keeps every payload bounded (change.BoundedPayloads); runs that
 	// began before keep the old ways to their end.
 	bounded bool
 	// signedGenerations says hosts are sent the manifest of the current spec, signed or
-	// not (changeSignedGenerations).
+	// not (change.SignedGenerations).
 	signedGenerations bool
 	// setUpElsewhere says members being set up on a lost host are set up elsewhere
-	// (changeSetUpElsewhere).
+	// (change.SetUpElsewhere).
 	setUpElsewhere bool
-	// lifecycle says this run keeps the lifecycle contract of changeLifecycle.
+	// lifecycle says this run keeps the lifecycle contract of change.Lifecycle.
 	lifecycle bool
-	// appContract says this run keeps the contract of changeAppContract too.
+	// appContract says this run keeps the contract of change.AppContract too.
 	appContract bool
-	// hostCheck is what placement asks of hosts' allow-lists (changeHostAllowLists).
+	// hostCheck is what placement asks of hosts' allow-lists (change.HostAllowLists).
 	hostCheck plan.HostCheck
 	// operating says an operation is in progress (the workflow can cancel it).
 	operating bool
@@ -123,11 +125,11 @@ func newClusterWorkflow(ctx workflow.Context, in ClusterInput) (*clusterWorkflow
 		w.continueAsNewEvery = defaultContinueAsNewEvery
 	}
 	// Asked before the first placement, which the start of a deploy makes.
-	if workflow.GetVersion(ctx, changeHostAllowLists, workflow.DefaultVersion, 1) >= 1 {
+	if workflow.GetVersion(ctx, change.HostAllowLists, workflow.DefaultVersion, 1) >= 1 {
 		w.hostCheck = plan.HostCheck{On: true, Namespace: workflow.GetInfo(ctx).Namespace}
 	}
-	w.lifecycle = workflow.GetVersion(ctx, changeLifecycle, workflow.DefaultVersion, 1) >= 1
-	w.appContract = w.lifecycle && workflow.GetVersion(ctx, changeAppContract, workflow.DefaultVersion, 1) >= 1
+	w.lifecycle = workflow.GetVersion(ctx, change.Lifecycle, workflow.DefaultVersion, 1) >= 1
+	w.appContract = w.lifecycle && workflow.GetVersion(ctx, change.AppContract, workflow.DefaultVersion, 1) >= 1
 	carried, err := in.carried()
 	if err != nil {
 		return nil, temporal.NewNonRetryableApplicationError("cannot read the state carried over: "+err.Error(), "InvalidInput", nil)
@@ -151,7 +153,7 @@ func newClusterWorkflow(ctx workflow.Context, in ClusterInput) (*clusterWorkflow
 		Name: in.Spec.Name, Phase: PhaseDeploying, Origin: in.Spec.Origin,
 		Levels: levels, CreatedAt: now, UpdatedAt: now, Generation: 1, SpecGeneration: 1,
 	}
-	if workflow.GetVersion(ctx, changeSandboxHomes, workflow.DefaultVersion, 1) >= 1 {
+	if workflow.GetVersion(ctx, change.SandboxHomes, workflow.DefaultVersion, 1) >= 1 {
 		w.state.Home = backend.HomeOf(workflow.GetInfo(ctx).WorkflowExecution.RunID)
 	}
 	w.makeFolderKey(ctx)
@@ -167,9 +169,9 @@ func newClusterWorkflow(ctx workflow.Context, in ClusterInput) (*clusterWorkflow
 	return w, nil
 }
 
-// makeFolderKey gives a cluster with none its folder key, once (changeFolderKeys).
+// makeFolderKey gives a cluster with none its folder key, once (change.FolderKeys).
 func (w *clusterWorkflow) makeFolderKey(ctx workflow.Context) {
-	if w.state.FolderKey != "" || workflow.GetVersion(ctx, changeFolderKeys, workflow.DefaultVersion, 1) < 1 {
+	if w.state.FolderKey != "" || workflow.GetVersion(ctx, change.FolderKeys, workflow.DefaultVersion, 1) < 1 {
 		return
 	}
 	// Random, so made once and recorded: a replay reads it back.
@@ -177,12 +179,12 @@ func (w *clusterWorkflow) makeFolderKey(ctx workflow.Context) {
 }
 
 func (w *clusterWorkflow) setup(ctx workflow.Context) error {
-	w.bounded = workflow.GetVersion(ctx, changeBoundedPayloads, workflow.DefaultVersion, 1) >= 1
-	w.signedGenerations = w.bounded && workflow.GetVersion(ctx, changeSignedGenerations, workflow.DefaultVersion, 1) >= 1
+	w.bounded = workflow.GetVersion(ctx, change.BoundedPayloads, workflow.DefaultVersion, 1) >= 1
+	w.signedGenerations = w.bounded && workflow.GetVersion(ctx, change.SignedGenerations, workflow.DefaultVersion, 1) >= 1
 	if w.signedGenerations && w.state.SpecGeneration == 0 {
 		w.state.SpecGeneration = w.state.Generation // a cluster of before: its spec is at least this new
 	}
-	w.setUpElsewhere = workflow.GetVersion(ctx, changeSetUpElsewhere, workflow.DefaultVersion, 1) >= 1
+	w.setUpElsewhere = workflow.GetVersion(ctx, change.SetUpElsewhere, workflow.DefaultVersion, 1) >= 1
 	if err := workflow.SetQueryHandlerWithOptions(ctx, StatusQuery, func(page *StatusPage) (ClusterStatus, error) {
 		status := w.state.status(page, queryStatusBytes)
 		status.Rollout, status.Revisions, status.Actions = w.rolloutStatus(), w.revisionsList(), w.state.Actions
@@ -228,11 +230,11 @@ func (w *clusterWorkflow) setup(ctx workflow.Context) error {
 		ClusterNameKey.ValueSet(w.state.Name), ClusterPhaseKey.ValueSet(string(w.state.shownPhase()))); err != nil {
 		return err
 	}
-	if w.onHosts() && workflow.GetVersion(ctx, changeHosts, workflow.DefaultVersion, 1) >= 1 {
+	if w.onHosts() && workflow.GetVersion(ctx, change.Hosts, workflow.DefaultVersion, 1) >= 1 {
 		w.hosts.watchHosts(ctx)
 	}
 	// Runs recorded before member health had no health timer.
-	if workflow.GetVersion(ctx, changeMemberHealth, workflow.DefaultVersion, 1) >= 1 {
+	if workflow.GetVersion(ctx, change.MemberHealth, workflow.DefaultVersion, 1) >= 1 {
 		workflow.Go(ctx, w.health.watchHealth)
 	}
 	return nil

@@ -8,6 +8,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/clusterflow/clusterflow/spec"
+	"github.com/clusterflow/clusterflow/workflows/internal/change"
 	"github.com/clusterflow/clusterflow/workflows/plan"
 )
 
@@ -342,7 +343,7 @@ func (w *clusterWorkflow) startRestarted(ctx workflow.Context) {
 		return
 	}
 	w.state.Restarted = nil
-	if workflow.GetVersion(ctx, changeFilesBeforeStart, workflow.DefaultVersion, 1) >= 1 {
+	if workflow.GetVersion(ctx, change.FilesBeforeStart, workflow.DefaultVersion, 1) >= 1 {
 		if err := w.writeClusterFiles(ctx, true); err != nil {
 			w.logger.Warn("Could not write the cluster's files to its restarted hosts; their starts may fail", "Error", err)
 		}

@@ -155,7 +155,7 @@ func (c *cluster) configMeta() backend.ConfigMeta {
 			role.DependsOn = []string{}
 		}
 		for _, m := range r.Members {
-			// A member being replaced stays, as leaving, until it is gone (changeAppContract),
+			// A member being replaced stays, as leaving, until it is gone (change.AppContract),
 			// so that its successor can take it out of the app's own membership first.
 			replaced := m.State == MemberReplacing && !c.appContract
 			if m.State == MemberDeleted || m.State == MemberRogue || replaced {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/clusterflow/clusterflow/internal/backend"
 	"github.com/clusterflow/clusterflow/spec"
+	"github.com/clusterflow/clusterflow/workflows/internal/change"
 	"github.com/clusterflow/clusterflow/workflows/plan"
 )
 
@@ -22,7 +23,7 @@ func (hm *healthMachine) reconcile(ctx workflow.Context) ReconcileReport {
 	// runs before this version did, the members set up meanwhile counted too: at 10,000
 	// members a deploy outlasts a listing, and 519 members that became ready during one
 	// were taken for gone.
-	before := workflow.GetVersion(ctx, changeReconcileSetUpBefore, workflow.DefaultVersion, 1) >= 1
+	before := workflow.GetVersion(ctx, change.ReconcileSetUpBefore, workflow.DefaultVersion, 1) >= 1
 	var setUpBefore map[string]string
 	if before {
 		setUpBefore = hm.setUpMembers()
@@ -34,7 +35,7 @@ func (hm *healthMachine) reconcile(ctx workflow.Context) ReconcileReport {
 	// A member an operation is acting on may have lost its sandbox to that operation (a
 	// shrink's teardown) before the cluster hears of it: the operation, not reconcile,
 	// says what became of it.
-	skipActive := workflow.GetVersion(ctx, changeReconcileSkipsActive, workflow.DefaultVersion, 1) >= 1
+	skipActive := workflow.GetVersion(ctx, change.ReconcileSkipsActive, workflow.DefaultVersion, 1) >= 1
 	present := hm.expectedOnBackend(setUpBefore, listedHosts, skipActive)
 	if err != nil {
 		hm.logger.Warn("Reconcile could not list the backend's members", "Error", err)

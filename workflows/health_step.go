@@ -8,6 +8,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/clusterflow/clusterflow/spec"
+	"github.com/clusterflow/clusterflow/workflows/internal/change"
 	"github.com/clusterflow/clusterflow/workflows/plan"
 )
 
@@ -51,7 +52,7 @@ func (hm *healthMachine) stepHealth(ctx workflow.Context, rs *plan.RoleState, m 
 		replaceable:    policy.ReplaceOnConfigError && m.Replacements < policy.MaxReplacements,
 		setUpElsewhere: hm.setUpElsewhere,
 		// Asked only of a watch-only report, which no history of before it holds.
-		watchOnly: ev.WatchOnly && workflow.GetVersion(ctx, changeWatchOnlyReports, workflow.DefaultVersion, 1) >= 1,
+		watchOnly: ev.WatchOnly && workflow.GetVersion(ctx, change.WatchOnlyReports, workflow.DefaultVersion, 1) >= 1,
 	}
 	t, ok := nextTransition(m.State, ev.Event, facts)
 	if !ok {

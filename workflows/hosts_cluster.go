@@ -10,6 +10,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
+	"github.com/clusterflow/clusterflow/workflows/internal/change"
 	"github.com/clusterflow/clusterflow/workflows/plan"
 )
 
@@ -117,7 +118,7 @@ func (hw *hostWatcher) watchHosts(ctx workflow.Context) {
 		// Counting members per host in the wait's condition cost O(members) every time any
 		// coroutine yielded, which at 10,000 members kept workflow tasks past the SDK's
 		// deadlock detector. Now the count is taken once per change of the state (touch).
-		counted := workflow.GetVersion(ctx, changeCheapPlacementReports, workflow.DefaultVersion, 1) >= 1
+		counted := workflow.GetVersion(ctx, change.CheapPlacementReports, workflow.DefaultVersion, 1) >= 1
 		var reported map[string]int
 		for {
 			current := hw.placement()

@@ -13,6 +13,7 @@ import (
 
 	"github.com/clusterflow/clusterflow/internal/apperr"
 	"github.com/clusterflow/clusterflow/spec"
+	"github.com/clusterflow/clusterflow/workflows/internal/change"
 	"github.com/clusterflow/clusterflow/workflows/plan"
 )
 
@@ -175,7 +176,7 @@ func (r *hostsRegistry) register(ctx workflow.Context, reg HostRegistration) (Ho
 		slices.SortFunc(r.hosts, func(a, b Host) int { return strings.Compare(a.Name, b.Name) })
 		h = r.host(reg.Name)
 		r.logger.Info("Host registered", "Host", reg.Name, "Address", reg.Address)
-	} else if workflow.GetVersion(ctx, changeFreshLeaseOnRegister, workflow.DefaultVersion, 1) >= 1 {
+	} else if workflow.GetVersion(ctx, change.FreshLeaseOnRegister, workflow.DefaultVersion, 1) >= 1 {
 		// A worker registers as it starts, so the lease held now is its predecessor's, which
 		// may have died with its machine: left alone, it broke a host timeout later and took
 		// the host that had just come back for lost, its members down and up again.

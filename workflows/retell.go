@@ -12,7 +12,7 @@ import (
 	"github.com/clusterflow/clusterflow/workflows/plan"
 )
 
-// Retelling (changeAppContract): a member whose addnodes or delnodes failed keeps the
+// Retelling (change.AppContract): a member whose addnodes or delnodes failed keeps the
 // notice it was not told, and those of the membership changes that came while it was in
 // config_error since (it hears none of them there). clusterflow retry makes it ready again,
 // and the next announcement first tells it those notices again, oldest first, as they

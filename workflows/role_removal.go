@@ -8,6 +8,7 @@ import (
 
 	"github.com/clusterflow/clusterflow/internal/backend"
 	"github.com/clusterflow/clusterflow/spec"
+	"github.com/clusterflow/clusterflow/workflows/internal/change"
 )
 
 // How a role child takes members away: decommission, then teardown and removal.
@@ -50,7 +51,7 @@ func (r *roleWorkflow) teardown(ctx workflow.Context, i int) {
 	m := &r.members[i]
 	var teardownErr error
 	setUp := m.HasSetup()
-	lifecycle := workflow.GetVersion(ctx, changeLifecycle, workflow.DefaultVersion, 1) >= 1
+	lifecycle := workflow.GetVersion(ctx, change.Lifecycle, workflow.DefaultVersion, 1) >= 1
 	if lifecycle {
 		setUp = m.ConfigureRan()
 	}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/clusterflow/clusterflow/internal/backend"
 	"github.com/clusterflow/clusterflow/spec"
+	"github.com/clusterflow/clusterflow/workflows/internal/change"
 )
 
 // runScript runs one event's startscript on a member, through its host's agent, and
@@ -53,7 +54,7 @@ func (r *roleWorkflow) runScript(ctx workflow.Context, i int, event spec.Event) 
 	}
 	var res backend.ScriptResult
 	f := workflow.ExecuteActivity(onMemberHost(withScriptActivity(ctx, r.in.Role, event, m.Name), m.Host), actRunStartscript, run)
-	if workflow.GetVersion(ctx, changeStopScriptsAtOnce, workflow.DefaultVersion, 1) >= 1 {
+	if workflow.GetVersion(ctx, change.StopScriptsAtOnce, workflow.DefaultVersion, 1) >= 1 {
 		if abandoned := r.stopWhenCanceled(ctx, f, backend.ScriptStop{Member: run.Member, Event: event, WorkflowID: workflow.GetInfo(ctx).WorkflowExecution.ID}, m.Host); abandoned {
 			return res, ctx.Err()
 		}

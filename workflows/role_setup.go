@@ -7,6 +7,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/clusterflow/clusterflow/spec"
+	"github.com/clusterflow/clusterflow/workflows/internal/change"
 )
 
 // How a role child sets its members up: configure, at most maxInFlight at once.
@@ -23,7 +24,7 @@ func (r *roleWorkflow) configureAll(ctx workflow.Context) {
 	var notStarted []int
 	// A context per member lets one member be stopped; it changes the order in which a
 	// cancel reaches activities and timers, hence the version check.
-	stoppable := workflow.GetVersion(ctx, changeStoppableMembers, workflow.DefaultVersion, 1) >= 1
+	stoppable := workflow.GetVersion(ctx, change.StoppableMembers, workflow.DefaultVersion, 1) >= 1
 	for {
 		// Wait for a free slot, or for everything started to end with nothing queued.
 		err := workflow.Await(ctx, func() bool {
@@ -79,7 +80,7 @@ func (r *roleWorkflow) configureAll(ctx workflow.Context) {
 func (r *roleWorkflow) configure(ctx workflow.Context, i int) {
 	m := &r.members[i]
 	wantsConfigure := r.in.Role.Wants(spec.EventConfigure)
-	if !wantsConfigure || workflow.GetVersion(ctx, changeLaunchCreatesSandbox, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
+	if !wantsConfigure || workflow.GetVersion(ctx, change.LaunchCreatesSandbox, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
 		r.set(ctx, i, MemberCreating, "", "")
 		if err := workflow.ExecuteActivity(onMemberHost(withQuickActivity(ctx, "create "+m.Name), m.Host), actCreateMember, r.ref(i)).Get(ctx, nil); err != nil {
 			r.fail(ctx, i, "create sandbox", err)
@@ -94,7 +95,7 @@ func (r *roleWorkflow) configure(ctx workflow.Context, i int) {
 	res, err := r.runScript(ctx, i, spec.EventConfigure)
 	if err != nil {
 		r.fail(ctx, i, "configure", err)
-		if refusedBeforeLaunch(err) && workflow.GetVersion(ctx, changeLifecycle, workflow.DefaultVersion, 1) >= 1 {
+		if refusedBeforeLaunch(err) && workflow.GetVersion(ctx, change.Lifecycle, workflow.DefaultVersion, 1) >= 1 {
 			// Its configure never started: there is nothing for a teardown to undo.
 			r.members[i].Event = ""
 		}

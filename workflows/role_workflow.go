@@ -10,6 +10,7 @@ import (
 
 	"github.com/clusterflow/clusterflow/internal/backend"
 	"github.com/clusterflow/clusterflow/spec"
+	"github.com/clusterflow/clusterflow/workflows/internal/change"
 )
 
 // RoleWorkflow runs one operation (configure or teardown) over members of one role. Its
@@ -276,7 +277,7 @@ func (r *roleWorkflow) ref(i int) backend.MemberRef {
 // that a burst of changes becomes one signal, and a role that finishes quickly sends none:
 // its result carries everything. The first failed configure does not wait.
 func (r *roleWorkflow) reportProgress(ctx workflow.Context, parentID string) {
-	prompt := workflow.GetVersion(ctx, changePromptFailureReports, workflow.DefaultVersion, 1) >= 1
+	prompt := workflow.GetVersion(ctx, change.PromptFailureReports, workflow.DefaultVersion, 1) >= 1
 	for {
 		if err := workflow.Await(ctx, func() bool { return len(r.changed) > 0 || r.done }); err != nil || r.done {
 			return

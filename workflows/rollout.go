@@ -13,6 +13,7 @@ import (
 
 	"github.com/clusterflow/clusterflow/internal/apperr"
 	"github.com/clusterflow/clusterflow/spec"
+	"github.com/clusterflow/clusterflow/workflows/internal/change"
 	"github.com/clusterflow/clusterflow/workflows/plan"
 )
 
@@ -360,7 +361,7 @@ func (w *clusterWorkflow) rollOut(ctx workflow.Context, changed func() bool) (ag
 		ro.Ended, ro.Failed, ro.Watching = workflow.Now(ctx), nil, nil
 		return false
 	}
-	if workflow.GetVersion(ctx, changeRollouts, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
+	if workflow.GetVersion(ctx, change.Rollouts, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
 		return false
 	}
 	w.setPhase(ctx, PhaseRollingOut, ro.what())

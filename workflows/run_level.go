@@ -10,6 +10,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/clusterflow/clusterflow/spec"
+	"github.com/clusterflow/clusterflow/workflows/internal/change"
 	"github.com/clusterflow/clusterflow/workflows/plan"
 )
 
@@ -92,7 +93,7 @@ func (r *roleRunner) startRole(ctx workflow.Context, op RoleOperation, rw plan.R
 			r.childStarts.started(b.future)
 		}
 	}
-	if len(rw.Members) <= roleBatchSize || workflow.GetVersion(ctx, changeRoleBatches, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
+	if len(rw.Members) <= roleBatchSize || workflow.GetVersion(ctx, change.RoleBatches, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
 		active.batches = []*roleBatch{{id: id, in: in}}
 		start(ctx, active.batches[0])
 		return active

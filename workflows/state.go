@@ -15,10 +15,10 @@ type clusterState struct {
 	// FailedTeardowns are the latest failed teardowns (at most keptFailedTeardowns).
 	FailedTeardowns []FailedTeardown `json:"failedTeardowns,omitempty"`
 	// Home sets the cluster's folders on hosts apart from others of its name (see
-	// changeSandboxHomes); empty for a cluster deployed before homes.
+	// change.SandboxHomes); empty for a cluster deployed before homes.
 	Home string `json:"home,omitempty"`
 	// FolderKey is the secret the cluster's folders on hosts are marked with (see
-	// changeFolderKeys): an export carries it, so that the importing namespace may take them
+	// change.FolderKeys): an export carries it, so that the importing namespace may take them
 	// over, and no other namespace may.
 	FolderKey string `json:"folderKey,omitempty"`
 	Phase     Phase  `json:"phase"`

@@ -505,7 +505,7 @@ roles:
 	record("replace-rollout", n)
 }
 
-// TestRecordLifecycleHistories records the lifecycle contract (changeLifecycle): a failed
+// TestRecordLifecycleHistories records the lifecycle contract (change.Lifecycle): a failed
 // deploy retried, a shrink whose decommission fails then is retried, a grow past a removed
 // ordinal and a replacement (addnodes before delnodes) of members with ports, and a delete
 // of a member whose addnodes failed, with a teardown that fails.
@@ -567,7 +567,7 @@ roles:
 	record("delete-after-failed-addnodes", "rec-torn")
 }
 
-// TestRecordAppContractHistories records what changeAppContract added: a failed addnodes
+// TestRecordAppContractHistories records what change.AppContract added: a failed addnodes
 // told again by retry, a shrink whose survivors hear removing, a replacement whose
 // predecessor stays listed as leaving, and a failed removing that holds the leavers until
 // a retry.

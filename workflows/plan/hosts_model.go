@@ -147,7 +147,7 @@ func (h Host) State() HostState {
 func (h Host) Schedulable() bool { return h.State() == HostReady }
 
 // hostCheck is what placement asks of each host's allow-lists (Admission): nothing in runs
-// that began before hosts had them (changeHostAllowLists). An empty namespace is not
+// that began before hosts had them (change.HostAllowLists). An empty namespace is not
 // checked: a client placing ahead of the workflow does not know it.
 type HostCheck struct {
 	On        bool

@@ -168,7 +168,7 @@ type RoleState struct {
 	Members   []Member `json:"members"`
 	// NextOrdinal is the lowest ordinal no member of the role has had: a new member never
 	// takes a removed member's name, which apps such as etcd and Redis remember. 0 for
-	// runs from before it was kept (changeLifecycle), which counted from the last member.
+	// runs from before it was kept (change.Lifecycle), which counted from the last member.
 	NextOrdinal int `json:"nextOrdinal,omitempty"`
 	// Paused says why automatic replacement is paused for the role (the meltdown guard);
 	// Resumed marks an operator's resume, which holds until the role recovers.

@@ -1,102 +1,103 @@
-package workflows
+// Package change names the changes to live workflow logic: each is asked with
+// workflow.GetVersion so that histories recorded before it replay as they ran. The names are
+// markers in recorded histories, so they never change.
+package change
 
-// Changes to live workflow logic, each checked with workflow.GetVersion so that histories
-// recorded before the change replay as they ran.
 const (
-	// changeLaunchCreatesSandbox: the configure launch creates the member's sandbox itself,
+	// LaunchCreatesSandbox: the configure launch creates the member's sandbox itself,
 	// one activity per member instead of two (CreateMember, then RunStartscript).
-	changeLaunchCreatesSandbox = "launch-creates-sandbox"
-	// changeStoppableMembers: each configure runs on its own cancellable context, so a
+	LaunchCreatesSandbox = "launch-creates-sandbox"
+	// StoppableMembers: each configure runs on its own cancellable context, so a
 	// resize can stop members no longer wanted while the others carry on.
-	changeStoppableMembers = "stoppable-members"
-	// changeMemberHealth: the cluster keeps a health timer for member timers and
+	StoppableMembers = "stoppable-members"
+	// MemberHealth: the cluster keeps a health timer for member timers and
 	// periodic reconciles.
-	changeMemberHealth = "member-health"
-	// changeHosts: a cluster deployed on hosts reports its placement to the host registry
+	MemberHealth = "member-health"
+	// Hosts: a cluster deployed on hosts reports its placement to the host registry
 	// and takes the registry's views of the hosts.
-	changeHosts = "hosts"
-	// changeRoleBatches: a role operation on more than roleBatchSize members runs as
+	Hosts = "hosts"
+	// RoleBatches: a role operation on more than roleBatchSize members runs as
 	// batches, a child workflow each.
-	changeRoleBatches = "role-batches"
-	// changeCheapPlacementReports: the placement report to the host registry waits for a
+	RoleBatches = "role-batches"
+	// CheapPlacementReports: the placement report to the host registry waits for a
 	// change of the state rather than recounting members every time a coroutine yields.
-	changeCheapPlacementReports = "cheap-placement-reports"
-	// changeReconcileSetUpBefore: reconcile judges only members set up before its listing.
-	changeReconcileSetUpBefore = "reconcile-set-up-before"
-	// changeFreshLeaseOnRegister: a known host that registers again (its worker restarted)
+	CheapPlacementReports = "cheap-placement-reports"
+	// ReconcileSetUpBefore: reconcile judges only members set up before its listing.
+	ReconcileSetUpBefore = "reconcile-set-up-before"
+	// FreshLeaseOnRegister: a known host that registers again (its worker restarted)
 	// gets a fresh lease at once, instead of being taken for lost when the dead worker's
 	// lease breaks.
-	changeFreshLeaseOnRegister = "fresh-lease-on-register"
-	// changePromptFailureReports: a role child reports its first failed configure to the
+	FreshLeaseOnRegister = "fresh-lease-on-register"
+	// PromptFailureReports: a role child reports its first failed configure to the
 	// cluster at once, rather than with its next coalesced progress report, so that the
 	// role's other batches halt before they start more members.
-	changePromptFailureReports = "prompt-failure-reports"
-	// changeReconcileSkipsActive: reconcile does not judge members an operation in
+	PromptFailureReports = "prompt-failure-reports"
+	// ReconcileSkipsActive: reconcile does not judge members an operation in
 	// progress acts on; a shrink's teardown removed their sandboxes before the cluster
 	// heard of it, and reconcile took them for gone.
-	changeReconcileSkipsActive = "reconcile-skips-active"
-	// changeBoundedPayloads: nothing a cluster sends grows with members × members or
+	ReconcileSkipsActive = "reconcile-skips-active"
+	// BoundedPayloads: nothing a cluster sends grows with members × members or
 	// members × env. Notifications name a notice each host holds instead of listing nodes
 	// per member, envs travel once per host by hash, scripts and envs go only to hosts that
 	// lack them, children start a bounded number per workflow task, and a running batch
 	// takes no more members than a batch holds. Asked once per run, when it starts: a run
 	// that began before keeps the old ways to its end.
-	changeBoundedPayloads = "bounded-payloads"
-	// changeSetUpElsewhere: a member being set up (pending, creating or configuring) whose
+	BoundedPayloads = "bounded-payloads"
+	// SetUpElsewhere: a member being set up (pending, creating or configuring) whose
 	// host is lost, or that is reported gone, is placed afresh and set up elsewhere; its run
 	// on the lost host is stopped and its outcome ignored, and its sandbox there is removed
 	// once the host is back. Files are written to the hosts at once, and a host lost
 	// meanwhile is not waited for. Asked once per run, when it starts.
-	changeSetUpElsewhere = "set-up-elsewhere"
-	// changeStopScriptsAtOnce: a role child whose member's run is cancelled asks the
+	SetUpElsewhere = "set-up-elsewhere"
+	// StopScriptsAtOnce: a role child whose member's run is cancelled asks the
 	// member's host to stop the script at once, rather than waiting for its agent's next
 	// heartbeat (up to a third of the heartbeat timeout: 10 s by default).
-	changeStopScriptsAtOnce = "stop-scripts-at-once"
-	// changeHostAllowLists: placement passes over hosts whose allow-lists (worker
+	StopScriptsAtOnce = "stop-scripts-at-once"
+	// HostAllowLists: placement passes over hosts whose allow-lists (worker
 	// --allow-clusters, --allow-namespaces, --allow-env-override) refuse the cluster, its
 	// namespace or a role's env. Asked once per run, when it starts.
-	changeHostAllowLists = "host-allow-lists"
-	// changeSandboxHomes: a cluster deployed since has a home, from its first run's ID,
+	HostAllowLists = "host-allow-lists"
+	// SandboxHomes: a cluster deployed since has a home, from its first run's ID,
 	// and keeps its files on hosts in <data>/clusters/NAME@HOME: apart from a cluster of
 	// the same name of another server or namespace sharing the folder, and from an
 	// earlier one of its own. Asked when a cluster is deployed; a cluster deployed before
 	// keeps <data>/clusters/NAME for good.
-	changeSandboxHomes = "sandbox-homes"
-	// changeRollouts: an apply that changes what a role's members run rolls the new
+	SandboxHomes = "sandbox-homes"
+	// Rollouts: an apply that changes what a role's members run rolls the new
 	// revision out to them (upgrade batches, watches, the health gate). Asked when a pass
 	// first has members to move; runs from before never had any.
-	changeRollouts = "rollouts"
-	// changeLifecycle: the lifecycle contract real apps rely on. A member in config_error
+	Rollouts = "rollouts"
+	// Lifecycle: the lifecycle contract real apps rely on. A member in config_error
 	// whose configure ran (failed, cancelled, or set up and then failing a notification or
 	// an action) is torn down when it is removed (before, only a failed configure, upgrade
 	// or restart was); a role never gives a removed member's ordinal to a new member; and
 	// survivors hear addnodes of the members that joined before delnodes of those that
 	// left, as the README says. Asked once per run, when it starts; role children ask it
 	// when they tear down.
-	changeLifecycle = "lifecycle-contract"
-	// changeAppContract: what real apps (a Redis Cluster) need of the contract beyond
-	// changeLifecycle. Before a graceful removal's decommission the survivors subscribed to
+	Lifecycle = "lifecycle-contract"
+	// AppContract: what real apps (a Redis Cluster) need of the contract beyond
+	// Lifecycle. Before a graceful removal's decommission the survivors subscribed to
 	// removing are told of the members about to leave; a failed removing holds them, and
 	// retry runs it again; and a replacement's predecessor stays in configmeta, as leaving,
 	// until it is gone. Asked once per run, when it starts.
-	changeAppContract = "app-contract"
-	// changeWatchOnlyReports: a down or unhealthy report from a reporter that may not cause
+	AppContract = "app-contract"
+	// WatchOnlyReports: a down or unhealthy report from a reporter that may not cause
 	// a replacement (a gateway token without the replace scope) takes the member down with
 	// no replaceAfter timer: only a report that may replace, or an operator, replaces it.
-	changeWatchOnlyReports = "watch-only-reports"
-	// changeFolderKeys: a cluster has a folder key, a secret made once (a side effect) and
+	WatchOnlyReports = "watch-only-reports"
+	// FolderKeys: a cluster has a folder key, a secret made once (a side effect) and
 	// carried with its state, continue-as-new, export and import alike; every write of its
 	// files presents it, and a host hands a folder owned by another namespace over only to
 	// a write that presents the key the folder was marked with. Asked once per run, when it
 	// starts, of a cluster with no key yet.
-	changeFolderKeys = "folder-keys"
-	// changeSignedGenerations: the cluster's files always carry the manifest of its current
+	FolderKeys = "folder-keys"
+	// SignedGenerations: the cluster's files always carry the manifest of its current
 	// spec, signed or not, with the generation that made it, so that a host trusting keys
 	// sets members up only under the newest spec, and only when it was signed. Asked once
 	// per run, when it starts.
-	changeSignedGenerations = "signed-generations"
-	// changeFilesBeforeStart: the start pass of restarted hosts first writes the cluster's
+	SignedGenerations = "signed-generations"
+	// FilesBeforeStart: the start pass of restarted hosts first writes the cluster's
 	// files there, scripts included: a host may have lost them, and an imported cluster's
 	// folders become its own (their key presented) before its first start runs there.
-	changeFilesBeforeStart = "files-before-start"
+	FilesBeforeStart = "files-before-start"
 )
