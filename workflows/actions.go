@@ -119,3 +119,6 @@ func (c *cluster) noteActionResults(a *ActionStatus, targets map[string][]string
 	a.Results = slices.Concat(failed, succeeded)
 	a.Results = a.Results[:min(len(a.Results), ReportNames)]
 }
+
+// keptActions bounds the actions the state remembers, newest last.
+const keptActions = 10

@@ -60,9 +60,6 @@ type ActionResult struct {
 	StderrTail string `json:"stderrTail,omitempty"`
 }
 
-// keptActions bounds the actions the state remembers, newest last.
-const keptActions = 10
-
 // Action finds the action run with the given ID among those the status lists.
 func (s ClusterStatus) Action(id int) *ActionStatus {
 	for i := range s.Actions {

@@ -12,6 +12,7 @@ import (
 	"go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/temporal"
 
+	"github.com/clusterflow/clusterflow/internal/apperr"
 	"github.com/clusterflow/clusterflow/spec"
 	"github.com/clusterflow/clusterflow/workflows/plan"
 )
@@ -108,7 +109,7 @@ type ClusterInput struct {
 
 // Carried is what a cluster workflow hands to its next run when it continues as new.
 type Carried struct {
-	State clusterState `json:"state"`
+	State ClusterState `json:"state"`
 	// Removed are members that left and that other members have not been told about yet.
 	Removed []RemovedNode `json:"removed,omitempty"`
 	// Retiring are roles an apply removed whose members are not all gone yet.
@@ -228,8 +229,8 @@ type ReconcileReport struct {
 // ReportNames is how many members an update's answer names in one list; it counts the rest.
 const ReportNames = 100
 
-// capNames keeps the first ReportNames names of a list and counts the rest.
-func capNames(names []string) ([]string, int) {
+// CapNames keeps the first ReportNames names of a list and counts the rest.
+func CapNames(names []string) ([]string, int) {
 	if len(names) <= ReportNames {
 		return names, 0
 	}
@@ -296,3 +297,22 @@ func CheckReportedEvent(event HealthEvent) error {
 	}
 	return fmt.Errorf("%q is not one of %s", spec.Clip(string(event), 32), strings.Join(names, ", "))
 }
+
+// CheckMemberEventText refuses a reason or source longer than spec.MaxTextBytes: they are
+// kept in the member's health history, carried whole across continue-as-new.
+func CheckMemberEventText(ev MemberEvent) error {
+	for _, f := range []struct{ name, value string }{{"reason", ev.Reason}, {"source", ev.Source}} {
+		if len(f.value) > spec.MaxTextBytes {
+			return apperr.Errorf(apperr.Invalid, "%s: is %d bytes; at most %d", f.name, len(f.value), spec.MaxTextBytes)
+		}
+	}
+	return nil
+}
+
+// ConfigMetaLeaving is the state configmeta gives a member a change no longer wants, until
+// it is gone.
+const ConfigMetaLeaving = "leaving"
+
+// ErrPayloadTooLarge is the error type of an operation that would have sent a payload
+// Temporal refuses.
+const ErrPayloadTooLarge = "PayloadTooLarge"

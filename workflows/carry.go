@@ -9,7 +9,7 @@ import (
 	"github.com/clusterflow/clusterflow/workflows/plan"
 )
 
-// carry puts the state for the next run into the input: as plain JSON, readable in the Web
+// Carry puts the state for the next run into the input: as plain JSON, readable in the Web
 // UI, or gzipped for a cluster of thousands of members. Continue-as-new input is not
 // compared on replay, and packing is deterministic anyway.
 //
@@ -18,7 +18,7 @@ import (
 // in what is left: about 16 bytes a member gzipped, 20,000 members in about 320 KiB. What a
 // member may add beyond that, its output tails, health history and detail, is shed as
 // packedCarried describes when it would not fit.
-func (in *ClusterInput) carry(c Carried) error {
+func (in *ClusterInput) Carry(c Carried) error {
 	plain, packed, err := packCarried(c, payloadSize(in.Spec))
 	in.Carried, in.CarriedGzip = plain, packed
 	return err
@@ -83,7 +83,7 @@ var trimSteps = []func(m *Member){
 }
 
 // trimmed is a copy of the state with trim applied to every member.
-func (s clusterState) trimmed(trim func(m *Member)) clusterState {
+func (s ClusterState) trimmed(trim func(m *Member)) ClusterState {
 	roles := make([]plan.RoleState, len(s.Roles))
 	for i, rs := range s.Roles {
 		rs.Members = append([]Member(nil), rs.Members...)
@@ -96,8 +96,8 @@ func (s clusterState) trimmed(trim func(m *Member)) clusterState {
 	return s
 }
 
-// carried is the state a previous run handed over, if any.
-func (in ClusterInput) carried() (*Carried, error) {
+// ReadCarried is the state a previous run handed over, if any.
+func (in ClusterInput) ReadCarried() (*Carried, error) {
 	if len(in.CarriedGzip) == 0 {
 		return in.Carried, nil
 	}

@@ -101,7 +101,7 @@ func (c *cluster) restartTargets(req RestartRequest) (map[string][]string, error
 		return nil, err
 	}
 	if ro := c.state.Rollout; c.rolloutRunning() {
-		return nil, refused(apperr.Conflict, "restart refused: the %s is in progress (%s); restart once it is done", ro.what(), c.rolloutStatus().State)
+		return nil, refused(apperr.Conflict, "restart refused: the %s is in progress (%s); restart once it is done", ro.What(), c.rolloutStatus().State)
 	}
 	return c.choose(memberChoice{
 		what: "restart", role: req.Role, members: req.Members,

@@ -2,6 +2,7 @@ package workflows
 
 import (
 	"crypto/rand"
+	"fmt"
 
 	"go.temporal.io/sdk/log"
 	"go.temporal.io/sdk/temporal"
@@ -45,7 +46,7 @@ type cluster struct {
 	spec spec.Cluster
 	// retiring holds roles an apply removed, until their members are gone.
 	retiring []spec.Role
-	state    clusterState
+	state    ClusterState
 	// removed are members that left and that others are still to be told about.
 	removed []RemovedNode
 
@@ -130,7 +131,7 @@ func newClusterWorkflow(ctx workflow.Context, in ClusterInput) (*clusterWorkflow
 	}
 	w.lifecycle = workflow.GetVersion(ctx, change.Lifecycle, workflow.DefaultVersion, 1) >= 1
 	w.appContract = w.lifecycle && workflow.GetVersion(ctx, change.AppContract, workflow.DefaultVersion, 1) >= 1
-	carried, err := in.carried()
+	carried, err := in.ReadCarried()
 	if err != nil {
 		return nil, temporal.NewNonRetryableApplicationError("cannot read the state carried over: "+err.Error(), "InvalidInput", nil)
 	}
@@ -149,7 +150,7 @@ func newClusterWorkflow(ctx workflow.Context, in ClusterInput) (*clusterWorkflow
 		return nil, temporal.NewNonRetryableApplicationError("invalid spec: "+describeProblems(problems), "InvalidSpec", nil)
 	}
 	now := workflow.Now(ctx)
-	w.state = clusterState{
+	w.state = ClusterState{
 		Name: in.Spec.Name, Phase: PhaseDeploying, Origin: in.Spec.Origin,
 		Levels: levels, CreatedAt: now, UpdatedAt: now, Generation: 1, SpecGeneration: 1,
 	}
@@ -186,7 +187,7 @@ func (w *clusterWorkflow) setup(ctx workflow.Context) error {
 	}
 	w.setUpElsewhere = workflow.GetVersion(ctx, change.SetUpElsewhere, workflow.DefaultVersion, 1) >= 1
 	if err := workflow.SetQueryHandlerWithOptions(ctx, StatusQuery, func(page *StatusPage) (ClusterStatus, error) {
-		status := w.state.status(page, queryStatusBytes)
+		status := w.state.Status(page, QueryStatusBytes)
 		status.Rollout, status.Revisions, status.Actions = w.rolloutStatus(), w.revisionsList(), w.state.Actions
 		for i := range status.Roles {
 			if r, ok := w.spec.Role(status.Roles[i].Name); ok {
@@ -227,7 +228,7 @@ func (w *clusterWorkflow) setup(ctx workflow.Context) error {
 		return err
 	}
 	if err := workflow.UpsertTypedSearchAttributes(ctx,
-		ClusterNameKey.ValueSet(w.state.Name), ClusterPhaseKey.ValueSet(string(w.state.shownPhase()))); err != nil {
+		ClusterNameKey.ValueSet(w.state.Name), ClusterPhaseKey.ValueSet(string(w.state.ShownPhase()))); err != nil {
 		return err
 	}
 	if w.onHosts() && workflow.GetVersion(ctx, change.Hosts, workflow.DefaultVersion, 1) >= 1 {
@@ -319,7 +320,7 @@ func (w *clusterWorkflow) continueAsNew(ctx workflow.Context) error {
 	}
 	w.logger.Info("Continuing as new", "Operations", w.state.Operations, "Generation", w.state.Generation)
 	next := ClusterInput{Spec: w.spec, ContinueAsNewEvery: w.continueAsNewEvery}
-	if err := next.carry(Carried{State: w.state, Removed: w.removed, Retiring: w.retiring, Deleting: w.deleteRequested}); err != nil {
+	if err := next.Carry(Carried{State: w.state, Removed: w.removed, Retiring: w.retiring, Deleting: w.deleteRequested}); err != nil {
 		return err
 	}
 	return workflow.NewContinueAsNewError(ctx, ClusterWorkflowName, next)
@@ -327,11 +328,11 @@ func (w *clusterWorkflow) continueAsNew(ctx workflow.Context) error {
 
 // setPhase records a phase change where operators look: status, search attributes, details.
 func (w *clusterWorkflow) setPhase(ctx workflow.Context, phase Phase, message string) {
-	shown := w.state.shownPhase()
+	shown := w.state.ShownPhase()
 	w.state.Phase, w.state.Message = phase, message
 	w.touch(ctx)
-	if w.state.shownPhase() != shown {
-		if err := workflow.UpsertTypedSearchAttributes(ctx, ClusterPhaseKey.ValueSet(string(w.state.shownPhase()))); err != nil {
+	if w.state.ShownPhase() != shown {
+		if err := workflow.UpsertTypedSearchAttributes(ctx, ClusterPhaseKey.ValueSet(string(w.state.ShownPhase()))); err != nil {
 			w.logger.Warn("Could not upsert the ClusterPhase search attribute", "Error", err)
 		}
 	}
@@ -352,7 +353,7 @@ const resultMembers = 1000
 
 // snapshot is the status as updates and the workflow's result carry it.
 func (c *cluster) snapshot() ClusterStatus {
-	return c.state.status(&StatusPage{Limit: resultMembers}, resultStatusBytes)
+	return c.state.Status(&StatusPage{Limit: resultMembers}, ResultStatusBytes)
 }
 
 // roleSpec finds a role of the desired spec, or one an apply removed whose members are not
@@ -375,4 +376,20 @@ func countMembers(roles []plan.RoleState, states ...MemberState) (matching, tota
 		total += len(r.Members)
 	}
 	return matching, total
+}
+
+// canceledMessage sums up what a cancel left behind.
+func (c *cluster) canceledMessage() string {
+	canceled, notStarted := 0, 0
+	for _, r := range c.state.Roles {
+		for _, m := range r.Members {
+			switch {
+			case m.State == MemberConfigError && m.Detail == "canceled":
+				canceled++
+			case m.State == MemberPending:
+				notStarted++
+			}
+		}
+	}
+	return fmt.Sprintf("stopped at generation %d by a cancel: %d %s canceled, %d not started", c.state.Generation, canceled, plural(canceled, "member"), notStarted)
 }

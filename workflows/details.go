@@ -8,7 +8,7 @@ import (
 // rolloutDetails is a rollout's progress, role by role, and the revisions before it.
 func (c *cluster) rolloutDetails() string {
 	ro := c.rolloutStatus()
-	text := fmt.Sprintf("%s: %s", c.state.Phase, c.state.Rollout.what())
+	text := fmt.Sprintf("%s: %s", c.state.Phase, c.state.Rollout.What())
 	if ro.Paused != "" {
 		text += " paused: " + ro.Paused
 	}
@@ -24,8 +24,8 @@ func (c *cluster) rolloutDetails() string {
 
 // details is the workflow's current details: what is happening right now, in one line.
 func (c *cluster) details() string {
-	if c.state.shownPhase() == PhaseMaintenance {
-		return "maintenance: " + c.state.maintenanceDetail()
+	if c.state.ShownPhase() == PhaseMaintenance {
+		return "maintenance: " + c.state.MaintenanceDetail()
 	}
 	switch c.state.Phase {
 	case PhaseDeploying, PhaseUpdating:

@@ -182,10 +182,6 @@ func (c *cluster) configMeta() backend.ConfigMeta {
 	return meta
 }
 
-// ConfigMetaLeaving is the state configmeta gives a member a change no longer wants, until
-// it is gone.
-const ConfigMetaLeaving = "leaving"
-
 // packedFiles carries configmeta as is, or gzipped when it lists thousands of members.
 func packedFiles(folder backend.ClusterRef, meta backend.ConfigMeta) (backend.ClusterFiles, error) {
 	packed, err := gzjson.PackIfLarge(meta)

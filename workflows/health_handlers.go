@@ -52,7 +52,7 @@ func (hm *healthMachine) onResume(ctx workflow.Context) (ResumeResult, error) {
 	}
 	hm.healthChanged(ctx)
 	hm.logger.Info("Resumed", "Roles", result.Roles, "Members", spec.Some(result.Members, ReportNames))
-	result.Members, result.MoreMembers = capNames(result.Members)
+	result.Members, result.MoreMembers = CapNames(result.Members)
 	return result, nil
 }
 

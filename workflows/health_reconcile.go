@@ -82,8 +82,8 @@ func (hm *healthMachine) reconcile(ctx workflow.Context) ReconcileReport {
 		hm.logger.Info("Found rogue members; removing them", "Rogues", spec.Some(report.Rogues, ReportNames), "Generation", hm.state.Generation)
 		hm.touch(ctx)
 	}
-	report.Rogues, report.MoreRogues = capNames(report.Rogues)
-	report.Gone, report.MoreGone = capNames(report.Gone)
+	report.Rogues, report.MoreRogues = CapNames(report.Rogues)
+	report.Gone, report.MoreGone = CapNames(report.Gone)
 	return report
 }
 

@@ -59,3 +59,11 @@ const HostWorkerIdentity = "@clusterflow-host:"
 // HostTaskQueue is the task queue of one host's worker: member activities for the host's
 // members go there.
 func HostTaskQueue(sharedQueue, host string) string { return sharedQueue + "@" + host }
+
+// HostsInput carries the registry across continue-as-new.
+type HostsInput struct {
+	Hosts    []Host             `json:"hosts,omitempty"`
+	Clusters []ClusterPlacement `json:"clusters,omitempty"`
+	// Maintenance refuses drains while it is on.
+	Maintenance Maintenance `json:"maintenance,omitzero"`
+}

@@ -17,14 +17,6 @@ import (
 	"github.com/clusterflow/clusterflow/workflows/plan"
 )
 
-// HostsInput carries the registry across continue-as-new.
-type HostsInput struct {
-	Hosts    []Host             `json:"hosts,omitempty"`
-	Clusters []ClusterPlacement `json:"clusters,omitempty"`
-	// Maintenance refuses drains while it is on.
-	Maintenance Maintenance `json:"maintenance,omitzero"`
-}
-
 // HostsWorkflow is the host registry (see hosts_api.go). Each host's liveness is a lease:
 // a long activity on the host's own task queue that the host's worker heartbeats. A missed
 // heartbeat makes the host lost; the next task the host's worker takes from its queue, a
@@ -217,7 +209,7 @@ func (r *hostsRegistry) validateDrain(name string) error {
 		return err
 	}
 	if r.maintenance.On {
-		return r.maintenance.refused("drain")
+		return refusedInMaintenance(r.maintenance, "drain")
 	}
 	h := r.host(name)
 	if h.Lost {

@@ -69,11 +69,6 @@ func (m Maintenance) Refusal(what string) error {
 	return apperr.Errorf(apperr.Maintenance, "%s refused: %s; `clusterflow maintenance off` ends it", what, m.Describe())
 }
 
-// refused is a validator's refusal of what to do while maintenance is on.
-func (m Maintenance) refused(what string) error {
-	return refused(apperr.Maintenance, "%s", m.Refusal(what).Error())
-}
-
 // Describe says since when and why maintenance is on.
 func (m Maintenance) Describe() string {
 	text := "maintenance is on since " + m.Since.UTC().Format(time.RFC3339)
@@ -109,4 +104,41 @@ type ClusterExport struct {
 	// InMaintenance says the export was taken while maintenance was on, so nothing could
 	// change after it; only such an export lets the source retire the cluster.
 	InMaintenance bool `json:"inMaintenance"`
+}
+
+// MaintenanceInput carries the flag across continue-as-new.
+type MaintenanceInput struct {
+	Maintenance Maintenance `json:"maintenance"`
+}
+
+// Unpack fills Carried from CarriedGzip, as an export file holds it.
+func (c *ClusterExport) Unpack() error {
+	if len(c.CarriedGzip) == 0 {
+		return nil
+	}
+	carried, err := ClusterInput{CarriedGzip: c.CarriedGzip}.ReadCarried()
+	if err != nil {
+		return fmt.Errorf("cluster %s: %w", c.Name, err)
+	}
+	c.Carried, c.CarriedGzip = *carried, nil
+	return nil
+}
+
+// MemberList is every member of an exported cluster, role by role.
+func (c ClusterExport) MemberList() []Member {
+	var members []Member
+	for _, rs := range c.Carried.State.Roles {
+		members = append(members, rs.Members...)
+	}
+	return members
+}
+
+// Adopt is the input that starts an exported cluster's workflow on the target, held by the
+// target's maintenance: the run goes on from the exported state, as after a continue-as-new.
+func (c ClusterExport) Adopt(m Maintenance) (ClusterInput, error) {
+	carried := c.Carried
+	carried.State.Maintenance = &m
+	in := ClusterInput{Spec: c.Spec}
+	err := in.Carry(carried)
+	return in, err
 }

@@ -61,7 +61,7 @@ func (w *clusterWorkflow) heldByMaintenance(ctx workflow.Context) bool {
 // showPhase shows the phase where operators look, maintenance included, in the search
 // attribute and the current details.
 func (w *clusterWorkflow) showPhase(ctx workflow.Context) {
-	if err := workflow.UpsertTypedSearchAttributes(ctx, ClusterPhaseKey.ValueSet(string(w.state.shownPhase()))); err != nil {
+	if err := workflow.UpsertTypedSearchAttributes(ctx, ClusterPhaseKey.ValueSet(string(w.state.ShownPhase()))); err != nil {
 		w.logger.Warn("Could not upsert the ClusterPhase search attribute", "Error", err)
 	}
 	w.touch(ctx)

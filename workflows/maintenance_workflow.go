@@ -9,11 +9,6 @@ import (
 	"github.com/clusterflow/clusterflow/internal/apperr"
 )
 
-// MaintenanceInput carries the flag across continue-as-new.
-type MaintenanceInput struct {
-	Maintenance Maintenance `json:"maintenance"`
-}
-
 // maintenanceChangesPerRun bounds a run's history: each change is an update and a broadcast.
 const maintenanceChangesPerRun = 200
 

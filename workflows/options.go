@@ -38,10 +38,6 @@ func executeActivity(ctx workflow.Context, activity any, args ...any) (f workflo
 	return workflow.ExecuteActivity(ctx, activity, args...)
 }
 
-// ErrPayloadTooLarge is the error type of an operation that would have sent a payload
-// Temporal refuses.
-const ErrPayloadTooLarge = "PayloadTooLarge"
-
 // withQuickActivity suits short backend calls: retried a few times, then reported.
 func withQuickActivity(ctx workflow.Context, summary string) workflow.Context {
 	return workflow.WithActivityOptions(ctx, workflow.ActivityOptions{

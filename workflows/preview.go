@@ -58,8 +58,8 @@ func (c *cluster) preview(req PreviewRequest) Preview {
 			if len(rp.Remove)+len(rp.Add) > 0 {
 				rp.Told = listening - len(unwanted)
 			}
-			rp.Remove, rp.MoreRemove = capNames(rp.Remove)
-			rp.Add, rp.MoreAdd = capNames(rp.Add)
+			rp.Remove, rp.MoreRemove = CapNames(rp.Remove)
+			rp.Add, rp.MoreAdd = CapNames(rp.Add)
 			if role, ok := next.Role(name); ok && slices.Contains(changed, name) {
 				old, _ := c.spec.Role(name)
 				rp.Rollout = previewRollout(role, old, *rs, wanted)

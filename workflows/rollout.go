@@ -25,59 +25,6 @@ import (
 // rollout is part of the pass that converges to its generation, so a resize, a cancel, a
 // delete or maintenance act on it as on any operation.
 
-// rollout is the latest rollout, as the workflow keeps it: of a revision, or a rolling
-// restart (Restart), which runs restart on the members marked RestartDue by the same
-// policy and gate.
-type rollout struct {
-	Revision int       `json:"revision"`
-	Restart  bool      `json:"restart,omitempty"`
-	Started  time.Time `json:"started"`
-	Ended    time.Time `json:"ended,omitzero"`
-	// Paused says why the rollout is paused, since PausedAt; Member names the member it is
-	// about.
-	Paused   string    `json:"paused,omitempty"`
-	PausedAt time.Time `json:"pausedAt,omitzero"`
-	Member   string    `json:"member,omitempty"`
-	// Failed are members whose update failed: a resume tries them again.
-	Failed []string `json:"failed,omitempty"`
-	// Watching are the members of the batch being watched, and Tripped why the health gate
-	// closed on one of them.
-	Watching  []string `json:"watching,omitempty"`
-	Tripped   string   `json:"tripped,omitempty"`
-	TrippedBy string   `json:"trippedBy,omitempty"`
-	// Moved counts, by role, the members this rollout updated: canaries go first until
-	// that many have.
-	Moved map[string]int `json:"moved,omitempty"`
-	// Replacing are the members of a batch of ReplacingRole being replaced (the replace
-	// strategy): the passes that set up their successors run between the rollout's
-	// batches, and the rollout watches the successors once they are.
-	Replacing     []string `json:"replacing,omitempty"`
-	ReplacingRole string   `json:"replacingRole,omitempty"`
-}
-
-// what names the rollout in messages.
-func (ro *rollout) what() string {
-	if ro.Restart {
-		return "rolling restart"
-	}
-	return fmt.Sprintf("rollout of revision %d", ro.Revision)
-}
-
-// due are the members of a role the rollout has yet to update (or restart), those whose
-// update failed among them.
-func (ro *rollout) due(rs plan.RoleState) []Member {
-	if ro.Restart {
-		return plan.RestartDue(rs)
-	}
-	return plan.Outdated(rs, ro.Failed)
-}
-
-// revisionRecord is a revision, with the settings of its roles while they are kept.
-type revisionRecord struct {
-	Revision
-	Roles []spec.Role `json:"roles,omitempty"`
-}
-
 // Bounds of what revisions keep: the records listed, and the settings kept for undo.
 // Kept settings ride in the state continue-as-new carries, beside the spec: their roles
 // (as JSON, envs included) and the scripts the spec no longer has are held under
@@ -101,7 +48,7 @@ func (c *cluster) initRevisions(at time.Time) {
 			rs.NoteRevision(1, plan.SettingsDigest(r))
 		}
 	}
-	c.state.Revisions = []revisionRecord{{Revision: Revision{Number: 1, At: at, Change: "deployed", Digest: specDigest(c.spec)}}}
+	c.state.Revisions = []RevisionRecord{{Revision: Revision{Number: 1, At: at, Change: "deployed", Digest: specDigest(c.spec)}}}
 }
 
 // noteRevision makes the next revision when the desired spec's roles run other settings
@@ -141,7 +88,7 @@ func (c *cluster) noteRevision(previous spec.Cluster, by, why string, at time.Ti
 	if n := len(c.state.Revisions); n > 0 {
 		c.state.Revisions[n-1].Roles = settingsOf(previous)
 	}
-	c.state.Revisions = append(c.state.Revisions, revisionRecord{
+	c.state.Revisions = append(c.state.Revisions, RevisionRecord{
 		Revision: Revision{Number: c.state.Revision, At: at, By: spec.Clip(by, 256), Change: spec.Clip(change, 1024), Digest: specDigest(c.spec)},
 	})
 	if n := len(c.state.Revisions); n > keptRevisions {
@@ -149,7 +96,7 @@ func (c *cluster) noteRevision(previous spec.Cluster, by, why string, at time.Ti
 	}
 	c.keepRevisionSettings(previous.Scripts)
 	if len(changed) > 0 {
-		c.startRollout(&rollout{Revision: c.state.Revision, Started: at})
+		c.startRollout(&RolloutRecord{Revision: c.state.Revision, Started: at})
 	}
 	return true
 }
@@ -219,7 +166,7 @@ func (c *cluster) keepRevisionSettings(left map[string]string) {
 }
 
 // revisionRecordOf finds a revision still listed.
-func (c *cluster) revisionRecordOf(number int) *revisionRecord {
+func (c *cluster) revisionRecordOf(number int) *RevisionRecord {
 	for i := range c.state.Revisions {
 		if c.state.Revisions[i].Number == number {
 			return &c.state.Revisions[i]
@@ -270,7 +217,7 @@ func (c *cluster) undoSpec(to int) (spec.Cluster, error) {
 
 // startRollout makes ro the rollout in progress. A rolling restart it replaces is dropped:
 // a new revision's members restart with it anyway.
-func (c *cluster) startRollout(ro *rollout) {
+func (c *cluster) startRollout(ro *RolloutRecord) {
 	for i := range c.state.Roles {
 		for j := range c.state.Roles[i].Members {
 			c.state.Roles[i].Members[j].RestartDue = false
@@ -292,7 +239,7 @@ func (c *cluster) validateRolloutPause() error {
 	case !c.rolloutRunning():
 		return refused(apperr.Conflict, "rollout pause refused: cluster %s has no rollout in progress", c.state.Name)
 	case ro.Paused != "":
-		return refused(apperr.Conflict, "rollout pause refused: the %s is already paused: %s", ro.what(), ro.Paused)
+		return refused(apperr.Conflict, "rollout pause refused: the %s is already paused: %s", ro.What(), ro.Paused)
 	}
 	return nil
 }
@@ -316,7 +263,7 @@ func (c *cluster) validateRolloutResume() error {
 func (w *clusterWorkflow) onRolloutResume(ctx workflow.Context) (RolloutStatus, error) {
 	ro := w.state.Rollout
 	ro.Paused, ro.Member, ro.Tripped, ro.TrippedBy = "", "", "", ""
-	w.newGeneration(ro.what() + " resumed")
+	w.newGeneration(ro.What() + " resumed")
 	w.touch(ctx)
 	return w.rolloutAnswer(), nil
 }
@@ -356,7 +303,7 @@ func (w *clusterWorkflow) rollOut(ctx workflow.Context, changed func() bool) (ag
 		return false
 	}
 	roles := plan.RolloutRoles(w.state.Levels, w.state.Roles)
-	pending := len(ro.Replacing) > 0 || slices.ContainsFunc(roles, func(role string) bool { return len(ro.due(*w.state.Role(role))) > 0 })
+	pending := len(ro.Replacing) > 0 || slices.ContainsFunc(roles, func(role string) bool { return len(ro.Due(*w.state.Role(role))) > 0 })
 	if !pending {
 		ro.Ended, ro.Failed, ro.Watching = workflow.Now(ctx), nil, nil
 		return false
@@ -364,7 +311,7 @@ func (w *clusterWorkflow) rollOut(ctx workflow.Context, changed func() bool) (ag
 	if workflow.GetVersion(ctx, change.Rollouts, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
 		return false
 	}
-	w.setPhase(ctx, PhaseRollingOut, ro.what())
+	w.setPhase(ctx, PhaseRollingOut, ro.What())
 	if len(ro.Replacing) > 0 && !w.replacedBatchDone(ctx) {
 		return changed()
 	}
@@ -383,7 +330,7 @@ func (w *clusterWorkflow) rollOut(ctx workflow.Context, changed func() bool) (ag
 			for _, role := range group {
 				def, ok := w.spec.Role(role)
 				rs := w.state.Role(role)
-				due := ro.due(*rs)
+				due := ro.Due(*rs)
 				if !ok || len(due) == 0 {
 					continue
 				}
@@ -423,10 +370,10 @@ func (w *clusterWorkflow) replaceBatch(ctx workflow.Context, def spec.Role, batc
 	for _, old := range batch.Members {
 		m := rs.Member(old.Name)
 		m.State, m.Leaving, m.Since = MemberReplacing, true, workflow.Now(ctx)
-		m.Detail = fmt.Sprintf("being replaced by the %s", ro.what())
+		m.Detail = fmt.Sprintf("being replaced by the %s", ro.What())
 		ro.Replacing = append(ro.Replacing, old.Name)
 	}
-	w.newGeneration(fmt.Sprintf("%s: replace %s", ro.what(), spec.Some(ro.Replacing, refusalNames)))
+	w.newGeneration(fmt.Sprintf("%s: replace %s", ro.What(), spec.Some(ro.Replacing, refusalNames)))
 	w.touch(ctx)
 }
 
@@ -668,7 +615,7 @@ func (c *cluster) allReportedUp(names []string, since time.Time) bool {
 func (w *clusterWorkflow) pauseRollout(ctx workflow.Context, member, why string) {
 	ro := w.state.Rollout
 	ro.Paused, ro.Member, ro.PausedAt = spec.Clip(why, maxDetail), member, workflow.Now(ctx)
-	w.logger.Warn("Rollout paused", "Rollout", ro.what(), "Member", member, "Reason", why)
+	w.logger.Warn("Rollout paused", "Rollout", ro.What(), "Member", member, "Reason", why)
 	w.touch(ctx)
 }
 
@@ -677,9 +624,9 @@ func (w *clusterWorkflow) pauseRollout(ctx workflow.Context, member, why string)
 func (c *cluster) rolloutPausedMessage() string {
 	ro := c.state.Rollout
 	if ro.Restart {
-		return fmt.Sprintf("%s: %s; `clusterflow rollout resume %s` goes on", ro.what(), ro.Paused, c.state.Name)
+		return fmt.Sprintf("%s: %s; `clusterflow rollout resume %s` goes on", ro.What(), ro.Paused, c.state.Name)
 	}
-	return fmt.Sprintf("%s: %s; `clusterflow rollout resume %s` goes on, `clusterflow rollout undo %s` goes back", ro.what(), ro.Paused, c.state.Name, c.state.Name)
+	return fmt.Sprintf("%s: %s; `clusterflow rollout resume %s` goes on, `clusterflow rollout undo %s` goes back", ro.What(), ro.Paused, c.state.Name, c.state.Name)
 }
 
 // rolloutStatus is the latest rollout's progress, or nil when there was none.
@@ -697,12 +644,12 @@ func (c *cluster) rolloutStatus() *RolloutStatus {
 	}
 	for _, role := range plan.RolloutRoles(c.state.Levels, c.state.Roles) {
 		rs := c.state.Role(role)
-		if ro.Moved[role] == 0 && len(ro.due(*rs)) == 0 && (ro.Restart || rs.Current() != ro.Revision) {
+		if ro.Moved[role] == 0 && len(ro.Due(*rs)) == 0 && (ro.Restart || rs.Current() != ro.Revision) {
 			continue // not part of this rollout
 		}
 		def, _ := c.spec.Role(role)
 		rst := RolloutRoleStatus{Role: role, Revision: rs.Current(), Strategy: def.StrategyFor(), Policy: def.Update.String()}
-		outdated := ro.due(*rs)
+		outdated := ro.Due(*rs)
 		if ro.Restart {
 			rst.Updated = ro.Moved[role]
 		}
@@ -756,7 +703,7 @@ func (w *clusterWorkflow) onRestart(ctx workflow.Context, req RestartRequest) (R
 	if err != nil {
 		return RolloutStatus{}, err
 	}
-	w.startRollout(&rollout{Revision: w.state.Revision, Restart: true, Started: workflow.Now(ctx)})
+	w.startRollout(&RolloutRecord{Revision: w.state.Revision, Restart: true, Started: workflow.Now(ctx)})
 	total := 0
 	for _, role := range slices.Sorted(maps.Keys(targets)) {
 		rs := w.state.Role(role)

@@ -1,9 +1,11 @@
 package workflows
 
 import (
+	"fmt"
 	"time"
 
 	"github.com/clusterflow/clusterflow/spec"
+	"github.com/clusterflow/clusterflow/workflows/plan"
 )
 
 // Rollouts: an apply that changes what a role's members run (its startscript, env,
@@ -149,4 +151,57 @@ type RolloutPreview struct {
 type Batch struct {
 	Canary  bool     `json:"canary,omitempty"`
 	Members []string `json:"members"`
+}
+
+// RolloutRecord is the latest RolloutRecord, as the workflow keeps it: of a revision, or a rolling
+// restart (Restart), which runs restart on the members marked RestartDue by the same
+// policy and gate.
+type RolloutRecord struct {
+	Revision int       `json:"revision"`
+	Restart  bool      `json:"restart,omitempty"`
+	Started  time.Time `json:"started"`
+	Ended    time.Time `json:"ended,omitzero"`
+	// Paused says why the rollout is paused, since PausedAt; Member names the member it is
+	// about.
+	Paused   string    `json:"paused,omitempty"`
+	PausedAt time.Time `json:"pausedAt,omitzero"`
+	Member   string    `json:"member,omitempty"`
+	// Failed are members whose update failed: a resume tries them again.
+	Failed []string `json:"failed,omitempty"`
+	// Watching are the members of the batch being watched, and Tripped why the health gate
+	// closed on one of them.
+	Watching  []string `json:"watching,omitempty"`
+	Tripped   string   `json:"tripped,omitempty"`
+	TrippedBy string   `json:"trippedBy,omitempty"`
+	// Moved counts, by role, the members this rollout updated: canaries go first until
+	// that many have.
+	Moved map[string]int `json:"moved,omitempty"`
+	// Replacing are the members of a batch of ReplacingRole being replaced (the replace
+	// strategy): the passes that set up their successors run between the rollout's
+	// batches, and the rollout watches the successors once they are.
+	Replacing     []string `json:"replacing,omitempty"`
+	ReplacingRole string   `json:"replacingRole,omitempty"`
+}
+
+// What names the rollout in messages.
+func (ro *RolloutRecord) What() string {
+	if ro.Restart {
+		return "rolling restart"
+	}
+	return fmt.Sprintf("rollout of revision %d", ro.Revision)
+}
+
+// Due are the members of a role the rollout has yet to update (or restart), those whose
+// update failed among them.
+func (ro *RolloutRecord) Due(rs plan.RoleState) []Member {
+	if ro.Restart {
+		return plan.RestartDue(rs)
+	}
+	return plan.Outdated(rs, ro.Failed)
+}
+
+// RevisionRecord is a revision, with the settings of its roles while they are kept.
+type RevisionRecord struct {
+	Revision
+	Roles []spec.Role `json:"roles,omitempty"`
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 
 	"go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/workflow"
@@ -280,4 +281,24 @@ func (r *roleRunner) holdOperation(ctx workflow.Context) {
 			b.future.SignalChildWorkflow(ctx, StopMembersSignal, StopMembers{Halt: heldForMaintenance})
 		}
 	}
+}
+
+// roleDetails is the Markdown the Web UI shows on a role operation's page.
+func roleDetails(op RoleOperation, r spec.Role, members []Member, nodes *NodeGroup, notice *NoticeRef) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "**%s** of role **%s**, startscript `%s`", op, r.Name, r.Startscript)
+	if len(r.DependsOn) > 0 {
+		fmt.Fprintf(&b, ", after %s", strings.Join(r.DependsOn, ", "))
+	}
+	switch {
+	case notice != nil:
+		fmt.Fprintf(&b, "\n\nNodes of role **%s**, as notice %d says; each member's host works out the ones it is told of", notice.Role, notice.ID)
+	case nodes != nil:
+		fmt.Fprintf(&b, "\n\nNodes of role **%s**: %s", nodes.Role, spec.Some(nodes.Nodes, 20))
+	}
+	b.WriteString("\n\nMembers:")
+	for _, m := range members {
+		fmt.Fprintf(&b, " `%s`", m.Name)
+	}
+	return b.String()
 }

@@ -8,9 +8,9 @@ import (
 	"github.com/clusterflow/clusterflow/workflows/plan"
 )
 
-// clusterState is the cluster workflow's observed state: what it carries across
+// ClusterState is the cluster workflow's observed state: what it carries across
 // continue-as-new, bookkeeping included. Users see its projection, ClusterStatus.
-type clusterState struct {
+type ClusterState struct {
 	Name string `json:"name"`
 	// FailedTeardowns are the latest failed teardowns (at most keptFailedTeardowns).
 	FailedTeardowns []FailedTeardown `json:"failedTeardowns,omitempty"`
@@ -75,11 +75,11 @@ type clusterState struct {
 	// Revision is the revision of what the members run (rollout.go): 1 at deploy, one more
 	// for every apply that changes a role's settings; 0 in runs from before revisions.
 	Revision  int              `json:"revision,omitempty"`
-	Revisions []revisionRecord `json:"revisions,omitempty"`
+	Revisions []RevisionRecord `json:"revisions,omitempty"`
 	// RevisionScripts holds the scripts of kept revisions the desired spec no longer has.
 	RevisionScripts map[string]string `json:"revisionScripts,omitempty"`
 	// Rollout is the latest rollout, running, paused or done.
-	Rollout *rollout `json:"rollout,omitempty"`
+	Rollout *RolloutRecord `json:"rollout,omitempty"`
 	// Actions are the latest actions asked for (at most keptActions), oldest first.
 	Actions []ActionStatus `json:"actions,omitempty"`
 }
@@ -91,17 +91,17 @@ type StaleMember struct {
 	Host   string `json:"host"`
 }
 
-// shownPhase is the phase operators see: maintenance while it holds the cluster, unless
+// ShownPhase is the phase operators see: maintenance while it holds the cluster, unless
 // the cluster is being deleted, which maintenance does not hold.
-func (s *clusterState) shownPhase() Phase {
+func (s *ClusterState) ShownPhase() Phase {
 	if s.Maintenance != nil && s.Phase != PhaseDeleting && s.Phase != PhaseDeleted {
 		return PhaseMaintenance
 	}
 	return s.Phase
 }
 
-// maintenanceDetail says what maintenance holds, for the status message and the details.
-func (s *clusterState) maintenanceDetail() string {
+// MaintenanceDetail says what maintenance holds, for the status message and the details.
+func (s *ClusterState) MaintenanceDetail() string {
 	text := s.Maintenance.Describe() + "; cluster " + string(s.Phase)
 	if s.Message != "" {
 		text += ": " + s.Message
@@ -113,6 +113,6 @@ func (s *clusterState) maintenanceDetail() string {
 }
 
 // Role returns the named role's status.
-func (s *clusterState) Role(name string) *plan.RoleState {
+func (s *ClusterState) Role(name string) *plan.RoleState {
 	return plan.Named(s.Roles, name, func(r *plan.RoleState) string { return r.Name })
 }

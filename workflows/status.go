@@ -9,22 +9,22 @@ import (
 // a member with its output tails and health history takes up to about 20 KiB. A page that
 // reaches its budget lists fewer members than asked for; its roles' counts stay whole.
 const (
-	queryStatusBytes  = 1 << 20
-	resultStatusBytes = 256 << 10
+	QueryStatusBytes  = 1 << 20
+	ResultStatusBytes = 256 << 10
 )
 
-// status projects the workflow's state into what users see: every member, or one page, as
+// Status projects the workflow's state into what users see: every member, or one page, as
 // many as fit in budget bytes.
-func (s clusterState) status(page *StatusPage, budget int) ClusterStatus {
+func (s ClusterState) Status(page *StatusPage, budget int) ClusterStatus {
 	out := ClusterStatus{
-		APIVersion: StatusAPIVersion, Name: s.Name, Home: s.Home, Phase: s.shownPhase(), Message: s.Message, Origin: s.Origin,
+		APIVersion: StatusAPIVersion, Name: s.Name, Home: s.Home, Phase: s.ShownPhase(), Message: s.Message, Origin: s.Origin,
 		Levels: s.Levels, Roles: make([]RoleStatus, len(s.Roles)), CreatedAt: s.CreatedAt, UpdatedAt: s.UpdatedAt,
 		Generation: s.Generation, AttemptedGeneration: s.AttemptedGeneration, ReachedGeneration: s.ReachedGeneration,
 		Maintenance: s.Maintenance, Signatures: s.Signatures, Revision: s.Revision,
 		FailedTeardowns: s.FailedTeardowns,
 	}
 	if out.Phase == PhaseMaintenance {
-		out.Message = s.maintenanceDetail()
+		out.Message = s.MaintenanceDetail()
 	}
 	seen := 0 // members of the roles before this one
 	for i, r := range s.Roles {

@@ -20,7 +20,7 @@ var updateGolden = flag.Bool("update", false, "rewrite testdata/status.golden.js
 // change to it is a deliberate act (run `go test ./workflows -run TestStatusShape -update`,
 // and bump StatusAPIVersion if scripts must adapt). The workflow's bookkeeping stays out.
 func TestStatusShape(t *testing.T) {
-	got, err := json.MarshalIndent(exampleState().status(nil, queryStatusBytes), "", "  ")
+	got, err := json.MarshalIndent(exampleState().Status(nil, QueryStatusBytes), "", "  ")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -46,9 +46,9 @@ func TestStatusShape(t *testing.T) {
 }
 
 // exampleState has a member of every kind the status shows.
-func exampleState() clusterState {
+func exampleState() ClusterState {
 	at := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
-	return clusterState{
+	return ClusterState{
 		Name: "demo", Home: "0123456789ab", Phase: PhaseDegraded, Message: "1 of 2 workers down", Origin: "cluster.yaml",
 		Levels: [][]string{{"controller"}, {"worker"}}, CreatedAt: at, UpdatedAt: at.Add(time.Minute),
 		Operations: 3, Generation: 3, AttemptedGeneration: 3, ReachedGeneration: 2, ConfigMetaVersion: 7,
@@ -76,15 +76,15 @@ func exampleState() clusterState {
 // A status put together from pages of one member is the whole status.
 func TestStatusPagesAddUpToTheWhole(t *testing.T) {
 	state := exampleState()
-	whole := state.status(nil, queryStatusBytes)
-	paged := state.status(&StatusPage{From: 0, Limit: 1}, queryStatusBytes)
+	whole := state.Status(nil, QueryStatusBytes)
+	paged := state.Status(&StatusPage{From: 0, Limit: 1}, QueryStatusBytes)
 	if n := len(paged.Role("controller").Members) + len(paged.Role("worker").Members); n != 1 {
 		t.Fatalf("the first page of 1 holds %d members", n)
 	}
 	for from := 1; from < paged.MemberCount(); from++ {
-		paged.AddMembers(state.status(&StatusPage{From: from, Limit: 1}, queryStatusBytes))
+		paged.AddMembers(state.Status(&StatusPage{From: from, Limit: 1}, QueryStatusBytes))
 	}
-	paged.AddMembers(state.status(&StatusPage{From: 1, Limit: 2}, queryStatusBytes)) // a page seen twice adds nothing
+	paged.AddMembers(state.Status(&StatusPage{From: 1, Limit: 2}, QueryStatusBytes)) // a page seen twice adds nothing
 	a, _ := json.Marshal(whole)
 	b, _ := json.Marshal(paged)
 	if !bytes.Equal(a, b) {

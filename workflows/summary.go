@@ -22,45 +22,9 @@ func Summary(c spec.Cluster) string {
 	return text
 }
 
-// roleDetails is the Markdown the Web UI shows on a role operation's page.
-func roleDetails(op RoleOperation, r spec.Role, members []Member, nodes *NodeGroup, notice *NoticeRef) string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "**%s** of role **%s**, startscript `%s`", op, r.Name, r.Startscript)
-	if len(r.DependsOn) > 0 {
-		fmt.Fprintf(&b, ", after %s", strings.Join(r.DependsOn, ", "))
-	}
-	switch {
-	case notice != nil:
-		fmt.Fprintf(&b, "\n\nNodes of role **%s**, as notice %d says; each member's host works out the ones it is told of", notice.Role, notice.ID)
-	case nodes != nil:
-		fmt.Fprintf(&b, "\n\nNodes of role **%s**: %s", nodes.Role, spec.Some(nodes.Nodes, 20))
-	}
-	b.WriteString("\n\nMembers:")
-	for _, m := range members {
-		fmt.Fprintf(&b, " `%s`", m.Name)
-	}
-	return b.String()
-}
-
 func plural(n int, word string) string {
 	if n == 1 {
 		return word
 	}
 	return word + "s"
-}
-
-// canceledMessage sums up what a cancel left behind.
-func (c *cluster) canceledMessage() string {
-	canceled, notStarted := 0, 0
-	for _, r := range c.state.Roles {
-		for _, m := range r.Members {
-			switch {
-			case m.State == MemberConfigError && m.Detail == "canceled":
-				canceled++
-			case m.State == MemberPending:
-				notStarted++
-			}
-		}
-	}
-	return fmt.Sprintf("stopped at generation %d by a cancel: %d %s canceled, %d not started", c.state.Generation, canceled, plural(canceled, "member"), notStarted)
 }

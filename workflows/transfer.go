@@ -58,19 +58,6 @@ func (w *clusterWorkflow) onExport(ctx workflow.Context) (ClusterExport, error) 
 	return export, nil
 }
 
-// Unpack fills Carried from CarriedGzip, as an export file holds it.
-func (c *ClusterExport) Unpack() error {
-	if len(c.CarriedGzip) == 0 {
-		return nil
-	}
-	carried, err := ClusterInput{CarriedGzip: c.CarriedGzip}.carried()
-	if err != nil {
-		return fmt.Errorf("cluster %s: %w", c.Name, err)
-	}
-	c.Carried, c.CarriedGzip = *carried, nil
-	return nil
-}
-
 // validateRetire allows a retire only after an export taken in the maintenance still on:
 // nothing can have changed since, so the export holds all of the cluster.
 func (c *cluster) validateRetire() error {
@@ -103,23 +90,4 @@ func (w *clusterWorkflow) retire(ctx workflow.Context) (ClusterStatus, error) {
 		return w.snapshot(), err
 	}
 	return w.snapshot(), nil
-}
-
-// MemberList is every member of an exported cluster, role by role.
-func (c ClusterExport) MemberList() []Member {
-	var members []Member
-	for _, rs := range c.Carried.State.Roles {
-		members = append(members, rs.Members...)
-	}
-	return members
-}
-
-// Adopt is the input that starts an exported cluster's workflow on the target, held by the
-// target's maintenance: the run goes on from the exported state, as after a continue-as-new.
-func (c ClusterExport) Adopt(m Maintenance) (ClusterInput, error) {
-	carried := c.Carried
-	carried.State.Maintenance = &m
-	in := ClusterInput{Spec: c.Spec}
-	err := in.carry(carried)
-	return in, err
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/clusterflow/clusterflow/internal/apperr"
 	"github.com/clusterflow/clusterflow/spec"
+	"github.com/clusterflow/clusterflow/workflows/plan"
 )
 
 // refused is a validator's refusal of an update: nothing was written to the history and
@@ -31,7 +32,7 @@ func (c *cluster) refuseChange(what string) error {
 		return err
 	}
 	if m := c.state.Maintenance; m != nil {
-		return m.refused(what)
+		return refusedInMaintenance(*m, what)
 	}
 	return nil
 }
@@ -95,7 +96,7 @@ func (c *cluster) refuseUnplaceable(what string, next spec.Cluster) error {
 	if !c.onHosts() {
 		return nil
 	}
-	if err := placementProblem(next, c.state.Roles, c.state.Hosts, c.hostCheck); err != nil {
+	if err := plan.PlacementProblem(next, c.state.Roles, c.state.Hosts, c.hostCheck); err != nil {
 		return refused(apperr.Invalid, "%s refused: %v", what, err)
 	}
 	return nil
@@ -195,17 +196,6 @@ func (c *cluster) checkMemberEvent(ev MemberEvent) error {
 // refusalNames is how many names a refusal lists before it counts the rest.
 const refusalNames = 5
 
-// CheckMemberEventText refuses a reason or source longer than spec.MaxTextBytes: they are
-// kept in the member's health history, carried whole across continue-as-new.
-func CheckMemberEventText(ev MemberEvent) error {
-	for _, f := range []struct{ name, value string }{{"reason", ev.Reason}, {"source", ev.Source}} {
-		if len(f.value) > spec.MaxTextBytes {
-			return apperr.Errorf(apperr.Invalid, "%s: is %d bytes; at most %d", f.name, len(f.value), spec.MaxTextBytes)
-		}
-	}
-	return nil
-}
-
 func (c *cluster) validateMemberEvent(ev MemberEvent) error {
 	if err := c.refuseChange("member-event"); err != nil {
 		return err
@@ -290,4 +280,9 @@ func sortedCopy(s []string) []string {
 	c := slices.Clone(s)
 	slices.Sort(c)
 	return c
+}
+
+// refusedInMaintenance is a validator's refusal of what to do while maintenance is on.
+func refusedInMaintenance(m Maintenance, what string) error {
+	return refused(apperr.Maintenance, "%s", m.Refusal(what).Error())
 }

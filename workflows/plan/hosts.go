@@ -1,6 +1,7 @@
 package plan
 
 import (
+	"fmt"
 	"slices"
 
 	"github.com/clusterflow/clusterflow/spec"
@@ -57,6 +58,26 @@ func Drain(roles []RoleState, levels [][]string, draining func(host string) bool
 		}
 		if levelHas {
 			return picked
+		}
+	}
+	return nil
+}
+
+// PlacementProblem says why the hosts cannot hold the desired members of every role, or
+// returns nil. Members already on a host that is not lost stay there, even if it takes no
+// new members (cordoned, draining); the rest need room on ready hosts that fit.
+func PlacementProblem(desired spec.Cluster, roles []RoleState, allHosts []Host, check HostCheck) error {
+	for i, r := range desired.Roles {
+		hosts := check.HostsFor(allHosts, desired.Name, r)
+		if r.Members == 0 {
+			continue
+		}
+		var members []Member
+		if rs := RoleOf(roles, r.Name); rs != nil {
+			members = rs.Members
+		}
+		if err := PlacementShortfall(r, members, hosts, r.Members); err != nil {
+			return fmt.Errorf("roles[%d].%w", i, err)
 		}
 	}
 	return nil

@@ -1,11 +1,10 @@
-package workflows
+package plan
 
 import (
 	"strings"
 	"testing"
 
 	"github.com/clusterflow/clusterflow/spec"
-	"github.com/clusterflow/clusterflow/workflows/plan"
 )
 
 func host(name string, labels ...string) Host {
@@ -51,7 +50,7 @@ func TestPlaceMembers(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			placed := plan.PlaceMembers(spec.Role{Name: "w", Placement: tt.placement}, tt.members, tt.hosts)
+			placed := PlaceMembers(spec.Role{Name: "w", Placement: tt.placement}, tt.members, tt.hosts)
 			var got []string
 			for _, m := range placed {
 				switch {
@@ -93,7 +92,7 @@ func TestPlacementProblemNamesTheConstraint(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			err := placementProblem(tt.desired, nil, hosts, plan.HostCheck{})
+			err := PlacementProblem(tt.desired, nil, hosts, HostCheck{})
 			got := ""
 			if err != nil {
 				got = err.Error()
@@ -110,13 +109,13 @@ func TestPlacementProblemKeepsMembersWhereTheyAre(t *testing.T) {
 	role := spec.Role{Name: "w", Members: 3, Placement: spec.Placement{MaxPerHost: 1}}
 	members := []Member{{Name: "x-w-0", State: MemberReady, Host: "a"}, {Name: "x-w-1", State: MemberReady, Host: "b"}}
 	desired := spec.Cluster{Roles: []spec.Role{role}}
-	roles := []plan.RoleState{{Name: "w", Members: members}}
+	roles := []RoleState{{Name: "w", Members: members}}
 	// a and b keep their members; c is lost, and a has no room for a third.
-	if err := placementProblem(desired, roles, hosts, plan.HostCheck{}); err == nil || err.Error() != "roles[0].placement: 3 members with maxPerHost 1 need 3 hosts; 1 is ready (a)" {
+	if err := PlacementProblem(desired, roles, hosts, HostCheck{}); err == nil || err.Error() != "roles[0].placement: 3 members with maxPerHost 1 need 3 hosts; 1 is ready (a)" {
 		t.Errorf("got %v", err)
 	}
 	desired.Roles[0].Members = 2
-	if err := placementProblem(desired, roles, hosts, plan.HostCheck{}); err != nil {
+	if err := PlacementProblem(desired, roles, hosts, HostCheck{}); err != nil {
 		t.Errorf("members staying on a cordoned host were refused: %v", err)
 	}
 }
@@ -125,35 +124,35 @@ func TestPlanDrain(t *testing.T) {
 	m := func(name, host string, state MemberState) Member { return Member{Name: name, Host: host, State: state} }
 	levels := [][]string{{"controller"}, {"worker"}}
 	draining := func(host string) bool { return host == "d" }
-	limitOf := func(n int) func(plan.RoleState) int { return func(plan.RoleState) int { return n } }
+	limitOf := func(n int) func(RoleState) int { return func(RoleState) int { return n } }
 	tests := []struct {
 		name  string
-		roles []plan.RoleState
+		roles []RoleState
 		limit int
 		want  string
 	}{
-		{"a level at a time", []plan.RoleState{
+		{"a level at a time", []RoleState{
 			{Name: "controller", Members: []Member{m("c0", "d", MemberReady)}},
 			{Name: "worker", Members: []Member{m("w0", "d", MemberReady), m("w1", "a", MemberReady)}},
 		}, 1, "c0"},
-		{"the next level once the first is off the host", []plan.RoleState{
+		{"the next level once the first is off the host", []RoleState{
 			{Name: "controller", Members: []Member{m("c1", "a", MemberReady)}},
 			{Name: "worker", Members: []Member{m("w0", "d", MemberReady), m("w1", "d", MemberReady), m("w2", "d", MemberReady)}},
 		}, 2, "w0 w1"},
-		{"wait while a replacement is under way", []plan.RoleState{
+		{"wait while a replacement is under way", []RoleState{
 			{Name: "controller", Members: []Member{m("c0", "d", MemberReplacing), m("c1", "a", MemberPending)}},
 			{Name: "worker", Members: []Member{m("w0", "d", MemberReady)}},
 		}, 1, ""},
-		{"room left by maxUnavailable", []plan.RoleState{
+		{"room left by maxUnavailable", []RoleState{
 			{Name: "worker", Members: []Member{m("w0", "d", MemberReplacing), m("w1", "d", MemberReady), m("w2", "d", MemberReady), m("w3", "a", MemberPending)}},
 		}, 2, "w1"},
-		{"nothing on a draining host", []plan.RoleState{
+		{"nothing on a draining host", []RoleState{
 			{Name: "worker", Members: []Member{m("w0", "a", MemberReady)}},
 		}, 1, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got := strings.Join(plan.Drain(tt.roles, levels, draining, limitOf(tt.limit)), " ")
+			got := strings.Join(Drain(tt.roles, levels, draining, limitOf(tt.limit)), " ")
 			if got != tt.want {
 				t.Errorf("drains %q, want %q", got, tt.want)
 			}
@@ -170,12 +169,12 @@ func TestPlacementRespectsHostAllowLists(t *testing.T) {
 	prod := allow(host("p1"), Admission{Namespaces: []string{"prod"}})
 	loose := allow(host("l1"), Admission{EnvOverride: true})
 	plain, pathEnv := spec.Role{Name: "w"}, spec.Role{Name: "w", Env: map[string]string{"PATH": "/opt/x/bin", "A": "b"}}
-	on := func(ns string) plan.HostCheck { return plan.HostCheck{On: true, Namespace: ns} }
+	on := func(ns string) HostCheck { return HostCheck{On: true, Namespace: ns} }
 	tests := []struct {
 		name    string
 		cluster string
 		role    spec.Role
-		check   plan.HostCheck
+		check   HostCheck
 		hosts   []Host
 		members []Member
 		want    string
@@ -188,11 +187,11 @@ func TestPlacementRespectsHostAllowLists(t *testing.T) {
 		{"a loader variable needs a host that allows it", "c", pathEnv, on("dev"), []Host{host("a0"), loose}, pendingMembers(2), "l1 l1"},
 		{"members already there stay", "team-b-db", plain, on("dev"), []Host{teamA, host("z1")},
 			append([]Member{{Name: "c-w-0", State: MemberReady, Host: "a1"}}, pendingMembers(2)[1:]...), "a1 z1"},
-		{"runs from before the allow-lists", "team-b-db", pathEnv, plan.HostCheck{}, []Host{teamA}, pendingMembers(1), "a1"},
+		{"runs from before the allow-lists", "team-b-db", pathEnv, HostCheck{}, []Host{teamA}, pendingMembers(1), "a1"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			placed := plan.PlaceMembers(tt.role, tt.members, tt.check.HostsFor(tt.hosts, tt.cluster, tt.role))
+			placed := PlaceMembers(tt.role, tt.members, tt.check.HostsFor(tt.hosts, tt.cluster, tt.role))
 			var got []string
 			for _, m := range placed {
 				if m.Host != "" {
@@ -207,7 +206,7 @@ func TestPlacementRespectsHostAllowLists(t *testing.T) {
 		})
 	}
 	// The refusal names the host and why.
-	err := placementProblem(spec.Cluster{Name: "c", Roles: []spec.Role{{Name: "w", Members: 1, Env: map[string]string{"LD_PRELOAD": "/x.so"}}}},
+	err := PlacementProblem(spec.Cluster{Name: "c", Roles: []spec.Role{{Name: "w", Members: 1, Env: map[string]string{"LD_PRELOAD": "/x.so"}}}},
 		nil, []Host{host("a0")}, on("dev"))
 	want := "roles[0].placement: 1 member needs hosts; none is ready (a0 lets no spec set the loader variable LD_PRELOAD (worker --allow-env-override))"
 	if err == nil || err.Error() != want {
