@@ -17,6 +17,7 @@ import (
 	"github.com/clusterflow/clusterflow/internal/backend"
 	"github.com/clusterflow/clusterflow/internal/signing"
 	"github.com/clusterflow/clusterflow/workflows"
+	"github.com/clusterflow/clusterflow/workflows/cluster"
 )
 
 // Options configure a worker.
@@ -194,10 +195,10 @@ func New(c client.Client, opts Options) (sdkworker.Worker, error) {
 func RegisterWorkflows(r interface {
 	RegisterWorkflowWithOptions(any, workflow.RegisterOptions)
 }) {
-	r.RegisterWorkflowWithOptions(workflows.ClusterWorkflow, workflow.RegisterOptions{Name: workflows.ClusterWorkflowName})
-	r.RegisterWorkflowWithOptions(workflows.RoleWorkflow, workflow.RegisterOptions{Name: workflows.RoleWorkflowName})
-	r.RegisterWorkflowWithOptions(workflows.HostsWorkflow, workflow.RegisterOptions{Name: workflows.HostsWorkflowName})
-	r.RegisterWorkflowWithOptions(workflows.MemberLogWorkflow, workflow.RegisterOptions{Name: workflows.MemberLogWorkflowName})
-	r.RegisterWorkflowWithOptions(workflows.OrphansWorkflow, workflow.RegisterOptions{Name: workflows.OrphansWorkflowName})
-	r.RegisterWorkflowWithOptions(workflows.MaintenanceWorkflow, workflow.RegisterOptions{Name: workflows.MaintenanceWorkflowName})
+	r.RegisterWorkflowWithOptions(cluster.ClusterWorkflow, workflow.RegisterOptions{Name: workflows.ClusterWorkflowName})
+	r.RegisterWorkflowWithOptions(cluster.RoleWorkflow, workflow.RegisterOptions{Name: workflows.RoleWorkflowName})
+	r.RegisterWorkflowWithOptions(cluster.HostsWorkflow, workflow.RegisterOptions{Name: workflows.HostsWorkflowName})
+	r.RegisterWorkflowWithOptions(cluster.MemberLogWorkflow, workflow.RegisterOptions{Name: workflows.MemberLogWorkflowName})
+	r.RegisterWorkflowWithOptions(cluster.OrphansWorkflow, workflow.RegisterOptions{Name: workflows.OrphansWorkflowName})
+	r.RegisterWorkflowWithOptions(cluster.MaintenanceWorkflow, workflow.RegisterOptions{Name: workflows.MaintenanceWorkflowName})
 }

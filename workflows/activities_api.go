@@ -2,9 +2,6 @@ package workflows
 
 import (
 	"context"
-	"reflect"
-	"runtime"
-	"strings"
 	"time"
 
 	"github.com/clusterflow/clusterflow/internal/backend"
@@ -30,32 +27,6 @@ type ActivityContract interface {
 	ListHostClusters(ctx context.Context) ([]HostCluster, error)
 	SignalAll(ctx context.Context, b Broadcast) (int, error)
 	AssignPorts(ctx context.Context, req backend.PortRequest) (backend.PortAssignment, error)
-}
-
-// The activities' names, as the SDK names a registered method: checked by the compiler
-// against the contract, so a renamed method cannot leave a workflow asking for an
-// activity no worker has.
-var (
-	actCheckInHost        = activityName(ActivityContract.CheckInHost)
-	actHoldHostLease      = activityName(ActivityContract.HoldHostLease)
-	actWriteClusterFiles  = activityName(ActivityContract.WriteClusterFiles)
-	actCreateMember       = activityName(ActivityContract.CreateMember)
-	actRemoveMember       = activityName(ActivityContract.RemoveMember)
-	actListMembers        = activityName(ActivityContract.ListMembers)
-	actListMemberOrdinals = activityName(ActivityContract.ListMemberOrdinals)
-	actRemoveCluster      = activityName(ActivityContract.RemoveCluster)
-	actAssignPorts        = activityName(ActivityContract.AssignPorts)
-	actRunStartscript     = activityName(ActivityContract.RunStartscript)
-	actStopScript         = activityName(ActivityContract.StopScript)
-	actReadMemberLog      = activityName(ActivityContract.ReadMemberLog)
-	actListHostClusters   = activityName(ActivityContract.ListHostClusters)
-	actSignalAll          = activityName(ActivityContract.SignalAll)
-)
-
-// activityName is a method expression's method name.
-func activityName(method any) string {
-	full := runtime.FuncForPC(reflect.ValueOf(method).Pointer()).Name()
-	return strings.TrimSuffix(full[strings.LastIndex(full, ".")+1:], "-fm")
 }
 
 // MemberListing is what a backend has of a cluster's members, by role and ordinal ranges,

@@ -1,6 +1,7 @@
 package workflows
 
 import (
+	"encoding/json"
 	"fmt"
 
 	"github.com/clusterflow/clusterflow/internal/gzjson"
@@ -19,7 +20,7 @@ import (
 // member may add beyond that, its output tails, health history and detail, is shed as
 // packedCarried describes when it would not fit.
 func (in *ClusterInput) Carry(c Carried) error {
-	plain, packed, err := packCarried(c, payloadSize(in.Spec))
+	plain, packed, err := packCarried(c, PayloadSize(in.Spec))
 	in.Carried, in.CarriedGzip = plain, packed
 	return err
 }
@@ -106,4 +107,13 @@ func (in ClusterInput) ReadCarried() (*Carried, error) {
 		return nil, fmt.Errorf("unpack the carried state: %w", err)
 	}
 	return &c, nil
+}
+
+// PayloadSize is the size of v as JSON, which is how the SDK's default converter sends it.
+func PayloadSize(v any) int {
+	data, err := json.Marshal(v)
+	if err != nil {
+		return 0
+	}
+	return len(data)
 }

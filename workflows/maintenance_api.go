@@ -142,3 +142,14 @@ func (c ClusterExport) Adopt(m Maintenance) (ClusterInput, error) {
 	err := in.Carry(carried)
 	return in, err
 }
+
+// Pack puts the exported state in the export as a continue-as-new would carry it: an
+// update's result is one payload, as a workflow input is.
+func (c *ClusterExport) Pack(carried Carried) error {
+	plain, packed, err := packCarried(carried, PayloadSize(c.Spec))
+	if plain != nil {
+		c.Carried = *plain
+	}
+	c.CarriedGzip = packed
+	return err
+}

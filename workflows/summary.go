@@ -15,14 +15,15 @@ func Summary(c spec.Cluster) string {
 	for _, level := range levels {
 		plan = append(plan, strings.Join(level, ", "))
 	}
-	text := fmt.Sprintf("%s: %d %s, %d %s", c.Name, len(c.Roles), plural(len(c.Roles), "role"), c.TotalMembers(), plural(c.TotalMembers(), "member"))
+	text := fmt.Sprintf("%s: %d %s, %d %s", c.Name, len(c.Roles), Plural(len(c.Roles), "role"), c.TotalMembers(), Plural(c.TotalMembers(), "member"))
 	if err == nil {
 		text += " (" + strings.Join(plan, " → ") + ")"
 	}
 	return text
 }
 
-func plural(n int, word string) string {
+// Plural is word, with an s unless n is 1.
+func Plural(n int, word string) string {
 	if n == 1 {
 		return word
 	}

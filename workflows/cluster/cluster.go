@@ -1,0 +1,396 @@
+package cluster
+
+import (
+	"crypto/rand"
+	"fmt"
+
+	"go.temporal.io/sdk/log"
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/clusterflow/clusterflow/internal/backend"
+	"github.com/clusterflow/clusterflow/internal/signing"
+	"github.com/clusterflow/clusterflow/spec"
+	"github.com/clusterflow/clusterflow/workflows"
+	"github.com/clusterflow/clusterflow/workflows/internal/change"
+	"github.com/clusterflow/clusterflow/workflows/plan"
+)
+
+// ClusterWorkflow is the entity workflow of one cluster, with ID cluster/<name>. It holds
+// the desired spec and every member's observed state, converges the members to the spec
+// whenever it changes (deploy, resize, apply), and lives until the cluster is deleted,
+// continuing as new between operations to keep its history small.
+func ClusterWorkflow(ctx workflow.Context, in workflows.ClusterInput) (workflows.ClusterStatus, error) {
+	w, err := newClusterWorkflow(ctx, in)
+	if err != nil {
+		return workflows.ClusterStatus{}, err
+	}
+	if err := w.setup(ctx); err != nil {
+		return workflows.ClusterStatus{}, err
+	}
+	return w.run(ctx)
+}
+
+// defaultContinueAsNewEvery bounds a run's operations even when Temporal does not yet
+// suggest continuing as new; reconcilesPerRun bounds its periodic reconciles (about 10
+// events each) the same way.
+const (
+	defaultContinueAsNewEvery = 50
+	reconcilesPerRun          = 300
+)
+
+// cluster is the cluster's desired and observed state, with the bookkeeping around them,
+// and every decision about them that needs no workflow context: the workflow
+// (clusterWorkflow) carries them out.
+type cluster struct {
+	// spec is the desired state; its generation is state.Generation.
+	spec spec.Cluster
+	// retiring holds roles an apply removed, until their members are gone.
+	retiring []spec.Role
+	state    workflows.ClusterState
+	// removed are members that left and that others are still to be told about.
+	removed []workflows.RemovedNode
+
+	continueAsNewEvery int
+	operationsThisRun  int
+	reconcilesThisRun  int
+
+	deleteRequested bool
+	cancelRequested bool
+	// retireRequested closes the workflow without a teardown: the cluster moved.
+	retireRequested bool
+
+	// healthVersion counts health changes, to wake the health watcher.
+	healthVersion int
+	// membershipEpoch counts members added and forgotten, so that a reconcile whose
+	// listing is older than a membership change does not take a new or just removed
+	// member for a rogue.
+	membershipEpoch int
+	// rogues are backend members reconcile found that the next pass removes.
+	rogues []backend.MemberRef
+	// lastChange says what the latest generation is for, in the updating phase's message.
+	lastChange string
+	// touches counts changes of the state (touch), so that waits on the state can check a
+	// number rather than walk every member.
+	touches int
+
+	// bounded says this run keeps every payload bounded (change.BoundedPayloads); runs that
+	// began before keep the old ways to their end.
+	bounded bool
+	// signedGenerations says hosts are sent the manifest of the current spec, signed or
+	// not (change.SignedGenerations).
+	signedGenerations bool
+	// setUpElsewhere says members being set up on a lost host are set up elsewhere
+	// (change.SetUpElsewhere).
+	setUpElsewhere bool
+	// lifecycle says this run keeps the lifecycle contract of change.Lifecycle.
+	lifecycle bool
+	// appContract says this run keeps the contract of change.AppContract too.
+	appContract bool
+	// hostCheck is what placement asks of hosts' allow-lists (change.HostAllowLists).
+	hostCheck plan.HostCheck
+	// operating says an operation is in progress (the workflow can cancel it).
+	operating bool
+	// activeOps maps a role to the operation acting on its members now.
+	activeOps map[string]*activeOp
+	// logger is the workflow's, which stays quiet during replay.
+	logger log.Logger
+}
+
+// clusterWorkflow is the cluster's entity workflow: its handlers, its run loop and the
+// executor of the planner's passes, over the cluster it keeps.
+type clusterWorkflow struct {
+	cluster
+	// cancelOperation stops the operation in progress, for a cancel or a delete.
+	cancelOperation workflow.CancelFunc
+	// filesLock keeps configmeta writes in order: the operation and an update that grows a
+	// role midway both write it.
+	filesLock workflow.Mutex
+	// runner runs role operations as child workflows.
+	runner *roleRunner
+	// health is member health.
+	health *healthMachine
+	// hosts follows the host registry.
+	hosts *hostWatcher
+}
+
+func newClusterWorkflow(ctx workflow.Context, in workflows.ClusterInput) (*clusterWorkflow, error) {
+	w := &clusterWorkflow{
+		cluster:   cluster{spec: in.Spec, activeOps: map[string]*activeOp{}, continueAsNewEvery: in.ContinueAsNewEvery, logger: workflow.GetLogger(ctx)},
+		filesLock: workflow.NewMutex(ctx),
+	}
+	w.runner = &roleRunner{cluster: &w.cluster, touch: w.touch}
+	w.hosts = &hostWatcher{cluster: &w.cluster, touch: w.touch}
+	w.health = &healthMachine{cluster: &w.cluster, runner: w.runner, touch: w.touch, setPhase: w.setPhase, onEachHost: w.hosts.onEachHost}
+	w.hosts.health = w.health
+	if w.continueAsNewEvery <= 0 {
+		w.continueAsNewEvery = defaultContinueAsNewEvery
+	}
+	// Asked before the first placement, which the start of a deploy makes.
+	if workflow.GetVersion(ctx, change.HostAllowLists, workflow.DefaultVersion, 1) >= 1 {
+		w.hostCheck = plan.HostCheck{On: true, Namespace: workflow.GetInfo(ctx).Namespace}
+	}
+	w.lifecycle = workflow.GetVersion(ctx, change.Lifecycle, workflow.DefaultVersion, 1) >= 1
+	w.appContract = w.lifecycle && workflow.GetVersion(ctx, change.AppContract, workflow.DefaultVersion, 1) >= 1
+	carried, err := in.ReadCarried()
+	if err != nil {
+		return nil, temporal.NewNonRetryableApplicationError("cannot read the state carried over: "+err.Error(), "InvalidInput", nil)
+	}
+	if carried != nil {
+		w.state, w.removed, w.retiring, w.deleteRequested = carried.State, carried.Removed, carried.Retiring, carried.Deleting
+		w.initRevisions(w.state.CreatedAt)
+		w.makeFolderKey(ctx)
+		return w, nil
+	}
+	levels, err := spec.Levels(in.Spec.Roles)
+	if err != nil {
+		return nil, temporal.NewNonRetryableApplicationError("invalid spec: "+err.Error(), "InvalidSpec", nil)
+	}
+	if problems := spec.CheckLimits(in.Spec); len(problems) > 0 {
+		// The CLI and the starter refuse such a spec; a raw SDK call may still send one.
+		return nil, temporal.NewNonRetryableApplicationError("invalid spec: "+describeProblems(problems), "InvalidSpec", nil)
+	}
+	now := workflow.Now(ctx)
+	w.state = workflows.ClusterState{
+		Name: in.Spec.Name, Phase: workflows.PhaseDeploying, Origin: in.Spec.Origin,
+		Levels: levels, CreatedAt: now, UpdatedAt: now, Generation: 1, SpecGeneration: 1,
+	}
+	if workflow.GetVersion(ctx, change.SandboxHomes, workflow.DefaultVersion, 1) >= 1 {
+		w.state.Home = backend.HomeOf(workflow.GetInfo(ctx).WorkflowExecution.RunID)
+	}
+	w.makeFolderKey(ctx)
+	w.noteSignature()
+	if len(in.Hosts) > 0 {
+		w.state.OnHosts, w.state.Hosts = true, in.Hosts
+	}
+	for _, r := range in.Spec.Roles {
+		w.state.Roles = append(w.state.Roles, plan.RoleState{Name: r.Name, Level: plan.LevelOf(levels, r.Name), DependsOn: r.DependsOn, Desired: r.Members})
+	}
+	w.addPendingMembers(workflow.Now(ctx))
+	w.initRevisions(now)
+	return w, nil
+}
+
+// makeFolderKey gives a cluster with none its folder key, once (change.FolderKeys).
+func (w *clusterWorkflow) makeFolderKey(ctx workflow.Context) {
+	if w.state.FolderKey != "" || workflow.GetVersion(ctx, change.FolderKeys, workflow.DefaultVersion, 1) < 1 {
+		return
+	}
+	// Random, so made once and recorded: a replay reads it back.
+	_ = workflow.SideEffect(ctx, func(workflow.Context) any { return rand.Text() }).Get(&w.state.FolderKey)
+}
+
+func (w *clusterWorkflow) setup(ctx workflow.Context) error {
+	w.bounded = workflow.GetVersion(ctx, change.BoundedPayloads, workflow.DefaultVersion, 1) >= 1
+	w.signedGenerations = w.bounded && workflow.GetVersion(ctx, change.SignedGenerations, workflow.DefaultVersion, 1) >= 1
+	if w.signedGenerations && w.state.SpecGeneration == 0 {
+		w.state.SpecGeneration = w.state.Generation // a cluster of before: its spec is at least this new
+	}
+	w.setUpElsewhere = workflow.GetVersion(ctx, change.SetUpElsewhere, workflow.DefaultVersion, 1) >= 1
+	if err := workflow.SetQueryHandlerWithOptions(ctx, workflows.StatusQuery, func(page *workflows.StatusPage) (workflows.ClusterStatus, error) {
+		status := w.state.Status(page, workflows.QueryStatusBytes)
+		status.Rollout, status.Revisions, status.Actions = w.rolloutStatus(), w.revisionsList(), w.state.Actions
+		for i := range status.Roles {
+			if r, ok := w.spec.Role(status.Roles[i].Name); ok {
+				status.Roles[i].Placement = r.Placement
+			}
+		}
+		return status, nil
+	}, workflow.QueryHandlerOptions{Description: "The cluster's phase, roles and members, as `clusterflow status -o json` prints them; with {from, limit}, only that page of members"}); err != nil {
+		return err
+	}
+	if err := workflow.SetQueryHandlerWithOptions(ctx, workflows.ManifestQuery, func(req workflows.ResizeRequest) (signing.Manifest, error) {
+		next := w.resized(req)
+		// The signer adds the namespace's ID, which it knows and the workflow does not.
+		next.Signature = &spec.Signature{Generation: w.state.Generation + 1}
+		return signing.ManifestOf(next, workflow.GetInfo(ctx).Namespace), nil
+	}, workflow.QueryHandlerOptions{Description: "The manifest a signature of the spec covers, as a resize to {counts} would make it"}); err != nil {
+		return err
+	}
+	if err := workflow.SetQueryHandlerWithOptions(ctx, workflows.PreviewQuery, func(req workflows.PreviewRequest) (workflows.Preview, error) {
+		return w.preview(req), nil
+	}, workflow.QueryHandlerOptions{Description: "What an apply of {spec} or a resize to {counts} would do, changing nothing (the dry run)"}); err != nil {
+		return err
+	}
+	if err := w.setUpdateHandlers(ctx); err != nil {
+		return err
+	}
+	progress := workflow.GetSignalChannel(ctx, workflows.RoleProgressSignal)
+	workflow.Go(ctx, func(ctx workflow.Context) {
+		for {
+			var p workflows.RoleProgress
+			progress.Receive(ctx, &p)
+			w.runner.applyProgress(ctx, p)
+		}
+	})
+	w.health.receiveMemberEvents(ctx)
+	w.receiveMaintenance(ctx)
+	if err := w.setTransferHandlers(ctx); err != nil {
+		return err
+	}
+	if err := workflow.UpsertTypedSearchAttributes(ctx,
+		workflows.ClusterNameKey.ValueSet(w.state.Name), workflows.ClusterPhaseKey.ValueSet(string(w.state.ShownPhase()))); err != nil {
+		return err
+	}
+	if w.onHosts() && workflow.GetVersion(ctx, change.Hosts, workflow.DefaultVersion, 1) >= 1 {
+		w.hosts.watchHosts(ctx)
+	}
+	// Runs recorded before member health had no health timer.
+	if workflow.GetVersion(ctx, change.MemberHealth, workflow.DefaultVersion, 1) >= 1 {
+		workflow.Go(ctx, w.health.watchHealth)
+	}
+	return nil
+}
+
+// run converges the cluster each time its desired generation moves on, until a delete.
+func (w *clusterWorkflow) run(ctx workflow.Context) (workflows.ClusterStatus, error) {
+	for {
+		err := workflow.Await(ctx, func() bool {
+			return w.deleteRequested || w.retireRequested || w.operationDue() || w.continueAsNewDue(ctx)
+		})
+		if err != nil {
+			// The workflow itself was cancelled (say from the Web UI): leave nothing behind.
+			w.logger.Info("Cluster workflow cancelled; deleting the cluster")
+			break
+		}
+		// A run whose history has grown starts afresh before its next operation, or a
+		// delete, so that no run holds more than one large operation (one on 20,000
+		// members adds about 15 MB): runs from before bounded payloads went on.
+		if w.bounded && w.continueAsNewDue(ctx) && (w.deleteRequested || w.operationDue()) {
+			return workflows.ClusterStatus{}, w.continueAsNew(ctx)
+		}
+		if w.deleteRequested {
+			break
+		}
+		if w.retireRequested {
+			return w.retire(ctx)
+		}
+		if w.operationDue() {
+			w.operate(ctx)
+			continue
+		}
+		return workflows.ClusterStatus{}, w.continueAsNew(ctx)
+	}
+	w.delete(ctx)
+	if ctx.Err() != nil {
+		return w.snapshot(), ctx.Err()
+	}
+	// Let the delete update that got us here return before the workflow closes.
+	_ = workflow.Await(ctx, func() bool { return workflow.AllHandlersFinished(ctx) })
+	return w.snapshot(), nil
+}
+
+// changePending says an operation is owed: a new generation, or one maintenance held.
+func (c *cluster) changePending() bool {
+	return c.state.Generation > c.state.AttemptedGeneration || c.state.Held != ""
+}
+
+// operationDue says an operation should start now: maintenance holds them all.
+func (c *cluster) operationDue() bool {
+	return c.changePending() && !c.inMaintenance()
+}
+
+// operate runs one operation, converging to the desired generation, on a context a cancel
+// or a delete can stop.
+func (w *clusterWorkflow) operate(ctx workflow.Context) {
+	opCtx, cancel := workflow.WithCancel(ctx)
+	w.cancelOperation, w.operating = cancel, true
+	w.converge(opCtx)
+	w.cancelOperation, w.operating = nil, false
+	w.operationsThisRun++
+	w.hosts.drain(ctx)
+	if w.cancelRequested && !w.deleteRequested {
+		w.cancelRequested = false
+		if ro := w.state.Rollout; w.rolloutRunning() && ro.Paused == "" {
+			ro.Paused, ro.PausedAt = "canceled by an operator", workflow.Now(ctx) // `rollout resume` goes on with it
+		}
+		w.setPhase(ctx, workflows.PhaseCanceled, w.canceledMessage())
+	}
+}
+
+// continueAsNewDue says the history has grown enough to start afresh, which happens only
+// between operations.
+func (w *clusterWorkflow) continueAsNewDue(ctx workflow.Context) bool {
+	return workflow.GetInfo(ctx).GetContinueAsNewSuggested() || w.operationsThisRun >= w.continueAsNewEvery || w.reconcilesThisRun >= reconcilesPerRun
+}
+
+// continueAsNew hands the whole state to a fresh run once no update handler is midway.
+func (w *clusterWorkflow) continueAsNew(ctx workflow.Context) error {
+	if err := workflow.Await(ctx, func() bool { return workflow.AllHandlersFinished(ctx) }); err != nil {
+		return err
+	}
+	w.logger.Info("Continuing as new", "Operations", w.state.Operations, "Generation", w.state.Generation)
+	next := workflows.ClusterInput{Spec: w.spec, ContinueAsNewEvery: w.continueAsNewEvery}
+	if err := next.Carry(workflows.Carried{State: w.state, Removed: w.removed, Retiring: w.retiring, Deleting: w.deleteRequested}); err != nil {
+		return err
+	}
+	return workflow.NewContinueAsNewError(ctx, workflows.ClusterWorkflowName, next)
+}
+
+// setPhase records a phase change where operators look: status, search attributes, details.
+func (w *clusterWorkflow) setPhase(ctx workflow.Context, phase workflows.Phase, message string) {
+	shown := w.state.ShownPhase()
+	w.state.Phase, w.state.Message = phase, message
+	w.touch(ctx)
+	if w.state.ShownPhase() != shown {
+		if err := workflow.UpsertTypedSearchAttributes(ctx, workflows.ClusterPhaseKey.ValueSet(string(w.state.ShownPhase()))); err != nil {
+			w.logger.Warn("Could not upsert the ClusterPhase search attribute", "Error", err)
+		}
+	}
+	w.logger.Info("Cluster phase", "Phase", phase, "Message", message)
+}
+
+// touch notes that the state changed and refreshes the workflow's current details.
+func (w *clusterWorkflow) touch(ctx workflow.Context) {
+	w.touches++
+	w.state.UpdatedAt = workflow.Now(ctx)
+	workflow.SetCurrentDetails(ctx, w.details())
+}
+
+// resultMembers bounds the members in the status that updates and the workflow return:
+// results land in the history, and a status of thousands of members would pass Temporal's
+// payload limit. The status query pages through them all.
+const resultMembers = 1000
+
+// snapshot is the status as updates and the workflow's result carry it.
+func (c *cluster) snapshot() workflows.ClusterStatus {
+	return c.state.Status(&workflows.StatusPage{Limit: resultMembers}, workflows.ResultStatusBytes)
+}
+
+// roleSpec finds a role of the desired spec, or one an apply removed whose members are not
+// gone yet.
+func (c *cluster) roleSpec(name string) (spec.Role, bool) {
+	if r, ok := c.spec.Role(name); ok {
+		return r, true
+	}
+	for _, r := range c.retiring {
+		if r.Name == name {
+			return r, true
+		}
+	}
+	return spec.Role{}, false
+}
+
+func countMembers(roles []plan.RoleState, states ...plan.MemberState) (matching, total int) {
+	for _, r := range roles {
+		matching += plan.CountState(r.Members, states...)
+		total += len(r.Members)
+	}
+	return matching, total
+}
+
+// canceledMessage sums up what a cancel left behind.
+func (c *cluster) canceledMessage() string {
+	canceled, notStarted := 0, 0
+	for _, r := range c.state.Roles {
+		for _, m := range r.Members {
+			switch {
+			case m.State == plan.MemberConfigError && m.Detail == "canceled":
+				canceled++
+			case m.State == plan.MemberPending:
+				notStarted++
+			}
+		}
+	}
+	return fmt.Sprintf("stopped at generation %d by a cancel: %d %s canceled, %d not started", c.state.Generation, canceled, workflows.Plural(canceled, "member"), notStarted)
+}

@@ -1,0 +1,353 @@
+package cluster
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/clusterflow/clusterflow/spec"
+	"github.com/clusterflow/clusterflow/workflows"
+	"github.com/clusterflow/clusterflow/workflows/internal/change"
+	"github.com/clusterflow/clusterflow/workflows/plan"
+)
+
+// The executor runs the planner's passes (workflows/plan): deploys, resizes and applies
+// (removal, restart starts, setup, announcements), and deletes (the removal toward the
+// empty spec). It is the one level loop: each step is planned when it is taken, and run as
+// a child workflow per role through the role runner.
+
+// passHooks let an operation act around a pass's steps. before runs ahead of each step's
+// planning (writing the cluster's files, say) and after once the step ran; either returns
+// false to end the pass. Any may be nil.
+type passHooks struct {
+	before func(step plan.Step) bool
+	after  func(step plan.Step) bool
+	// prepare, once a step's work is planned, readies it (writing what its members will
+	// read, say) and may change it; false ends the pass there, running nothing.
+	prepare func(step plan.Step, work []plan.RoleWork) ([]plan.RoleWork, bool)
+	// restarted names the restarted hosts, for a restart pass.
+	restarted []string
+}
+
+// runPass takes the pass's steps in order until one ends it, the context ends, or none is
+// left. desired is read at each step: a change that arrives midway is planned for.
+func (w *clusterWorkflow) runPass(ctx workflow.Context, desired *spec.Cluster, pass plan.Pass, hooks passHooks) {
+	for _, step := range pass.Steps {
+		if ctx.Err() != nil || hooks.before != nil && !hooks.before(step) {
+			return
+		}
+		forget, work := step.Work(*desired, w.state.Roles, hooks.restarted)
+		for _, name := range forget {
+			_, m := w.findMember(name)
+			m.State, m.Since = plan.MemberDeleted, workflow.Now(ctx) // never created: nothing to tear down
+		}
+		switch step.Op {
+		case plan.OpTeardown, plan.OpDecommission:
+			work = w.dropUnreachable(work, workflow.Now(ctx))
+			if w.lifecycle {
+				w.sayWhyRemoved(work)
+			}
+		case plan.OpConfigure:
+			w.markSetUpNow(work)
+		}
+		if hooks.prepare != nil {
+			var ok bool
+			if work, ok = hooks.prepare(step, work); !ok {
+				return
+			}
+		}
+		w.runner.runLevel(ctx, step.Op, work)
+		switch step.Op {
+		case plan.OpTeardown:
+			for _, rw := range work {
+				w.noteRemoved(rw.Role, rw.Members)
+				if w.lifecycle {
+					w.noteFailedTeardowns(rw, workflow.Now(ctx))
+				}
+			}
+		case plan.OpStart:
+			if ctx.Err() != nil {
+				return
+			}
+			w.health.failedStartsAreDown(ctx, work)
+		}
+		if hooks.after != nil && !hooks.after(step) {
+			return
+		}
+	}
+}
+
+// converge brings the members to the desired generation: a deploy is the first
+// convergence, and every resize or apply a later one. A change arriving midway restarts
+// it at the next level boundary, so the newest desired state wins and requests apply in
+// the order they arrived. ctx is cancelled by a cancel or a delete.
+func (w *clusterWorkflow) converge(ctx workflow.Context) {
+	for {
+		w.state.Operations++
+		w.state.AttemptedGeneration, w.state.Held = w.state.Generation, ""
+		message := strings.TrimSuffix(fmt.Sprintf("generation %d: %s", w.state.Generation, w.lastChange), ": ")
+		switch {
+		case w.state.ReachedGeneration > 0:
+			w.setPhase(ctx, workflows.PhaseUpdating, message)
+		case w.lifecycle && w.state.Phase != workflows.PhaseDeploying:
+			// A deploy that failed or was cancelled, going on (a retry, a resize): until it
+			// is done, its phase must not still say how the last attempt ended.
+			w.setPhase(ctx, workflows.PhaseDeploying, message)
+		}
+		if !w.convergeOnce(ctx) {
+			return
+		}
+	}
+}
+
+// convergeOnce makes one pass: remove what is no longer wanted (dependents first), set new
+// members up level by level, then tell the members that were there what changed. It
+// reports whether the desired state changed meanwhile and another pass is needed.
+func (w *clusterWorkflow) convergeOnce(ctx workflow.Context) (again bool) {
+	generation := w.state.Generation
+	changed := func() bool { return w.state.Generation != generation }
+	if w.heldByMaintenance(ctx) {
+		return false
+	}
+	// Actions act on the members as they are, before this pass changes them: so they run
+	// on a cluster whose setup failed, too.
+	if w.runActions(ctx); ctx.Err() != nil {
+		return false
+	}
+	w.adoptRogues(workflow.Now(ctx))
+	if w.setUpElsewhere {
+		w.hosts.removeStale(ctx)
+	}
+	w.removeUnwanted(ctx, false)
+	if ctx.Err() != nil {
+		return false
+	}
+	w.startRestarted(ctx)
+	if ctx.Err() != nil {
+		return false
+	}
+	if changed() {
+		return true
+	}
+	w.reshape(workflow.Now(ctx))
+	if ended, again := w.setUp(ctx, changed); ended {
+		return again
+	}
+	w.removeReplaced(ctx)
+	if ctx.Err() != nil || w.heldByMaintenance(ctx) {
+		return false
+	}
+	if err := w.writeClusterFiles(ctx, false); err != nil {
+		w.logger.Warn("Could not refresh configmeta after deploy", "Error", err)
+	}
+	w.announce(ctx)
+	if ctx.Err() != nil {
+		return false
+	}
+	if w.health.replaceFailed(ctx, slices.Concat(w.state.Levels...)) {
+		return true
+	}
+	// A failed notification leaves its member in config_error, and the cluster failed.
+	var failed []string
+	for _, level := range w.state.Levels {
+		failed = append(failed, plan.LevelProblems(w.spec, w.state.Roles, level)...)
+	}
+	if len(failed) > 0 {
+		w.setPhase(ctx, workflows.PhaseFailed, strings.Join(failed, "; "))
+		return false
+	}
+	if w.rollOut(ctx, changed) {
+		return true
+	}
+	if ctx.Err() != nil || w.heldByMaintenance(ctx) {
+		return false
+	}
+	w.state.ReachedGeneration = generation
+	if w.rolloutRunning() && w.state.Rollout.Paused != "" {
+		w.setPhase(ctx, workflows.PhaseRolloutPaused, w.rolloutPausedMessage())
+		return false
+	}
+	w.refreshMeltdown()
+	phase, message := w.healthPhase()
+	w.setPhase(ctx, phase, message)
+	return false
+}
+
+// setUp runs the setup pass: level by level, it writes the cluster's files (configmeta
+// lists the members about to be set up), sets the level's pending members up, and goes on
+// only if all of them are. It reports whether the pass ended there (a failure, a hold by
+// maintenance, a cancel, a change) and whether another pass is due.
+func (w *clusterWorkflow) setUp(ctx workflow.Context, changed func() bool) (ended, again bool) {
+	w.runPass(ctx, &w.spec, plan.Setup(w.state.Levels), passHooks{
+		before: func(step plan.Step) bool {
+			if w.heldByMaintenance(ctx) {
+				ended = true
+				return false
+			}
+			if w.lifecycle {
+				if err := w.assignPorts(ctx, step.Roles); err != nil {
+					if ctx.Err() == nil {
+						w.setPhase(ctx, workflows.PhaseFailed, "could not give members their ports: "+errorMessage(err))
+					}
+					ended = true
+					return false
+				}
+			}
+			if err := w.writeClusterFiles(ctx, step.Level == 0); err != nil {
+				// Cancelled by a delete is not a failure; anything else is.
+				if ctx.Err() == nil {
+					w.setPhase(ctx, workflows.PhaseFailed, "could not write the cluster's files: "+errorMessage(err))
+				}
+				ended = true
+				return false
+			}
+			return true
+		},
+		after: func(step plan.Step) bool {
+			if ctx.Err() != nil || w.heldByMaintenance(ctx) {
+				ended = true
+				return false
+			}
+			if changed() || w.health.replaceFailed(ctx, step.Roles) {
+				ended, again = true, true
+				return false
+			}
+			if failed := plan.LevelProblems(w.spec, w.state.Roles, step.Roles); len(failed) > 0 {
+				if w.keepReplacedOnFailure(ctx) {
+					// The rollout paused; the next pass removes the failed successors and tells
+					// the others of those that were set up.
+					ended, again = true, true
+					return false
+				}
+				w.skipLaterLevels(step.Level, strings.Join(step.Roles, ", "))
+				w.removeReplaced(ctx)
+				w.announce(ctx)
+				w.setPhase(ctx, workflows.PhaseFailed, strings.Join(failed, "; "))
+				ended = true
+				return false
+			}
+			return true
+		},
+	})
+	return ended || ctx.Err() != nil, again
+}
+
+// sayWhyRemoved tells each member of a teardown why it leaves: its teardown then knows
+// whether its data has anywhere to go.
+func (w *clusterWorkflow) sayWhyRemoved(work []plan.RoleWork) {
+	for _, rw := range work {
+		for i := range rw.Members {
+			m := &rw.Members[i]
+			switch {
+			case w.state.Phase == workflows.PhaseDeleting:
+				m.RemovedFor = "delete"
+			case m.State == plan.MemberRogue:
+				m.RemovedFor = "orphan"
+			case m.State == plan.MemberReplacing && m.ReplacedOn() == plan.HealthDrain:
+				m.RemovedFor = "drain"
+			case m.State == plan.MemberReplacing:
+				m.RemovedFor = "replace"
+			default:
+				m.RemovedFor = "shrink"
+			}
+		}
+	}
+}
+
+// removeReplaced removes the members whose successors are now set up (or failed to be).
+func (w *clusterWorkflow) removeReplaced(ctx workflow.Context) {
+	if w.replacing() {
+		w.removeUnwanted(ctx, true)
+	}
+}
+
+// removeUnwanted tears down and removes the members the desired spec no longer wants, in
+// reverse dependency order, the members of one role in parallel. Members never created are
+// simply forgotten. Removed members that others knew of wait to be announced by delnodes.
+// Members being replaced stay until replacedToo: they go once their successors are set up.
+func (w *clusterWorkflow) removeUnwanted(ctx workflow.Context, replacedToo bool) {
+	removal, hooks := plan.Removal(w.state.Levels, replacedToo), passHooks{}
+	if w.lifecycle {
+		removal = plan.GracefulRemoval(w.state.Levels, replacedToo)
+		// Configmeta is refreshed before each removal step that acts, so the members it
+		// acts on read themselves leaving, as do their peers.
+		hooks.prepare = func(_ plan.Step, work []plan.RoleWork) ([]plan.RoleWork, bool) {
+			if len(work) > 0 {
+				if err := w.writeClusterFiles(ctx, false); err != nil {
+					w.logger.Warn("Could not refresh configmeta before a removal step", "Error", err)
+				}
+			}
+			return work, true
+		}
+	}
+	if w.appContract {
+		hooks.before = func(step plan.Step) bool {
+			if step.Op == plan.OpDecommission {
+				w.tellRemoving(ctx, step)
+			}
+			return ctx.Err() == nil
+		}
+	}
+	w.runPass(ctx, &w.spec, removal, hooks)
+	w.dropRemoved()
+	w.touch(ctx)
+}
+
+// delete tears the cluster down in reverse dependency order and removes every member. It
+// runs on a disconnected context: once started, nothing can stop it halfway and leave debris.
+func (w *clusterWorkflow) delete(parent workflow.Context) {
+	ctx, _ := workflow.NewDisconnectedContext(parent)
+	w.state.Operations++
+	w.setPhase(ctx, workflows.PhaseDeleting, "")
+	w.state.Installed = nil // teardown scripts must be there, whatever became of the hosts' files
+	if err := w.writeClusterFiles(ctx, true); err != nil {
+		w.logger.Warn("Could not reinstall startscripts; teardown scripts may fail", "Error", err)
+	}
+	// A delete is the removal toward the empty spec: every member, whatever its state.
+	w.runPass(ctx, &spec.Cluster{}, plan.Removal(w.state.Levels, true), passHooks{})
+	// Any reachable host may hold the folder of a member that has left.
+	failed := w.hosts.onEachHost(withQuickActivity(ctx, "remove "+w.state.Name), w.reachableHosts(), func(ctx workflow.Context, _ string) error {
+		return workflow.ExecuteActivity(ctx, actRemoveCluster, w.folder().Key()).Get(ctx, nil)
+	})
+	if w.onHosts() {
+		w.hosts.reportPlacement(ctx, workflows.ClusterPlacement{Cluster: w.state.Name, Gone: true})
+	}
+	w.setPhase(ctx, workflows.PhaseDeleted, w.leftovers(describeFailures(failed)))
+}
+
+// leftovers says what could not be removed, so a user knows what to clean by hand.
+func (c *cluster) leftovers(removeClusterFailures string) string {
+	var notes []string
+	var left []string
+	for _, r := range c.state.Roles {
+		for _, m := range r.Members {
+			if m.State != plan.MemberDeleted {
+				left = append(left, m.Name)
+			}
+		}
+	}
+	if len(left) > 0 {
+		notes = append(notes, fmt.Sprintf("could not remove %s; see their details", spec.Some(left, refusalNames)))
+	}
+	if removeClusterFailures != "" {
+		notes = append(notes, "could not remove the cluster's folder: "+removeClusterFailures)
+	}
+	return strings.Join(notes, "; ")
+}
+
+// startRestarted runs the start pass for the restarted hosts, level by level.
+func (w *clusterWorkflow) startRestarted(ctx workflow.Context) {
+	restarted := w.state.Restarted
+	if len(restarted) == 0 {
+		return
+	}
+	w.state.Restarted = nil
+	if workflow.GetVersion(ctx, change.FilesBeforeStart, workflow.DefaultVersion, 1) >= 1 {
+		if err := w.writeClusterFiles(ctx, true); err != nil {
+			w.logger.Warn("Could not write the cluster's files to its restarted hosts; their starts may fail", "Error", err)
+		}
+	}
+	w.runPass(ctx, &w.spec, plan.Restart(w.state.Levels), passHooks{restarted: restarted})
+}

@@ -1,0 +1,240 @@
+package cluster
+
+import (
+	"fmt"
+	"slices"
+	"time"
+
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/clusterflow/clusterflow/internal/backend"
+	"github.com/clusterflow/clusterflow/spec"
+	"github.com/clusterflow/clusterflow/workflows"
+	"github.com/clusterflow/clusterflow/workflows/internal/change"
+	"github.com/clusterflow/clusterflow/workflows/plan"
+)
+
+// reconcile compares the members with what the backend has. A member the backend no
+// longer has is gone; a backend member the cluster never knew (a rogue, or an orphan a
+// lost removal left) is torn down and removed by the next pass. It costs one short
+// activity, and the history it adds is bounded by continue-as-new.
+func (hm *healthMachine) reconcile(ctx workflow.Context) workflows.ReconcileReport {
+	epoch := hm.membershipEpoch
+	// Only members set up before the listing can be missing from it. Taken after it, as
+	// runs before this version did, the members set up meanwhile counted too: at 10,000
+	// members a deploy outlasts a listing, and 519 members that became ready during one
+	// were taken for gone.
+	before := workflow.GetVersion(ctx, change.ReconcileSetUpBefore, workflow.DefaultVersion, 1) >= 1
+	var setUpBefore map[string]string
+	if before {
+		setUpBefore = hm.setUpMembers()
+	}
+	listed, listedHosts, err := hm.listMembers(ctx)
+	if !before {
+		setUpBefore = hm.setUpMembers()
+	}
+	// A member an operation is acting on may have lost its sandbox to that operation (a
+	// shrink's teardown) before the cluster hears of it: the operation, not reconcile,
+	// says what became of it.
+	skipActive := workflow.GetVersion(ctx, change.ReconcileSkipsActive, workflow.DefaultVersion, 1) >= 1
+	present := hm.expectedOnBackend(setUpBefore, listedHosts, skipActive)
+	if err != nil {
+		hm.logger.Warn("Reconcile could not list the backend's members", "Error", err)
+		return workflows.ReconcileReport{Deferred: "could not list the backend's members: " + errorMessage(err)}
+	}
+	report := workflows.ReconcileReport{Listed: len(listed)}
+	if hm.deleteRequested {
+		report.Deferred = "the cluster is being deleted"
+		return report
+	}
+	// Where a member may be set up elsewhere, a sandbox counts only on the member's host.
+	where := func(name, host string) string {
+		if hm.setUpElsewhere {
+			return name + "@" + host
+		}
+		return name
+	}
+	onBackend := map[string]bool{}
+	for _, ref := range listed {
+		onBackend[where(ref.Name, ref.Host)] = true
+	}
+	for _, name := range present {
+		rs, m := hm.findMember(name)
+		if m == nil || onBackend[where(name, m.Host)] {
+			continue
+		}
+		res := hm.stepHealth(ctx, rs, m, workflows.MemberEvent{Member: name, Event: plan.HealthGone, Reason: "its sandbox is gone from the backend", Source: "reconcile"})
+		if res.Ignored == "" {
+			report.Gone = append(report.Gone, name)
+		}
+	}
+	if epoch != hm.membershipEpoch {
+		report.Deferred = "members were added or removed while listing; rogues are looked for next time"
+		return report
+	}
+	var stale int
+	report.Rogues, stale = hm.noteUnknown(listed)
+	if stale > 0 {
+		hm.newGeneration(fmt.Sprintf("remove %d sandboxes of members set up elsewhere", stale))
+		hm.touch(ctx)
+	}
+	if len(report.Rogues) > 0 {
+		hm.newGeneration("remove " + spec.Some(report.Rogues, refusalNames)) // a membership change like any other
+		hm.logger.Info("Found rogue members; removing them", "Rogues", spec.Some(report.Rogues, workflows.ReportNames), "Generation", hm.state.Generation)
+		hm.touch(ctx)
+	}
+	report.Rogues, report.MoreRogues = workflows.CapNames(report.Rogues)
+	report.Gone, report.MoreGone = workflows.CapNames(report.Gone)
+	return report
+}
+
+// actedOn reports whether an operation in progress acts on the member.
+func (c *cluster) actedOn(role, member string) bool {
+	op := c.activeOps[role]
+	return op != nil && slices.Contains(op.members, member)
+}
+
+// setUpMembers maps the members set up (ready, down or flapping) to their hosts.
+func (c *cluster) setUpMembers() map[string]string {
+	hosts := map[string]string{}
+	for _, rs := range c.state.Roles {
+		for _, m := range rs.Members {
+			if m.State.SetUp() {
+				hosts[m.Name] = m.Host
+			}
+		}
+	}
+	return hosts
+}
+
+// listMembers lists the backend's members of the cluster: on the shared queue in
+// single-host mode, else on every reachable host, each member marked with its host. It
+// says which hosts it listed ("" in single-host mode).
+func (hm *healthMachine) listMembers(ctx workflow.Context) ([]backend.MemberRef, map[string]bool, error) {
+	ctx = withQuickActivity(ctx, "list members of "+hm.state.Name)
+	if !hm.onHosts() {
+		listed, err := hm.listOn(ctx, "")
+		return listed, map[string]bool{"": true}, err
+	}
+	var all []backend.MemberRef
+	hosts := map[string]bool{}
+	failed := hm.onEachHost(ctx, hm.reachableHosts(), func(ctx workflow.Context, host string) error {
+		listed, err := hm.listOn(ctx, host)
+		if err != nil {
+			return err
+		}
+		all = append(all, listed...)
+		hosts[host] = true
+		return nil
+	})
+	if len(failed) > 0 {
+		// Members of a host not listed are neither gone nor rogue: it is looked at next time.
+		hm.logger.Warn("Reconcile could not list some hosts", "Failures", describeFailures(failed))
+	}
+	return all, hosts, nil
+}
+
+// listOn lists the cluster's members on one host ("" for the shared queue). Bounded runs
+// ask for the compact listing, by ordinal ranges; a listing the host had to cut counts as
+// a failure, since it cannot tell a member gone.
+func (hm *healthMachine) listOn(ctx workflow.Context, host string) ([]backend.MemberRef, error) {
+	var listed []backend.MemberRef
+	if !hm.bounded {
+		if err := workflow.ExecuteActivity(ctx, actListMembers, hm.folder().Key()).Get(ctx, &listed); err != nil {
+			return nil, err
+		}
+	} else {
+		var listing workflows.MemberListing
+		if err := workflow.ExecuteActivity(ctx, actListMemberOrdinals, hm.folder().Key()).Get(ctx, &listing); err != nil {
+			return nil, err
+		}
+		if listing.Truncated {
+			return nil, fmt.Errorf("the host has more sandboxes shaped like members of %s than a cluster can have; the listing was cut", hm.state.Name)
+		}
+		for _, r := range listing.Roles {
+			for _, rg := range r.Ordinals {
+				for o := rg[0]; o <= rg[1] && len(listed) <= 2*spec.MaxClusterMembers; o++ {
+					listed = append(listed, hm.memberRef(r.Role, spec.MemberName(hm.state.Name, r.Role, o)))
+				}
+			}
+		}
+	}
+	if host != "" {
+		for i := range listed {
+			listed[i].Host = host
+		}
+	}
+	return listed, nil
+}
+
+// adoptRogues records the rogues reconcile found as leaving members, so that this pass
+// tears them down and removes them like any member no longer wanted. Only the operation
+// changes the roles and members it works on; reconcile just queues them.
+func (c *cluster) adoptRogues(now time.Time) {
+	for _, ref := range c.rogues {
+		if _, m := c.findMember(ref.Name); m == nil {
+			c.adoptRogue(ref, now)
+		}
+	}
+	c.rogues = nil
+}
+
+// adoptRogue records one rogue as a leaving member of its role, adding the role (placed
+// last) if the cluster has no such role.
+func (c *cluster) adoptRogue(ref backend.MemberRef, now time.Time) {
+	role, ordinal, ok := spec.ParseMemberName(c.state.Name, ref.Name)
+	if !ok || role != ref.Role {
+		c.logger.Warn("Backend listed a member whose name does not match its role; left alone", "Member", ref.Name, "Role", ref.Role)
+		return
+	}
+	rs := c.state.Role(role)
+	if rs == nil {
+		c.state.Roles = append(c.state.Roles, plan.RoleState{Name: role})
+		c.state.Levels = c.plan()
+		rs = c.state.Role(role)
+		rs.Level = plan.LevelOf(c.state.Levels, role)
+	}
+	rogue := plan.Member{
+		Name: ref.Name, Role: role, Ordinal: ordinal, State: plan.MemberRogue, Leaving: true, Since: now, Host: ref.Host,
+		Detail: "found on the backend, but never a member of this cluster: being torn down and removed",
+	}
+	at, _ := slices.BinarySearchFunc(rs.Members, ordinal, func(m plan.Member, ordinal int) int { return m.Ordinal - ordinal })
+	rs.Members = slices.Insert(rs.Members, at, rogue)
+	c.membershipEpoch++
+}
+
+// expectedOnBackend names the members the backend must have listed: set up before the
+// listing, on the host they are on now, a host the listing reached, and (skipActive) no
+// operation acting on them, since it, not reconcile, says what became of them.
+func (c *cluster) expectedOnBackend(setUpBefore map[string]string, listedHosts map[string]bool, skipActive bool) []string {
+	var present []string
+	for _, rs := range c.state.Roles {
+		for _, m := range rs.Members {
+			if skipActive && c.actedOn(rs.Name, m.Name) {
+				continue
+			}
+			if host, ok := setUpBefore[m.Name]; ok && host == m.Host && listedHosts[m.Host] && m.State.SetUp() {
+				present = append(present, m.Name)
+			}
+		}
+	}
+	return present
+}
+
+// noteUnknown records what a listing holds that the cluster does not know of: members it
+// never had (rogues, for the next pass to remove) and, where members may be set up
+// elsewhere, sandboxes of known members on a host not their own (stale). It returns the
+// rogues' names and how many stale sandboxes it noted.
+func (c *cluster) noteUnknown(listed []backend.MemberRef) (rogues []string, stale int) {
+	for _, ref := range listed {
+		_, m := c.findMember(ref.Name)
+		switch {
+		case m == nil && !slices.Contains(c.rogues, ref):
+			c.rogues = append(c.rogues, ref)
+			rogues = append(rogues, ref.Name)
+		case m != nil && c.setUpElsewhere && ref.Host != m.Host && c.noteStale(ref):
+			stale++
+		}
+	}
+	return rogues, stale
+}

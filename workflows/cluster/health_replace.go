@@ -1,0 +1,86 @@
+package cluster
+
+import (
+	"fmt"
+
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/clusterflow/clusterflow/workflows"
+	"github.com/clusterflow/clusterflow/workflows/plan"
+)
+
+// Replacing a member is a membership change like a resize, and goes through the same
+// convergence, so the two never race: the member is marked leaving, which makes its role
+// one member short, and a new generation starts. Its pass adds a member with the next
+// ordinal and sets it up in dependency order, only then tears the replaced member down and
+// removes it, and finally tells the survivors with addnodes and delnodes.
+
+// replace starts replacing member m, which has just entered MemberReplacing.
+func (c *cluster) replace(rs *plan.RoleState, m *plan.Member, ev workflows.MemberEvent) {
+	m.Leaving = true
+	if ev.Event == plan.HealthConfigError {
+		m.Replacements++ // its successor inherits the count
+	}
+	reason := fmt.Sprintf("replace %s (%s)", m.Name, ev.Event)
+	if ev.Reason != "" {
+		reason = fmt.Sprintf("replace %s (%s: %s)", m.Name, ev.Event, ev.Reason)
+	}
+	c.newGeneration(reason)
+	c.logger.Info("Replacing member", "Role", rs.Name, "Member", m.Name, "Event", ev.Event, "Reason", ev.Reason, "Generation", c.state.Generation)
+}
+
+// replaceFailed replaces the members of the given roles whose setup or notification
+// failed, when their role asks for it and their slot has replacements left. It reports
+// whether any replacement started.
+func (hm *healthMachine) replaceFailed(ctx workflow.Context, roles []string) bool {
+	started := false
+	for _, name := range roles {
+		r, ok := hm.spec.Role(name)
+		rs := hm.state.Role(name)
+		if !ok || rs == nil || !r.Health.ReplaceOnConfigError {
+			continue
+		}
+		wanted, _ := plan.SplitMembers(*rs, plan.DesiredMembers(hm.spec, name))
+		for _, m := range wanted {
+			if m.State != plan.MemberConfigError {
+				continue
+			}
+			res := hm.stepHealth(ctx, rs, rs.Member(m.Name), workflows.MemberEvent{
+				Member: m.Name, Event: plan.HealthConfigError, Reason: m.Detail, Source: "clusterflow",
+			})
+			started = started || res.To == plan.MemberReplacing
+		}
+	}
+	return started
+}
+
+// replacing reports whether any member is waiting for its successor before it goes.
+func (c *cluster) replacing() bool {
+	n, _ := countMembers(c.state.Roles, plan.MemberReplacing)
+	return n > 0
+}
+
+// rehome sets up elsewhere a member being set up whose host was lost (or that is gone): it
+// is placed afresh, with the same name, on a host that fits its role's placement (or
+// waits, saying why); its run on the old host is stopped and what its operation reports of
+// it ignored (Moved); and a new generation sets it up where it lives now. Its sandbox on
+// the old host, if the run had begun there, is removed once the host is back: never
+// adopted, never torn down by script, since the member lives elsewhere now.
+func (hm *healthMachine) rehome(ctx workflow.Context, rs *plan.RoleState, m *plan.Member, from plan.MemberState, ev workflows.MemberEvent) {
+	old := m.Host
+	if old != "" && (from != plan.MemberPending || hm.actedOn(rs.Name, m.Name)) {
+		hm.state.Stale = append(hm.state.Stale, workflows.StaleMember{Role: rs.Name, Member: m.Name, Host: old})
+	}
+	m.Host, m.Unplaced, m.Event, m.Moved = "", "", "", true
+	m.Ports = nil // its new host gives it ports of its own; the old host's go with its sandbox
+	m.Detail = fmt.Sprintf("to be set up elsewhere: %s", ev.Reason)
+	name := m.Name
+	if hm.onHosts() {
+		r, _ := hm.roleSpec(rs.Name)
+		rs.Members = plan.PlaceMembers(r, rs.Members, hm.hostCheck.HostsFor(hm.state.Hosts, hm.state.Name, r))
+	}
+	hm.runner.stopInOperation(ctx, rs.Name, map[string]bool{name: true}, old != "" && !hm.reachable(old))
+	hm.membershipEpoch++
+	hm.newGeneration(fmt.Sprintf("set %s up elsewhere (%s)", name, ev.Event))
+	hm.logger.Info("Setting a member up elsewhere", "Member", name, "Was", from, "Host", old, "Now", rs.Member(name).Host, "Reason", ev.Reason)
+}

@@ -1,0 +1,97 @@
+package cluster
+
+import (
+	"time"
+
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/clusterflow/clusterflow/workflows"
+	"github.com/clusterflow/clusterflow/workflows/plan"
+)
+
+// watchHealth is the cluster's one health timer. Members' timers are deadlines in the
+// state (MemberHealth.Due), so one Temporal timer, set for the nearest of them or the next
+// reconcile, serves them all and survives continue-as-new. A health change wakes it to
+// re-aim.
+func (hm *healthMachine) watchHealth(ctx workflow.Context) {
+	nextReconcile := workflow.Now(ctx).Add(hm.spec.ReconcileInterval())
+	for !hm.deleteRequested {
+		wake := nextReconcile
+		if due, ok := hm.nextDue(); ok && due.Before(wake) {
+			wake = due
+		}
+		seen := hm.healthVersion
+		_, err := workflow.AwaitWithTimeout(ctx, max(wake.Sub(workflow.Now(ctx)), time.Millisecond), func() bool {
+			return hm.healthVersion != seen || hm.deleteRequested
+		})
+		if err != nil || hm.deleteRequested {
+			return
+		}
+		if hm.inMaintenance() {
+			// Timers that expire meanwhile fire once it ends, and a reconcile checks the
+			// members against their hosts at once: they may have moved servers.
+			if err := workflow.Await(ctx, func() bool { return !hm.inMaintenance() || hm.deleteRequested }); err != nil {
+				return
+			}
+			nextReconcile = workflow.Now(ctx)
+			continue
+		}
+		now := workflow.Now(ctx)
+		hm.fireDue(ctx, now)
+		if !now.Before(nextReconcile) {
+			hm.reconcile(ctx)
+			hm.reconcilesThisRun++
+			nextReconcile = workflow.Now(ctx).Add(hm.spec.ReconcileInterval())
+		}
+	}
+}
+
+// timerArmed reports whether member m's timer can fire now: a down member's waits while
+// its role's replacement is paused.
+func timerArmed(rs *plan.RoleState, m *plan.Member) bool {
+	if m.Health == nil || m.Health.Due.IsZero() {
+		return false
+	}
+	switch m.State {
+	case plan.MemberDown:
+		return rs.Paused == ""
+	case plan.MemberFlapping:
+		return true
+	}
+	return false
+}
+
+// nextDue is the nearest armed member timer.
+func (c *cluster) nextDue() (time.Time, bool) {
+	var next time.Time
+	for i := range c.state.Roles {
+		rs := &c.state.Roles[i]
+		for j := range rs.Members {
+			if m := &rs.Members[j]; timerArmed(rs, m) && (next.IsZero() || m.Health.Due.Before(next)) {
+				next = m.Health.Due
+			}
+		}
+	}
+	return next, !next.IsZero()
+}
+
+// fireDue raises HealthTimeout for every member whose timer has expired.
+func (hm *healthMachine) fireDue(ctx workflow.Context, now time.Time) {
+	for i := range hm.state.Roles {
+		rs := &hm.state.Roles[i]
+		for j := range rs.Members {
+			m := &rs.Members[j]
+			if !timerArmed(rs, m) || m.Health.Due.After(now) {
+				continue
+			}
+			reason := "down longer than replaceAfter"
+			switch {
+			case m.State == plan.MemberFlapping:
+				reason = "up a whole flapWindow"
+			case m.Health.LastReport == plan.HealthGone:
+				reason = "gone, and replacement no longer paused"
+			}
+			hm.stepHealth(ctx, rs, m, workflows.MemberEvent{Member: m.Name, Event: plan.HealthTimeout, Reason: reason, Source: "clusterflow"})
+		}
+	}
+}

@@ -1,0 +1,32 @@
+package cluster
+
+import (
+	"fmt"
+
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/clusterflow/clusterflow/workflows"
+	"github.com/clusterflow/clusterflow/workflows/plan"
+)
+
+// Draining a host replaces each of its members by one on another host, like a member
+// reported gone, but paced: in dependency order (a level's members only once the levels
+// before it are off the host) and within each role's maxUnavailable. Each step is a
+// replacement generation; the next step starts when a view of the hosts arrives or an
+// operation ends.
+
+// drain takes the next step of draining any draining host.
+func (hw *hostWatcher) drain(ctx workflow.Context) {
+	if !hw.onHosts() || hw.deleteRequested {
+		return
+	}
+	draining := func(host string) bool {
+		h := hw.hostOf(host)
+		return h != nil && h.Draining && !h.Lost
+	}
+	names := plan.Drain(hw.state.Roles, hw.state.Levels, draining, func(rs plan.RoleState) int { return hw.unavailableLimit(&rs) })
+	for _, name := range names {
+		rs, m := hw.findMember(name)
+		hw.health.stepHealth(ctx, rs, m, workflows.MemberEvent{Member: name, Event: plan.HealthDrain, Reason: fmt.Sprintf("host %s is draining", m.Host), Source: "hosts", At: workflow.Now(ctx)})
+	}
+}

@@ -1,0 +1,38 @@
+package cluster
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/clusterflow/clusterflow/spec"
+	"github.com/clusterflow/clusterflow/workflows/plan"
+)
+
+func TestPlanStart(t *testing.T) {
+	desired := spec.Cluster{Roles: []spec.Role{
+		{Name: "db", Events: []spec.Event{spec.EventConfigure, spec.EventStart}},
+		{Name: "web", Events: spec.AllEvents},
+	}}
+	roles := []plan.RoleState{
+		{Name: "db", Members: []plan.Member{
+			{Name: "db-0", Host: "h2", State: plan.MemberReady},
+			{Name: "db-1", Host: "h1", State: plan.MemberReady},
+			{Name: "db-2", Host: "h2", State: plan.MemberDown},
+			{Name: "db-3", Host: "h2", State: plan.MemberReady, Leaving: true},
+		}},
+		{Name: "web", Members: []plan.Member{{Name: "web-0", Host: "h2", State: plan.MemberReady}}},
+	}
+	var got []string
+	step := plan.Restart([][]string{{"db", "web"}}).Steps[0]
+	_, work := step.Work(desired, roles, []string{"h2"})
+	for _, rw := range work {
+		for _, m := range rw.Members {
+			got = append(got, rw.Role+":"+m.Name)
+		}
+	}
+	// Members set up on the restarted host, down ones too, whose role subscribes to
+	// start; web does not, and a leaving member is not started.
+	if strings.Join(got, " ") != "db:db-0 db:db-2" {
+		t.Errorf("starts %v", got)
+	}
+}

@@ -1,0 +1,69 @@
+package cluster
+
+import (
+	"fmt"
+
+	"github.com/clusterflow/clusterflow/workflows"
+	"go.temporal.io/sdk/workflow"
+)
+
+// heldForMaintenance is why members and batches a maintenance stopped did not start.
+const heldForMaintenance = "held for maintenance"
+
+// receiveMaintenance takes the fleet's maintenance flag from the maintenance workflow. Turned
+// on, it stops the operation in progress at its next member or level; turned off, what was
+// held resumes (run's loop, the health timer).
+func (w *clusterWorkflow) receiveMaintenance(ctx workflow.Context) {
+	ch := workflow.GetSignalChannel(ctx, workflows.MaintenanceSignal)
+	workflow.Go(ctx, func(ctx workflow.Context) {
+		for {
+			var m workflows.Maintenance
+			ch.Receive(ctx, &m)
+			w.setMaintenance(ctx, m)
+		}
+	})
+}
+
+func (w *clusterWorkflow) setMaintenance(ctx workflow.Context, m workflows.Maintenance) {
+	if m.On == w.inMaintenance() {
+		return
+	}
+	if m.On {
+		w.state.Maintenance = &m
+		w.runner.holdOperation(ctx)
+	} else {
+		w.state.Maintenance = nil
+		if held := w.state.HeldHosts; held != nil {
+			w.state.HeldHosts = nil
+			w.hosts.onHostsChanged(ctx, held)
+		}
+	}
+	w.logger.Info("Maintenance", "On", m.On, "Reason", m.Reason)
+	w.healthVersion++ // wakes the health timer, which pauses or resumes
+	w.showPhase(ctx)
+}
+
+func (c *cluster) inMaintenance() bool { return c.state.Maintenance != nil }
+
+// heldByMaintenance reports whether converge must stop here: maintenance is on and no
+// delete is asking to go on. It marks the operation held so that it resumes afterwards.
+func (w *clusterWorkflow) heldByMaintenance(ctx workflow.Context) bool {
+	if !w.inMaintenance() || w.deleteRequested {
+		return false
+	}
+	if w.state.Held == "" {
+		w.state.Held = fmt.Sprintf("generation %d", w.state.Generation)
+		w.logger.Info("Operation held for maintenance", "Generation", w.state.Generation)
+		w.touch(ctx)
+	}
+	return true
+}
+
+// showPhase shows the phase where operators look, maintenance included, in the search
+// attribute and the current details.
+func (w *clusterWorkflow) showPhase(ctx workflow.Context) {
+	if err := workflow.UpsertTypedSearchAttributes(ctx, workflows.ClusterPhaseKey.ValueSet(string(w.state.ShownPhase()))); err != nil {
+		w.logger.Warn("Could not upsert the ClusterPhase search attribute", "Error", err)
+	}
+	w.touch(ctx)
+}

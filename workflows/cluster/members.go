@@ -1,0 +1,224 @@
+package cluster
+
+import (
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/clusterflow/clusterflow/spec"
+	"github.com/clusterflow/clusterflow/workflows"
+	"github.com/clusterflow/clusterflow/workflows/plan"
+)
+
+// A role's members are kept in ordinal order. The desired spec says how many a role wants;
+// the lowest ordinals stay and the highest leave first.
+
+// reshape makes the observed state match the desired spec's shape: roles an apply added,
+// the dependency plan, and a pending member for every member a role is short of.
+func (c *cluster) reshape(now time.Time) {
+	for _, r := range c.spec.Roles {
+		if c.state.Role(r.Name) == nil {
+			c.state.Roles = append(c.state.Roles, plan.RoleState{Name: r.Name, DependsOn: r.DependsOn})
+		}
+	}
+	c.state.Levels = c.plan()
+	for i := range c.state.Roles {
+		rs := &c.state.Roles[i]
+		rs.Level = plan.LevelOf(c.state.Levels, rs.Name)
+		rs.Desired = plan.DesiredMembers(c.spec, rs.Name)
+	}
+	c.addPendingMembers(now)
+}
+
+// plan is the desired spec's dependency levels (plan.Levels), or, should the spec have
+// none, the current ones.
+func (c *cluster) plan() [][]string {
+	levels, err := plan.Levels(c.spec, c.state.Roles)
+	if err != nil {
+		// Validators refuse specs with cycles or unknown roles; keep the last good plan.
+		c.logger.Error("Cannot plan the desired spec; keeping the current plan", "Error", err)
+		return c.state.Levels
+	}
+	return levels
+}
+
+// addPendingMembers adds members, with the next ordinals, to every role that has fewer than
+// it wants.
+func (c *cluster) addPendingMembers(now time.Time) {
+	for i := range c.state.Roles {
+		c.addPendingTo(&c.state.Roles[i], now)
+	}
+}
+
+// addPendingTo adds the members a role is short of, placed on the hosts that fit it
+// (plan.Grow), and returns them.
+func (c *cluster) addPendingTo(rs *plan.RoleState, now time.Time) []plan.Member {
+	r, _ := c.roleSpec(rs.Name)
+	var hosts []plan.Host
+	if c.onHosts() {
+		hosts = c.hostCheck.HostsFor(c.state.Hosts, c.state.Name, r)
+	}
+	joining := slices.ContainsFunc(rs.Members, plan.Member.HasSetup)
+	added := plan.Grow(c.state.Name, r, rs, plan.DesiredMembers(c.spec, rs.Name), c.onHosts(), hosts, now)
+	if len(added) > 0 {
+		c.membershipEpoch++
+		if c.lifecycle {
+			rs.NextOrdinal = added[len(added)-1].Ordinal + 1
+			for i := range added {
+				added[i].Joining = joining
+				rs.Member(added[i].Name).Joining = joining
+			}
+		}
+	}
+	return added
+}
+
+// dropRemoved forgets members that are gone, and roles that are gone with them.
+func (c *cluster) dropRemoved() {
+	roles := c.state.Roles[:0]
+	for _, rs := range c.state.Roles {
+		before := len(rs.Members)
+		rs.Members = slices.DeleteFunc(rs.Members, func(m plan.Member) bool { return m.State == plan.MemberDeleted })
+		if len(rs.Members) != before {
+			c.membershipEpoch++
+		}
+		if _, wanted := c.spec.Role(rs.Name); wanted || len(rs.Members) > 0 {
+			roles = append(roles, rs)
+		}
+	}
+	c.state.Roles = roles
+	for i, level := range c.state.Levels {
+		c.state.Levels[i] = slices.DeleteFunc(level, func(name string) bool { return c.state.Role(name) == nil })
+	}
+	c.retiring = slices.DeleteFunc(c.retiring, func(r spec.Role) bool { return c.state.Role(r.Name) == nil })
+}
+
+// syncDesired shows a change's desired counts in status at once, before any operation.
+func (c *cluster) syncDesired() {
+	for i := range c.state.Roles {
+		c.state.Roles[i].Desired = plan.DesiredMembers(c.spec, c.state.Roles[i].Name)
+	}
+}
+
+// markSetUpNow records that the members about to be set up configure with the configmeta
+// just written, and so know the members it lists; a member placed afresh is this
+// operation's to set up now.
+func (c *cluster) markSetUpNow(work []plan.RoleWork) {
+	for _, rw := range work {
+		rs := c.state.Role(rw.Role)
+		for i := range rw.Members {
+			live := rs.Member(rw.Members[i].Name)
+			live.KnowsUpTo, live.Moved = c.state.ConfigMetaVersion, false
+			rw.Members[i].KnowsUpTo, rw.Members[i].Moved = c.state.ConfigMetaVersion, false
+		}
+	}
+}
+
+// skipLaterLevels says why members of roles after a failed level never started.
+func (c *cluster) skipLaterLevels(failedLevel int, failedRoles string) {
+	for _, level := range c.state.Levels[failedLevel+1:] {
+		for _, name := range level {
+			rs := c.state.Role(name)
+			for i := range rs.Members {
+				if rs.Members[i].State == plan.MemberPending {
+					rs.Members[i].Detail = "not started: level with " + failedRoles + " failed"
+				}
+			}
+		}
+	}
+}
+
+// noteRemoved queues a delnodes announcement for the torn-down members that are now gone.
+// keptFailedTeardowns bounds the failed teardowns the state keeps (each with up to 8 KiB
+// of output tails).
+const keptFailedTeardowns = 10
+
+// noteFailedTeardowns keeps the members of a teardown whose script failed: they are
+// removed all the same, and these are what status and --wait show of them.
+func (c *cluster) noteFailedTeardowns(rw plan.RoleWork, now time.Time) {
+	rs := c.state.Role(rw.Role)
+	for _, m := range rw.Members {
+		live := rs.Member(m.Name)
+		if live == nil || live.State != plan.MemberDeleted || !strings.HasPrefix(live.Detail, teardownFailed) {
+			continue
+		}
+		c.state.FailedTeardowns = append(c.state.FailedTeardowns, workflows.FailedTeardown{
+			Member: m.Name, Role: rw.Role, Host: m.Host, Reason: m.RemovedFor, Generation: c.state.Generation, At: now,
+			Detail: live.Detail, StdoutTail: live.StdoutTail, StderrTail: live.StderrTail,
+		})
+	}
+	if extra := len(c.state.FailedTeardowns) - keptFailedTeardowns; extra > 0 {
+		c.state.FailedTeardowns = slices.Delete(c.state.FailedTeardowns, 0, extra)
+	}
+}
+
+func (c *cluster) noteRemoved(role string, tornDown []plan.Member) {
+	rs := c.state.Role(role)
+	for _, m := range tornDown {
+		if now := rs.Member(m.Name); now != nil && now.State == plan.MemberDeleted {
+			c.removed = append(c.removed, workflows.RemovedNode{Role: role, Name: m.Name, ListedIn: now.ListedIn, Announced: now.Announced, UnlistedFrom: now.UnlistedFrom})
+		}
+	}
+}
+
+// applyMembers takes a role child's report of its members' states. The child owns only
+// what happens to a member in its operation; who leaves, who knows whom and health are the
+// cluster's to track. Output tails are kept for at most tailsPerRole members of a role.
+// It returns the reports it took: none of members set up elsewhere since (Moved).
+func (c *cluster) applyMembers(role string, members []plan.Member) []plan.Member {
+	rs := c.state.Role(role)
+	if rs == nil {
+		return nil
+	}
+	tailed := -1 // counted when first needed
+	var taken []plan.Member
+	for _, m := range members {
+		current := rs.Member(m.Name)
+		if current == nil || current.Moved {
+			continue
+		}
+		if m.Event == spec.EventDecommission {
+			// A decommission changes no state: only its outcome, event and output are taken.
+			taken = append(taken, m)
+			current.Decommission, current.Event, current.Detail = m.Decommission, m.Event, spec.Clip(m.Detail, maxDetail)
+			current.StdoutTail, current.StderrTail = m.StdoutTail, m.StderrTail
+			continue
+		}
+		if current.State.Unavailable() && m.State != plan.MemberDeleting && m.State != plan.MemberDeleted {
+			continue // a health report that came in while a notification ran wins over its outcome
+		}
+		taken = append(taken, m)
+		current.State, current.Event, current.Detail, current.Since = m.State, m.Event, spec.Clip(m.Detail, maxDetail), m.Since
+		current.LastLine, current.StdoutTail, current.StderrTail = m.LastLine, "", ""
+		if m.Revision > 0 {
+			current.Revision = m.Revision
+		}
+		if m.StdoutTail == "" && m.StderrTail == "" {
+			continue
+		}
+		if tailed < 0 {
+			tailed = countTailed(rs.Members)
+		}
+		if tailed < tailsPerRole {
+			tailed++
+			current.StdoutTail, current.StderrTail = m.StdoutTail, m.StderrTail
+		} else if !strings.HasSuffix(current.Detail, seeLogs) {
+			current.Detail = spec.Clip(current.Detail, maxDetail-len(seeLogs)) + seeLogs
+		}
+	}
+	return taken
+}
+
+// tailsPerRole bounds the members of a role whose output tails the state keeps: status shows
+// the first 20 members in trouble with their output, and the rest are in `logs`.
+const tailsPerRole = 20
+
+func countTailed(members []plan.Member) int {
+	n := 0
+	for _, m := range members {
+		if m.StdoutTail != "" || m.StderrTail != "" {
+			n++
+		}
+	}
+	return n
+}

@@ -1,0 +1,106 @@
+package cluster
+
+import (
+	"slices"
+	"strings"
+
+	"github.com/clusterflow/clusterflow/spec"
+	"github.com/clusterflow/clusterflow/workflows"
+	"github.com/clusterflow/clusterflow/workflows/plan"
+)
+
+// preview is what a change would do, worked out on the state as it is and changing
+// nothing: the validator's refusal, or the members removed and added role by role, and the
+// batches a rollout would take, as the executor would take them if every update succeeds.
+func (c *cluster) preview(req workflows.PreviewRequest) workflows.Preview {
+	var next spec.Cluster
+	var err error
+	switch {
+	case req.Spec != nil:
+		next = *req.Spec
+		err = c.validateApply(workflows.ApplyRequest{Spec: next})
+	default:
+		next = c.resized(workflows.ResizeRequest{Counts: req.Counts})
+		err = c.validateResize(workflows.ResizeRequest{Counts: req.Counts})
+	}
+	if err != nil {
+		return workflows.Preview{Refused: errorMessage(err)}
+	}
+	summary := describeChange(c.spec, next)
+	if summary == "" {
+		return workflows.Preview{}
+	}
+	out := workflows.Preview{Summary: summary, Generation: c.state.Generation + 1}
+	changed := plan.ChangedRoles(c.spec, next)
+	if len(changed) > 0 {
+		out.Revision = c.state.Revision + 1
+	}
+	levels, _ := plan.Levels(next, c.state.Roles)
+	listening := 0 // members set up that hear of others joining or leaving
+	for _, rs := range c.state.Roles {
+		listening += plan.CountState(rs.Members, plan.MemberReady)
+	}
+	for _, level := range levels {
+		for _, name := range level {
+			rs := c.state.Role(name)
+			if rs == nil {
+				rs = &plan.RoleState{Name: name}
+			}
+			want := plan.DesiredMembers(next, name)
+			wanted, unwanted := plan.SplitMembers(*rs, want)
+			added := plan.NewMembers(c.state.Name, *rs, want, c.state.UpdatedAt)
+			rp := workflows.RolePreview{Role: name}
+			for _, m := range unwanted {
+				rp.Remove = append(rp.Remove, m.Name)
+			}
+			for _, m := range added {
+				rp.Add = append(rp.Add, m.Name)
+			}
+			if len(rp.Remove)+len(rp.Add) > 0 {
+				rp.Told = listening - len(unwanted)
+			}
+			rp.Remove, rp.MoreRemove = workflows.CapNames(rp.Remove)
+			rp.Add, rp.MoreAdd = workflows.CapNames(rp.Add)
+			if role, ok := next.Role(name); ok && slices.Contains(changed, name) {
+				old, _ := c.spec.Role(name)
+				rp.Rollout = previewRollout(role, old, *rs, wanted)
+			}
+			if len(rp.Remove)+len(rp.Add) > 0 || rp.Rollout != nil {
+				out.Roles = append(out.Roles, rp)
+			}
+		}
+	}
+	return out
+}
+
+// previewRollout plays plan.NextBatch over the role's members that would move, as if
+// every update succeeded.
+func previewRollout(role, old spec.Role, rs plan.RoleState, wanted []plan.Member) *workflows.RolloutPreview {
+	rp := &workflows.RolloutPreview{Strategy: role.StrategyFor(), Policy: role.Update.String(), Changed: strings.Join(settingsChanged(old, role), ", ")}
+	var outdated []plan.Member
+	for _, m := range wanted {
+		if m.State == plan.MemberReady && !m.Leaving && m.ReplacedBy == "" {
+			outdated = append(outdated, m)
+		}
+	}
+	moved := 0
+	for len(outdated) > 0 {
+		batch, why := plan.NextBatch(role, rs, outdated, moved)
+		if len(batch.Members) == 0 {
+			rp.Batches = append(rp.Batches, workflows.Batch{Members: []string{"(paused: " + why + ")"}})
+			break
+		}
+		names := make([]string, len(batch.Members))
+		for i, m := range batch.Members {
+			names[i] = m.Name
+		}
+		if len(rp.Batches) < workflows.ReportNames {
+			rp.Batches = append(rp.Batches, workflows.Batch{Canary: batch.Canary, Members: names})
+		} else {
+			rp.MoreBatches++
+		}
+		outdated = outdated[len(batch.Members):]
+		moved += len(batch.Members)
+	}
+	return rp
+}

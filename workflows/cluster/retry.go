@@ -1,0 +1,139 @@
+package cluster
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/clusterflow/clusterflow/internal/apperr"
+	"github.com/clusterflow/clusterflow/spec"
+	"github.com/clusterflow/clusterflow/workflows"
+	"github.com/clusterflow/clusterflow/workflows/plan"
+)
+
+// Retry: a member whose configure failed (or was cancelled, or whose sandbox could not be
+// made) goes back to pending, keeping its sandbox, name and host, and a new generation sets
+// it up again in dependency order, as a resize would; scripts are idempotent, so its
+// configure runs over whatever the failed run left. Its dependents that never started go
+// with it. A member whose decommission failed, or held by a failed removing, has it run
+// again; a survivor whose removing failed is ready again and hears it again; a member
+// whose addnodes or delnodes failed is ready again and is told what it was not (retell.go).
+
+// validateRetry refuses a retry of a cluster being deleted or held, of members that do not
+// exist or are not in config_error, of a failure retry does not run again, and a retry
+// with nothing to retry; every problem at once.
+func (c *cluster) validateRetry(req workflows.RetryRequest) error {
+	if err := c.refuseChange("retry"); err != nil {
+		return err
+	}
+	_, problems := c.retried(req)
+	if len(problems) > 0 {
+		return refused(apperr.Invalid, "retry refused: %s", strings.Join(problems, "; "))
+	}
+	return nil
+}
+
+// retried is the members a retry runs again, or what is wrong with it.
+func (c *cluster) retried(req workflows.RetryRequest) (names, problems []string) {
+	failed := func(m plan.Member) string {
+		if m.Decommission == plan.DecommissionFailed {
+			return ""
+		}
+		if m.State != plan.MemberConfigError {
+			return fmt.Sprintf("member %s is %s, not config_error: nothing to retry", m.Name, m.State)
+		}
+		if c.appContract && m.Event == spec.EventRemoving {
+			return ""
+		}
+		if c.keepsUntold(m.Event) {
+			return c.untoldProblem(m)
+		}
+		if m.Event != spec.EventConfigure && m.Event != "" {
+			retries := "a failed configure; a failed notification stays to be seen in its output"
+			if c.appContract {
+				retries = "a failed configure, decommission, addnodes, delnodes or removing"
+			}
+			return fmt.Sprintf("member %s failed %s, which retry does not run again (it retries %s, and a replacement or a new revision moves on)", m.Name, m.Event, retries)
+		}
+		return ""
+	}
+	if len(req.Members) == 0 {
+		for _, rs := range c.state.Roles {
+			for _, m := range rs.Members {
+				if m.State != plan.MemberConfigError && m.Decommission != plan.DecommissionFailed {
+					continue
+				}
+				if why := failed(m); why != "" {
+					problems = append(problems, why)
+				} else {
+					names = append(names, m.Name)
+				}
+			}
+		}
+		if len(names) == 0 && len(problems) == 0 {
+			problems = append(problems, fmt.Sprintf("no member of cluster %s is in config_error, nor waits on a failed decommission", c.state.Name))
+		}
+		return names, problems
+	}
+	for _, name := range req.Members {
+		_, m := c.findMember(name)
+		switch {
+		case m == nil || m.State == plan.MemberDeleted:
+			problems = append(problems, fmt.Sprintf("cluster %s has no member %q", c.state.Name, spec.Clip(name, spec.MaxMemberNameLength)))
+		case slices.Contains(names, name):
+			problems = append(problems, fmt.Sprintf("member %s is named more than once", name))
+		default:
+			if why := failed(*m); why != "" {
+				problems = append(problems, why)
+			} else {
+				names = append(names, name)
+			}
+		}
+	}
+	return names, problems
+}
+
+// onRetry puts the members back to pending and starts a new generation that sets them up.
+func (w *clusterWorkflow) onRetry(ctx workflow.Context, req workflows.RetryRequest) (workflows.ChangeResult, error) {
+	names, _ := w.retried(req)
+	now := workflow.Now(ctx)
+	removing := false
+	for _, name := range names {
+		_, m := w.findMember(name)
+		switch {
+		case m.Decommission == plan.DecommissionFailed:
+			m.Decommission, m.Detail = "", "retrying decommission"
+			if w.appContract && !m.RemovingTold {
+				m.Detail = "retrying removing"
+			}
+		case w.keepsUntold(m.Event):
+			// Set up all along: ready again, it is told what it was not at the next
+			// announcement (see retell).
+			m.State, m.Since, m.Detail = plan.MemberReady, now, "retrying "+string(m.Event)
+		case m.Event == spec.EventRemoving:
+			// A survivor whose removing failed was set up all along: it is ready again,
+			// and hears the removing again with every survivor that knows the members held.
+			m.State, m.Since, m.Detail = plan.MemberReady, now, "retrying removing"
+			removing = true
+		default:
+			m.State, m.Since, m.Detail = plan.MemberPending, now, "retrying configure"
+		}
+		m.StdoutTail, m.StderrTail = "", ""
+	}
+	if removing {
+		for i := range w.state.Roles {
+			for j := range w.state.Roles[i].Members {
+				if m := &w.state.Roles[i].Members[j]; m.Decommission == plan.DecommissionFailed && !m.RemovingTold {
+					m.Decommission, m.Detail = "", "retrying removing"
+				}
+			}
+		}
+	}
+	summary := "retry " + spec.Some(names, refusalNames)
+	w.newGeneration(summary)
+	w.touch(ctx)
+	w.logger.Info("Retrying failed members", "Generation", w.state.Generation, "Members", len(names))
+	return workflows.ChangeResult{Generation: w.state.Generation, Changed: true, Summary: summary}, nil
+}

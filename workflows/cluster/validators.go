@@ -1,0 +1,289 @@
+package cluster
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+
+	"go.temporal.io/sdk/temporal"
+
+	"github.com/clusterflow/clusterflow/internal/apperr"
+	"github.com/clusterflow/clusterflow/spec"
+	"github.com/clusterflow/clusterflow/workflows"
+	"github.com/clusterflow/clusterflow/workflows/plan"
+)
+
+// refused is a validator's refusal of an update: nothing was written to the history and
+// nothing changed. Its type is the apperr code (see RefusalError in api.go).
+func refused(code apperr.Code, format string, args ...any) error {
+	return temporal.NewNonRetryableApplicationError(fmt.Sprintf(format, args...), string(code), nil)
+}
+
+func (c *cluster) refuseWhileDeleting(what string) error {
+	if c.deleteRequested {
+		return refused(apperr.Conflict, "%s refused: cluster %s is being deleted", what, c.state.Name)
+	}
+	return nil
+}
+
+// refuseChange refuses a change to a cluster being deleted, or held by maintenance.
+func (c *cluster) refuseChange(what string) error {
+	if err := c.refuseWhileDeleting(what); err != nil {
+		return err
+	}
+	if m := c.state.Maintenance; m != nil {
+		return refusedInMaintenance(*m, what)
+	}
+	return nil
+}
+
+// validateResize refuses unknown roles, negative counts and counts the role's cardinality
+// does not allow, naming every problem at once.
+func (c *cluster) validateResize(req workflows.ResizeRequest) error {
+	if err := c.refuseChange("resize"); err != nil {
+		return err
+	}
+	if len(req.Counts) == 0 {
+		return refused(apperr.Invalid, "resize refused: give at least one ROLE=N")
+	}
+	var problems []string
+	seen := map[string]bool{}
+	for _, count := range req.Counts {
+		asked := fmt.Sprintf("%s=%d refused: ", count.Role, count.Members)
+		r, ok := c.spec.Role(count.Role)
+		switch {
+		case !ok:
+			problems = append(problems, asked+fmt.Sprintf("cluster %s has no role %q (its roles: %s)", c.state.Name, count.Role, strings.Join(c.spec.RoleNames(), ", ")))
+		case seen[count.Role]:
+			problems = append(problems, asked+fmt.Sprintf("role %s is named more than once", count.Role))
+		case count.Members < 0:
+			problems = append(problems, asked+"a member count cannot be negative")
+		case count.Members > spec.MaxRoleMembers:
+			problems = append(problems, asked+fmt.Sprintf("a role has at most %d members", spec.MaxRoleMembers))
+		case r.Cardinality.Allows(count.Members) != nil:
+			problems = append(problems, asked+fmt.Sprintf("role %s has cardinality %q", count.Role, r.Cardinality))
+		}
+		seen[count.Role] = true
+	}
+	if len(problems) > 0 {
+		return refused(apperr.Invalid, "%s", strings.Join(problems, "; "))
+	}
+	if err := c.refuseSignedFor("resize", req.Signature); err != nil {
+		return err
+	}
+	next := c.resized(req)
+	if total := next.TotalMembers(); total > spec.MaxClusterMembers {
+		return refused(apperr.Invalid, "resize refused: it asks for %d members in all; a cluster has at most %d", total, spec.MaxClusterMembers)
+	}
+	return c.refuseUnplaceable("resize", next)
+}
+
+// refuseSignedFor refuses a change whose signature says it is for another generation than
+// the one the change makes: signed for an earlier one (a signature replayed to go back to
+// its spec), or overtaken by another change since it was signed.
+func (c *cluster) refuseSignedFor(what string, sig *spec.Signature) error {
+	if sig == nil || sig.Generation == 0 {
+		return nil // unsigned, or signed before signatures named their generation
+	}
+	if next := c.state.Generation + 1; sig.Generation != next {
+		return refused(apperr.Conflict, "%s refused: it is signed for generation %d of cluster %s, and it would make generation %d (a signature of an earlier change, or another change came first): sign it again", what, sig.Generation, c.state.Name, next)
+	}
+	return nil
+}
+
+// refuseUnplaceable refuses a change whose members the hosts cannot hold.
+func (c *cluster) refuseUnplaceable(what string, next spec.Cluster) error {
+	if !c.onHosts() {
+		return nil
+	}
+	if err := plan.PlacementProblem(next, c.state.Roles, c.state.Hosts, c.hostCheck); err != nil {
+		return refused(apperr.Invalid, "%s refused: %v", what, err)
+	}
+	return nil
+}
+
+// validateApply allows what changes membership (member counts, new roles, removed roles)
+// and refuses any other change to a role that has members: reconfiguring running members
+// is a different operation.
+func (c *cluster) validateApply(req workflows.ApplyRequest) error {
+	if err := c.refuseChange("apply"); err != nil {
+		return err
+	}
+	next := req.Spec
+	if next.Name != c.spec.Name {
+		return refused(apperr.Invalid, "apply refused: the spec is for cluster %q, not %q", next.Name, c.spec.Name)
+	}
+	if limits := spec.CheckLimits(next); len(limits) > 0 {
+		return refused(apperr.Invalid, "apply refused: %s", describeProblems(limits))
+	}
+	if err := c.refuseSignedFor("apply", next.Signature); err != nil {
+		return err
+	}
+	var problems []string
+	for _, r := range next.Roles {
+		if err := r.Cardinality.Allows(r.Members); err != nil {
+			problems = append(problems, fmt.Sprintf("role %s refused: %v", r.Name, err))
+		}
+		if _, ok := next.Scripts[r.ScriptHash]; !ok {
+			problems = append(problems, fmt.Sprintf("role %s refused: its startscript is missing from the spec", r.Name))
+		}
+		if _, current := c.spec.Role(r.Name); !current && c.hasMembers(r.Name) {
+			problems = append(problems, fmt.Sprintf("role %s refused: it is still being removed; apply again once its members are gone", r.Name))
+		}
+	}
+	for _, old := range c.spec.Roles {
+		r, kept := next.Role(old.Name)
+		hasMembers := c.hasMembers(old.Name)
+		switch {
+		case !kept:
+			if err := old.Cardinality.Allows(0); err != nil {
+				problems = append(problems, fmt.Sprintf("removing role %s refused: its cardinality %q does not allow 0 members", old.Name, old.Cardinality))
+			}
+			if dependents := dependentsOf(next.Roles, old.Name); len(dependents) > 0 {
+				problems = append(problems, fmt.Sprintf("removing role %s refused: %s still depend on it", old.Name, strings.Join(dependents, ", ")))
+			}
+		case hasMembers:
+			problems = append(problems, refusedRollout(old, r)...)
+		}
+	}
+	if len(problems) > 0 {
+		return refused(apperr.Invalid, "%s", strings.Join(problems, "; "))
+	}
+	if _, err := spec.Levels(next.Roles); err != nil {
+		return refused(apperr.Invalid, "apply refused: %v", err)
+	}
+	return c.refuseUnplaceable("apply", next)
+}
+
+func (c *cluster) validateCancel() error {
+	if err := c.refuseChange("cancel"); err != nil {
+		return err
+	}
+	if !c.operating {
+		return refused(apperr.Conflict, "cancel refused: nothing to cancel, cluster %s is %s", c.state.Name, c.state.Phase)
+	}
+	return nil
+}
+
+// checkMemberEvent names an unknown member or event; the update refuses it, and the signal
+// drops it. The refusal names a few of the members and counts the rest.
+func (c *cluster) checkMemberEvent(ev workflows.MemberEvent) error {
+	if _, m := c.findMember(ev.Member); m == nil || m.State == plan.MemberDeleted {
+		var names []string
+		total := 0
+		for _, rs := range c.state.Roles {
+			for _, m := range rs.Members {
+				if m.State != plan.MemberDeleted {
+					total++
+					if len(names) < refusalNames {
+						names = append(names, m.Name)
+					}
+				}
+			}
+		}
+		listed := strings.Join(names, ", ")
+		if total > len(names) {
+			listed += fmt.Sprintf(" and %d more", total-len(names))
+		}
+		return refused(apperr.NotFound, "member-event refused: cluster %s has no member %q (its members: %s)", c.state.Name, spec.Clip(ev.Member, spec.MaxMemberNameLength), listed)
+	}
+	if err := workflows.CheckReportedEvent(ev.Event); err != nil {
+		return refused(apperr.Invalid, "member-event refused: event %s", err)
+	}
+	return nil
+}
+
+// refusalNames is how many names a refusal lists before it counts the rest.
+const refusalNames = 5
+
+func (c *cluster) validateMemberEvent(ev workflows.MemberEvent) error {
+	if err := c.refuseChange("member-event"); err != nil {
+		return err
+	}
+	if err := workflows.CheckMemberEventText(ev); err != nil {
+		return refused(apperr.Invalid, "member-event refused: %s", err.Error())
+	}
+	return c.checkMemberEvent(ev)
+}
+
+func (c *cluster) validateResume() error {
+	if err := c.refuseChange("resume"); err != nil {
+		return err
+	}
+	if !c.hasResumable() {
+		return refused(apperr.Conflict, "resume refused: nothing to resume: no role of cluster %s has its replacement paused, and no member is flapping", c.state.Name)
+	}
+	return nil
+}
+
+func (c *cluster) validateReconcile() error {
+	return c.refuseChange("reconcile")
+}
+
+// describeProblems writes spec problems on one line, each with its field path.
+func describeProblems(problems []spec.Problem) string {
+	parts := make([]string, len(problems))
+	for i, p := range problems {
+		parts[i] = p.String()
+	}
+	return strings.Join(parts, "; ")
+}
+
+func dependentsOf(roles []spec.Role, name string) []string {
+	var dependents []string
+	for _, r := range roles {
+		if slices.Contains(r.DependsOn, name) {
+			dependents = append(dependents, r.Name)
+		}
+	}
+	return dependents
+}
+
+// refusedRollout says why a role with members cannot move from old to next: its place in
+// the dependency plan and its cardinality do not change under running members (a change
+// to what they run rolls out, in place or by replacement).
+func refusedRollout(old, next spec.Role) []string {
+	var problems []string
+	var fixed []string
+	for _, field := range reconfigured(old, next) {
+		if field == "dependsOn" || field == "cardinality" || field == "ports" {
+			fixed = append(fixed, field)
+		}
+	}
+	if len(fixed) > 0 {
+		problems = append(problems, fmt.Sprintf("role %s refused: it has members, so its %s cannot change (delete the role's members first, or deploy a new cluster)", old.Name, strings.Join(fixed, " and ")))
+	}
+	return problems
+}
+
+// reconfigured lists what changes about a role beyond its member count and maxInFlight.
+func reconfigured(old, next spec.Role) []string {
+	var changed []string
+	check := func(field string, same bool) {
+		if !same {
+			changed = append(changed, field)
+		}
+	}
+	check("startscript", old.ScriptHash == next.ScriptHash)
+	check("env", maps.Equal(old.Env, next.Env))
+	check("dependsOn", slices.Equal(sortedCopy(old.DependsOn), sortedCopy(next.DependsOn)))
+	check("events", slices.Equal(old.Events, next.Events))
+	check("cardinality", old.Cardinality == next.Cardinality)
+	check("timeout", old.Timeout == next.Timeout)
+	check("heartbeatTimeout", old.HeartbeatTimeout == next.HeartbeatTimeout)
+	check("ports", maps.Equal(old.Ports, next.Ports))
+	check("limits", old.Limits == next.Limits)
+	return changed
+}
+
+func sortedCopy(s []string) []string {
+	c := slices.Clone(s)
+	slices.Sort(c)
+	return c
+}
+
+// refusedInMaintenance is a validator's refusal of what to do while maintenance is on.
+func refusedInMaintenance(m workflows.Maintenance, what string) error {
+	return refused(apperr.Maintenance, "%s", m.Refusal(what).Error())
+}
