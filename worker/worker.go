@@ -18,6 +18,9 @@ import (
 	"github.com/clusterflow/clusterflow/internal/signing"
 	"github.com/clusterflow/clusterflow/workflows"
 	"github.com/clusterflow/clusterflow/workflows/cluster"
+	"github.com/clusterflow/clusterflow/workflows/hosts"
+	"github.com/clusterflow/clusterflow/workflows/maintenance"
+	"github.com/clusterflow/clusterflow/workflows/role"
 )
 
 // Options configure a worker.
@@ -195,10 +198,10 @@ func New(c client.Client, opts Options) (sdkworker.Worker, error) {
 func RegisterWorkflows(r interface {
 	RegisterWorkflowWithOptions(any, workflow.RegisterOptions)
 }) {
-	r.RegisterWorkflowWithOptions(cluster.ClusterWorkflow, workflow.RegisterOptions{Name: workflows.ClusterWorkflowName})
-	r.RegisterWorkflowWithOptions(cluster.RoleWorkflow, workflow.RegisterOptions{Name: workflows.RoleWorkflowName})
-	r.RegisterWorkflowWithOptions(cluster.HostsWorkflow, workflow.RegisterOptions{Name: workflows.HostsWorkflowName})
-	r.RegisterWorkflowWithOptions(cluster.MemberLogWorkflow, workflow.RegisterOptions{Name: workflows.MemberLogWorkflowName})
-	r.RegisterWorkflowWithOptions(cluster.OrphansWorkflow, workflow.RegisterOptions{Name: workflows.OrphansWorkflowName})
-	r.RegisterWorkflowWithOptions(cluster.MaintenanceWorkflow, workflow.RegisterOptions{Name: workflows.MaintenanceWorkflowName})
+	r.RegisterWorkflowWithOptions(cluster.Workflow, workflow.RegisterOptions{Name: workflows.ClusterWorkflowName})
+	r.RegisterWorkflowWithOptions(role.Workflow, workflow.RegisterOptions{Name: workflows.RoleWorkflowName})
+	r.RegisterWorkflowWithOptions(hosts.Workflow, workflow.RegisterOptions{Name: workflows.HostsWorkflowName})
+	r.RegisterWorkflowWithOptions(hosts.MemberLogWorkflow, workflow.RegisterOptions{Name: workflows.MemberLogWorkflowName})
+	r.RegisterWorkflowWithOptions(hosts.OrphansWorkflow, workflow.RegisterOptions{Name: workflows.OrphansWorkflowName})
+	r.RegisterWorkflowWithOptions(maintenance.Workflow, workflow.RegisterOptions{Name: workflows.MaintenanceWorkflowName})
 }

@@ -272,6 +272,14 @@ type RoleResult struct {
 	Members []Member `json:"members"`
 }
 
+// What a role child reports of a member's detail: at most MaxDetail bytes; SeeLogs ends one
+// whose output tails were not kept; TeardownFailed starts one whose teardown failed.
+const (
+	MaxDetail      = 512
+	SeeLogs        = " (output: `clusterflow logs`)"
+	TeardownFailed = "teardown failed (ignored): "
+)
+
 // RoleProgress reports member changes while a role operation runs.
 type RoleProgress struct {
 	Role string `json:"role"`

@@ -11,6 +11,7 @@ import (
 	"github.com/clusterflow/clusterflow/spec"
 	"github.com/clusterflow/clusterflow/workflows"
 	"github.com/clusterflow/clusterflow/workflows/internal/change"
+	"github.com/clusterflow/clusterflow/workflows/internal/flow"
 	"github.com/clusterflow/clusterflow/workflows/plan"
 )
 
@@ -23,7 +24,7 @@ const maxActionMembers = 1000
 func (c *cluster) validateRunAction(req workflows.ActionRequest) error {
 	for _, a := range c.state.Actions {
 		if a.State == workflows.ActionPending || a.State == workflows.ActionRunning {
-			return refused(apperr.Conflict, "run refused: action %s (%d) is %s on cluster %s; run the next once it is done", a.Action, a.ID, a.State, c.state.Name)
+			return flow.Refused(apperr.Conflict, "run refused: action %s (%d) is %s on cluster %s; run the next once it is done", a.Action, a.ID, a.State, c.state.Name)
 		}
 	}
 	_, err := c.actionTargets(req)
@@ -67,7 +68,7 @@ func (w *clusterWorkflow) runActions(ctx workflow.Context) {
 		targets, err := w.actionTargets(req)
 		if err != nil {
 			a.State, a.Ended = workflows.ActionCanceled, workflow.Now(ctx)
-			a.Results = []workflows.ActionResult{{Detail: "not run: " + errorMessage(err)}}
+			a.Results = []workflows.ActionResult{{Detail: "not run: " + flow.ErrorMessage(err)}}
 			continue
 		}
 		a.State = workflows.ActionRunning

@@ -9,6 +9,7 @@ import (
 	"github.com/clusterflow/clusterflow/internal/backend"
 	"github.com/clusterflow/clusterflow/spec"
 	"github.com/clusterflow/clusterflow/workflows"
+	"github.com/clusterflow/clusterflow/workflows/internal/flow"
 	"github.com/clusterflow/clusterflow/workflows/plan"
 )
 
@@ -141,7 +142,7 @@ func (w *clusterWorkflow) untold(ctx workflow.Context, op plan.RoleOperation, wo
 			}
 			if live := rs.Member(m.Name); live != nil {
 				live.State, live.Event, live.Since = plan.MemberConfigError, spec.Event(op), workflow.Now(ctx)
-				live.Detail = spec.Clip(fmt.Sprintf("%s: the notice could not be written on its host: %s", op, errorMessage(err)), maxDetail)
+				live.Detail = spec.Clip(fmt.Sprintf("%s: the notice could not be written on its host: %s", op, flow.ErrorMessage(err)), workflows.MaxDetail)
 			}
 		}
 		if len(told) > 0 {

@@ -8,6 +8,7 @@ import (
 	"github.com/clusterflow/clusterflow/internal/apperr"
 	"github.com/clusterflow/clusterflow/spec"
 	"github.com/clusterflow/clusterflow/workflows"
+	"github.com/clusterflow/clusterflow/workflows/internal/flow"
 	"github.com/clusterflow/clusterflow/workflows/plan"
 )
 
@@ -30,10 +31,10 @@ func (c *cluster) choose(ch memberChoice) (map[string][]string, error) {
 	check := func(role string) error {
 		r, ok := c.spec.Role(role)
 		if !ok {
-			return refused(apperr.NotFound, "%s refused: cluster %s has no role %q (its roles: %s)", ch.what, c.state.Name, role, strings.Join(c.spec.RoleNames(), ", "))
+			return flow.Refused(apperr.NotFound, "%s refused: cluster %s has no role %q (its roles: %s)", ch.what, c.state.Name, role, strings.Join(c.spec.RoleNames(), ", "))
 		}
 		if why := ch.applies(r); why != "" {
-			return refused(apperr.Invalid, "%s refused: %s", ch.what, why)
+			return flow.Refused(apperr.Invalid, "%s refused: %s", ch.what, why)
 		}
 		return nil
 	}
@@ -47,13 +48,13 @@ func (c *cluster) choose(ch memberChoice) (map[string][]string, error) {
 				if ch.role != "" {
 					in = " in role " + ch.role
 				}
-				return nil, refused(apperr.NotFound, "%s refused: cluster %s has no member %q%s", ch.what, c.state.Name, spec.Clip(name, spec.MaxMemberNameLength), in)
+				return nil, flow.Refused(apperr.NotFound, "%s refused: cluster %s has no member %q%s", ch.what, c.state.Name, spec.Clip(name, spec.MaxMemberNameLength), in)
 			}
 			if err := check(rs.Name); err != nil {
 				return nil, err
 			}
 			if m.State != plan.MemberReady {
-				return nil, refused(apperr.Conflict, "%s refused: member %s is %s; only ready members are chosen", ch.what, name, m.State)
+				return nil, flow.Refused(apperr.Conflict, "%s refused: member %s is %s; only ready members are chosen", ch.what, name, m.State)
 			}
 			if !slices.Contains(chosen[rs.Name], name) {
 				chosen[rs.Name] = append(chosen[rs.Name], name)
@@ -71,7 +72,7 @@ func (c *cluster) choose(ch memberChoice) (map[string][]string, error) {
 			}
 		}
 		if len(chosen) == 0 {
-			return nil, refused(apperr.NotFound, "%s refused: %s", ch.what, ch.none)
+			return nil, flow.Refused(apperr.NotFound, "%s refused: %s", ch.what, ch.none)
 		}
 	}
 	for role, names := range chosen {
@@ -80,7 +81,7 @@ func (c *cluster) choose(ch memberChoice) (map[string][]string, error) {
 		}
 	}
 	if len(chosen) == 0 {
-		return nil, refused(apperr.Conflict, "%s refused: none of the members it chooses is ready", ch.what)
+		return nil, flow.Refused(apperr.Conflict, "%s refused: none of the members it chooses is ready", ch.what)
 	}
 	return chosen, nil
 }
@@ -102,7 +103,7 @@ func (c *cluster) restartTargets(req workflows.RestartRequest) (map[string][]str
 		return nil, err
 	}
 	if ro := c.state.Rollout; c.rolloutRunning() {
-		return nil, refused(apperr.Conflict, "restart refused: the %s is in progress (%s); restart once it is done", ro.What(), c.rolloutStatus().State)
+		return nil, flow.Refused(apperr.Conflict, "restart refused: the %s is in progress (%s); restart once it is done", ro.What(), c.rolloutStatus().State)
 	}
 	return c.choose(memberChoice{
 		what: "restart", role: req.Role, members: req.Members,
@@ -123,13 +124,13 @@ func (c *cluster) actionTargets(req workflows.ActionRequest) (map[string][]strin
 		return nil, err
 	}
 	if err := spec.CheckActionCall(req.Action, req.Params); err != nil {
-		return nil, refused(apperr.Invalid, "run refused: %v", err)
+		return nil, flow.Refused(apperr.Invalid, "run refused: %v", err)
 	}
 	if req.Parallel < 0 {
-		return nil, refused(apperr.Invalid, "run refused: --parallel is %d; it must be 0 (all at once) or more", req.Parallel)
+		return nil, flow.Refused(apperr.Invalid, "run refused: --parallel is %d; it must be 0 (all at once) or more", req.Parallel)
 	}
 	if len(req.Members) > maxActionMembers {
-		return nil, refused(apperr.Invalid, "run refused: %d members named; name at most %d, or choose a role", len(req.Members), maxActionMembers)
+		return nil, flow.Refused(apperr.Invalid, "run refused: %d members named; name at most %d, or choose a role", len(req.Members), maxActionMembers)
 	}
 	return c.choose(memberChoice{
 		what: "run", role: req.Role, members: req.Members,

@@ -16,11 +16,11 @@ import (
 	"github.com/clusterflow/clusterflow/workflows/plan"
 )
 
-// ClusterWorkflow is the entity workflow of one cluster, with ID cluster/<name>. It holds
+// Workflow is the entity workflow of one cluster, with ID cluster/<name>. It holds
 // the desired spec and every member's observed state, converges the members to the spec
 // whenever it changes (deploy, resize, apply), and lives until the cluster is deleted,
 // continuing as new between operations to keep its history small.
-func ClusterWorkflow(ctx workflow.Context, in workflows.ClusterInput) (workflows.ClusterStatus, error) {
+func Workflow(ctx workflow.Context, in workflows.ClusterInput) (workflows.ClusterStatus, error) {
 	w, err := newClusterWorkflow(ctx, in)
 	if err != nil {
 		return workflows.ClusterStatus{}, err

@@ -10,6 +10,7 @@ import (
 	"github.com/clusterflow/clusterflow/spec"
 	"github.com/clusterflow/clusterflow/workflows"
 	"github.com/clusterflow/clusterflow/workflows/internal/change"
+	"github.com/clusterflow/clusterflow/workflows/internal/flow"
 	"github.com/clusterflow/clusterflow/workflows/plan"
 )
 
@@ -189,7 +190,7 @@ func (w *clusterWorkflow) setUp(ctx workflow.Context, changed func() bool) (ende
 			if w.lifecycle {
 				if err := w.assignPorts(ctx, step.Roles); err != nil {
 					if ctx.Err() == nil {
-						w.setPhase(ctx, workflows.PhaseFailed, "could not give members their ports: "+errorMessage(err))
+						w.setPhase(ctx, workflows.PhaseFailed, "could not give members their ports: "+flow.ErrorMessage(err))
 					}
 					ended = true
 					return false
@@ -198,7 +199,7 @@ func (w *clusterWorkflow) setUp(ctx workflow.Context, changed func() bool) (ende
 			if err := w.writeClusterFiles(ctx, step.Level == 0); err != nil {
 				// Cancelled by a delete is not a failure; anything else is.
 				if ctx.Err() == nil {
-					w.setPhase(ctx, workflows.PhaseFailed, "could not write the cluster's files: "+errorMessage(err))
+					w.setPhase(ctx, workflows.PhaseFailed, "could not write the cluster's files: "+flow.ErrorMessage(err))
 				}
 				ended = true
 				return false
@@ -308,8 +309,8 @@ func (w *clusterWorkflow) delete(parent workflow.Context) {
 	// A delete is the removal toward the empty spec: every member, whatever its state.
 	w.runPass(ctx, &spec.Cluster{}, plan.Removal(w.state.Levels, true), passHooks{})
 	// Any reachable host may hold the folder of a member that has left.
-	failed := w.hosts.onEachHost(withQuickActivity(ctx, "remove "+w.state.Name), w.reachableHosts(), func(ctx workflow.Context, _ string) error {
-		return workflow.ExecuteActivity(ctx, actRemoveCluster, w.folder().Key()).Get(ctx, nil)
+	failed := w.hosts.onEachHost(flow.WithQuickActivity(ctx, "remove "+w.state.Name), w.reachableHosts(), func(ctx workflow.Context, _ string) error {
+		return workflow.ExecuteActivity(ctx, flow.ActRemoveCluster, w.folder().Key()).Get(ctx, nil)
 	})
 	if w.onHosts() {
 		w.hosts.reportPlacement(ctx, workflows.ClusterPlacement{Cluster: w.state.Name, Gone: true})

@@ -12,6 +12,7 @@ import (
 	"github.com/clusterflow/clusterflow/internal/signing"
 	"github.com/clusterflow/clusterflow/spec"
 	"github.com/clusterflow/clusterflow/workflows"
+	"github.com/clusterflow/clusterflow/workflows/internal/flow"
 	"github.com/clusterflow/clusterflow/workflows/plan"
 )
 
@@ -71,9 +72,9 @@ func (w *clusterWorkflow) writeFiles(ctx workflow.Context, summary string, hosts
 	// and the envs besides the configmeta. So a write waits while others in flight hold
 	// more than hostWriteBytes; a write alone always goes.
 	sizes := map[bool]int{false: workflows.PayloadSize(files)}
-	inFlight := slots{limit: hostWriteBytes}
+	inFlight := flow.Slots{Limit: hostWriteBytes}
 	files.FolderKey = w.state.FolderKey
-	return w.hosts.onEachHost(withQuickActivity(ctx, summary), hosts, func(ctx workflow.Context, host string) error {
+	return w.hosts.onEachHost(flow.WithQuickActivity(ctx, summary), hosts, func(ctx workflow.Context, host string) error {
 		f := files
 		install := w.bounded && w.state.Installed[host] != digest
 		if install {
@@ -83,12 +84,12 @@ func (w *clusterWorkflow) writeFiles(ctx workflow.Context, summary string, hosts
 			}
 		}
 		size := sizes[install]
-		if err := inFlight.wait(ctx, size, nil); err != nil {
+		if err := inFlight.Wait(ctx, size, nil); err != nil {
 			return err
 		}
-		inFlight.take(size)
-		err := executeActivity(ctx, actWriteClusterFiles, f).Get(ctx, nil)
-		inFlight.give(size)
+		inFlight.Take(size)
+		err := flow.ExecuteActivity(ctx, flow.ActWriteClusterFiles, f).Get(ctx, nil)
+		inFlight.Give(size)
 		if err != nil {
 			return err
 		}

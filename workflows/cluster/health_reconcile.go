@@ -11,6 +11,7 @@ import (
 	"github.com/clusterflow/clusterflow/spec"
 	"github.com/clusterflow/clusterflow/workflows"
 	"github.com/clusterflow/clusterflow/workflows/internal/change"
+	"github.com/clusterflow/clusterflow/workflows/internal/flow"
 	"github.com/clusterflow/clusterflow/workflows/plan"
 )
 
@@ -40,7 +41,7 @@ func (hm *healthMachine) reconcile(ctx workflow.Context) workflows.ReconcileRepo
 	present := hm.expectedOnBackend(setUpBefore, listedHosts, skipActive)
 	if err != nil {
 		hm.logger.Warn("Reconcile could not list the backend's members", "Error", err)
-		return workflows.ReconcileReport{Deferred: "could not list the backend's members: " + errorMessage(err)}
+		return workflows.ReconcileReport{Deferred: "could not list the backend's members: " + flow.ErrorMessage(err)}
 	}
 	report := workflows.ReconcileReport{Listed: len(listed)}
 	if hm.deleteRequested {
@@ -111,7 +112,7 @@ func (c *cluster) setUpMembers() map[string]string {
 // single-host mode, else on every reachable host, each member marked with its host. It
 // says which hosts it listed ("" in single-host mode).
 func (hm *healthMachine) listMembers(ctx workflow.Context) ([]backend.MemberRef, map[string]bool, error) {
-	ctx = withQuickActivity(ctx, "list members of "+hm.state.Name)
+	ctx = flow.WithQuickActivity(ctx, "list members of "+hm.state.Name)
 	if !hm.onHosts() {
 		listed, err := hm.listOn(ctx, "")
 		return listed, map[string]bool{"": true}, err
@@ -140,12 +141,12 @@ func (hm *healthMachine) listMembers(ctx workflow.Context) ([]backend.MemberRef,
 func (hm *healthMachine) listOn(ctx workflow.Context, host string) ([]backend.MemberRef, error) {
 	var listed []backend.MemberRef
 	if !hm.bounded {
-		if err := workflow.ExecuteActivity(ctx, actListMembers, hm.folder().Key()).Get(ctx, &listed); err != nil {
+		if err := workflow.ExecuteActivity(ctx, flow.ActListMembers, hm.folder().Key()).Get(ctx, &listed); err != nil {
 			return nil, err
 		}
 	} else {
 		var listing workflows.MemberListing
-		if err := workflow.ExecuteActivity(ctx, actListMemberOrdinals, hm.folder().Key()).Get(ctx, &listing); err != nil {
+		if err := workflow.ExecuteActivity(ctx, flow.ActListMemberOrdinals, hm.folder().Key()).Get(ctx, &listing); err != nil {
 			return nil, err
 		}
 		if listing.Truncated {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/clusterflow/clusterflow/workflows"
 	"github.com/clusterflow/clusterflow/workflows/internal/change"
+	"github.com/clusterflow/clusterflow/workflows/internal/flow"
 	"github.com/clusterflow/clusterflow/workflows/plan"
 )
 
@@ -58,24 +59,6 @@ func (c *cluster) memberHosts() []string {
 	return hosts
 }
 
-// onMemberHost routes a member's activity to the host holding it, when it has one. A lost
-// host's queue is not waited on for ever: the activity fails after a while.
-func onMemberHost(ctx workflow.Context, host string) workflow.Context {
-	return onHost(ctx, host, memberQueueWait)
-}
-
-func onHost(ctx workflow.Context, host string, wait time.Duration) workflow.Context {
-	if host == "" {
-		return ctx
-	}
-	ctx = workflow.WithTaskQueue(ctx, workflows.HostTaskQueue(workflow.GetInfo(ctx).TaskQueueName, host))
-	return workflow.WithScheduleToStartTimeout(ctx, wait)
-}
-
-// memberQueueWait bounds how long a member's activity waits for its host's worker to take
-// it: long, as a wide role may queue many at once.
-const memberQueueWait = 5 * time.Minute
-
 // hostWait bounds how long a cluster-wide activity (configmeta, listing, removal) waits
 // for a host's worker. A live worker takes it within milliseconds; a host that died since
 // the last view must not hold up the cluster, whose health timers wait on these.
@@ -88,11 +71,6 @@ func (c *cluster) hostWait(host string) time.Duration {
 }
 
 const minHostWait = 10 * time.Second
-
-// clientTaskWait bounds how long a client's one-off task (a read of output, a look for
-// orphans) waits for the host's worker: a lost host cannot answer, and the client should
-// hear so soon.
-const clientTaskWait = 30 * time.Second
 
 // hostWatcher keeps the cluster in step with the host registry's views: it applies each
 // view (members of lost hosts go down, stale sandboxes are noted and removed, drains
@@ -281,7 +259,7 @@ func (hw *hostWatcher) onEachHost(ctx workflow.Context, hosts []string, run func
 	}
 	onOne := func(ctx workflow.Context, host string) {
 		wait := hw.hostWait(host)
-		hostCtx := onHost(ctx, host, wait)
+		hostCtx := flow.OnHost(ctx, host, wait)
 		hostCtx = workflow.WithStartToCloseTimeout(hostCtx, wait)
 		hostCtx = workflow.WithRetryPolicy(hostCtx, temporal.RetryPolicy{InitialInterval: time.Second, MaximumAttempts: 2})
 		if err := run(hostCtx, host); err != nil {
@@ -333,10 +311,10 @@ func describeFailures(failed map[string]error) string {
 	var parts []string
 	for _, host := range slices.Sorted(maps.Keys(failed)) {
 		if host == "" {
-			parts = append(parts, errorMessage(failed[host]))
+			parts = append(parts, flow.ErrorMessage(failed[host]))
 			continue
 		}
-		parts = append(parts, fmt.Sprintf("on host %s: %s", host, errorMessage(failed[host])))
+		parts = append(parts, fmt.Sprintf("on host %s: %s", host, flow.ErrorMessage(failed[host])))
 	}
 	return strings.Join(parts, "; ")
 }

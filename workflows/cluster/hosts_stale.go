@@ -8,6 +8,7 @@ import (
 
 	"github.com/clusterflow/clusterflow/internal/backend"
 	"github.com/clusterflow/clusterflow/workflows"
+	"github.com/clusterflow/clusterflow/workflows/internal/flow"
 	"github.com/clusterflow/clusterflow/workflows/plan"
 )
 
@@ -60,7 +61,7 @@ func (hw *hostWatcher) removeStale(ctx workflow.Context) {
 			workflow.Go(ctx, func(ctx workflow.Context) {
 				defer wg.Done()
 				ref := hw.memberRef(s.Role, s.Member)
-				err := workflow.ExecuteActivity(onMemberHost(withQuickActivity(ctx, "remove stale "+s.Member), s.Host), actRemoveMember, ref).Get(ctx, nil)
+				err := workflow.ExecuteActivity(flow.OnMemberHost(flow.WithQuickActivity(ctx, "remove stale "+s.Member), s.Host), flow.ActRemoveMember, ref).Get(ctx, nil)
 				if err != nil {
 					hw.logger.Warn("Could not remove a stale sandbox; trying again next pass", "Member", s.Member, "Host", s.Host, "Error", err)
 					return

@@ -139,7 +139,7 @@ func (c *cluster) noteFailedTeardowns(rw plan.RoleWork, now time.Time) {
 	rs := c.state.Role(rw.Role)
 	for _, m := range rw.Members {
 		live := rs.Member(m.Name)
-		if live == nil || live.State != plan.MemberDeleted || !strings.HasPrefix(live.Detail, teardownFailed) {
+		if live == nil || live.State != plan.MemberDeleted || !strings.HasPrefix(live.Detail, workflows.TeardownFailed) {
 			continue
 		}
 		c.state.FailedTeardowns = append(c.state.FailedTeardowns, workflows.FailedTeardown{
@@ -180,7 +180,7 @@ func (c *cluster) applyMembers(role string, members []plan.Member) []plan.Member
 		if m.Event == spec.EventDecommission {
 			// A decommission changes no state: only its outcome, event and output are taken.
 			taken = append(taken, m)
-			current.Decommission, current.Event, current.Detail = m.Decommission, m.Event, spec.Clip(m.Detail, maxDetail)
+			current.Decommission, current.Event, current.Detail = m.Decommission, m.Event, spec.Clip(m.Detail, workflows.MaxDetail)
 			current.StdoutTail, current.StderrTail = m.StdoutTail, m.StderrTail
 			continue
 		}
@@ -188,7 +188,7 @@ func (c *cluster) applyMembers(role string, members []plan.Member) []plan.Member
 			continue // a health report that came in while a notification ran wins over its outcome
 		}
 		taken = append(taken, m)
-		current.State, current.Event, current.Detail, current.Since = m.State, m.Event, spec.Clip(m.Detail, maxDetail), m.Since
+		current.State, current.Event, current.Detail, current.Since = m.State, m.Event, spec.Clip(m.Detail, workflows.MaxDetail), m.Since
 		current.LastLine, current.StdoutTail, current.StderrTail = m.LastLine, "", ""
 		if m.Revision > 0 {
 			current.Revision = m.Revision
@@ -202,8 +202,8 @@ func (c *cluster) applyMembers(role string, members []plan.Member) []plan.Member
 		if tailed < tailsPerRole {
 			tailed++
 			current.StdoutTail, current.StderrTail = m.StdoutTail, m.StderrTail
-		} else if !strings.HasSuffix(current.Detail, seeLogs) {
-			current.Detail = spec.Clip(current.Detail, maxDetail-len(seeLogs)) + seeLogs
+		} else if !strings.HasSuffix(current.Detail, workflows.SeeLogs) {
+			current.Detail = spec.Clip(current.Detail, workflows.MaxDetail-len(workflows.SeeLogs)) + workflows.SeeLogs
 		}
 	}
 	return taken

@@ -10,6 +10,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/clusterflow/clusterflow/internal/backend"
+	"github.com/clusterflow/clusterflow/workflows/internal/flow"
 	"github.com/clusterflow/clusterflow/workflows/plan"
 )
 
@@ -49,8 +50,8 @@ func (w *clusterWorkflow) assignPorts(ctx workflow.Context, roles []string) erro
 		for chunk := range slices.Chunk(asks[host], portAsksPerActivity) {
 			var got backend.PortAssignment
 			req := backend.PortRequest{Cluster: w.folder(), Members: chunk}
-			if err := workflow.ExecuteActivity(onMemberHost(withQuickActivity(ctx, fmt.Sprintf("assign ports to %d members", len(req.Members))), host), actAssignPorts, req).Get(ctx, &got); err != nil {
-				problems = append(problems, errorMessage(err))
+			if err := workflow.ExecuteActivity(flow.OnMemberHost(flow.WithQuickActivity(ctx, fmt.Sprintf("assign ports to %d members", len(req.Members))), host), flow.ActAssignPorts, req).Get(ctx, &got); err != nil {
+				problems = append(problems, flow.ErrorMessage(err))
 				break
 			}
 			for _, ask := range req.Members {

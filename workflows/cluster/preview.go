@@ -6,6 +6,7 @@ import (
 
 	"github.com/clusterflow/clusterflow/spec"
 	"github.com/clusterflow/clusterflow/workflows"
+	"github.com/clusterflow/clusterflow/workflows/internal/flow"
 	"github.com/clusterflow/clusterflow/workflows/plan"
 )
 
@@ -24,7 +25,7 @@ func (c *cluster) preview(req workflows.PreviewRequest) workflows.Preview {
 		err = c.validateResize(workflows.ResizeRequest{Counts: req.Counts})
 	}
 	if err != nil {
-		return workflows.Preview{Refused: errorMessage(err)}
+		return workflows.Preview{Refused: flow.ErrorMessage(err)}
 	}
 	summary := describeChange(c.spec, next)
 	if summary == "" {

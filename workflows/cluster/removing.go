@@ -6,6 +6,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/clusterflow/clusterflow/spec"
+	"github.com/clusterflow/clusterflow/workflows"
 	"github.com/clusterflow/clusterflow/workflows/plan"
 )
 
@@ -46,7 +47,7 @@ func (w *clusterWorkflow) tellRemoving(ctx workflow.Context, step plan.Step) {
 				live.RemovingTold = true
 			default:
 				live.Decommission = plan.DecommissionFailed
-				live.Detail = spec.Clip(fmt.Sprintf("removal held: removing failed on %s (see its output); once its cause is fixed, `clusterflow retry %s` runs it again", spec.Some(failed, refusalNames), w.state.Name), maxDetail)
+				live.Detail = spec.Clip(fmt.Sprintf("removal held: removing failed on %s (see its output); once its cause is fixed, `clusterflow retry %s` runs it again", spec.Some(failed, refusalNames), w.state.Name), workflows.MaxDetail)
 			}
 		}
 		w.touch(ctx)

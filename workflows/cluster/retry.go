@@ -10,6 +10,7 @@ import (
 	"github.com/clusterflow/clusterflow/internal/apperr"
 	"github.com/clusterflow/clusterflow/spec"
 	"github.com/clusterflow/clusterflow/workflows"
+	"github.com/clusterflow/clusterflow/workflows/internal/flow"
 	"github.com/clusterflow/clusterflow/workflows/plan"
 )
 
@@ -30,7 +31,7 @@ func (c *cluster) validateRetry(req workflows.RetryRequest) error {
 	}
 	_, problems := c.retried(req)
 	if len(problems) > 0 {
-		return refused(apperr.Invalid, "retry refused: %s", strings.Join(problems, "; "))
+		return flow.Refused(apperr.Invalid, "retry refused: %s", strings.Join(problems, "; "))
 	}
 	return nil
 }

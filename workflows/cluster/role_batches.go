@@ -5,6 +5,7 @@ import (
 	"slices"
 
 	"github.com/clusterflow/clusterflow/workflows"
+	"github.com/clusterflow/clusterflow/workflows/internal/flow"
 	"github.com/clusterflow/clusterflow/workflows/plan"
 	"go.temporal.io/sdk/workflow"
 )
@@ -120,9 +121,9 @@ func sharedNodes(nodes *plan.NodeGroup, memberNodes [][]string) (*plan.NodeGroup
 // applies each one's result as it ends. A configure failure halts the operation: running
 // batches start no further member, and waiting ones never start.
 func (r *roleRunner) runBatches(ctx workflow.Context, role string, op *activeOp, concurrent int, start func(workflow.Context, *roleBatch)) {
-	running := slots{limit: concurrent}
+	running := flow.Slots{Limit: concurrent}
 	for _, b := range op.batches {
-		if err := running.wait(ctx, 1, func() bool { return op.halted != "" }); err != nil && op.halted == "" {
+		if err := running.Wait(ctx, 1, func() bool { return op.halted != "" }); err != nil && op.halted == "" {
 			op.halted = "canceled"
 		}
 		if op.halted != "" {
@@ -130,11 +131,11 @@ func (r *roleRunner) runBatches(ctx workflow.Context, role string, op *activeOp,
 			continue
 		}
 		start(ctx, b)
-		running.take(1)
+		running.Take(1)
 		workflow.Go(ctx, func(ctx workflow.Context) {
 			var res workflows.RoleResult
 			err := b.future.Get(ctx, &res)
-			running.give(1)
+			running.Give(1)
 			b.done = true
 			if err != nil {
 				r.markUnfinishedMembers(ctx, role, op.op, b.in.Members, err)

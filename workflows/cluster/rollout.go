@@ -15,6 +15,7 @@ import (
 	"github.com/clusterflow/clusterflow/spec"
 	"github.com/clusterflow/clusterflow/workflows"
 	"github.com/clusterflow/clusterflow/workflows/internal/change"
+	"github.com/clusterflow/clusterflow/workflows/internal/flow"
 	"github.com/clusterflow/clusterflow/workflows/plan"
 )
 
@@ -185,11 +186,11 @@ func (c *cluster) undoSpec(to int) (spec.Cluster, error) {
 	rec := c.revisionRecordOf(to)
 	switch {
 	case to < 1 || to >= c.state.Revision:
-		return spec.Cluster{}, refused(apperr.Invalid, "rollout undo refused: cluster %s is at revision %d; undo goes back to an earlier one (see `clusterflow revisions %s`)", c.state.Name, c.state.Revision, c.state.Name)
+		return spec.Cluster{}, flow.Refused(apperr.Invalid, "rollout undo refused: cluster %s is at revision %d; undo goes back to an earlier one (see `clusterflow revisions %s`)", c.state.Name, c.state.Revision, c.state.Name)
 	case rec == nil:
-		return spec.Cluster{}, refused(apperr.NotFound, "rollout undo refused: revision %d of cluster %s is no longer listed (the last %d are); apply its spec file again", to, c.state.Name, keptRevisions)
+		return spec.Cluster{}, flow.Refused(apperr.NotFound, "rollout undo refused: revision %d of cluster %s is no longer listed (the last %d are); apply its spec file again", to, c.state.Name, keptRevisions)
 	case rec.Roles == nil:
-		return spec.Cluster{}, refused(apperr.NotFound, "rollout undo refused: the settings of revision %d are no longer kept (the newest %d are, within %d KiB of envs and scripts); apply its spec file again", to, keptRevisionSettings, keptSettingsBytes>>10)
+		return spec.Cluster{}, flow.Refused(apperr.NotFound, "rollout undo refused: the settings of revision %d are no longer kept (the newest %d are, within %d KiB of envs and scripts); apply its spec file again", to, keptRevisionSettings, keptSettingsBytes>>10)
 	}
 	next := c.spec
 	next.Roles = slices.Clone(c.spec.Roles)
@@ -206,7 +207,7 @@ func (c *cluster) undoSpec(to int) (spec.Cluster, error) {
 		if _, ok := next.Scripts[r.ScriptHash]; !ok {
 			content, kept := c.state.RevisionScripts[r.ScriptHash]
 			if !kept {
-				return spec.Cluster{}, refused(apperr.NotFound, "rollout undo refused: the startscript role %s ran at revision %d is no longer kept; apply its spec file again", r.Name, to)
+				return spec.Cluster{}, flow.Refused(apperr.NotFound, "rollout undo refused: the startscript role %s ran at revision %d is no longer kept; apply its spec file again", r.Name, to)
 			}
 			next.Scripts[r.ScriptHash] = content
 		}
@@ -238,9 +239,9 @@ func (c *cluster) validateRolloutPause() error {
 	}
 	switch ro := c.state.Rollout; {
 	case !c.rolloutRunning():
-		return refused(apperr.Conflict, "rollout pause refused: cluster %s has no rollout in progress", c.state.Name)
+		return flow.Refused(apperr.Conflict, "rollout pause refused: cluster %s has no rollout in progress", c.state.Name)
 	case ro.Paused != "":
-		return refused(apperr.Conflict, "rollout pause refused: the %s is already paused: %s", ro.What(), ro.Paused)
+		return flow.Refused(apperr.Conflict, "rollout pause refused: the %s is already paused: %s", ro.What(), ro.Paused)
 	}
 	return nil
 }
@@ -256,7 +257,7 @@ func (c *cluster) validateRolloutResume() error {
 		return err
 	}
 	if !c.rolloutRunning() || c.state.Rollout.Paused == "" {
-		return refused(apperr.Conflict, "rollout resume refused: cluster %s has no paused rollout", c.state.Name)
+		return flow.Refused(apperr.Conflict, "rollout resume refused: cluster %s has no paused rollout", c.state.Name)
 	}
 	return nil
 }
@@ -615,7 +616,7 @@ func (c *cluster) allReportedUp(names []string, since time.Time) bool {
 // pauseRollout stops the rollout where it stands, naming why.
 func (w *clusterWorkflow) pauseRollout(ctx workflow.Context, member, why string) {
 	ro := w.state.Rollout
-	ro.Paused, ro.Member, ro.PausedAt = spec.Clip(why, maxDetail), member, workflow.Now(ctx)
+	ro.Paused, ro.Member, ro.PausedAt = spec.Clip(why, workflows.MaxDetail), member, workflow.Now(ctx)
 	w.logger.Warn("Rollout paused", "Rollout", ro.What(), "Member", member, "Reason", why)
 	w.touch(ctx)
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/clusterflow/clusterflow/spec"
 	"github.com/clusterflow/clusterflow/workflows"
 	"github.com/clusterflow/clusterflow/workflows/internal/change"
+	"github.com/clusterflow/clusterflow/workflows/internal/flow"
 	"github.com/clusterflow/clusterflow/workflows/plan"
 )
 
@@ -176,7 +177,7 @@ func (r *roleRunner) finishRole(ctx workflow.Context, role string, op *activeOp)
 // otherwise stay pending with no word of why.
 func (r *roleRunner) markUnfinishedMembers(ctx workflow.Context, role string, op plan.RoleOperation, members []plan.Member, err error) {
 	rs := r.state.Role(role)
-	why := spec.Clip("role operation ended without a result: "+errorMessage(err), maxDetail)
+	why := spec.Clip("role operation ended without a result: "+flow.ErrorMessage(err), workflows.MaxDetail)
 	notifying := spec.Event(op).Notifies() || op == plan.OpStart
 	for _, m := range members {
 		current := rs.Member(m.Name)
@@ -186,12 +187,12 @@ func (r *roleRunner) markUnfinishedMembers(ctx workflow.Context, role string, op
 		switch {
 		case current.State == plan.MemberCreating, current.State == plan.MemberConfiguring, current.State == plan.MemberDeleting:
 			current.State, current.Detail, current.Since = plan.MemberConfigError, why, workflow.Now(ctx)
-		case r.bounded && op == plan.OpConfigure && current.State == plan.MemberPending && !isCanceled(err):
+		case r.bounded && op == plan.OpConfigure && current.State == plan.MemberPending && !flow.IsCanceled(err):
 			current.State, current.Event, current.Since = plan.MemberConfigError, spec.EventConfigure, workflow.Now(ctx)
 			current.Detail = why
 		case r.bounded && notifying && current.State == plan.MemberReady:
 			current.State, current.Event, current.Since = plan.MemberConfigError, spec.Event(op), workflow.Now(ctx)
-			current.Detail = spec.Clip(fmt.Sprintf("%s: %s", op, why), maxDetail)
+			current.Detail = spec.Clip(fmt.Sprintf("%s: %s", op, why), workflows.MaxDetail)
 		}
 	}
 	r.touch(ctx)

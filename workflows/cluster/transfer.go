@@ -8,6 +8,7 @@ import (
 
 	"github.com/clusterflow/clusterflow/internal/apperr"
 	"github.com/clusterflow/clusterflow/workflows"
+	"github.com/clusterflow/clusterflow/workflows/internal/flow"
 )
 
 // setTransferHandlers registers export and retire, the source's side of moving a cluster to
@@ -31,7 +32,7 @@ func (c *cluster) validateExport() error {
 		return err
 	}
 	if c.operating || c.operationDue() {
-		return refused(apperr.Unavailable, "export refused: cluster %s is running an operation (%s); export reads a cluster between operations", c.state.Name, c.state.Phase)
+		return flow.Refused(apperr.Unavailable, "export refused: cluster %s is running an operation (%s); export reads a cluster between operations", c.state.Name, c.state.Phase)
 	}
 	return nil
 }
@@ -60,10 +61,10 @@ func (c *cluster) validateRetire() error {
 		return err
 	}
 	if m := c.state.Maintenance; m == nil || !c.state.ExportedIn.Equal(m.Since) {
-		return refused(apperr.Conflict, "retire refused: cluster %s was not exported during the maintenance now on; turn maintenance on, export it, import the file on the target, then retire it", c.state.Name)
+		return flow.Refused(apperr.Conflict, "retire refused: cluster %s was not exported during the maintenance now on; turn maintenance on, export it, import the file on the target, then retire it", c.state.Name)
 	}
 	if c.operating {
-		return refused(apperr.Conflict, "retire refused: cluster %s is still running an operation", c.state.Name)
+		return flow.Refused(apperr.Conflict, "retire refused: cluster %s is still running an operation", c.state.Name)
 	}
 	return nil
 }

@@ -6,23 +6,16 @@ import (
 	"slices"
 	"strings"
 
-	"go.temporal.io/sdk/temporal"
-
 	"github.com/clusterflow/clusterflow/internal/apperr"
 	"github.com/clusterflow/clusterflow/spec"
 	"github.com/clusterflow/clusterflow/workflows"
+	"github.com/clusterflow/clusterflow/workflows/internal/flow"
 	"github.com/clusterflow/clusterflow/workflows/plan"
 )
 
-// refused is a validator's refusal of an update: nothing was written to the history and
-// nothing changed. Its type is the apperr code (see RefusalError in api.go).
-func refused(code apperr.Code, format string, args ...any) error {
-	return temporal.NewNonRetryableApplicationError(fmt.Sprintf(format, args...), string(code), nil)
-}
-
 func (c *cluster) refuseWhileDeleting(what string) error {
 	if c.deleteRequested {
-		return refused(apperr.Conflict, "%s refused: cluster %s is being deleted", what, c.state.Name)
+		return flow.Refused(apperr.Conflict, "%s refused: cluster %s is being deleted", what, c.state.Name)
 	}
 	return nil
 }
@@ -33,7 +26,7 @@ func (c *cluster) refuseChange(what string) error {
 		return err
 	}
 	if m := c.state.Maintenance; m != nil {
-		return refusedInMaintenance(*m, what)
+		return flow.RefusedInMaintenance(*m, what)
 	}
 	return nil
 }
@@ -45,7 +38,7 @@ func (c *cluster) validateResize(req workflows.ResizeRequest) error {
 		return err
 	}
 	if len(req.Counts) == 0 {
-		return refused(apperr.Invalid, "resize refused: give at least one ROLE=N")
+		return flow.Refused(apperr.Invalid, "resize refused: give at least one ROLE=N")
 	}
 	var problems []string
 	seen := map[string]bool{}
@@ -67,14 +60,14 @@ func (c *cluster) validateResize(req workflows.ResizeRequest) error {
 		seen[count.Role] = true
 	}
 	if len(problems) > 0 {
-		return refused(apperr.Invalid, "%s", strings.Join(problems, "; "))
+		return flow.Refused(apperr.Invalid, "%s", strings.Join(problems, "; "))
 	}
 	if err := c.refuseSignedFor("resize", req.Signature); err != nil {
 		return err
 	}
 	next := c.resized(req)
 	if total := next.TotalMembers(); total > spec.MaxClusterMembers {
-		return refused(apperr.Invalid, "resize refused: it asks for %d members in all; a cluster has at most %d", total, spec.MaxClusterMembers)
+		return flow.Refused(apperr.Invalid, "resize refused: it asks for %d members in all; a cluster has at most %d", total, spec.MaxClusterMembers)
 	}
 	return c.refuseUnplaceable("resize", next)
 }
@@ -87,7 +80,7 @@ func (c *cluster) refuseSignedFor(what string, sig *spec.Signature) error {
 		return nil // unsigned, or signed before signatures named their generation
 	}
 	if next := c.state.Generation + 1; sig.Generation != next {
-		return refused(apperr.Conflict, "%s refused: it is signed for generation %d of cluster %s, and it would make generation %d (a signature of an earlier change, or another change came first): sign it again", what, sig.Generation, c.state.Name, next)
+		return flow.Refused(apperr.Conflict, "%s refused: it is signed for generation %d of cluster %s, and it would make generation %d (a signature of an earlier change, or another change came first): sign it again", what, sig.Generation, c.state.Name, next)
 	}
 	return nil
 }
@@ -98,7 +91,7 @@ func (c *cluster) refuseUnplaceable(what string, next spec.Cluster) error {
 		return nil
 	}
 	if err := plan.PlacementProblem(next, c.state.Roles, c.state.Hosts, c.hostCheck); err != nil {
-		return refused(apperr.Invalid, "%s refused: %v", what, err)
+		return flow.Refused(apperr.Invalid, "%s refused: %v", what, err)
 	}
 	return nil
 }
@@ -112,10 +105,10 @@ func (c *cluster) validateApply(req workflows.ApplyRequest) error {
 	}
 	next := req.Spec
 	if next.Name != c.spec.Name {
-		return refused(apperr.Invalid, "apply refused: the spec is for cluster %q, not %q", next.Name, c.spec.Name)
+		return flow.Refused(apperr.Invalid, "apply refused: the spec is for cluster %q, not %q", next.Name, c.spec.Name)
 	}
 	if limits := spec.CheckLimits(next); len(limits) > 0 {
-		return refused(apperr.Invalid, "apply refused: %s", describeProblems(limits))
+		return flow.Refused(apperr.Invalid, "apply refused: %s", describeProblems(limits))
 	}
 	if err := c.refuseSignedFor("apply", next.Signature); err != nil {
 		return err
@@ -148,10 +141,10 @@ func (c *cluster) validateApply(req workflows.ApplyRequest) error {
 		}
 	}
 	if len(problems) > 0 {
-		return refused(apperr.Invalid, "%s", strings.Join(problems, "; "))
+		return flow.Refused(apperr.Invalid, "%s", strings.Join(problems, "; "))
 	}
 	if _, err := spec.Levels(next.Roles); err != nil {
-		return refused(apperr.Invalid, "apply refused: %v", err)
+		return flow.Refused(apperr.Invalid, "apply refused: %v", err)
 	}
 	return c.refuseUnplaceable("apply", next)
 }
@@ -161,7 +154,7 @@ func (c *cluster) validateCancel() error {
 		return err
 	}
 	if !c.operating {
-		return refused(apperr.Conflict, "cancel refused: nothing to cancel, cluster %s is %s", c.state.Name, c.state.Phase)
+		return flow.Refused(apperr.Conflict, "cancel refused: nothing to cancel, cluster %s is %s", c.state.Name, c.state.Phase)
 	}
 	return nil
 }
@@ -186,10 +179,10 @@ func (c *cluster) checkMemberEvent(ev workflows.MemberEvent) error {
 		if total > len(names) {
 			listed += fmt.Sprintf(" and %d more", total-len(names))
 		}
-		return refused(apperr.NotFound, "member-event refused: cluster %s has no member %q (its members: %s)", c.state.Name, spec.Clip(ev.Member, spec.MaxMemberNameLength), listed)
+		return flow.Refused(apperr.NotFound, "member-event refused: cluster %s has no member %q (its members: %s)", c.state.Name, spec.Clip(ev.Member, spec.MaxMemberNameLength), listed)
 	}
 	if err := workflows.CheckReportedEvent(ev.Event); err != nil {
-		return refused(apperr.Invalid, "member-event refused: event %s", err)
+		return flow.Refused(apperr.Invalid, "member-event refused: event %s", err)
 	}
 	return nil
 }
@@ -202,7 +195,7 @@ func (c *cluster) validateMemberEvent(ev workflows.MemberEvent) error {
 		return err
 	}
 	if err := workflows.CheckMemberEventText(ev); err != nil {
-		return refused(apperr.Invalid, "member-event refused: %s", err.Error())
+		return flow.Refused(apperr.Invalid, "member-event refused: %s", err.Error())
 	}
 	return c.checkMemberEvent(ev)
 }
@@ -212,7 +205,7 @@ func (c *cluster) validateResume() error {
 		return err
 	}
 	if !c.hasResumable() {
-		return refused(apperr.Conflict, "resume refused: nothing to resume: no role of cluster %s has its replacement paused, and no member is flapping", c.state.Name)
+		return flow.Refused(apperr.Conflict, "resume refused: nothing to resume: no role of cluster %s has its replacement paused, and no member is flapping", c.state.Name)
 	}
 	return nil
 }
@@ -281,9 +274,4 @@ func sortedCopy(s []string) []string {
 	c := slices.Clone(s)
 	slices.Sort(c)
 	return c
-}
-
-// refusedInMaintenance is a validator's refusal of what to do while maintenance is on.
-func refusedInMaintenance(m workflows.Maintenance, what string) error {
-	return refused(apperr.Maintenance, "%s", m.Refusal(what).Error())
 }

@@ -1,4 +1,4 @@
-package cluster
+package maintenance
 
 import (
 	"time"
@@ -8,15 +8,16 @@ import (
 
 	"github.com/clusterflow/clusterflow/internal/apperr"
 	"github.com/clusterflow/clusterflow/workflows"
+	"github.com/clusterflow/clusterflow/workflows/internal/flow"
 )
 
 // maintenanceChangesPerRun bounds a run's history: each change is an update and a broadcast.
 const maintenanceChangesPerRun = 200
 
-// MaintenanceWorkflow keeps the fleet's maintenance flag (see maintenance_api.go). Each
+// Workflow keeps the fleet's maintenance flag (see maintenance_api.go). Each
 // change is told to every running cluster and to the host registry before the update that
 // made it returns, so that `clusterflow maintenance on` returns once the fleet is held.
-func MaintenanceWorkflow(ctx workflow.Context, in workflows.MaintenanceInput) error {
+func Workflow(ctx workflow.Context, in workflows.MaintenanceInput) error {
 	m := &maintenanceFlag{current: in.Maintenance, lock: workflow.NewMutex(ctx)}
 	if err := m.setup(ctx); err != nil {
 		return err
@@ -52,7 +53,7 @@ func (m *maintenanceFlag) setup(ctx workflow.Context) error {
 
 func validateMaintenance(req workflows.MaintenanceRequest) error {
 	if req.On && req.Reason == "" {
-		return refused(apperr.Invalid, "maintenance on refused: give a reason (--reason), so that everyone refused knows why")
+		return flow.Refused(apperr.Invalid, "maintenance on refused: give a reason (--reason), so that everyone refused knows why")
 	}
 	return nil
 }
@@ -75,14 +76,14 @@ func (m *maintenanceFlag) set(ctx workflow.Context, req workflows.MaintenanceReq
 	m.changes++
 	workflow.GetLogger(ctx).Info("Maintenance set", "On", m.current.On, "Reason", m.current.Reason)
 	told := m.current
-	actCtx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+	ActCtx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
 		StartToCloseTimeout: 10 * time.Minute,
 		HeartbeatTimeout:    time.Minute,
 		RetryPolicy:         &temporal.RetryPolicy{InitialInterval: time.Second, MaximumInterval: 10 * time.Second},
 		Summary:             "tell every cluster of maintenance",
 	})
 	var reached int
-	err := workflow.ExecuteActivity(actCtx, actSignalAll, workflows.Broadcast{
+	err := workflow.ExecuteActivity(ActCtx, flow.ActSignalAll, workflows.Broadcast{
 		WorkflowType: workflows.ClusterWorkflowName, Also: []string{workflows.HostsWorkflowID}, Signal: workflows.MaintenanceSignal, Arg: told,
 	}).Get(ctx, &reached)
 	return workflows.MaintenanceResult{Maintenance: told, Clusters: reached}, err

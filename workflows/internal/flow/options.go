@@ -1,4 +1,4 @@
-package cluster
+package flow
 
 import (
 	"fmt"
@@ -19,12 +19,12 @@ const (
 	scriptStopAllowance = 2 * time.Minute
 )
 
-// executeActivity is workflow.ExecuteActivity for an input that may be large (the cluster's
+// ExecuteActivity is workflow.ExecuteActivity for an input that may be large (the cluster's
 // files). The SDK panics when it cannot encode an activity's input, and clusterflow's data
 // converter refuses one past the payload limit (internal/payloadlimit): the panic would
 // fail the workflow task again and again. Here it fails the activity instead, so the
 // operation fails, saying why.
-func executeActivity(ctx workflow.Context, activity any, args ...any) (f workflow.Future) {
+func ExecuteActivity(ctx workflow.Context, activity any, args ...any) (f workflow.Future) {
 	defer func() {
 		if r := recover(); r != nil {
 			err, ok := r.(error)
@@ -39,8 +39,8 @@ func executeActivity(ctx workflow.Context, activity any, args ...any) (f workflo
 	return workflow.ExecuteActivity(ctx, activity, args...)
 }
 
-// withQuickActivity suits short backend calls: retried a few times, then reported.
-func withQuickActivity(ctx workflow.Context, summary string) workflow.Context {
+// WithQuickActivity suits short backend calls: retried a few times, then reported.
+func WithQuickActivity(ctx workflow.Context, summary string) workflow.Context {
 	return workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
 		StartToCloseTimeout: time.Minute,
 		RetryPolicy: &temporal.RetryPolicy{
@@ -53,10 +53,10 @@ func withQuickActivity(ctx workflow.Context, summary string) workflow.Context {
 	})
 }
 
-// withScriptActivity suits one startscript run. The member's agent heartbeats it, so a lost
+// WithScriptActivity suits one startscript run. The member's agent heartbeats it, so a lost
 // agent or member is noticed within the heartbeat timeout; a retry then re-attaches to the
 // run if it is still there. It waits for a cancelled script to be stopped.
-func withScriptActivity(ctx workflow.Context, role spec.Role, event spec.Event, member string) workflow.Context {
+func WithScriptActivity(ctx workflow.Context, role spec.Role, event spec.Event, member string) workflow.Context {
 	heartbeatTimeout := role.HeartbeatTimeout
 	if heartbeatTimeout == 0 {
 		heartbeatTimeout = spec.DefaultHeartbeatTimeout

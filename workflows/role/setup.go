@@ -1,4 +1,4 @@
-package cluster
+package role
 
 import (
 	"fmt"
@@ -8,6 +8,7 @@ import (
 
 	"github.com/clusterflow/clusterflow/spec"
 	"github.com/clusterflow/clusterflow/workflows/internal/change"
+	"github.com/clusterflow/clusterflow/workflows/internal/flow"
 	"github.com/clusterflow/clusterflow/workflows/plan"
 )
 
@@ -17,7 +18,7 @@ import (
 // cluster adds while it runs. After the first failure no further member starts; those
 // already running finish.
 func (r *roleWorkflow) configureAll(ctx workflow.Context) {
-	running, stopped := slots{limit: r.limit()}, ""
+	running, stopped := flow.Slots{Limit: r.limit()}, ""
 	// Waiting must outlive a cancel: running members still need to report how they ended.
 	waitCtx, _ := workflow.NewDisconnectedContext(ctx)
 	wg := workflow.NewWaitGroup(waitCtx)
@@ -30,7 +31,7 @@ func (r *roleWorkflow) configureAll(ctx workflow.Context) {
 		// Wait for a free slot, or for everything started to end with nothing queued.
 		err := workflow.Await(ctx, func() bool {
 			queued := next < len(r.members)
-			return stopped != "" || r.halted != "" || queued && running.fits(1) || !queued && running.used == 0
+			return stopped != "" || r.halted != "" || queued && running.Fits(1) || !queued && running.Used == 0
 		})
 		if err != nil {
 			stopped = "canceled"
@@ -46,7 +47,7 @@ func (r *roleWorkflow) configureAll(ctx workflow.Context) {
 			notStarted = append(notStarted, i)
 			continue
 		}
-		running.take(1)
+		running.Take(1)
 		wg.Add(1)
 		memberCtx := ctx
 		if stoppable {
@@ -57,7 +58,7 @@ func (r *roleWorkflow) configureAll(ctx workflow.Context) {
 		workflow.Go(memberCtx, func(ctx workflow.Context) {
 			defer wg.Done()
 			r.configure(ctx, i)
-			running.give(1)
+			running.Give(1)
 			delete(r.cancelMember, i)
 			if r.members[i].State == plan.MemberConfigError && stopped == "" && ctx.Err() == nil {
 				stopped = r.members[i].Name + " failed"
@@ -83,7 +84,7 @@ func (r *roleWorkflow) configure(ctx workflow.Context, i int) {
 	wantsConfigure := r.in.Role.Wants(spec.EventConfigure)
 	if !wantsConfigure || workflow.GetVersion(ctx, change.LaunchCreatesSandbox, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
 		r.set(ctx, i, plan.MemberCreating, "", "")
-		if err := workflow.ExecuteActivity(onMemberHost(withQuickActivity(ctx, "create "+m.Name), m.Host), actCreateMember, r.ref(i)).Get(ctx, nil); err != nil {
+		if err := workflow.ExecuteActivity(flow.OnMemberHost(flow.WithQuickActivity(ctx, "create "+m.Name), m.Host), flow.ActCreateMember, r.ref(i)).Get(ctx, nil); err != nil {
 			r.fail(ctx, i, "create sandbox", err)
 			return
 		}
@@ -96,7 +97,7 @@ func (r *roleWorkflow) configure(ctx workflow.Context, i int) {
 	res, err := r.runScript(ctx, i, spec.EventConfigure)
 	if err != nil {
 		r.fail(ctx, i, "configure", err)
-		if refusedBeforeLaunch(err) && workflow.GetVersion(ctx, change.Lifecycle, workflow.DefaultVersion, 1) >= 1 {
+		if flow.RefusedBeforeLaunch(err) && workflow.GetVersion(ctx, change.Lifecycle, workflow.DefaultVersion, 1) >= 1 {
 			// Its configure never started: there is nothing for a teardown to undo.
 			r.members[i].Event = ""
 		}

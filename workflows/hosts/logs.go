@@ -1,16 +1,17 @@
-package cluster
+package hosts
 
 import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/clusterflow/clusterflow/internal/backend"
 	"github.com/clusterflow/clusterflow/workflows"
+	"github.com/clusterflow/clusterflow/workflows/internal/flow"
 )
 
 // MemberLogWorkflow runs ReadMemberLog on the member's host.
 func MemberLogWorkflow(ctx workflow.Context, in workflows.MemberLogInput) (backend.LogChunk, error) {
-	ctx = onHost(withQuickActivity(ctx, "read output of "+in.Request.Member.Name), in.Host, clientTaskWait)
+	ctx = flow.OnHost(flow.WithQuickActivity(ctx, "read output of "+in.Request.Member.Name), in.Host, flow.ClientTaskWait)
 	var chunk backend.LogChunk
-	err := workflow.ExecuteActivity(ctx, actReadMemberLog, in.Request).Get(ctx, &chunk)
+	err := workflow.ExecuteActivity(ctx, flow.ActReadMemberLog, in.Request).Get(ctx, &chunk)
 	return chunk, err
 }

@@ -1,4 +1,4 @@
-package cluster
+package role
 
 import (
 	"fmt"
@@ -8,7 +8,9 @@ import (
 
 	"github.com/clusterflow/clusterflow/internal/backend"
 	"github.com/clusterflow/clusterflow/spec"
+	"github.com/clusterflow/clusterflow/workflows"
 	"github.com/clusterflow/clusterflow/workflows/internal/change"
+	"github.com/clusterflow/clusterflow/workflows/internal/flow"
 	"github.com/clusterflow/clusterflow/workflows/plan"
 )
 
@@ -23,14 +25,14 @@ func (r *roleWorkflow) decommissionAll(ctx workflow.Context) {
 		r.set(ctx, i, m.State, spec.EventDecommission, "running decommission ("+m.RemovedFor+")")
 		res, err := r.runScript(ctx, i, spec.EventDecommission)
 		switch {
-		case isCanceled(err):
+		case flow.IsCanceled(err):
 			r.set(ctx, i, m.State, spec.EventDecommission, "decommission canceled")
 		case err != nil:
-			r.set(ctx, i, m.State, spec.EventDecommission, "decommission failed: "+errorMessage(err))
+			r.set(ctx, i, m.State, spec.EventDecommission, "decommission failed: "+flow.ErrorMessage(err))
 			m.Decommission = plan.DecommissionFailed
 			if r.tailed < tailsPerChild {
 				r.tailed++
-				m.StdoutTail, m.StderrTail = scriptTails(err)
+				m.StdoutTail, m.StderrTail = flow.ScriptTails(err)
 			}
 		default:
 			r.set(ctx, i, m.State, spec.EventDecommission, fmt.Sprintf("decommissioned in %s", res.Duration.Round(time.Millisecond)))
@@ -38,9 +40,6 @@ func (r *roleWorkflow) decommissionAll(ctx workflow.Context) {
 		}
 	})
 }
-
-// teardownFailed starts the detail of a member whose teardown failed.
-const teardownFailed = "teardown failed (ignored): "
 
 // teardownAll tears members down in parallel. Teardown is best effort: a failing teardown
 // script is recorded, and the member is removed all the same.
@@ -59,24 +58,24 @@ func (r *roleWorkflow) teardown(ctx workflow.Context, i int) {
 	if setUp && r.in.Role.Wants(spec.EventTeardown) {
 		r.set(ctx, i, plan.MemberDeleting, spec.EventTeardown, "running teardown")
 		_, teardownErr = r.runScript(ctx, i, spec.EventTeardown)
-		if lifecycle && hasErrorType(teardownErr, backend.ErrNoSandbox) {
+		if lifecycle && flow.HasErrorType(teardownErr, backend.ErrNoSandbox) {
 			teardownErr = nil // its setup was stopped before it made anything: nothing to undo
 		}
 	} else {
 		r.set(ctx, i, plan.MemberDeleting, m.Event, "removing")
 	}
-	if err := workflow.ExecuteActivity(onMemberHost(withQuickActivity(ctx, "remove "+m.Name), m.Host), actRemoveMember, r.ref(i)).Get(ctx, nil); err != nil {
-		r.set(ctx, i, plan.MemberDeleting, m.Event, "could not remove sandbox: "+errorMessage(err))
+	if err := workflow.ExecuteActivity(flow.OnMemberHost(flow.WithQuickActivity(ctx, "remove "+m.Name), m.Host), flow.ActRemoveMember, r.ref(i)).Get(ctx, nil); err != nil {
+		r.set(ctx, i, plan.MemberDeleting, m.Event, "could not remove sandbox: "+flow.ErrorMessage(err))
 		return
 	}
 	r.set(ctx, i, plan.MemberDeleted, m.Event, "")
 	if teardownErr != nil {
-		m.Detail = teardownFailed + errorMessage(teardownErr)
+		m.Detail = workflows.TeardownFailed + flow.ErrorMessage(teardownErr)
 		// Tails for the first few only, as for failed configures: a wide role's failed
 		// teardowns would make the child's result too large to carry.
 		if !lifecycle || r.tailed < tailsPerChild {
 			r.tailed++
-			m.StdoutTail, m.StderrTail = scriptTails(teardownErr)
+			m.StdoutTail, m.StderrTail = flow.ScriptTails(teardownErr)
 		}
 	}
 }

@@ -1,4 +1,4 @@
-package cluster
+package role
 
 import (
 	"fmt"
@@ -10,6 +10,7 @@ import (
 	"github.com/clusterflow/clusterflow/internal/backend"
 	"github.com/clusterflow/clusterflow/spec"
 	"github.com/clusterflow/clusterflow/workflows/internal/change"
+	"github.com/clusterflow/clusterflow/workflows/internal/flow"
 )
 
 // runScript runs one event's startscript on a member, through its host's agent, and
@@ -53,7 +54,7 @@ func (r *roleWorkflow) runScript(ctx workflow.Context, i int, event spec.Event) 
 		}
 	}
 	var res backend.ScriptResult
-	f := workflow.ExecuteActivity(onMemberHost(withScriptActivity(ctx, r.in.Role, event, m.Name), m.Host), actRunStartscript, run)
+	f := workflow.ExecuteActivity(flow.OnMemberHost(flow.WithScriptActivity(ctx, r.in.Role, event, m.Name), m.Host), flow.ActRunStartscript, run)
 	if workflow.GetVersion(ctx, change.StopScriptsAtOnce, workflow.DefaultVersion, 1) >= 1 {
 		if abandoned := r.stopWhenCanceled(ctx, f, backend.ScriptStop{Member: run.Member, Event: event, WorkflowID: workflow.GetInfo(ctx).WorkflowExecution.ID}, m.Host); abandoned {
 			return res, ctx.Err()
@@ -90,7 +91,7 @@ func (r *roleWorkflow) stopWhenCanceled(ctx workflow.Context, run workflow.Futur
 		RetryPolicy:            &temporal.RetryPolicy{MaximumAttempts: 1},
 		Summary:                fmt.Sprintf("stop %s %s", stop.Event, stop.Member.Name),
 	})
-	workflow.ExecuteActivity(onHost(stopCtx, host, stopScriptWait), actStopScript, stop) // not waited for: the run's end is
+	workflow.ExecuteActivity(flow.OnHost(stopCtx, host, stopScriptWait), flow.ActStopScript, stop) // not waited for: the run's end is
 	return false
 }
 

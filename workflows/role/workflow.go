@@ -1,4 +1,4 @@
-package cluster
+package role
 
 import (
 	"fmt"
@@ -12,13 +12,14 @@ import (
 	"github.com/clusterflow/clusterflow/spec"
 	"github.com/clusterflow/clusterflow/workflows"
 	"github.com/clusterflow/clusterflow/workflows/internal/change"
+	"github.com/clusterflow/clusterflow/workflows/internal/flow"
 	"github.com/clusterflow/clusterflow/workflows/plan"
 )
 
-// RoleWorkflow runs one operation (configure or teardown) over members of one role. Its
+// Workflow, the role child, runs one operation (configure or teardown) over members of one role. Its
 // result holds every member's final state; while it runs it reports changes to its parent
 // cluster workflow, coalesced so the parent's history stays small.
-func RoleWorkflow(ctx workflow.Context, in workflows.RoleInput) (workflows.RoleResult, error) {
+func Workflow(ctx workflow.Context, in workflows.RoleInput) (workflows.RoleResult, error) {
 	r := newRoleWorkflow(ctx, in)
 	r.setup(ctx)
 	return r.run(ctx)
@@ -211,16 +212,16 @@ func (r *roleWorkflow) limit() int {
 // all at once before roles ran as batches; a batch, given a share of maxInFlight, keeps
 // to it, so that a wide role never runs more scripts at once than it allows.
 func (r *roleWorkflow) forEachMember(ctx workflow.Context, limit int, do func(workflow.Context, int)) {
-	running := slots{limit: limit} // 0: all at once, as before batches
+	running := flow.Slots{Limit: limit} // 0: all at once, as before batches
 	wg := workflow.NewWaitGroup(ctx)
 	for i := range r.members {
-		_ = running.wait(ctx, 1, nil)
-		running.take(1)
+		_ = running.Wait(ctx, 1, nil)
+		running.Take(1)
 		wg.Add(1)
 		workflow.Go(ctx, func(ctx workflow.Context) {
 			defer wg.Done()
 			do(ctx, i)
-			running.give(1)
+			running.Give(1)
 		})
 	}
 	wg.Wait(ctx)
@@ -238,35 +239,31 @@ func (r *roleWorkflow) nodesFor(i int) []string {
 // for the first few failures: a batch of failures each with kilobytes of output would make
 // the child's result and the cluster's state too large to carry. The rest are in `logs`.
 func (r *roleWorkflow) fail(ctx workflow.Context, i int, step string, err error) {
-	detail := step + ": " + errorMessage(err)
-	if isCanceled(err) {
+	detail := step + ": " + flow.ErrorMessage(err)
+	if flow.IsCanceled(err) {
 		detail = "canceled"
 	}
 	r.set(ctx, i, plan.MemberConfigError, r.members[i].Event, detail)
-	if stdout, stderr := scriptTails(err); stdout != "" || stderr != "" {
+	if stdout, stderr := flow.ScriptTails(err); stdout != "" || stderr != "" {
 		if r.tailed < tailsPerChild {
 			r.tailed++
 			r.members[i].StdoutTail, r.members[i].StderrTail = stdout, stderr
 		} else {
-			r.members[i].Detail = spec.Clip(detail, maxDetail-len(seeLogs)) + seeLogs
+			r.members[i].Detail = spec.Clip(detail, workflows.MaxDetail-len(workflows.SeeLogs)) + workflows.SeeLogs
 		}
 	}
-	if step == "configure" && !isCanceled(err) && !r.failureReported {
+	if step == "configure" && !flow.IsCanceled(err) && !r.failureReported {
 		r.failureToReport = true
 	}
 }
 
-// Bounds on what a child reports of a member: its detail, and output tails for at most
-// tailsPerChild failed members (a tail is up to 4 KiB a stream).
-const (
-	maxDetail     = 512
-	tailsPerChild = 10
-	seeLogs       = " (output: `clusterflow logs`)"
-)
+// tailsPerChild bounds the failed members a child reports output tails of (a tail is up to
+// 4 KiB a stream).
+const tailsPerChild = 10
 
 func (r *roleWorkflow) set(ctx workflow.Context, i int, state plan.MemberState, event spec.Event, detail string) {
 	m := &r.members[i]
-	m.State, m.Event, m.Detail, m.Since = state, event, spec.Clip(detail, maxDetail), workflow.Now(ctx)
+	m.State, m.Event, m.Detail, m.Since = state, event, spec.Clip(detail, workflows.MaxDetail), workflow.Now(ctx)
 	m.StdoutTail, m.StderrTail = "", ""
 	r.changed = append(r.changed, i)
 }

@@ -1,4 +1,4 @@
-package cluster
+package hosts
 
 import (
 	"fmt"
@@ -15,15 +15,16 @@ import (
 	"github.com/clusterflow/clusterflow/spec"
 	"github.com/clusterflow/clusterflow/workflows"
 	"github.com/clusterflow/clusterflow/workflows/internal/change"
+	"github.com/clusterflow/clusterflow/workflows/internal/flow"
 	"github.com/clusterflow/clusterflow/workflows/plan"
 )
 
-// HostsWorkflow is the host registry (see hosts_api.go). Each host's liveness is a lease:
+// Workflow is the host registry (see hosts_api.go). Each host's liveness is a lease:
 // a long activity on the host's own task queue that the host's worker heartbeats. A missed
 // heartbeat makes the host lost; the next task the host's worker takes from its queue, a
 // check-in, makes it ready again. Heartbeats never reach the history, so an idle fleet
 // costs a few events per host every leaseTerm.
-func HostsWorkflow(ctx workflow.Context, in workflows.HostsInput) error {
+func Workflow(ctx workflow.Context, in workflows.HostsInput) error {
 	r := newHostsRegistry(ctx, in)
 	if err := r.setup(ctx); err != nil {
 		return err
@@ -147,15 +148,15 @@ func (r *hostsRegistry) continueAsNewDue(ctx workflow.Context) bool {
 
 func validateRegistration(reg plan.HostRegistration) error {
 	if err := spec.CheckName(reg.Name); err != nil {
-		return refused(apperr.Invalid, "host name: %v", err)
+		return flow.Refused(apperr.Invalid, "host name: %v", err)
 	}
 	for k, v := range reg.Labels {
 		if err := spec.CheckLabel(k, v); err != nil {
-			return refused(apperr.Invalid, "host %s labels: %v", reg.Name, err)
+			return flow.Refused(apperr.Invalid, "host %s labels: %v", reg.Name, err)
 		}
 	}
 	if reg.Timeout < time.Second {
-		return refused(apperr.Invalid, "host %s timeout: is %s; it must be at least 1s", reg.Name, reg.Timeout)
+		return flow.Refused(apperr.Invalid, "host %s timeout: is %s; it must be at least 1s", reg.Name, reg.Timeout)
 	}
 	return nil
 }
@@ -187,7 +188,7 @@ func (r *hostsRegistry) refuseUnknown(action, name string) error {
 		for _, h := range r.hosts {
 			names = append(names, h.Name)
 		}
-		return refused(apperr.NotFound, "%s refused: no host %q (hosts: %s)", action, name, plan.Abbreviate(names))
+		return flow.Refused(apperr.NotFound, "%s refused: no host %q (hosts: %s)", action, name, plan.Abbreviate(names))
 	}
 	return nil
 }
@@ -210,11 +211,11 @@ func (r *hostsRegistry) validateDrain(name string) error {
 		return err
 	}
 	if r.maintenance.On {
-		return refusedInMaintenance(r.maintenance, "drain")
+		return flow.RefusedInMaintenance(r.maintenance, "drain")
 	}
 	h := r.host(name)
 	if h.Lost {
-		return refused(apperr.Conflict, "drain refused: host %s is lost; its members are replaced after their replaceAfter", name)
+		return flow.Refused(apperr.Conflict, "drain refused: host %s is lost; its members are replaced after their replaceAfter", name)
 	}
 	var others []string
 	for _, other := range r.hosts {
@@ -223,7 +224,7 @@ func (r *hostsRegistry) validateDrain(name string) error {
 		}
 	}
 	if len(others) == 0 && h.Members > 0 {
-		return refused(apperr.Conflict, "drain refused: no other host is ready to take the %d members of %s", h.Members, name)
+		return flow.Refused(apperr.Conflict, "drain refused: no other host is ready to take the %d members of %s", h.Members, name)
 	}
 	return nil
 }
@@ -241,7 +242,7 @@ func (r *hostsRegistry) validateForget(name string) error {
 		return err
 	}
 	if h := r.host(name); !h.Lost && h.Members > 0 {
-		return refused(apperr.Conflict, "forget refused: host %s is %s and holds %d members; drain it first", name, h.State(), h.Members)
+		return flow.Refused(apperr.Conflict, "forget refused: host %s is %s and holds %d members; drain it first", name, h.State(), h.Members)
 	}
 	return nil
 }
@@ -328,7 +329,7 @@ func (r *hostsRegistry) keepLease(ctx workflow.Context, name string) {
 			// timeout, like a lease, or be lost.
 			checkIn = workflow.WithScheduleToStartTimeout(checkIn, h.Timeout)
 		}
-		err := workflow.ExecuteActivity(checkIn, actCheckInHost).Get(ctx, &reg)
+		err := workflow.ExecuteActivity(checkIn, flow.ActCheckInHost).Get(ctx, &reg)
 		if ctx.Err() != nil {
 			return
 		}
@@ -349,7 +350,7 @@ func (r *hostsRegistry) keepLease(ctx workflow.Context, name string) {
 		r.logger.Info("Host ready", "Host", name)
 		r.changed()
 		for {
-			err := workflow.ExecuteActivity(withLease(ctx, queue, r.host(name).Timeout), actHoldHostLease, r.host(name).Timeout).Get(ctx, nil)
+			err := workflow.ExecuteActivity(withLease(ctx, queue, r.host(name).Timeout), flow.ActHoldHostLease, r.host(name).Timeout).Get(ctx, nil)
 			if ctx.Err() != nil {
 				return
 			}
