@@ -262,6 +262,6 @@ func describeChange(current, next spec.Cluster) string {
 }
 
 func roleEqual(a, b spec.Role) bool {
-	return len(reconfigured(a, b)) == 0 && a.MaxInFlight == b.MaxInFlight && a.Startscript == b.Startscript && a.Health == b.Health &&
+	return len(plan.Reconfigured(a, b)) == 0 && a.MaxInFlight == b.MaxInFlight && a.Startscript == b.Startscript && a.Health == b.Health &&
 		a.Update == b.Update
 }

@@ -371,14 +371,6 @@ func (c *cluster) roleSpec(name string) (spec.Role, bool) {
 	return spec.Role{}, false
 }
 
-func countMembers(roles []plan.RoleState, states ...plan.MemberState) (matching, total int) {
-	for _, r := range roles {
-		matching += plan.CountState(r.Members, states...)
-		total += len(r.Members)
-	}
-	return matching, total
-}
-
 // canceledMessage sums up what a cancel left behind.
 func (c *cluster) canceledMessage() string {
 	canceled, notStarted := 0, 0

@@ -46,7 +46,7 @@ func (c *cluster) details() string {
 			}
 		}
 	case workflows.PhaseDeleting:
-		deleted, total := countMembers(c.state.Roles, plan.MemberDeleted)
+		deleted, total := plan.CountAll(c.state.Roles, plan.MemberDeleted)
 		return fmt.Sprintf("deleting: %d/%d members removed", deleted, total)
 	case workflows.PhaseRollingOut, workflows.PhaseRolloutPaused:
 		return c.rolloutDetails()

@@ -56,7 +56,7 @@ func (hm *healthMachine) replaceFailed(ctx workflow.Context, roles []string) boo
 
 // replacing reports whether any member is waiting for its successor before it goes.
 func (c *cluster) replacing() bool {
-	n, _ := countMembers(c.state.Roles, plan.MemberReplacing)
+	n, _ := plan.CountAll(c.state.Roles, plan.MemberReplacing)
 	return n > 0
 }
 

@@ -6,6 +6,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/clusterflow/clusterflow/workflows"
+	"github.com/clusterflow/clusterflow/workflows/health"
 	"github.com/clusterflow/clusterflow/workflows/plan"
 )
 
@@ -17,7 +18,7 @@ func (hm *healthMachine) watchHealth(ctx workflow.Context) {
 	nextReconcile := workflow.Now(ctx).Add(hm.spec.ReconcileInterval())
 	for !hm.deleteRequested {
 		wake := nextReconcile
-		if due, ok := hm.nextDue(); ok && due.Before(wake) {
+		if due, ok := health.NextDue(hm.state.Roles); ok && due.Before(wake) {
 			wake = due
 		}
 		seen := hm.healthVersion
@@ -46,52 +47,16 @@ func (hm *healthMachine) watchHealth(ctx workflow.Context) {
 	}
 }
 
-// timerArmed reports whether member m's timer can fire now: a down member's waits while
-// its role's replacement is paused.
-func timerArmed(rs *plan.RoleState, m *plan.Member) bool {
-	if m.Health == nil || m.Health.Due.IsZero() {
-		return false
-	}
-	switch m.State {
-	case plan.MemberDown:
-		return rs.Paused == ""
-	case plan.MemberFlapping:
-		return true
-	}
-	return false
-}
-
-// nextDue is the nearest armed member timer.
-func (c *cluster) nextDue() (time.Time, bool) {
-	var next time.Time
-	for i := range c.state.Roles {
-		rs := &c.state.Roles[i]
-		for j := range rs.Members {
-			if m := &rs.Members[j]; timerArmed(rs, m) && (next.IsZero() || m.Health.Due.Before(next)) {
-				next = m.Health.Due
-			}
-		}
-	}
-	return next, !next.IsZero()
-}
-
 // fireDue raises HealthTimeout for every member whose timer has expired.
 func (hm *healthMachine) fireDue(ctx workflow.Context, now time.Time) {
 	for i := range hm.state.Roles {
 		rs := &hm.state.Roles[i]
 		for j := range rs.Members {
 			m := &rs.Members[j]
-			if !timerArmed(rs, m) || m.Health.Due.After(now) {
+			if !health.TimerArmed(rs, m) || m.Health.Due.After(now) {
 				continue
 			}
-			reason := "down longer than replaceAfter"
-			switch {
-			case m.State == plan.MemberFlapping:
-				reason = "up a whole flapWindow"
-			case m.Health.LastReport == plan.HealthGone:
-				reason = "gone, and replacement no longer paused"
-			}
-			hm.stepHealth(ctx, rs, m, workflows.MemberEvent{Member: m.Name, Event: plan.HealthTimeout, Reason: reason, Source: "clusterflow"})
+			hm.stepHealth(ctx, rs, m, workflows.MemberEvent{Member: m.Name, Event: plan.HealthTimeout, Reason: health.TimeoutReason(m), Source: "clusterflow"})
 		}
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/clusterflow/clusterflow/workflows"
+	"github.com/clusterflow/clusterflow/workflows/health"
 	"github.com/clusterflow/clusterflow/workflows/plan"
 )
 
@@ -24,7 +25,10 @@ func (hw *hostWatcher) drain(ctx workflow.Context) {
 		h := hw.hostOf(host)
 		return h != nil && h.Draining && !h.Lost
 	}
-	names := plan.Drain(hw.state.Roles, hw.state.Levels, draining, func(rs plan.RoleState) int { return hw.unavailableLimit(&rs) })
+	names := plan.Drain(hw.state.Roles, hw.state.Levels, draining, func(rs plan.RoleState) int {
+		def, _ := hw.roleSpec(rs.Name)
+		return health.UnavailableLimit(&rs, def)
+	})
 	for _, name := range names {
 		rs, m := hw.findMember(name)
 		hw.health.stepHealth(ctx, rs, m, workflows.MemberEvent{Member: name, Event: plan.HealthDrain, Reason: fmt.Sprintf("host %s is draining", m.Host), Source: "hosts", At: workflow.Now(ctx)})

@@ -105,7 +105,7 @@ func (c *cluster) noteRevision(previous spec.Cluster, by, why string, at time.Ti
 
 // settingsChanged names what differs between two versions of a role that a member runs.
 func settingsChanged(old, next spec.Role) []string {
-	changed := slices.DeleteFunc(reconfigured(old, next), func(field string) bool {
+	changed := slices.DeleteFunc(plan.Reconfigured(old, next), func(field string) bool {
 		return field == "dependsOn" || field == "cardinality"
 	})
 	return changed

@@ -2,7 +2,6 @@ package cluster
 
 import (
 	"fmt"
-	"maps"
 	"slices"
 	"strings"
 
@@ -239,7 +238,7 @@ func dependentsOf(roles []spec.Role, name string) []string {
 func refusedRollout(old, next spec.Role) []string {
 	var problems []string
 	var fixed []string
-	for _, field := range reconfigured(old, next) {
+	for _, field := range plan.Reconfigured(old, next) {
 		if field == "dependsOn" || field == "cardinality" || field == "ports" {
 			fixed = append(fixed, field)
 		}
@@ -248,30 +247,4 @@ func refusedRollout(old, next spec.Role) []string {
 		problems = append(problems, fmt.Sprintf("role %s refused: it has members, so its %s cannot change (delete the role's members first, or deploy a new cluster)", old.Name, strings.Join(fixed, " and ")))
 	}
 	return problems
-}
-
-// reconfigured lists what changes about a role beyond its member count and maxInFlight.
-func reconfigured(old, next spec.Role) []string {
-	var changed []string
-	check := func(field string, same bool) {
-		if !same {
-			changed = append(changed, field)
-		}
-	}
-	check("startscript", old.ScriptHash == next.ScriptHash)
-	check("env", maps.Equal(old.Env, next.Env))
-	check("dependsOn", slices.Equal(sortedCopy(old.DependsOn), sortedCopy(next.DependsOn)))
-	check("events", slices.Equal(old.Events, next.Events))
-	check("cardinality", old.Cardinality == next.Cardinality)
-	check("timeout", old.Timeout == next.Timeout)
-	check("heartbeatTimeout", old.HeartbeatTimeout == next.HeartbeatTimeout)
-	check("ports", maps.Equal(old.Ports, next.Ports))
-	check("limits", old.Limits == next.Limits)
-	return changed
-}
-
-func sortedCopy(s []string) []string {
-	c := slices.Clone(s)
-	slices.Sort(c)
-	return c
 }

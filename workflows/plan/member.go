@@ -370,3 +370,12 @@ func (m Member) Occupies() bool {
 
 // KeptTransitions bounds each member's health history.
 const KeptTransitions = 10
+
+// CountAll counts the members of every role in one of states, and all of them.
+func CountAll(roles []RoleState, states ...MemberState) (matching, total int) {
+	for _, r := range roles {
+		matching += CountState(r.Members, states...)
+		total += len(r.Members)
+	}
+	return matching, total
+}

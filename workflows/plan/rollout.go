@@ -199,3 +199,29 @@ func ChangedRoles(current, next spec.Cluster) []string {
 	}
 	return slices.Sorted(maps.Keys(changed))
 }
+
+// Reconfigured lists what changes about a role beyond its member count and maxInFlight.
+func Reconfigured(old, next spec.Role) []string {
+	var changed []string
+	check := func(field string, same bool) {
+		if !same {
+			changed = append(changed, field)
+		}
+	}
+	check("startscript", old.ScriptHash == next.ScriptHash)
+	check("env", maps.Equal(old.Env, next.Env))
+	check("dependsOn", slices.Equal(sortedCopy(old.DependsOn), sortedCopy(next.DependsOn)))
+	check("events", slices.Equal(old.Events, next.Events))
+	check("cardinality", old.Cardinality == next.Cardinality)
+	check("timeout", old.Timeout == next.Timeout)
+	check("heartbeatTimeout", old.HeartbeatTimeout == next.HeartbeatTimeout)
+	check("ports", maps.Equal(old.Ports, next.Ports))
+	check("limits", old.Limits == next.Limits)
+	return changed
+}
+
+func sortedCopy(s []string) []string {
+	c := slices.Clone(s)
+	slices.Sort(c)
+	return c
+}

@@ -1,4 +1,9 @@
-package cluster
+// Package health is the member health state machine and the rules around it: the
+// transition table, one step of a member on an event, the meltdown guard that pauses a
+// role's automatic replacement, the phase a settled cluster shows, and the members'
+// timers. It is pure: the cluster workflow gives it the state and carries out what a step
+// asks (a replacement, a member set up elsewhere).
+package health
 
 import "github.com/clusterflow/clusterflow/workflows/plan"
 
@@ -9,8 +14,9 @@ import "github.com/clusterflow/clusterflow/workflows/plan"
 // (pending, creating, configuring) take only their host's loss and gone, which set them up
 // elsewhere; members being removed take nothing.
 
-// healthFacts are what guards look at, worked out by the cluster before a step.
-type healthFacts struct {
+// facts are what guards look at: Step works out the member's own, and is given the
+// cluster's (Given).
+type facts struct {
 	// paused: the role's automatic replacement is paused by the meltdown guard, counting
 	// this member as unavailable.
 	paused bool
@@ -28,15 +34,15 @@ type healthFacts struct {
 	watchOnly bool
 }
 
-type guard func(healthFacts) bool
+type guard func(facts) bool
 
-func paused(f healthFacts) bool      { return f.paused }
-func notPaused(f healthFacts) bool   { return !f.paused }
-func flapping(f healthFacts) bool    { return f.flapping }
-func isUp(f healthFacts) bool        { return f.up }
-func replaceable(f healthFacts) bool { return f.replaceable }
-func elsewhere(f healthFacts) bool   { return f.setUpElsewhere }
-func watchOnly(f healthFacts) bool   { return f.watchOnly }
+func paused(f facts) bool      { return f.paused }
+func notPaused(f facts) bool   { return !f.paused }
+func flapping(f facts) bool    { return f.flapping }
+func isUp(f facts) bool        { return f.up }
+func replaceable(f facts) bool { return f.replaceable }
+func elsewhere(f facts) bool   { return f.setUpElsewhere }
+func watchOnly(f facts) bool   { return f.watchOnly }
 
 // healthTimer is what a transition does to the member's timer.
 type healthTimer int
@@ -105,8 +111,8 @@ var transitions = []transition{
 	{plan.MemberReady, plan.HealthDrain, nil, plan.MemberReplacing, timerStop},
 }
 
-// nextTransition finds the row for a member in state from receiving event on, if any.
-func nextTransition(from plan.MemberState, on plan.HealthEvent, facts healthFacts) (transition, bool) {
+// next finds the row for a member in state from receiving event on, if any.
+func next(from plan.MemberState, on plan.HealthEvent, facts facts) (transition, bool) {
 	for _, t := range transitions {
 		if t.from == from && t.on == on && (t.when == nil || t.when(facts)) {
 			return t, true

@@ -1,4 +1,4 @@
-package cluster
+package health
 
 import (
 	"fmt"
@@ -16,8 +16,8 @@ func TestHealthTransitionTable(t *testing.T) {
 		plan.MemberDown, plan.MemberFlapping, plan.MemberReplacing, plan.MemberRogue,
 	}
 	events := []plan.HealthEvent{plan.HealthDown, plan.HealthUp, plan.HealthGone, plan.HealthUnhealthy, plan.HealthTimeout, plan.HealthResume, plan.HealthConfigError}
-	none := healthFacts{}
-	all := healthFacts{paused: true, flapping: true, up: true, replaceable: true, watchOnly: true}
+	none := facts{}
+	all := facts{paused: true, flapping: true, up: true, replaceable: true, watchOnly: true}
 
 	type want struct {
 		to    plan.MemberState
@@ -42,8 +42,8 @@ func TestHealthTransitionTable(t *testing.T) {
 	for _, s := range states {
 		for _, e := range events {
 			key := fmt.Sprintf("%s/%s", s, e)
-			for i, facts := range []healthFacts{none, all} {
-				got, ok := nextTransition(s, e, facts)
+			for i, facts := range []facts{none, all} {
+				got, ok := next(s, e, facts)
 				w := expected[key][i]
 				switch {
 				case w == nil && ok:
@@ -72,22 +72,22 @@ func TestHealthGuards(t *testing.T) {
 	tests := []struct {
 		from  plan.MemberState
 		on    plan.HealthEvent
-		facts healthFacts
+		facts facts
 		to    plan.MemberState
 		ok    bool
 	}{
-		{plan.MemberReady, plan.HealthGone, healthFacts{paused: true}, plan.MemberDown, true},
-		{plan.MemberDown, plan.HealthTimeout, healthFacts{paused: true}, "", false},
-		{plan.MemberDown, plan.HealthTimeout, healthFacts{flapping: true, up: true, replaceable: true}, plan.MemberReplacing, true},
-		{plan.MemberDown, plan.HealthUp, healthFacts{flapping: true}, plan.MemberFlapping, true},
-		{plan.MemberDown, plan.HealthUp, healthFacts{paused: true, up: true}, plan.MemberReady, true},
-		{plan.MemberFlapping, plan.HealthTimeout, healthFacts{up: true}, plan.MemberReady, true},
-		{plan.MemberFlapping, plan.HealthTimeout, healthFacts{paused: true, flapping: true}, "", false},
-		{plan.MemberConfigError, plan.HealthConfigError, healthFacts{replaceable: true}, plan.MemberReplacing, true},
-		{plan.MemberConfigError, plan.HealthConfigError, healthFacts{paused: true, up: true, flapping: true}, "", false},
+		{plan.MemberReady, plan.HealthGone, facts{paused: true}, plan.MemberDown, true},
+		{plan.MemberDown, plan.HealthTimeout, facts{paused: true}, "", false},
+		{plan.MemberDown, plan.HealthTimeout, facts{flapping: true, up: true, replaceable: true}, plan.MemberReplacing, true},
+		{plan.MemberDown, plan.HealthUp, facts{flapping: true}, plan.MemberFlapping, true},
+		{plan.MemberDown, plan.HealthUp, facts{paused: true, up: true}, plan.MemberReady, true},
+		{plan.MemberFlapping, plan.HealthTimeout, facts{up: true}, plan.MemberReady, true},
+		{plan.MemberFlapping, plan.HealthTimeout, facts{paused: true, flapping: true}, "", false},
+		{plan.MemberConfigError, plan.HealthConfigError, facts{replaceable: true}, plan.MemberReplacing, true},
+		{plan.MemberConfigError, plan.HealthConfigError, facts{paused: true, up: true, flapping: true}, "", false},
 	}
 	for _, tt := range tests {
-		got, ok := nextTransition(tt.from, tt.on, tt.facts)
+		got, ok := next(tt.from, tt.on, tt.facts)
 		if ok != tt.ok || got.to != tt.to {
 			t.Errorf("%s --%s--> with %+v: got %q (%v), want %q (%v)", tt.from, tt.on, tt.facts, got.to, ok, tt.to, tt.ok)
 		}
