@@ -116,3 +116,13 @@ func (s *ClusterState) MaintenanceDetail() string {
 func (s *ClusterState) Role(name string) *plan.RoleState {
 	return plan.Named(s.Roles, name, func(r *plan.RoleState) string { return r.Name })
 }
+
+// FindMember locates a member by name in any role.
+func (s *ClusterState) FindMember(name string) (*plan.RoleState, *plan.Member) {
+	for i := range s.Roles {
+		if m := s.Roles[i].Member(name); m != nil {
+			return &s.Roles[i], m
+		}
+	}
+	return nil, nil
+}

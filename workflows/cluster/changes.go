@@ -11,6 +11,7 @@ import (
 	"github.com/clusterflow/clusterflow/spec"
 	"github.com/clusterflow/clusterflow/workflows"
 	"github.com/clusterflow/clusterflow/workflows/plan"
+	"github.com/clusterflow/clusterflow/workflows/rollout"
 )
 
 // setUpdateHandlers registers resize, apply, cancel, delete and the member-health updates. Each is accepted at any
@@ -92,7 +93,7 @@ func (w *clusterWorkflow) applySpec(ctx workflow.Context, next spec.Cluster, by,
 	}
 	previous := w.spec
 	result := w.change(ctx, next)
-	if result.Changed && w.noteRevision(previous, by, why, workflow.Now(ctx)) {
+	if result.Changed && rollout.NoteRevision(&w.state, w.spec, previous, by, why, workflow.Now(ctx)) {
 		result.Revision = w.state.Revision
 	}
 	w.growActive(ctx)

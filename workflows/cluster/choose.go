@@ -10,6 +10,7 @@ import (
 	"github.com/clusterflow/clusterflow/workflows"
 	"github.com/clusterflow/clusterflow/workflows/internal/flow"
 	"github.com/clusterflow/clusterflow/workflows/plan"
+	"github.com/clusterflow/clusterflow/workflows/rollout"
 )
 
 // memberChoice is how a restart or an action chooses its members: those named, or every
@@ -42,7 +43,7 @@ func (c *cluster) choose(ch memberChoice) (map[string][]string, error) {
 	switch {
 	case len(ch.members) > 0:
 		for _, name := range ch.members {
-			rs, m := c.findMember(name)
+			rs, m := c.state.FindMember(name)
 			if m == nil || m.State == plan.MemberDeleted || ch.role != "" && rs.Name != ch.role {
 				in := ""
 				if ch.role != "" {
@@ -102,8 +103,8 @@ func (c *cluster) restartTargets(req workflows.RestartRequest) (map[string][]str
 	if err := c.refuseChange("restart"); err != nil {
 		return nil, err
 	}
-	if ro := c.state.Rollout; c.rolloutRunning() {
-		return nil, flow.Refused(apperr.Conflict, "restart refused: the %s is in progress (%s); restart once it is done", ro.What(), c.rolloutStatus().State)
+	if ro := c.state.Rollout; rollout.Running(&c.state) {
+		return nil, flow.Refused(apperr.Conflict, "restart refused: the %s is in progress (%s); restart once it is done", ro.What(), rollout.Status(&c.state, c.spec).State)
 	}
 	return c.choose(memberChoice{
 		what: "restart", role: req.Role, members: req.Members,

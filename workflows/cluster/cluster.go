@@ -14,6 +14,7 @@ import (
 	"github.com/clusterflow/clusterflow/workflows"
 	"github.com/clusterflow/clusterflow/workflows/internal/change"
 	"github.com/clusterflow/clusterflow/workflows/plan"
+	"github.com/clusterflow/clusterflow/workflows/rollout"
 )
 
 // Workflow is the entity workflow of one cluster, with ID cluster/<name>. It holds
@@ -138,7 +139,7 @@ func newClusterWorkflow(ctx workflow.Context, in workflows.ClusterInput) (*clust
 	}
 	if carried != nil {
 		w.state, w.removed, w.retiring, w.deleteRequested = carried.State, carried.Removed, carried.Retiring, carried.Deleting
-		w.initRevisions(w.state.CreatedAt)
+		rollout.Init(&w.state, w.spec, w.state.CreatedAt)
 		w.makeFolderKey(ctx)
 		return w, nil
 	}
@@ -167,7 +168,7 @@ func newClusterWorkflow(ctx workflow.Context, in workflows.ClusterInput) (*clust
 		w.state.Roles = append(w.state.Roles, plan.RoleState{Name: r.Name, Level: plan.LevelOf(levels, r.Name), DependsOn: r.DependsOn, Desired: r.Members})
 	}
 	w.addPendingMembers(workflow.Now(ctx))
-	w.initRevisions(now)
+	rollout.Init(&w.state, w.spec, now)
 	return w, nil
 }
 
@@ -189,7 +190,7 @@ func (w *clusterWorkflow) setup(ctx workflow.Context) error {
 	w.setUpElsewhere = workflow.GetVersion(ctx, change.SetUpElsewhere, workflow.DefaultVersion, 1) >= 1
 	if err := workflow.SetQueryHandlerWithOptions(ctx, workflows.StatusQuery, func(page *workflows.StatusPage) (workflows.ClusterStatus, error) {
 		status := w.state.Status(page, workflows.QueryStatusBytes)
-		status.Rollout, status.Revisions, status.Actions = w.rolloutStatus(), w.revisionsList(), w.state.Actions
+		status.Rollout, status.Revisions, status.Actions = rollout.Status(&w.state, w.spec), rollout.List(&w.state), w.state.Actions
 		for i := range status.Roles {
 			if r, ok := w.spec.Role(status.Roles[i].Name); ok {
 				status.Roles[i].Placement = r.Placement
@@ -301,7 +302,7 @@ func (w *clusterWorkflow) operate(ctx workflow.Context) {
 	w.hosts.drain(ctx)
 	if w.cancelRequested && !w.deleteRequested {
 		w.cancelRequested = false
-		if ro := w.state.Rollout; w.rolloutRunning() && ro.Paused == "" {
+		if ro := w.state.Rollout; rollout.Running(&w.state) && ro.Paused == "" {
 			ro.Paused, ro.PausedAt = "canceled by an operator", workflow.Now(ctx) // `rollout resume` goes on with it
 		}
 		w.setPhase(ctx, workflows.PhaseCanceled, w.canceledMessage())

@@ -6,11 +6,12 @@ import (
 
 	"github.com/clusterflow/clusterflow/workflows"
 	"github.com/clusterflow/clusterflow/workflows/plan"
+	"github.com/clusterflow/clusterflow/workflows/rollout"
 )
 
 // rolloutDetails is a rollout's progress, role by role, and the revisions before it.
 func (c *cluster) rolloutDetails() string {
-	ro := c.rolloutStatus()
+	ro := rollout.Status(&c.state, c.spec)
 	text := fmt.Sprintf("%s: %s", c.state.Phase, c.state.Rollout.What())
 	if ro.Paused != "" {
 		text += " paused: " + ro.Paused

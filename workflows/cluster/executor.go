@@ -12,6 +12,7 @@ import (
 	"github.com/clusterflow/clusterflow/workflows/internal/change"
 	"github.com/clusterflow/clusterflow/workflows/internal/flow"
 	"github.com/clusterflow/clusterflow/workflows/plan"
+	"github.com/clusterflow/clusterflow/workflows/rollout"
 )
 
 // The executor runs the planner's passes (workflows/plan): deploys, resizes and applies
@@ -41,7 +42,7 @@ func (w *clusterWorkflow) runPass(ctx workflow.Context, desired *spec.Cluster, p
 		}
 		forget, work := step.Work(*desired, w.state.Roles, hooks.restarted)
 		for _, name := range forget {
-			_, m := w.findMember(name)
+			_, m := w.state.FindMember(name)
 			m.State, m.Since = plan.MemberDeleted, workflow.Now(ctx) // never created: nothing to tear down
 		}
 		switch step.Op {
@@ -166,8 +167,8 @@ func (w *clusterWorkflow) convergeOnce(ctx workflow.Context) (again bool) {
 		return false
 	}
 	w.state.ReachedGeneration = generation
-	if w.rolloutRunning() && w.state.Rollout.Paused != "" {
-		w.setPhase(ctx, workflows.PhaseRolloutPaused, w.rolloutPausedMessage())
+	if rollout.Running(&w.state) && w.state.Rollout.Paused != "" {
+		w.setPhase(ctx, workflows.PhaseRolloutPaused, rollout.PausedMessage(&w.state))
 		return false
 	}
 	w.refreshMeltdown()

@@ -30,7 +30,7 @@ func (hm *healthMachine) receiveMemberEvents(ctx workflow.Context) {
 }
 
 func (hm *healthMachine) onMemberEvent(ctx workflow.Context, ev workflows.MemberEvent) (workflows.MemberEventResult, error) {
-	rs, m := hm.findMember(ev.Member)
+	rs, m := hm.state.FindMember(ev.Member)
 	return hm.stepHealth(ctx, rs, m, ev), nil
 }
 

@@ -60,7 +60,7 @@ func (hm *healthMachine) reconcile(ctx workflow.Context) workflows.ReconcileRepo
 		onBackend[where(ref.Name, ref.Host)] = true
 	}
 	for _, name := range present {
-		rs, m := hm.findMember(name)
+		rs, m := hm.state.FindMember(name)
 		if m == nil || onBackend[where(name, m.Host)] {
 			continue
 		}
@@ -173,7 +173,7 @@ func (hm *healthMachine) listOn(ctx workflow.Context, host string) ([]backend.Me
 // changes the roles and members it works on; reconcile just queues them.
 func (c *cluster) adoptRogues(now time.Time) {
 	for _, ref := range c.rogues {
-		if _, m := c.findMember(ref.Name); m == nil {
+		if _, m := c.state.FindMember(ref.Name); m == nil {
 			c.adoptRogue(ref, now)
 		}
 	}
@@ -228,7 +228,7 @@ func (c *cluster) expectedOnBackend(setUpBefore map[string]string, listedHosts m
 // rogues' names and how many stale sandboxes it noted.
 func (c *cluster) noteUnknown(listed []backend.MemberRef) (rogues []string, stale int) {
 	for _, ref := range listed {
-		_, m := c.findMember(ref.Name)
+		_, m := c.state.FindMember(ref.Name)
 		switch {
 		case m == nil && !slices.Contains(c.rogues, ref):
 			c.rogues = append(c.rogues, ref)

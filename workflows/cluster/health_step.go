@@ -10,6 +10,7 @@ import (
 	"github.com/clusterflow/clusterflow/workflows/health"
 	"github.com/clusterflow/clusterflow/workflows/internal/change"
 	"github.com/clusterflow/clusterflow/workflows/plan"
+	"github.com/clusterflow/clusterflow/workflows/rollout"
 )
 
 // healthMachine is member health: it feeds the events reported of members, and those it
@@ -29,7 +30,7 @@ type healthMachine struct {
 // out the transition: a replacement when the member enters replacing, a setup elsewhere
 // when it goes back to pending.
 func (hm *healthMachine) stepHealth(ctx workflow.Context, rs *plan.RoleState, m *plan.Member, ev workflows.MemberEvent) workflows.MemberEventResult {
-	hm.noteHealthReport(m.Name, ev)
+	rollout.NoteHealthReport(&hm.state, m.Name, ev)
 	if hm.deleteRequested {
 		return workflows.MemberEventResult{Member: m.Name, From: m.State, To: m.State, Ignored: fmt.Sprintf("cluster %s is being deleted", hm.state.Name)}
 	}
@@ -72,22 +73,12 @@ func (hm *healthMachine) healthChanged(ctx workflow.Context) {
 	hm.touch(ctx)
 }
 
-// findMember locates a member by name in any role.
-func (c *cluster) findMember(name string) (*plan.RoleState, *plan.Member) {
-	for i := range c.state.Roles {
-		if m := c.state.Roles[i].Member(name); m != nil {
-			return &c.state.Roles[i], m
-		}
-	}
-	return nil, nil
-}
-
 // failedStartsAreDown makes each member whose start failed down, rather than failed: its
 // setup stands; only its services are down, and health takes over.
 func (hm *healthMachine) failedStartsAreDown(ctx workflow.Context, work []plan.RoleWork) {
 	for _, rw := range work {
 		for _, m := range rw.Members {
-			rs, live := hm.findMember(m.Name)
+			rs, live := hm.state.FindMember(m.Name)
 			if live == nil || live.State != plan.MemberConfigError || live.Event != spec.EventStart {
 				continue
 			}

@@ -219,7 +219,7 @@ func (c *cluster) dropUnreachable(work []plan.RoleWork, now time.Time) []plan.Ro
 				reachable = append(reachable, m)
 				continue
 			}
-			_, live := c.findMember(m.Name)
+			_, live := c.state.FindMember(m.Name)
 			live.State, live.Since = plan.MemberDeleted, now
 			live.Detail = fmt.Sprintf("left on host %s, which is lost; its sandbox is removed if the host comes back", m.Host)
 			dropped = append(dropped, m)

@@ -30,7 +30,7 @@ func (hw *hostWatcher) drain(ctx workflow.Context) {
 		return health.UnavailableLimit(&rs, def)
 	})
 	for _, name := range names {
-		rs, m := hw.findMember(name)
+		rs, m := hw.state.FindMember(name)
 		hw.health.stepHealth(ctx, rs, m, workflows.MemberEvent{Member: name, Event: plan.HealthDrain, Reason: fmt.Sprintf("host %s is draining", m.Host), Source: "hosts", At: workflow.Now(ctx)})
 	}
 }

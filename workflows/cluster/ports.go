@@ -55,7 +55,7 @@ func (w *clusterWorkflow) assignPorts(ctx workflow.Context, roles []string) erro
 				break
 			}
 			for _, ask := range req.Members {
-				if _, m := w.findMember(ask.Member); m != nil {
+				if _, m := w.state.FindMember(ask.Member); m != nil {
 					m.Ports = got[ask.Member]
 				}
 			}

@@ -8,6 +8,7 @@ import (
 	"github.com/clusterflow/clusterflow/workflows"
 	"github.com/clusterflow/clusterflow/workflows/internal/flow"
 	"github.com/clusterflow/clusterflow/workflows/plan"
+	"github.com/clusterflow/clusterflow/workflows/rollout"
 )
 
 // preview is what a change would do, worked out on the state as it is and changing
@@ -77,7 +78,7 @@ func (c *cluster) preview(req workflows.PreviewRequest) workflows.Preview {
 // previewRollout plays plan.NextBatch over the role's members that would move, as if
 // every update succeeded.
 func previewRollout(role, old spec.Role, rs plan.RoleState, wanted []plan.Member) *workflows.RolloutPreview {
-	rp := &workflows.RolloutPreview{Strategy: role.StrategyFor(), Policy: role.Update.String(), Changed: strings.Join(settingsChanged(old, role), ", ")}
+	rp := &workflows.RolloutPreview{Strategy: role.StrategyFor(), Policy: role.Update.String(), Changed: strings.Join(rollout.SettingsChanged(old, role), ", ")}
 	var outdated []plan.Member
 	for _, m := range wanted {
 		if m.State == plan.MemberReady && !m.Leaving && m.ReplacedBy == "" {

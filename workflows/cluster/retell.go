@@ -56,7 +56,7 @@ func (c *cluster) keepUntold(n notice.Notice, told []plan.RoleWork, missed []str
 	untold := missed
 	for _, rw := range told {
 		for _, m := range rw.Members {
-			if _, live := c.findMember(m.Name); live != nil && live.State == plan.MemberConfigError && live.Event == n.Event {
+			if _, live := c.state.FindMember(m.Name); live != nil && live.State == plan.MemberConfigError && live.Event == n.Event {
 				untold = append(untold, m.Name)
 			}
 		}
@@ -66,7 +66,7 @@ func (c *cluster) keepUntold(n notice.Notice, told []plan.RoleWork, missed []str
 	}
 	c.state.Notices = max(c.state.Notices, n.ID) // a notice no one was told was never numbered
 	for _, name := range untold {
-		if _, m := c.findMember(name); m != nil && !slices.Contains(m.Untold, n.ID) {
+		if _, m := c.state.FindMember(name); m != nil && !slices.Contains(m.Untold, n.ID) {
 			m.Untold = append(m.Untold, n.ID)
 		}
 	}
@@ -146,7 +146,7 @@ func (w *clusterWorkflow) retell(ctx workflow.Context) {
 		}
 		for _, rw := range work {
 			for _, m := range rw.Members {
-				if _, live := w.findMember(m.Name); live != nil && live.State == plan.MemberReady && len(live.Untold) > 0 && live.Untold[0] == id {
+				if _, live := w.state.FindMember(m.Name); live != nil && live.State == plan.MemberReady && len(live.Untold) > 0 && live.Untold[0] == id {
 					live.Untold = live.Untold[1:]
 					if len(live.Untold) == 0 {
 						live.Untold = nil

@@ -79,7 +79,7 @@ func (c *cluster) retried(req workflows.RetryRequest) (names, problems []string)
 		return names, problems
 	}
 	for _, name := range req.Members {
-		_, m := c.findMember(name)
+		_, m := c.state.FindMember(name)
 		switch {
 		case m == nil || m.State == plan.MemberDeleted:
 			problems = append(problems, fmt.Sprintf("cluster %s has no member %q", c.state.Name, spec.Clip(name, spec.MaxMemberNameLength)))
@@ -102,7 +102,7 @@ func (w *clusterWorkflow) onRetry(ctx workflow.Context, req workflows.RetryReque
 	now := workflow.Now(ctx)
 	removing := false
 	for _, name := range names {
-		_, m := w.findMember(name)
+		_, m := w.state.FindMember(name)
 		switch {
 		case m.Decommission == plan.DecommissionFailed:
 			m.Decommission, m.Detail = "", "retrying decommission"

@@ -161,7 +161,7 @@ func (c *cluster) validateCancel() error {
 // checkMemberEvent names an unknown member or event; the update refuses it, and the signal
 // drops it. The refusal names a few of the members and counts the rest.
 func (c *cluster) checkMemberEvent(ev workflows.MemberEvent) error {
-	if _, m := c.findMember(ev.Member); m == nil || m.State == plan.MemberDeleted {
+	if _, m := c.state.FindMember(ev.Member); m == nil || m.State == plan.MemberDeleted {
 		var names []string
 		total := 0
 		for _, rs := range c.state.Roles {
