@@ -49,7 +49,7 @@ func (w *clusterWorkflow) onRunAction(ctx workflow.Context, req workflows.Action
 		w.state.Actions = slices.Clone(w.state.Actions[n-keptActions:])
 	}
 	w.newGeneration(fmt.Sprintf("action %s (%d)", req.Action, id))
-	w.touch(ctx)
+	w.Touch(ctx)
 	return a, nil
 }
 
@@ -82,14 +82,14 @@ func (w *clusterWorkflow) runActions(ctx workflow.Context) {
 			work = append(work, plan.RoleWork{Role: role, Members: members, Batch: fmt.Sprintf("a%d", a.ID), MaxInFlight: a.Parallel,
 				Action: &plan.ActionCall{Name: a.Action, Params: a.Params}})
 		}
-		w.touch(ctx)
-		w.runner.runLevel(ctx, plan.OpAction, work)
+		w.Touch(ctx)
+		w.runner.RunLevel(ctx, w, plan.OpAction, work)
 		w.noteActionResults(a, targets)
 		a.State, a.Ended = workflows.ActionDone, workflow.Now(ctx)
 		if ctx.Err() != nil {
 			a.State = workflows.ActionCanceled
 		}
-		w.touch(ctx)
+		w.Touch(ctx)
 	}
 }
 

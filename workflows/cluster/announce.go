@@ -150,7 +150,7 @@ func (w *clusterWorkflow) untold(ctx workflow.Context, op plan.RoleOperation, wo
 			kept = append(kept, rw)
 		}
 	}
-	w.touch(ctx)
+	w.Touch(ctx)
 	return kept
 }
 

@@ -11,6 +11,7 @@ import (
 	"github.com/clusterflow/clusterflow/spec"
 	"github.com/clusterflow/clusterflow/workflows"
 	"github.com/clusterflow/clusterflow/workflows/plan"
+	"github.com/clusterflow/clusterflow/workflows/role"
 	"github.com/clusterflow/clusterflow/workflows/rollout"
 )
 
@@ -127,12 +128,12 @@ func (w *clusterWorkflow) change(ctx workflow.Context, next spec.Cluster) workfl
 	w.state.SpecGeneration = w.state.Generation
 	w.noteSignature()
 	w.syncDesired()
-	w.touch(ctx)
+	w.Touch(ctx)
 	if err := workflow.UpsertTypedSearchAttributes(ctx,
 		workflows.ClusterRolesKey.ValueSet(w.spec.RoleNames()), workflows.ClusterMembersKey.ValueSet(int64(w.spec.TotalMembers()))); err != nil {
 		w.logger.Warn("Could not upsert the ClusterRoles and ClusterMembers search attributes", "Error", err)
 	}
-	w.runner.stopUnwanted(ctx)
+	w.runner.StopUnwanted(ctx, w, w.spec)
 	w.logger.Info("Desired state changed", "Generation", w.state.Generation, "Change", summary)
 	return workflows.ChangeResult{Generation: w.state.Generation, Changed: true, Summary: summary}
 }
@@ -159,54 +160,41 @@ func (c *cluster) noteSignature() {
 // configmeta first, as every member is before it configures.
 func (w *clusterWorkflow) growActive(ctx workflow.Context) {
 	type growth struct {
-		op    *activeOp
+		op    *role.Operation
 		role  string
 		added []plan.Member
 	}
 	var grown []growth
-	for _, role := range slices.Sorted(maps.Keys(w.activeOps)) {
-		op := w.activeOps[role]
-		if rs := w.state.Role(role); op.op == plan.OpConfigure && rs != nil {
+	for _, name := range w.runner.ConfiguringRoles() {
+		op := w.runner.Configuring(name)
+		if rs := w.state.Role(name); rs != nil {
 			added := w.addPendingTo(rs, workflow.Now(ctx))
 			if w.bounded {
-				// The last batch takes no more than a batch holds; the others wait for the
-				// next pass, which the new generation starts once the running level ends.
-				last := op.batches[len(op.batches)-1]
-				added = added[:min(len(added), max(roleBatchSize-len(last.in.Members), 0))]
+				added = added[:min(len(added), w.runner.Room(op))]
 			}
 			if len(added) > 0 {
-				grown = append(grown, growth{op, role, added})
+				grown = append(grown, growth{op, name, added})
 			}
 		}
 	}
 	if len(grown) == 0 {
 		return
 	}
-	w.touch(ctx)
+	w.Touch(ctx)
 	if err := w.writeClusterFiles(ctx, false); err != nil {
 		w.logger.Warn("Could not list new members in configmeta; they start once the running level ends", "Error", err)
 		return
 	}
 	for _, g := range grown {
-		if w.activeOps[g.role] != g.op {
+		if !w.runner.InProgress(g.role, g.op) {
 			continue // the child ended meanwhile; the operation sets them up itself
 		}
 		rs := w.state.Role(g.role)
 		for i := range g.added {
 			rs.Member(g.added[i].Name).KnowsUpTo = w.state.ConfigMetaVersion
 			g.added[i].KnowsUpTo = w.state.ConfigMetaVersion
-			g.op.members = append(g.op.members, g.added[i].Name)
 		}
-		// The last batch takes them: it starts with them, or, running, queues them. Either
-		// way they count as its members, so that a later shrink stops them there.
-		last := g.op.batches[len(g.op.batches)-1]
-		if last.done {
-			continue // it ended meanwhile; the operation sets them up itself
-		}
-		last.in.Members = append(last.in.Members, g.added...)
-		if last.future != nil {
-			last.future.SignalChildWorkflow(ctx, workflows.AddMembersSignal, workflows.AddMembers{Members: g.added})
-		}
+		w.runner.Grow(ctx, g.op, g.added)
 	}
 }
 

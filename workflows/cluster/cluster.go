@@ -14,6 +14,7 @@ import (
 	"github.com/clusterflow/clusterflow/workflows"
 	"github.com/clusterflow/clusterflow/workflows/internal/change"
 	"github.com/clusterflow/clusterflow/workflows/plan"
+	"github.com/clusterflow/clusterflow/workflows/role"
 	"github.com/clusterflow/clusterflow/workflows/rollout"
 )
 
@@ -92,8 +93,6 @@ type cluster struct {
 	hostCheck plan.HostCheck
 	// operating says an operation is in progress (the workflow can cancel it).
 	operating bool
-	// activeOps maps a role to the operation acting on its members now.
-	activeOps map[string]*activeOp
 	// logger is the workflow's, which stays quiet during replay.
 	logger log.Logger
 }
@@ -108,7 +107,7 @@ type clusterWorkflow struct {
 	// role midway both write it.
 	filesLock workflow.Mutex
 	// runner runs role operations as child workflows.
-	runner *roleRunner
+	runner *role.Runner
 	// health is member health.
 	health *healthMachine
 	// hosts follows the host registry.
@@ -117,12 +116,12 @@ type clusterWorkflow struct {
 
 func newClusterWorkflow(ctx workflow.Context, in workflows.ClusterInput) (*clusterWorkflow, error) {
 	w := &clusterWorkflow{
-		cluster:   cluster{spec: in.Spec, activeOps: map[string]*activeOp{}, continueAsNewEvery: in.ContinueAsNewEvery, logger: workflow.GetLogger(ctx)},
+		cluster:   cluster{spec: in.Spec, continueAsNewEvery: in.ContinueAsNewEvery, logger: workflow.GetLogger(ctx)},
 		filesLock: workflow.NewMutex(ctx),
 	}
-	w.runner = &roleRunner{cluster: &w.cluster, touch: w.touch}
-	w.hosts = &hostWatcher{cluster: &w.cluster, touch: w.touch}
-	w.health = &healthMachine{cluster: &w.cluster, runner: w.runner, touch: w.touch, setPhase: w.setPhase, onEachHost: w.hosts.onEachHost}
+	w.runner = role.NewRunner(false)
+	w.hosts = &hostWatcher{cluster: &w.cluster, touch: w.Touch}
+	w.health = &healthMachine{cluster: &w.cluster, runner: w.runner, touch: w.Touch, setPhase: w.setPhase, onEachHost: w.hosts.onEachHost}
 	w.hosts.health = w.health
 	if w.continueAsNewEvery <= 0 {
 		w.continueAsNewEvery = defaultContinueAsNewEvery
@@ -183,6 +182,7 @@ func (w *clusterWorkflow) makeFolderKey(ctx workflow.Context) {
 
 func (w *clusterWorkflow) setup(ctx workflow.Context) error {
 	w.bounded = workflow.GetVersion(ctx, change.BoundedPayloads, workflow.DefaultVersion, 1) >= 1
+	w.runner.Bounded = w.bounded
 	w.signedGenerations = w.bounded && workflow.GetVersion(ctx, change.SignedGenerations, workflow.DefaultVersion, 1) >= 1
 	if w.signedGenerations && w.state.SpecGeneration == 0 {
 		w.state.SpecGeneration = w.state.Generation // a cluster of before: its spec is at least this new
@@ -221,7 +221,7 @@ func (w *clusterWorkflow) setup(ctx workflow.Context) error {
 		for {
 			var p workflows.RoleProgress
 			progress.Receive(ctx, &p)
-			w.runner.applyProgress(ctx, p)
+			w.runner.ApplyProgress(ctx, w, p)
 		}
 	})
 	w.health.receiveMemberEvents(ctx)
@@ -332,7 +332,7 @@ func (w *clusterWorkflow) continueAsNew(ctx workflow.Context) error {
 func (w *clusterWorkflow) setPhase(ctx workflow.Context, phase workflows.Phase, message string) {
 	shown := w.state.ShownPhase()
 	w.state.Phase, w.state.Message = phase, message
-	w.touch(ctx)
+	w.Touch(ctx)
 	if w.state.ShownPhase() != shown {
 		if err := workflow.UpsertTypedSearchAttributes(ctx, workflows.ClusterPhaseKey.ValueSet(string(w.state.ShownPhase()))); err != nil {
 			w.logger.Warn("Could not upsert the ClusterPhase search attribute", "Error", err)
@@ -341,8 +341,8 @@ func (w *clusterWorkflow) setPhase(ctx workflow.Context, phase workflows.Phase, 
 	w.logger.Info("Cluster phase", "Phase", phase, "Message", message)
 }
 
-// touch notes that the state changed and refreshes the workflow's current details.
-func (w *clusterWorkflow) touch(ctx workflow.Context) {
+// Touch notes that the state changed and refreshes the workflow's current details.
+func (w *clusterWorkflow) Touch(ctx workflow.Context) {
 	w.touches++
 	w.state.UpdatedAt = workflow.Now(ctx)
 	workflow.SetCurrentDetails(ctx, w.details())
@@ -354,13 +354,16 @@ func (w *clusterWorkflow) touch(ctx workflow.Context) {
 const resultMembers = 1000
 
 // snapshot is the status as updates and the workflow's result carry it.
+// State is the cluster's observed state, which the role runner updates.
+func (c *cluster) State() *workflows.ClusterState { return &c.state }
+
 func (c *cluster) snapshot() workflows.ClusterStatus {
 	return c.state.Status(&workflows.StatusPage{Limit: resultMembers}, workflows.ResultStatusBytes)
 }
 
-// roleSpec finds a role of the desired spec, or one an apply removed whose members are not
+// RoleSpec finds a role of the desired spec, or one an apply removed whose members are not
 // gone yet.
-func (c *cluster) roleSpec(name string) (spec.Role, bool) {
+func (c *cluster) RoleSpec(name string) (spec.Role, bool) {
 	if r, ok := c.spec.Role(name); ok {
 		return r, true
 	}

@@ -60,7 +60,7 @@ func (w *clusterWorkflow) runPass(ctx workflow.Context, desired *spec.Cluster, p
 				return
 			}
 		}
-		w.runner.runLevel(ctx, step.Op, work)
+		w.runner.RunLevel(ctx, w, step.Op, work)
 		switch step.Op {
 		case plan.OpTeardown:
 			for _, rw := range work {
@@ -294,7 +294,7 @@ func (w *clusterWorkflow) removeUnwanted(ctx workflow.Context, replacedToo bool)
 	}
 	w.runPass(ctx, &w.spec, removal, hooks)
 	w.dropRemoved()
-	w.touch(ctx)
+	w.Touch(ctx)
 }
 
 // delete tears the cluster down in reverse dependency order and removes every member. It

@@ -89,12 +89,6 @@ func (hm *healthMachine) reconcile(ctx workflow.Context) workflows.ReconcileRepo
 	return report
 }
 
-// actedOn reports whether an operation in progress acts on the member.
-func (c *cluster) actedOn(role, member string) bool {
-	op := c.activeOps[role]
-	return op != nil && slices.Contains(op.members, member)
-}
-
 // setUpMembers maps the members set up (ready, down or flapping) to their hosts.
 func (c *cluster) setUpMembers() map[string]string {
 	hosts := map[string]string{}
@@ -207,11 +201,11 @@ func (c *cluster) adoptRogue(ref backend.MemberRef, now time.Time) {
 // expectedOnBackend names the members the backend must have listed: set up before the
 // listing, on the host they are on now, a host the listing reached, and (skipActive) no
 // operation acting on them, since it, not reconcile, says what became of them.
-func (c *cluster) expectedOnBackend(setUpBefore map[string]string, listedHosts map[string]bool, skipActive bool) []string {
+func (hm *healthMachine) expectedOnBackend(setUpBefore map[string]string, listedHosts map[string]bool, skipActive bool) []string {
 	var present []string
-	for _, rs := range c.state.Roles {
+	for _, rs := range hm.state.Roles {
 		for _, m := range rs.Members {
-			if skipActive && c.actedOn(rs.Name, m.Name) {
+			if skipActive && hm.runner.ActsOn(rs.Name, m.Name) {
 				continue
 			}
 			if host, ok := setUpBefore[m.Name]; ok && host == m.Host && listedHosts[m.Host] && m.State.SetUp() {

@@ -68,7 +68,7 @@ func (c *cluster) replacing() bool {
 // adopted, never torn down by script, since the member lives elsewhere now.
 func (hm *healthMachine) rehome(ctx workflow.Context, rs *plan.RoleState, m *plan.Member, from plan.MemberState, ev workflows.MemberEvent) {
 	old := m.Host
-	if old != "" && (from != plan.MemberPending || hm.actedOn(rs.Name, m.Name)) {
+	if old != "" && (from != plan.MemberPending || hm.runner.ActsOn(rs.Name, m.Name)) {
 		hm.state.Stale = append(hm.state.Stale, workflows.StaleMember{Role: rs.Name, Member: m.Name, Host: old})
 	}
 	m.Host, m.Unplaced, m.Event, m.Moved = "", "", "", true
@@ -76,10 +76,10 @@ func (hm *healthMachine) rehome(ctx workflow.Context, rs *plan.RoleState, m *pla
 	m.Detail = fmt.Sprintf("to be set up elsewhere: %s", ev.Reason)
 	name := m.Name
 	if hm.onHosts() {
-		r, _ := hm.roleSpec(rs.Name)
+		r, _ := hm.RoleSpec(rs.Name)
 		rs.Members = plan.PlaceMembers(r, rs.Members, hm.hostCheck.HostsFor(hm.state.Hosts, hm.state.Name, r))
 	}
-	hm.runner.stopInOperation(ctx, rs.Name, map[string]bool{name: true}, old != "" && !hm.reachable(old))
+	hm.runner.StopInOperation(ctx, rs.Name, map[string]bool{name: true}, old != "" && !hm.reachable(old))
 	hm.membershipEpoch++
 	hm.newGeneration(fmt.Sprintf("set %s up elsewhere (%s)", name, ev.Event))
 	hm.logger.Info("Setting a member up elsewhere", "Member", name, "Was", from, "Host", old, "Now", rs.Member(name).Host, "Reason", ev.Reason)

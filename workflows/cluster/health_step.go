@@ -10,6 +10,7 @@ import (
 	"github.com/clusterflow/clusterflow/workflows/health"
 	"github.com/clusterflow/clusterflow/workflows/internal/change"
 	"github.com/clusterflow/clusterflow/workflows/plan"
+	"github.com/clusterflow/clusterflow/workflows/role"
 	"github.com/clusterflow/clusterflow/workflows/rollout"
 )
 
@@ -20,7 +21,7 @@ import (
 // setPhase), the role runner (to stop a member being set up), and reaching every host.
 type healthMachine struct {
 	*cluster
-	runner     *roleRunner
+	runner     *role.Runner
 	touch      func(workflow.Context)
 	setPhase   func(ctx workflow.Context, phase workflows.Phase, message string)
 	onEachHost func(ctx workflow.Context, hosts []string, run func(ctx workflow.Context, host string) error) map[string]error
@@ -41,7 +42,7 @@ func (hm *healthMachine) stepHealth(ctx workflow.Context, rs *plan.RoleState, m 
 		hm.touch(ctx)
 		return result
 	}
-	r, _ := hm.roleSpec(rs.Name)
+	r, _ := hm.RoleSpec(rs.Name)
 	given := health.Given{
 		Paused:         health.ReplacementPaused(rs, m, health.UnavailableLimit(rs, r)),
 		SetUpElsewhere: hm.setUpElsewhere,

@@ -199,7 +199,7 @@ func (c *cluster) placeWaiting() bool {
 		if !waiting {
 			continue
 		}
-		r, _ := c.roleSpec(rs.Name)
+		r, _ := c.RoleSpec(rs.Name)
 		rs.Members = plan.PlaceMembers(r, rs.Members, c.hostCheck.HostsFor(c.state.Hosts, c.state.Name, r))
 		placed = placed || slices.ContainsFunc(rs.Members, func(m plan.Member) bool { return m.State == plan.MemberPending && m.Host != "" && m.Unplaced == "" })
 	}

@@ -26,7 +26,7 @@ func (hw *hostWatcher) drain(ctx workflow.Context) {
 		return h != nil && h.Draining && !h.Lost
 	}
 	names := plan.Drain(hw.state.Roles, hw.state.Levels, draining, func(rs plan.RoleState) int {
-		def, _ := hw.roleSpec(rs.Name)
+		def, _ := hw.RoleSpec(rs.Name)
 		return health.UnavailableLimit(&rs, def)
 	})
 	for _, name := range names {

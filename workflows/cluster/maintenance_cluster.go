@@ -7,9 +7,6 @@ import (
 	"go.temporal.io/sdk/workflow"
 )
 
-// heldForMaintenance is why members and batches a maintenance stopped did not start.
-const heldForMaintenance = "held for maintenance"
-
 // receiveMaintenance takes the fleet's maintenance flag from the maintenance workflow. Turned
 // on, it stops the operation in progress at its next member or level; turned off, what was
 // held resumes (run's loop, the health timer).
@@ -30,7 +27,7 @@ func (w *clusterWorkflow) setMaintenance(ctx workflow.Context, m workflows.Maint
 	}
 	if m.On {
 		w.state.Maintenance = &m
-		w.runner.holdOperation(ctx)
+		w.runner.Hold(ctx)
 	} else {
 		w.state.Maintenance = nil
 		if held := w.state.HeldHosts; held != nil {
@@ -54,7 +51,7 @@ func (w *clusterWorkflow) heldByMaintenance(ctx workflow.Context) bool {
 	if w.state.Held == "" {
 		w.state.Held = fmt.Sprintf("generation %d", w.state.Generation)
 		w.logger.Info("Operation held for maintenance", "Generation", w.state.Generation)
-		w.touch(ctx)
+		w.Touch(ctx)
 	}
 	return true
 }
@@ -65,5 +62,5 @@ func (w *clusterWorkflow) showPhase(ctx workflow.Context) {
 	if err := workflow.UpsertTypedSearchAttributes(ctx, workflows.ClusterPhaseKey.ValueSet(string(w.state.ShownPhase()))); err != nil {
 		w.logger.Warn("Could not upsert the ClusterPhase search attribute", "Error", err)
 	}
-	w.touch(ctx)
+	w.Touch(ctx)
 }

@@ -53,7 +53,7 @@ func (c *cluster) addPendingMembers(now time.Time) {
 // addPendingTo adds the members a role is short of, placed on the hosts that fit it
 // (plan.Grow), and returns them.
 func (c *cluster) addPendingTo(rs *plan.RoleState, now time.Time) []plan.Member {
-	r, _ := c.roleSpec(rs.Name)
+	r, _ := c.RoleSpec(rs.Name)
 	var hosts []plan.Host
 	if c.onHosts() {
 		hosts = c.hostCheck.HostsFor(c.state.Hosts, c.state.Name, r)
@@ -159,66 +159,4 @@ func (c *cluster) noteRemoved(role string, tornDown []plan.Member) {
 			c.removed = append(c.removed, workflows.RemovedNode{Role: role, Name: m.Name, ListedIn: now.ListedIn, Announced: now.Announced, UnlistedFrom: now.UnlistedFrom})
 		}
 	}
-}
-
-// applyMembers takes a role child's report of its members' states. The child owns only
-// what happens to a member in its operation; who leaves, who knows whom and health are the
-// cluster's to track. Output tails are kept for at most tailsPerRole members of a role.
-// It returns the reports it took: none of members set up elsewhere since (Moved).
-func (c *cluster) applyMembers(role string, members []plan.Member) []plan.Member {
-	rs := c.state.Role(role)
-	if rs == nil {
-		return nil
-	}
-	tailed := -1 // counted when first needed
-	var taken []plan.Member
-	for _, m := range members {
-		current := rs.Member(m.Name)
-		if current == nil || current.Moved {
-			continue
-		}
-		if m.Event == spec.EventDecommission {
-			// A decommission changes no state: only its outcome, event and output are taken.
-			taken = append(taken, m)
-			current.Decommission, current.Event, current.Detail = m.Decommission, m.Event, spec.Clip(m.Detail, workflows.MaxDetail)
-			current.StdoutTail, current.StderrTail = m.StdoutTail, m.StderrTail
-			continue
-		}
-		if current.State.Unavailable() && m.State != plan.MemberDeleting && m.State != plan.MemberDeleted {
-			continue // a health report that came in while a notification ran wins over its outcome
-		}
-		taken = append(taken, m)
-		current.State, current.Event, current.Detail, current.Since = m.State, m.Event, spec.Clip(m.Detail, workflows.MaxDetail), m.Since
-		current.LastLine, current.StdoutTail, current.StderrTail = m.LastLine, "", ""
-		if m.Revision > 0 {
-			current.Revision = m.Revision
-		}
-		if m.StdoutTail == "" && m.StderrTail == "" {
-			continue
-		}
-		if tailed < 0 {
-			tailed = countTailed(rs.Members)
-		}
-		if tailed < tailsPerRole {
-			tailed++
-			current.StdoutTail, current.StderrTail = m.StdoutTail, m.StderrTail
-		} else if !strings.HasSuffix(current.Detail, workflows.SeeLogs) {
-			current.Detail = spec.Clip(current.Detail, workflows.MaxDetail-len(workflows.SeeLogs)) + workflows.SeeLogs
-		}
-	}
-	return taken
-}
-
-// tailsPerRole bounds the members of a role whose output tails the state keeps: status shows
-// the first 20 members in trouble with their output, and the rest are in `logs`.
-const tailsPerRole = 20
-
-func countTailed(members []plan.Member) int {
-	n := 0
-	for _, m := range members {
-		if m.StdoutTail != "" || m.StderrTail != "" {
-			n++
-		}
-	}
-	return n
 }

@@ -50,6 +50,6 @@ func (w *clusterWorkflow) tellRemoving(ctx workflow.Context, step plan.Step) {
 				live.Detail = spec.Clip(fmt.Sprintf("removal held: removing failed on %s (see its output); once its cause is fixed, `clusterflow retry %s` runs it again", spec.Some(failed, refusalNames), w.state.Name), workflows.MaxDetail)
 			}
 		}
-		w.touch(ctx)
+		w.Touch(ctx)
 	}
 }

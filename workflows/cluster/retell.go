@@ -140,7 +140,7 @@ func (w *clusterWorkflow) retell(ctx workflow.Context) {
 		if failed := w.writeFiles(ctx, fmt.Sprintf("notice %d of %s, again", n.ID, w.state.Name), hostsOf(work), backend.ClusterFiles{Cluster: w.state.Name, Home: w.state.Home, Notice: &n}); len(failed) > 0 {
 			work = w.untold(ctx, op, work, failed)
 		}
-		w.runner.runLevel(ctx, op, work)
+		w.runner.RunLevel(ctx, w, op, work)
 		if ctx.Err() != nil {
 			return
 		}
@@ -155,6 +155,6 @@ func (w *clusterWorkflow) retell(ctx workflow.Context) {
 			}
 		}
 		w.logger.Info("Told a notice again", "Event", n.Event, "Notice", n.ID, "Roles", fmt.Sprint(workRoles(work)))
-		w.touch(ctx)
+		w.Touch(ctx)
 	}
 }

@@ -42,7 +42,7 @@ func (c *cluster) validateRolloutPause() error {
 
 func (w *clusterWorkflow) onRolloutPause(ctx workflow.Context) (workflows.RolloutStatus, error) {
 	w.state.Rollout.Paused, w.state.Rollout.Member, w.state.Rollout.PausedAt = "paused by an operator", "", workflow.Now(ctx)
-	w.touch(ctx)
+	w.Touch(ctx)
 	return rollout.Answer(&w.state, w.spec), nil
 }
 
@@ -60,7 +60,7 @@ func (w *clusterWorkflow) onRolloutResume(ctx workflow.Context) (workflows.Rollo
 	ro := w.state.Rollout
 	ro.Paused, ro.Member, ro.Tripped, ro.TrippedBy = "", "", "", ""
 	w.newGeneration(ro.What() + " resumed")
-	w.touch(ctx)
+	w.Touch(ctx)
 	return rollout.Answer(&w.state, w.spec), nil
 }
 
@@ -170,7 +170,7 @@ func (w *clusterWorkflow) replaceBatch(ctx workflow.Context, def spec.Role, batc
 		ro.Replacing = append(ro.Replacing, old.Name)
 	}
 	w.newGeneration(fmt.Sprintf("%s: replace %s", ro.What(), spec.Some(ro.Replacing, refusalNames)))
-	w.touch(ctx)
+	w.Touch(ctx)
 }
 
 // keepReplacedOnFailure is what a replace rollout does when a successor it set up failed:
@@ -271,7 +271,7 @@ func (w *clusterWorkflow) updateBatches(ctx workflow.Context, batches []rolloutS
 			names = append(names, m.Name)
 		}
 	}
-	w.runner.runLevel(ctx, op, work)
+	w.runner.RunLevel(ctx, w, op, work)
 	var failed []string
 	for _, name := range names {
 		rs, m := w.state.FindMember(name)
@@ -297,7 +297,7 @@ func (w *clusterWorkflow) updateBatches(ctx workflow.Context, batches []rolloutS
 			ro.Moved[rs.Name]++
 		}
 	}
-	w.touch(ctx)
+	w.Touch(ctx)
 	if ctx.Err() != nil {
 		return false
 	}
@@ -335,7 +335,7 @@ func (w *clusterWorkflow) watch(ctx workflow.Context, policies []spec.Update, na
 		low, high := p.Watch()
 		minWatch, maxWatch = max(minWatch, low), max(maxWatch, high)
 	}
-	w.touch(ctx)
+	w.Touch(ctx)
 	if minWatch > 0 {
 		if _, err := workflow.AwaitWithTimeout(ctx, minWatch, closed); err != nil {
 			return ""
@@ -354,7 +354,7 @@ func (w *clusterWorkflow) pauseRollout(ctx workflow.Context, member, why string)
 	ro := w.state.Rollout
 	ro.Paused, ro.Member, ro.PausedAt = spec.Clip(why, workflows.MaxDetail), member, workflow.Now(ctx)
 	w.logger.Warn("Rollout paused", "Rollout", ro.What(), "Member", member, "Reason", why)
-	w.touch(ctx)
+	w.Touch(ctx)
 }
 
 func (c *cluster) validateRestart(req workflows.RestartRequest) error {
@@ -377,6 +377,6 @@ func (w *clusterWorkflow) onRestart(ctx workflow.Context, req workflows.RestartR
 		}
 	}
 	w.newGeneration(fmt.Sprintf("rolling restart of %d members", total))
-	w.touch(ctx)
+	w.Touch(ctx)
 	return rollout.Answer(&w.state, w.spec), nil
 }

@@ -1,4 +1,4 @@
-package cluster
+package role
 
 import (
 	"fmt"
@@ -16,27 +16,44 @@ import (
 	"github.com/clusterflow/clusterflow/workflows/plan"
 )
 
-// roleRunner runs role operations as child workflows, a child per role or per batch of a
-// wide role, and applies what they report to the cluster's members. It is the only code
-// that starts role children; touch shows each change.
-type roleRunner struct {
-	*cluster
+// Runner runs role operations as child workflows, a child per role or per batch of a wide
+// role, and applies what they report to the cluster's members. It is the only code that
+// starts role children.
+type Runner struct {
+	// Bounded keeps every payload bounded (change.BoundedPayloads).
+	Bounded bool
+	// active maps a role to the operation acting on its members now.
+	active map[string]*Operation
 	// childStarts bounds the child workflows started in one workflow task.
 	childStarts startGate
-	touch       func(workflow.Context)
 }
 
-// runLevel runs op on the roles of one dependency level at once, a child workflow per
+// Cluster is what the runner needs of the cluster whose roles it runs: its state, where
+// it applies what children report, its roles' specs, and a way to show a change.
+type Cluster interface {
+	State() *workflows.ClusterState
+	// RoleSpec is a role of the desired spec, or one an apply removed whose members are
+	// not gone yet.
+	RoleSpec(name string) (spec.Role, bool)
+	Touch(ctx workflow.Context)
+}
+
+// NewRunner is a runner with no operation in progress.
+func NewRunner(bounded bool) *Runner {
+	return &Runner{Bounded: bounded, active: map[string]*Operation{}}
+}
+
+// RunLevel runs op on the roles of one dependency level at once, a child workflow per
 // role, and applies each child's final member states once all have ended. It is the one
 // way members are acted on: configure, teardown, addnodes and delnodes.
-func (r *roleRunner) runLevel(ctx workflow.Context, op plan.RoleOperation, work []plan.RoleWork) {
-	ops := make([]*activeOp, len(work))
+func (r *Runner) RunLevel(ctx workflow.Context, c Cluster, op plan.RoleOperation, work []plan.RoleWork) {
+	ops := make([]*Operation, len(work))
 	for i, rw := range work {
-		ops[i] = r.startRole(ctx, op, rw)
+		ops[i] = r.startRole(ctx, c, op, rw)
 	}
-	r.touch(ctx)
+	c.Touch(ctx)
 	for i, o := range ops {
-		r.finishRole(ctx, work[i].Role, o)
+		r.finishRole(ctx, c, work[i].Role, o)
 	}
 }
 
@@ -44,13 +61,13 @@ func (r *roleRunner) runLevel(ctx workflow.Context, op plan.RoleOperation, work 
 // the children's histories rather than the cluster's: one child for a role of up to
 // roleBatchSize members, and batches of that size for a wider one. A notification's work
 // names the notice (or, in runs from before notices, the nodes) its members are told.
-func (r *roleRunner) startRole(ctx workflow.Context, op plan.RoleOperation, rw plan.RoleWork) *activeOp {
+func (r *Runner) startRole(ctx workflow.Context, c Cluster, op plan.RoleOperation, rw plan.RoleWork) *Operation {
 	role := rw.Role
-	def, ok := r.roleSpec(role)
+	def, ok := c.RoleSpec(role)
 	if !ok {
 		def = spec.Role{Name: role} // a rogue's unknown role: no script, only removal
 	}
-	step := fmt.Sprintf("%s-%d", op, r.state.Operations)
+	step := fmt.Sprintf("%s-%d", op, c.State().Operations)
 	switch {
 	case rw.Notice != nil:
 		step += "-" + rw.Notice.Role // a pass may notify a role about several roles' members
@@ -59,12 +76,12 @@ func (r *roleRunner) startRole(ctx workflow.Context, op plan.RoleOperation, rw p
 	case rw.Batch != "":
 		step += "-" + rw.Batch
 	}
-	id := fmt.Sprintf("%s/%s/%s", workflows.ClusterWorkflowID(r.state.Name), step, role)
-	in := workflows.RoleInput{Cluster: r.state.Name, Home: r.state.Home, Operation: op, Role: def, Members: rw.Members, Nodes: rw.Nodes, MemberNodes: rw.MemberNodes, Notice: rw.Notice, Revision: r.state.Revision, Action: rw.Action}
+	id := fmt.Sprintf("%s/%s/%s", workflows.ClusterWorkflowID(c.State().Name), step, role)
+	in := workflows.RoleInput{Cluster: c.State().Name, Home: c.State().Home, Operation: op, Role: def, Members: rw.Members, Nodes: rw.Nodes, MemberNodes: rw.MemberNodes, Notice: rw.Notice, Revision: c.State().Revision, Action: rw.Action}
 	if rw.MaxInFlight > 0 {
 		in.Role.MaxInFlight = rw.MaxInFlight
 	}
-	if r.bounded {
+	if r.Bounded {
 		// The env travels once per host with the files; the members only as far as a child
 		// needs them.
 		in.EnvHash, in.Role.Env = spec.EnvHash(def.Env), nil
@@ -73,25 +90,25 @@ func (r *roleRunner) startRole(ctx workflow.Context, op plan.RoleOperation, rw p
 			in.Members[i] = m.ForChild()
 		}
 	}
-	active := &activeOp{op: op, members: make([]string, len(rw.Members))}
+	active := &Operation{op: op, members: make([]string, len(rw.Members))}
 	for i, m := range rw.Members {
 		active.members[i] = m.Name
 	}
-	r.activeOps[role] = active
+	r.active[role] = active
 	start := func(ctx workflow.Context, b *roleBatch) {
 		ctx = workflow.WithChildOptions(ctx, workflow.ChildWorkflowOptions{
 			WorkflowID: b.id,
 			// A cluster workflow that goes away stops its roles' scripts rather than orphaning them.
 			ParentClosePolicy:   enums.PARENT_CLOSE_POLICY_REQUEST_CANCEL,
 			WaitForCancellation: true,
-			StaticSummary:       fmt.Sprintf("%s %s/%s: %d %s%s", op, r.state.Name, role, len(b.in.Members), workflows.Plural(len(b.in.Members), "member"), batchOf(b.id, id)),
+			StaticSummary:       fmt.Sprintf("%s %s/%s: %d %s%s", op, c.State().Name, role, len(b.in.Members), workflows.Plural(len(b.in.Members), "member"), batchOf(b.id, id)),
 			StaticDetails:       roleDetails(op, def, b.in.Members, b.in.Nodes, b.in.Notice),
 		})
-		if r.bounded {
+		if r.Bounded {
 			r.childStarts.admit(ctx, workflows.PayloadSize(b.in))
 		}
 		b.future = workflow.ExecuteChildWorkflow(ctx, workflows.RoleWorkflowName, b.in)
-		if r.bounded {
+		if r.Bounded {
 			r.childStarts.started(b.future)
 		}
 	}
@@ -102,7 +119,7 @@ func (r *roleRunner) startRole(ctx workflow.Context, op plan.RoleOperation, rw p
 	}
 	batches, concurrent := splitBatches(in, id)
 	active.batches = batches
-	workflow.Go(ctx, func(ctx workflow.Context) { r.runBatches(ctx, role, active, concurrent, start) })
+	workflow.Go(ctx, func(ctx workflow.Context) { r.runBatches(ctx, c, role, active, concurrent, start) })
 	return active
 }
 
@@ -146,37 +163,37 @@ func (g *startGate) admit(ctx workflow.Context, size int) {
 func (g *startGate) started(f workflow.ChildWorkflowFuture) { g.pending = append(g.pending, f) }
 
 // finishRole waits for a role operation and applies its final member states.
-func (r *roleRunner) finishRole(ctx workflow.Context, role string, op *activeOp) {
+func (r *Runner) finishRole(ctx workflow.Context, c Cluster, role string, op *Operation) {
 	if len(op.batches) > 1 {
 		// runBatches applies each batch as it ends; waiting must outlive a cancel, which
 		// running batches answer with their members' final states.
 		waitCtx, _ := workflow.NewDisconnectedContext(ctx)
 		_ = workflow.Await(waitCtx, func() bool { return op.ended() })
-		delete(r.activeOps, role)
-		r.touch(ctx)
+		delete(r.active, role)
+		c.Touch(ctx)
 		return
 	}
 	var res workflows.RoleResult
 	err := op.batches[0].future.Get(ctx, &res)
 	op.batches[0].done = true
-	delete(r.activeOps, role)
+	delete(r.active, role)
 	if err != nil {
 		// The role workflow reports member failures in its result; an error here means the
 		// child itself broke (terminated, timed out), so mark what it was doing.
-		r.markUnfinishedMembers(ctx, role, op.op, op.batches[0].in.Members, err)
+		r.markUnfinished(ctx, c, role, op.op, op.batches[0].in.Members, err)
 		return
 	}
-	r.applyMembers(role, res.Members)
-	r.touch(ctx)
+	ApplyReport(c.State(), role, res.Members)
+	c.Touch(ctx)
 }
 
-// markUnfinishedMembers puts the members of a batch caught mid-operation into config_error. A
+// markUnfinished puts the members of a batch caught mid-operation into config_error. A
 // notification that ended without a result may not have run: its ready members are put in
 // config_error too, since nothing may be taken for told that was not; and so are members
 // of a configure whose child could not even start (its input refused, say), which would
 // otherwise stay pending with no word of why.
-func (r *roleRunner) markUnfinishedMembers(ctx workflow.Context, role string, op plan.RoleOperation, members []plan.Member, err error) {
-	rs := r.state.Role(role)
+func (r *Runner) markUnfinished(ctx workflow.Context, c Cluster, role string, op plan.RoleOperation, members []plan.Member, err error) {
+	rs := c.State().Role(role)
 	why := spec.Clip("role operation ended without a result: "+flow.ErrorMessage(err), workflows.MaxDetail)
 	notifying := spec.Event(op).Notifies() || op == plan.OpStart
 	for _, m := range members {
@@ -187,42 +204,43 @@ func (r *roleRunner) markUnfinishedMembers(ctx workflow.Context, role string, op
 		switch {
 		case current.State == plan.MemberCreating, current.State == plan.MemberConfiguring, current.State == plan.MemberDeleting:
 			current.State, current.Detail, current.Since = plan.MemberConfigError, why, workflow.Now(ctx)
-		case r.bounded && op == plan.OpConfigure && current.State == plan.MemberPending && !flow.IsCanceled(err):
+		case r.Bounded && op == plan.OpConfigure && current.State == plan.MemberPending && !flow.IsCanceled(err):
 			current.State, current.Event, current.Since = plan.MemberConfigError, spec.EventConfigure, workflow.Now(ctx)
 			current.Detail = why
-		case r.bounded && notifying && current.State == plan.MemberReady:
+		case r.Bounded && notifying && current.State == plan.MemberReady:
 			current.State, current.Event, current.Since = plan.MemberConfigError, spec.Event(op), workflow.Now(ctx)
 			current.Detail = spec.Clip(fmt.Sprintf("%s: %s", op, why), workflows.MaxDetail)
 		}
 	}
-	r.touch(ctx)
+	c.Touch(ctx)
 }
 
-// stopUnwanted tells role children still configuring members that are no longer wanted to
-// stop them, killing their scripts, rather than finish a setup that would be torn down.
-func (r *roleRunner) stopUnwanted(ctx workflow.Context) {
+// StopUnwanted tells role children still configuring members that are no longer wanted to
+// stop them, killing their scripts, rather than finish a setup that would be torn down:
+// desired is the spec that no longer wants them.
+func (r *Runner) StopUnwanted(ctx workflow.Context, c Cluster, desired spec.Cluster) {
 	configuring := map[string][]string{}
-	for _, role := range slices.Sorted(maps.Keys(r.activeOps)) {
-		if op := r.activeOps[role]; op.op == plan.OpConfigure {
+	for _, role := range slices.Sorted(maps.Keys(r.active)) {
+		if op := r.active[role]; op.op == plan.OpConfigure {
 			configuring[role] = op.members
 		}
 	}
-	for _, rw := range plan.Stops(r.spec, r.state.Roles, configuring) {
-		rs := r.state.Role(rw.Role)
+	for _, rw := range plan.Stops(desired, c.State().Roles, configuring) {
+		rs := c.State().Role(rw.Role)
 		leaving := map[string]bool{}
 		for _, m := range rw.Members {
 			rs.Member(m.Name).Leaving = true
 			leaving[m.Name] = true
 		}
-		r.stopInOperation(ctx, rw.Role, leaving, false)
+		r.StopInOperation(ctx, rw.Role, leaving, false)
 	}
 }
 
-// stopInOperation stops the members of a role's operation in progress: a batch that has
+// StopInOperation stops the members of a role's operation in progress: a batch that has
 // not started drops them, and a running one is told to stop them (their scripts killed, or
 // never started).
-func (r *roleRunner) stopInOperation(ctx workflow.Context, role string, stop map[string]bool, hostLost bool) {
-	op := r.activeOps[role]
+func (r *Runner) StopInOperation(ctx workflow.Context, role string, stop map[string]bool, hostLost bool) {
+	op := r.active[role]
 	if op == nil {
 		return
 	}
@@ -247,24 +265,24 @@ func (r *roleRunner) stopInOperation(ctx workflow.Context, role string, stop map
 	}
 }
 
-func (r *roleRunner) applyProgress(ctx workflow.Context, p workflows.RoleProgress) {
-	op := r.activeOps[p.Role]
+func (r *Runner) ApplyProgress(ctx workflow.Context, c Cluster, p workflows.RoleProgress) {
+	op := r.active[p.Role]
 	if op == nil {
 		return // the operation already finished and its result is applied
 	}
 	if b := op.batch(p.Operation); b == nil || b.done {
 		return
 	}
-	r.haltOnFailure(ctx, op, r.applyMembers(p.Role, p.Members))
-	r.touch(ctx)
+	r.haltOnFailure(ctx, op, ApplyReport(c.State(), p.Role, p.Members))
+	c.Touch(ctx)
 }
 
-// holdOperation stops the configure children in progress starting further members; the
+// Hold stops the configure children in progress starting further members; the
 // members running finish. converge then stops at its next step and marks the operation
 // held, to run again once maintenance ends.
-func (r *roleRunner) holdOperation(ctx workflow.Context) {
-	for _, role := range slices.Sorted(maps.Keys(r.activeOps)) {
-		op := r.activeOps[role]
+func (r *Runner) Hold(ctx workflow.Context) {
+	for _, role := range slices.Sorted(maps.Keys(r.active)) {
+		op := r.active[role]
 		if op.op != plan.OpConfigure || op.halted != "" {
 			continue
 		}
@@ -293,4 +311,61 @@ func roleDetails(op plan.RoleOperation, r spec.Role, members []plan.Member, node
 		fmt.Fprintf(&b, " `%s`", m.Name)
 	}
 	return b.String()
+}
+
+// heldForMaintenance is why members and batches a maintenance stopped did not start.
+const heldForMaintenance = "held for maintenance"
+
+// ActsOn reports whether an operation in progress acts on the member.
+func (r *Runner) ActsOn(role, member string) bool {
+	op := r.active[role]
+	return op != nil && slices.Contains(op.members, member)
+}
+
+// Configuring is the configure operation in progress on a role, or nil.
+func (r *Runner) Configuring(role string) *Operation {
+	if op := r.active[role]; op != nil && op.op == plan.OpConfigure {
+		return op
+	}
+	return nil
+}
+
+// ConfiguringRoles are the roles a configure operation is in progress on, sorted.
+func (r *Runner) ConfiguringRoles() []string {
+	var roles []string
+	for _, role := range slices.Sorted(maps.Keys(r.active)) {
+		if r.Configuring(role) != nil {
+			roles = append(roles, role)
+		}
+	}
+	return roles
+}
+
+// Room is how many more members op's last batch takes: in runs that bound payloads
+// (Bounded), no more than a batch holds; the others wait for the next pass.
+func (r *Runner) Room(op *Operation) int {
+	last := op.batches[len(op.batches)-1]
+	return max(roleBatchSize-len(last.in.Members), 0)
+}
+
+// InProgress reports whether op is still the role's operation in progress.
+func (r *Runner) InProgress(role string, op *Operation) bool { return r.active[role] == op }
+
+// Grow hands members added to a role while op, in progress, configures it to op's last
+// batch, which starts with them, or, running, queues them: either way they count as its
+// members, so that a later shrink stops them there. It reports false when the last batch
+// ended meanwhile: the operation's pass sets them up.
+func (r *Runner) Grow(ctx workflow.Context, op *Operation, added []plan.Member) bool {
+	for _, m := range added {
+		op.members = append(op.members, m.Name)
+	}
+	last := op.batches[len(op.batches)-1]
+	if last.done {
+		return false
+	}
+	last.in.Members = append(last.in.Members, added...)
+	if last.future != nil {
+		last.future.SignalChildWorkflow(ctx, workflows.AddMembersSignal, workflows.AddMembers{Members: added})
+	}
+	return true
 }

@@ -1,4 +1,4 @@
-package cluster
+package role
 
 import (
 	"fmt"
@@ -25,8 +25,8 @@ type roleBatch struct {
 	done   bool
 }
 
-// activeOp is one role operation in progress: its batches, started or waiting their turn.
-type activeOp struct {
+// Operation is one role operation in progress: its batches, started or waiting their turn.
+type Operation struct {
 	op      plan.RoleOperation
 	batches []*roleBatch
 	// members names the members the operation acts on, including any added while it runs.
@@ -37,7 +37,7 @@ type activeOp struct {
 }
 
 // batch returns the operation's batch run by the child with this workflow ID, or nil.
-func (op *activeOp) batch(id string) *roleBatch {
+func (op *Operation) batch(id string) *roleBatch {
 	for _, b := range op.batches {
 		if b.id == id {
 			return b
@@ -47,7 +47,7 @@ func (op *activeOp) batch(id string) *roleBatch {
 }
 
 // ended reports whether every batch has ended or will never start.
-func (op *activeOp) ended() bool {
+func (op *Operation) ended() bool {
 	for _, b := range op.batches {
 		if !b.done {
 			return false
@@ -65,7 +65,7 @@ func batchOf(id, roleID string) string {
 }
 
 // running lists the batches started and not ended.
-func (op *activeOp) running() []*roleBatch {
+func (op *Operation) running() []*roleBatch {
 	var out []*roleBatch
 	for _, b := range op.batches {
 		if b.future != nil && !b.done {
@@ -120,14 +120,14 @@ func sharedNodes(nodes *plan.NodeGroup, memberNodes [][]string) (*plan.NodeGroup
 // runBatches starts a wide role operation's batches, at most concurrent at once, and
 // applies each one's result as it ends. A configure failure halts the operation: running
 // batches start no further member, and waiting ones never start.
-func (r *roleRunner) runBatches(ctx workflow.Context, role string, op *activeOp, concurrent int, start func(workflow.Context, *roleBatch)) {
+func (r *Runner) runBatches(ctx workflow.Context, c Cluster, role string, op *Operation, concurrent int, start func(workflow.Context, *roleBatch)) {
 	running := flow.Slots{Limit: concurrent}
 	for _, b := range op.batches {
 		if err := running.Wait(ctx, 1, func() bool { return op.halted != "" }); err != nil && op.halted == "" {
 			op.halted = "canceled"
 		}
 		if op.halted != "" {
-			r.skipBatch(role, b, op.halted)
+			skipBatch(c.State(), role, b, op.halted)
 			continue
 		}
 		start(ctx, b)
@@ -138,19 +138,19 @@ func (r *roleRunner) runBatches(ctx workflow.Context, role string, op *activeOp,
 			running.Give(1)
 			b.done = true
 			if err != nil {
-				r.markUnfinishedMembers(ctx, role, op.op, b.in.Members, err)
+				r.markUnfinished(ctx, c, role, op.op, b.in.Members, err)
 				return
 			}
-			r.haltOnFailure(ctx, op, r.applyMembers(role, res.Members))
-			r.touch(ctx)
+			r.haltOnFailure(ctx, op, ApplyReport(c.State(), role, res.Members))
+			c.Touch(ctx)
 		})
 	}
 }
 
 // skipBatch marks a batch that never started, as configureAll marks members it never starts.
-func (c *cluster) skipBatch(role string, b *roleBatch, why string) {
+func skipBatch(s *workflows.ClusterState, role string, b *roleBatch, why string) {
 	b.done = true
-	rs := c.state.Role(role)
+	rs := s.Role(role)
 	for _, m := range b.in.Members {
 		if current := rs.Member(m.Name); current != nil && current.State == plan.MemberPending {
 			current.Detail = "not started: " + why
@@ -160,7 +160,7 @@ func (c *cluster) skipBatch(role string, b *roleBatch, why string) {
 
 // haltOnFailure stops a batched configure at its first failed member, as one child stops
 // at its own: the other batches start no further member.
-func (r *roleRunner) haltOnFailure(ctx workflow.Context, op *activeOp, members []plan.Member) {
+func (r *Runner) haltOnFailure(ctx workflow.Context, op *Operation, members []plan.Member) {
 	if op.op != plan.OpConfigure || op.halted != "" || len(op.batches) < 2 {
 		return
 	}
