@@ -110,8 +110,6 @@ type clusterWorkflow struct {
 	runner *role.Runner
 	// health is member health.
 	health *healthMachine
-	// hosts follows the host registry.
-	hosts *hostWatcher
 }
 
 func newClusterWorkflow(ctx workflow.Context, in workflows.ClusterInput) (*clusterWorkflow, error) {
@@ -120,9 +118,7 @@ func newClusterWorkflow(ctx workflow.Context, in workflows.ClusterInput) (*clust
 		filesLock: workflow.NewMutex(ctx),
 	}
 	w.runner = role.NewRunner(false)
-	w.hosts = &hostWatcher{cluster: &w.cluster, touch: w.Touch}
-	w.health = &healthMachine{cluster: &w.cluster, runner: w.runner, touch: w.Touch, setPhase: w.setPhase, onEachHost: w.hosts.onEachHost}
-	w.hosts.health = w.health
+	w.health = &healthMachine{cluster: &w.cluster, runner: w.runner, touch: w.Touch, setPhase: w.setPhase}
 	if w.continueAsNewEvery <= 0 {
 		w.continueAsNewEvery = defaultContinueAsNewEvery
 	}
@@ -233,8 +229,8 @@ func (w *clusterWorkflow) setup(ctx workflow.Context) error {
 		workflows.ClusterNameKey.ValueSet(w.state.Name), workflows.ClusterPhaseKey.ValueSet(string(w.state.ShownPhase()))); err != nil {
 		return err
 	}
-	if w.onHosts() && workflow.GetVersion(ctx, change.Hosts, workflow.DefaultVersion, 1) >= 1 {
-		w.hosts.watchHosts(ctx)
+	if w.state.OnHosts && workflow.GetVersion(ctx, change.Hosts, workflow.DefaultVersion, 1) >= 1 {
+		w.watchHosts(ctx)
 	}
 	// Runs recorded before member health had no health timer.
 	if workflow.GetVersion(ctx, change.MemberHealth, workflow.DefaultVersion, 1) >= 1 {
@@ -299,7 +295,7 @@ func (w *clusterWorkflow) operate(ctx workflow.Context) {
 	w.converge(opCtx)
 	w.cancelOperation, w.operating = nil, false
 	w.operationsThisRun++
-	w.hosts.drain(ctx)
+	w.drain(ctx)
 	if w.cancelRequested && !w.deleteRequested {
 		w.cancelRequested = false
 		if ro := w.state.Rollout; rollout.Running(&w.state) && ro.Paused == "" {

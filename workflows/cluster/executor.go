@@ -9,6 +9,7 @@ import (
 
 	"github.com/clusterflow/clusterflow/spec"
 	"github.com/clusterflow/clusterflow/workflows"
+	"github.com/clusterflow/clusterflow/workflows/hosts"
 	"github.com/clusterflow/clusterflow/workflows/internal/change"
 	"github.com/clusterflow/clusterflow/workflows/internal/flow"
 	"github.com/clusterflow/clusterflow/workflows/plan"
@@ -120,7 +121,7 @@ func (w *clusterWorkflow) convergeOnce(ctx workflow.Context) (again bool) {
 	}
 	w.adoptRogues(workflow.Now(ctx))
 	if w.setUpElsewhere {
-		w.hosts.removeStale(ctx)
+		w.removeStale(ctx)
 	}
 	w.removeUnwanted(ctx, false)
 	if ctx.Err() != nil {
@@ -310,13 +311,13 @@ func (w *clusterWorkflow) delete(parent workflow.Context) {
 	// A delete is the removal toward the empty spec: every member, whatever its state.
 	w.runPass(ctx, &spec.Cluster{}, plan.Removal(w.state.Levels, true), passHooks{})
 	// Any reachable host may hold the folder of a member that has left.
-	failed := w.hosts.onEachHost(flow.WithQuickActivity(ctx, "remove "+w.state.Name), w.reachableHosts(), func(ctx workflow.Context, _ string) error {
+	failed := hosts.OnEach(flow.WithQuickActivity(ctx, "remove "+w.state.Name), &w.state, w.setUpElsewhere, hosts.ReachableHosts(&w.state), func(ctx workflow.Context, _ string) error {
 		return workflow.ExecuteActivity(ctx, flow.ActRemoveCluster, w.folder().Key()).Get(ctx, nil)
 	})
-	if w.onHosts() {
-		w.hosts.reportPlacement(ctx, workflows.ClusterPlacement{Cluster: w.state.Name, Gone: true})
+	if w.state.OnHosts {
+		w.reportPlacement(ctx, workflows.ClusterPlacement{Cluster: w.state.Name, Gone: true})
 	}
-	w.setPhase(ctx, workflows.PhaseDeleted, w.leftovers(describeFailures(failed)))
+	w.setPhase(ctx, workflows.PhaseDeleted, w.leftovers(hosts.DescribeFailures(failed)))
 }
 
 // leftovers says what could not be removed, so a user knows what to clean by hand.

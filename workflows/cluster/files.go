@@ -12,6 +12,7 @@ import (
 	"github.com/clusterflow/clusterflow/internal/signing"
 	"github.com/clusterflow/clusterflow/spec"
 	"github.com/clusterflow/clusterflow/workflows"
+	"github.com/clusterflow/clusterflow/workflows/hosts"
 	"github.com/clusterflow/clusterflow/workflows/internal/flow"
 	"github.com/clusterflow/clusterflow/workflows/plan"
 )
@@ -43,14 +44,14 @@ func (w *clusterWorkflow) writeClusterFiles(ctx workflow.Context, withScripts bo
 	if withScripts && !w.bounded {
 		files.Scripts = w.spec.Scripts
 	}
-	failed := w.writeFiles(ctx, "write files of "+w.state.Name, w.memberHosts(), files)
+	failed := w.writeFiles(ctx, "write files of "+w.state.Name, hosts.MemberHosts(&w.state), files)
 	if err, ok := failed[""]; ok {
 		return err
 	}
 	if len(failed) > 0 {
 		// A host that cannot be reached now reads the files written once it is back; the
 		// members elsewhere carry on.
-		w.logger.Warn("Could not write the cluster's files on some hosts", "Failures", describeFailures(failed))
+		w.logger.Warn("Could not write the cluster's files on some hosts", "Failures", hosts.DescribeFailures(failed))
 	}
 	return nil
 }
@@ -59,7 +60,7 @@ func (w *clusterWorkflow) writeClusterFiles(ctx workflow.Context, withScripts bo
 // returns the hosts where it failed. In bounded runs it adds the startscripts and the
 // roles' envs for a host that does not hold the current ones yet, so that they travel to
 // a host once rather than with every write or every script run.
-func (w *clusterWorkflow) writeFiles(ctx workflow.Context, summary string, hosts []string, files backend.ClusterFiles) map[string]error {
+func (w *clusterWorkflow) writeFiles(ctx workflow.Context, summary string, to []string, files backend.ClusterFiles) map[string]error {
 	var digest string
 	var scripts map[string]string
 	var envs map[string]map[string]string
@@ -74,7 +75,7 @@ func (w *clusterWorkflow) writeFiles(ctx workflow.Context, summary string, hosts
 	sizes := map[bool]int{false: workflows.PayloadSize(files)}
 	inFlight := flow.Slots{Limit: hostWriteBytes}
 	files.FolderKey = w.state.FolderKey
-	return w.hosts.onEachHost(flow.WithQuickActivity(ctx, summary), hosts, func(ctx workflow.Context, host string) error {
+	return hosts.OnEach(flow.WithQuickActivity(ctx, summary), &w.state, w.setUpElsewhere, to, func(ctx workflow.Context, host string) error {
 		f := files
 		install := w.bounded && w.state.Installed[host] != digest
 		if install {
@@ -170,11 +171,11 @@ func (c *cluster) configMeta() backend.ConfigMeta {
 			}
 			if c.lifecycle {
 				node.Ports = m.Ports
-				if !c.onHosts() {
+				if !c.state.OnHosts {
 					node.Address = "127.0.0.1" // every member is on this one machine
 				}
 			}
-			if h := c.hostOf(m.Host); h != nil {
+			if h := hosts.Of(&c.state, m.Host); h != nil {
 				node.Address = h.Address
 			}
 			meta.Members = append(meta.Members, node)

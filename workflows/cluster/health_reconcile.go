@@ -10,6 +10,7 @@ import (
 	"github.com/clusterflow/clusterflow/internal/backend"
 	"github.com/clusterflow/clusterflow/spec"
 	"github.com/clusterflow/clusterflow/workflows"
+	"github.com/clusterflow/clusterflow/workflows/hosts"
 	"github.com/clusterflow/clusterflow/workflows/internal/change"
 	"github.com/clusterflow/clusterflow/workflows/internal/flow"
 	"github.com/clusterflow/clusterflow/workflows/plan"
@@ -107,26 +108,26 @@ func (c *cluster) setUpMembers() map[string]string {
 // says which hosts it listed ("" in single-host mode).
 func (hm *healthMachine) listMembers(ctx workflow.Context) ([]backend.MemberRef, map[string]bool, error) {
 	ctx = flow.WithQuickActivity(ctx, "list members of "+hm.state.Name)
-	if !hm.onHosts() {
+	if !hm.state.OnHosts {
 		listed, err := hm.listOn(ctx, "")
 		return listed, map[string]bool{"": true}, err
 	}
 	var all []backend.MemberRef
-	hosts := map[string]bool{}
-	failed := hm.onEachHost(ctx, hm.reachableHosts(), func(ctx workflow.Context, host string) error {
+	listedHosts := map[string]bool{}
+	failed := hosts.OnEach(ctx, &hm.state, hm.setUpElsewhere, hosts.ReachableHosts(&hm.state), func(ctx workflow.Context, host string) error {
 		listed, err := hm.listOn(ctx, host)
 		if err != nil {
 			return err
 		}
 		all = append(all, listed...)
-		hosts[host] = true
+		listedHosts[host] = true
 		return nil
 	})
 	if len(failed) > 0 {
 		// Members of a host not listed are neither gone nor rogue: it is looked at next time.
-		hm.logger.Warn("Reconcile could not list some hosts", "Failures", describeFailures(failed))
+		hm.logger.Warn("Reconcile could not list some hosts", "Failures", hosts.DescribeFailures(failed))
 	}
-	return all, hosts, nil
+	return all, listedHosts, nil
 }
 
 // listOn lists the cluster's members on one host ("" for the shared queue). Bounded runs
@@ -227,7 +228,7 @@ func (c *cluster) noteUnknown(listed []backend.MemberRef) (rogues []string, stal
 		case m == nil && !slices.Contains(c.rogues, ref):
 			c.rogues = append(c.rogues, ref)
 			rogues = append(rogues, ref.Name)
-		case m != nil && c.setUpElsewhere && ref.Host != m.Host && c.noteStale(ref):
+		case m != nil && c.setUpElsewhere && ref.Host != m.Host && hosts.NoteStale(&c.state, ref):
 			stale++
 		}
 	}

@@ -6,6 +6,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/clusterflow/clusterflow/workflows"
+	"github.com/clusterflow/clusterflow/workflows/hosts"
 	"github.com/clusterflow/clusterflow/workflows/plan"
 )
 
@@ -75,11 +76,11 @@ func (hm *healthMachine) rehome(ctx workflow.Context, rs *plan.RoleState, m *pla
 	m.Ports = nil // its new host gives it ports of its own; the old host's go with its sandbox
 	m.Detail = fmt.Sprintf("to be set up elsewhere: %s", ev.Reason)
 	name := m.Name
-	if hm.onHosts() {
+	if hm.state.OnHosts {
 		r, _ := hm.RoleSpec(rs.Name)
 		rs.Members = plan.PlaceMembers(r, rs.Members, hm.hostCheck.HostsFor(hm.state.Hosts, hm.state.Name, r))
 	}
-	hm.runner.StopInOperation(ctx, rs.Name, map[string]bool{name: true}, old != "" && !hm.reachable(old))
+	hm.runner.StopInOperation(ctx, rs.Name, map[string]bool{name: true}, old != "" && !hosts.Reachable(&hm.state, old))
 	hm.membershipEpoch++
 	hm.newGeneration(fmt.Sprintf("set %s up elsewhere (%s)", name, ev.Event))
 	hm.logger.Info("Setting a member up elsewhere", "Member", name, "Was", from, "Host", old, "Now", rs.Member(name).Host, "Reason", ev.Reason)

@@ -21,10 +21,9 @@ import (
 // setPhase), the role runner (to stop a member being set up), and reaching every host.
 type healthMachine struct {
 	*cluster
-	runner     *role.Runner
-	touch      func(workflow.Context)
-	setPhase   func(ctx workflow.Context, phase workflows.Phase, message string)
-	onEachHost func(ctx workflow.Context, hosts []string, run func(ctx workflow.Context, host string) error) map[string]error
+	runner   *role.Runner
+	touch    func(workflow.Context)
+	setPhase func(ctx workflow.Context, phase workflows.Phase, message string)
 }
 
 // stepHealth feeds one event to a member's state machine (workflows/health) and carries

@@ -7,6 +7,7 @@ import (
 
 	"github.com/clusterflow/clusterflow/workflows"
 	"github.com/clusterflow/clusterflow/workflows/health"
+	"github.com/clusterflow/clusterflow/workflows/hosts"
 	"github.com/clusterflow/clusterflow/workflows/plan"
 )
 
@@ -17,20 +18,17 @@ import (
 // operation ends.
 
 // drain takes the next step of draining any draining host.
-func (hw *hostWatcher) drain(ctx workflow.Context) {
-	if !hw.onHosts() || hw.deleteRequested {
+func (w *clusterWorkflow) drain(ctx workflow.Context) {
+	if !w.state.OnHosts || w.deleteRequested {
 		return
 	}
-	draining := func(host string) bool {
-		h := hw.hostOf(host)
-		return h != nil && h.Draining && !h.Lost
-	}
-	names := plan.Drain(hw.state.Roles, hw.state.Levels, draining, func(rs plan.RoleState) int {
-		def, _ := hw.RoleSpec(rs.Name)
+	draining := func(host string) bool { return hosts.Draining(&w.state, host) }
+	names := plan.Drain(w.state.Roles, w.state.Levels, draining, func(rs plan.RoleState) int {
+		def, _ := w.RoleSpec(rs.Name)
 		return health.UnavailableLimit(&rs, def)
 	})
 	for _, name := range names {
-		rs, m := hw.state.FindMember(name)
-		hw.health.stepHealth(ctx, rs, m, workflows.MemberEvent{Member: name, Event: plan.HealthDrain, Reason: fmt.Sprintf("host %s is draining", m.Host), Source: "hosts", At: workflow.Now(ctx)})
+		rs, m := w.state.FindMember(name)
+		w.health.stepHealth(ctx, rs, m, workflows.MemberEvent{Member: name, Event: plan.HealthDrain, Reason: fmt.Sprintf("host %s is draining", m.Host), Source: "hosts", At: workflow.Now(ctx)})
 	}
 }

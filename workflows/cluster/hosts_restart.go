@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/clusterflow/clusterflow/workflows/hosts"
 	"github.com/clusterflow/clusterflow/workflows/plan"
 )
 
@@ -16,13 +17,7 @@ import (
 // noteRestarts records the hosts whose boot ID changed between two views, and starts a
 // generation to bring their members back.
 func (c *cluster) noteRestarts(before []plan.Host) {
-	var restarted []string
-	for _, h := range c.state.Hosts {
-		prev := plan.Named(before, h.Name, func(h *plan.Host) string { return h.Name })
-		if prev != nil && prev.BootID != "" && h.BootID != "" && prev.BootID != h.BootID {
-			restarted = append(restarted, h.Name)
-		}
-	}
+	restarted := hosts.Restarted(&c.state, before)
 	if len(restarted) == 0 {
 		return
 	}

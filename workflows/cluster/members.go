@@ -55,11 +55,11 @@ func (c *cluster) addPendingMembers(now time.Time) {
 func (c *cluster) addPendingTo(rs *plan.RoleState, now time.Time) []plan.Member {
 	r, _ := c.RoleSpec(rs.Name)
 	var hosts []plan.Host
-	if c.onHosts() {
+	if c.state.OnHosts {
 		hosts = c.hostCheck.HostsFor(c.state.Hosts, c.state.Name, r)
 	}
 	joining := slices.ContainsFunc(rs.Members, plan.Member.HasSetup)
-	added := plan.Grow(c.state.Name, r, rs, plan.DesiredMembers(c.spec, rs.Name), c.onHosts(), hosts, now)
+	added := plan.Grow(c.state.Name, r, rs, plan.DesiredMembers(c.spec, rs.Name), c.state.OnHosts, hosts, now)
 	if len(added) > 0 {
 		c.membershipEpoch++
 		if c.lifecycle {

@@ -36,7 +36,7 @@ func (w *clusterWorkflow) assignPorts(ctx workflow.Context, roles []string) erro
 			if m.State != plan.MemberPending || m.Ports != nil || m.Unplaced != "" {
 				continue
 			}
-			if w.onHosts() && r.Placement.MaxPerHost == 1 {
+			if w.state.OnHosts && r.Placement.MaxPerHost == 1 {
 				m.Ports = maps.Clone(r.Ports)
 				continue
 			}

@@ -11,6 +11,7 @@ import (
 	"github.com/clusterflow/clusterflow/internal/apperr"
 	"github.com/clusterflow/clusterflow/spec"
 	"github.com/clusterflow/clusterflow/workflows"
+	"github.com/clusterflow/clusterflow/workflows/hosts"
 	"github.com/clusterflow/clusterflow/workflows/internal/change"
 	"github.com/clusterflow/clusterflow/workflows/internal/flow"
 	"github.com/clusterflow/clusterflow/workflows/plan"
@@ -329,7 +330,9 @@ func (w *clusterWorkflow) watch(ctx workflow.Context, policies []spec.Update, na
 	ro.Watching, ro.Tripped, ro.TrippedBy = names, "", ""
 	defer func() { ro.Watching = nil }()
 	started := workflow.Now(ctx)
-	closed := func() bool { return rollout.GateClosed(&w.state, names, w.reachable) || ro.Paused != "" }
+	closed := func() bool {
+		return rollout.GateClosed(&w.state, names, func(host string) bool { return hosts.Reachable(&w.state, host) }) || ro.Paused != ""
+	}
 	var minWatch, maxWatch time.Duration
 	for _, p := range policies {
 		low, high := p.Watch()

@@ -77,8 +77,8 @@ func (w *clusterWorkflow) onRetire(ctx workflow.Context) (workflows.ClusterStatu
 // retire closes the workflow as exported. No teardown runs: the members are the imported
 // cluster's now, on the other server.
 func (w *clusterWorkflow) retire(ctx workflow.Context) (workflows.ClusterStatus, error) {
-	if w.onHosts() {
-		w.hosts.reportPlacement(ctx, workflows.ClusterPlacement{Cluster: w.state.Name, Gone: true})
+	if w.state.OnHosts {
+		w.reportPlacement(ctx, workflows.ClusterPlacement{Cluster: w.state.Name, Gone: true})
 	}
 	w.state.Maintenance = nil
 	w.setPhase(ctx, workflows.PhaseExported, "moved to another server; its members were left as they were")

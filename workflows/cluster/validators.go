@@ -86,7 +86,7 @@ func (c *cluster) refuseSignedFor(what string, sig *spec.Signature) error {
 
 // refuseUnplaceable refuses a change whose members the hosts cannot hold.
 func (c *cluster) refuseUnplaceable(what string, next spec.Cluster) error {
-	if !c.onHosts() {
+	if !c.state.OnHosts {
 		return nil
 	}
 	if err := plan.PlacementProblem(next, c.state.Roles, c.state.Hosts, c.hostCheck); err != nil {
