@@ -49,7 +49,7 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz FuzzParse -fuzztime 15s ./spec
 
 # The e2e suite bounds each test on its own (testlimit.Guard), so its package timeout only
-# has to cover the whole suite, which must stay under half of it (see the README's
+# has to cover the whole suite, which must stay under half of it (see the contributor guide's
 # Development section for what a test may cost).
 e2e:
 	$(GO) test $(GOTESTFLAGS) -timeout 30m -parallel $(E2E_PARALLEL) ./internal/e2e/...

@@ -33,7 +33,7 @@ const (
 )
 
 // StatusAPIVersion names the shape of ClusterStatus. It changes only with a change users
-// must adapt their scripts to; testdata/status.golden.json pins the shape, and the README
+// must adapt their scripts to; testdata/status.golden.json pins the shape, and docs/reference.md
 // documents it field by field.
 const StatusAPIVersion = "clusterflow/v1"
 

@@ -36,7 +36,7 @@ func TestStatusShape(t *testing.T) {
 		t.Fatal(err)
 	}
 	if !bytes.Equal(got, want) {
-		t.Errorf("the status JSON changed shape; if that is meant, run with -update, document it in the README and consider StatusAPIVersion.\ngot:\n%s\nwant:\n%s", got, want)
+		t.Errorf("the status JSON changed shape; if that is meant, run with -update, document it in docs/reference.md and consider StatusAPIVersion.\ngot:\n%s\nwant:\n%s", got, want)
 	}
 	for _, bookkeeping := range []string{"operations", "configMetaVersion", "listedIn", "knowsUpTo", "announced", "unlistedFrom"} {
 		if bytes.Contains(got, []byte(`"`+bookkeeping+`"`)) {
@@ -92,19 +92,19 @@ func TestStatusPagesAddUpToTheWhole(t *testing.T) {
 	}
 }
 
-// Every field of the status JSON is documented in the README's status reference.
+// Every field of the status JSON is documented in the reference (docs/reference.md).
 func TestStatusFieldsAreDocumented(t *testing.T) {
 	golden, err := os.ReadFile(filepath.Join("testdata", "status.golden.json"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	readme, err := os.ReadFile(filepath.Join("..", "README.md"))
+	readme, err := os.ReadFile(filepath.Join("..", "docs", "reference.md"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	start := bytes.Index(readme, []byte("### The status JSON"))
 	if start < 0 {
-		t.Fatal(`README has no "### The status JSON" section`)
+		t.Fatal(`docs/reference.md has no "### The status JSON" section`)
 	}
 	section := string(readme[start:])
 	if end := strings.Index(section[4:], "\n## "); end >= 0 {
@@ -116,7 +116,7 @@ func TestStatusFieldsAreDocumented(t *testing.T) {
 	}
 	for _, field := range jsonFields(doc, "") {
 		if !strings.Contains(section, "`"+field+"`") {
-			t.Errorf("README's status section does not document `%s`", field)
+			t.Errorf("the reference's status section (docs/reference.md) does not document `%s`", field)
 		}
 	}
 }

@@ -1,7 +1,7 @@
 // Command histories checks the bounds that scale depends on, for every workflow on a
 // Temporal server (internal/histories): the events and bytes of each history, its largest
 // event and its largest workflow task. It prints the largest of each, and exits 1 when one
-// passes the bounds the README states.
+// passes the bounds the reference states (docs/reference.md).
 //
 //	go run ./bench/histories
 package main

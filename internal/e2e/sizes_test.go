@@ -27,7 +27,7 @@ import (
 // through the built CLI with real scripts, each recording what it was told. Every member
 // configures once; every member that stays hears exactly one addnodes (and later one
 // delnodes) per role that changed, naming exactly the members it did not know (knew); and
-// no history, event or workflow task passes the bounds the README states.
+// no history, event or workflow task passes the bounds the reference states (docs/reference.md).
 
 // sizeScript records one line a run: the member and event and, for addnodes and delnodes,
 // the role it was told of and a digest of the nodes' names, read from its arguments as any

@@ -34,7 +34,7 @@ func (g *Gateway) routes() {
 		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
 	})
 	g.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		writeError(w, apperr.Errorf(apperr.NotFound, "no route %s %s (see the README's gateway section)", r.Method, r.URL.Path))
+		writeError(w, apperr.Errorf(apperr.NotFound, "no route %s %s (see the health gateway in docs/reference.md)", r.Method, r.URL.Path))
 	})
 }
 

@@ -45,7 +45,7 @@ func (s Sizes) ByType() string {
 	return strings.Join(parts, ", ")
 }
 
-// Bounds are the limits the README states for every workflow: Temporal's warning threshold
+// Bounds are the limits the reference (docs/reference.md) states for every workflow: Temporal's warning threshold
 // for events, well under its 50 MB for bytes, half its 2 MiB payload limit for an event, and
 // half its 4 MiB message limit for a task.
 var Bounds = Sizes{Events: 10240, Bytes: 32 << 20, Event: 1 << 20, Task: 2 << 20}

@@ -1,5 +1,5 @@
 // Package imports holds the test of the import rules that keep clusterflow's seams honest:
-// the README's "How it works" draws them.
+// the contributor guide (docs/contributing.md) draws them.
 package imports
 
 import (

@@ -72,7 +72,7 @@ const (
 	// an action) is torn down when it is removed (before, only a failed configure, upgrade
 	// or restart was); a role never gives a removed member's ordinal to a new member; and
 	// survivors hear addnodes of the members that joined before delnodes of those that
-	// left, as the README says. Asked once per run, when it starts; role children ask it
+	// left, as the user guide says. Asked once per run, when it starts; role children ask it
 	// when they tear down.
 	Lifecycle = "lifecycle-contract"
 	// AppContract: what real apps (a Redis Cluster) need of the contract beyond
