@@ -48,7 +48,7 @@ func (w *clusterWorkflow) onRunAction(ctx workflow.Context, req workflows.Action
 	if n := len(w.state.Actions); n > keptActions {
 		w.state.Actions = slices.Clone(w.state.Actions[n-keptActions:])
 	}
-	w.newGeneration(fmt.Sprintf("action %s (%d)", req.Action, id))
+	w.NewGeneration(fmt.Sprintf("action %s (%d)", req.Action, id))
 	w.Touch(ctx)
 	return a, nil
 }

@@ -107,10 +107,10 @@ func (w *clusterWorkflow) applySpec(ctx workflow.Context, next spec.Cluster, by,
 	return result
 }
 
-// newGeneration starts the next desired generation: every membership change (a resize or
+// NewGeneration starts the next desired generation: every membership change (a resize or
 // apply, a replacement, a rogue's removal) is one, and the operation loop converges to it.
 // reason says what it is for, in the updating phase's message.
-func (c *cluster) newGeneration(reason string) {
+func (c *cluster) NewGeneration(reason string) {
 	c.state.Generation++
 	c.lastChange = reason
 }
@@ -124,7 +124,7 @@ func (w *clusterWorkflow) change(ctx workflow.Context, next spec.Cluster) workfl
 		return workflows.ChangeResult{Generation: w.state.Generation, Summary: "no change"}
 	}
 	w.spec = next
-	w.newGeneration(summary)
+	w.NewGeneration(summary)
 	w.state.SpecGeneration = w.state.Generation
 	w.noteSignature()
 	w.syncDesired()

@@ -118,7 +118,7 @@ func newClusterWorkflow(ctx workflow.Context, in workflows.ClusterInput) (*clust
 		filesLock: workflow.NewMutex(ctx),
 	}
 	w.runner = role.NewRunner(false)
-	w.health = &healthMachine{cluster: &w.cluster, runner: w.runner, touch: w.Touch, setPhase: w.setPhase}
+	w.health = &healthMachine{cluster: &w.cluster, runner: w.runner, touch: w.Touch, setPhase: w.SetPhase}
 	if w.continueAsNewEvery <= 0 {
 		w.continueAsNewEvery = defaultContinueAsNewEvery
 	}
@@ -301,7 +301,7 @@ func (w *clusterWorkflow) operate(ctx workflow.Context) {
 		if ro := w.state.Rollout; rollout.Running(&w.state) && ro.Paused == "" {
 			ro.Paused, ro.PausedAt = "canceled by an operator", workflow.Now(ctx) // `rollout resume` goes on with it
 		}
-		w.setPhase(ctx, workflows.PhaseCanceled, w.canceledMessage())
+		w.SetPhase(ctx, workflows.PhaseCanceled, w.canceledMessage())
 	}
 }
 
@@ -324,8 +324,8 @@ func (w *clusterWorkflow) continueAsNew(ctx workflow.Context) error {
 	return workflow.NewContinueAsNewError(ctx, workflows.ClusterWorkflowName, next)
 }
 
-// setPhase records a phase change where operators look: status, search attributes, details.
-func (w *clusterWorkflow) setPhase(ctx workflow.Context, phase workflows.Phase, message string) {
+// SetPhase records a phase change where operators look: status, search attributes, details.
+func (w *clusterWorkflow) SetPhase(ctx workflow.Context, phase workflows.Phase, message string) {
 	shown := w.state.ShownPhase()
 	w.state.Phase, w.state.Message = phase, message
 	w.Touch(ctx)
@@ -385,4 +385,16 @@ func (c *cluster) canceledMessage() string {
 		}
 	}
 	return fmt.Sprintf("stopped at generation %d by a cancel: %d %s canceled, %d not started", c.state.Generation, canceled, workflows.Plural(canceled, "member"), notStarted)
+}
+
+// Desired is the desired spec.
+func (c *cluster) Desired() spec.Cluster { return c.spec }
+
+// Logger is the workflow's logger, quiet during replay.
+func (c *cluster) Logger() log.Logger { return c.logger }
+
+// RunLevel runs a role operation through the role runner, the only code that starts role
+// children: for the concepts that run work in a pass (a rollout).
+func (w *clusterWorkflow) RunLevel(ctx workflow.Context, op plan.RoleOperation, work []plan.RoleWork) {
+	w.runner.RunLevel(ctx, w, op, work)
 }

@@ -93,11 +93,11 @@ func (w *clusterWorkflow) converge(ctx workflow.Context) {
 		message := strings.TrimSuffix(fmt.Sprintf("generation %d: %s", w.state.Generation, w.lastChange), ": ")
 		switch {
 		case w.state.ReachedGeneration > 0:
-			w.setPhase(ctx, workflows.PhaseUpdating, message)
+			w.SetPhase(ctx, workflows.PhaseUpdating, message)
 		case w.lifecycle && w.state.Phase != workflows.PhaseDeploying:
 			// A deploy that failed or was cancelled, going on (a retry, a resize): until it
 			// is done, its phase must not still say how the last attempt ended.
-			w.setPhase(ctx, workflows.PhaseDeploying, message)
+			w.SetPhase(ctx, workflows.PhaseDeploying, message)
 		}
 		if !w.convergeOnce(ctx) {
 			return
@@ -111,7 +111,7 @@ func (w *clusterWorkflow) converge(ctx workflow.Context) {
 func (w *clusterWorkflow) convergeOnce(ctx workflow.Context) (again bool) {
 	generation := w.state.Generation
 	changed := func() bool { return w.state.Generation != generation }
-	if w.heldByMaintenance(ctx) {
+	if w.HeldByMaintenance(ctx) {
 		return false
 	}
 	// Actions act on the members as they are, before this pass changes them: so they run
@@ -139,7 +139,7 @@ func (w *clusterWorkflow) convergeOnce(ctx workflow.Context) (again bool) {
 		return again
 	}
 	w.removeReplaced(ctx)
-	if ctx.Err() != nil || w.heldByMaintenance(ctx) {
+	if ctx.Err() != nil || w.HeldByMaintenance(ctx) {
 		return false
 	}
 	if err := w.writeClusterFiles(ctx, false); err != nil {
@@ -158,23 +158,23 @@ func (w *clusterWorkflow) convergeOnce(ctx workflow.Context) (again bool) {
 		failed = append(failed, plan.LevelProblems(w.spec, w.state.Roles, level)...)
 	}
 	if len(failed) > 0 {
-		w.setPhase(ctx, workflows.PhaseFailed, strings.Join(failed, "; "))
+		w.SetPhase(ctx, workflows.PhaseFailed, strings.Join(failed, "; "))
 		return false
 	}
-	if w.rollOut(ctx, changed) {
+	if rollout.Run(ctx, w, changed) {
 		return true
 	}
-	if ctx.Err() != nil || w.heldByMaintenance(ctx) {
+	if ctx.Err() != nil || w.HeldByMaintenance(ctx) {
 		return false
 	}
 	w.state.ReachedGeneration = generation
 	if rollout.Running(&w.state) && w.state.Rollout.Paused != "" {
-		w.setPhase(ctx, workflows.PhaseRolloutPaused, rollout.PausedMessage(&w.state))
+		w.SetPhase(ctx, workflows.PhaseRolloutPaused, rollout.PausedMessage(&w.state))
 		return false
 	}
 	w.refreshMeltdown()
 	phase, message := w.healthPhase()
-	w.setPhase(ctx, phase, message)
+	w.SetPhase(ctx, phase, message)
 	return false
 }
 
@@ -185,14 +185,14 @@ func (w *clusterWorkflow) convergeOnce(ctx workflow.Context) (again bool) {
 func (w *clusterWorkflow) setUp(ctx workflow.Context, changed func() bool) (ended, again bool) {
 	w.runPass(ctx, &w.spec, plan.Setup(w.state.Levels), passHooks{
 		before: func(step plan.Step) bool {
-			if w.heldByMaintenance(ctx) {
+			if w.HeldByMaintenance(ctx) {
 				ended = true
 				return false
 			}
 			if w.lifecycle {
 				if err := w.assignPorts(ctx, step.Roles); err != nil {
 					if ctx.Err() == nil {
-						w.setPhase(ctx, workflows.PhaseFailed, "could not give members their ports: "+flow.ErrorMessage(err))
+						w.SetPhase(ctx, workflows.PhaseFailed, "could not give members their ports: "+flow.ErrorMessage(err))
 					}
 					ended = true
 					return false
@@ -201,7 +201,7 @@ func (w *clusterWorkflow) setUp(ctx workflow.Context, changed func() bool) (ende
 			if err := w.writeClusterFiles(ctx, step.Level == 0); err != nil {
 				// Cancelled by a delete is not a failure; anything else is.
 				if ctx.Err() == nil {
-					w.setPhase(ctx, workflows.PhaseFailed, "could not write the cluster's files: "+flow.ErrorMessage(err))
+					w.SetPhase(ctx, workflows.PhaseFailed, "could not write the cluster's files: "+flow.ErrorMessage(err))
 				}
 				ended = true
 				return false
@@ -209,7 +209,7 @@ func (w *clusterWorkflow) setUp(ctx workflow.Context, changed func() bool) (ende
 			return true
 		},
 		after: func(step plan.Step) bool {
-			if ctx.Err() != nil || w.heldByMaintenance(ctx) {
+			if ctx.Err() != nil || w.HeldByMaintenance(ctx) {
 				ended = true
 				return false
 			}
@@ -218,7 +218,7 @@ func (w *clusterWorkflow) setUp(ctx workflow.Context, changed func() bool) (ende
 				return false
 			}
 			if failed := plan.LevelProblems(w.spec, w.state.Roles, step.Roles); len(failed) > 0 {
-				if w.keepReplacedOnFailure(ctx) {
+				if rollout.KeepReplacedOnFailure(ctx, w) {
 					// The rollout paused; the next pass removes the failed successors and tells
 					// the others of those that were set up.
 					ended, again = true, true
@@ -227,7 +227,7 @@ func (w *clusterWorkflow) setUp(ctx workflow.Context, changed func() bool) (ende
 				w.skipLaterLevels(step.Level, strings.Join(step.Roles, ", "))
 				w.removeReplaced(ctx)
 				w.announce(ctx)
-				w.setPhase(ctx, workflows.PhaseFailed, strings.Join(failed, "; "))
+				w.SetPhase(ctx, workflows.PhaseFailed, strings.Join(failed, "; "))
 				ended = true
 				return false
 			}
@@ -303,7 +303,7 @@ func (w *clusterWorkflow) removeUnwanted(ctx workflow.Context, replacedToo bool)
 func (w *clusterWorkflow) delete(parent workflow.Context) {
 	ctx, _ := workflow.NewDisconnectedContext(parent)
 	w.state.Operations++
-	w.setPhase(ctx, workflows.PhaseDeleting, "")
+	w.SetPhase(ctx, workflows.PhaseDeleting, "")
 	w.state.Installed = nil // teardown scripts must be there, whatever became of the hosts' files
 	if err := w.writeClusterFiles(ctx, true); err != nil {
 		w.logger.Warn("Could not reinstall startscripts; teardown scripts may fail", "Error", err)
@@ -317,7 +317,7 @@ func (w *clusterWorkflow) delete(parent workflow.Context) {
 	if w.state.OnHosts {
 		w.reportPlacement(ctx, workflows.ClusterPlacement{Cluster: w.state.Name, Gone: true})
 	}
-	w.setPhase(ctx, workflows.PhaseDeleted, w.leftovers(hosts.DescribeFailures(failed)))
+	w.SetPhase(ctx, workflows.PhaseDeleted, w.leftovers(hosts.DescribeFailures(failed)))
 }
 
 // leftovers says what could not be removed, so a user knows what to clean by hand.
@@ -332,7 +332,7 @@ func (c *cluster) leftovers(removeClusterFailures string) string {
 		}
 	}
 	if len(left) > 0 {
-		notes = append(notes, fmt.Sprintf("could not remove %s; see their details", spec.Some(left, refusalNames)))
+		notes = append(notes, fmt.Sprintf("could not remove %s; see their details", spec.Some(left, flow.RefusalNames)))
 	}
 	if removeClusterFailures != "" {
 		notes = append(notes, "could not remove the cluster's folder: "+removeClusterFailures)

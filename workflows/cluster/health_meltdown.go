@@ -8,6 +8,7 @@ import (
 	"github.com/clusterflow/clusterflow/spec"
 	"github.com/clusterflow/clusterflow/workflows"
 	"github.com/clusterflow/clusterflow/workflows/health"
+	"github.com/clusterflow/clusterflow/workflows/internal/flow"
 )
 
 // The meltdown guard, after BOSH's resurrector: when more of a role's members are
@@ -48,5 +49,5 @@ func (hm *healthMachine) showHealth(ctx workflow.Context) {
 
 // healthPhase is the phase and message of a cluster whose last operation reached its goal.
 func (c *cluster) healthPhase() (workflows.Phase, string) {
-	return health.Phase(c.state.Name, c.state.Roles, c.appContract, refusalNames)
+	return health.Phase(c.state.Name, c.state.Roles, c.appContract, flow.RefusalNames)
 }

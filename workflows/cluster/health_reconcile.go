@@ -77,11 +77,11 @@ func (hm *healthMachine) reconcile(ctx workflow.Context) workflows.ReconcileRepo
 	var stale int
 	report.Rogues, stale = hm.noteUnknown(listed)
 	if stale > 0 {
-		hm.newGeneration(fmt.Sprintf("remove %d sandboxes of members set up elsewhere", stale))
+		hm.NewGeneration(fmt.Sprintf("remove %d sandboxes of members set up elsewhere", stale))
 		hm.touch(ctx)
 	}
 	if len(report.Rogues) > 0 {
-		hm.newGeneration("remove " + spec.Some(report.Rogues, refusalNames)) // a membership change like any other
+		hm.NewGeneration("remove " + spec.Some(report.Rogues, flow.RefusalNames)) // a membership change like any other
 		hm.logger.Info("Found rogue members; removing them", "Rogues", spec.Some(report.Rogues, workflows.ReportNames), "Generation", hm.state.Generation)
 		hm.touch(ctx)
 	}

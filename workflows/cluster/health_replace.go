@@ -26,7 +26,7 @@ func (c *cluster) replace(rs *plan.RoleState, m *plan.Member, ev workflows.Membe
 	if ev.Reason != "" {
 		reason = fmt.Sprintf("replace %s (%s: %s)", m.Name, ev.Event, ev.Reason)
 	}
-	c.newGeneration(reason)
+	c.NewGeneration(reason)
 	c.logger.Info("Replacing member", "Role", rs.Name, "Member", m.Name, "Event", ev.Event, "Reason", ev.Reason, "Generation", c.state.Generation)
 }
 
@@ -82,6 +82,6 @@ func (hm *healthMachine) rehome(ctx workflow.Context, rs *plan.RoleState, m *pla
 	}
 	hm.runner.StopInOperation(ctx, rs.Name, map[string]bool{name: true}, old != "" && !hosts.Reachable(&hm.state, old))
 	hm.membershipEpoch++
-	hm.newGeneration(fmt.Sprintf("set %s up elsewhere (%s)", name, ev.Event))
+	hm.NewGeneration(fmt.Sprintf("set %s up elsewhere (%s)", name, ev.Event))
 	hm.logger.Info("Setting a member up elsewhere", "Member", name, "Was", from, "Host", old, "Now", rs.Member(name).Host, "Reason", ev.Reason)
 }

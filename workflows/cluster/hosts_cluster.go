@@ -104,11 +104,11 @@ func (w *clusterWorkflow) onHostsChanged(ctx workflow.Context, view []plan.Host)
 	}
 	w.noteRestarts(before)
 	if back := hosts.StaleHostsBack(&w.state, before); len(back) > 0 {
-		w.newGeneration(fmt.Sprintf("host %s is back: remove the sandboxes of members set up elsewhere", plan.Abbreviate(back)))
+		w.NewGeneration(fmt.Sprintf("host %s is back: remove the sandboxes of members set up elsewhere", plan.Abbreviate(back)))
 		w.Touch(ctx)
 	}
 	if w.placeWaiting() {
-		w.newGeneration("hosts changed: set up members that were waiting for a host")
+		w.NewGeneration("hosts changed: set up members that were waiting for a host")
 		w.Touch(ctx)
 	}
 	w.drain(ctx)

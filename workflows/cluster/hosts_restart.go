@@ -28,5 +28,5 @@ func (c *cluster) noteRestarts(before []plan.Host) {
 		}
 	}
 	slices.Sort(c.state.Restarted)
-	c.newGeneration(fmt.Sprintf("host %s restarted: start its members", strings.Join(restarted, ", ")))
+	c.NewGeneration(fmt.Sprintf("host %s restarted: start its members", strings.Join(restarted, ", ")))
 }

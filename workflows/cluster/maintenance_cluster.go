@@ -42,9 +42,9 @@ func (w *clusterWorkflow) setMaintenance(ctx workflow.Context, m workflows.Maint
 
 func (c *cluster) inMaintenance() bool { return c.state.Maintenance != nil }
 
-// heldByMaintenance reports whether converge must stop here: maintenance is on and no
+// HeldByMaintenance reports whether converge must stop here: maintenance is on and no
 // delete is asking to go on. It marks the operation held so that it resumes afterwards.
-func (w *clusterWorkflow) heldByMaintenance(ctx workflow.Context) bool {
+func (w *clusterWorkflow) HeldByMaintenance(ctx workflow.Context) bool {
 	if !w.inMaintenance() || w.deleteRequested {
 		return false
 	}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/clusterflow/clusterflow/spec"
 	"github.com/clusterflow/clusterflow/workflows"
+	"github.com/clusterflow/clusterflow/workflows/internal/flow"
 	"github.com/clusterflow/clusterflow/workflows/plan"
 )
 
@@ -47,7 +48,7 @@ func (w *clusterWorkflow) tellRemoving(ctx workflow.Context, step plan.Step) {
 				live.RemovingTold = true
 			default:
 				live.Decommission = plan.DecommissionFailed
-				live.Detail = spec.Clip(fmt.Sprintf("removal held: removing failed on %s (see its output); once its cause is fixed, `clusterflow retry %s` runs it again", spec.Some(failed, refusalNames), w.state.Name), workflows.MaxDetail)
+				live.Detail = spec.Clip(fmt.Sprintf("removal held: removing failed on %s (see its output); once its cause is fixed, `clusterflow retry %s` runs it again", spec.Some(failed, flow.RefusalNames), w.state.Name), workflows.MaxDetail)
 			}
 		}
 		w.Touch(ctx)

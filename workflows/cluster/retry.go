@@ -132,8 +132,8 @@ func (w *clusterWorkflow) onRetry(ctx workflow.Context, req workflows.RetryReque
 			}
 		}
 	}
-	summary := "retry " + spec.Some(names, refusalNames)
-	w.newGeneration(summary)
+	summary := "retry " + spec.Some(names, flow.RefusalNames)
+	w.NewGeneration(summary)
 	w.Touch(ctx)
 	w.logger.Info("Retrying failed members", "Generation", w.state.Generation, "Members", len(names))
 	return workflows.ChangeResult{Generation: w.state.Generation, Changed: true, Summary: summary}, nil

@@ -81,7 +81,7 @@ func (w *clusterWorkflow) retire(ctx workflow.Context) (workflows.ClusterStatus,
 		w.reportPlacement(ctx, workflows.ClusterPlacement{Cluster: w.state.Name, Gone: true})
 	}
 	w.state.Maintenance = nil
-	w.setPhase(ctx, workflows.PhaseExported, "moved to another server; its members were left as they were")
+	w.SetPhase(ctx, workflows.PhaseExported, "moved to another server; its members were left as they were")
 	if err := workflow.Await(ctx, func() bool { return workflow.AllHandlersFinished(ctx) }); err != nil {
 		return w.snapshot(), err
 	}

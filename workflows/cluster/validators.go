@@ -168,7 +168,7 @@ func (c *cluster) checkMemberEvent(ev workflows.MemberEvent) error {
 			for _, m := range rs.Members {
 				if m.State != plan.MemberDeleted {
 					total++
-					if len(names) < refusalNames {
+					if len(names) < flow.RefusalNames {
 						names = append(names, m.Name)
 					}
 				}
@@ -185,9 +185,6 @@ func (c *cluster) checkMemberEvent(ev workflows.MemberEvent) error {
 	}
 	return nil
 }
-
-// refusalNames is how many names a refusal lists before it counts the rest.
-const refusalNames = 5
 
 func (c *cluster) validateMemberEvent(ev workflows.MemberEvent) error {
 	if err := c.refuseChange("member-event"); err != nil {

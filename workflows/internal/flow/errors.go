@@ -65,3 +65,6 @@ func Refused(code apperr.Code, format string, args ...any) error {
 func RefusedInMaintenance(m workflows.Maintenance, what string) error {
 	return Refused(apperr.Maintenance, "%s", m.Refusal(what).Error())
 }
+
+// RefusalNames is how many names a refusal lists before it counts the rest.
+const RefusalNames = 5
