@@ -21,43 +21,43 @@ const maxActionMembers = 1000
 
 // validateRunAction refuses an action while another is asked for or running: one at a
 // time, so that their results read plainly.
-func (c *cluster) validateRunAction(req workflows.ActionRequest) error {
-	for _, a := range c.state.Actions {
+func (u *updates) validateRunAction(req workflows.ActionRequest) error {
+	for _, a := range u.w.state.Actions {
 		if a.State == workflows.ActionPending || a.State == workflows.ActionRunning {
-			return flow.Refused(apperr.Conflict, "run refused: action %s (%d) is %s on cluster %s; run the next once it is done", a.Action, a.ID, a.State, c.state.Name)
+			return flow.Refused(apperr.Conflict, "run refused: action %s (%d) is %s on cluster %s; run the next once it is done", a.Action, a.ID, a.State, u.w.state.Name)
 		}
 	}
-	_, err := c.actionTargets(req)
+	_, err := u.actionTargets(req)
 	return err
 }
 
 // onRunAction records the action; the next pass runs it.
-func (w *clusterWorkflow) onRunAction(ctx workflow.Context, req workflows.ActionRequest) (workflows.ActionStatus, error) {
-	if _, err := w.actionTargets(req); err != nil {
+func (u *updates) onRunAction(ctx workflow.Context, req workflows.ActionRequest) (workflows.ActionStatus, error) {
+	if _, err := u.actionTargets(req); err != nil {
 		return workflows.ActionStatus{}, err
 	}
 	id := 1
-	if n := len(w.state.Actions); n > 0 {
-		id = w.state.Actions[n-1].ID + 1
+	if n := len(u.w.state.Actions); n > 0 {
+		id = u.w.state.Actions[n-1].ID + 1
 	}
 	a := workflows.ActionStatus{
 		ID: id, Action: req.Action, Role: req.Role, Members: req.Members, Params: req.Params, Parallel: req.Parallel,
 		By: spec.Clip(req.By, 256), State: workflows.ActionPending, Asked: workflow.Now(ctx),
 	}
-	w.state.Actions = append(w.state.Actions, a)
-	if n := len(w.state.Actions); n > keptActions {
-		w.state.Actions = slices.Clone(w.state.Actions[n-keptActions:])
+	u.w.state.Actions = append(u.w.state.Actions, a)
+	if n := len(u.w.state.Actions); n > keptActions {
+		u.w.state.Actions = slices.Clone(u.w.state.Actions[n-keptActions:])
 	}
-	w.NewGeneration(fmt.Sprintf("action %s (%d)", req.Action, id))
-	w.Touch(ctx)
+	u.w.NewGeneration(fmt.Sprintf("action %s (%d)", req.Action, id))
+	u.w.Touch(ctx)
 	return a, nil
 }
 
 // runActions runs the actions asked for, in order, each on its members in every role at
 // once. A failed run is reported, not retried; its member stays as it was.
-func (w *clusterWorkflow) runActions(ctx workflow.Context) {
-	for i := range w.state.Actions {
-		a := &w.state.Actions[i]
+func (e *executor) runActions(ctx workflow.Context) {
+	for i := range e.w.state.Actions {
+		a := &e.w.state.Actions[i]
 		if a.State != workflows.ActionPending || ctx.Err() != nil {
 			continue
 		}
@@ -65,7 +65,7 @@ func (w *clusterWorkflow) runActions(ctx workflow.Context) {
 			return
 		}
 		req := workflows.ActionRequest{Action: a.Action, Role: a.Role, Members: a.Members, Params: a.Params}
-		targets, err := w.actionTargets(req)
+		targets, err := e.w.updates.actionTargets(req)
 		if err != nil {
 			a.State, a.Ended = workflows.ActionCanceled, workflow.Now(ctx)
 			a.Results = []workflows.ActionResult{{Detail: "not run: " + flow.ErrorMessage(err)}}
@@ -74,7 +74,7 @@ func (w *clusterWorkflow) runActions(ctx workflow.Context) {
 		a.State = workflows.ActionRunning
 		var work []plan.RoleWork
 		for _, role := range slices.Sorted(maps.Keys(targets)) {
-			rs := w.state.Role(role)
+			rs := e.w.state.Role(role)
 			var members []plan.Member
 			for _, name := range targets[role] {
 				members = append(members, *rs.Member(name))
@@ -82,24 +82,24 @@ func (w *clusterWorkflow) runActions(ctx workflow.Context) {
 			work = append(work, plan.RoleWork{Role: role, Members: members, Batch: fmt.Sprintf("a%d", a.ID), MaxInFlight: a.Parallel,
 				Action: &plan.ActionCall{Name: a.Action, Params: a.Params}})
 		}
-		w.Touch(ctx)
-		w.runner.RunLevel(ctx, w, plan.OpAction, work)
-		w.noteActionResults(a, targets)
+		e.w.Touch(ctx)
+		e.w.RunLevel(ctx, plan.OpAction, work)
+		e.noteActionResults(a, targets)
 		a.State, a.Ended = workflows.ActionDone, workflow.Now(ctx)
 		if ctx.Err() != nil {
 			a.State = workflows.ActionCanceled
 		}
-		w.Touch(ctx)
+		e.w.Touch(ctx)
 	}
 }
 
 // noteActionResults reads each member's outcome of the action, failures first, and puts
 // a member whose run failed back to ready: an action changes nothing of its membership.
-func (c *cluster) noteActionResults(a *workflows.ActionStatus, targets map[string][]string) {
+func (e *executor) noteActionResults(a *workflows.ActionStatus, targets map[string][]string) {
 	event := spec.Event(a.Action)
 	var failed, succeeded []workflows.ActionResult
 	for _, role := range slices.Sorted(maps.Keys(targets)) {
-		rs := c.state.Role(role)
+		rs := e.w.state.Role(role)
 		for _, name := range targets[role] {
 			m := rs.Member(name)
 			if m == nil || m.Event != event {

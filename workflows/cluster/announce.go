@@ -24,25 +24,25 @@ import (
 // learn of the successor before they forget its predecessor, so an app that keeps a
 // membership list never drops below its size (runs from before change.Lifecycle did it the
 // other way round).
-func (w *clusterWorkflow) announce(ctx workflow.Context) {
-	if w.appContract {
-		w.retell(ctx) // what retried members were not told comes first
+func (e *executor) announce(ctx workflow.Context) {
+	if e.w.appContract {
+		e.retell(ctx) // what retried members were not told comes first
 	}
-	if w.lifecycle {
-		w.announceJoined(ctx)
-		w.announceLeft(ctx)
+	if e.w.lifecycle {
+		e.announceJoined(ctx)
+		e.announceLeft(ctx)
 		return
 	}
-	w.announceLeft(ctx)
-	w.announceJoined(ctx)
+	e.announceLeft(ctx)
+	e.announceJoined(ctx)
 }
 
 // announceLeft runs delnodes about the members that left, a role's at a time.
-func (w *clusterWorkflow) announceLeft(ctx workflow.Context) {
-	for len(w.removed) > 0 && ctx.Err() == nil {
-		role := w.removed[0].Role
+func (e *executor) announceLeft(ctx workflow.Context) {
+	for len(e.w.removed) > 0 && ctx.Err() == nil {
+		role := e.w.removed[0].Role
 		var left, rest []workflows.RemovedNode
-		for _, n := range w.removed {
+		for _, n := range e.w.removed {
 			if n.Role == role {
 				left = append(left, n)
 			} else {
@@ -51,30 +51,30 @@ func (w *clusterWorkflow) announceLeft(ctx workflow.Context) {
 		}
 		nodes := make([]plan.Member, len(left))
 		for i, n := range left {
-			_, ordinal, _ := spec.ParseMemberName(w.state.Name, n.Name)
+			_, ordinal, _ := spec.ParseMemberName(e.w.state.Name, n.Name)
 			nodes[i] = plan.Member{Name: n.Name, Ordinal: ordinal, ListedIn: n.ListedIn, Announced: n.Announced, UnlistedFrom: n.UnlistedFrom}
 		}
-		w.notify(ctx, plan.OpDelNodes, role, nodes)
+		e.notify(ctx, plan.OpDelNodes, role, nodes)
 		if ctx.Err() == nil {
-			w.removed = rest
+			e.w.removed = rest
 		}
 	}
 }
 
 // announceJoined runs addnodes about the members that joined, a role's at a time.
-func (w *clusterWorkflow) announceJoined(ctx workflow.Context) {
-	for i := range w.state.Roles {
+func (e *executor) announceJoined(ctx workflow.Context) {
+	for i := range e.w.state.Roles {
 		if ctx.Err() != nil {
 			return
 		}
-		rs := &w.state.Roles[i]
+		rs := &e.w.state.Roles[i]
 		joined := plan.Joined(*rs)
 		if len(joined) == 0 {
 			continue
 		}
-		w.notify(ctx, plan.OpAddNodes, rs.Name, joined)
+		e.notify(ctx, plan.OpAddNodes, rs.Name, joined)
 		if ctx.Err() == nil {
-			rs = w.state.Role(rs.Name) // the roles may have moved while notify waited
+			rs = e.w.state.Role(rs.Name) // the roles may have moved while notify waited
 			for _, m := range joined {
 				if m := rs.Member(m.Name); m != nil {
 					m.Announced = true
@@ -95,44 +95,44 @@ func (w *clusterWorkflow) announceJoined(ctx workflow.Context) {
 // put in config_error saying why.
 //
 // It returns the work it ran: who was told.
-func (w *clusterWorkflow) notify(ctx workflow.Context, op plan.RoleOperation, nodesRole string, nodes []plan.Member) []plan.RoleWork {
-	if !w.bounded {
-		return w.notifyByName(ctx, op, nodesRole, nodes)
+func (e *executor) notify(ctx workflow.Context, op plan.RoleOperation, nodesRole string, nodes []plan.Member) []plan.RoleWork {
+	if !e.w.bounded {
+		return e.notifyByName(ctx, op, nodesRole, nodes)
 	}
-	n := plan.NewNotice(w.state.Notices+1, w.state.Name, op, nodesRole, nodes)
-	missed := w.missedBy(n)
+	n := plan.NewNotice(e.w.state.Notices+1, e.w.state.Name, op, nodesRole, nodes)
+	missed := e.missedBy(n)
 	var told []plan.RoleWork
-	w.runPass(ctx, &w.spec, plan.Announcement(op, n), passHooks{
+	e.runPass(ctx, &e.w.spec, plan.Announcement(op, n), passHooks{
 		// The notice travels once per host, before anyone is told.
 		prepare: func(_ plan.Step, work []plan.RoleWork) ([]plan.RoleWork, bool) {
 			if len(work) == 0 {
 				return nil, false
 			}
-			w.state.Notices = n.ID
-			failed := w.writeFiles(ctx, fmt.Sprintf("notice %d of %s", n.ID, w.state.Name), hostsOf(work), backend.ClusterFiles{Cluster: w.state.Name, Home: w.state.Home, Notice: &n})
+			e.w.state.Notices = n.ID
+			failed := e.writeFiles(ctx, fmt.Sprintf("notice %d of %s", n.ID, e.w.state.Name), hostsOf(work), backend.ClusterFiles{Cluster: e.w.state.Name, Home: e.w.state.Home, Notice: &n})
 			if len(failed) > 0 {
-				work = w.untold(ctx, op, work, failed)
+				work = e.untold(ctx, op, work, failed)
 			}
 			told = work
 			return work, true
 		},
 		after: func(plan.Step) bool {
-			w.logger.Info("Announced membership change", "Event", op, "Role", nodesRole, "Notice", n.ID, "Nodes", n.Size(), "Roles", fmt.Sprint(workRoles(told)))
+			e.w.logger.Info("Announced membership change", "Event", op, "Role", nodesRole, "Notice", n.ID, "Nodes", n.Size(), "Roles", fmt.Sprint(workRoles(told)))
 			return true
 		},
 	})
 	if ctx.Err() == nil {
-		w.keepUntold(n, told, missed)
+		e.keepUntold(n, told, missed)
 	}
 	return told
 }
 
 // untold takes out of the work the members on hosts where the notice could not be written,
 // and puts them in config_error with the reason: they cannot be told.
-func (w *clusterWorkflow) untold(ctx workflow.Context, op plan.RoleOperation, work []plan.RoleWork, failed map[string]error) []plan.RoleWork {
+func (e *executor) untold(ctx workflow.Context, op plan.RoleOperation, work []plan.RoleWork, failed map[string]error) []plan.RoleWork {
 	var kept []plan.RoleWork
 	for _, rw := range work {
-		rs := w.state.Role(rw.Role)
+		rs := e.w.state.Role(rw.Role)
 		var told []plan.Member
 		for _, m := range rw.Members {
 			err, lost := failed[m.Host]
@@ -150,7 +150,7 @@ func (w *clusterWorkflow) untold(ctx workflow.Context, op plan.RoleOperation, wo
 			kept = append(kept, rw)
 		}
 	}
-	w.Touch(ctx)
+	e.w.Touch(ctx)
 	return kept
 }
 
@@ -176,15 +176,15 @@ func workRoles(work []plan.RoleWork) []string {
 
 // notifyByName is notify as runs from before bounded payloads do it: the work names, for
 // every member, the nodes it is told about.
-func (w *clusterWorkflow) notifyByName(ctx workflow.Context, op plan.RoleOperation, nodesRole string, nodes []plan.Member) []plan.RoleWork {
+func (e *executor) notifyByName(ctx workflow.Context, op plan.RoleOperation, nodesRole string, nodes []plan.Member) []plan.RoleWork {
 	var told []plan.RoleWork
-	w.runPass(ctx, &w.spec, plan.AnnouncementByName(op, nodesRole, nodes), passHooks{
+	e.runPass(ctx, &e.w.spec, plan.AnnouncementByName(op, nodesRole, nodes), passHooks{
 		prepare: func(_ plan.Step, work []plan.RoleWork) ([]plan.RoleWork, bool) {
 			told = work
 			return work, len(work) > 0
 		},
 		after: func(plan.Step) bool {
-			w.logger.Info("Announced membership change", "Event", op, "Role", nodesRole, "Nodes", fmt.Sprint(told[0].Nodes.Nodes), "Roles", fmt.Sprint(workRoles(told)))
+			e.w.logger.Info("Announced membership change", "Event", op, "Role", nodesRole, "Nodes", fmt.Sprint(told[0].Nodes.Nodes), "Roles", fmt.Sprint(workRoles(told)))
 			return true
 		},
 	})

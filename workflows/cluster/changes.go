@@ -18,26 +18,26 @@ import (
 // setUpdateHandlers registers resize, apply, cancel, delete and the member-health updates. Each is accepted at any
 // moment, including midway through another operation; the handlers only record the new
 // desired state and leave the work to run's operation loop.
-func (w *clusterWorkflow) setUpdateHandlers(ctx workflow.Context) error {
+func (u *updates) setUpdateHandlers(ctx workflow.Context) error {
 	handlers := []struct {
 		name        string
 		handler     any
 		validator   any
 		description string
 	}{
-		{workflows.ResizeUpdate, w.onResize, w.validateResize, "Set the member count of roles, e.g. worker=4; returns the new generation"},
-		{workflows.ApplyUpdate, w.onApply, w.validateApply, "Change member counts, add or remove roles by a new spec; returns the new generation"},
-		{workflows.CancelUpdate, w.onCancel, w.validateCancel, "Stop the operation in progress; running scripts are killed"},
-		{workflows.DeleteUpdate, w.onDelete, nil, "Delete the cluster: stop what runs, tear members down and remove them"},
-		{workflows.MemberEventUpdate, w.health.onMemberEvent, w.validateMemberEvent, "Report a member's health: {member, event: down|up|gone|unhealthy, reason, source, at}; returns the transition"},
-		{workflows.ResumeUpdate, w.health.onResume, w.validateResume, "Lift paused replacement (the meltdown guard) and flapping marks"},
-		{workflows.ReconcileUpdate, w.health.onReconcile, w.validateReconcile, "Compare the members with what the backend has now: remove rogues, replace members gone"},
-		{workflows.RolloutPauseUpdate, w.onRolloutPause, w.validateRolloutPause, "Pause the rollout in progress before its next batch"},
-		{workflows.RolloutResumeUpdate, w.onRolloutResume, w.validateRolloutResume, "Go on with a paused rollout; members whose update failed are tried again"},
-		{workflows.RunActionUpdate, w.onRunAction, w.validateRunAction, "Run {action} of a role on {role} or {members} with {params}, {parallel} at once"},
-		{workflows.RestartUpdate, w.onRestart, w.validateRestart, "Restart {role} or {members} (default: every role listing restart) by their role's update policy and health gate"},
-		{workflows.RetryUpdate, w.onRetry, w.validateRetry, "Run again the failed configure of {members} in config_error (none: every one) and converge"},
-		{workflows.RolloutUndoUpdate, w.onRolloutUndo, w.validateRolloutUndo, "Make a new revision equal to {toRevision} (default: the one before) and roll it out to the members that moved"},
+		{workflows.ResizeUpdate, u.onResize, u.validateResize, "Set the member count of roles, e.g. worker=4; returns the new generation"},
+		{workflows.ApplyUpdate, u.onApply, u.validateApply, "Change member counts, add or remove roles by a new spec; returns the new generation"},
+		{workflows.CancelUpdate, u.onCancel, u.validateCancel, "Stop the operation in progress; running scripts are killed"},
+		{workflows.DeleteUpdate, u.onDelete, nil, "Delete the cluster: stop what runs, tear members down and remove them"},
+		{workflows.MemberEventUpdate, u.w.react.onMemberEvent, u.w.react.validateMemberEvent, "Report a member's health: {member, event: down|up|gone|unhealthy, reason, source, at}; returns the transition"},
+		{workflows.ResumeUpdate, u.w.react.onResume, u.w.react.validateResume, "Lift paused replacement (the meltdown guard) and flapping marks"},
+		{workflows.ReconcileUpdate, u.w.react.onReconcile, u.w.react.validateReconcile, "Compare the members with what the backend has now: remove rogues, replace members gone"},
+		{workflows.RolloutPauseUpdate, u.onRolloutPause, u.validateRolloutPause, "Pause the rollout in progress before its next batch"},
+		{workflows.RolloutResumeUpdate, u.onRolloutResume, u.validateRolloutResume, "Go on with a paused rollout; members whose update failed are tried again"},
+		{workflows.RunActionUpdate, u.onRunAction, u.validateRunAction, "Run {action} of a role on {role} or {members} with {params}, {parallel} at once"},
+		{workflows.RestartUpdate, u.onRestart, u.validateRestart, "Restart {role} or {members} (default: every role listing restart) by their role's update policy and health gate"},
+		{workflows.RetryUpdate, u.onRetry, u.validateRetry, "Run again the failed configure of {members} in config_error (none: every one) and converge"},
+		{workflows.RolloutUndoUpdate, u.onRolloutUndo, u.validateRolloutUndo, "Make a new revision equal to {toRevision} (default: the one before) and roll it out to the members that moved"},
 	}
 	for _, h := range handlers {
 		if err := workflow.SetUpdateHandlerWithOptions(ctx, h.name, h.handler, workflow.UpdateHandlerOptions{
@@ -49,18 +49,18 @@ func (w *clusterWorkflow) setUpdateHandlers(ctx workflow.Context) error {
 	return nil
 }
 
-func (w *clusterWorkflow) onResize(ctx workflow.Context, req workflows.ResizeRequest) (workflows.ChangeResult, error) {
-	next := w.resized(req)
+func (u *updates) onResize(ctx workflow.Context, req workflows.ResizeRequest) (workflows.ChangeResult, error) {
+	next := u.resized(req)
 	next.Signature = req.Signature
-	result := w.change(ctx, next)
-	w.growActive(ctx)
+	result := u.change(ctx, next)
+	u.growActive(ctx)
 	return result, nil
 }
 
 // resized is the desired spec with the resize's member counts.
-func (c *cluster) resized(req workflows.ResizeRequest) spec.Cluster {
-	next := c.spec
-	next.Roles = slices.Clone(c.spec.Roles)
+func (u *updates) resized(req workflows.ResizeRequest) spec.Cluster {
+	next := u.w.spec
+	next.Roles = slices.Clone(u.w.spec.Roles)
 	for _, count := range req.Counts {
 		for i := range next.Roles {
 			if next.Roles[i].Name == count.Role {
@@ -71,37 +71,37 @@ func (c *cluster) resized(req workflows.ResizeRequest) spec.Cluster {
 	return next
 }
 
-func (w *clusterWorkflow) onApply(ctx workflow.Context, req workflows.ApplyRequest) (workflows.ChangeResult, error) {
-	return w.applySpec(ctx, req.Spec, req.By, ""), nil
+func (u *updates) onApply(ctx workflow.Context, req workflows.ApplyRequest) (workflows.ChangeResult, error) {
+	return u.applySpec(ctx, req.Spec, req.By, ""), nil
 }
 
 // applySpec makes next the desired spec, as an apply or a rollout's undo (why says which)
 // asks: membership changes as a resize, and a new revision to roll out when what members
 // run changed.
-func (w *clusterWorkflow) applySpec(ctx workflow.Context, next spec.Cluster, by, why string) workflows.ChangeResult {
-	for _, old := range w.spec.Roles {
-		if _, kept := next.Role(old.Name); !kept && w.hasMembers(old.Name) {
-			w.retiring = append(w.retiring, old)
+func (u *updates) applySpec(ctx workflow.Context, next spec.Cluster, by, why string) workflows.ChangeResult {
+	for _, old := range u.w.spec.Roles {
+		if _, kept := next.Role(old.Name); !kept && u.hasMembers(old.Name) {
+			u.w.retiring = append(u.w.retiring, old)
 		}
 	}
 	// Retiring roles keep their scripts: a delete reinstalls scripts from the spec before
 	// it tears members down.
 	next.Scripts = maps.Clone(next.Scripts)
-	for _, r := range w.retiring {
-		if content, ok := w.spec.Scripts[r.ScriptHash]; ok {
+	for _, r := range u.w.retiring {
+		if content, ok := u.w.spec.Scripts[r.ScriptHash]; ok {
 			next.Scripts[r.ScriptHash] = content
 		}
 	}
-	previous := w.spec
-	result := w.change(ctx, next)
-	if result.Changed && rollout.NoteRevision(&w.state, w.spec, previous, by, why, workflow.Now(ctx)) {
-		result.Revision = w.state.Revision
+	previous := u.w.spec
+	result := u.change(ctx, next)
+	if result.Changed && rollout.NoteRevision(&u.w.state, u.w.spec, previous, by, why, workflow.Now(ctx)) {
+		result.Revision = u.w.state.Revision
 	}
-	w.growActive(ctx)
-	if result.Changed && next.Origin != w.state.Origin {
-		w.state.Origin = next.Origin
+	u.growActive(ctx)
+	if result.Changed && next.Origin != u.w.state.Origin {
+		u.w.state.Origin = next.Origin
 		if err := workflow.UpsertMemo(ctx, map[string]any{"origin": next.Origin}); err != nil {
-			w.logger.Warn("Could not update the origin in the memo", "Error", err)
+			u.w.logger.Warn("Could not update the origin in the memo", "Error", err)
 		}
 	}
 	return result
@@ -118,24 +118,24 @@ func (c *cluster) NewGeneration(reason string) {
 // change makes next the desired spec. A change that asks for nothing new keeps the
 // generation; any other starts the next one, and members it no longer wants stop setting
 // up at once.
-func (w *clusterWorkflow) change(ctx workflow.Context, next spec.Cluster) workflows.ChangeResult {
-	summary := describeChange(w.spec, next)
+func (u *updates) change(ctx workflow.Context, next spec.Cluster) workflows.ChangeResult {
+	summary := describeChange(u.w.spec, next)
 	if summary == "" {
-		return workflows.ChangeResult{Generation: w.state.Generation, Summary: "no change"}
+		return workflows.ChangeResult{Generation: u.w.state.Generation, Summary: "no change"}
 	}
-	w.spec = next
-	w.NewGeneration(summary)
-	w.state.SpecGeneration = w.state.Generation
-	w.noteSignature()
-	w.syncDesired()
-	w.Touch(ctx)
+	u.w.spec = next
+	u.w.NewGeneration(summary)
+	u.w.state.SpecGeneration = u.w.state.Generation
+	u.w.noteSignature()
+	u.w.syncDesired()
+	u.w.Touch(ctx)
 	if err := workflow.UpsertTypedSearchAttributes(ctx,
-		workflows.ClusterRolesKey.ValueSet(w.spec.RoleNames()), workflows.ClusterMembersKey.ValueSet(int64(w.spec.TotalMembers()))); err != nil {
-		w.logger.Warn("Could not upsert the ClusterRoles and ClusterMembers search attributes", "Error", err)
+		workflows.ClusterRolesKey.ValueSet(u.w.spec.RoleNames()), workflows.ClusterMembersKey.ValueSet(int64(u.w.spec.TotalMembers()))); err != nil {
+		u.w.logger.Warn("Could not upsert the ClusterRoles and ClusterMembers search attributes", "Error", err)
 	}
-	w.runner.StopUnwanted(ctx, w, w.spec)
-	w.logger.Info("Desired state changed", "Generation", w.state.Generation, "Change", summary)
-	return workflows.ChangeResult{Generation: w.state.Generation, Changed: true, Summary: summary}
+	u.w.runner.StopUnwanted(ctx, u.w, u.w.spec)
+	u.w.logger.Info("Desired state changed", "Generation", u.w.state.Generation, "Change", summary)
+	return workflows.ChangeResult{Generation: u.w.state.Generation, Changed: true, Summary: summary}
 }
 
 // keptSignatures bounds the generations whose signers status shows.
@@ -158,19 +158,19 @@ func (c *cluster) noteSignature() {
 // growActive hands the members a change adds to a role that is configuring now to its
 // child, so they start at once rather than when the level ends. They are listed in
 // configmeta first, as every member is before it configures.
-func (w *clusterWorkflow) growActive(ctx workflow.Context) {
+func (u *updates) growActive(ctx workflow.Context) {
 	type growth struct {
 		op    *role.Operation
 		role  string
 		added []plan.Member
 	}
 	var grown []growth
-	for _, name := range w.runner.ConfiguringRoles() {
-		op := w.runner.Configuring(name)
-		if rs := w.state.Role(name); rs != nil {
-			added := w.addPendingTo(rs, workflow.Now(ctx))
-			if w.bounded {
-				added = added[:min(len(added), w.runner.Room(op))]
+	for _, name := range u.w.runner.ConfiguringRoles() {
+		op := u.w.runner.Configuring(name)
+		if rs := u.w.state.Role(name); rs != nil {
+			added := u.w.addPendingTo(rs, workflow.Now(ctx))
+			if u.w.bounded {
+				added = added[:min(len(added), u.w.runner.Room(op))]
 			}
 			if len(added) > 0 {
 				grown = append(grown, growth{op, name, added})
@@ -180,47 +180,47 @@ func (w *clusterWorkflow) growActive(ctx workflow.Context) {
 	if len(grown) == 0 {
 		return
 	}
-	w.Touch(ctx)
-	if err := w.writeClusterFiles(ctx, false); err != nil {
-		w.logger.Warn("Could not list new members in configmeta; they start once the running level ends", "Error", err)
+	u.w.Touch(ctx)
+	if err := u.w.exec.writeClusterFiles(ctx, false); err != nil {
+		u.w.logger.Warn("Could not list new members in configmeta; they start once the running level ends", "Error", err)
 		return
 	}
 	for _, g := range grown {
-		if !w.runner.InProgress(g.role, g.op) {
+		if !u.w.runner.InProgress(g.role, g.op) {
 			continue // the child ended meanwhile; the operation sets them up itself
 		}
-		rs := w.state.Role(g.role)
+		rs := u.w.state.Role(g.role)
 		for i := range g.added {
-			rs.Member(g.added[i].Name).KnowsUpTo = w.state.ConfigMetaVersion
-			g.added[i].KnowsUpTo = w.state.ConfigMetaVersion
+			rs.Member(g.added[i].Name).KnowsUpTo = u.w.state.ConfigMetaVersion
+			g.added[i].KnowsUpTo = u.w.state.ConfigMetaVersion
 		}
-		w.runner.Grow(ctx, g.op, g.added)
+		u.w.runner.Grow(ctx, g.op, g.added)
 	}
 }
 
 // onCancel stops the operation in progress. Its running scripts are killed, and the
 // cluster settles in phase canceled.
-func (w *clusterWorkflow) onCancel(ctx workflow.Context) (workflows.ClusterStatus, error) {
-	if w.cancelOperation != nil { // the validator ran in this same workflow task
-		w.cancelRequested = true
-		w.cancelOperation()
+func (u *updates) onCancel(ctx workflow.Context) (workflows.ClusterStatus, error) {
+	if u.w.cancelOperation != nil { // the validator ran in this same workflow task
+		u.w.cancelRequested = true
+		u.w.cancelOperation()
 	}
-	return w.snapshot(), nil
+	return u.w.snapshot(), nil
 }
 
 // onDelete accepts a delete in any phase. A second delete while one runs changes nothing.
-func (w *clusterWorkflow) onDelete(ctx workflow.Context) (workflows.ClusterStatus, error) {
-	if !w.deleteRequested {
-		w.deleteRequested = true
-		if w.cancelOperation != nil {
-			w.cancelOperation()
+func (u *updates) onDelete(ctx workflow.Context) (workflows.ClusterStatus, error) {
+	if !u.w.deleteRequested {
+		u.w.deleteRequested = true
+		if u.w.cancelOperation != nil {
+			u.w.cancelOperation()
 		}
 	}
-	return w.snapshot(), nil
+	return u.w.snapshot(), nil
 }
 
-func (c *cluster) hasMembers(role string) bool {
-	rs := c.state.Role(role)
+func (u *updates) hasMembers(role string) bool {
+	rs := u.w.state.Role(role)
 	return rs != nil && slices.ContainsFunc(rs.Members, func(m plan.Member) bool { return m.State != plan.MemberDeleted })
 }
 

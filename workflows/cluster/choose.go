@@ -28,11 +28,11 @@ type memberChoice struct {
 
 // choose is the members a request chooses, by role, or why it is refused: an unknown role
 // or member, one it does not apply to, or a member not ready.
-func (c *cluster) choose(ch memberChoice) (map[string][]string, error) {
+func (u *updates) choose(ch memberChoice) (map[string][]string, error) {
 	check := func(role string) error {
-		r, ok := c.spec.Role(role)
+		r, ok := u.w.spec.Role(role)
 		if !ok {
-			return flow.Refused(apperr.NotFound, "%s refused: cluster %s has no role %q (its roles: %s)", ch.what, c.state.Name, role, strings.Join(c.spec.RoleNames(), ", "))
+			return flow.Refused(apperr.NotFound, "%s refused: cluster %s has no role %q (its roles: %s)", ch.what, u.w.state.Name, role, strings.Join(u.w.spec.RoleNames(), ", "))
 		}
 		if why := ch.applies(r); why != "" {
 			return flow.Refused(apperr.Invalid, "%s refused: %s", ch.what, why)
@@ -43,13 +43,13 @@ func (c *cluster) choose(ch memberChoice) (map[string][]string, error) {
 	switch {
 	case len(ch.members) > 0:
 		for _, name := range ch.members {
-			rs, m := c.state.FindMember(name)
+			rs, m := u.w.state.FindMember(name)
 			if m == nil || m.State == plan.MemberDeleted || ch.role != "" && rs.Name != ch.role {
 				in := ""
 				if ch.role != "" {
 					in = " in role " + ch.role
 				}
-				return nil, flow.Refused(apperr.NotFound, "%s refused: cluster %s has no member %q%s", ch.what, c.state.Name, spec.Clip(name, spec.MaxMemberNameLength), in)
+				return nil, flow.Refused(apperr.NotFound, "%s refused: cluster %s has no member %q%s", ch.what, u.w.state.Name, spec.Clip(name, spec.MaxMemberNameLength), in)
 			}
 			if err := check(rs.Name); err != nil {
 				return nil, err
@@ -65,10 +65,10 @@ func (c *cluster) choose(ch memberChoice) (map[string][]string, error) {
 		if err := check(ch.role); err != nil {
 			return nil, err
 		}
-		chosen[ch.role] = readyNames(*c.state.Role(ch.role))
+		chosen[ch.role] = readyNames(*u.w.state.Role(ch.role))
 	default:
-		for _, r := range c.spec.Roles {
-			if rs := c.state.Role(r.Name); rs != nil && ch.applies(r) == "" {
+		for _, r := range u.w.spec.Roles {
+			if rs := u.w.state.Role(r.Name); rs != nil && ch.applies(r) == "" {
 				chosen[r.Name] = readyNames(*rs)
 			}
 		}
@@ -99,14 +99,14 @@ func readyNames(rs plan.RoleState) []string {
 
 // restartTargets are the members a rolling restart would restart, by role, or why it is
 // refused.
-func (c *cluster) restartTargets(req workflows.RestartRequest) (map[string][]string, error) {
-	if err := c.refuseChange("restart"); err != nil {
+func (u *updates) restartTargets(req workflows.RestartRequest) (map[string][]string, error) {
+	if err := u.refuseChange("restart"); err != nil {
 		return nil, err
 	}
-	if ro := c.state.Rollout; rollout.Running(&c.state) {
-		return nil, flow.Refused(apperr.Conflict, "restart refused: the %s is in progress (%s); restart once it is done", ro.What(), rollout.Status(&c.state, c.spec).State)
+	if ro := u.w.state.Rollout; rollout.Running(&u.w.state) {
+		return nil, flow.Refused(apperr.Conflict, "restart refused: the %s is in progress (%s); restart once it is done", ro.What(), rollout.Status(&u.w.state, u.w.spec).State)
 	}
-	return c.choose(memberChoice{
+	return u.choose(memberChoice{
 		what: "restart", role: req.Role, members: req.Members,
 		applies: func(r spec.Role) string {
 			if r.Wants(spec.EventRestart) {
@@ -114,14 +114,14 @@ func (c *cluster) restartTargets(req workflows.RestartRequest) (map[string][]str
 			}
 			return fmt.Sprintf("role %s does not list restart in its events, so its startscript has no restart to run (events: %s)", r.Name, spec.EventNames(r.Events))
 		},
-		none: fmt.Sprintf("no role of cluster %s lists restart in its events", c.state.Name),
+		none: fmt.Sprintf("no role of cluster %s lists restart in its events", u.w.state.Name),
 	})
 }
 
 // actionTargets are the members an action would run on, by role, or why it is refused.
 // Asked when the action runs, the members it names may have changed since it was asked.
-func (c *cluster) actionTargets(req workflows.ActionRequest) (map[string][]string, error) {
-	if err := c.refuseChange("run"); err != nil {
+func (u *updates) actionTargets(req workflows.ActionRequest) (map[string][]string, error) {
+	if err := u.refuseChange("run"); err != nil {
 		return nil, err
 	}
 	if err := spec.CheckActionCall(req.Action, req.Params); err != nil {
@@ -133,7 +133,7 @@ func (c *cluster) actionTargets(req workflows.ActionRequest) (map[string][]strin
 	if len(req.Members) > maxActionMembers {
 		return nil, flow.Refused(apperr.Invalid, "run refused: %d members named; name at most %d, or choose a role", len(req.Members), maxActionMembers)
 	}
-	return c.choose(memberChoice{
+	return u.choose(memberChoice{
 		what: "run", role: req.Role, members: req.Members,
 		applies: func(r spec.Role) string {
 			if r.HasAction(req.Action) {
@@ -148,6 +148,6 @@ func (c *cluster) actionTargets(req workflows.ActionRequest) (map[string][]strin
 			}
 			return fmt.Sprintf("role %s has no action %q (its actions: %s)", r.Name, req.Action, declared)
 		},
-		none: fmt.Sprintf("no role of cluster %s declares action %q", c.state.Name, req.Action),
+		none: fmt.Sprintf("no role of cluster %s declares action %q", u.w.state.Name, req.Action),
 	})
 }

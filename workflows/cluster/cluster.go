@@ -97,6 +97,18 @@ type cluster struct {
 	logger log.Logger
 }
 
+// updates takes the changes to the desired state that operators ask for (updates, their
+// validators, the queries of what a change would do): it validates them, records them and
+// wakes the run loop.
+type updates struct{ w *clusterWorkflow }
+
+// executor converges the members to the desired generation, one pass at a time.
+type executor struct{ w *clusterWorkflow }
+
+// reactor follows what happens to members between passes: health events and their timers,
+// reconciles against the backend, and the host registry's views.
+type reactor struct{ w *clusterWorkflow }
+
 // clusterWorkflow is the cluster's entity workflow: its handlers, its run loop and the
 // executor of the planner's passes, over the cluster it keeps.
 type clusterWorkflow struct {
@@ -108,8 +120,11 @@ type clusterWorkflow struct {
 	filesLock workflow.Mutex
 	// runner runs role operations as child workflows.
 	runner *role.Runner
-	// health is member health.
-	health *healthMachine
+	// updates take changes to the desired state; exec converges the members to it; react
+	// follows members' health and the hosts' views.
+	updates *updates
+	exec    *executor
+	react   *reactor
 }
 
 func newClusterWorkflow(ctx workflow.Context, in workflows.ClusterInput) (*clusterWorkflow, error) {
@@ -118,7 +133,7 @@ func newClusterWorkflow(ctx workflow.Context, in workflows.ClusterInput) (*clust
 		filesLock: workflow.NewMutex(ctx),
 	}
 	w.runner = role.NewRunner(false)
-	w.health = &healthMachine{cluster: &w.cluster, runner: w.runner, touch: w.Touch, setPhase: w.SetPhase}
+	w.updates, w.exec, w.react = &updates{w}, &executor{w}, &reactor{w}
 	if w.continueAsNewEvery <= 0 {
 		w.continueAsNewEvery = defaultContinueAsNewEvery
 	}
@@ -197,7 +212,7 @@ func (w *clusterWorkflow) setup(ctx workflow.Context) error {
 		return err
 	}
 	if err := workflow.SetQueryHandlerWithOptions(ctx, workflows.ManifestQuery, func(req workflows.ResizeRequest) (signing.Manifest, error) {
-		next := w.resized(req)
+		next := w.updates.resized(req)
 		// The signer adds the namespace's ID, which it knows and the workflow does not.
 		next.Signature = &spec.Signature{Generation: w.state.Generation + 1}
 		return signing.ManifestOf(next, workflow.GetInfo(ctx).Namespace), nil
@@ -205,11 +220,11 @@ func (w *clusterWorkflow) setup(ctx workflow.Context) error {
 		return err
 	}
 	if err := workflow.SetQueryHandlerWithOptions(ctx, workflows.PreviewQuery, func(req workflows.PreviewRequest) (workflows.Preview, error) {
-		return w.preview(req), nil
+		return w.updates.preview(req), nil
 	}, workflow.QueryHandlerOptions{Description: "What an apply of {spec} or a resize to {counts} would do, changing nothing (the dry run)"}); err != nil {
 		return err
 	}
-	if err := w.setUpdateHandlers(ctx); err != nil {
+	if err := w.updates.setUpdateHandlers(ctx); err != nil {
 		return err
 	}
 	progress := workflow.GetSignalChannel(ctx, workflows.RoleProgressSignal)
@@ -220,9 +235,9 @@ func (w *clusterWorkflow) setup(ctx workflow.Context) error {
 			w.runner.ApplyProgress(ctx, w, p)
 		}
 	})
-	w.health.receiveMemberEvents(ctx)
+	w.react.receiveMemberEvents(ctx)
 	w.receiveMaintenance(ctx)
-	if err := w.setTransferHandlers(ctx); err != nil {
+	if err := w.updates.setTransferHandlers(ctx); err != nil {
 		return err
 	}
 	if err := workflow.UpsertTypedSearchAttributes(ctx,
@@ -230,11 +245,11 @@ func (w *clusterWorkflow) setup(ctx workflow.Context) error {
 		return err
 	}
 	if w.state.OnHosts && workflow.GetVersion(ctx, change.Hosts, workflow.DefaultVersion, 1) >= 1 {
-		w.watchHosts(ctx)
+		w.react.watchHosts(ctx)
 	}
 	// Runs recorded before member health had no health timer.
 	if workflow.GetVersion(ctx, change.MemberHealth, workflow.DefaultVersion, 1) >= 1 {
-		workflow.Go(ctx, w.health.watchHealth)
+		workflow.Go(ctx, w.react.watchHealth)
 	}
 	return nil
 }
@@ -268,7 +283,7 @@ func (w *clusterWorkflow) run(ctx workflow.Context) (workflows.ClusterStatus, er
 		}
 		return workflows.ClusterStatus{}, w.continueAsNew(ctx)
 	}
-	w.delete(ctx)
+	w.exec.delete(ctx)
 	if ctx.Err() != nil {
 		return w.snapshot(), ctx.Err()
 	}
@@ -292,10 +307,10 @@ func (c *cluster) operationDue() bool {
 func (w *clusterWorkflow) operate(ctx workflow.Context) {
 	opCtx, cancel := workflow.WithCancel(ctx)
 	w.cancelOperation, w.operating = cancel, true
-	w.converge(opCtx)
+	w.exec.converge(opCtx)
 	w.cancelOperation, w.operating = nil, false
 	w.operationsThisRun++
-	w.drain(ctx)
+	w.react.drain(ctx)
 	if w.cancelRequested && !w.deleteRequested {
 		w.cancelRequested = false
 		if ro := w.state.Rollout; rollout.Running(&w.state) && ro.Paused == "" {
@@ -325,23 +340,23 @@ func (w *clusterWorkflow) continueAsNew(ctx workflow.Context) error {
 }
 
 // SetPhase records a phase change where operators look: status, search attributes, details.
-func (w *clusterWorkflow) SetPhase(ctx workflow.Context, phase workflows.Phase, message string) {
-	shown := w.state.ShownPhase()
-	w.state.Phase, w.state.Message = phase, message
-	w.Touch(ctx)
-	if w.state.ShownPhase() != shown {
-		if err := workflow.UpsertTypedSearchAttributes(ctx, workflows.ClusterPhaseKey.ValueSet(string(w.state.ShownPhase()))); err != nil {
-			w.logger.Warn("Could not upsert the ClusterPhase search attribute", "Error", err)
+func (c *cluster) SetPhase(ctx workflow.Context, phase workflows.Phase, message string) {
+	shown := c.state.ShownPhase()
+	c.state.Phase, c.state.Message = phase, message
+	c.Touch(ctx)
+	if c.state.ShownPhase() != shown {
+		if err := workflow.UpsertTypedSearchAttributes(ctx, workflows.ClusterPhaseKey.ValueSet(string(c.state.ShownPhase()))); err != nil {
+			c.logger.Warn("Could not upsert the ClusterPhase search attribute", "Error", err)
 		}
 	}
-	w.logger.Info("Cluster phase", "Phase", phase, "Message", message)
+	c.logger.Info("Cluster phase", "Phase", phase, "Message", message)
 }
 
 // Touch notes that the state changed and refreshes the workflow's current details.
-func (w *clusterWorkflow) Touch(ctx workflow.Context) {
-	w.touches++
-	w.state.UpdatedAt = workflow.Now(ctx)
-	workflow.SetCurrentDetails(ctx, w.details())
+func (c *cluster) Touch(ctx workflow.Context) {
+	c.touches++
+	c.state.UpdatedAt = workflow.Now(ctx)
+	workflow.SetCurrentDetails(ctx, c.details())
 }
 
 // resultMembers bounds the members in the status that updates and the workflow return:

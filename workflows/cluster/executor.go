@@ -36,24 +36,24 @@ type passHooks struct {
 
 // runPass takes the pass's steps in order until one ends it, the context ends, or none is
 // left. desired is read at each step: a change that arrives midway is planned for.
-func (w *clusterWorkflow) runPass(ctx workflow.Context, desired *spec.Cluster, pass plan.Pass, hooks passHooks) {
+func (e *executor) runPass(ctx workflow.Context, desired *spec.Cluster, pass plan.Pass, hooks passHooks) {
 	for _, step := range pass.Steps {
 		if ctx.Err() != nil || hooks.before != nil && !hooks.before(step) {
 			return
 		}
-		forget, work := step.Work(*desired, w.state.Roles, hooks.restarted)
+		forget, work := step.Work(*desired, e.w.state.Roles, hooks.restarted)
 		for _, name := range forget {
-			_, m := w.state.FindMember(name)
+			_, m := e.w.state.FindMember(name)
 			m.State, m.Since = plan.MemberDeleted, workflow.Now(ctx) // never created: nothing to tear down
 		}
 		switch step.Op {
 		case plan.OpTeardown, plan.OpDecommission:
-			work = w.dropUnreachable(work, workflow.Now(ctx))
-			if w.lifecycle {
-				w.sayWhyRemoved(work)
+			work = e.dropUnreachable(work, workflow.Now(ctx))
+			if e.w.lifecycle {
+				e.sayWhyRemoved(work)
 			}
 		case plan.OpConfigure:
-			w.markSetUpNow(work)
+			e.markSetUpNow(work)
 		}
 		if hooks.prepare != nil {
 			var ok bool
@@ -61,20 +61,20 @@ func (w *clusterWorkflow) runPass(ctx workflow.Context, desired *spec.Cluster, p
 				return
 			}
 		}
-		w.runner.RunLevel(ctx, w, step.Op, work)
+		e.w.RunLevel(ctx, step.Op, work)
 		switch step.Op {
 		case plan.OpTeardown:
 			for _, rw := range work {
-				w.noteRemoved(rw.Role, rw.Members)
-				if w.lifecycle {
-					w.noteFailedTeardowns(rw, workflow.Now(ctx))
+				e.w.noteRemoved(rw.Role, rw.Members)
+				if e.w.lifecycle {
+					e.noteFailedTeardowns(rw, workflow.Now(ctx))
 				}
 			}
 		case plan.OpStart:
 			if ctx.Err() != nil {
 				return
 			}
-			w.health.failedStartsAreDown(ctx, work)
+			e.w.react.failedStartsAreDown(ctx, work)
 		}
 		if hooks.after != nil && !hooks.after(step) {
 			return
@@ -86,20 +86,20 @@ func (w *clusterWorkflow) runPass(ctx workflow.Context, desired *spec.Cluster, p
 // convergence, and every resize or apply a later one. A change arriving midway restarts
 // it at the next level boundary, so the newest desired state wins and requests apply in
 // the order they arrived. ctx is cancelled by a cancel or a delete.
-func (w *clusterWorkflow) converge(ctx workflow.Context) {
+func (e *executor) converge(ctx workflow.Context) {
 	for {
-		w.state.Operations++
-		w.state.AttemptedGeneration, w.state.Held = w.state.Generation, ""
-		message := strings.TrimSuffix(fmt.Sprintf("generation %d: %s", w.state.Generation, w.lastChange), ": ")
+		e.w.state.Operations++
+		e.w.state.AttemptedGeneration, e.w.state.Held = e.w.state.Generation, ""
+		message := strings.TrimSuffix(fmt.Sprintf("generation %d: %s", e.w.state.Generation, e.w.lastChange), ": ")
 		switch {
-		case w.state.ReachedGeneration > 0:
-			w.SetPhase(ctx, workflows.PhaseUpdating, message)
-		case w.lifecycle && w.state.Phase != workflows.PhaseDeploying:
+		case e.w.state.ReachedGeneration > 0:
+			e.w.SetPhase(ctx, workflows.PhaseUpdating, message)
+		case e.w.lifecycle && e.w.state.Phase != workflows.PhaseDeploying:
 			// A deploy that failed or was cancelled, going on (a retry, a resize): until it
 			// is done, its phase must not still say how the last attempt ended.
-			w.SetPhase(ctx, workflows.PhaseDeploying, message)
+			e.w.SetPhase(ctx, workflows.PhaseDeploying, message)
 		}
-		if !w.convergeOnce(ctx) {
+		if !e.convergeOnce(ctx) {
 			return
 		}
 	}
@@ -108,73 +108,73 @@ func (w *clusterWorkflow) converge(ctx workflow.Context) {
 // convergeOnce makes one pass: remove what is no longer wanted (dependents first), set new
 // members up level by level, then tell the members that were there what changed. It
 // reports whether the desired state changed meanwhile and another pass is needed.
-func (w *clusterWorkflow) convergeOnce(ctx workflow.Context) (again bool) {
-	generation := w.state.Generation
-	changed := func() bool { return w.state.Generation != generation }
-	if w.HeldByMaintenance(ctx) {
+func (e *executor) convergeOnce(ctx workflow.Context) (again bool) {
+	generation := e.w.state.Generation
+	changed := func() bool { return e.w.state.Generation != generation }
+	if e.w.HeldByMaintenance(ctx) {
 		return false
 	}
 	// Actions act on the members as they are, before this pass changes them: so they run
 	// on a cluster whose setup failed, too.
-	if w.runActions(ctx); ctx.Err() != nil {
+	if e.runActions(ctx); ctx.Err() != nil {
 		return false
 	}
-	w.adoptRogues(workflow.Now(ctx))
-	if w.setUpElsewhere {
-		w.removeStale(ctx)
+	e.adoptRogues(workflow.Now(ctx))
+	if e.w.setUpElsewhere {
+		e.removeStale(ctx)
 	}
-	w.removeUnwanted(ctx, false)
+	e.removeUnwanted(ctx, false)
 	if ctx.Err() != nil {
 		return false
 	}
-	w.startRestarted(ctx)
+	e.startRestarted(ctx)
 	if ctx.Err() != nil {
 		return false
 	}
 	if changed() {
 		return true
 	}
-	w.reshape(workflow.Now(ctx))
-	if ended, again := w.setUp(ctx, changed); ended {
+	e.w.reshape(workflow.Now(ctx))
+	if ended, again := e.setUp(ctx, changed); ended {
 		return again
 	}
-	w.removeReplaced(ctx)
-	if ctx.Err() != nil || w.HeldByMaintenance(ctx) {
+	e.removeReplaced(ctx)
+	if ctx.Err() != nil || e.w.HeldByMaintenance(ctx) {
 		return false
 	}
-	if err := w.writeClusterFiles(ctx, false); err != nil {
-		w.logger.Warn("Could not refresh configmeta after deploy", "Error", err)
+	if err := e.writeClusterFiles(ctx, false); err != nil {
+		e.w.logger.Warn("Could not refresh configmeta after deploy", "Error", err)
 	}
-	w.announce(ctx)
+	e.announce(ctx)
 	if ctx.Err() != nil {
 		return false
 	}
-	if w.health.replaceFailed(ctx, slices.Concat(w.state.Levels...)) {
+	if e.w.react.replaceFailed(ctx, slices.Concat(e.w.state.Levels...)) {
 		return true
 	}
 	// A failed notification leaves its member in config_error, and the cluster failed.
 	var failed []string
-	for _, level := range w.state.Levels {
-		failed = append(failed, plan.LevelProblems(w.spec, w.state.Roles, level)...)
+	for _, level := range e.w.state.Levels {
+		failed = append(failed, plan.LevelProblems(e.w.spec, e.w.state.Roles, level)...)
 	}
 	if len(failed) > 0 {
-		w.SetPhase(ctx, workflows.PhaseFailed, strings.Join(failed, "; "))
+		e.w.SetPhase(ctx, workflows.PhaseFailed, strings.Join(failed, "; "))
 		return false
 	}
-	if rollout.Run(ctx, w, changed) {
+	if rollout.Run(ctx, e.w, changed) {
 		return true
 	}
-	if ctx.Err() != nil || w.HeldByMaintenance(ctx) {
+	if ctx.Err() != nil || e.w.HeldByMaintenance(ctx) {
 		return false
 	}
-	w.state.ReachedGeneration = generation
-	if rollout.Running(&w.state) && w.state.Rollout.Paused != "" {
-		w.SetPhase(ctx, workflows.PhaseRolloutPaused, rollout.PausedMessage(&w.state))
+	e.w.state.ReachedGeneration = generation
+	if rollout.Running(&e.w.state) && e.w.state.Rollout.Paused != "" {
+		e.w.SetPhase(ctx, workflows.PhaseRolloutPaused, rollout.PausedMessage(&e.w.state))
 		return false
 	}
-	w.refreshMeltdown()
-	phase, message := w.healthPhase()
-	w.SetPhase(ctx, phase, message)
+	e.w.refreshMeltdown()
+	phase, message := e.w.healthPhase()
+	e.w.SetPhase(ctx, phase, message)
 	return false
 }
 
@@ -182,26 +182,26 @@ func (w *clusterWorkflow) convergeOnce(ctx workflow.Context) (again bool) {
 // lists the members about to be set up), sets the level's pending members up, and goes on
 // only if all of them are. It reports whether the pass ended there (a failure, a hold by
 // maintenance, a cancel, a change) and whether another pass is due.
-func (w *clusterWorkflow) setUp(ctx workflow.Context, changed func() bool) (ended, again bool) {
-	w.runPass(ctx, &w.spec, plan.Setup(w.state.Levels), passHooks{
+func (e *executor) setUp(ctx workflow.Context, changed func() bool) (ended, again bool) {
+	e.runPass(ctx, &e.w.spec, plan.Setup(e.w.state.Levels), passHooks{
 		before: func(step plan.Step) bool {
-			if w.HeldByMaintenance(ctx) {
+			if e.w.HeldByMaintenance(ctx) {
 				ended = true
 				return false
 			}
-			if w.lifecycle {
-				if err := w.assignPorts(ctx, step.Roles); err != nil {
+			if e.w.lifecycle {
+				if err := e.assignPorts(ctx, step.Roles); err != nil {
 					if ctx.Err() == nil {
-						w.SetPhase(ctx, workflows.PhaseFailed, "could not give members their ports: "+flow.ErrorMessage(err))
+						e.w.SetPhase(ctx, workflows.PhaseFailed, "could not give members their ports: "+flow.ErrorMessage(err))
 					}
 					ended = true
 					return false
 				}
 			}
-			if err := w.writeClusterFiles(ctx, step.Level == 0); err != nil {
+			if err := e.writeClusterFiles(ctx, step.Level == 0); err != nil {
 				// Cancelled by a delete is not a failure; anything else is.
 				if ctx.Err() == nil {
-					w.SetPhase(ctx, workflows.PhaseFailed, "could not write the cluster's files: "+flow.ErrorMessage(err))
+					e.w.SetPhase(ctx, workflows.PhaseFailed, "could not write the cluster's files: "+flow.ErrorMessage(err))
 				}
 				ended = true
 				return false
@@ -209,25 +209,25 @@ func (w *clusterWorkflow) setUp(ctx workflow.Context, changed func() bool) (ende
 			return true
 		},
 		after: func(step plan.Step) bool {
-			if ctx.Err() != nil || w.HeldByMaintenance(ctx) {
+			if ctx.Err() != nil || e.w.HeldByMaintenance(ctx) {
 				ended = true
 				return false
 			}
-			if changed() || w.health.replaceFailed(ctx, step.Roles) {
+			if changed() || e.w.react.replaceFailed(ctx, step.Roles) {
 				ended, again = true, true
 				return false
 			}
-			if failed := plan.LevelProblems(w.spec, w.state.Roles, step.Roles); len(failed) > 0 {
-				if rollout.KeepReplacedOnFailure(ctx, w) {
+			if failed := plan.LevelProblems(e.w.spec, e.w.state.Roles, step.Roles); len(failed) > 0 {
+				if rollout.KeepReplacedOnFailure(ctx, e.w) {
 					// The rollout paused; the next pass removes the failed successors and tells
 					// the others of those that were set up.
 					ended, again = true, true
 					return false
 				}
-				w.skipLaterLevels(step.Level, strings.Join(step.Roles, ", "))
-				w.removeReplaced(ctx)
-				w.announce(ctx)
-				w.SetPhase(ctx, workflows.PhaseFailed, strings.Join(failed, "; "))
+				e.skipLaterLevels(step.Level, strings.Join(step.Roles, ", "))
+				e.removeReplaced(ctx)
+				e.announce(ctx)
+				e.w.SetPhase(ctx, workflows.PhaseFailed, strings.Join(failed, "; "))
 				ended = true
 				return false
 			}
@@ -239,12 +239,12 @@ func (w *clusterWorkflow) setUp(ctx workflow.Context, changed func() bool) (ende
 
 // sayWhyRemoved tells each member of a teardown why it leaves: its teardown then knows
 // whether its data has anywhere to go.
-func (w *clusterWorkflow) sayWhyRemoved(work []plan.RoleWork) {
+func (e *executor) sayWhyRemoved(work []plan.RoleWork) {
 	for _, rw := range work {
 		for i := range rw.Members {
 			m := &rw.Members[i]
 			switch {
-			case w.state.Phase == workflows.PhaseDeleting:
+			case e.w.state.Phase == workflows.PhaseDeleting:
 				m.RemovedFor = "delete"
 			case m.State == plan.MemberRogue:
 				m.RemovedFor = "orphan"
@@ -260,9 +260,9 @@ func (w *clusterWorkflow) sayWhyRemoved(work []plan.RoleWork) {
 }
 
 // removeReplaced removes the members whose successors are now set up (or failed to be).
-func (w *clusterWorkflow) removeReplaced(ctx workflow.Context) {
-	if w.replacing() {
-		w.removeUnwanted(ctx, true)
+func (e *executor) removeReplaced(ctx workflow.Context) {
+	if e.replacing() {
+		e.removeUnwanted(ctx, true)
 	}
 }
 
@@ -270,61 +270,61 @@ func (w *clusterWorkflow) removeReplaced(ctx workflow.Context) {
 // reverse dependency order, the members of one role in parallel. Members never created are
 // simply forgotten. Removed members that others knew of wait to be announced by delnodes.
 // Members being replaced stay until replacedToo: they go once their successors are set up.
-func (w *clusterWorkflow) removeUnwanted(ctx workflow.Context, replacedToo bool) {
-	removal, hooks := plan.Removal(w.state.Levels, replacedToo), passHooks{}
-	if w.lifecycle {
-		removal = plan.GracefulRemoval(w.state.Levels, replacedToo)
+func (e *executor) removeUnwanted(ctx workflow.Context, replacedToo bool) {
+	removal, hooks := plan.Removal(e.w.state.Levels, replacedToo), passHooks{}
+	if e.w.lifecycle {
+		removal = plan.GracefulRemoval(e.w.state.Levels, replacedToo)
 		// Configmeta is refreshed before each removal step that acts, so the members it
 		// acts on read themselves leaving, as do their peers.
 		hooks.prepare = func(_ plan.Step, work []plan.RoleWork) ([]plan.RoleWork, bool) {
 			if len(work) > 0 {
-				if err := w.writeClusterFiles(ctx, false); err != nil {
-					w.logger.Warn("Could not refresh configmeta before a removal step", "Error", err)
+				if err := e.writeClusterFiles(ctx, false); err != nil {
+					e.w.logger.Warn("Could not refresh configmeta before a removal step", "Error", err)
 				}
 			}
 			return work, true
 		}
 	}
-	if w.appContract {
+	if e.w.appContract {
 		hooks.before = func(step plan.Step) bool {
 			if step.Op == plan.OpDecommission {
-				w.tellRemoving(ctx, step)
+				e.tellRemoving(ctx, step)
 			}
 			return ctx.Err() == nil
 		}
 	}
-	w.runPass(ctx, &w.spec, removal, hooks)
-	w.dropRemoved()
-	w.Touch(ctx)
+	e.runPass(ctx, &e.w.spec, removal, hooks)
+	e.w.dropRemoved()
+	e.w.Touch(ctx)
 }
 
 // delete tears the cluster down in reverse dependency order and removes every member. It
 // runs on a disconnected context: once started, nothing can stop it halfway and leave debris.
-func (w *clusterWorkflow) delete(parent workflow.Context) {
+func (e *executor) delete(parent workflow.Context) {
 	ctx, _ := workflow.NewDisconnectedContext(parent)
-	w.state.Operations++
-	w.SetPhase(ctx, workflows.PhaseDeleting, "")
-	w.state.Installed = nil // teardown scripts must be there, whatever became of the hosts' files
-	if err := w.writeClusterFiles(ctx, true); err != nil {
-		w.logger.Warn("Could not reinstall startscripts; teardown scripts may fail", "Error", err)
+	e.w.state.Operations++
+	e.w.SetPhase(ctx, workflows.PhaseDeleting, "")
+	e.w.state.Installed = nil // teardown scripts must be there, whatever became of the hosts' files
+	if err := e.writeClusterFiles(ctx, true); err != nil {
+		e.w.logger.Warn("Could not reinstall startscripts; teardown scripts may fail", "Error", err)
 	}
 	// A delete is the removal toward the empty spec: every member, whatever its state.
-	w.runPass(ctx, &spec.Cluster{}, plan.Removal(w.state.Levels, true), passHooks{})
+	e.runPass(ctx, &spec.Cluster{}, plan.Removal(e.w.state.Levels, true), passHooks{})
 	// Any reachable host may hold the folder of a member that has left.
-	failed := hosts.OnEach(flow.WithQuickActivity(ctx, "remove "+w.state.Name), &w.state, w.setUpElsewhere, hosts.ReachableHosts(&w.state), func(ctx workflow.Context, _ string) error {
-		return workflow.ExecuteActivity(ctx, flow.ActRemoveCluster, w.folder().Key()).Get(ctx, nil)
+	failed := hosts.OnEach(flow.WithQuickActivity(ctx, "remove "+e.w.state.Name), &e.w.state, e.w.setUpElsewhere, hosts.ReachableHosts(&e.w.state), func(ctx workflow.Context, _ string) error {
+		return workflow.ExecuteActivity(ctx, flow.ActRemoveCluster, e.w.folder().Key()).Get(ctx, nil)
 	})
-	if w.state.OnHosts {
-		w.reportPlacement(ctx, workflows.ClusterPlacement{Cluster: w.state.Name, Gone: true})
+	if e.w.state.OnHosts {
+		e.w.react.reportPlacement(ctx, workflows.ClusterPlacement{Cluster: e.w.state.Name, Gone: true})
 	}
-	w.SetPhase(ctx, workflows.PhaseDeleted, w.leftovers(hosts.DescribeFailures(failed)))
+	e.w.SetPhase(ctx, workflows.PhaseDeleted, e.leftovers(hosts.DescribeFailures(failed)))
 }
 
 // leftovers says what could not be removed, so a user knows what to clean by hand.
-func (c *cluster) leftovers(removeClusterFailures string) string {
+func (e *executor) leftovers(removeClusterFailures string) string {
 	var notes []string
 	var left []string
-	for _, r := range c.state.Roles {
+	for _, r := range e.w.state.Roles {
 		for _, m := range r.Members {
 			if m.State != plan.MemberDeleted {
 				left = append(left, m.Name)
@@ -341,16 +341,16 @@ func (c *cluster) leftovers(removeClusterFailures string) string {
 }
 
 // startRestarted runs the start pass for the restarted hosts, level by level.
-func (w *clusterWorkflow) startRestarted(ctx workflow.Context) {
-	restarted := w.state.Restarted
+func (e *executor) startRestarted(ctx workflow.Context) {
+	restarted := e.w.state.Restarted
 	if len(restarted) == 0 {
 		return
 	}
-	w.state.Restarted = nil
+	e.w.state.Restarted = nil
 	if workflow.GetVersion(ctx, change.FilesBeforeStart, workflow.DefaultVersion, 1) >= 1 {
-		if err := w.writeClusterFiles(ctx, true); err != nil {
-			w.logger.Warn("Could not write the cluster's files to its restarted hosts; their starts may fail", "Error", err)
+		if err := e.writeClusterFiles(ctx, true); err != nil {
+			e.w.logger.Warn("Could not write the cluster's files to its restarted hosts; their starts may fail", "Error", err)
 		}
 	}
-	w.runPass(ctx, &w.spec, plan.Restart(w.state.Levels), passHooks{restarted: restarted})
+	e.runPass(ctx, &e.w.spec, plan.Restart(e.w.state.Levels), passHooks{restarted: restarted})
 }

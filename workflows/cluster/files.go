@@ -20,38 +20,38 @@ import (
 // writeClusterFiles refreshes the configmeta members read on every host holding members.
 // Runs from before bounded payloads also install the startscripts when asked (once per
 // operation); later runs send scripts and envs to the hosts that lack them (writeFiles).
-func (w *clusterWorkflow) writeClusterFiles(ctx workflow.Context, withScripts bool) error {
-	if err := w.filesLock.Lock(ctx); err != nil {
+func (e *executor) writeClusterFiles(ctx workflow.Context, withScripts bool) error {
+	if err := e.w.filesLock.Lock(ctx); err != nil {
 		return err
 	}
-	defer w.filesLock.Unlock()
-	w.state.ConfigMetaVersion++
-	for i := range w.state.Roles {
-		for j := range w.state.Roles[i].Members {
-			m := &w.state.Roles[i].Members[j]
+	defer e.w.filesLock.Unlock()
+	e.w.state.ConfigMetaVersion++
+	for i := range e.w.state.Roles {
+		for j := range e.w.state.Roles[i].Members {
+			m := &e.w.state.Roles[i].Members[j]
 			switch {
 			case m.State == plan.MemberReplacing && m.UnlistedFrom == 0:
-				m.UnlistedFrom = w.state.ConfigMetaVersion
+				m.UnlistedFrom = e.w.state.ConfigMetaVersion
 			case m.ListedIn == 0 && m.State != plan.MemberDeleted && m.State != plan.MemberRogue:
-				m.ListedIn = w.state.ConfigMetaVersion
+				m.ListedIn = e.w.state.ConfigMetaVersion
 			}
 		}
 	}
-	files, err := packedFiles(w.folder(), w.configMeta())
+	files, err := packedFiles(e.w.folder(), e.configMeta())
 	if err != nil {
 		return err
 	}
-	if withScripts && !w.bounded {
-		files.Scripts = w.spec.Scripts
+	if withScripts && !e.w.bounded {
+		files.Scripts = e.w.spec.Scripts
 	}
-	failed := w.writeFiles(ctx, "write files of "+w.state.Name, hosts.MemberHosts(&w.state), files)
+	failed := e.writeFiles(ctx, "write files of "+e.w.state.Name, hosts.MemberHosts(&e.w.state), files)
 	if err, ok := failed[""]; ok {
 		return err
 	}
 	if len(failed) > 0 {
 		// A host that cannot be reached now reads the files written once it is back; the
 		// members elsewhere carry on.
-		w.logger.Warn("Could not write the cluster's files on some hosts", "Failures", hosts.DescribeFailures(failed))
+		e.w.logger.Warn("Could not write the cluster's files on some hosts", "Failures", hosts.DescribeFailures(failed))
 	}
 	return nil
 }
@@ -60,13 +60,13 @@ func (w *clusterWorkflow) writeClusterFiles(ctx workflow.Context, withScripts bo
 // returns the hosts where it failed. In bounded runs it adds the startscripts and the
 // roles' envs for a host that does not hold the current ones yet, so that they travel to
 // a host once rather than with every write or every script run.
-func (w *clusterWorkflow) writeFiles(ctx workflow.Context, summary string, to []string, files backend.ClusterFiles) map[string]error {
+func (e *executor) writeFiles(ctx workflow.Context, summary string, to []string, files backend.ClusterFiles) map[string]error {
 	var digest string
 	var scripts map[string]string
 	var envs map[string]map[string]string
 	var signed map[string]signing.Signed
-	if w.bounded {
-		digest, scripts, envs, signed = w.installable(workflow.GetInfo(ctx).Namespace)
+	if e.w.bounded {
+		digest, scripts, envs, signed = e.installable(workflow.GetInfo(ctx).Namespace)
 	}
 	// Hosts are written to at once, and the writes scheduled in one workflow task must stay
 	// far under Temporal's 4 MiB: a first write to a host carries the scripts (up to 1 MiB)
@@ -74,10 +74,10 @@ func (w *clusterWorkflow) writeFiles(ctx workflow.Context, summary string, to []
 	// more than hostWriteBytes; a write alone always goes.
 	sizes := map[bool]int{false: workflows.PayloadSize(files)}
 	inFlight := flow.Slots{Limit: hostWriteBytes}
-	files.FolderKey = w.state.FolderKey
-	return hosts.OnEach(flow.WithQuickActivity(ctx, summary), &w.state, w.setUpElsewhere, to, func(ctx workflow.Context, host string) error {
+	files.FolderKey = e.w.state.FolderKey
+	return hosts.OnEach(flow.WithQuickActivity(ctx, summary), &e.w.state, e.w.setUpElsewhere, to, func(ctx workflow.Context, host string) error {
 		f := files
-		install := w.bounded && w.state.Installed[host] != digest
+		install := e.w.bounded && e.w.state.Installed[host] != digest
 		if install {
 			f.Scripts, f.Envs, f.Signed = scripts, envs, signed
 			if _, ok := sizes[true]; !ok {
@@ -94,11 +94,11 @@ func (w *clusterWorkflow) writeFiles(ctx workflow.Context, summary string, to []
 		if err != nil {
 			return err
 		}
-		if w.bounded {
-			if w.state.Installed == nil {
-				w.state.Installed = map[string]string{}
+		if e.w.bounded {
+			if e.w.state.Installed == nil {
+				e.w.state.Installed = map[string]string{}
 			}
-			w.state.Installed[host] = digest
+			e.w.state.Installed[host] = digest
 		}
 		return nil
 	})
@@ -111,28 +111,28 @@ const hostWriteBytes = 1 << 20
 // startscripts and the roles' envs, by hash, including those of roles still being removed,
 // and the spec's manifest with its signature, when it has one, for hosts to check (the
 // workflow only carries it; an unsigned spec sends none, and its digest is as before).
-func (c *cluster) installable(namespace string) (digest string, scripts map[string]string, envs map[string]map[string]string, signed map[string]signing.Signed) {
+func (e *executor) installable(namespace string) (digest string, scripts map[string]string, envs map[string]map[string]string, signed map[string]signing.Signed) {
 	envs = map[string]map[string]string{}
-	for _, r := range slices.Concat(c.spec.Roles, c.retiring) {
+	for _, r := range slices.Concat(e.w.spec.Roles, e.w.retiring) {
 		if hash := spec.EnvHash(r.Env); hash != "" {
 			envs[hash] = r.Env
 		}
 	}
-	names := slices.Concat(slices.Sorted(maps.Keys(c.spec.Scripts)), slices.Sorted(maps.Keys(envs)))
+	names := slices.Concat(slices.Sorted(maps.Keys(e.w.spec.Scripts)), slices.Sorted(maps.Keys(envs)))
 	var s *signing.Signed
-	switch sig := c.spec.Signature; {
+	switch sig := e.w.spec.Signature; {
 	case sig != nil:
-		s = &signing.Signed{Manifest: signing.ManifestOf(c.spec, namespace), Signature: *sig}
-	case c.signedGenerations:
+		s = &signing.Signed{Manifest: signing.ManifestOf(e.w.spec, namespace), Signature: *sig}
+	case e.w.signedGenerations:
 		// Unsigned, so that a host trusting keys knows the newest generation is not signed.
-		s = &signing.Signed{Manifest: signing.ManifestOf(c.spec, namespace)}
-		s.Manifest.Generation = c.state.SpecGeneration
+		s = &signing.Signed{Manifest: signing.ManifestOf(e.w.spec, namespace)}
+		s.Manifest.Generation = e.w.state.SpecGeneration
 	}
 	if s != nil {
 		signed = map[string]signing.Signed{s.Hash(): *s}
 		names = append(names, "signed "+s.Hash())
 	}
-	return spec.ContentHash([]byte(strings.Join(names, "\n"))), c.spec.Scripts, envs, signed
+	return spec.ContentHash([]byte(strings.Join(names, "\n"))), e.w.spec.Scripts, envs, signed
 }
 
 // forgetInstalled makes the next write send the scripts and envs to host again: it was
@@ -141,14 +141,14 @@ func (c *cluster) forgetInstalled(host string) {
 	delete(c.state.Installed, host)
 }
 
-func (c *cluster) configMeta() backend.ConfigMeta {
-	meta := backend.ConfigMeta{Cluster: c.state.Name}
-	for _, r := range c.state.Roles {
+func (e *executor) configMeta() backend.ConfigMeta {
+	meta := backend.ConfigMeta{Cluster: e.w.state.Name}
+	for _, r := range e.w.state.Roles {
 		// Members a change no longer wants are listed as leaving until they are gone, so
 		// that a decommission, a teardown and the survivors can tell them apart.
 		leaving := map[string]bool{}
-		if c.lifecycle {
-			_, unwanted := plan.SplitMembers(r, plan.DesiredMembers(c.spec, r.Name))
+		if e.w.lifecycle {
+			_, unwanted := plan.SplitMembers(r, plan.DesiredMembers(e.w.spec, r.Name))
 			for _, m := range unwanted {
 				leaving[m.Name] = true
 			}
@@ -160,7 +160,7 @@ func (c *cluster) configMeta() backend.ConfigMeta {
 		for _, m := range r.Members {
 			// A member being replaced stays, as leaving, until it is gone (change.AppContract),
 			// so that its successor can take it out of the app's own membership first.
-			replaced := m.State == plan.MemberReplacing && !c.appContract
+			replaced := m.State == plan.MemberReplacing && !e.w.appContract
 			if m.State == plan.MemberDeleted || m.State == plan.MemberRogue || replaced {
 				continue // gone, never a member, or on its way out
 			}
@@ -169,13 +169,13 @@ func (c *cluster) configMeta() backend.ConfigMeta {
 			if leaving[m.Name] || m.State == plan.MemberReplacing {
 				node.State = workflows.ConfigMetaLeaving
 			}
-			if c.lifecycle {
+			if e.w.lifecycle {
 				node.Ports = m.Ports
-				if !c.state.OnHosts {
+				if !e.w.state.OnHosts {
 					node.Address = "127.0.0.1" // every member is on this one machine
 				}
 			}
-			if h := hosts.Of(&c.state, m.Host); h != nil {
+			if h := hosts.Of(&e.w.state, m.Host); h != nil {
 				node.Address = h.Address
 			}
 			meta.Members = append(meta.Members, node)

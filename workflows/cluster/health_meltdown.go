@@ -34,17 +34,17 @@ func (c *cluster) roleSpecs() []spec.Role {
 // showHealth puts members' health into the phase while no operation runs: a ready cluster
 // with unavailable members is degraded, and paused if a role's replacement is paused.
 // Failed and canceled clusters keep their phase; their members show their health.
-func (hm *healthMachine) showHealth(ctx workflow.Context) {
-	switch hm.state.Phase {
+func (rx *reactor) showHealth(ctx workflow.Context) {
+	switch rx.w.state.Phase {
 	case workflows.PhaseReady, workflows.PhaseDegraded, workflows.PhasePaused:
 	default:
 		return
 	}
-	if hm.operating || hm.deleteRequested {
+	if rx.w.operating || rx.w.deleteRequested {
 		return // the operation in progress owns the phase
 	}
-	phase, message := hm.healthPhase()
-	hm.setPhase(ctx, phase, message)
+	phase, message := rx.w.healthPhase()
+	rx.w.SetPhase(ctx, phase, message)
 }
 
 // healthPhase is the phase and message of a cluster whose last operation reached its goal.

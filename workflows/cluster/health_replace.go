@@ -17,7 +17,7 @@ import (
 // removes it, and finally tells the survivors with addnodes and delnodes.
 
 // replace starts replacing member m, which has just entered MemberReplacing.
-func (c *cluster) replace(rs *plan.RoleState, m *plan.Member, ev workflows.MemberEvent) {
+func (rx *reactor) replace(rs *plan.RoleState, m *plan.Member, ev workflows.MemberEvent) {
 	m.Leaving = true
 	if ev.Event == plan.HealthConfigError {
 		m.Replacements++ // its successor inherits the count
@@ -26,27 +26,27 @@ func (c *cluster) replace(rs *plan.RoleState, m *plan.Member, ev workflows.Membe
 	if ev.Reason != "" {
 		reason = fmt.Sprintf("replace %s (%s: %s)", m.Name, ev.Event, ev.Reason)
 	}
-	c.NewGeneration(reason)
-	c.logger.Info("Replacing member", "Role", rs.Name, "Member", m.Name, "Event", ev.Event, "Reason", ev.Reason, "Generation", c.state.Generation)
+	rx.w.NewGeneration(reason)
+	rx.w.logger.Info("Replacing member", "Role", rs.Name, "Member", m.Name, "Event", ev.Event, "Reason", ev.Reason, "Generation", rx.w.state.Generation)
 }
 
 // replaceFailed replaces the members of the given roles whose setup or notification
 // failed, when their role asks for it and their slot has replacements left. It reports
 // whether any replacement started.
-func (hm *healthMachine) replaceFailed(ctx workflow.Context, roles []string) bool {
+func (rx *reactor) replaceFailed(ctx workflow.Context, roles []string) bool {
 	started := false
 	for _, name := range roles {
-		r, ok := hm.spec.Role(name)
-		rs := hm.state.Role(name)
+		r, ok := rx.w.spec.Role(name)
+		rs := rx.w.state.Role(name)
 		if !ok || rs == nil || !r.Health.ReplaceOnConfigError {
 			continue
 		}
-		wanted, _ := plan.SplitMembers(*rs, plan.DesiredMembers(hm.spec, name))
+		wanted, _ := plan.SplitMembers(*rs, plan.DesiredMembers(rx.w.spec, name))
 		for _, m := range wanted {
 			if m.State != plan.MemberConfigError {
 				continue
 			}
-			res := hm.stepHealth(ctx, rs, rs.Member(m.Name), workflows.MemberEvent{
+			res := rx.stepHealth(ctx, rs, rs.Member(m.Name), workflows.MemberEvent{
 				Member: m.Name, Event: plan.HealthConfigError, Reason: m.Detail, Source: "clusterflow",
 			})
 			started = started || res.To == plan.MemberReplacing
@@ -56,8 +56,8 @@ func (hm *healthMachine) replaceFailed(ctx workflow.Context, roles []string) boo
 }
 
 // replacing reports whether any member is waiting for its successor before it goes.
-func (c *cluster) replacing() bool {
-	n, _ := plan.CountAll(c.state.Roles, plan.MemberReplacing)
+func (e *executor) replacing() bool {
+	n, _ := plan.CountAll(e.w.state.Roles, plan.MemberReplacing)
 	return n > 0
 }
 
@@ -67,21 +67,21 @@ func (c *cluster) replacing() bool {
 // it ignored (Moved); and a new generation sets it up where it lives now. Its sandbox on
 // the old host, if the run had begun there, is removed once the host is back: never
 // adopted, never torn down by script, since the member lives elsewhere now.
-func (hm *healthMachine) rehome(ctx workflow.Context, rs *plan.RoleState, m *plan.Member, from plan.MemberState, ev workflows.MemberEvent) {
+func (rx *reactor) rehome(ctx workflow.Context, rs *plan.RoleState, m *plan.Member, from plan.MemberState, ev workflows.MemberEvent) {
 	old := m.Host
-	if old != "" && (from != plan.MemberPending || hm.runner.ActsOn(rs.Name, m.Name)) {
-		hm.state.Stale = append(hm.state.Stale, workflows.StaleMember{Role: rs.Name, Member: m.Name, Host: old})
+	if old != "" && (from != plan.MemberPending || rx.w.runner.ActsOn(rs.Name, m.Name)) {
+		rx.w.state.Stale = append(rx.w.state.Stale, workflows.StaleMember{Role: rs.Name, Member: m.Name, Host: old})
 	}
 	m.Host, m.Unplaced, m.Event, m.Moved = "", "", "", true
 	m.Ports = nil // its new host gives it ports of its own; the old host's go with its sandbox
 	m.Detail = fmt.Sprintf("to be set up elsewhere: %s", ev.Reason)
 	name := m.Name
-	if hm.state.OnHosts {
-		r, _ := hm.RoleSpec(rs.Name)
-		rs.Members = plan.PlaceMembers(r, rs.Members, hm.hostCheck.HostsFor(hm.state.Hosts, hm.state.Name, r))
+	if rx.w.state.OnHosts {
+		r, _ := rx.w.RoleSpec(rs.Name)
+		rs.Members = plan.PlaceMembers(r, rs.Members, rx.w.hostCheck.HostsFor(rx.w.state.Hosts, rx.w.state.Name, r))
 	}
-	hm.runner.StopInOperation(ctx, rs.Name, map[string]bool{name: true}, old != "" && !hosts.Reachable(&hm.state, old))
-	hm.membershipEpoch++
-	hm.NewGeneration(fmt.Sprintf("set %s up elsewhere (%s)", name, ev.Event))
-	hm.logger.Info("Setting a member up elsewhere", "Member", name, "Was", from, "Host", old, "Now", rs.Member(name).Host, "Reason", ev.Reason)
+	rx.w.runner.StopInOperation(ctx, rs.Name, map[string]bool{name: true}, old != "" && !hosts.Reachable(&rx.w.state, old))
+	rx.w.membershipEpoch++
+	rx.w.NewGeneration(fmt.Sprintf("set %s up elsewhere (%s)", name, ev.Event))
+	rx.w.logger.Info("Setting a member up elsewhere", "Member", name, "Was", from, "Host", old, "Now", rs.Member(name).Host, "Reason", ev.Reason)
 }

@@ -14,49 +14,49 @@ import (
 // state (MemberHealth.Due), so one Temporal timer, set for the nearest of them or the next
 // reconcile, serves them all and survives continue-as-new. A health change wakes it to
 // re-aim.
-func (hm *healthMachine) watchHealth(ctx workflow.Context) {
-	nextReconcile := workflow.Now(ctx).Add(hm.spec.ReconcileInterval())
-	for !hm.deleteRequested {
+func (rx *reactor) watchHealth(ctx workflow.Context) {
+	nextReconcile := workflow.Now(ctx).Add(rx.w.spec.ReconcileInterval())
+	for !rx.w.deleteRequested {
 		wake := nextReconcile
-		if due, ok := health.NextDue(hm.state.Roles); ok && due.Before(wake) {
+		if due, ok := health.NextDue(rx.w.state.Roles); ok && due.Before(wake) {
 			wake = due
 		}
-		seen := hm.healthVersion
+		seen := rx.w.healthVersion
 		_, err := workflow.AwaitWithTimeout(ctx, max(wake.Sub(workflow.Now(ctx)), time.Millisecond), func() bool {
-			return hm.healthVersion != seen || hm.deleteRequested
+			return rx.w.healthVersion != seen || rx.w.deleteRequested
 		})
-		if err != nil || hm.deleteRequested {
+		if err != nil || rx.w.deleteRequested {
 			return
 		}
-		if hm.inMaintenance() {
+		if rx.w.inMaintenance() {
 			// Timers that expire meanwhile fire once it ends, and a reconcile checks the
 			// members against their hosts at once: they may have moved servers.
-			if err := workflow.Await(ctx, func() bool { return !hm.inMaintenance() || hm.deleteRequested }); err != nil {
+			if err := workflow.Await(ctx, func() bool { return !rx.w.inMaintenance() || rx.w.deleteRequested }); err != nil {
 				return
 			}
 			nextReconcile = workflow.Now(ctx)
 			continue
 		}
 		now := workflow.Now(ctx)
-		hm.fireDue(ctx, now)
+		rx.fireDue(ctx, now)
 		if !now.Before(nextReconcile) {
-			hm.reconcile(ctx)
-			hm.reconcilesThisRun++
-			nextReconcile = workflow.Now(ctx).Add(hm.spec.ReconcileInterval())
+			rx.reconcile(ctx)
+			rx.w.reconcilesThisRun++
+			nextReconcile = workflow.Now(ctx).Add(rx.w.spec.ReconcileInterval())
 		}
 	}
 }
 
 // fireDue raises HealthTimeout for every member whose timer has expired.
-func (hm *healthMachine) fireDue(ctx workflow.Context, now time.Time) {
-	for i := range hm.state.Roles {
-		rs := &hm.state.Roles[i]
+func (rx *reactor) fireDue(ctx workflow.Context, now time.Time) {
+	for i := range rx.w.state.Roles {
+		rs := &rx.w.state.Roles[i]
 		for j := range rs.Members {
 			m := &rs.Members[j]
 			if !health.TimerArmed(rs, m) || m.Health.Due.After(now) {
 				continue
 			}
-			hm.stepHealth(ctx, rs, m, workflows.MemberEvent{Member: m.Name, Event: plan.HealthTimeout, Reason: health.TimeoutReason(m), Source: "clusterflow"})
+			rx.stepHealth(ctx, rs, m, workflows.MemberEvent{Member: m.Name, Event: plan.HealthTimeout, Reason: health.TimeoutReason(m), Source: "clusterflow"})
 		}
 	}
 }

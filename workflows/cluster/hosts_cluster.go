@@ -20,13 +20,13 @@ import (
 
 // watchHosts reports the cluster's placement to the registry whenever it changes, and
 // applies each view of the hosts the registry sends back.
-func (w *clusterWorkflow) watchHosts(ctx workflow.Context) {
+func (rx *reactor) watchHosts(ctx workflow.Context) {
 	views := workflow.GetSignalChannel(ctx, workflows.HostsChangedSignal)
 	workflow.Go(ctx, func(ctx workflow.Context) {
 		for {
 			var hosts []plan.Host
 			views.Receive(ctx, &hosts)
-			w.onHostsChanged(ctx, hosts)
+			rx.onHostsChanged(ctx, hosts)
 		}
 	})
 	workflow.Go(ctx, func(ctx workflow.Context) {
@@ -36,17 +36,17 @@ func (w *clusterWorkflow) watchHosts(ctx workflow.Context) {
 		counted := workflow.GetVersion(ctx, change.CheapPlacementReports, workflow.DefaultVersion, 1) >= 1
 		var reported map[string]int
 		for {
-			current := hosts.Placement(&w.state)
+			current := hosts.Placement(&rx.w.state)
 			if reported == nil || !maps.Equal(current, reported) {
-				w.reportPlacement(ctx, workflows.ClusterPlacement{Cluster: w.state.Name, Members: current})
+				rx.reportPlacement(ctx, workflows.ClusterPlacement{Cluster: rx.w.state.Name, Members: current})
 				reported = current
 			}
 			var err error
 			if counted {
-				seen := w.touches
-				err = workflow.Await(ctx, func() bool { return w.touches != seen })
+				seen := rx.w.touches
+				err = workflow.Await(ctx, func() bool { return rx.w.touches != seen })
 			} else {
-				err = workflow.Await(ctx, func() bool { return !maps.Equal(hosts.Placement(&w.state), reported) })
+				err = workflow.Await(ctx, func() bool { return !maps.Equal(hosts.Placement(&rx.w.state), reported) })
 			}
 			if err != nil {
 				return
@@ -55,10 +55,10 @@ func (w *clusterWorkflow) watchHosts(ctx workflow.Context) {
 	})
 }
 
-func (w *clusterWorkflow) reportPlacement(ctx workflow.Context, p workflows.ClusterPlacement) {
+func (rx *reactor) reportPlacement(ctx workflow.Context, p workflows.ClusterPlacement) {
 	err := workflow.SignalExternalWorkflow(ctx, workflows.HostsWorkflowID, "", workflows.ClusterHostsSignal, p).Get(ctx, nil)
 	if err != nil {
-		w.logger.Warn("Could not tell the host registry where members are", "Error", err)
+		rx.w.logger.Warn("Could not tell the host registry where members are", "Error", err)
 	}
 }
 
@@ -69,63 +69,63 @@ func (w *clusterWorkflow) reportPlacement(ctx workflow.Context, p workflows.Clus
 // Maintenance holds the view back: the members' histories record what changed, and the
 // view is applied when maintenance ends, so that a host lost meanwhile then takes its
 // members down.
-func (w *clusterWorkflow) onHostsChanged(ctx workflow.Context, view []plan.Host) {
-	before := w.state.Hosts
-	if w.inMaintenance() {
-		if w.state.HeldHosts != nil {
-			before = w.state.HeldHosts // its changes are recorded already
+func (rx *reactor) onHostsChanged(ctx workflow.Context, view []plan.Host) {
+	before := rx.w.state.Hosts
+	if rx.w.inMaintenance() {
+		if rx.w.state.HeldHosts != nil {
+			before = rx.w.state.HeldHosts // its changes are recorded already
 		}
-		w.state.HeldHosts = view
+		rx.w.state.HeldHosts = view
 	} else {
-		w.state.Hosts = view
+		rx.w.state.Hosts = view
 	}
 	wasLost := func(name string) bool { return hosts.WasLost(before, name) }
 	for _, h := range view {
 		if h.Lost && !wasLost(h.Name) {
-			w.forgetInstalled(h.Name) // it may come back without its files
+			rx.w.forgetInstalled(h.Name) // it may come back without its files
 		}
 	}
-	for i := range w.state.Roles {
-		rs := &w.state.Roles[i]
+	for i := range rx.w.state.Roles {
+		rs := &rx.w.state.Roles[i]
 		for j := range rs.Members {
 			m := &rs.Members[j]
 			if m.Host == "" {
 				continue
 			}
-			ev, reason, changed := hosts.Event(m, view, wasLost(m.Host), w.setUpElsewhere)
+			ev, reason, changed := hosts.Event(m, view, wasLost(m.Host), rx.w.setUpElsewhere)
 			if !changed {
 				continue
 			}
-			w.health.stepHealth(ctx, rs, m, workflows.MemberEvent{Member: m.Name, Event: ev, Reason: reason, Source: "hosts", At: workflow.Now(ctx)})
+			rx.stepHealth(ctx, rs, m, workflows.MemberEvent{Member: m.Name, Event: ev, Reason: reason, Source: "hosts", At: workflow.Now(ctx)})
 		}
 	}
-	if w.inMaintenance() {
+	if rx.w.inMaintenance() {
 		return
 	}
-	w.noteRestarts(before)
-	if back := hosts.StaleHostsBack(&w.state, before); len(back) > 0 {
-		w.NewGeneration(fmt.Sprintf("host %s is back: remove the sandboxes of members set up elsewhere", plan.Abbreviate(back)))
-		w.Touch(ctx)
+	rx.noteRestarts(before)
+	if back := hosts.StaleHostsBack(&rx.w.state, before); len(back) > 0 {
+		rx.w.NewGeneration(fmt.Sprintf("host %s is back: remove the sandboxes of members set up elsewhere", plan.Abbreviate(back)))
+		rx.w.Touch(ctx)
 	}
-	if w.placeWaiting() {
-		w.NewGeneration("hosts changed: set up members that were waiting for a host")
-		w.Touch(ctx)
+	if rx.placeWaiting() {
+		rx.w.NewGeneration("hosts changed: set up members that were waiting for a host")
+		rx.w.Touch(ctx)
 	}
-	w.drain(ctx)
+	rx.drain(ctx)
 }
 
 // placeWaiting gives members waiting for a host one, where one now fits, and reports
 // whether any got one.
-func (c *cluster) placeWaiting() bool {
+func (rx *reactor) placeWaiting() bool {
 	placed := false
-	for i := range c.state.Roles {
-		rs := &c.state.Roles[i]
+	for i := range rx.w.state.Roles {
+		rs := &rx.w.state.Roles[i]
 		waiting := slices.ContainsFunc(rs.Members, func(m plan.Member) bool { return m.Unplaced != "" })
 		if !waiting {
 			continue
 		}
-		r, _ := c.RoleSpec(rs.Name)
-		rs.Members = plan.PlaceMembers(r, rs.Members, c.hostCheck.HostsFor(c.state.Hosts, c.state.Name, r))
+		r, _ := rx.w.RoleSpec(rs.Name)
+		rs.Members = plan.PlaceMembers(r, rs.Members, rx.w.hostCheck.HostsFor(rx.w.state.Hosts, rx.w.state.Name, r))
 		placed = placed || slices.ContainsFunc(rs.Members, func(m plan.Member) bool { return m.State == plan.MemberPending && m.Host != "" && m.Unplaced == "" })
 	}
 	return placed
@@ -134,22 +134,22 @@ func (c *cluster) placeWaiting() bool {
 // dropUnreachable takes members on hosts that cannot be reached out of the work: nothing
 // can run there. They are forgotten as if removed; should the host come back, reconcile
 // finds their sandboxes and removes them as rogues.
-func (c *cluster) dropUnreachable(work []plan.RoleWork, now time.Time) []plan.RoleWork {
+func (e *executor) dropUnreachable(work []plan.RoleWork, now time.Time) []plan.RoleWork {
 	var kept []plan.RoleWork
 	for _, rw := range work {
 		var reachable []plan.Member
 		var dropped []plan.Member
 		for _, m := range rw.Members {
-			if m.Host == "" || hosts.Reachable(&c.state, m.Host) {
+			if m.Host == "" || hosts.Reachable(&e.w.state, m.Host) {
 				reachable = append(reachable, m)
 				continue
 			}
-			_, live := c.state.FindMember(m.Name)
+			_, live := e.w.state.FindMember(m.Name)
 			live.State, live.Since = plan.MemberDeleted, now
 			live.Detail = fmt.Sprintf("left on host %s, which is lost; its sandbox is removed if the host comes back", m.Host)
 			dropped = append(dropped, m)
 		}
-		c.noteRemoved(rw.Role, dropped)
+		e.w.noteRemoved(rw.Role, dropped)
 		if len(reachable) > 0 {
 			rw.Members = reachable
 			kept = append(kept, rw)

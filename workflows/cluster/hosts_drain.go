@@ -18,17 +18,17 @@ import (
 // operation ends.
 
 // drain takes the next step of draining any draining host.
-func (w *clusterWorkflow) drain(ctx workflow.Context) {
-	if !w.state.OnHosts || w.deleteRequested {
+func (rx *reactor) drain(ctx workflow.Context) {
+	if !rx.w.state.OnHosts || rx.w.deleteRequested {
 		return
 	}
-	draining := func(host string) bool { return hosts.Draining(&w.state, host) }
-	names := plan.Drain(w.state.Roles, w.state.Levels, draining, func(rs plan.RoleState) int {
-		def, _ := w.RoleSpec(rs.Name)
+	draining := func(host string) bool { return hosts.Draining(&rx.w.state, host) }
+	names := plan.Drain(rx.w.state.Roles, rx.w.state.Levels, draining, func(rs plan.RoleState) int {
+		def, _ := rx.w.RoleSpec(rs.Name)
 		return health.UnavailableLimit(&rs, def)
 	})
 	for _, name := range names {
-		rs, m := w.state.FindMember(name)
-		w.health.stepHealth(ctx, rs, m, workflows.MemberEvent{Member: name, Event: plan.HealthDrain, Reason: fmt.Sprintf("host %s is draining", m.Host), Source: "hosts", At: workflow.Now(ctx)})
+		rs, m := rx.w.state.FindMember(name)
+		rx.stepHealth(ctx, rs, m, workflows.MemberEvent{Member: name, Event: plan.HealthDrain, Reason: fmt.Sprintf("host %s is draining", m.Host), Source: "hosts", At: workflow.Now(ctx)})
 	}
 }

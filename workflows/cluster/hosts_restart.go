@@ -16,17 +16,17 @@ import (
 
 // noteRestarts records the hosts whose boot ID changed between two views, and starts a
 // generation to bring their members back.
-func (c *cluster) noteRestarts(before []plan.Host) {
-	restarted := hosts.Restarted(&c.state, before)
+func (rx *reactor) noteRestarts(before []plan.Host) {
+	restarted := hosts.Restarted(&rx.w.state, before)
 	if len(restarted) == 0 {
 		return
 	}
 	for _, h := range restarted {
-		c.forgetInstalled(h)
-		if !slices.Contains(c.state.Restarted, h) {
-			c.state.Restarted = append(c.state.Restarted, h)
+		rx.w.forgetInstalled(h)
+		if !slices.Contains(rx.w.state.Restarted, h) {
+			rx.w.state.Restarted = append(rx.w.state.Restarted, h)
 		}
 	}
-	slices.Sort(c.state.Restarted)
-	c.NewGeneration(fmt.Sprintf("host %s restarted: start its members", strings.Join(restarted, ", ")))
+	slices.Sort(rx.w.state.Restarted)
+	rx.w.NewGeneration(fmt.Sprintf("host %s restarted: start its members", strings.Join(restarted, ", ")))
 }

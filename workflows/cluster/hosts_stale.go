@@ -12,10 +12,10 @@ import (
 
 // removeStale removes the stale sandboxes on hosts that can be reached, at once; those on
 // hosts still lost wait for them.
-func (w *clusterWorkflow) removeStale(ctx workflow.Context) {
+func (e *executor) removeStale(ctx workflow.Context) {
 	var now []workflows.StaleMember
-	for _, s := range w.state.Stale {
-		if hosts.Reachable(&w.state, s.Host) {
+	for _, s := range e.w.state.Stale {
+		if hosts.Reachable(&e.w.state, s.Host) {
 			now = append(now, s)
 		}
 	}
@@ -32,19 +32,19 @@ func (w *clusterWorkflow) removeStale(ctx workflow.Context) {
 			wg.Add(1)
 			workflow.Go(ctx, func(ctx workflow.Context) {
 				defer wg.Done()
-				ref := w.memberRef(s.Role, s.Member)
+				ref := e.w.memberRef(s.Role, s.Member)
 				err := workflow.ExecuteActivity(flow.OnMemberHost(flow.WithQuickActivity(ctx, "remove stale "+s.Member), s.Host), flow.ActRemoveMember, ref).Get(ctx, nil)
 				if err != nil {
-					w.logger.Warn("Could not remove a stale sandbox; trying again next pass", "Member", s.Member, "Host", s.Host, "Error", err)
+					e.w.logger.Warn("Could not remove a stale sandbox; trying again next pass", "Member", s.Member, "Host", s.Host, "Error", err)
 					return
 				}
 				removed[i] = true
-				w.logger.Info("Removed a stale sandbox", "Member", s.Member, "Host", s.Host)
+				e.w.logger.Info("Removed a stale sandbox", "Member", s.Member, "Host", s.Host)
 			})
 		}
 		wg.Wait(ctx)
 	}
-	w.state.Stale = slices.DeleteFunc(w.state.Stale, func(s workflows.StaleMember) bool {
+	e.w.state.Stale = slices.DeleteFunc(e.w.state.Stale, func(s workflows.StaleMember) bool {
 		i := slices.Index(now, s)
 		return i >= 0 && removed[i]
 	})

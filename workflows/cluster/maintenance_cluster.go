@@ -32,7 +32,7 @@ func (w *clusterWorkflow) setMaintenance(ctx workflow.Context, m workflows.Maint
 		w.state.Maintenance = nil
 		if held := w.state.HeldHosts; held != nil {
 			w.state.HeldHosts = nil
-			w.onHostsChanged(ctx, held)
+			w.react.onHostsChanged(ctx, held)
 		}
 	}
 	w.logger.Info("Maintenance", "On", m.On, "Reason", m.Reason)

@@ -103,22 +103,22 @@ func (c *cluster) syncDesired() {
 // markSetUpNow records that the members about to be set up configure with the configmeta
 // just written, and so know the members it lists; a member placed afresh is this
 // operation's to set up now.
-func (c *cluster) markSetUpNow(work []plan.RoleWork) {
+func (e *executor) markSetUpNow(work []plan.RoleWork) {
 	for _, rw := range work {
-		rs := c.state.Role(rw.Role)
+		rs := e.w.state.Role(rw.Role)
 		for i := range rw.Members {
 			live := rs.Member(rw.Members[i].Name)
-			live.KnowsUpTo, live.Moved = c.state.ConfigMetaVersion, false
-			rw.Members[i].KnowsUpTo, rw.Members[i].Moved = c.state.ConfigMetaVersion, false
+			live.KnowsUpTo, live.Moved = e.w.state.ConfigMetaVersion, false
+			rw.Members[i].KnowsUpTo, rw.Members[i].Moved = e.w.state.ConfigMetaVersion, false
 		}
 	}
 }
 
 // skipLaterLevels says why members of roles after a failed level never started.
-func (c *cluster) skipLaterLevels(failedLevel int, failedRoles string) {
-	for _, level := range c.state.Levels[failedLevel+1:] {
+func (e *executor) skipLaterLevels(failedLevel int, failedRoles string) {
+	for _, level := range e.w.state.Levels[failedLevel+1:] {
 		for _, name := range level {
-			rs := c.state.Role(name)
+			rs := e.w.state.Role(name)
 			for i := range rs.Members {
 				if rs.Members[i].State == plan.MemberPending {
 					rs.Members[i].Detail = "not started: level with " + failedRoles + " failed"
@@ -135,20 +135,20 @@ const keptFailedTeardowns = 10
 
 // noteFailedTeardowns keeps the members of a teardown whose script failed: they are
 // removed all the same, and these are what status and --wait show of them.
-func (c *cluster) noteFailedTeardowns(rw plan.RoleWork, now time.Time) {
-	rs := c.state.Role(rw.Role)
+func (e *executor) noteFailedTeardowns(rw plan.RoleWork, now time.Time) {
+	rs := e.w.state.Role(rw.Role)
 	for _, m := range rw.Members {
 		live := rs.Member(m.Name)
 		if live == nil || live.State != plan.MemberDeleted || !strings.HasPrefix(live.Detail, workflows.TeardownFailed) {
 			continue
 		}
-		c.state.FailedTeardowns = append(c.state.FailedTeardowns, workflows.FailedTeardown{
-			Member: m.Name, Role: rw.Role, Host: m.Host, Reason: m.RemovedFor, Generation: c.state.Generation, At: now,
+		e.w.state.FailedTeardowns = append(e.w.state.FailedTeardowns, workflows.FailedTeardown{
+			Member: m.Name, Role: rw.Role, Host: m.Host, Reason: m.RemovedFor, Generation: e.w.state.Generation, At: now,
 			Detail: live.Detail, StdoutTail: live.StdoutTail, StderrTail: live.StderrTail,
 		})
 	}
-	if extra := len(c.state.FailedTeardowns) - keptFailedTeardowns; extra > 0 {
-		c.state.FailedTeardowns = slices.Delete(c.state.FailedTeardowns, 0, extra)
+	if extra := len(e.w.state.FailedTeardowns) - keptFailedTeardowns; extra > 0 {
+		e.w.state.FailedTeardowns = slices.Delete(e.w.state.FailedTeardowns, 0, extra)
 	}
 }
 

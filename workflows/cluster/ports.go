@@ -22,11 +22,11 @@ const portAsksPerActivity = 1000
 // lists them, so that members set up together know each other's: as the role writes them
 // where each member has a host to itself (maxPerHost 1), and otherwise from their host,
 // which keeps them apart from every other member there. A member keeps its ports for life.
-func (w *clusterWorkflow) assignPorts(ctx workflow.Context, roles []string) error {
+func (e *executor) assignPorts(ctx workflow.Context, roles []string) error {
 	asks := map[string][]backend.PortAsk{} // by host
 	for _, name := range roles {
-		r, ok := w.spec.Role(name)
-		rs := w.state.Role(name)
+		r, ok := e.w.spec.Role(name)
+		rs := e.w.state.Role(name)
 		if !ok || rs == nil || len(r.Ports) == 0 {
 			continue
 		}
@@ -36,7 +36,7 @@ func (w *clusterWorkflow) assignPorts(ctx workflow.Context, roles []string) erro
 			if m.State != plan.MemberPending || m.Ports != nil || m.Unplaced != "" {
 				continue
 			}
-			if w.state.OnHosts && r.Placement.MaxPerHost == 1 {
+			if e.w.state.OnHosts && r.Placement.MaxPerHost == 1 {
 				m.Ports = maps.Clone(r.Ports)
 				continue
 			}
@@ -49,13 +49,13 @@ func (w *clusterWorkflow) assignPorts(ctx workflow.Context, roles []string) erro
 		// far below Temporal's payload limit.
 		for chunk := range slices.Chunk(asks[host], portAsksPerActivity) {
 			var got backend.PortAssignment
-			req := backend.PortRequest{Cluster: w.folder(), Members: chunk}
+			req := backend.PortRequest{Cluster: e.w.folder(), Members: chunk}
 			if err := workflow.ExecuteActivity(flow.OnMemberHost(flow.WithQuickActivity(ctx, fmt.Sprintf("assign ports to %d members", len(req.Members))), host), flow.ActAssignPorts, req).Get(ctx, &got); err != nil {
 				problems = append(problems, flow.ErrorMessage(err))
 				break
 			}
 			for _, ask := range req.Members {
-				if _, m := w.state.FindMember(ask.Member); m != nil {
+				if _, m := e.w.state.FindMember(ask.Member); m != nil {
 					m.Ports = got[ask.Member]
 				}
 			}

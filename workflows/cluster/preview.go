@@ -14,43 +14,43 @@ import (
 // preview is what a change would do, worked out on the state as it is and changing
 // nothing: the validator's refusal, or the members removed and added role by role, and the
 // batches a rollout would take, as the executor would take them if every update succeeds.
-func (c *cluster) preview(req workflows.PreviewRequest) workflows.Preview {
+func (u *updates) preview(req workflows.PreviewRequest) workflows.Preview {
 	var next spec.Cluster
 	var err error
 	switch {
 	case req.Spec != nil:
 		next = *req.Spec
-		err = c.validateApply(workflows.ApplyRequest{Spec: next})
+		err = u.validateApply(workflows.ApplyRequest{Spec: next})
 	default:
-		next = c.resized(workflows.ResizeRequest{Counts: req.Counts})
-		err = c.validateResize(workflows.ResizeRequest{Counts: req.Counts})
+		next = u.resized(workflows.ResizeRequest{Counts: req.Counts})
+		err = u.validateResize(workflows.ResizeRequest{Counts: req.Counts})
 	}
 	if err != nil {
 		return workflows.Preview{Refused: flow.ErrorMessage(err)}
 	}
-	summary := describeChange(c.spec, next)
+	summary := describeChange(u.w.spec, next)
 	if summary == "" {
 		return workflows.Preview{}
 	}
-	out := workflows.Preview{Summary: summary, Generation: c.state.Generation + 1}
-	changed := plan.ChangedRoles(c.spec, next)
+	out := workflows.Preview{Summary: summary, Generation: u.w.state.Generation + 1}
+	changed := plan.ChangedRoles(u.w.spec, next)
 	if len(changed) > 0 {
-		out.Revision = c.state.Revision + 1
+		out.Revision = u.w.state.Revision + 1
 	}
-	levels, _ := plan.Levels(next, c.state.Roles)
+	levels, _ := plan.Levels(next, u.w.state.Roles)
 	listening := 0 // members set up that hear of others joining or leaving
-	for _, rs := range c.state.Roles {
+	for _, rs := range u.w.state.Roles {
 		listening += plan.CountState(rs.Members, plan.MemberReady)
 	}
 	for _, level := range levels {
 		for _, name := range level {
-			rs := c.state.Role(name)
+			rs := u.w.state.Role(name)
 			if rs == nil {
 				rs = &plan.RoleState{Name: name}
 			}
 			want := plan.DesiredMembers(next, name)
 			wanted, unwanted := plan.SplitMembers(*rs, want)
-			added := plan.NewMembers(c.state.Name, *rs, want, c.state.UpdatedAt)
+			added := plan.NewMembers(u.w.state.Name, *rs, want, u.w.state.UpdatedAt)
 			rp := workflows.RolePreview{Role: name}
 			for _, m := range unwanted {
 				rp.Remove = append(rp.Remove, m.Name)
@@ -64,7 +64,7 @@ func (c *cluster) preview(req workflows.PreviewRequest) workflows.Preview {
 			rp.Remove, rp.MoreRemove = workflows.CapNames(rp.Remove)
 			rp.Add, rp.MoreAdd = workflows.CapNames(rp.Add)
 			if role, ok := next.Role(name); ok && slices.Contains(changed, name) {
-				old, _ := c.spec.Role(name)
+				old, _ := u.w.spec.Role(name)
 				rp.Rollout = previewRollout(role, old, *rs, wanted)
 			}
 			if len(rp.Remove)+len(rp.Add) > 0 || rp.Rollout != nil {

@@ -24,19 +24,19 @@ import (
 const keptUntoldNotices = 8
 
 // keepsUntold says whether a notification of this event is kept for a retry.
-func (c *cluster) keepsUntold(event spec.Event) bool {
-	return c.appContract && (event == spec.EventAddNodes || event == spec.EventDelNodes)
+func (e *executor) keepsUntold(event spec.Event) bool {
+	return e.w.appContract && (event == spec.EventAddNodes || event == spec.EventDelNodes)
 }
 
 // missedBy names the members in config_error after a failed notification whom the
 // notice would tell, were they ready: they are to be told it on their retry.
-func (c *cluster) missedBy(n notice.Notice) []string {
-	if !c.keepsUntold(n.Event) {
+func (e *executor) missedBy(n notice.Notice) []string {
+	if !e.keepsUntold(n.Event) {
 		return nil
 	}
 	var names []string
-	for _, rs := range c.state.Roles {
-		if r, ok := c.spec.Role(rs.Name); !ok || !r.Wants(n.Event) {
+	for _, rs := range e.w.state.Roles {
+		if r, ok := e.w.spec.Role(rs.Name); !ok || !r.Wants(n.Event) {
 			continue
 		}
 		for _, m := range rs.Members {
@@ -49,14 +49,14 @@ func (c *cluster) missedBy(n notice.Notice) []string {
 }
 
 // keepUntold keeps the notice for the members it told that failed, and those it missed.
-func (c *cluster) keepUntold(n notice.Notice, told []plan.RoleWork, missed []string) {
-	if !c.keepsUntold(n.Event) {
+func (e *executor) keepUntold(n notice.Notice, told []plan.RoleWork, missed []string) {
+	if !e.keepsUntold(n.Event) {
 		return
 	}
 	untold := missed
 	for _, rw := range told {
 		for _, m := range rw.Members {
-			if _, live := c.state.FindMember(m.Name); live != nil && live.State == plan.MemberConfigError && live.Event == n.Event {
+			if _, live := e.w.state.FindMember(m.Name); live != nil && live.State == plan.MemberConfigError && live.Event == n.Event {
 				untold = append(untold, m.Name)
 			}
 		}
@@ -64,21 +64,21 @@ func (c *cluster) keepUntold(n notice.Notice, told []plan.RoleWork, missed []str
 	if len(untold) == 0 {
 		return
 	}
-	c.state.Notices = max(c.state.Notices, n.ID) // a notice no one was told was never numbered
+	e.w.state.Notices = max(e.w.state.Notices, n.ID) // a notice no one was told was never numbered
 	for _, name := range untold {
-		if _, m := c.state.FindMember(name); m != nil && !slices.Contains(m.Untold, n.ID) {
+		if _, m := e.w.state.FindMember(name); m != nil && !slices.Contains(m.Untold, n.ID) {
 			m.Untold = append(m.Untold, n.ID)
 		}
 	}
-	c.state.KeptNotices = append(c.state.KeptNotices, n)
-	if extra := len(c.state.KeptNotices) - keptUntoldNotices; extra > 0 {
-		c.state.KeptNotices = slices.Delete(c.state.KeptNotices, 0, extra)
+	e.w.state.KeptNotices = append(e.w.state.KeptNotices, n)
+	if extra := len(e.w.state.KeptNotices) - keptUntoldNotices; extra > 0 {
+		e.w.state.KeptNotices = slices.Delete(e.w.state.KeptNotices, 0, extra)
 	}
 }
 
 // keptNotice is the kept notice of that ID, if it still is.
-func (c *cluster) keptNotice(id int) (notice.Notice, bool) {
-	for _, n := range c.state.KeptNotices {
+func (e *executor) keptNotice(id int) (notice.Notice, bool) {
+	for _, n := range e.w.state.KeptNotices {
 		if n.ID == id {
 			return n, true
 		}
@@ -87,12 +87,12 @@ func (c *cluster) keptNotice(id int) (notice.Notice, bool) {
 }
 
 // untoldProblem says why a member that failed a notification cannot be retried, or "".
-func (c *cluster) untoldProblem(m plan.Member) string {
+func (u *updates) untoldProblem(m plan.Member) string {
 	if len(m.Untold) == 0 {
 		return fmt.Sprintf("member %s failed %s before retry kept what it was not told; a replacement moves it on", m.Name, m.Event)
 	}
 	for _, id := range m.Untold {
-		if _, ok := c.keptNotice(id); !ok {
+		if _, ok := u.w.exec.keptNotice(id); !ok {
 			return fmt.Sprintf("member %s was not told notice %d, which is no longer kept (the latest %d are); a replacement moves it on", m.Name, id, keptUntoldNotices)
 		}
 	}
@@ -101,10 +101,10 @@ func (c *cluster) untoldProblem(m plan.Member) string {
 
 // retell tells the ready members with notices untold those notices, oldest first, a notice
 // at a time. A member that fails one again is in config_error again, keeping the rest.
-func (w *clusterWorkflow) retell(ctx workflow.Context) {
+func (e *executor) retell(ctx workflow.Context) {
 	for ctx.Err() == nil {
 		id := 0
-		for _, rs := range w.state.Roles {
+		for _, rs := range e.w.state.Roles {
 			for _, m := range rs.Members {
 				if m.State == plan.MemberReady && len(m.Untold) > 0 && (id == 0 || m.Untold[0] < id) {
 					id = m.Untold[0]
@@ -114,9 +114,9 @@ func (w *clusterWorkflow) retell(ctx workflow.Context) {
 		if id == 0 {
 			break
 		}
-		n, kept := w.keptNotice(id)
+		n, kept := e.keptNotice(id)
 		var work []plan.RoleWork
-		for _, rs := range w.state.Roles {
+		for _, rs := range e.w.state.Roles {
 			var members []plan.Member
 			for j := range rs.Members {
 				m := &rs.Members[j]
@@ -137,16 +137,16 @@ func (w *clusterWorkflow) retell(ctx workflow.Context) {
 			continue
 		}
 		op := plan.RoleOperation(n.Event)
-		if failed := w.writeFiles(ctx, fmt.Sprintf("notice %d of %s, again", n.ID, w.state.Name), hostsOf(work), backend.ClusterFiles{Cluster: w.state.Name, Home: w.state.Home, Notice: &n}); len(failed) > 0 {
-			work = w.untold(ctx, op, work, failed)
+		if failed := e.writeFiles(ctx, fmt.Sprintf("notice %d of %s, again", n.ID, e.w.state.Name), hostsOf(work), backend.ClusterFiles{Cluster: e.w.state.Name, Home: e.w.state.Home, Notice: &n}); len(failed) > 0 {
+			work = e.untold(ctx, op, work, failed)
 		}
-		w.runner.RunLevel(ctx, w, op, work)
+		e.w.RunLevel(ctx, op, work)
 		if ctx.Err() != nil {
 			return
 		}
 		for _, rw := range work {
 			for _, m := range rw.Members {
-				if _, live := w.state.FindMember(m.Name); live != nil && live.State == plan.MemberReady && len(live.Untold) > 0 && live.Untold[0] == id {
+				if _, live := e.w.state.FindMember(m.Name); live != nil && live.State == plan.MemberReady && len(live.Untold) > 0 && live.Untold[0] == id {
 					live.Untold = live.Untold[1:]
 					if len(live.Untold) == 0 {
 						live.Untold = nil
@@ -154,7 +154,7 @@ func (w *clusterWorkflow) retell(ctx workflow.Context) {
 				}
 			}
 		}
-		w.logger.Info("Told a notice again", "Event", n.Event, "Notice", n.ID, "Roles", fmt.Sprint(workRoles(work)))
-		w.Touch(ctx)
+		e.w.logger.Info("Told a notice again", "Event", n.Event, "Notice", n.ID, "Roles", fmt.Sprint(workRoles(work)))
+		e.w.Touch(ctx)
 	}
 }

@@ -25,11 +25,11 @@ import (
 // validateRetry refuses a retry of a cluster being deleted or held, of members that do not
 // exist or are not in config_error, of a failure retry does not run again, and a retry
 // with nothing to retry; every problem at once.
-func (c *cluster) validateRetry(req workflows.RetryRequest) error {
-	if err := c.refuseChange("retry"); err != nil {
+func (u *updates) validateRetry(req workflows.RetryRequest) error {
+	if err := u.refuseChange("retry"); err != nil {
 		return err
 	}
-	_, problems := c.retried(req)
+	_, problems := u.retried(req)
 	if len(problems) > 0 {
 		return flow.Refused(apperr.Invalid, "retry refused: %s", strings.Join(problems, "; "))
 	}
@@ -37,7 +37,7 @@ func (c *cluster) validateRetry(req workflows.RetryRequest) error {
 }
 
 // retried is the members a retry runs again, or what is wrong with it.
-func (c *cluster) retried(req workflows.RetryRequest) (names, problems []string) {
+func (u *updates) retried(req workflows.RetryRequest) (names, problems []string) {
 	failed := func(m plan.Member) string {
 		if m.Decommission == plan.DecommissionFailed {
 			return ""
@@ -45,15 +45,15 @@ func (c *cluster) retried(req workflows.RetryRequest) (names, problems []string)
 		if m.State != plan.MemberConfigError {
 			return fmt.Sprintf("member %s is %s, not config_error: nothing to retry", m.Name, m.State)
 		}
-		if c.appContract && m.Event == spec.EventRemoving {
+		if u.w.appContract && m.Event == spec.EventRemoving {
 			return ""
 		}
-		if c.keepsUntold(m.Event) {
-			return c.untoldProblem(m)
+		if u.w.exec.keepsUntold(m.Event) {
+			return u.untoldProblem(m)
 		}
 		if m.Event != spec.EventConfigure && m.Event != "" {
 			retries := "a failed configure; a failed notification stays to be seen in its output"
-			if c.appContract {
+			if u.w.appContract {
 				retries = "a failed configure, decommission, addnodes, delnodes or removing"
 			}
 			return fmt.Sprintf("member %s failed %s, which retry does not run again (it retries %s, and a replacement or a new revision moves on)", m.Name, m.Event, retries)
@@ -61,7 +61,7 @@ func (c *cluster) retried(req workflows.RetryRequest) (names, problems []string)
 		return ""
 	}
 	if len(req.Members) == 0 {
-		for _, rs := range c.state.Roles {
+		for _, rs := range u.w.state.Roles {
 			for _, m := range rs.Members {
 				if m.State != plan.MemberConfigError && m.Decommission != plan.DecommissionFailed {
 					continue
@@ -74,15 +74,15 @@ func (c *cluster) retried(req workflows.RetryRequest) (names, problems []string)
 			}
 		}
 		if len(names) == 0 && len(problems) == 0 {
-			problems = append(problems, fmt.Sprintf("no member of cluster %s is in config_error, nor waits on a failed decommission", c.state.Name))
+			problems = append(problems, fmt.Sprintf("no member of cluster %s is in config_error, nor waits on a failed decommission", u.w.state.Name))
 		}
 		return names, problems
 	}
 	for _, name := range req.Members {
-		_, m := c.state.FindMember(name)
+		_, m := u.w.state.FindMember(name)
 		switch {
 		case m == nil || m.State == plan.MemberDeleted:
-			problems = append(problems, fmt.Sprintf("cluster %s has no member %q", c.state.Name, spec.Clip(name, spec.MaxMemberNameLength)))
+			problems = append(problems, fmt.Sprintf("cluster %s has no member %q", u.w.state.Name, spec.Clip(name, spec.MaxMemberNameLength)))
 		case slices.Contains(names, name):
 			problems = append(problems, fmt.Sprintf("member %s is named more than once", name))
 		default:
@@ -97,19 +97,19 @@ func (c *cluster) retried(req workflows.RetryRequest) (names, problems []string)
 }
 
 // onRetry puts the members back to pending and starts a new generation that sets them up.
-func (w *clusterWorkflow) onRetry(ctx workflow.Context, req workflows.RetryRequest) (workflows.ChangeResult, error) {
-	names, _ := w.retried(req)
+func (u *updates) onRetry(ctx workflow.Context, req workflows.RetryRequest) (workflows.ChangeResult, error) {
+	names, _ := u.retried(req)
 	now := workflow.Now(ctx)
 	removing := false
 	for _, name := range names {
-		_, m := w.state.FindMember(name)
+		_, m := u.w.state.FindMember(name)
 		switch {
 		case m.Decommission == plan.DecommissionFailed:
 			m.Decommission, m.Detail = "", "retrying decommission"
-			if w.appContract && !m.RemovingTold {
+			if u.w.appContract && !m.RemovingTold {
 				m.Detail = "retrying removing"
 			}
-		case w.keepsUntold(m.Event):
+		case u.w.exec.keepsUntold(m.Event):
 			// Set up all along: ready again, it is told what it was not at the next
 			// announcement (see retell).
 			m.State, m.Since, m.Detail = plan.MemberReady, now, "retrying "+string(m.Event)
@@ -124,17 +124,17 @@ func (w *clusterWorkflow) onRetry(ctx workflow.Context, req workflows.RetryReque
 		m.StdoutTail, m.StderrTail = "", ""
 	}
 	if removing {
-		for i := range w.state.Roles {
-			for j := range w.state.Roles[i].Members {
-				if m := &w.state.Roles[i].Members[j]; m.Decommission == plan.DecommissionFailed && !m.RemovingTold {
+		for i := range u.w.state.Roles {
+			for j := range u.w.state.Roles[i].Members {
+				if m := &u.w.state.Roles[i].Members[j]; m.Decommission == plan.DecommissionFailed && !m.RemovingTold {
 					m.Decommission, m.Detail = "", "retrying removing"
 				}
 			}
 		}
 	}
 	summary := "retry " + spec.Some(names, flow.RefusalNames)
-	w.NewGeneration(summary)
-	w.Touch(ctx)
-	w.logger.Info("Retrying failed members", "Generation", w.state.Generation, "Members", len(names))
-	return workflows.ChangeResult{Generation: w.state.Generation, Changed: true, Summary: summary}, nil
+	u.w.NewGeneration(summary)
+	u.w.Touch(ctx)
+	u.w.logger.Info("Retrying failed members", "Generation", u.w.state.Generation, "Members", len(names))
+	return workflows.ChangeResult{Generation: u.w.state.Generation, Changed: true, Summary: summary}, nil
 }

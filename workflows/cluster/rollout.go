@@ -23,89 +23,89 @@ import (
 
 // Handlers, registered with the other updates (changes.go).
 
-func (c *cluster) validateRolloutPause() error {
-	if err := c.refuseChange("rollout pause"); err != nil {
+func (u *updates) validateRolloutPause() error {
+	if err := u.refuseChange("rollout pause"); err != nil {
 		return err
 	}
-	switch ro := c.state.Rollout; {
-	case !rollout.Running(&c.state):
-		return flow.Refused(apperr.Conflict, "rollout pause refused: cluster %s has no rollout in progress", c.state.Name)
+	switch ro := u.w.state.Rollout; {
+	case !rollout.Running(&u.w.state):
+		return flow.Refused(apperr.Conflict, "rollout pause refused: cluster %s has no rollout in progress", u.w.state.Name)
 	case ro.Paused != "":
 		return flow.Refused(apperr.Conflict, "rollout pause refused: the %s is already paused: %s", ro.What(), ro.Paused)
 	}
 	return nil
 }
 
-func (w *clusterWorkflow) onRolloutPause(ctx workflow.Context) (workflows.RolloutStatus, error) {
-	w.state.Rollout.Paused, w.state.Rollout.Member, w.state.Rollout.PausedAt = "paused by an operator", "", workflow.Now(ctx)
-	w.Touch(ctx)
-	return rollout.Answer(&w.state, w.spec), nil
+func (u *updates) onRolloutPause(ctx workflow.Context) (workflows.RolloutStatus, error) {
+	u.w.state.Rollout.Paused, u.w.state.Rollout.Member, u.w.state.Rollout.PausedAt = "paused by an operator", "", workflow.Now(ctx)
+	u.w.Touch(ctx)
+	return rollout.Answer(&u.w.state, u.w.spec), nil
 }
 
-func (c *cluster) validateRolloutResume() error {
-	if err := c.refuseChange("rollout resume"); err != nil {
+func (u *updates) validateRolloutResume() error {
+	if err := u.refuseChange("rollout resume"); err != nil {
 		return err
 	}
-	if !rollout.Running(&c.state) || c.state.Rollout.Paused == "" {
-		return flow.Refused(apperr.Conflict, "rollout resume refused: cluster %s has no paused rollout", c.state.Name)
+	if !rollout.Running(&u.w.state) || u.w.state.Rollout.Paused == "" {
+		return flow.Refused(apperr.Conflict, "rollout resume refused: cluster %s has no paused rollout", u.w.state.Name)
 	}
 	return nil
 }
 
-func (w *clusterWorkflow) onRolloutResume(ctx workflow.Context) (workflows.RolloutStatus, error) {
-	ro := w.state.Rollout
+func (u *updates) onRolloutResume(ctx workflow.Context) (workflows.RolloutStatus, error) {
+	ro := u.w.state.Rollout
 	ro.Paused, ro.Member, ro.Tripped, ro.TrippedBy = "", "", "", ""
-	w.NewGeneration(ro.What() + " resumed")
-	w.Touch(ctx)
-	return rollout.Answer(&w.state, w.spec), nil
+	u.w.NewGeneration(ro.What() + " resumed")
+	u.w.Touch(ctx)
+	return rollout.Answer(&u.w.state, u.w.spec), nil
 }
 
-func (c *cluster) validateRolloutUndo(req workflows.UndoRequest) error {
-	if err := c.refuseChange("rollout undo"); err != nil {
+func (u *updates) validateRolloutUndo(req workflows.UndoRequest) error {
+	if err := u.refuseChange("rollout undo"); err != nil {
 		return err
 	}
-	next, err := rollout.UndoSpec(&c.state, c.spec, req.ToRevision)
+	next, err := rollout.UndoSpec(&u.w.state, u.w.spec, req.ToRevision)
 	if err != nil {
 		return err
 	}
-	return c.validateApply(workflows.ApplyRequest{Spec: next})
+	return u.validateApply(workflows.ApplyRequest{Spec: next})
 }
 
-func (w *clusterWorkflow) onRolloutUndo(ctx workflow.Context, req workflows.UndoRequest) (workflows.RolloutStatus, error) {
+func (u *updates) onRolloutUndo(ctx workflow.Context, req workflows.UndoRequest) (workflows.RolloutStatus, error) {
 	to := req.ToRevision
 	if to == 0 {
-		to = w.state.Revision - 1
+		to = u.w.state.Revision - 1
 	}
-	next, err := rollout.UndoSpec(&w.state, w.spec, to)
+	next, err := rollout.UndoSpec(&u.w.state, u.w.spec, to)
 	if err != nil {
 		return workflows.RolloutStatus{}, err
 	}
-	w.applySpec(ctx, next, req.By, fmt.Sprintf("undo to revision %d", to))
-	return rollout.Answer(&w.state, w.spec), nil
+	u.applySpec(ctx, next, req.By, fmt.Sprintf("undo to revision %d", to))
+	return rollout.Answer(&u.w.state, u.w.spec), nil
 }
 
 // The rollout pass.
 
-func (c *cluster) validateRestart(req workflows.RestartRequest) error {
-	_, err := c.restartTargets(req)
+func (u *updates) validateRestart(req workflows.RestartRequest) error {
+	_, err := u.restartTargets(req)
 	return err
 }
 
-func (w *clusterWorkflow) onRestart(ctx workflow.Context, req workflows.RestartRequest) (workflows.RolloutStatus, error) {
-	targets, err := w.restartTargets(req)
+func (u *updates) onRestart(ctx workflow.Context, req workflows.RestartRequest) (workflows.RolloutStatus, error) {
+	targets, err := u.restartTargets(req)
 	if err != nil {
 		return workflows.RolloutStatus{}, err
 	}
-	rollout.Start(&w.state, &workflows.RolloutRecord{Revision: w.state.Revision, Restart: true, Started: workflow.Now(ctx)})
+	rollout.Start(&u.w.state, &workflows.RolloutRecord{Revision: u.w.state.Revision, Restart: true, Started: workflow.Now(ctx)})
 	total := 0
 	for _, role := range slices.Sorted(maps.Keys(targets)) {
-		rs := w.state.Role(role)
+		rs := u.w.state.Role(role)
 		for _, name := range targets[role] {
 			rs.Member(name).RestartDue = true
 			total++
 		}
 	}
-	w.NewGeneration(fmt.Sprintf("rolling restart of %d members", total))
-	w.Touch(ctx)
-	return rollout.Answer(&w.state, w.spec), nil
+	u.w.NewGeneration(fmt.Sprintf("rolling restart of %d members", total))
+	u.w.Touch(ctx)
+	return rollout.Answer(&u.w.state, u.w.spec), nil
 }

@@ -12,19 +12,19 @@ import (
 	"github.com/clusterflow/clusterflow/workflows/plan"
 )
 
-func (c *cluster) refuseWhileDeleting(what string) error {
-	if c.deleteRequested {
-		return flow.Refused(apperr.Conflict, "%s refused: cluster %s is being deleted", what, c.state.Name)
+func (u *updates) refuseWhileDeleting(what string) error {
+	if u.w.deleteRequested {
+		return flow.Refused(apperr.Conflict, "%s refused: cluster %s is being deleted", what, u.w.state.Name)
 	}
 	return nil
 }
 
 // refuseChange refuses a change to a cluster being deleted, or held by maintenance.
-func (c *cluster) refuseChange(what string) error {
-	if err := c.refuseWhileDeleting(what); err != nil {
+func (u *updates) refuseChange(what string) error {
+	if err := u.refuseWhileDeleting(what); err != nil {
 		return err
 	}
-	if m := c.state.Maintenance; m != nil {
+	if m := u.w.state.Maintenance; m != nil {
 		return flow.RefusedInMaintenance(*m, what)
 	}
 	return nil
@@ -32,8 +32,8 @@ func (c *cluster) refuseChange(what string) error {
 
 // validateResize refuses unknown roles, negative counts and counts the role's cardinality
 // does not allow, naming every problem at once.
-func (c *cluster) validateResize(req workflows.ResizeRequest) error {
-	if err := c.refuseChange("resize"); err != nil {
+func (u *updates) validateResize(req workflows.ResizeRequest) error {
+	if err := u.refuseChange("resize"); err != nil {
 		return err
 	}
 	if len(req.Counts) == 0 {
@@ -43,10 +43,10 @@ func (c *cluster) validateResize(req workflows.ResizeRequest) error {
 	seen := map[string]bool{}
 	for _, count := range req.Counts {
 		asked := fmt.Sprintf("%s=%d refused: ", count.Role, count.Members)
-		r, ok := c.spec.Role(count.Role)
+		r, ok := u.w.spec.Role(count.Role)
 		switch {
 		case !ok:
-			problems = append(problems, asked+fmt.Sprintf("cluster %s has no role %q (its roles: %s)", c.state.Name, count.Role, strings.Join(c.spec.RoleNames(), ", ")))
+			problems = append(problems, asked+fmt.Sprintf("cluster %s has no role %q (its roles: %s)", u.w.state.Name, count.Role, strings.Join(u.w.spec.RoleNames(), ", ")))
 		case seen[count.Role]:
 			problems = append(problems, asked+fmt.Sprintf("role %s is named more than once", count.Role))
 		case count.Members < 0:
@@ -61,35 +61,35 @@ func (c *cluster) validateResize(req workflows.ResizeRequest) error {
 	if len(problems) > 0 {
 		return flow.Refused(apperr.Invalid, "%s", strings.Join(problems, "; "))
 	}
-	if err := c.refuseSignedFor("resize", req.Signature); err != nil {
+	if err := u.refuseSignedFor("resize", req.Signature); err != nil {
 		return err
 	}
-	next := c.resized(req)
+	next := u.resized(req)
 	if total := next.TotalMembers(); total > spec.MaxClusterMembers {
 		return flow.Refused(apperr.Invalid, "resize refused: it asks for %d members in all; a cluster has at most %d", total, spec.MaxClusterMembers)
 	}
-	return c.refuseUnplaceable("resize", next)
+	return u.refuseUnplaceable("resize", next)
 }
 
 // refuseSignedFor refuses a change whose signature says it is for another generation than
 // the one the change makes: signed for an earlier one (a signature replayed to go back to
 // its spec), or overtaken by another change since it was signed.
-func (c *cluster) refuseSignedFor(what string, sig *spec.Signature) error {
+func (u *updates) refuseSignedFor(what string, sig *spec.Signature) error {
 	if sig == nil || sig.Generation == 0 {
 		return nil // unsigned, or signed before signatures named their generation
 	}
-	if next := c.state.Generation + 1; sig.Generation != next {
-		return flow.Refused(apperr.Conflict, "%s refused: it is signed for generation %d of cluster %s, and it would make generation %d (a signature of an earlier change, or another change came first): sign it again", what, sig.Generation, c.state.Name, next)
+	if next := u.w.state.Generation + 1; sig.Generation != next {
+		return flow.Refused(apperr.Conflict, "%s refused: it is signed for generation %d of cluster %s, and it would make generation %d (a signature of an earlier change, or another change came first): sign it again", what, sig.Generation, u.w.state.Name, next)
 	}
 	return nil
 }
 
 // refuseUnplaceable refuses a change whose members the hosts cannot hold.
-func (c *cluster) refuseUnplaceable(what string, next spec.Cluster) error {
-	if !c.state.OnHosts {
+func (u *updates) refuseUnplaceable(what string, next spec.Cluster) error {
+	if !u.w.state.OnHosts {
 		return nil
 	}
-	if err := plan.PlacementProblem(next, c.state.Roles, c.state.Hosts, c.hostCheck); err != nil {
+	if err := plan.PlacementProblem(next, u.w.state.Roles, u.w.state.Hosts, u.w.hostCheck); err != nil {
 		return flow.Refused(apperr.Invalid, "%s refused: %v", what, err)
 	}
 	return nil
@@ -98,18 +98,18 @@ func (c *cluster) refuseUnplaceable(what string, next spec.Cluster) error {
 // validateApply allows what changes membership (member counts, new roles, removed roles)
 // and refuses any other change to a role that has members: reconfiguring running members
 // is a different operation.
-func (c *cluster) validateApply(req workflows.ApplyRequest) error {
-	if err := c.refuseChange("apply"); err != nil {
+func (u *updates) validateApply(req workflows.ApplyRequest) error {
+	if err := u.refuseChange("apply"); err != nil {
 		return err
 	}
 	next := req.Spec
-	if next.Name != c.spec.Name {
-		return flow.Refused(apperr.Invalid, "apply refused: the spec is for cluster %q, not %q", next.Name, c.spec.Name)
+	if next.Name != u.w.spec.Name {
+		return flow.Refused(apperr.Invalid, "apply refused: the spec is for cluster %q, not %q", next.Name, u.w.spec.Name)
 	}
 	if limits := spec.CheckLimits(next); len(limits) > 0 {
 		return flow.Refused(apperr.Invalid, "apply refused: %s", describeProblems(limits))
 	}
-	if err := c.refuseSignedFor("apply", next.Signature); err != nil {
+	if err := u.refuseSignedFor("apply", next.Signature); err != nil {
 		return err
 	}
 	var problems []string
@@ -120,13 +120,13 @@ func (c *cluster) validateApply(req workflows.ApplyRequest) error {
 		if _, ok := next.Scripts[r.ScriptHash]; !ok {
 			problems = append(problems, fmt.Sprintf("role %s refused: its startscript is missing from the spec", r.Name))
 		}
-		if _, current := c.spec.Role(r.Name); !current && c.hasMembers(r.Name) {
+		if _, current := u.w.spec.Role(r.Name); !current && u.hasMembers(r.Name) {
 			problems = append(problems, fmt.Sprintf("role %s refused: it is still being removed; apply again once its members are gone", r.Name))
 		}
 	}
-	for _, old := range c.spec.Roles {
+	for _, old := range u.w.spec.Roles {
 		r, kept := next.Role(old.Name)
-		hasMembers := c.hasMembers(old.Name)
+		hasMembers := u.hasMembers(old.Name)
 		switch {
 		case !kept:
 			if err := old.Cardinality.Allows(0); err != nil {
@@ -145,26 +145,26 @@ func (c *cluster) validateApply(req workflows.ApplyRequest) error {
 	if _, err := spec.Levels(next.Roles); err != nil {
 		return flow.Refused(apperr.Invalid, "apply refused: %v", err)
 	}
-	return c.refuseUnplaceable("apply", next)
+	return u.refuseUnplaceable("apply", next)
 }
 
-func (c *cluster) validateCancel() error {
-	if err := c.refuseChange("cancel"); err != nil {
+func (u *updates) validateCancel() error {
+	if err := u.refuseChange("cancel"); err != nil {
 		return err
 	}
-	if !c.operating {
-		return flow.Refused(apperr.Conflict, "cancel refused: nothing to cancel, cluster %s is %s", c.state.Name, c.state.Phase)
+	if !u.w.operating {
+		return flow.Refused(apperr.Conflict, "cancel refused: nothing to cancel, cluster %s is %s", u.w.state.Name, u.w.state.Phase)
 	}
 	return nil
 }
 
 // checkMemberEvent names an unknown member or event; the update refuses it, and the signal
 // drops it. The refusal names a few of the members and counts the rest.
-func (c *cluster) checkMemberEvent(ev workflows.MemberEvent) error {
-	if _, m := c.state.FindMember(ev.Member); m == nil || m.State == plan.MemberDeleted {
+func (rx *reactor) checkMemberEvent(ev workflows.MemberEvent) error {
+	if _, m := rx.w.state.FindMember(ev.Member); m == nil || m.State == plan.MemberDeleted {
 		var names []string
 		total := 0
-		for _, rs := range c.state.Roles {
+		for _, rs := range rx.w.state.Roles {
 			for _, m := range rs.Members {
 				if m.State != plan.MemberDeleted {
 					total++
@@ -178,7 +178,7 @@ func (c *cluster) checkMemberEvent(ev workflows.MemberEvent) error {
 		if total > len(names) {
 			listed += fmt.Sprintf(" and %d more", total-len(names))
 		}
-		return flow.Refused(apperr.NotFound, "member-event refused: cluster %s has no member %q (its members: %s)", c.state.Name, spec.Clip(ev.Member, spec.MaxMemberNameLength), listed)
+		return flow.Refused(apperr.NotFound, "member-event refused: cluster %s has no member %q (its members: %s)", rx.w.state.Name, spec.Clip(ev.Member, spec.MaxMemberNameLength), listed)
 	}
 	if err := workflows.CheckReportedEvent(ev.Event); err != nil {
 		return flow.Refused(apperr.Invalid, "member-event refused: event %s", err)
@@ -186,28 +186,28 @@ func (c *cluster) checkMemberEvent(ev workflows.MemberEvent) error {
 	return nil
 }
 
-func (c *cluster) validateMemberEvent(ev workflows.MemberEvent) error {
-	if err := c.refuseChange("member-event"); err != nil {
+func (rx *reactor) validateMemberEvent(ev workflows.MemberEvent) error {
+	if err := rx.w.updates.refuseChange("member-event"); err != nil {
 		return err
 	}
 	if err := workflows.CheckMemberEventText(ev); err != nil {
 		return flow.Refused(apperr.Invalid, "member-event refused: %s", err.Error())
 	}
-	return c.checkMemberEvent(ev)
+	return rx.checkMemberEvent(ev)
 }
 
-func (c *cluster) validateResume() error {
-	if err := c.refuseChange("resume"); err != nil {
+func (rx *reactor) validateResume() error {
+	if err := rx.w.updates.refuseChange("resume"); err != nil {
 		return err
 	}
-	if !c.hasResumable() {
-		return flow.Refused(apperr.Conflict, "resume refused: nothing to resume: no role of cluster %s has its replacement paused, and no member is flapping", c.state.Name)
+	if !rx.hasResumable() {
+		return flow.Refused(apperr.Conflict, "resume refused: nothing to resume: no role of cluster %s has its replacement paused, and no member is flapping", rx.w.state.Name)
 	}
 	return nil
 }
 
-func (c *cluster) validateReconcile() error {
-	return c.refuseChange("reconcile")
+func (rx *reactor) validateReconcile() error {
+	return rx.w.updates.refuseChange("reconcile")
 }
 
 // describeProblems writes spec problems on one line, each with its field path.
