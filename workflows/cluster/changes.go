@@ -29,9 +29,13 @@ func (u *updates) setUpdateHandlers(ctx workflow.Context) error {
 		{workflows.ApplyUpdate, u.onApply, u.validateApply, "Change member counts, add or remove roles by a new spec; returns the new generation"},
 		{workflows.CancelUpdate, u.onCancel, u.validateCancel, "Stop the operation in progress; running scripts are killed"},
 		{workflows.DeleteUpdate, u.onDelete, nil, "Delete the cluster: stop what runs, tear members down and remove them"},
-		{workflows.MemberEventUpdate, u.w.react.onMemberEvent, u.w.react.validateMemberEvent, "Report a member's health: {member, event: down|up|gone|unhealthy, reason, source, at}; returns the transition"},
-		{workflows.ResumeUpdate, u.w.react.onResume, u.w.react.validateResume, "Lift paused replacement (the meltdown guard) and flapping marks"},
-		{workflows.ReconcileUpdate, u.w.react.onReconcile, u.w.react.validateReconcile, "Compare the members with what the backend has now: remove rogues, replace members gone"},
+		{workflows.MemberEventUpdate, func(ctx workflow.Context, ev workflows.MemberEvent) (workflows.MemberEventResult, error) {
+			return u.w.health.Report(ctx, u.w, ev), nil
+		}, u.w.react.validateMemberEvent, "Report a member's health: {member, event: down|up|gone|unhealthy, reason, source, at}; returns the transition"},
+		{workflows.ResumeUpdate, func(ctx workflow.Context) (workflows.ResumeResult, error) { return u.w.health.Resume(ctx, u.w), nil }, u.w.react.validateResume, "Lift paused replacement (the meltdown guard) and flapping marks"},
+		{workflows.ReconcileUpdate, func(ctx workflow.Context) (workflows.ReconcileReport, error) {
+			return u.w.health.Reconcile(ctx, u.w), nil
+		}, u.w.react.validateReconcile, "Compare the members with what the backend has now: remove rogues, replace members gone"},
 		{workflows.RolloutPauseUpdate, u.onRolloutPause, u.validateRolloutPause, "Pause the rollout in progress before its next batch"},
 		{workflows.RolloutResumeUpdate, u.onRolloutResume, u.validateRolloutResume, "Go on with a paused rollout; members whose update failed are tried again"},
 		{workflows.RunActionUpdate, u.onRunAction, u.validateRunAction, "Run {action} of a role on {role} or {members} with {params}, {parallel} at once"},

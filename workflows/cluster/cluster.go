@@ -12,6 +12,7 @@ import (
 	"github.com/clusterflow/clusterflow/internal/signing"
 	"github.com/clusterflow/clusterflow/spec"
 	"github.com/clusterflow/clusterflow/workflows"
+	"github.com/clusterflow/clusterflow/workflows/health"
 	"github.com/clusterflow/clusterflow/workflows/internal/change"
 	"github.com/clusterflow/clusterflow/workflows/plan"
 	"github.com/clusterflow/clusterflow/workflows/role"
@@ -55,21 +56,16 @@ type cluster struct {
 
 	continueAsNewEvery int
 	operationsThisRun  int
-	reconcilesThisRun  int
 
 	deleteRequested bool
 	cancelRequested bool
 	// retireRequested closes the workflow without a teardown: the cluster moved.
 	retireRequested bool
 
-	// healthVersion counts health changes, to wake the health watcher.
-	healthVersion int
 	// membershipEpoch counts members added and forgotten, so that a reconcile whose
 	// listing is older than a membership change does not take a new or just removed
 	// member for a rogue.
 	membershipEpoch int
-	// rogues are backend members reconcile found that the next pass removes.
-	rogues []backend.MemberRef
 	// lastChange says what the latest generation is for, in the updating phase's message.
 	lastChange string
 	// touches counts changes of the state (touch), so that waits on the state can check a
@@ -120,6 +116,8 @@ type clusterWorkflow struct {
 	filesLock workflow.Mutex
 	// runner runs role operations as child workflows.
 	runner *role.Runner
+	// health is member health.
+	health *health.Machine
 	// updates take changes to the desired state; exec converges the members to it; react
 	// follows members' health and the hosts' views.
 	updates *updates
@@ -133,6 +131,7 @@ func newClusterWorkflow(ctx workflow.Context, in workflows.ClusterInput) (*clust
 		filesLock: workflow.NewMutex(ctx),
 	}
 	w.runner = role.NewRunner(false)
+	w.health = health.NewMachine(w.runner)
 	w.updates, w.exec, w.react = &updates{w}, &executor{w}, &reactor{w}
 	if w.continueAsNewEvery <= 0 {
 		w.continueAsNewEvery = defaultContinueAsNewEvery
@@ -199,6 +198,7 @@ func (w *clusterWorkflow) setup(ctx workflow.Context) error {
 		w.state.SpecGeneration = w.state.Generation // a cluster of before: its spec is at least this new
 	}
 	w.setUpElsewhere = workflow.GetVersion(ctx, change.SetUpElsewhere, workflow.DefaultVersion, 1) >= 1
+	w.health.Options = health.Options{Bounded: w.bounded, SetUpElsewhere: w.setUpElsewhere, AppContract: w.appContract, HostCheck: w.hostCheck}
 	if err := workflow.SetQueryHandlerWithOptions(ctx, workflows.StatusQuery, func(page *workflows.StatusPage) (workflows.ClusterStatus, error) {
 		status := w.state.Status(page, workflows.QueryStatusBytes)
 		status.Rollout, status.Revisions, status.Actions = rollout.Status(&w.state, w.spec), rollout.List(&w.state), w.state.Actions
@@ -235,7 +235,7 @@ func (w *clusterWorkflow) setup(ctx workflow.Context) error {
 			w.runner.ApplyProgress(ctx, w, p)
 		}
 	})
-	w.react.receiveMemberEvents(ctx)
+	w.health.ReceiveEvents(ctx, w)
 	w.receiveMaintenance(ctx)
 	if err := w.updates.setTransferHandlers(ctx); err != nil {
 		return err
@@ -249,7 +249,7 @@ func (w *clusterWorkflow) setup(ctx workflow.Context) error {
 	}
 	// Runs recorded before member health had no health timer.
 	if workflow.GetVersion(ctx, change.MemberHealth, workflow.DefaultVersion, 1) >= 1 {
-		workflow.Go(ctx, w.react.watchHealth)
+		workflow.Go(ctx, func(ctx workflow.Context) { w.health.Watch(ctx, w) })
 	}
 	return nil
 }
@@ -299,7 +299,7 @@ func (c *cluster) changePending() bool {
 
 // operationDue says an operation should start now: maintenance holds them all.
 func (c *cluster) operationDue() bool {
-	return c.changePending() && !c.inMaintenance()
+	return c.changePending() && !c.InMaintenance()
 }
 
 // operate runs one operation, converging to the desired generation, on a context a cancel
@@ -323,7 +323,7 @@ func (w *clusterWorkflow) operate(ctx workflow.Context) {
 // continueAsNewDue says the history has grown enough to start afresh, which happens only
 // between operations.
 func (w *clusterWorkflow) continueAsNewDue(ctx workflow.Context) bool {
-	return workflow.GetInfo(ctx).GetContinueAsNewSuggested() || w.operationsThisRun >= w.continueAsNewEvery || w.reconcilesThisRun >= reconcilesPerRun
+	return workflow.GetInfo(ctx).GetContinueAsNewSuggested() || w.operationsThisRun >= w.continueAsNewEvery || w.health.Reconciles() >= reconcilesPerRun
 }
 
 // continueAsNew hands the whole state to a fresh run once no update handler is midway.
@@ -413,3 +413,18 @@ func (c *cluster) Logger() log.Logger { return c.logger }
 func (w *clusterWorkflow) RunLevel(ctx workflow.Context, op plan.RoleOperation, work []plan.RoleWork) {
 	w.runner.RunLevel(ctx, w, op, work)
 }
+
+// Deleting, InMaintenance and Operating say whether a delete was accepted, maintenance
+// holds the cluster, and an operation runs: for the concepts that act between passes.
+func (c *cluster) Deleting() bool  { return c.deleteRequested }
+func (c *cluster) Operating() bool { return c.operating }
+
+// MembershipEpoch counts members added and forgotten, so that a reconcile whose listing is
+// older than a membership change does not take a new or just removed member for a rogue.
+func (c *cluster) MembershipEpoch() int { return c.membershipEpoch }
+
+// MembersChanged counts a member added or forgotten.
+func (c *cluster) MembersChanged() { c.membershipEpoch++ }
+
+// Retiring are the roles an apply removed whose members are not gone yet.
+func (c *cluster) Retiring() []spec.Role { return c.retiring }

@@ -74,7 +74,7 @@ func (e *executor) runPass(ctx workflow.Context, desired *spec.Cluster, pass pla
 			if ctx.Err() != nil {
 				return
 			}
-			e.w.react.failedStartsAreDown(ctx, work)
+			e.w.health.FailedStartsAreDown(ctx, e.w, work)
 		}
 		if hooks.after != nil && !hooks.after(step) {
 			return
@@ -149,7 +149,7 @@ func (e *executor) convergeOnce(ctx workflow.Context) (again bool) {
 	if ctx.Err() != nil {
 		return false
 	}
-	if e.w.react.replaceFailed(ctx, slices.Concat(e.w.state.Levels...)) {
+	if e.w.health.ReplaceFailed(ctx, e.w, slices.Concat(e.w.state.Levels...)) {
 		return true
 	}
 	// A failed notification leaves its member in config_error, and the cluster failed.
@@ -172,8 +172,8 @@ func (e *executor) convergeOnce(ctx workflow.Context) (again bool) {
 		e.w.SetPhase(ctx, workflows.PhaseRolloutPaused, rollout.PausedMessage(&e.w.state))
 		return false
 	}
-	e.w.refreshMeltdown()
-	phase, message := e.w.healthPhase()
+	e.w.health.RefreshMeltdown(e.w)
+	phase, message := e.w.health.Phase(e.w)
 	e.w.SetPhase(ctx, phase, message)
 	return false
 }
@@ -213,7 +213,7 @@ func (e *executor) setUp(ctx workflow.Context, changed func() bool) (ended, agai
 				ended = true
 				return false
 			}
-			if changed() || e.w.react.replaceFailed(ctx, step.Roles) {
+			if changed() || e.w.health.ReplaceFailed(ctx, e.w, step.Roles) {
 				ended, again = true, true
 				return false
 			}
@@ -312,7 +312,7 @@ func (e *executor) delete(parent workflow.Context) {
 	e.runPass(ctx, &spec.Cluster{}, plan.Removal(e.w.state.Levels, true), passHooks{})
 	// Any reachable host may hold the folder of a member that has left.
 	failed := hosts.OnEach(flow.WithQuickActivity(ctx, "remove "+e.w.state.Name), &e.w.state, e.w.setUpElsewhere, hosts.ReachableHosts(&e.w.state), func(ctx workflow.Context, _ string) error {
-		return workflow.ExecuteActivity(ctx, flow.ActRemoveCluster, e.w.folder().Key()).Get(ctx, nil)
+		return workflow.ExecuteActivity(ctx, flow.ActRemoveCluster, e.w.Folder().Key()).Get(ctx, nil)
 	})
 	if e.w.state.OnHosts {
 		e.w.react.reportPlacement(ctx, workflows.ClusterPlacement{Cluster: e.w.state.Name, Gone: true})
@@ -353,4 +353,10 @@ func (e *executor) startRestarted(ctx workflow.Context) {
 		}
 	}
 	e.runPass(ctx, &e.w.spec, plan.Restart(e.w.state.Levels), passHooks{restarted: restarted})
+}
+
+// replacing reports whether any member is waiting for its successor before it goes.
+func (e *executor) replacing() bool {
+	n, _ := plan.CountAll(e.w.state.Roles, plan.MemberReplacing)
+	return n > 0
 }

@@ -37,7 +37,7 @@ func (e *executor) writeClusterFiles(ctx workflow.Context, withScripts bool) err
 			}
 		}
 	}
-	files, err := packedFiles(e.w.folder(), e.configMeta())
+	files, err := packedFiles(e.w.Folder(), e.configMeta())
 	if err != nil {
 		return err
 	}
@@ -195,7 +195,7 @@ func packedFiles(folder backend.ClusterRef, meta backend.ConfigMeta) (backend.Cl
 }
 
 // folder is the cluster's folder on its hosts: its name and home.
-func (c *cluster) folder() backend.ClusterRef {
+func (c *cluster) Folder() backend.ClusterRef {
 	return backend.ClusterRef{Name: c.state.Name, Home: c.state.Home}
 }
 

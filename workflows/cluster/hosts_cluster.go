@@ -71,7 +71,7 @@ func (rx *reactor) reportPlacement(ctx workflow.Context, p workflows.ClusterPlac
 // members down.
 func (rx *reactor) onHostsChanged(ctx workflow.Context, view []plan.Host) {
 	before := rx.w.state.Hosts
-	if rx.w.inMaintenance() {
+	if rx.w.InMaintenance() {
 		if rx.w.state.HeldHosts != nil {
 			before = rx.w.state.HeldHosts // its changes are recorded already
 		}
@@ -96,10 +96,10 @@ func (rx *reactor) onHostsChanged(ctx workflow.Context, view []plan.Host) {
 			if !changed {
 				continue
 			}
-			rx.stepHealth(ctx, rs, m, workflows.MemberEvent{Member: m.Name, Event: ev, Reason: reason, Source: "hosts", At: workflow.Now(ctx)})
+			rx.w.health.Step(ctx, rx.w, rs, m, workflows.MemberEvent{Member: m.Name, Event: ev, Reason: reason, Source: "hosts", At: workflow.Now(ctx)})
 		}
 	}
-	if rx.w.inMaintenance() {
+	if rx.w.InMaintenance() {
 		return
 	}
 	rx.noteRestarts(before)

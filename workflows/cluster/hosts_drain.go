@@ -29,6 +29,6 @@ func (rx *reactor) drain(ctx workflow.Context) {
 	})
 	for _, name := range names {
 		rs, m := rx.w.state.FindMember(name)
-		rx.stepHealth(ctx, rs, m, workflows.MemberEvent{Member: name, Event: plan.HealthDrain, Reason: fmt.Sprintf("host %s is draining", m.Host), Source: "hosts", At: workflow.Now(ctx)})
+		rx.w.health.Step(ctx, rx.w, rs, m, workflows.MemberEvent{Member: name, Event: plan.HealthDrain, Reason: fmt.Sprintf("host %s is draining", m.Host), Source: "hosts", At: workflow.Now(ctx)})
 	}
 }

@@ -22,7 +22,7 @@ func (w *clusterWorkflow) receiveMaintenance(ctx workflow.Context) {
 }
 
 func (w *clusterWorkflow) setMaintenance(ctx workflow.Context, m workflows.Maintenance) {
-	if m.On == w.inMaintenance() {
+	if m.On == w.InMaintenance() {
 		return
 	}
 	if m.On {
@@ -36,16 +36,16 @@ func (w *clusterWorkflow) setMaintenance(ctx workflow.Context, m workflows.Maint
 		}
 	}
 	w.logger.Info("Maintenance", "On", m.On, "Reason", m.Reason)
-	w.healthVersion++ // wakes the health timer, which pauses or resumes
+	w.health.Wake() // wakes the health timer, which pauses or resumes
 	w.showPhase(ctx)
 }
 
-func (c *cluster) inMaintenance() bool { return c.state.Maintenance != nil }
+func (c *cluster) InMaintenance() bool { return c.state.Maintenance != nil }
 
 // HeldByMaintenance reports whether converge must stop here: maintenance is on and no
 // delete is asking to go on. It marks the operation held so that it resumes afterwards.
 func (w *clusterWorkflow) HeldByMaintenance(ctx workflow.Context) bool {
-	if !w.inMaintenance() || w.deleteRequested {
+	if !w.InMaintenance() || w.deleteRequested {
 		return false
 	}
 	if w.state.Held == "" {

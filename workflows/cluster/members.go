@@ -61,7 +61,7 @@ func (c *cluster) addPendingTo(rs *plan.RoleState, now time.Time) []plan.Member 
 	joining := slices.ContainsFunc(rs.Members, plan.Member.HasSetup)
 	added := plan.Grow(c.state.Name, r, rs, plan.DesiredMembers(c.spec, rs.Name), c.state.OnHosts, hosts, now)
 	if len(added) > 0 {
-		c.membershipEpoch++
+		c.MembersChanged()
 		if c.lifecycle {
 			rs.NextOrdinal = added[len(added)-1].Ordinal + 1
 			for i := range added {
@@ -80,7 +80,7 @@ func (c *cluster) dropRemoved() {
 		before := len(rs.Members)
 		rs.Members = slices.DeleteFunc(rs.Members, func(m plan.Member) bool { return m.State == plan.MemberDeleted })
 		if len(rs.Members) != before {
-			c.membershipEpoch++
+			c.MembersChanged()
 		}
 		if _, wanted := c.spec.Role(rs.Name); wanted || len(rs.Members) > 0 {
 			roles = append(roles, rs)

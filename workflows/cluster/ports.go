@@ -49,7 +49,7 @@ func (e *executor) assignPorts(ctx workflow.Context, roles []string) error {
 		// far below Temporal's payload limit.
 		for chunk := range slices.Chunk(asks[host], portAsksPerActivity) {
 			var got backend.PortAssignment
-			req := backend.PortRequest{Cluster: e.w.folder(), Members: chunk}
+			req := backend.PortRequest{Cluster: e.w.Folder(), Members: chunk}
 			if err := workflow.ExecuteActivity(flow.OnMemberHost(flow.WithQuickActivity(ctx, fmt.Sprintf("assign ports to %d members", len(req.Members))), host), flow.ActAssignPorts, req).Get(ctx, &got); err != nil {
 				problems = append(problems, flow.ErrorMessage(err))
 				break

@@ -43,12 +43,12 @@ func (u *updates) onExport(ctx workflow.Context) (workflows.ClusterExport, error
 	state.Maintenance, state.ExportedIn, state.HeldHosts = nil, time.Time{}, nil
 	export := workflows.ClusterExport{
 		Name: u.w.state.Name, Phase: u.w.state.Phase, Generation: u.w.state.Generation, Spec: u.w.spec,
-		InMaintenance: u.w.inMaintenance(),
+		InMaintenance: u.w.InMaintenance(),
 	}
 	if err := export.Pack(workflows.Carried{State: state, Removed: u.w.removed, Retiring: u.w.retiring}); err != nil {
 		return workflows.ClusterExport{}, fmt.Errorf("export of cluster %s: %w", u.w.state.Name, err)
 	}
-	if u.w.inMaintenance() {
+	if u.w.InMaintenance() {
 		u.w.state.ExportedIn = u.w.state.Maintenance.Since
 	}
 	return export, nil

@@ -8,6 +8,7 @@ import (
 	"github.com/clusterflow/clusterflow/internal/apperr"
 	"github.com/clusterflow/clusterflow/spec"
 	"github.com/clusterflow/clusterflow/workflows"
+	"github.com/clusterflow/clusterflow/workflows/health"
 	"github.com/clusterflow/clusterflow/workflows/internal/flow"
 	"github.com/clusterflow/clusterflow/workflows/plan"
 )
@@ -158,34 +159,6 @@ func (u *updates) validateCancel() error {
 	return nil
 }
 
-// checkMemberEvent names an unknown member or event; the update refuses it, and the signal
-// drops it. The refusal names a few of the members and counts the rest.
-func (rx *reactor) checkMemberEvent(ev workflows.MemberEvent) error {
-	if _, m := rx.w.state.FindMember(ev.Member); m == nil || m.State == plan.MemberDeleted {
-		var names []string
-		total := 0
-		for _, rs := range rx.w.state.Roles {
-			for _, m := range rs.Members {
-				if m.State != plan.MemberDeleted {
-					total++
-					if len(names) < flow.RefusalNames {
-						names = append(names, m.Name)
-					}
-				}
-			}
-		}
-		listed := strings.Join(names, ", ")
-		if total > len(names) {
-			listed += fmt.Sprintf(" and %d more", total-len(names))
-		}
-		return flow.Refused(apperr.NotFound, "member-event refused: cluster %s has no member %q (its members: %s)", rx.w.state.Name, spec.Clip(ev.Member, spec.MaxMemberNameLength), listed)
-	}
-	if err := workflows.CheckReportedEvent(ev.Event); err != nil {
-		return flow.Refused(apperr.Invalid, "member-event refused: event %s", err)
-	}
-	return nil
-}
-
 func (rx *reactor) validateMemberEvent(ev workflows.MemberEvent) error {
 	if err := rx.w.updates.refuseChange("member-event"); err != nil {
 		return err
@@ -193,14 +166,14 @@ func (rx *reactor) validateMemberEvent(ev workflows.MemberEvent) error {
 	if err := workflows.CheckMemberEventText(ev); err != nil {
 		return flow.Refused(apperr.Invalid, "member-event refused: %s", err.Error())
 	}
-	return rx.checkMemberEvent(ev)
+	return rx.w.health.CheckEvent(rx.w, ev)
 }
 
 func (rx *reactor) validateResume() error {
 	if err := rx.w.updates.refuseChange("resume"); err != nil {
 		return err
 	}
-	if !rx.hasResumable() {
+	if !health.Resumable(rx.w.state.Roles) {
 		return flow.Refused(apperr.Conflict, "resume refused: nothing to resume: no role of cluster %s has its replacement paused, and no member is flapping", rx.w.state.Name)
 	}
 	return nil

@@ -39,11 +39,11 @@ func UnavailableLimit(rs *plan.RoleState, def spec.Role) int {
 	return def.Health.UnavailableLimit(rs.Desired)
 }
 
-// RefreshMeltdown pauses or unpauses each role's replacement; defs are the roles' specs
+// refreshMeltdown pauses or unpauses each role's replacement; defs are the roles' specs
 // (a role none names has the default policy). A resume lasts until the role is back
 // within its limit, which re-arms the guard. It reports whether any role's pause changed,
 // which must wake the health timer: a pause holds timers back.
-func RefreshMeltdown(roles []plan.RoleState, defs []spec.Role) (changed bool) {
+func refreshMeltdown(roles []plan.RoleState, defs []spec.Role) (changed bool) {
 	for i := range roles {
 		rs := &roles[i]
 		was := rs.Paused
@@ -101,10 +101,10 @@ func membersWhere(roles []plan.RoleState, keep func(plan.Member) bool) []string 
 	return names
 }
 
-// Phase is the phase and message of a cluster whose last operation reached its goal, by
+// phase is the phase and message of a cluster whose last operation reached its goal, by
 // its members' health: removals held, replacement paused, members unavailable, or ready.
 // names bounds the members a message names.
-func Phase(cluster string, roles []plan.RoleState, appContract bool, names int) (workflows.Phase, string) {
+func phase(cluster string, roles []plan.RoleState, appContract bool, names int) (workflows.Phase, string) {
 	var pausedRoles, unavailable []string
 	for _, rs := range roles {
 		if rs.Paused != "" {

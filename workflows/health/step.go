@@ -23,12 +23,12 @@ type Given struct {
 	WatchOnly bool
 }
 
-// Step feeds one event to member m's state machine and carries the transition out on it:
+// Transition feeds one event to member m's state machine and carries the transition out on it:
 // its state, timer, history and detail. policy is its role's, with defaults. The result
 // says what changed, or why nothing did (Ignored). A member that enters replacing is to be
 // replaced, and one that goes back to pending is to be set up elsewhere: the cluster does
 // both.
-func Step(m *plan.Member, ev workflows.MemberEvent, policy spec.Health, given Given, now time.Time) workflows.MemberEventResult {
+func Transition(m *plan.Member, ev workflows.MemberEvent, policy spec.Health, given Given, now time.Time) workflows.MemberEventResult {
 	result := workflows.MemberEventResult{Member: m.Name, From: m.State, To: m.State}
 	h := m.Health
 	if h == nil {
