@@ -15,10 +15,6 @@ import (
 	"github.com/clusterflow/clusterflow/workflows/plan"
 )
 
-// maxActionMembers bounds the members an action names: a request lands in the history,
-// and a role's members can be chosen by the role instead.
-const maxActionMembers = 1000
-
 // validateRunAction refuses an action while another is asked for or running: one at a
 // time, so that their results read plainly.
 func (u *updates) validateRunAction(req workflows.ActionRequest) error {

@@ -31,11 +31,11 @@ func (u *updates) setUpdateHandlers(ctx workflow.Context) error {
 		{workflows.DeleteUpdate, u.onDelete, nil, "Delete the cluster: stop what runs, tear members down and remove them"},
 		{workflows.MemberEventUpdate, func(ctx workflow.Context, ev workflows.MemberEvent) (workflows.MemberEventResult, error) {
 			return u.w.health.Report(ctx, u.w, ev), nil
-		}, u.w.react.validateMemberEvent, "Report a member's health: {member, event: down|up|gone|unhealthy, reason, source, at}; returns the transition"},
-		{workflows.ResumeUpdate, func(ctx workflow.Context) (workflows.ResumeResult, error) { return u.w.health.Resume(ctx, u.w), nil }, u.w.react.validateResume, "Lift paused replacement (the meltdown guard) and flapping marks"},
+		}, u.validateMemberEvent, "Report a member's health: {member, event: down|up|gone|unhealthy, reason, source, at}; returns the transition"},
+		{workflows.ResumeUpdate, func(ctx workflow.Context) (workflows.ResumeResult, error) { return u.w.health.Resume(ctx, u.w), nil }, u.validateResume, "Lift paused replacement (the meltdown guard) and flapping marks"},
 		{workflows.ReconcileUpdate, func(ctx workflow.Context) (workflows.ReconcileReport, error) {
 			return u.w.health.Reconcile(ctx, u.w), nil
-		}, u.w.react.validateReconcile, "Compare the members with what the backend has now: remove rogues, replace members gone"},
+		}, u.validateReconcile, "Compare the members with what the backend has now: remove rogues, replace members gone"},
 		{workflows.RolloutPauseUpdate, u.onRolloutPause, u.validateRolloutPause, "Pause the rollout in progress before its next batch"},
 		{workflows.RolloutResumeUpdate, u.onRolloutResume, u.validateRolloutResume, "Go on with a paused rollout; members whose update failed are tried again"},
 		{workflows.RunActionUpdate, u.onRunAction, u.validateRunAction, "Run {action} of a role on {role} or {members} with {params}, {parallel} at once"},
@@ -54,17 +54,17 @@ func (u *updates) setUpdateHandlers(ctx workflow.Context) error {
 }
 
 func (u *updates) onResize(ctx workflow.Context, req workflows.ResizeRequest) (workflows.ChangeResult, error) {
-	next := u.resized(req)
+	next := resized(u.w.spec, req)
 	next.Signature = req.Signature
 	result := u.change(ctx, next)
 	u.growActive(ctx)
 	return result, nil
 }
 
-// resized is the desired spec with the resize's member counts.
-func (u *updates) resized(req workflows.ResizeRequest) spec.Cluster {
-	next := u.w.spec
-	next.Roles = slices.Clone(u.w.spec.Roles)
+// resized is the current spec with the resize's member counts.
+func resized(current spec.Cluster, req workflows.ResizeRequest) spec.Cluster {
+	next := current
+	next.Roles = slices.Clone(current.Roles)
 	for _, count := range req.Counts {
 		for i := range next.Roles {
 			if next.Roles[i].Name == count.Role {
@@ -84,7 +84,7 @@ func (u *updates) onApply(ctx workflow.Context, req workflows.ApplyRequest) (wor
 // run changed.
 func (u *updates) applySpec(ctx workflow.Context, next spec.Cluster, by, why string) workflows.ChangeResult {
 	for _, old := range u.w.spec.Roles {
-		if _, kept := next.Role(old.Name); !kept && u.hasMembers(old.Name) {
+		if _, kept := next.Role(old.Name); !kept && hasMembers(&u.w.state, old.Name) {
 			u.w.retiring = append(u.w.retiring, old)
 		}
 	}
@@ -223,8 +223,9 @@ func (u *updates) onDelete(ctx workflow.Context) (workflows.ClusterStatus, error
 	return u.w.snapshot(), nil
 }
 
-func (u *updates) hasMembers(role string) bool {
-	rs := u.w.state.Role(role)
+// hasMembers says whether a role still has members that are not gone.
+func hasMembers(s *workflows.ClusterState, role string) bool {
+	rs := s.Role(role)
 	return rs != nil && slices.ContainsFunc(rs.Members, func(m plan.Member) bool { return m.State != plan.MemberDeleted })
 }
 

@@ -315,7 +315,7 @@ func (e *executor) delete(parent workflow.Context) {
 		return workflow.ExecuteActivity(ctx, flow.ActRemoveCluster, e.w.Folder().Key()).Get(ctx, nil)
 	})
 	if e.w.state.OnHosts {
-		e.w.react.reportPlacement(ctx, workflows.ClusterPlacement{Cluster: e.w.state.Name, Gone: true})
+		hosts.ReportPlacement(ctx, e.w, workflows.ClusterPlacement{Cluster: e.w.state.Name, Gone: true})
 	}
 	e.w.SetPhase(ctx, workflows.PhaseDeleted, e.leftovers(hosts.DescribeFailures(failed)))
 }

@@ -137,7 +137,7 @@ func (e *executor) installable(namespace string) (digest string, scripts map[str
 
 // forgetInstalled makes the next write send the scripts and envs to host again: it was
 // lost or restarted, and may not hold them any more.
-func (c *cluster) forgetInstalled(host string) {
+func (c *cluster) ForgetInstalled(host string) {
 	delete(c.state.Installed, host)
 }
 

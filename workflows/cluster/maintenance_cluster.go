@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/clusterflow/clusterflow/workflows"
+	"github.com/clusterflow/clusterflow/workflows/hosts"
 	"go.temporal.io/sdk/workflow"
 )
 
@@ -32,7 +33,7 @@ func (w *clusterWorkflow) setMaintenance(ctx workflow.Context, m workflows.Maint
 		w.state.Maintenance = nil
 		if held := w.state.HeldHosts; held != nil {
 			w.state.HeldHosts = nil
-			w.react.onHostsChanged(ctx, held)
+			hosts.Changed(ctx, w, w.hostOptions, held)
 		}
 	}
 	w.logger.Info("Maintenance", "On", m.On, "Reason", m.Reason)

@@ -9,6 +9,7 @@ import (
 	"github.com/clusterflow/clusterflow/internal/backend"
 	"github.com/clusterflow/clusterflow/internal/notice"
 	"github.com/clusterflow/clusterflow/spec"
+	"github.com/clusterflow/clusterflow/workflows"
 	"github.com/clusterflow/clusterflow/workflows/plan"
 )
 
@@ -77,8 +78,8 @@ func (e *executor) keepUntold(n notice.Notice, told []plan.RoleWork, missed []st
 }
 
 // keptNotice is the kept notice of that ID, if it still is.
-func (e *executor) keptNotice(id int) (notice.Notice, bool) {
-	for _, n := range e.w.state.KeptNotices {
+func keptNotice(s *workflows.ClusterState, id int) (notice.Notice, bool) {
+	for _, n := range s.KeptNotices {
 		if n.ID == id {
 			return n, true
 		}
@@ -87,12 +88,12 @@ func (e *executor) keptNotice(id int) (notice.Notice, bool) {
 }
 
 // untoldProblem says why a member that failed a notification cannot be retried, or "".
-func (u *updates) untoldProblem(m plan.Member) string {
+func untoldProblem(s *workflows.ClusterState, m plan.Member) string {
 	if len(m.Untold) == 0 {
 		return fmt.Sprintf("member %s failed %s before retry kept what it was not told; a replacement moves it on", m.Name, m.Event)
 	}
 	for _, id := range m.Untold {
-		if _, ok := u.w.exec.keptNotice(id); !ok {
+		if _, ok := keptNotice(s, id); !ok {
 			return fmt.Sprintf("member %s was not told notice %d, which is no longer kept (the latest %d are); a replacement moves it on", m.Name, id, keptUntoldNotices)
 		}
 	}
@@ -114,7 +115,7 @@ func (e *executor) retell(ctx workflow.Context) {
 		if id == 0 {
 			break
 		}
-		n, kept := e.keptNotice(id)
+		n, kept := keptNotice(&e.w.state, id)
 		var work []plan.RoleWork
 		for _, rs := range e.w.state.Roles {
 			var members []plan.Member

@@ -49,7 +49,7 @@ func (u *updates) retried(req workflows.RetryRequest) (names, problems []string)
 			return ""
 		}
 		if u.w.exec.keepsUntold(m.Event) {
-			return u.untoldProblem(m)
+			return untoldProblem(&u.w.state, m)
 		}
 		if m.Event != spec.EventConfigure && m.Event != "" {
 			retries := "a failed configure; a failed notification stays to be seen in its output"

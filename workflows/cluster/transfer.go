@@ -8,6 +8,7 @@ import (
 
 	"github.com/clusterflow/clusterflow/internal/apperr"
 	"github.com/clusterflow/clusterflow/workflows"
+	"github.com/clusterflow/clusterflow/workflows/hosts"
 	"github.com/clusterflow/clusterflow/workflows/internal/flow"
 )
 
@@ -78,7 +79,7 @@ func (u *updates) onRetire(ctx workflow.Context) (workflows.ClusterStatus, error
 // cluster's now, on the other server.
 func (w *clusterWorkflow) retire(ctx workflow.Context) (workflows.ClusterStatus, error) {
 	if w.state.OnHosts {
-		w.react.reportPlacement(ctx, workflows.ClusterPlacement{Cluster: w.state.Name, Gone: true})
+		hosts.ReportPlacement(ctx, w, workflows.ClusterPlacement{Cluster: w.state.Name, Gone: true})
 	}
 	w.state.Maintenance = nil
 	w.SetPhase(ctx, workflows.PhaseExported, "moved to another server; its members were left as they were")

@@ -65,7 +65,7 @@ func (u *updates) validateResize(req workflows.ResizeRequest) error {
 	if err := u.refuseSignedFor("resize", req.Signature); err != nil {
 		return err
 	}
-	next := u.resized(req)
+	next := resized(u.w.spec, req)
 	if total := next.TotalMembers(); total > spec.MaxClusterMembers {
 		return flow.Refused(apperr.Invalid, "resize refused: it asks for %d members in all; a cluster has at most %d", total, spec.MaxClusterMembers)
 	}
@@ -121,13 +121,13 @@ func (u *updates) validateApply(req workflows.ApplyRequest) error {
 		if _, ok := next.Scripts[r.ScriptHash]; !ok {
 			problems = append(problems, fmt.Sprintf("role %s refused: its startscript is missing from the spec", r.Name))
 		}
-		if _, current := u.w.spec.Role(r.Name); !current && u.hasMembers(r.Name) {
+		if _, current := u.w.spec.Role(r.Name); !current && hasMembers(&u.w.state, r.Name) {
 			problems = append(problems, fmt.Sprintf("role %s refused: it is still being removed; apply again once its members are gone", r.Name))
 		}
 	}
 	for _, old := range u.w.spec.Roles {
 		r, kept := next.Role(old.Name)
-		hasMembers := u.hasMembers(old.Name)
+		hasMembers := hasMembers(&u.w.state, old.Name)
 		switch {
 		case !kept:
 			if err := old.Cardinality.Allows(0); err != nil {
@@ -159,28 +159,28 @@ func (u *updates) validateCancel() error {
 	return nil
 }
 
-func (rx *reactor) validateMemberEvent(ev workflows.MemberEvent) error {
-	if err := rx.w.updates.refuseChange("member-event"); err != nil {
+func (u *updates) validateMemberEvent(ev workflows.MemberEvent) error {
+	if err := u.refuseChange("member-event"); err != nil {
 		return err
 	}
 	if err := workflows.CheckMemberEventText(ev); err != nil {
 		return flow.Refused(apperr.Invalid, "member-event refused: %s", err.Error())
 	}
-	return rx.w.health.CheckEvent(rx.w, ev)
+	return health.CheckEvent(&u.w.state, ev)
 }
 
-func (rx *reactor) validateResume() error {
-	if err := rx.w.updates.refuseChange("resume"); err != nil {
+func (u *updates) validateResume() error {
+	if err := u.refuseChange("resume"); err != nil {
 		return err
 	}
-	if !health.Resumable(rx.w.state.Roles) {
-		return flow.Refused(apperr.Conflict, "resume refused: nothing to resume: no role of cluster %s has its replacement paused, and no member is flapping", rx.w.state.Name)
+	if !health.Resumable(u.w.state.Roles) {
+		return flow.Refused(apperr.Conflict, "resume refused: nothing to resume: no role of cluster %s has its replacement paused, and no member is flapping", u.w.state.Name)
 	}
 	return nil
 }
 
-func (rx *reactor) validateReconcile() error {
-	return rx.w.updates.refuseChange("reconcile")
+func (u *updates) validateReconcile() error {
+	return u.refuseChange("reconcile")
 }
 
 // describeProblems writes spec problems on one line, each with its field path.

@@ -21,7 +21,7 @@ func (hm *Machine) ReceiveEvents(ctx workflow.Context, c Cluster) {
 		for {
 			var ev workflows.MemberEvent
 			events.Receive(ctx, &ev)
-			if err := hm.CheckEvent(c, ev); err != nil {
+			if err := CheckEvent(c.State(), ev); err != nil {
 				c.Logger().Warn("Ignoring member-event signal", "Member", spec.Clip(ev.Member, spec.MaxMemberNameLength), "Event", spec.Clip(string(ev.Event), 32), "Error", err)
 				continue
 			}
@@ -70,11 +70,11 @@ func Resumable(roles []plan.RoleState) bool {
 
 // CheckEvent names an unknown member or event; the update refuses it, and the signal
 // drops it. The refusal names a few of the members and counts the rest.
-func (hm *Machine) CheckEvent(c Cluster, ev workflows.MemberEvent) error {
-	if _, m := c.State().FindMember(ev.Member); m == nil || m.State == plan.MemberDeleted {
+func CheckEvent(s *workflows.ClusterState, ev workflows.MemberEvent) error {
+	if _, m := s.FindMember(ev.Member); m == nil || m.State == plan.MemberDeleted {
 		var names []string
 		total := 0
-		for _, rs := range c.State().Roles {
+		for _, rs := range s.Roles {
 			for _, m := range rs.Members {
 				if m.State != plan.MemberDeleted {
 					total++
@@ -88,7 +88,7 @@ func (hm *Machine) CheckEvent(c Cluster, ev workflows.MemberEvent) error {
 		if total > len(names) {
 			listed += fmt.Sprintf(" and %d more", total-len(names))
 		}
-		return flow.Refused(apperr.NotFound, "member-event refused: cluster %s has no member %q (its members: %s)", c.State().Name, spec.Clip(ev.Member, spec.MaxMemberNameLength), listed)
+		return flow.Refused(apperr.NotFound, "member-event refused: cluster %s has no member %q (its members: %s)", s.Name, spec.Clip(ev.Member, spec.MaxMemberNameLength), listed)
 	}
 	if err := workflows.CheckReportedEvent(ev.Event); err != nil {
 		return flow.Refused(apperr.Invalid, "member-event refused: event %s", err)

@@ -2,9 +2,7 @@ package cluster
 
 import (
 	"crypto/rand"
-	"fmt"
 
-	"go.temporal.io/sdk/log"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
@@ -13,6 +11,7 @@ import (
 	"github.com/clusterflow/clusterflow/spec"
 	"github.com/clusterflow/clusterflow/workflows"
 	"github.com/clusterflow/clusterflow/workflows/health"
+	"github.com/clusterflow/clusterflow/workflows/hosts"
 	"github.com/clusterflow/clusterflow/workflows/internal/change"
 	"github.com/clusterflow/clusterflow/workflows/plan"
 	"github.com/clusterflow/clusterflow/workflows/role"
@@ -42,57 +41,6 @@ const (
 	reconcilesPerRun          = 300
 )
 
-// cluster is the cluster's desired and observed state, with the bookkeeping around them,
-// and every decision about them that needs no workflow context: the workflow
-// (clusterWorkflow) carries them out.
-type cluster struct {
-	// spec is the desired state; its generation is state.Generation.
-	spec spec.Cluster
-	// retiring holds roles an apply removed, until their members are gone.
-	retiring []spec.Role
-	state    workflows.ClusterState
-	// removed are members that left and that others are still to be told about.
-	removed []workflows.RemovedNode
-
-	continueAsNewEvery int
-	operationsThisRun  int
-
-	deleteRequested bool
-	cancelRequested bool
-	// retireRequested closes the workflow without a teardown: the cluster moved.
-	retireRequested bool
-
-	// membershipEpoch counts members added and forgotten, so that a reconcile whose
-	// listing is older than a membership change does not take a new or just removed
-	// member for a rogue.
-	membershipEpoch int
-	// lastChange says what the latest generation is for, in the updating phase's message.
-	lastChange string
-	// touches counts changes of the state (touch), so that waits on the state can check a
-	// number rather than walk every member.
-	touches int
-
-	// bounded says this run keeps every payload bounded (change.BoundedPayloads); runs that
-	// began before keep the old ways to their end.
-	bounded bool
-	// signedGenerations says hosts are sent the manifest of the current spec, signed or
-	// not (change.SignedGenerations).
-	signedGenerations bool
-	// setUpElsewhere says members being set up on a lost host are set up elsewhere
-	// (change.SetUpElsewhere).
-	setUpElsewhere bool
-	// lifecycle says this run keeps the lifecycle contract of change.Lifecycle.
-	lifecycle bool
-	// appContract says this run keeps the contract of change.AppContract too.
-	appContract bool
-	// hostCheck is what placement asks of hosts' allow-lists (change.HostAllowLists).
-	hostCheck plan.HostCheck
-	// operating says an operation is in progress (the workflow can cancel it).
-	operating bool
-	// logger is the workflow's, which stays quiet during replay.
-	logger log.Logger
-}
-
 // updates takes the changes to the desired state that operators ask for (updates, their
 // validators, the queries of what a change would do): it validates them, records them and
 // wakes the run loop.
@@ -100,10 +48,6 @@ type updates struct{ w *clusterWorkflow }
 
 // executor converges the members to the desired generation, one pass at a time.
 type executor struct{ w *clusterWorkflow }
-
-// reactor follows what happens to members between passes: health events and their timers,
-// reconciles against the backend, and the host registry's views.
-type reactor struct{ w *clusterWorkflow }
 
 // clusterWorkflow is the cluster's entity workflow: its handlers, its run loop and the
 // executor of the planner's passes, over the cluster it keeps.
@@ -118,11 +62,11 @@ type clusterWorkflow struct {
 	runner *role.Runner
 	// health is member health.
 	health *health.Machine
-	// updates take changes to the desired state; exec converges the members to it; react
-	// follows members' health and the hosts' views.
+	// updates take changes to the desired state; exec converges the members to it.
 	updates *updates
 	exec    *executor
-	react   *reactor
+	// hostOptions are what following the hosts takes of this run.
+	hostOptions hosts.Options
 }
 
 func newClusterWorkflow(ctx workflow.Context, in workflows.ClusterInput) (*clusterWorkflow, error) {
@@ -132,7 +76,7 @@ func newClusterWorkflow(ctx workflow.Context, in workflows.ClusterInput) (*clust
 	}
 	w.runner = role.NewRunner(false)
 	w.health = health.NewMachine(w.runner)
-	w.updates, w.exec, w.react = &updates{w}, &executor{w}, &reactor{w}
+	w.updates, w.exec = &updates{w}, &executor{w}
 	if w.continueAsNewEvery <= 0 {
 		w.continueAsNewEvery = defaultContinueAsNewEvery
 	}
@@ -149,7 +93,7 @@ func newClusterWorkflow(ctx workflow.Context, in workflows.ClusterInput) (*clust
 	if carried != nil {
 		w.state, w.removed, w.retiring, w.deleteRequested = carried.State, carried.Removed, carried.Retiring, carried.Deleting
 		rollout.Init(&w.state, w.spec, w.state.CreatedAt)
-		w.makeFolderKey(ctx)
+		makeFolderKey(ctx, &w.state)
 		return w, nil
 	}
 	levels, err := spec.Levels(in.Spec.Roles)
@@ -168,7 +112,7 @@ func newClusterWorkflow(ctx workflow.Context, in workflows.ClusterInput) (*clust
 	if workflow.GetVersion(ctx, change.SandboxHomes, workflow.DefaultVersion, 1) >= 1 {
 		w.state.Home = backend.HomeOf(workflow.GetInfo(ctx).WorkflowExecution.RunID)
 	}
-	w.makeFolderKey(ctx)
+	makeFolderKey(ctx, &w.state)
 	w.noteSignature()
 	if len(in.Hosts) > 0 {
 		w.state.OnHosts, w.state.Hosts = true, in.Hosts
@@ -182,12 +126,12 @@ func newClusterWorkflow(ctx workflow.Context, in workflows.ClusterInput) (*clust
 }
 
 // makeFolderKey gives a cluster with none its folder key, once (change.FolderKeys).
-func (w *clusterWorkflow) makeFolderKey(ctx workflow.Context) {
-	if w.state.FolderKey != "" || workflow.GetVersion(ctx, change.FolderKeys, workflow.DefaultVersion, 1) < 1 {
+func makeFolderKey(ctx workflow.Context, s *workflows.ClusterState) {
+	if s.FolderKey != "" || workflow.GetVersion(ctx, change.FolderKeys, workflow.DefaultVersion, 1) < 1 {
 		return
 	}
 	// Random, so made once and recorded: a replay reads it back.
-	_ = workflow.SideEffect(ctx, func(workflow.Context) any { return rand.Text() }).Get(&w.state.FolderKey)
+	_ = workflow.SideEffect(ctx, func(workflow.Context) any { return rand.Text() }).Get(&s.FolderKey)
 }
 
 func (w *clusterWorkflow) setup(ctx workflow.Context) error {
@@ -199,6 +143,7 @@ func (w *clusterWorkflow) setup(ctx workflow.Context) error {
 	}
 	w.setUpElsewhere = workflow.GetVersion(ctx, change.SetUpElsewhere, workflow.DefaultVersion, 1) >= 1
 	w.health.Options = health.Options{Bounded: w.bounded, SetUpElsewhere: w.setUpElsewhere, AppContract: w.appContract, HostCheck: w.hostCheck}
+	w.hostOptions = hosts.Options{SetUpElsewhere: w.setUpElsewhere, HostCheck: w.hostCheck}
 	if err := workflow.SetQueryHandlerWithOptions(ctx, workflows.StatusQuery, func(page *workflows.StatusPage) (workflows.ClusterStatus, error) {
 		status := w.state.Status(page, workflows.QueryStatusBytes)
 		status.Rollout, status.Revisions, status.Actions = rollout.Status(&w.state, w.spec), rollout.List(&w.state), w.state.Actions
@@ -212,7 +157,7 @@ func (w *clusterWorkflow) setup(ctx workflow.Context) error {
 		return err
 	}
 	if err := workflow.SetQueryHandlerWithOptions(ctx, workflows.ManifestQuery, func(req workflows.ResizeRequest) (signing.Manifest, error) {
-		next := w.updates.resized(req)
+		next := resized(w.spec, req)
 		// The signer adds the namespace's ID, which it knows and the workflow does not.
 		next.Signature = &spec.Signature{Generation: w.state.Generation + 1}
 		return signing.ManifestOf(next, workflow.GetInfo(ctx).Namespace), nil
@@ -245,7 +190,7 @@ func (w *clusterWorkflow) setup(ctx workflow.Context) error {
 		return err
 	}
 	if w.state.OnHosts && workflow.GetVersion(ctx, change.Hosts, workflow.DefaultVersion, 1) >= 1 {
-		w.react.watchHosts(ctx)
+		hosts.Watch(ctx, w, w.hostOptions)
 	}
 	// Runs recorded before member health had no health timer.
 	if workflow.GetVersion(ctx, change.MemberHealth, workflow.DefaultVersion, 1) >= 1 {
@@ -292,16 +237,6 @@ func (w *clusterWorkflow) run(ctx workflow.Context) (workflows.ClusterStatus, er
 	return w.snapshot(), nil
 }
 
-// changePending says an operation is owed: a new generation, or one maintenance held.
-func (c *cluster) changePending() bool {
-	return c.state.Generation > c.state.AttemptedGeneration || c.state.Held != ""
-}
-
-// operationDue says an operation should start now: maintenance holds them all.
-func (c *cluster) operationDue() bool {
-	return c.changePending() && !c.InMaintenance()
-}
-
 // operate runs one operation, converging to the desired generation, on a context a cancel
 // or a delete can stop.
 func (w *clusterWorkflow) operate(ctx workflow.Context) {
@@ -310,13 +245,13 @@ func (w *clusterWorkflow) operate(ctx workflow.Context) {
 	w.exec.converge(opCtx)
 	w.cancelOperation, w.operating = nil, false
 	w.operationsThisRun++
-	w.react.drain(ctx)
+	hosts.Drain(ctx, w)
 	if w.cancelRequested && !w.deleteRequested {
 		w.cancelRequested = false
 		if ro := w.state.Rollout; rollout.Running(&w.state) && ro.Paused == "" {
 			ro.Paused, ro.PausedAt = "canceled by an operator", workflow.Now(ctx) // `rollout resume` goes on with it
 		}
-		w.SetPhase(ctx, workflows.PhaseCanceled, w.canceledMessage())
+		w.SetPhase(ctx, workflows.PhaseCanceled, canceledMessage(&w.state))
 	}
 }
 
@@ -339,92 +274,8 @@ func (w *clusterWorkflow) continueAsNew(ctx workflow.Context) error {
 	return workflow.NewContinueAsNewError(ctx, workflows.ClusterWorkflowName, next)
 }
 
-// SetPhase records a phase change where operators look: status, search attributes, details.
-func (c *cluster) SetPhase(ctx workflow.Context, phase workflows.Phase, message string) {
-	shown := c.state.ShownPhase()
-	c.state.Phase, c.state.Message = phase, message
-	c.Touch(ctx)
-	if c.state.ShownPhase() != shown {
-		if err := workflow.UpsertTypedSearchAttributes(ctx, workflows.ClusterPhaseKey.ValueSet(string(c.state.ShownPhase()))); err != nil {
-			c.logger.Warn("Could not upsert the ClusterPhase search attribute", "Error", err)
-		}
-	}
-	c.logger.Info("Cluster phase", "Phase", phase, "Message", message)
-}
-
-// Touch notes that the state changed and refreshes the workflow's current details.
-func (c *cluster) Touch(ctx workflow.Context) {
-	c.touches++
-	c.state.UpdatedAt = workflow.Now(ctx)
-	workflow.SetCurrentDetails(ctx, c.details())
-}
-
-// resultMembers bounds the members in the status that updates and the workflow return:
-// results land in the history, and a status of thousands of members would pass Temporal's
-// payload limit. The status query pages through them all.
-const resultMembers = 1000
-
-// snapshot is the status as updates and the workflow's result carry it.
-// State is the cluster's observed state, which the role runner updates.
-func (c *cluster) State() *workflows.ClusterState { return &c.state }
-
-func (c *cluster) snapshot() workflows.ClusterStatus {
-	return c.state.Status(&workflows.StatusPage{Limit: resultMembers}, workflows.ResultStatusBytes)
-}
-
-// RoleSpec finds a role of the desired spec, or one an apply removed whose members are not
-// gone yet.
-func (c *cluster) RoleSpec(name string) (spec.Role, bool) {
-	if r, ok := c.spec.Role(name); ok {
-		return r, true
-	}
-	for _, r := range c.retiring {
-		if r.Name == name {
-			return r, true
-		}
-	}
-	return spec.Role{}, false
-}
-
-// canceledMessage sums up what a cancel left behind.
-func (c *cluster) canceledMessage() string {
-	canceled, notStarted := 0, 0
-	for _, r := range c.state.Roles {
-		for _, m := range r.Members {
-			switch {
-			case m.State == plan.MemberConfigError && m.Detail == "canceled":
-				canceled++
-			case m.State == plan.MemberPending:
-				notStarted++
-			}
-		}
-	}
-	return fmt.Sprintf("stopped at generation %d by a cancel: %d %s canceled, %d not started", c.state.Generation, canceled, workflows.Plural(canceled, "member"), notStarted)
-}
-
-// Desired is the desired spec.
-func (c *cluster) Desired() spec.Cluster { return c.spec }
-
-// Logger is the workflow's logger, quiet during replay.
-func (c *cluster) Logger() log.Logger { return c.logger }
-
 // RunLevel runs a role operation through the role runner, the only code that starts role
 // children: for the concepts that run work in a pass (a rollout).
 func (w *clusterWorkflow) RunLevel(ctx workflow.Context, op plan.RoleOperation, work []plan.RoleWork) {
 	w.runner.RunLevel(ctx, w, op, work)
 }
-
-// Deleting, InMaintenance and Operating say whether a delete was accepted, maintenance
-// holds the cluster, and an operation runs: for the concepts that act between passes.
-func (c *cluster) Deleting() bool  { return c.deleteRequested }
-func (c *cluster) Operating() bool { return c.operating }
-
-// MembershipEpoch counts members added and forgotten, so that a reconcile whose listing is
-// older than a membership change does not take a new or just removed member for a rogue.
-func (c *cluster) MembershipEpoch() int { return c.membershipEpoch }
-
-// MembersChanged counts a member added or forgotten.
-func (c *cluster) MembersChanged() { c.membershipEpoch++ }
-
-// Retiring are the roles an apply removed whose members are not gone yet.
-func (c *cluster) Retiring() []spec.Role { return c.retiring }
