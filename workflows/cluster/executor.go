@@ -121,7 +121,7 @@ func (e *executor) convergeOnce(ctx workflow.Context) (again bool) {
 	}
 	e.adoptRogues(workflow.Now(ctx))
 	if e.w.setUpElsewhere {
-		e.removeStale(ctx)
+		hosts.RemoveStale(ctx, &e.w.state, e.w.logger)
 	}
 	e.removeUnwanted(ctx, false)
 	if ctx.Err() != nil {
