@@ -111,4 +111,3 @@ func (c *cluster) ForgetInstalled(host string) {
 func (c *cluster) Folder() backend.ClusterRef {
 	return backend.ClusterRef{Name: c.state.Name, Home: c.state.Home}
 }
-

@@ -1,12 +1,14 @@
 package cluster
 
 import (
+	"fmt"
 	"slices"
 	"strings"
 	"time"
 
 	"github.com/clusterflow/clusterflow/spec"
 	"github.com/clusterflow/clusterflow/workflows"
+	"github.com/clusterflow/clusterflow/workflows/hosts"
 	"github.com/clusterflow/clusterflow/workflows/plan"
 )
 
@@ -159,4 +161,31 @@ func (c *cluster) noteRemoved(role string, tornDown []plan.Member) {
 			c.removed = append(c.removed, workflows.RemovedNode{Role: role, Name: m.Name, ListedIn: now.ListedIn, Announced: now.Announced, UnlistedFrom: now.UnlistedFrom})
 		}
 	}
+}
+
+// dropUnreachable takes members on hosts that cannot be reached out of the work: nothing
+// can run there. They are forgotten as if removed; should the host come back, reconcile
+// finds their sandboxes and removes them as rogues.
+func (e *executor) dropUnreachable(work []plan.RoleWork, now time.Time) []plan.RoleWork {
+	var kept []plan.RoleWork
+	for _, rw := range work {
+		var reachable []plan.Member
+		var dropped []plan.Member
+		for _, m := range rw.Members {
+			if m.Host == "" || hosts.Reachable(&e.w.state, m.Host) {
+				reachable = append(reachable, m)
+				continue
+			}
+			_, live := e.w.state.FindMember(m.Name)
+			live.State, live.Since = plan.MemberDeleted, now
+			live.Detail = fmt.Sprintf("left on host %s, which is lost; its sandbox is removed if the host comes back", m.Host)
+			dropped = append(dropped, m)
+		}
+		e.w.noteRemoved(rw.Role, dropped)
+		if len(reachable) > 0 {
+			rw.Members = reachable
+			kept = append(kept, rw)
+		}
+	}
+	return kept
 }

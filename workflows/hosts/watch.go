@@ -155,6 +155,12 @@ func placeWaiting(c Cluster, opts Options) bool {
 	return placed
 }
 
+// Draining a host replaces each of its members by one on another host, like a member
+// reported gone, but paced: in dependency order (a level's members only once the levels
+// before it are off the host) and within each role's maxUnavailable. Each step is a
+// replacement generation; the next step starts when a view of the hosts arrives or an
+// operation ends.
+
 // Drain takes the next step of draining any draining host.
 func Drain(ctx workflow.Context, c Cluster) {
 	if !c.State().OnHosts || c.Deleting() {
@@ -170,6 +176,11 @@ func Drain(ctx workflow.Context, c Cluster) {
 		c.HealthEvent(ctx, rs, m, workflows.MemberEvent{Member: name, Event: plan.HealthDrain, Reason: fmt.Sprintf("host %s is draining", m.Host), Source: "hosts", At: workflow.Now(ctx)})
 	}
 }
+
+// A host that restarts (its worker checks in with a new boot ID) has lost its members'
+// processes but kept their sandboxes. Its members that subscribe to the start event get
+// it, in the cluster's dependency order, so their services come back without a re-setup;
+// a failed start makes the member down, and health takes over.
 
 // noteRestarts records the hosts whose boot ID changed between two views, and starts a
 // generation to bring their members back.

@@ -1,11 +1,10 @@
-package cluster
+package plan
 
 import (
 	"strings"
 	"testing"
 
 	"github.com/clusterflow/clusterflow/spec"
-	"github.com/clusterflow/clusterflow/workflows/plan"
 )
 
 func TestPlanStart(t *testing.T) {
@@ -13,17 +12,17 @@ func TestPlanStart(t *testing.T) {
 		{Name: "db", Events: []spec.Event{spec.EventConfigure, spec.EventStart}},
 		{Name: "web", Events: spec.AllEvents},
 	}}
-	roles := []plan.RoleState{
-		{Name: "db", Members: []plan.Member{
-			{Name: "db-0", Host: "h2", State: plan.MemberReady},
-			{Name: "db-1", Host: "h1", State: plan.MemberReady},
-			{Name: "db-2", Host: "h2", State: plan.MemberDown},
-			{Name: "db-3", Host: "h2", State: plan.MemberReady, Leaving: true},
+	roles := []RoleState{
+		{Name: "db", Members: []Member{
+			{Name: "db-0", Host: "h2", State: MemberReady},
+			{Name: "db-1", Host: "h1", State: MemberReady},
+			{Name: "db-2", Host: "h2", State: MemberDown},
+			{Name: "db-3", Host: "h2", State: MemberReady, Leaving: true},
 		}},
-		{Name: "web", Members: []plan.Member{{Name: "web-0", Host: "h2", State: plan.MemberReady}}},
+		{Name: "web", Members: []Member{{Name: "web-0", Host: "h2", State: MemberReady}}},
 	}
 	var got []string
-	step := plan.Restart([][]string{{"db", "web"}}).Steps[0]
+	step := Restart([][]string{{"db", "web"}}).Steps[0]
 	_, work := step.Work(desired, roles, []string{"h2"})
 	for _, rw := range work {
 		for _, m := range rw.Members {
