@@ -18,7 +18,7 @@ import (
 // env and roles; see spec), and so are the members, so what the state needs fits
 // in what is left: about 16 bytes a member gzipped, 20,000 members in about 320 KiB. What a
 // member may add beyond that, its output tails, health history and detail, is shed as
-// packedCarried describes when it would not fit.
+// packCarried describes when it would not fit.
 func (in *ClusterInput) Carry(c Carried) error {
 	plain, packed, err := packCarried(c, PayloadSize(in.Spec))
 	in.Carried, in.CarriedGzip = plain, packed

@@ -153,7 +153,7 @@ type Batch struct {
 	Members []string `json:"members"`
 }
 
-// RolloutRecord is the latest RolloutRecord, as the workflow keeps it: of a revision, or a rolling
+// RolloutRecord is the latest rollout, as the workflow keeps it: of a revision, or a rolling
 // restart (Restart), which runs restart on the members marked RestartDue by the same
 // policy and gate.
 type RolloutRecord struct {
