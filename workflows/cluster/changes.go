@@ -10,8 +10,8 @@ import (
 
 	"github.com/clusterflow/clusterflow/spec"
 	"github.com/clusterflow/clusterflow/workflows"
+	"github.com/clusterflow/clusterflow/workflows/internal/change"
 	"github.com/clusterflow/clusterflow/workflows/plan"
-	"github.com/clusterflow/clusterflow/workflows/role"
 	"github.com/clusterflow/clusterflow/workflows/rollout"
 )
 
@@ -137,7 +137,11 @@ func (u *updates) change(ctx workflow.Context, next spec.Cluster) workflows.Chan
 		workflows.ClusterRolesKey.ValueSet(u.w.spec.RoleNames()), workflows.ClusterMembersKey.ValueSet(int64(u.w.spec.TotalMembers()))); err != nil {
 		u.w.logger.Warn("Could not upsert the ClusterRoles and ClusterMembers search attributes", "Error", err)
 	}
-	u.w.runner.StopUnwanted(ctx, u.w, u.w.spec)
+	if workflow.GetVersion(ctx, change.ChildrenOutsideHandlers, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
+		u.w.runner.StopUnwanted(ctx, u.w, u.w.spec) // runs from before: the handler tells them itself
+	} else {
+		u.w.childrenDue = true
+	}
 	u.w.logger.Info("Desired state changed", "Generation", u.w.state.Generation, "Change", summary)
 	return workflows.ChangeResult{Generation: u.w.state.Generation, Changed: true, Summary: summary}
 }
@@ -159,47 +163,15 @@ func (c *cluster) noteSignature() {
 	c.state.Signatures = c.state.Signatures[:min(len(c.state.Signatures), keptSignatures)]
 }
 
-// growActive hands the members a change adds to a role that is configuring now to its
-// child, so they start at once rather than when the level ends. They are listed in
-// configmeta first, as every member is before it configures.
+// growActive has the members a change adds to a role that is configuring now handed to
+// its child (executor.grow) by the children's follower, which it wakes; runs from before
+// change.ChildrenOutsideHandlers did it here, in the update's handler.
 func (u *updates) growActive(ctx workflow.Context) {
-	type growth struct {
-		op    *role.Operation
-		role  string
-		added []plan.Member
-	}
-	var grown []growth
-	for _, name := range u.w.runner.ConfiguringRoles() {
-		op := u.w.runner.Configuring(name)
-		if rs := u.w.state.Role(name); rs != nil {
-			added := u.w.addPendingTo(rs, workflow.Now(ctx))
-			if u.w.bounded {
-				added = added[:min(len(added), u.w.runner.Room(op))]
-			}
-			if len(added) > 0 {
-				grown = append(grown, growth{op, name, added})
-			}
-		}
-	}
-	if len(grown) == 0 {
+	if workflow.GetVersion(ctx, change.ChildrenOutsideHandlers, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
+		u.w.exec.grow(ctx)
 		return
 	}
-	u.w.Touch(ctx)
-	if err := u.w.exec.writeClusterFiles(ctx, false); err != nil {
-		u.w.logger.Warn("Could not list new members in configmeta; they start once the running level ends", "Error", err)
-		return
-	}
-	for _, g := range grown {
-		if !u.w.runner.InProgress(g.role, g.op) {
-			continue // the child ended meanwhile; the operation sets them up itself
-		}
-		rs := u.w.state.Role(g.role)
-		for i := range g.added {
-			rs.Member(g.added[i].Name).KnowsUpTo = u.w.state.ConfigMetaVersion
-			g.added[i].KnowsUpTo = u.w.state.ConfigMetaVersion
-		}
-		u.w.runner.Grow(ctx, g.op, g.added)
-	}
+	u.w.childrenDue = true
 }
 
 // onCancel stops the operation in progress. Its running scripts are killed, and the

@@ -10,6 +10,8 @@ import (
 	"github.com/clusterflow/clusterflow/workflows"
 	"github.com/clusterflow/clusterflow/workflows/hosts"
 	"github.com/clusterflow/clusterflow/workflows/plan"
+	"github.com/clusterflow/clusterflow/workflows/role"
+	"go.temporal.io/sdk/workflow"
 )
 
 // A role's members are kept in ordinal order. The desired spec says how many a role wants;
@@ -188,4 +190,47 @@ func (e *executor) dropUnreachable(work []plan.RoleWork, now time.Time) []plan.R
 		}
 	}
 	return kept
+}
+
+// grow hands the members a change adds to a role that is configuring now to its
+// child, so they start at once rather than when the level ends. They are listed in
+// configmeta first, as every member is before it configures.
+func (e *executor) grow(ctx workflow.Context) {
+	type growth struct {
+		op    *role.Operation
+		role  string
+		added []plan.Member
+	}
+	var grown []growth
+	for _, name := range e.w.runner.ConfiguringRoles() {
+		op := e.w.runner.Configuring(name)
+		if rs := e.w.state.Role(name); rs != nil {
+			added := e.w.addPendingTo(rs, workflow.Now(ctx))
+			if e.w.bounded {
+				added = added[:min(len(added), e.w.runner.Room(op))]
+			}
+			if len(added) > 0 {
+				grown = append(grown, growth{op, name, added})
+			}
+		}
+	}
+	if len(grown) == 0 {
+		return
+	}
+	e.w.Touch(ctx)
+	if err := e.writeClusterFiles(ctx, false); err != nil {
+		e.w.logger.Warn("Could not list new members in configmeta; they start once the running level ends", "Error", err)
+		return
+	}
+	for _, g := range grown {
+		if !e.w.runner.InProgress(g.role, g.op) {
+			continue // the child ended meanwhile; the operation sets them up itself
+		}
+		rs := e.w.state.Role(g.role)
+		for i := range g.added {
+			rs.Member(g.added[i].Name).KnowsUpTo = e.w.state.ConfigMetaVersion
+			g.added[i].KnowsUpTo = e.w.state.ConfigMetaVersion
+		}
+		e.w.runner.Grow(ctx, g.op, g.added)
+	}
 }

@@ -58,6 +58,9 @@ type cluster struct {
 	hostCheck plan.HostCheck
 	// operating says an operation is in progress (the workflow can cancel it).
 	operating bool
+	// childrenDue wakes the children's follower: a change is to be told to the role
+	// children running now.
+	childrenDue bool
 	// logger is the workflow's, which stays quiet during replay.
 	logger log.Logger
 }

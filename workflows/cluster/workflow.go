@@ -172,6 +172,16 @@ func (w *clusterWorkflow) setup(ctx workflow.Context) error {
 	if err := w.updates.setUpdateHandlers(ctx); err != nil {
 		return err
 	}
+	// The children's follower tells the role children running now of a change: members no
+	// longer wanted stop, and those added to a role being configured join its child
+	// (change.ChildrenOutsideHandlers). The updates that make changes only wake it.
+	workflow.Go(ctx, func(ctx workflow.Context) {
+		for workflow.Await(ctx, func() bool { return w.childrenDue }) == nil {
+			w.childrenDue = false
+			w.runner.StopUnwanted(ctx, w, w.spec)
+			w.exec.grow(ctx)
+		}
+	})
 	progress := workflow.GetSignalChannel(ctx, workflows.RoleProgressSignal)
 	workflow.Go(ctx, func(ctx workflow.Context) {
 		for {

@@ -100,4 +100,10 @@ const (
 	// files there, scripts included: a host may have lost them, and an imported cluster's
 	// folders become its own (their key presented) before its first start runs there.
 	FilesBeforeStart = "files-before-start"
+	// ChildrenOutsideHandlers: a resize or an apply tells the role children running now of
+	// the change (members no longer wanted stop, members added to a role being configured
+	// join its child) through a coroutine of the workflow that the update wakes, rather
+	// than from the update's handler, which now only validates, records the change and
+	// wakes. Asked by each resize and apply.
+	ChildrenOutsideHandlers = "children-outside-handlers"
 )
