@@ -61,7 +61,7 @@ func (e *executor) runPass(ctx workflow.Context, desired *spec.Cluster, pass pla
 				return
 			}
 		}
-		e.w.RunLevel(ctx, step.Op, work)
+		e.w.runner.RunLevel(ctx, e.w, step.Op, work)
 		switch step.Op {
 		case plan.OpTeardown:
 			for _, rw := range work {

@@ -141,7 +141,7 @@ func (e *executor) retell(ctx workflow.Context) {
 		if failed := e.writeFiles(ctx, fmt.Sprintf("notice %d of %s, again", n.ID, e.w.state.Name), hostsOf(work), backend.ClusterFiles{Cluster: e.w.state.Name, Home: e.w.state.Home, Notice: &n}); len(failed) > 0 {
 			work = e.untold(ctx, op, work, failed)
 		}
-		e.w.RunLevel(ctx, op, work)
+		e.w.runner.RunLevel(ctx, e.w, op, work)
 		if ctx.Err() != nil {
 			return
 		}

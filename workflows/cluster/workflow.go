@@ -284,8 +284,8 @@ func (w *clusterWorkflow) continueAsNew(ctx workflow.Context) error {
 	return workflow.NewContinueAsNewError(ctx, workflows.ClusterWorkflowName, next)
 }
 
-// RunLevel runs a role operation through the role runner, the only code that starts role
-// children: for the concepts that run work in a pass (a rollout).
-func (w *clusterWorkflow) RunLevel(ctx workflow.Context, op plan.RoleOperation, work []plan.RoleWork) {
-	w.runner.RunLevel(ctx, w, op, work)
+// RunPass runs a pass through the executor, whose passes alone start role children: for
+// the concepts that run work in a pass (a rollout's batch).
+func (w *clusterWorkflow) RunPass(ctx workflow.Context, pass plan.Pass) {
+	w.exec.runPass(ctx, &w.spec, pass, passHooks{})
 }

@@ -33,6 +33,9 @@ type Step struct {
 	// notices, the nodes it names to each member instead.
 	Notice *notice.Notice
 	Told   *Told
+	// Given is work decided before the step (an action's members, a rollout's batch): the
+	// step runs it as it is.
+	Given []RoleWork
 }
 
 // Told is who joined or left, for a notification that names them to each member.
@@ -76,6 +79,12 @@ func AnnouncementByName(op RoleOperation, role string, nodes []Member) Pass {
 	return Pass{Steps: []Step{{Op: op, Told: &Told{Role: role, Nodes: nodes}}}}
 }
 
+// Given is the pass of one step that runs op on work decided beforehand: an action on the
+// members it chose, or a rollout's batch.
+func Given(op RoleOperation, work []RoleWork) Pass {
+	return Pass{Steps: []Step{{Op: op, Given: work}}}
+}
+
 // Restart is the pass that runs start, level by level, on the members of restarted hosts.
 func Restart(levels [][]string) Pass { return forward(OpStart, levels) }
 
@@ -94,6 +103,9 @@ func forward(op RoleOperation, levels [][]string) Pass {
 // nothing to tear down) and each role's work. restarted names the restarted hosts, for a
 // start step.
 func (s Step) Work(desired spec.Cluster, roles []RoleState, restarted []string) (forget []string, work []RoleWork) {
+	if s.Given != nil {
+		return nil, s.Given
+	}
 	switch s.Op {
 	case OpTeardown:
 		return removal(desired, roles, s.Roles, s.ReplacedToo, s.Graceful)

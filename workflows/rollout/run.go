@@ -17,8 +17,8 @@ import (
 )
 
 // Cluster is what a rollout needs of the cluster it runs in: its state and desired spec,
-// showing changes, starting a generation, maintenance's hold, and running a role
-// operation (through the cluster's role runner).
+// showing changes, starting a generation, maintenance's hold, and running a pass
+// (through the cluster's executor, whose passes alone start role children).
 type Cluster interface {
 	State() *workflows.ClusterState
 	Desired() spec.Cluster
@@ -26,7 +26,7 @@ type Cluster interface {
 	SetPhase(ctx workflow.Context, phase workflows.Phase, message string)
 	NewGeneration(reason string)
 	HeldByMaintenance(ctx workflow.Context) bool
-	RunLevel(ctx workflow.Context, op plan.RoleOperation, work []plan.RoleWork)
+	RunPass(ctx workflow.Context, pass plan.Pass)
 	Logger() log.Logger
 }
 
@@ -216,7 +216,7 @@ func updateBatches(ctx workflow.Context, c Cluster, batches []rolloutStep, n int
 			names = append(names, m.Name)
 		}
 	}
-	c.RunLevel(ctx, op, work)
+	c.RunPass(ctx, plan.Given(op, work))
 	var failed []string
 	for _, name := range names {
 		rs, m := st.FindMember(name)
