@@ -34,22 +34,12 @@ func (hm *Machine) replace(c Cluster, rs *plan.RoleState, m *plan.Member, ev wor
 // whether any replacement started.
 func (hm *Machine) ReplaceFailed(ctx workflow.Context, c Cluster, roles []string) bool {
 	started := false
-	for _, name := range roles {
-		r, ok := c.Desired().Role(name)
-		rs := c.State().Role(name)
-		if !ok || rs == nil || !r.Health.ReplaceOnConfigError {
-			continue
-		}
-		wanted, _ := plan.SplitMembers(*rs, plan.DesiredMembers(c.Desired(), name))
-		for _, m := range wanted {
-			if m.State != plan.MemberConfigError {
-				continue
-			}
-			res := hm.Step(ctx, c, rs, rs.Member(m.Name), workflows.MemberEvent{
-				Member: m.Name, Event: plan.HealthConfigError, Reason: m.Detail, Source: "clusterflow",
-			})
-			started = started || res.To == plan.MemberReplacing
-		}
+	for _, name := range plan.FailedSetups(c.Desired(), c.State().Roles, roles) {
+		rs, m := c.State().FindMember(name)
+		res := hm.Step(ctx, c, rs, m, workflows.MemberEvent{
+			Member: m.Name, Event: plan.HealthConfigError, Reason: m.Detail, Source: "clusterflow",
+		})
+		started = started || res.To == plan.MemberReplacing
 	}
 	return started
 }

@@ -268,3 +268,25 @@ func LevelProblems(desired spec.Cluster, roles []RoleState, level []string) []st
 func RoleOf(roles []RoleState, name string) *RoleState {
 	return Named(roles, name, func(r *RoleState) string { return r.Name })
 }
+
+// FailedSetups names, role by role in the order given, the wanted members whose setup or
+// notification failed in the roles that replace such members (replaceOnConfigError):
+// each is to be replaced, if its slot has replacements left (the health state machine
+// decides that).
+func FailedSetups(desired spec.Cluster, roles []RoleState, names []string) []string {
+	var failed []string
+	for _, name := range names {
+		r, ok := desired.Role(name)
+		rs := RoleOf(roles, name)
+		if !ok || rs == nil || !r.Health.ReplaceOnConfigError {
+			continue
+		}
+		wanted, _ := SplitMembers(*rs, DesiredMembers(desired, name))
+		for _, m := range wanted {
+			if m.State == MemberConfigError {
+				failed = append(failed, m.Name)
+			}
+		}
+	}
+	return failed
+}

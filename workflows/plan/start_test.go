@@ -35,3 +35,25 @@ func TestPlanStart(t *testing.T) {
 		t.Errorf("starts %v", got)
 	}
 }
+
+func TestFailedSetupsAreThoseOfRolesThatReplaceThem(t *testing.T) {
+	desired := spec.Cluster{Roles: []spec.Role{
+		{Name: "db", Members: 2, Health: spec.Health{ReplaceOnConfigError: true}},
+		{Name: "web", Members: 1},
+	}}
+	roles := []RoleState{
+		{Name: "db", Members: []Member{
+			{Name: "db-0", Ordinal: 0, State: MemberConfigError},
+			{Name: "db-1", Ordinal: 1, State: MemberReady},
+			{Name: "db-2", Ordinal: 2, State: MemberConfigError}, // not wanted: the role has 2
+		}},
+		{Name: "web", Members: []Member{{Name: "web-0", State: MemberConfigError}}},
+	}
+	got := FailedSetups(desired, roles, []string{"web", "db"})
+	if strings.Join(got, ",") != "db-0" {
+		t.Errorf("failed setups = %v, want [db-0]: web does not replace them, and db-2 is not wanted", got)
+	}
+	if got := FailedSetups(desired, roles, []string{"web"}); len(got) != 0 {
+		t.Errorf("failed setups of web = %v, want none", got)
+	}
+}
