@@ -20,7 +20,8 @@ peers() { members | awk -v m="$me" '$1 != m && $3 == "ready" { print $4 }' | pas
 # which only its cluster's network reaches.
 listen() { case "$1" in http://[0-9]*) echo "$1" ;; *) echo "$1" | sed -E 's#//[^:]+:#//0.0.0.0:#' ;; esac; }
 running() { [ -f etcd.pid ] && kill -0 "$(cat etcd.pid)" 2> /dev/null; }
-stop() { if running; then kill "$(cat etcd.pid)"; while running; do sleep 0.1; done; fi; rm -f etcd.pid; }
+# A member removed from etcd's membership shuts itself down: it may be gone by the kill.
+stop() { if running; then kill "$(cat etcd.pid)" 2> /dev/null || true; while running; do sleep 0.1; done; fi; rm -f etcd.pid; }
 healthy() { etcdctl --endpoints "$client" endpoint health > /dev/null 2>&1; }
 
 start() { # start INITIAL_CLUSTER new|existing, then wait until the member answers
