@@ -98,13 +98,23 @@ func StartDockerIn(t testing.TB, namespace, pool string) *Docker {
 	}
 }
 
-// stop removes every container the engine runs, stops it and removes its folder.
+// stop removes every container the engine runs and every network it made, stops it and
+// removes its folder.
 func (d *Docker) stop(t testing.TB, cmd *exec.Cmd, exited <-chan struct{}) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	if list, err := d.Client.ContainerList(ctx, client.ContainerListOptions{All: true}); err == nil {
 		for _, c := range list.Items {
 			_, _ = d.Client.ContainerRemove(ctx, c.ID, client.ContainerRemoveOptions{Force: true, RemoveVolumes: true})
+		}
+	}
+	// A network's bridge outlives the engine, holding its subnet, unless the network is
+	// removed: left behind, they exhaust the pools of the engines started after.
+	if list, err := d.Client.NetworkList(ctx, client.NetworkListOptions{}); err == nil {
+		for _, n := range list.Items {
+			if n.Name != "host" && n.Name != "none" && n.Name != "bridge" {
+				_, _ = d.Client.NetworkRemove(ctx, n.ID, client.NetworkRemoveOptions{})
+			}
 		}
 	}
 	_ = d.Client.Close()
