@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -29,6 +30,9 @@ type Docker struct {
 	Host   string
 	Client *client.Client
 	dir    string
+	// pool is where its networks take their subnets (in the host's namespace when it has
+	// none of its own), which no interface may hold once it stopped.
+	pool string
 }
 
 // StartDocker starts the test's engine. Without dockerd the test fails: CI installs it.
@@ -52,6 +56,9 @@ func StartDockerIn(t testing.TB, namespace, pool string) *Docker {
 		t.Fatal(err)
 	}
 	d := &Docker{Host: "unix://" + filepath.Join(dir, "docker.sock"), dir: dir}
+	if namespace == "" {
+		d.pool = pool
+	}
 	log, err := os.Create(filepath.Join(dir, "dockerd.log"))
 	if err != nil {
 		t.Fatal(err)
@@ -112,8 +119,11 @@ func (d *Docker) stop(t testing.TB, cmd *exec.Cmd, exited <-chan struct{}) {
 	// removed: left behind, they exhaust the pools of the engines started after.
 	if list, err := d.Client.NetworkList(ctx, client.NetworkListOptions{}); err == nil {
 		for _, n := range list.Items {
-			if n.Name != "host" && n.Name != "none" && n.Name != "bridge" {
-				_, _ = d.Client.NetworkRemove(ctx, n.ID, client.NetworkRemoveOptions{})
+			if n.Name == "host" || n.Name == "none" || n.Name == "bridge" {
+				continue
+			}
+			if _, err := d.Client.NetworkRemove(ctx, n.ID, client.NetworkRemoveOptions{}); err != nil {
+				t.Errorf("remove the engine's network %s: %v", n.Name, err)
 			}
 		}
 	}
@@ -131,6 +141,30 @@ func (d *Docker) stop(t testing.TB, cmd *exec.Cmd, exited <-chan struct{}) {
 	if err := os.RemoveAll(d.dir); err != nil {
 		t.Errorf("remove the engine's folder: %v", err)
 	}
+	if held := interfacesIn(d.pool); len(held) > 0 {
+		t.Errorf("the engine left interfaces holding addresses of its pool %s: %v", d.pool, held)
+	}
+}
+
+// interfacesIn names the interfaces of this namespace with an address inside pool ("":
+// none looked for).
+func interfacesIn(pool string) []string {
+	_, cidr, err := net.ParseCIDR(pool)
+	if err != nil {
+		return nil
+	}
+	ifaces, _ := net.Interfaces()
+	var held []string
+	for _, iface := range ifaces {
+		addrs, _ := iface.Addrs()
+		for _, a := range addrs {
+			if ip, ok := a.(*net.IPNet); ok && cidr.Contains(ip.IP) {
+				held = append(held, iface.Name)
+				break
+			}
+		}
+	}
+	return held
 }
 
 // unmountUnder unmounts whatever the engine left mounted in dir, deepest first.
