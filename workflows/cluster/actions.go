@@ -79,7 +79,7 @@ func (e *executor) runActions(ctx workflow.Context) {
 				Action: &plan.ActionCall{Name: a.Action, Params: a.Params}})
 		}
 		e.w.Touch(ctx)
-		e.runPass(ctx, &e.w.spec, plan.Given(plan.OpAction, work), passHooks{})
+		e.runPass(ctx, &e.w.spec, plan.Given(plan.OpAction, work), nil)
 		e.noteActionResults(a, targets)
 		a.State, a.Ended = workflows.ActionDone, workflow.Now(ctx)
 		if ctx.Err() != nil {

@@ -102,25 +102,19 @@ func (e *executor) notify(ctx workflow.Context, op plan.RoleOperation, nodesRole
 	n := plan.NewNotice(e.w.state.Notices+1, e.w.state.Name, op, nodesRole, nodes)
 	missed := e.missedBy(n)
 	var told []plan.RoleWork
-	e.runPass(ctx, &e.w.spec, plan.Announcement(op, n), passHooks{
-		// The notice travels once per host, before anyone is told.
-		prepare: func(_ plan.Step, work []plan.RoleWork) ([]plan.RoleWork, bool) {
-			if len(work) == 0 {
-				return nil, false
-			}
+	if step := plan.Announcement(op, n).Steps[0]; ctx.Err() == nil {
+		if work := e.stepWork(ctx, e.w.spec, step, nil); len(work) > 0 {
+			// The notice travels once per host, before anyone is told.
 			e.w.state.Notices = n.ID
 			failed := e.writeFiles(ctx, fmt.Sprintf("notice %d of %s", n.ID, e.w.state.Name), hostsOf(work), backend.ClusterFiles{Cluster: e.w.state.Name, Home: e.w.state.Home, Notice: &n})
 			if len(failed) > 0 {
 				work = e.untold(ctx, op, work, failed)
 			}
 			told = work
-			return work, true
-		},
-		after: func(plan.Step) bool {
+			e.runStep(ctx, step, work)
 			e.w.logger.Info("Announced membership change", "Event", op, "Role", nodesRole, "Notice", n.ID, "Nodes", n.Size(), "Roles", fmt.Sprint(workRoles(told)))
-			return true
-		},
-	})
+		}
+	}
 	if ctx.Err() == nil {
 		e.keepUntold(n, told, missed)
 	}
@@ -177,16 +171,14 @@ func workRoles(work []plan.RoleWork) []string {
 // notifyByName is notify as runs from before bounded payloads do it: the work names, for
 // every member, the nodes it is told about.
 func (e *executor) notifyByName(ctx workflow.Context, op plan.RoleOperation, nodesRole string, nodes []plan.Member) []plan.RoleWork {
-	var told []plan.RoleWork
-	e.runPass(ctx, &e.w.spec, plan.AnnouncementByName(op, nodesRole, nodes), passHooks{
-		prepare: func(_ plan.Step, work []plan.RoleWork) ([]plan.RoleWork, bool) {
-			told = work
-			return work, len(work) > 0
-		},
-		after: func(plan.Step) bool {
-			e.w.logger.Info("Announced membership change", "Event", op, "Role", nodesRole, "Nodes", fmt.Sprint(told[0].Nodes.Nodes), "Roles", fmt.Sprint(workRoles(told)))
-			return true
-		},
-	})
+	step := plan.AnnouncementByName(op, nodesRole, nodes).Steps[0]
+	if ctx.Err() != nil {
+		return nil
+	}
+	told := e.stepWork(ctx, e.w.spec, step, nil)
+	if len(told) > 0 {
+		e.runStep(ctx, step, told)
+		e.w.logger.Info("Announced membership change", "Event", op, "Role", nodesRole, "Nodes", fmt.Sprint(told[0].Nodes.Nodes), "Roles", fmt.Sprint(workRoles(told)))
+	}
 	return told
 }

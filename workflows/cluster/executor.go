@@ -2,7 +2,6 @@ package cluster
 
 import (
 	"fmt"
-	"slices"
 	"strings"
 
 	"go.temporal.io/sdk/workflow"
@@ -21,63 +20,53 @@ import (
 // empty spec). It is the one level loop: each step is planned when it is taken, and run as
 // a child workflow per role through the role runner.
 
-// passHooks let an operation act around a pass's steps. before runs ahead of each step's
-// planning (writing the cluster's files, say) and after once the step ran; either returns
-// false to end the pass. Any may be nil.
-type passHooks struct {
-	before func(step plan.Step) bool
-	after  func(step plan.Step) bool
-	// prepare, once a step's work is planned, readies it (writing what its members will
-	// read, say) and may change it; false ends the pass there, running nothing.
-	prepare func(step plan.Step, work []plan.RoleWork) ([]plan.RoleWork, bool)
-	// restarted names the restarted hosts, for a restart pass.
-	restarted []string
+// runPass takes the pass's steps in order until the context ends or none is left. desired
+// is read at each step: a change that arrives midway is planned for. restarted names the
+// restarted hosts, for a start pass.
+func (e *executor) runPass(ctx workflow.Context, desired *spec.Cluster, pass plan.Pass, restarted []string) {
+	for _, step := range pass.Steps {
+		if ctx.Err() != nil {
+			return
+		}
+		e.runStep(ctx, step, e.stepWork(ctx, *desired, step, restarted))
+	}
 }
 
-// runPass takes the pass's steps in order until one ends it, the context ends, or none is
-// left. desired is read at each step: a change that arrives midway is planned for.
-func (e *executor) runPass(ctx workflow.Context, desired *spec.Cluster, pass plan.Pass, hooks passHooks) {
-	for _, step := range pass.Steps {
-		if ctx.Err() != nil || hooks.before != nil && !hooks.before(step) {
-			return
+// stepWork plans a step's work as it is taken, from the members as they are then: members
+// never created are forgotten, and what the work's members are told is filled in.
+func (e *executor) stepWork(ctx workflow.Context, desired spec.Cluster, step plan.Step, restarted []string) []plan.RoleWork {
+	forget, work := step.Work(desired, e.w.state.Roles, restarted)
+	for _, name := range forget {
+		_, m := e.w.state.FindMember(name)
+		m.State, m.Since = plan.MemberDeleted, workflow.Now(ctx) // never created: nothing to tear down
+	}
+	switch step.Op {
+	case plan.OpTeardown, plan.OpDecommission:
+		work = e.dropUnreachable(work, workflow.Now(ctx))
+		if e.w.lifecycle {
+			e.sayWhyRemoved(work)
 		}
-		forget, work := step.Work(*desired, e.w.state.Roles, hooks.restarted)
-		for _, name := range forget {
-			_, m := e.w.state.FindMember(name)
-			m.State, m.Since = plan.MemberDeleted, workflow.Now(ctx) // never created: nothing to tear down
-		}
-		switch step.Op {
-		case plan.OpTeardown, plan.OpDecommission:
-			work = e.dropUnreachable(work, workflow.Now(ctx))
+	case plan.OpConfigure:
+		e.markSetUpNow(work)
+	}
+	return work
+}
+
+// runStep runs a step's work through the role runner, a child workflow per role, and
+// notes what it did.
+func (e *executor) runStep(ctx workflow.Context, step plan.Step, work []plan.RoleWork) {
+	e.w.runner.RunLevel(ctx, e.w, step.Op, work)
+	switch step.Op {
+	case plan.OpTeardown:
+		for _, rw := range work {
+			e.w.noteRemoved(rw.Role, rw.Members)
 			if e.w.lifecycle {
-				e.sayWhyRemoved(work)
-			}
-		case plan.OpConfigure:
-			e.markSetUpNow(work)
-		}
-		if hooks.prepare != nil {
-			var ok bool
-			if work, ok = hooks.prepare(step, work); !ok {
-				return
+				e.noteFailedTeardowns(rw, workflow.Now(ctx))
 			}
 		}
-		e.w.runner.RunLevel(ctx, e.w, step.Op, work)
-		switch step.Op {
-		case plan.OpTeardown:
-			for _, rw := range work {
-				e.w.noteRemoved(rw.Role, rw.Members)
-				if e.w.lifecycle {
-					e.noteFailedTeardowns(rw, workflow.Now(ctx))
-				}
-			}
-		case plan.OpStart:
-			if ctx.Err() != nil {
-				return
-			}
+	case plan.OpStart:
+		if ctx.Err() == nil {
 			e.w.health.FailedStartsAreDown(ctx, e.w, work)
-		}
-		if hooks.after != nil && !hooks.after(step) {
-			return
 		}
 	}
 }
@@ -106,135 +95,128 @@ func (e *executor) converge(ctx workflow.Context) {
 }
 
 // convergeOnce makes one pass: remove what is no longer wanted (dependents first), set new
-// members up level by level, then tell the members that were there what changed. It
-// reports whether the desired state changed meanwhile and another pass is needed.
+// members up level by level, tell the members that were there what changed, and go on
+// with the rollout in progress. The planner decides each stage as the last one ends
+// (plan.Decide); the executor carries it out. It reports whether the desired state changed
+// meanwhile and another pass is needed.
 func (e *executor) convergeOnce(ctx workflow.Context) (again bool) {
 	generation := e.w.state.Generation
-	changed := func() bool { return e.w.state.Generation != generation }
-	if e.w.HeldByMaintenance(ctx) {
+	at, seen := plan.Cursor{Stage: plan.StageBegin}, stageOutcome{}
+	for {
+		d := plan.Decide(at, e.view(ctx, generation, seen))
+		switch d.End {
+		case plan.GoOn:
+			at, seen = d.Take, e.take(ctx, d)
+			continue
+		case plan.Stop:
+			if d.Held {
+				e.w.noteHeld(ctx)
+			}
+		case plan.Again:
+			return true
+		case plan.Failed:
+			e.w.SetPhase(ctx, workflows.PhaseFailed, d.Message)
+		case plan.RolloutPaused:
+			e.w.state.ReachedGeneration = generation
+			e.w.SetPhase(ctx, workflows.PhaseRolloutPaused, rollout.PausedMessage(&e.w.state))
+		case plan.Settled:
+			e.w.state.ReachedGeneration = generation
+			e.w.health.RefreshMeltdown(e.w)
+			phase, message := e.w.health.Phase(e.w)
+			e.w.SetPhase(ctx, phase, message)
+		}
 		return false
 	}
-	// Actions act on the members as they are, before this pass changes them: so they run
-	// on a cluster whose setup failed, too.
-	if e.runActions(ctx); ctx.Err() != nil {
-		return false
-	}
-	e.adoptRogues(workflow.Now(ctx))
-	if e.w.setUpElsewhere {
-		hosts.RemoveStale(ctx, &e.w.state, e.w.logger)
-	}
-	e.removeUnwanted(ctx, false)
-	if ctx.Err() != nil {
-		return false
-	}
-	e.startRestarted(ctx)
-	if ctx.Err() != nil {
-		return false
-	}
-	if changed() {
-		return true
-	}
-	e.w.reshape(workflow.Now(ctx))
-	if ended, again := e.setUp(ctx, changed); ended {
-		return again
-	}
-	e.removeReplaced(ctx)
-	if ctx.Err() != nil || e.w.HeldByMaintenance(ctx) {
-		return false
-	}
-	if err := e.writeClusterFiles(ctx, false); err != nil {
-		e.w.logger.Warn("Could not refresh configmeta after deploy", "Error", err)
-	}
-	e.announce(ctx)
-	if ctx.Err() != nil {
-		return false
-	}
-	if e.w.health.ReplaceFailed(ctx, e.w, slices.Concat(e.w.state.Levels...)) {
-		return true
-	}
-	// A failed notification leaves its member in config_error, and the cluster failed.
-	var failed []string
-	for _, level := range e.w.state.Levels {
-		failed = append(failed, plan.LevelProblems(e.w.spec, e.w.state.Roles, level)...)
-	}
-	if len(failed) > 0 {
-		e.w.SetPhase(ctx, workflows.PhaseFailed, strings.Join(failed, "; "))
-		return false
-	}
-	if rollout.Run(ctx, e.w, changed) {
-		return true
-	}
-	if ctx.Err() != nil || e.w.HeldByMaintenance(ctx) {
-		return false
-	}
-	e.w.state.ReachedGeneration = generation
-	if rollout.Running(&e.w.state) && e.w.state.Rollout.Paused != "" {
-		e.w.SetPhase(ctx, workflows.PhaseRolloutPaused, rollout.PausedMessage(&e.w.state))
-		return false
-	}
-	e.w.health.RefreshMeltdown(e.w)
-	phase, message := e.w.health.Phase(e.w)
-	e.w.SetPhase(ctx, phase, message)
-	return false
 }
 
-// setUp runs the setup pass: level by level, it writes the cluster's files (configmeta
-// lists the members about to be set up), sets the level's pending members up, and goes on
-// only if all of them are. It reports whether the pass ended there (a failure, a hold by
-// maintenance, a cancel, a change) and whether another pass is due.
-func (e *executor) setUp(ctx workflow.Context, changed func() bool) (ended, again bool) {
-	e.runPass(ctx, &e.w.spec, plan.Setup(e.w.state.Levels), passHooks{
-		before: func(step plan.Step) bool {
-			if e.w.HeldByMaintenance(ctx) {
-				ended = true
-				return false
+// stageOutcome is what a stage reports for the planner's next decision.
+type stageOutcome struct {
+	failed, replaced bool
+	rollout          plan.RolloutProgress
+}
+
+// view is what the planner reads: the cluster now, and how the last stage went.
+func (e *executor) view(ctx workflow.Context, generation int, seen stageOutcome) plan.PassView {
+	v := plan.PassView{
+		Desired: e.w.spec, Roles: e.w.state.Roles, Levels: e.w.state.Levels,
+		Cancelled: ctx.Err() != nil, Held: e.w.held(), Changed: e.w.state.Generation != generation,
+		StepFailed: seen.failed, Replaced: seen.replaced, Rollout: rollout.View(&e.w.state),
+	}
+	v.Rollout.Progress = seen.rollout
+	return v
+}
+
+// take carries out the stage the planner decided.
+func (e *executor) take(ctx workflow.Context, d plan.Decision) stageOutcome {
+	switch d.Take.Stage {
+	case plan.StageActions:
+		// Actions act on the members as they are, before this pass changes them: so they run
+		// on a cluster whose setup failed, too.
+		e.runActions(ctx)
+	case plan.StageRemoval:
+		e.adoptRogues(workflow.Now(ctx))
+		if e.w.setUpElsewhere {
+			hosts.RemoveStale(ctx, &e.w.state, e.w.logger)
+		}
+		e.removeUnwanted(ctx, false)
+	case plan.StageRestart:
+		e.startRestarted(ctx)
+	case plan.StageReshape:
+		e.w.reshape(workflow.Now(ctx))
+	case plan.StageSetup:
+		return stageOutcome{failed: !e.setUpLevel(ctx, d.Step)}
+	case plan.StageReplaceFailed:
+		return stageOutcome{replaced: e.w.health.ReplaceFailed(ctx, e.w, d.Replace)}
+	case plan.StageKeepReplaced:
+		// The rollout pauses; the next pass removes the failed successors and tells the
+		// others of those that were set up.
+		return stageOutcome{replaced: rollout.KeepReplacedOnFailure(ctx, e.w)}
+	case plan.StageSkipLevels:
+		e.skipLaterLevels(d.Take.Level, strings.Join(e.w.state.Levels[d.Take.Level], ", "))
+	case plan.StageRemoveReplaced:
+		e.removeReplaced(ctx)
+	case plan.StageAnnounce:
+		if d.Take.Failing == "" {
+			if err := e.writeClusterFiles(ctx, false); err != nil {
+				e.w.logger.Warn("Could not refresh configmeta after deploy", "Error", err)
 			}
-			if e.w.lifecycle {
-				if err := e.assignPorts(ctx, step.Roles); err != nil {
-					if ctx.Err() == nil {
-						e.w.SetPhase(ctx, workflows.PhaseFailed, "could not give members their ports: "+flow.ErrorMessage(err))
-					}
-					ended = true
-					return false
-				}
+		}
+		e.announce(ctx)
+	case plan.StageRollout:
+		return stageOutcome{rollout: rollout.Begin(ctx, e.w)}
+	case plan.StageRolloutBatch:
+		return stageOutcome{rollout: rollout.UpdateBatch(ctx, e.w, d.Batch, d.Take.Batches)}
+	case plan.StageRolloutReplace:
+		rollout.ReplaceBatch(ctx, e.w, d.Batch[0])
+	case plan.StageRolloutPause:
+		rollout.Pause(ctx, e.w, "", d.Message)
+	case plan.StageRolloutDone:
+		rollout.Done(ctx, e.w)
+	}
+	return stageOutcome{}
+}
+
+// setUpLevel sets a level's pending members up, once it wrote the cluster's files
+// (configmeta lists the members about to be set up). It reports false if it could not
+// write them, having said so.
+func (e *executor) setUpLevel(ctx workflow.Context, step plan.Step) bool {
+	if e.w.lifecycle {
+		if err := e.assignPorts(ctx, step.Roles); err != nil {
+			if ctx.Err() == nil {
+				e.w.SetPhase(ctx, workflows.PhaseFailed, "could not give members their ports: "+flow.ErrorMessage(err))
 			}
-			if err := e.writeClusterFiles(ctx, step.Level == 0); err != nil {
-				// Cancelled by a delete is not a failure; anything else is.
-				if ctx.Err() == nil {
-					e.w.SetPhase(ctx, workflows.PhaseFailed, "could not write the cluster's files: "+flow.ErrorMessage(err))
-				}
-				ended = true
-				return false
-			}
-			return true
-		},
-		after: func(step plan.Step) bool {
-			if ctx.Err() != nil || e.w.HeldByMaintenance(ctx) {
-				ended = true
-				return false
-			}
-			if changed() || e.w.health.ReplaceFailed(ctx, e.w, step.Roles) {
-				ended, again = true, true
-				return false
-			}
-			if failed := plan.LevelProblems(e.w.spec, e.w.state.Roles, step.Roles); len(failed) > 0 {
-				if rollout.KeepReplacedOnFailure(ctx, e.w) {
-					// The rollout paused; the next pass removes the failed successors and tells
-					// the others of those that were set up.
-					ended, again = true, true
-					return false
-				}
-				e.skipLaterLevels(step.Level, strings.Join(step.Roles, ", "))
-				e.removeReplaced(ctx)
-				e.announce(ctx)
-				e.w.SetPhase(ctx, workflows.PhaseFailed, strings.Join(failed, "; "))
-				ended = true
-				return false
-			}
-			return true
-		},
-	})
-	return ended || ctx.Err() != nil, again
+			return false
+		}
+	}
+	if err := e.writeClusterFiles(ctx, step.Level == 0); err != nil {
+		// Cancelled by a delete is not a failure; anything else is.
+		if ctx.Err() == nil {
+			e.w.SetPhase(ctx, workflows.PhaseFailed, "could not write the cluster's files: "+flow.ErrorMessage(err))
+		}
+		return false
+	}
+	e.runStep(ctx, step, e.stepWork(ctx, e.w.spec, step, nil))
+	return true
 }
 
 // sayWhyRemoved tells each member of a teardown why it leaves: its teardown then knows
@@ -271,29 +253,29 @@ func (e *executor) removeReplaced(ctx workflow.Context) {
 // simply forgotten. Removed members that others knew of wait to be announced by delnodes.
 // Members being replaced stay until replacedToo: they go once their successors are set up.
 func (e *executor) removeUnwanted(ctx workflow.Context, replacedToo bool) {
-	removal, hooks := plan.Removal(e.w.state.Levels, replacedToo), passHooks{}
+	removal := plan.Removal(e.w.state.Levels, replacedToo)
 	if e.w.lifecycle {
 		removal = plan.GracefulRemoval(e.w.state.Levels, replacedToo)
-		// Configmeta is refreshed before each removal step that acts, so the members it
-		// acts on read themselves leaving, as do their peers.
-		hooks.prepare = func(_ plan.Step, work []plan.RoleWork) ([]plan.RoleWork, bool) {
-			if len(work) > 0 {
-				if err := e.writeClusterFiles(ctx, false); err != nil {
-					e.w.logger.Warn("Could not refresh configmeta before a removal step", "Error", err)
-				}
-			}
-			return work, true
-		}
 	}
-	if e.w.appContract {
-		hooks.before = func(step plan.Step) bool {
-			if step.Op == plan.OpDecommission {
-				e.tellRemoving(ctx, step)
-			}
-			return ctx.Err() == nil
+	for _, step := range removal.Steps {
+		if ctx.Err() != nil {
+			break
 		}
+		if e.w.appContract && step.Op == plan.OpDecommission {
+			if e.tellRemoving(ctx, step); ctx.Err() != nil {
+				break
+			}
+		}
+		work := e.stepWork(ctx, e.w.spec, step, nil)
+		if e.w.lifecycle && len(work) > 0 {
+			// Configmeta is refreshed before each removal step that acts, so the members it
+			// acts on read themselves leaving, as do their peers.
+			if err := e.writeClusterFiles(ctx, false); err != nil {
+				e.w.logger.Warn("Could not refresh configmeta before a removal step", "Error", err)
+			}
+		}
+		e.runStep(ctx, step, work)
 	}
-	e.runPass(ctx, &e.w.spec, removal, hooks)
 	e.w.dropRemoved()
 	e.w.Touch(ctx)
 }
@@ -309,7 +291,7 @@ func (e *executor) delete(parent workflow.Context) {
 		e.w.logger.Warn("Could not reinstall startscripts; teardown scripts may fail", "Error", err)
 	}
 	// A delete is the removal toward the empty spec: every member, whatever its state.
-	e.runPass(ctx, &spec.Cluster{}, plan.Removal(e.w.state.Levels, true), passHooks{})
+	e.runPass(ctx, &spec.Cluster{}, plan.Removal(e.w.state.Levels, true), nil)
 	// Any reachable host may hold the folder of a member that has left.
 	failed := hosts.OnEach(flow.WithQuickActivity(ctx, "remove "+e.w.state.Name), &e.w.state, e.w.setUpElsewhere, hosts.ReachableHosts(&e.w.state), func(ctx workflow.Context, _ string) error {
 		return workflow.ExecuteActivity(ctx, flow.ActRemoveCluster, e.w.Folder().Key()).Get(ctx, nil)
@@ -352,7 +334,7 @@ func (e *executor) startRestarted(ctx workflow.Context) {
 			e.w.logger.Warn("Could not write the cluster's files to its restarted hosts; their starts may fail", "Error", err)
 		}
 	}
-	e.runPass(ctx, &e.w.spec, plan.Restart(e.w.state.Levels), passHooks{restarted: restarted})
+	e.runPass(ctx, &e.w.spec, plan.Restart(e.w.state.Levels), restarted)
 }
 
 // replacing reports whether any member is waiting for its successor before it goes.

@@ -43,18 +43,17 @@ func (w *clusterWorkflow) setMaintenance(ctx workflow.Context, m workflows.Maint
 
 func (c *cluster) InMaintenance() bool { return c.state.Maintenance != nil }
 
-// HeldByMaintenance reports whether converge must stop here: maintenance is on and no
-// delete is asking to go on. It marks the operation held so that it resumes afterwards.
-func (w *clusterWorkflow) HeldByMaintenance(ctx workflow.Context) bool {
-	if !w.InMaintenance() || w.deleteRequested {
-		return false
-	}
+// held says maintenance holds the cluster's operations now: a pass stops at its next
+// boundary, and resumes afterwards (a delete it never holds).
+func (w *clusterWorkflow) held() bool { return w.InMaintenance() && !w.deleteRequested }
+
+// noteHeld shows that maintenance holds the operation, once per generation.
+func (w *clusterWorkflow) noteHeld(ctx workflow.Context) {
 	if w.state.Held == "" {
 		w.state.Held = fmt.Sprintf("generation %d", w.state.Generation)
 		w.logger.Info("Operation held for maintenance", "Generation", w.state.Generation)
 		w.Touch(ctx)
 	}
-	return true
 }
 
 // showPhase shows the phase where operators look, maintenance included, in the search

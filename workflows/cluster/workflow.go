@@ -287,5 +287,5 @@ func (w *clusterWorkflow) continueAsNew(ctx workflow.Context) error {
 // RunPass runs a pass through the executor, whose passes alone start role children: for
 // the concepts that run work in a pass (a rollout's batch).
 func (w *clusterWorkflow) RunPass(ctx workflow.Context, pass plan.Pass) {
-	w.exec.runPass(ctx, &w.spec, pass, passHooks{})
+	w.exec.runPass(ctx, &w.spec, pass, nil)
 }

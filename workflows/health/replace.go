@@ -29,12 +29,12 @@ func (hm *Machine) replace(c Cluster, rs *plan.RoleState, m *plan.Member, ev wor
 	c.Logger().Info("Replacing member", "Role", rs.Name, "Member", m.Name, "Event", ev.Event, "Reason", ev.Reason, "Generation", c.State().Generation)
 }
 
-// ReplaceFailed replaces the members of the given roles whose setup or notification
-// failed, when their role asks for it and their slot has replacements left. It reports
-// whether any replacement started.
-func (hm *Machine) ReplaceFailed(ctx workflow.Context, c Cluster, roles []string) bool {
+// ReplaceFailed replaces the named members, whose setup or notification failed (the
+// planner names them: plan.FailedSetups), if their slots have replacements left. It
+// reports whether any replacement started.
+func (hm *Machine) ReplaceFailed(ctx workflow.Context, c Cluster, names []string) bool {
 	started := false
-	for _, name := range plan.FailedSetups(c.Desired(), c.State().Roles, roles) {
+	for _, name := range names {
 		rs, m := c.State().FindMember(name)
 		res := hm.Step(ctx, c, rs, m, workflows.MemberEvent{
 			Member: m.Name, Event: plan.HealthConfigError, Reason: m.Detail, Source: "clusterflow",

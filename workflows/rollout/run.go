@@ -17,7 +17,7 @@ import (
 )
 
 // Cluster is what a rollout needs of the cluster it runs in: its state and desired spec,
-// showing changes, starting a generation, maintenance's hold, and running a pass
+// showing changes, starting a generation, and running a pass
 // (through the cluster's executor, whose passes alone start role children).
 type Cluster interface {
 	State() *workflows.ClusterState
@@ -25,82 +25,61 @@ type Cluster interface {
 	Touch(ctx workflow.Context)
 	SetPhase(ctx workflow.Context, phase workflows.Phase, message string)
 	NewGeneration(reason string)
-	HeldByMaintenance(ctx workflow.Context) bool
 	RunPass(ctx workflow.Context, pass plan.Pass)
 	Logger() log.Logger
 }
 
-// Run moves the outdated members of each role to its current revision, role by role in
-// dependency order. It returns whether the desired generation changed meanwhile, which
-// starts the pass again; a pause, a cancel or a delete ends it.
-func Run(ctx workflow.Context, c Cluster, changed func() bool) (again bool) {
+// A rollout's course is the planner's (plan.Decide: which batch, a pause when a role has
+// no room, its end); what follows carries its stages out, for the executor.
+
+// Begin begins the pass's share of the rollout in progress: it says whether batches are
+// due. A rollout whose last batch was replaced first checks that batch's successors.
+func Begin(ctx workflow.Context, c Cluster) plan.RolloutProgress {
 	st := c.State()
 	ro := st.Rollout
 	if ro == nil || !ro.Ended.IsZero() || ro.Paused != "" {
-		return false
+		return plan.RolloutIdle
 	}
 	roles := plan.RolloutRoles(st.Levels, st.Roles)
 	pending := len(ro.Replacing) > 0 || slices.ContainsFunc(roles, func(role string) bool { return len(ro.Due(*st.Role(role))) > 0 })
 	if !pending {
 		ro.Ended, ro.Failed, ro.Watching = workflow.Now(ctx), nil, nil
-		return false
+		return plan.RolloutIdle
 	}
 	if workflow.GetVersion(ctx, change.Rollouts, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
-		return false
+		return plan.RolloutIdle
 	}
 	c.SetPhase(ctx, workflows.PhaseRollingOut, ro.What())
 	if len(ro.Replacing) > 0 && !replacedBatchDone(ctx, c) {
-		return changed()
+		return plan.RolloutStopped
 	}
-	batches := 0
-	for _, group := range plan.RolloutGroups(st.Levels, st.Roles, c.Desired(), ro.Restart) {
-		for {
-			switch {
-			case ctx.Err() != nil || c.HeldByMaintenance(ctx):
-				return false
-			case changed():
-				return true
-			case ro.Paused != "":
-				return false
-			}
-			var work []rolloutStep
-			for _, role := range group {
-				def, ok := c.Desired().Role(role)
-				rs := st.Role(role)
-				due := ro.Due(*rs)
-				if !ok || len(due) == 0 {
-					continue
-				}
-				batch, why := plan.NextBatch(def, *rs, due, ro.Moved[role])
-				if len(batch.Members) == 0 {
-					pause(ctx, c, "", fmt.Sprintf("role %s: %s", role, why))
-					return false
-				}
-				work = append(work, rolloutStep{def, batch})
-			}
-			if len(work) == 0 {
-				break
-			}
-			batches++
-			if def := work[0].def; len(work) == 1 && def.StrategyFor() == spec.Replace && !ro.Restart {
-				// The next pass sets the successors up, removes the members they replace and
-				// tells the others; the rollout goes on from there.
-				replaceBatch(ctx, c, def, work[0].batch)
-				return true
-			}
-			if !updateBatches(ctx, c, work, batches) {
-				return changed()
-			}
-		}
-	}
-	ro.Ended, ro.Watching = workflow.Now(ctx), nil
-	return false
+	return plan.RolloutGoesOn
 }
 
-// replaceBatch starts replacing a batch's members with members set up with the new
+// View is what the planner reads of the cluster's rollout.
+func View(st *workflows.ClusterState) plan.RolloutView {
+	ro := st.Rollout
+	if !Running(st) {
+		return plan.RolloutView{}
+	}
+	v := plan.RolloutView{Paused: ro.Paused != "", Restart: ro.Restart, Due: map[string][]plan.Member{}, Moved: ro.Moved}
+	for _, role := range plan.RolloutRoles(st.Levels, st.Roles) {
+		v.Due[role] = ro.Due(*st.Role(role))
+	}
+	return v
+}
+
+// Done ends the rollout: every member it was to move moved.
+func Done(ctx workflow.Context, c Cluster) {
+	ro := c.State().Rollout
+	ro.Ended, ro.Watching = workflow.Now(ctx), nil
+}
+
+// ReplaceBatch starts replacing a batch's members with members set up with the new
 // revision: each is marked as being replaced, as the health machine marks one, and a new
 // generation's pass does the rest.
-func replaceBatch(ctx workflow.Context, c Cluster, def spec.Role, batch plan.RolloutBatch) {
+func ReplaceBatch(ctx workflow.Context, c Cluster, b plan.RoleBatch) {
+	def, batch := b.Role, b.RolloutBatch
 	st := c.State()
 	ro := st.Rollout
 	rs := st.Role(def.Name)
@@ -146,7 +125,7 @@ func KeepReplacedOnFailure(ctx workflow.Context, c Cluster) bool {
 	if len(failed) == 0 {
 		return false
 	}
-	pause(ctx, c, failed[0], fmt.Sprintf("the replacement %s (revision %d) failed to set up, and the members it was to replace stay: %s", spec.Some(failed, flow.RefusalNames), ro.Revision, detail))
+	Pause(ctx, c, failed[0], fmt.Sprintf("the replacement %s (revision %d) failed to set up, and the members it was to replace stay: %s", spec.Some(failed, flow.RefusalNames), ro.Revision, detail))
 	return true
 }
 
@@ -171,14 +150,14 @@ func replacedBatchDone(ctx workflow.Context, c Cluster) bool {
 	switch {
 	case len(failed) > 0:
 		_, m := st.FindMember(failed[0])
-		pause(ctx, c, failed[0], fmt.Sprintf("the replacement %s (revision %d) is %s: %s", spec.Some(failed, flow.RefusalNames), ro.Revision, m.State, m.Detail))
+		Pause(ctx, c, failed[0], fmt.Sprintf("the replacement %s (revision %d) is %s: %s", spec.Some(failed, flow.RefusalNames), ro.Revision, m.State, m.Detail))
 		return false
 	case len(successors) < len(ro.Replacing):
-		pause(ctx, c, "", fmt.Sprintf("%d of the members replacing %s are missing", len(ro.Replacing)-len(successors), spec.Some(ro.Replacing, flow.RefusalNames)))
+		Pause(ctx, c, "", fmt.Sprintf("%d of the members replacing %s are missing", len(ro.Replacing)-len(successors), spec.Some(ro.Replacing, flow.RefusalNames)))
 		return false
 	}
 	if why := watch(ctx, c, []spec.Update{def.Update}, successors); why != "" {
-		pause(ctx, c, ro.TrippedBy, why)
+		Pause(ctx, c, ro.TrippedBy, why)
 		return false
 	}
 	if ro.Moved == nil {
@@ -189,14 +168,9 @@ func replacedBatchDone(ctx workflow.Context, c Cluster) bool {
 	return ctx.Err() == nil
 }
 
-// rolloutStep is one role's batch of a rollout step.
-type rolloutStep struct {
-	def   spec.Role
-	batch plan.RolloutBatch
-}
-
-// updateBatches updates one batch of each role of a group at once, and watches them. It reports whether the rollout goes on.
-func updateBatches(ctx workflow.Context, c Cluster, batches []rolloutStep, n int) bool {
+// UpdateBatch updates a batch of members of one role or more at once, and watches them.
+// n numbers the batch among the pass's.
+func UpdateBatch(ctx workflow.Context, c Cluster, batches []plan.RoleBatch, n int) plan.RolloutProgress {
 	st := c.State()
 	ro := st.Rollout
 	op, event := plan.OpUpgrade, spec.EventUpgrade
@@ -207,12 +181,12 @@ func updateBatches(ctx workflow.Context, c Cluster, batches []rolloutStep, n int
 	var names []string
 	for _, b := range batches {
 		label := fmt.Sprintf("b%d", n)
-		if b.batch.Canary {
+		if b.Canary {
 			label = fmt.Sprintf("canary%d", n)
 		}
 		// The role's own maxInFlight, when it has one, still bounds the scripts run at once.
-		work = append(work, plan.RoleWork{Role: b.def.Name, Members: b.batch.Members, Batch: label})
-		for _, m := range b.batch.Members {
+		work = append(work, plan.RoleWork{Role: b.Role.Name, Members: b.Members, Batch: label})
+		for _, m := range b.Members {
 			names = append(names, m.Name)
 		}
 	}
@@ -244,7 +218,7 @@ func updateBatches(ctx workflow.Context, c Cluster, batches []rolloutStep, n int
 	}
 	c.Touch(ctx)
 	if ctx.Err() != nil {
-		return false
+		return plan.RolloutStopped
 	}
 	if len(failed) > 0 {
 		_, m := st.FindMember(failed[0])
@@ -252,18 +226,21 @@ func updateBatches(ctx workflow.Context, c Cluster, batches []rolloutStep, n int
 		if ro.Restart {
 			what = "the restart of " + spec.Some(failed, flow.RefusalNames)
 		}
-		pause(ctx, c, failed[0], fmt.Sprintf("%s failed: %s", what, m.Detail))
-		return false
+		Pause(ctx, c, failed[0], fmt.Sprintf("%s failed: %s", what, m.Detail))
+		return plan.RolloutStopped
 	}
 	policies := make([]spec.Update, len(batches))
 	for i, b := range batches {
-		policies[i] = b.def.Update
+		policies[i] = b.Role.Update
 	}
 	if why := watch(ctx, c, policies, names); why != "" {
-		pause(ctx, c, ro.TrippedBy, why)
-		return false
+		Pause(ctx, c, ro.TrippedBy, why)
+		return plan.RolloutStopped
 	}
-	return ctx.Err() == nil
+	if ctx.Err() != nil {
+		return plan.RolloutStopped
+	}
+	return plan.RolloutGoesOn
 }
 
 // watch keeps an eye on a batch just updated: it ends after its roles' longest watch (at
@@ -297,8 +274,8 @@ func watch(ctx workflow.Context, c Cluster, policies []spec.Update, names []stri
 	return ro.Tripped
 }
 
-// pause stops the rollout where it stands, naming why.
-func pause(ctx workflow.Context, c Cluster, member, why string) {
+// Pause stops the rollout where it stands, naming why.
+func Pause(ctx workflow.Context, c Cluster, member, why string) {
 	ro := c.State().Rollout
 	ro.Paused, ro.Member, ro.PausedAt = spec.Clip(why, workflows.MaxDetail), member, workflow.Now(ctx)
 	c.Logger().Warn("Rollout paused", "Rollout", ro.What(), "Member", member, "Reason", why)
