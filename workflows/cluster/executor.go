@@ -4,10 +4,12 @@ import (
 	"fmt"
 	"strings"
 
+	"go.temporal.io/sdk/log"
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/clusterflow/clusterflow/spec"
 	"github.com/clusterflow/clusterflow/workflows"
+	"github.com/clusterflow/clusterflow/workflows/announce"
 	"github.com/clusterflow/clusterflow/workflows/hosts"
 	"github.com/clusterflow/clusterflow/workflows/internal/change"
 	"github.com/clusterflow/clusterflow/workflows/internal/flow"
@@ -20,6 +22,14 @@ import (
 // empty spec). It is the one level loop: each step is planned when it is taken, and run as
 // a child workflow per role through the role runner.
 
+// What announcing needs of the executor (announce.Cluster).
+
+func (e *executor) State() *workflows.ClusterState    { return &e.w.state }
+func (e *executor) Desired() spec.Cluster             { return e.w.spec }
+func (e *executor) Logger() log.Logger                { return e.w.logger }
+func (e *executor) Touch(ctx workflow.Context)        { e.w.Touch(ctx) }
+func (e *executor) Removed() *[]workflows.RemovedNode { return &e.w.removed }
+
 // runPass takes the pass's steps in order until the context ends or none is left. desired
 // is read at each step: a change that arrives midway is planned for. restarted names the
 // restarted hosts, for a start pass.
@@ -28,13 +38,13 @@ func (e *executor) runPass(ctx workflow.Context, desired *spec.Cluster, pass pla
 		if ctx.Err() != nil {
 			return
 		}
-		e.runStep(ctx, step, e.stepWork(ctx, *desired, step, restarted))
+		e.RunStep(ctx, step, e.StepWork(ctx, *desired, step, restarted))
 	}
 }
 
-// stepWork plans a step's work as it is taken, from the members as they are then: members
+// StepWork plans a step's work as it is taken, from the members as they are then: members
 // never created are forgotten, and what the work's members are told is filled in.
-func (e *executor) stepWork(ctx workflow.Context, desired spec.Cluster, step plan.Step, restarted []string) []plan.RoleWork {
+func (e *executor) StepWork(ctx workflow.Context, desired spec.Cluster, step plan.Step, restarted []string) []plan.RoleWork {
 	forget, work := step.Work(desired, e.w.state.Roles, restarted)
 	for _, name := range forget {
 		_, m := e.w.state.FindMember(name)
@@ -52,9 +62,9 @@ func (e *executor) stepWork(ctx workflow.Context, desired spec.Cluster, step pla
 	return work
 }
 
-// runStep runs a step's work through the role runner, a child workflow per role, and
+// RunStep runs a step's work through the role runner, a child workflow per role, and
 // notes what it did.
-func (e *executor) runStep(ctx workflow.Context, step plan.Step, work []plan.RoleWork) {
+func (e *executor) RunStep(ctx workflow.Context, step plan.Step, work []plan.RoleWork) {
 	e.w.runner.RunLevel(ctx, e.w, step.Op, work)
 	switch step.Op {
 	case plan.OpTeardown:
@@ -177,11 +187,11 @@ func (e *executor) take(ctx workflow.Context, d plan.Decision) stageOutcome {
 		e.removeReplaced(ctx)
 	case plan.StageAnnounce:
 		if d.Take.Failing == "" {
-			if err := e.writeClusterFiles(ctx, false); err != nil {
+			if err := e.WriteClusterFiles(ctx, false); err != nil {
 				e.w.logger.Warn("Could not refresh configmeta after deploy", "Error", err)
 			}
 		}
-		e.announce(ctx)
+		announce.Announce(ctx, e, e.w.announceOptions)
 	case plan.StageRollout:
 		return stageOutcome{rollout: rollout.Begin(ctx, e.w)}
 	case plan.StageRolloutBatch:
@@ -208,14 +218,14 @@ func (e *executor) setUpLevel(ctx workflow.Context, step plan.Step) bool {
 			return false
 		}
 	}
-	if err := e.writeClusterFiles(ctx, step.Level == 0); err != nil {
+	if err := e.WriteClusterFiles(ctx, step.Level == 0); err != nil {
 		// Cancelled by a delete is not a failure; anything else is.
 		if ctx.Err() == nil {
 			e.w.SetPhase(ctx, workflows.PhaseFailed, "could not write the cluster's files: "+flow.ErrorMessage(err))
 		}
 		return false
 	}
-	e.runStep(ctx, step, e.stepWork(ctx, e.w.spec, step, nil))
+	e.RunStep(ctx, step, e.StepWork(ctx, e.w.spec, step, nil))
 	return true
 }
 
@@ -262,19 +272,19 @@ func (e *executor) removeUnwanted(ctx workflow.Context, replacedToo bool) {
 			break
 		}
 		if e.w.appContract && step.Op == plan.OpDecommission {
-			if e.tellRemoving(ctx, step); ctx.Err() != nil {
+			if announce.TellRemoving(ctx, e, e.w.announceOptions, step); ctx.Err() != nil {
 				break
 			}
 		}
-		work := e.stepWork(ctx, e.w.spec, step, nil)
+		work := e.StepWork(ctx, e.w.spec, step, nil)
 		if e.w.lifecycle && len(work) > 0 {
 			// Configmeta is refreshed before each removal step that acts, so the members it
 			// acts on read themselves leaving, as do their peers.
-			if err := e.writeClusterFiles(ctx, false); err != nil {
+			if err := e.WriteClusterFiles(ctx, false); err != nil {
 				e.w.logger.Warn("Could not refresh configmeta before a removal step", "Error", err)
 			}
 		}
-		e.runStep(ctx, step, work)
+		e.RunStep(ctx, step, work)
 	}
 	e.w.dropRemoved()
 	e.w.Touch(ctx)
@@ -287,7 +297,7 @@ func (e *executor) delete(parent workflow.Context) {
 	e.w.state.Operations++
 	e.w.SetPhase(ctx, workflows.PhaseDeleting, "")
 	e.w.state.Installed = nil // teardown scripts must be there, whatever became of the hosts' files
-	if err := e.writeClusterFiles(ctx, true); err != nil {
+	if err := e.WriteClusterFiles(ctx, true); err != nil {
 		e.w.logger.Warn("Could not reinstall startscripts; teardown scripts may fail", "Error", err)
 	}
 	// A delete is the removal toward the empty spec: every member, whatever its state.
@@ -330,7 +340,7 @@ func (e *executor) startRestarted(ctx workflow.Context) {
 	}
 	e.w.state.Restarted = nil
 	if workflow.GetVersion(ctx, change.FilesBeforeStart, workflow.DefaultVersion, 1) >= 1 {
-		if err := e.writeClusterFiles(ctx, true); err != nil {
+		if err := e.WriteClusterFiles(ctx, true); err != nil {
 			e.w.logger.Warn("Could not write the cluster's files to its restarted hosts; their starts may fail", "Error", err)
 		}
 	}

@@ -11,10 +11,10 @@ import (
 	"github.com/clusterflow/clusterflow/workflows/plan"
 )
 
-// writeClusterFiles refreshes the configmeta members read on every host holding members.
+// WriteClusterFiles refreshes the configmeta members read on every host holding members.
 // Runs from before bounded payloads also install the startscripts when asked (once per
 // operation); later runs send scripts and envs to the hosts that lack them (writeFiles).
-func (e *executor) writeClusterFiles(ctx workflow.Context, withScripts bool) error {
+func (e *executor) WriteClusterFiles(ctx workflow.Context, withScripts bool) error {
 	if err := e.w.filesLock.Lock(ctx); err != nil {
 		return err
 	}
@@ -38,7 +38,7 @@ func (e *executor) writeClusterFiles(ctx workflow.Context, withScripts bool) err
 	if withScripts && !e.w.bounded {
 		files.Scripts = e.w.spec.Scripts
 	}
-	failed := e.writeFiles(ctx, "write files of "+e.w.state.Name, hosts.MemberHosts(&e.w.state), files)
+	failed := e.WriteFiles(ctx, "write files of "+e.w.state.Name, hosts.MemberHosts(&e.w.state), files)
 	if err, ok := failed[""]; ok {
 		return err
 	}
@@ -50,11 +50,11 @@ func (e *executor) writeClusterFiles(ctx workflow.Context, withScripts bool) err
 	return nil
 }
 
-// writeFiles writes files on each of hosts (on the shared queue in single-host mode) and
+// WriteFiles writes files on each of hosts (on the shared queue in single-host mode) and
 // returns the hosts where it failed. In bounded runs it adds the startscripts and the
 // roles' envs for a host that does not hold the current ones yet, so that they travel to
 // a host once rather than with every write or every script run.
-func (e *executor) writeFiles(ctx workflow.Context, summary string, to []string, files backend.ClusterFiles) map[string]error {
+func (e *executor) WriteFiles(ctx workflow.Context, summary string, to []string, files backend.ClusterFiles) map[string]error {
 	var digest string
 	var scripts map[string]string
 	var envs map[string]map[string]string

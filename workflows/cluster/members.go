@@ -218,7 +218,7 @@ func (e *executor) grow(ctx workflow.Context) {
 		return
 	}
 	e.w.Touch(ctx)
-	if err := e.writeClusterFiles(ctx, false); err != nil {
+	if err := e.WriteClusterFiles(ctx, false); err != nil {
 		e.w.logger.Warn("Could not list new members in configmeta; they start once the running level ends", "Error", err)
 		return
 	}

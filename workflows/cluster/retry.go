@@ -10,6 +10,7 @@ import (
 	"github.com/clusterflow/clusterflow/internal/apperr"
 	"github.com/clusterflow/clusterflow/spec"
 	"github.com/clusterflow/clusterflow/workflows"
+	"github.com/clusterflow/clusterflow/workflows/announce"
 	"github.com/clusterflow/clusterflow/workflows/internal/flow"
 	"github.com/clusterflow/clusterflow/workflows/plan"
 )
@@ -48,8 +49,8 @@ func (u *updates) retried(req workflows.RetryRequest) (names, problems []string)
 		if u.w.appContract && m.Event == spec.EventRemoving {
 			return ""
 		}
-		if u.w.exec.keepsUntold(m.Event) {
-			return untoldProblem(&u.w.state, m)
+		if u.w.announceOptions.KeepsUntold(m.Event) {
+			return announce.UntoldProblem(&u.w.state, m)
 		}
 		if m.Event != spec.EventConfigure && m.Event != "" {
 			retries := "a failed configure; a failed notification stays to be seen in its output"
@@ -109,7 +110,7 @@ func (u *updates) onRetry(ctx workflow.Context, req workflows.RetryRequest) (wor
 			if u.w.appContract && !m.RemovingTold {
 				m.Detail = "retrying removing"
 			}
-		case u.w.exec.keepsUntold(m.Event):
+		case u.w.announceOptions.KeepsUntold(m.Event):
 			// Set up all along: ready again, it is told what it was not at the next
 			// announcement (see retell).
 			m.State, m.Since, m.Detail = plan.MemberReady, now, "retrying "+string(m.Event)

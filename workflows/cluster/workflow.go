@@ -10,6 +10,7 @@ import (
 	"github.com/clusterflow/clusterflow/internal/signing"
 	"github.com/clusterflow/clusterflow/spec"
 	"github.com/clusterflow/clusterflow/workflows"
+	"github.com/clusterflow/clusterflow/workflows/announce"
 	"github.com/clusterflow/clusterflow/workflows/health"
 	"github.com/clusterflow/clusterflow/workflows/hosts"
 	"github.com/clusterflow/clusterflow/workflows/internal/change"
@@ -65,8 +66,10 @@ type clusterWorkflow struct {
 	// updates take changes to the desired state; exec converges the members to it.
 	updates *updates
 	exec    *executor
-	// hostOptions are what following the hosts takes of this run.
-	hostOptions hosts.Options
+	// hostOptions and announceOptions are what following the hosts and announcing take
+	// of this run.
+	hostOptions     hosts.Options
+	announceOptions announce.Options
 }
 
 func newClusterWorkflow(ctx workflow.Context, in workflows.ClusterInput) (*clusterWorkflow, error) {
@@ -144,6 +147,7 @@ func (w *clusterWorkflow) setup(ctx workflow.Context) error {
 	w.setUpElsewhere = workflow.GetVersion(ctx, change.SetUpElsewhere, workflow.DefaultVersion, 1) >= 1
 	w.health.Options = health.Options{Bounded: w.bounded, SetUpElsewhere: w.setUpElsewhere, AppContract: w.appContract, HostCheck: w.hostCheck}
 	w.hostOptions = hosts.Options{SetUpElsewhere: w.setUpElsewhere, HostCheck: w.hostCheck}
+	w.announceOptions = announce.Options{Bounded: w.bounded, Lifecycle: w.lifecycle, AppContract: w.appContract}
 	if err := workflow.SetQueryHandlerWithOptions(ctx, workflows.StatusQuery, func(page *workflows.StatusPage) (workflows.ClusterStatus, error) {
 		status := w.state.Status(page, workflows.QueryStatusBytes)
 		status.Rollout, status.Revisions, status.Actions = rollout.Status(&w.state, w.spec), rollout.List(&w.state), w.state.Actions

@@ -1,8 +1,15 @@
-package cluster
+// Package announce tells a cluster's members of membership changes: addnodes about the
+// members that joined, delnodes about those that left, removing about those about to leave
+// (before their decommission), and again what a member a failed notification left in
+// config_error was not told, once a retry makes it ready (retelling). Each notification is
+// a step the cluster's executor runs: its role children start there.
+package announce
 
 import (
 	"fmt"
 	"slices"
+
+	"go.temporal.io/sdk/log"
 
 	"go.temporal.io/sdk/workflow"
 
@@ -13,7 +20,35 @@ import (
 	"github.com/clusterflow/clusterflow/workflows/plan"
 )
 
-// announce tells ready members about members that left (delnodes) and members that
+// Cluster is what announcing needs of a cluster: its state and desired spec, showing
+// changes, writing files to its hosts (a notice travels once per host), and running a
+// notification's step through the executor.
+type Cluster interface {
+	State() *workflows.ClusterState
+	Desired() spec.Cluster
+	Logger() log.Logger
+	Touch(ctx workflow.Context)
+	// Removed are the members that left whom the others are still to be told of.
+	Removed() *[]workflows.RemovedNode
+	WriteClusterFiles(ctx workflow.Context, withScripts bool) error
+	// WriteFiles writes files to the hosts named, and says on which it failed, why.
+	WriteFiles(ctx workflow.Context, summary string, to []string, files backend.ClusterFiles) map[string]error
+	StepWork(ctx workflow.Context, desired spec.Cluster, step plan.Step, restarted []string) []plan.RoleWork
+	RunStep(ctx workflow.Context, step plan.Step, work []plan.RoleWork)
+}
+
+// Options are what a cluster's run decided when it started (see workflows/internal/change).
+type Options struct {
+	// Bounded: notices travel once per host, rather than names to each member.
+	Bounded bool
+	// Lifecycle: members that joined are announced before those that left.
+	Lifecycle bool
+	// AppContract: a failed addnodes or delnodes is kept for a retry (retelling), and
+	// survivors hear removing.
+	AppContract bool
+}
+
+// Announce tells ready members about members that left (delnodes) and members that
 // joined (addnodes), a role's members at a time. Each member hears only about what it
 // does not know: a member knows the members listed in the configmeta it configured with,
 // and those an earlier addnodes announced. So members set up together hear nothing about
@@ -24,25 +59,26 @@ import (
 // learn of the successor before they forget its predecessor, so an app that keeps a
 // membership list never drops below its size (runs from before change.Lifecycle did it the
 // other way round).
-func (e *executor) announce(ctx workflow.Context) {
-	if e.w.appContract {
-		e.retell(ctx) // what retried members were not told comes first
+func Announce(ctx workflow.Context, c Cluster, o Options) {
+	if o.AppContract {
+		retell(ctx, c, o) // what retried members were not told comes first
 	}
-	if e.w.lifecycle {
-		e.announceJoined(ctx)
-		e.announceLeft(ctx)
+	if o.Lifecycle {
+		announceJoined(ctx, c, o)
+		announceLeft(ctx, c, o)
 		return
 	}
-	e.announceLeft(ctx)
-	e.announceJoined(ctx)
+	announceLeft(ctx, c, o)
+	announceJoined(ctx, c, o)
 }
 
 // announceLeft runs delnodes about the members that left, a role's at a time.
-func (e *executor) announceLeft(ctx workflow.Context) {
-	for len(e.w.removed) > 0 && ctx.Err() == nil {
-		role := e.w.removed[0].Role
+func announceLeft(ctx workflow.Context, c Cluster, o Options) {
+	removed := c.Removed()
+	for len(*removed) > 0 && ctx.Err() == nil {
+		role := (*removed)[0].Role
 		var left, rest []workflows.RemovedNode
-		for _, n := range e.w.removed {
+		for _, n := range *removed {
 			if n.Role == role {
 				left = append(left, n)
 			} else {
@@ -51,30 +87,30 @@ func (e *executor) announceLeft(ctx workflow.Context) {
 		}
 		nodes := make([]plan.Member, len(left))
 		for i, n := range left {
-			_, ordinal, _ := spec.ParseMemberName(e.w.state.Name, n.Name)
+			_, ordinal, _ := spec.ParseMemberName(c.State().Name, n.Name)
 			nodes[i] = plan.Member{Name: n.Name, Ordinal: ordinal, ListedIn: n.ListedIn, Announced: n.Announced, UnlistedFrom: n.UnlistedFrom}
 		}
-		e.notify(ctx, plan.OpDelNodes, role, nodes)
+		notify(ctx, c, o, plan.OpDelNodes, role, nodes)
 		if ctx.Err() == nil {
-			e.w.removed = rest
+			*removed = rest
 		}
 	}
 }
 
 // announceJoined runs addnodes about the members that joined, a role's at a time.
-func (e *executor) announceJoined(ctx workflow.Context) {
-	for i := range e.w.state.Roles {
+func announceJoined(ctx workflow.Context, c Cluster, o Options) {
+	for i := range c.State().Roles {
 		if ctx.Err() != nil {
 			return
 		}
-		rs := &e.w.state.Roles[i]
+		rs := &c.State().Roles[i]
 		joined := plan.Joined(*rs)
 		if len(joined) == 0 {
 			continue
 		}
-		e.notify(ctx, plan.OpAddNodes, rs.Name, joined)
+		notify(ctx, c, o, plan.OpAddNodes, rs.Name, joined)
 		if ctx.Err() == nil {
-			rs = e.w.state.Role(rs.Name) // the roles may have moved while notify waited
+			rs = c.State().Role(rs.Name) // the roles may have moved while notify waited
 			for _, m := range joined {
 				if m := rs.Member(m.Name); m != nil {
 					m.Announced = true
@@ -95,38 +131,38 @@ func (e *executor) announceJoined(ctx workflow.Context) {
 // put in config_error saying why.
 //
 // It returns the work it ran: who was told.
-func (e *executor) notify(ctx workflow.Context, op plan.RoleOperation, nodesRole string, nodes []plan.Member) []plan.RoleWork {
-	if !e.w.bounded {
-		return e.notifyByName(ctx, op, nodesRole, nodes)
+func notify(ctx workflow.Context, c Cluster, o Options, op plan.RoleOperation, nodesRole string, nodes []plan.Member) []plan.RoleWork {
+	if !o.Bounded {
+		return notifyByName(ctx, c, o, op, nodesRole, nodes)
 	}
-	n := plan.NewNotice(e.w.state.Notices+1, e.w.state.Name, op, nodesRole, nodes)
-	missed := e.missedBy(n)
+	n := plan.NewNotice(c.State().Notices+1, c.State().Name, op, nodesRole, nodes)
+	missed := missedBy(c, o, n)
 	var told []plan.RoleWork
 	if step := plan.Announcement(op, n).Steps[0]; ctx.Err() == nil {
-		if work := e.stepWork(ctx, e.w.spec, step, nil); len(work) > 0 {
+		if work := c.StepWork(ctx, c.Desired(), step, nil); len(work) > 0 {
 			// The notice travels once per host, before anyone is told.
-			e.w.state.Notices = n.ID
-			failed := e.writeFiles(ctx, fmt.Sprintf("notice %d of %s", n.ID, e.w.state.Name), hostsOf(work), backend.ClusterFiles{Cluster: e.w.state.Name, Home: e.w.state.Home, Notice: &n})
+			c.State().Notices = n.ID
+			failed := c.WriteFiles(ctx, fmt.Sprintf("notice %d of %s", n.ID, c.State().Name), hostsOf(work), backend.ClusterFiles{Cluster: c.State().Name, Home: c.State().Home, Notice: &n})
 			if len(failed) > 0 {
-				work = e.untold(ctx, op, work, failed)
+				work = untold(ctx, c, o, op, work, failed)
 			}
 			told = work
-			e.runStep(ctx, step, work)
-			e.w.logger.Info("Announced membership change", "Event", op, "Role", nodesRole, "Notice", n.ID, "Nodes", n.Size(), "Roles", fmt.Sprint(workRoles(told)))
+			c.RunStep(ctx, step, work)
+			c.Logger().Info("Announced membership change", "Event", op, "Role", nodesRole, "Notice", n.ID, "Nodes", n.Size(), "Roles", fmt.Sprint(workRoles(told)))
 		}
 	}
 	if ctx.Err() == nil {
-		e.keepUntold(n, told, missed)
+		keepUntold(c, o, n, told, missed)
 	}
 	return told
 }
 
 // untold takes out of the work the members on hosts where the notice could not be written,
 // and puts them in config_error with the reason: they cannot be told.
-func (e *executor) untold(ctx workflow.Context, op plan.RoleOperation, work []plan.RoleWork, failed map[string]error) []plan.RoleWork {
+func untold(ctx workflow.Context, c Cluster, o Options, op plan.RoleOperation, work []plan.RoleWork, failed map[string]error) []plan.RoleWork {
 	var kept []plan.RoleWork
 	for _, rw := range work {
-		rs := e.w.state.Role(rw.Role)
+		rs := c.State().Role(rw.Role)
 		var told []plan.Member
 		for _, m := range rw.Members {
 			err, lost := failed[m.Host]
@@ -144,7 +180,7 @@ func (e *executor) untold(ctx workflow.Context, op plan.RoleOperation, work []pl
 			kept = append(kept, rw)
 		}
 	}
-	e.w.Touch(ctx)
+	c.Touch(ctx)
 	return kept
 }
 
@@ -170,15 +206,15 @@ func workRoles(work []plan.RoleWork) []string {
 
 // notifyByName is notify as runs from before bounded payloads do it: the work names, for
 // every member, the nodes it is told about.
-func (e *executor) notifyByName(ctx workflow.Context, op plan.RoleOperation, nodesRole string, nodes []plan.Member) []plan.RoleWork {
+func notifyByName(ctx workflow.Context, c Cluster, o Options, op plan.RoleOperation, nodesRole string, nodes []plan.Member) []plan.RoleWork {
 	step := plan.AnnouncementByName(op, nodesRole, nodes).Steps[0]
 	if ctx.Err() != nil {
 		return nil
 	}
-	told := e.stepWork(ctx, e.w.spec, step, nil)
+	told := c.StepWork(ctx, c.Desired(), step, nil)
 	if len(told) > 0 {
-		e.runStep(ctx, step, told)
-		e.w.logger.Info("Announced membership change", "Event", op, "Role", nodesRole, "Nodes", fmt.Sprint(told[0].Nodes.Nodes), "Roles", fmt.Sprint(workRoles(told)))
+		c.RunStep(ctx, step, told)
+		c.Logger().Info("Announced membership change", "Event", op, "Role", nodesRole, "Nodes", fmt.Sprint(told[0].Nodes.Nodes), "Roles", fmt.Sprint(workRoles(told)))
 	}
 	return told
 }

@@ -1,4 +1,4 @@
-package cluster
+package announce
 
 import (
 	"fmt"
@@ -18,26 +18,26 @@ import (
 // config_error since (it hears none of them there). clusterflow retry makes it ready again,
 // and the next announcement first tells it those notices again, oldest first, as they
 // were: the same nodes, as its knowledge then and now is the same. A removing is not kept:
-// a retry tells it again to every survivor (see tellRemoving).
+// a retry tells it again to every survivor (see TellRemoving).
 
 // keptUntoldNotices bounds the notices the state keeps for members to be told again. A
 // member whose notice is no longer kept cannot be retried; a replacement moves it on.
 const keptUntoldNotices = 8
 
-// keepsUntold says whether a notification of this event is kept for a retry.
-func (e *executor) keepsUntold(event spec.Event) bool {
-	return e.w.appContract && (event == spec.EventAddNodes || event == spec.EventDelNodes)
+// KeepsUntold says whether a notification of this event is kept for a retry.
+func (o Options) KeepsUntold(event spec.Event) bool {
+	return o.AppContract && (event == spec.EventAddNodes || event == spec.EventDelNodes)
 }
 
 // missedBy names the members in config_error after a failed notification whom the
 // notice would tell, were they ready: they are to be told it on their retry.
-func (e *executor) missedBy(n notice.Notice) []string {
-	if !e.keepsUntold(n.Event) {
+func missedBy(c Cluster, o Options, n notice.Notice) []string {
+	if !o.KeepsUntold(n.Event) {
 		return nil
 	}
 	var names []string
-	for _, rs := range e.w.state.Roles {
-		if r, ok := e.w.spec.Role(rs.Name); !ok || !r.Wants(n.Event) {
+	for _, rs := range c.State().Roles {
+		if r, ok := c.Desired().Role(rs.Name); !ok || !r.Wants(n.Event) {
 			continue
 		}
 		for _, m := range rs.Members {
@@ -50,14 +50,14 @@ func (e *executor) missedBy(n notice.Notice) []string {
 }
 
 // keepUntold keeps the notice for the members it told that failed, and those it missed.
-func (e *executor) keepUntold(n notice.Notice, told []plan.RoleWork, missed []string) {
-	if !e.keepsUntold(n.Event) {
+func keepUntold(c Cluster, o Options, n notice.Notice, told []plan.RoleWork, missed []string) {
+	if !o.KeepsUntold(n.Event) {
 		return
 	}
 	untold := missed
 	for _, rw := range told {
 		for _, m := range rw.Members {
-			if _, live := e.w.state.FindMember(m.Name); live != nil && live.State == plan.MemberConfigError && live.Event == n.Event {
+			if _, live := c.State().FindMember(m.Name); live != nil && live.State == plan.MemberConfigError && live.Event == n.Event {
 				untold = append(untold, m.Name)
 			}
 		}
@@ -65,15 +65,15 @@ func (e *executor) keepUntold(n notice.Notice, told []plan.RoleWork, missed []st
 	if len(untold) == 0 {
 		return
 	}
-	e.w.state.Notices = max(e.w.state.Notices, n.ID) // a notice no one was told was never numbered
+	c.State().Notices = max(c.State().Notices, n.ID) // a notice no one was told was never numbered
 	for _, name := range untold {
-		if _, m := e.w.state.FindMember(name); m != nil && !slices.Contains(m.Untold, n.ID) {
+		if _, m := c.State().FindMember(name); m != nil && !slices.Contains(m.Untold, n.ID) {
 			m.Untold = append(m.Untold, n.ID)
 		}
 	}
-	e.w.state.KeptNotices = append(e.w.state.KeptNotices, n)
-	if extra := len(e.w.state.KeptNotices) - keptUntoldNotices; extra > 0 {
-		e.w.state.KeptNotices = slices.Delete(e.w.state.KeptNotices, 0, extra)
+	c.State().KeptNotices = append(c.State().KeptNotices, n)
+	if extra := len(c.State().KeptNotices) - keptUntoldNotices; extra > 0 {
+		c.State().KeptNotices = slices.Delete(c.State().KeptNotices, 0, extra)
 	}
 }
 
@@ -87,8 +87,8 @@ func keptNotice(s *workflows.ClusterState, id int) (notice.Notice, bool) {
 	return notice.Notice{}, false
 }
 
-// untoldProblem says why a member that failed a notification cannot be retried, or "".
-func untoldProblem(s *workflows.ClusterState, m plan.Member) string {
+// UntoldProblem says why a member that failed a notification cannot be retried, or "".
+func UntoldProblem(s *workflows.ClusterState, m plan.Member) string {
 	if len(m.Untold) == 0 {
 		return fmt.Sprintf("member %s failed %s before retry kept what it was not told; a replacement moves it on", m.Name, m.Event)
 	}
@@ -102,10 +102,10 @@ func untoldProblem(s *workflows.ClusterState, m plan.Member) string {
 
 // retell tells the ready members with notices untold those notices, oldest first, a notice
 // at a time. A member that fails one again is in config_error again, keeping the rest.
-func (e *executor) retell(ctx workflow.Context) {
+func retell(ctx workflow.Context, c Cluster, o Options) {
 	for ctx.Err() == nil {
 		id := 0
-		for _, rs := range e.w.state.Roles {
+		for _, rs := range c.State().Roles {
 			for _, m := range rs.Members {
 				if m.State == plan.MemberReady && len(m.Untold) > 0 && (id == 0 || m.Untold[0] < id) {
 					id = m.Untold[0]
@@ -115,9 +115,9 @@ func (e *executor) retell(ctx workflow.Context) {
 		if id == 0 {
 			break
 		}
-		n, kept := keptNotice(&e.w.state, id)
+		n, kept := keptNotice(c.State(), id)
 		var work []plan.RoleWork
-		for _, rs := range e.w.state.Roles {
+		for _, rs := range c.State().Roles {
 			var members []plan.Member
 			for j := range rs.Members {
 				m := &rs.Members[j]
@@ -138,16 +138,16 @@ func (e *executor) retell(ctx workflow.Context) {
 			continue
 		}
 		op := plan.RoleOperation(n.Event)
-		if failed := e.writeFiles(ctx, fmt.Sprintf("notice %d of %s, again", n.ID, e.w.state.Name), hostsOf(work), backend.ClusterFiles{Cluster: e.w.state.Name, Home: e.w.state.Home, Notice: &n}); len(failed) > 0 {
-			work = e.untold(ctx, op, work, failed)
+		if failed := c.WriteFiles(ctx, fmt.Sprintf("notice %d of %s, again", n.ID, c.State().Name), hostsOf(work), backend.ClusterFiles{Cluster: c.State().Name, Home: c.State().Home, Notice: &n}); len(failed) > 0 {
+			work = untold(ctx, c, o, op, work, failed)
 		}
-		e.w.runner.RunLevel(ctx, e.w, op, work)
+		c.RunStep(ctx, plan.Step{Op: op}, work)
 		if ctx.Err() != nil {
 			return
 		}
 		for _, rw := range work {
 			for _, m := range rw.Members {
-				if _, live := e.w.state.FindMember(m.Name); live != nil && live.State == plan.MemberReady && len(live.Untold) > 0 && live.Untold[0] == id {
+				if _, live := c.State().FindMember(m.Name); live != nil && live.State == plan.MemberReady && len(live.Untold) > 0 && live.Untold[0] == id {
 					live.Untold = live.Untold[1:]
 					if len(live.Untold) == 0 {
 						live.Untold = nil
@@ -155,7 +155,7 @@ func (e *executor) retell(ctx workflow.Context) {
 				}
 			}
 		}
-		e.w.logger.Info("Told a notice again", "Event", n.Event, "Notice", n.ID, "Roles", fmt.Sprint(workRoles(work)))
-		e.w.Touch(ctx)
+		c.Logger().Info("Told a notice again", "Event", n.Event, "Notice", n.ID, "Roles", fmt.Sprint(workRoles(work)))
+		c.Touch(ctx)
 	}
 }
