@@ -28,7 +28,7 @@ var never = []struct {
 	{"workflows", []string{"workflows/cluster", "workflows/role", "workflows/health", "workflows/hosts", "workflows/rollout", "workflows/announce", "workflows/maintenance", "workflows/internal/"},
 		"workflows/ itself is the contract (names, inputs, the types in histories) that every concept and client shares"},
 	{"workflows/role", []string{"workflows/cluster"}, "a concept reaches the entity only through the interface it declares (role.Cluster)"},
-	{"workflows/health", []string{"workflows/cluster"}, "a concept reaches the entity only through the interface it declares (health.Cluster)"},
+	{"workflows/health", []string{"workflows/cluster", "workflows/rollout", "workflows/announce"}, "a concept reaches the entity only through the interface it declares (health.Cluster), which also tells a rollout's gate of reports"},
 	{"workflows/hosts", []string{"workflows/cluster", "workflows/health"}, "a concept reaches the entity only through the interface it declares (hosts.Cluster), which feeds health for it"},
 	{"workflows/rollout", []string{"workflows/cluster", "workflows/health"}, "a concept reaches the entity only through the interface it declares (rollout.Cluster)"},
 	{"workflows/announce", []string{"workflows/cluster", "workflows/role", "workflows/health", "workflows/rollout"}, "a concept reaches the entity only through the interface it declares (announce.Cluster), whose steps the executor runs"},

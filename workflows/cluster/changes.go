@@ -231,3 +231,10 @@ func roleEqual(a, b spec.Role) bool {
 	return len(plan.Reconfigured(a, b)) == 0 && a.MaxInFlight == b.MaxInFlight && a.Startscript == b.Startscript && a.Health == b.Health &&
 		a.Update == b.Update
 }
+
+// syncDesired shows a change's desired counts in status at once, before any operation.
+func (c *cluster) syncDesired() {
+	for i := range c.state.Roles {
+		c.state.Roles[i].Desired = plan.DesiredMembers(c.spec, c.state.Roles[i].Name)
+	}
+}

@@ -30,57 +30,6 @@ func (e *executor) Logger() log.Logger                { return e.w.logger }
 func (e *executor) Touch(ctx workflow.Context)        { e.w.Touch(ctx) }
 func (e *executor) Removed() *[]workflows.RemovedNode { return &e.w.removed }
 
-// runPass takes the pass's steps in order until the context ends or none is left. desired
-// is read at each step: a change that arrives midway is planned for. restarted names the
-// restarted hosts, for a start pass.
-func (e *executor) runPass(ctx workflow.Context, desired *spec.Cluster, pass plan.Pass, restarted []string) {
-	for _, step := range pass.Steps {
-		if ctx.Err() != nil {
-			return
-		}
-		e.RunStep(ctx, step, e.StepWork(ctx, *desired, step, restarted))
-	}
-}
-
-// StepWork plans a step's work as it is taken, from the members as they are then: members
-// never created are forgotten, and what the work's members are told is filled in.
-func (e *executor) StepWork(ctx workflow.Context, desired spec.Cluster, step plan.Step, restarted []string) []plan.RoleWork {
-	forget, work := step.Work(desired, e.w.state.Roles, restarted)
-	for _, name := range forget {
-		_, m := e.w.state.FindMember(name)
-		m.State, m.Since = plan.MemberDeleted, workflow.Now(ctx) // never created: nothing to tear down
-	}
-	switch step.Op {
-	case plan.OpTeardown, plan.OpDecommission:
-		work = e.dropUnreachable(work, workflow.Now(ctx))
-		if e.w.lifecycle {
-			e.sayWhyRemoved(work)
-		}
-	case plan.OpConfigure:
-		e.markSetUpNow(work)
-	}
-	return work
-}
-
-// RunStep runs a step's work through the role runner, a child workflow per role, and
-// notes what it did.
-func (e *executor) RunStep(ctx workflow.Context, step plan.Step, work []plan.RoleWork) {
-	e.w.runner.RunLevel(ctx, e.w, step.Op, work)
-	switch step.Op {
-	case plan.OpTeardown:
-		for _, rw := range work {
-			e.w.noteRemoved(rw.Role, rw.Members)
-			if e.w.lifecycle {
-				e.noteFailedTeardowns(rw, workflow.Now(ctx))
-			}
-		}
-	case plan.OpStart:
-		if ctx.Err() == nil {
-			e.w.health.FailedStartsAreDown(ctx, e.w, work)
-		}
-	}
-}
-
 // converge brings the members to the desired generation: a deploy is the first
 // convergence, and every resize or apply a later one. A change arriving midway restarts
 // it at the next level boundary, so the newest desired state wins and requests apply in
@@ -120,7 +69,7 @@ func (e *executor) convergeOnce(ctx workflow.Context) (again bool) {
 			continue
 		case plan.Stop:
 			if d.Held {
-				e.w.noteHeld(ctx)
+				e.noteHeld(ctx)
 			}
 		case plan.Again:
 			return true
@@ -139,6 +88,19 @@ func (e *executor) convergeOnce(ctx workflow.Context) (again bool) {
 	}
 }
 
+// held says maintenance holds the cluster's operations now: a pass stops at its next
+// boundary, and resumes afterwards (a delete it never holds).
+func (e *executor) held() bool { return e.w.InMaintenance() && !e.w.deleteRequested }
+
+// noteHeld shows that maintenance holds the operation, once per generation.
+func (e *executor) noteHeld(ctx workflow.Context) {
+	if e.w.state.Held == "" {
+		e.w.state.Held = fmt.Sprintf("generation %d", e.w.state.Generation)
+		e.w.logger.Info("Operation held for maintenance", "Generation", e.w.state.Generation)
+		e.w.Touch(ctx)
+	}
+}
+
 // stageOutcome is what a stage reports for the planner's next decision.
 type stageOutcome struct {
 	failed, replaced bool
@@ -149,7 +111,7 @@ type stageOutcome struct {
 func (e *executor) view(ctx workflow.Context, generation int, seen stageOutcome) plan.PassView {
 	v := plan.PassView{
 		Desired: e.w.spec, Roles: e.w.state.Roles, Levels: e.w.state.Levels,
-		Cancelled: ctx.Err() != nil, Held: e.w.held(), Changed: e.w.state.Generation != generation,
+		Cancelled: ctx.Err() != nil, Held: e.held(), Changed: e.w.state.Generation != generation,
 		StepFailed: seen.failed, Replaced: seen.replaced, Rollout: rollout.View(&e.w.state),
 	}
 	v.Rollout.Progress = seen.rollout
@@ -172,7 +134,7 @@ func (e *executor) take(ctx workflow.Context, d plan.Decision) stageOutcome {
 	case plan.StageRestart:
 		e.startRestarted(ctx)
 	case plan.StageReshape:
-		e.w.reshape(workflow.Now(ctx))
+		e.reshape(workflow.Now(ctx))
 	case plan.StageSetup:
 		return stageOutcome{failed: !e.setUpLevel(ctx, d.Step)}
 	case plan.StageReplaceFailed:
@@ -229,28 +191,6 @@ func (e *executor) setUpLevel(ctx workflow.Context, step plan.Step) bool {
 	return true
 }
 
-// sayWhyRemoved tells each member of a teardown why it leaves: its teardown then knows
-// whether its data has anywhere to go.
-func (e *executor) sayWhyRemoved(work []plan.RoleWork) {
-	for _, rw := range work {
-		for i := range rw.Members {
-			m := &rw.Members[i]
-			switch {
-			case e.w.state.Phase == workflows.PhaseDeleting:
-				m.RemovedFor = "delete"
-			case m.State == plan.MemberRogue:
-				m.RemovedFor = "orphan"
-			case m.State == plan.MemberReplacing && m.ReplacedOn() == plan.HealthDrain:
-				m.RemovedFor = "drain"
-			case m.State == plan.MemberReplacing:
-				m.RemovedFor = "replace"
-			default:
-				m.RemovedFor = "shrink"
-			}
-		}
-	}
-}
-
 // removeReplaced removes the members whose successors are now set up (or failed to be).
 func (e *executor) removeReplaced(ctx workflow.Context) {
 	if e.replacing() {
@@ -286,7 +226,7 @@ func (e *executor) removeUnwanted(ctx workflow.Context, replacedToo bool) {
 		}
 		e.RunStep(ctx, step, work)
 	}
-	e.w.dropRemoved()
+	e.dropRemoved()
 	e.w.Touch(ctx)
 }
 

@@ -1,8 +1,6 @@
 package cluster
 
 import (
-	"fmt"
-
 	"github.com/clusterflow/clusterflow/workflows"
 	"github.com/clusterflow/clusterflow/workflows/hosts"
 	"go.temporal.io/sdk/workflow"
@@ -42,19 +40,6 @@ func (w *clusterWorkflow) setMaintenance(ctx workflow.Context, m workflows.Maint
 }
 
 func (c *cluster) InMaintenance() bool { return c.state.Maintenance != nil }
-
-// held says maintenance holds the cluster's operations now: a pass stops at its next
-// boundary, and resumes afterwards (a delete it never holds).
-func (w *clusterWorkflow) held() bool { return w.InMaintenance() && !w.deleteRequested }
-
-// noteHeld shows that maintenance holds the operation, once per generation.
-func (w *clusterWorkflow) noteHeld(ctx workflow.Context) {
-	if w.state.Held == "" {
-		w.state.Held = fmt.Sprintf("generation %d", w.state.Generation)
-		w.logger.Info("Operation held for maintenance", "Generation", w.state.Generation)
-		w.Touch(ctx)
-	}
-}
 
 // showPhase shows the phase where operators look, maintenance included, in the search
 // attribute and the current details.

@@ -31,7 +31,7 @@ func (e *executor) adoptRogue(ref backend.MemberRef, now time.Time) {
 	rs := e.w.state.Role(role)
 	if rs == nil {
 		e.w.state.Roles = append(e.w.state.Roles, plan.RoleState{Name: role})
-		e.w.state.Levels = e.w.plan()
+		e.w.state.Levels = e.plan()
 		rs = e.w.state.Role(role)
 		rs.Level = plan.LevelOf(e.w.state.Levels, role)
 	}

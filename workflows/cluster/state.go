@@ -8,6 +8,7 @@ import (
 	"github.com/clusterflow/clusterflow/spec"
 	"github.com/clusterflow/clusterflow/workflows"
 	"github.com/clusterflow/clusterflow/workflows/plan"
+	"github.com/clusterflow/clusterflow/workflows/rollout"
 	"go.temporal.io/sdk/workflow"
 )
 
@@ -164,6 +165,11 @@ func (c *cluster) Operating() bool { return c.operating }
 // Touches counts the changes of the state (Touch), so that waits on the state can check a
 // number rather than walk every member.
 func (c *cluster) Touches() int { return c.touches }
+
+// HealthReported lets the rollout's health gate count a report about a member it watches.
+func (c *cluster) HealthReported(member string, ev workflows.MemberEvent) {
+	rollout.NoteHealthReport(&c.state, member, ev)
+}
 
 // HealthEvent feeds an event about a member to its state machine: for the hosts' view.
 func (w *clusterWorkflow) HealthEvent(ctx workflow.Context, rs *plan.RoleState, m *plan.Member, ev workflows.MemberEvent) workflows.MemberEventResult {

@@ -11,6 +11,7 @@ import (
 	"github.com/clusterflow/clusterflow/workflows/health"
 	"github.com/clusterflow/clusterflow/workflows/internal/flow"
 	"github.com/clusterflow/clusterflow/workflows/plan"
+	"github.com/clusterflow/clusterflow/workflows/rollout"
 )
 
 func (u *updates) refuseWhileDeleting(what string) error {
@@ -217,4 +218,21 @@ func refusedRollout(old, next spec.Role) []string {
 		problems = append(problems, fmt.Sprintf("role %s refused: it has members, so its %s cannot change (delete the role's members first, or deploy a new cluster)", old.Name, strings.Join(fixed, " and ")))
 	}
 	return problems
+}
+
+// restartTargets are the members a rolling restart would restart, by role, or why it is
+// refused.
+func (u *updates) restartTargets(req workflows.RestartRequest) (map[string][]string, error) {
+	if err := u.refuseChange("restart"); err != nil {
+		return nil, err
+	}
+	return rollout.RestartTargets(&u.w.state, u.w.spec, req)
+}
+
+// actionTargets are the members an action would run on, by role, or why it is refused.
+func (u *updates) actionTargets(req workflows.ActionRequest) (map[string][]string, error) {
+	if err := u.refuseChange("run"); err != nil {
+		return nil, err
+	}
+	return rollout.ActionTargets(&u.w.state, u.w.spec, req)
 }

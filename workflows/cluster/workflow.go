@@ -123,7 +123,7 @@ func newClusterWorkflow(ctx workflow.Context, in workflows.ClusterInput) (*clust
 	for _, r := range in.Spec.Roles {
 		w.state.Roles = append(w.state.Roles, plan.RoleState{Name: r.Name, Level: plan.LevelOf(levels, r.Name), DependsOn: r.DependsOn, Desired: r.Members})
 	}
-	w.addPendingMembers(workflow.Now(ctx))
+	w.exec.addPendingMembers(workflow.Now(ctx))
 	rollout.Init(&w.state, w.spec, now)
 	return w, nil
 }

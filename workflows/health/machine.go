@@ -13,7 +13,6 @@ import (
 	"github.com/clusterflow/clusterflow/workflows/internal/flow"
 	"github.com/clusterflow/clusterflow/workflows/plan"
 	"github.com/clusterflow/clusterflow/workflows/role"
-	"github.com/clusterflow/clusterflow/workflows/rollout"
 	"go.temporal.io/sdk/workflow"
 )
 
@@ -71,6 +70,9 @@ type Cluster interface {
 	Retiring() []spec.Role
 	// Folder is the cluster's folder on hosts.
 	Folder() backend.ClusterRef
+	// HealthReported hears of every report about a member, before its state machine
+	// does: a rollout watching the member counts a down report against its gate.
+	HealthReported(member string, ev workflows.MemberEvent)
 }
 
 // Version counts health changes: a change wakes whoever waits on it.
@@ -98,7 +100,7 @@ func memberRef(folder backend.ClusterRef, role, name string) backend.MemberRef {
 // transition: a replacement when the member enters replacing, a setup elsewhere
 // when it goes back to pending.
 func (hm *Machine) Step(ctx workflow.Context, c Cluster, rs *plan.RoleState, m *plan.Member, ev workflows.MemberEvent) workflows.MemberEventResult {
-	rollout.NoteHealthReport(c.State(), m.Name, ev)
+	c.HealthReported(m.Name, ev)
 	if c.Deleting() {
 		return workflows.MemberEventResult{Member: m.Name, From: m.State, To: m.State, Ignored: fmt.Sprintf("cluster %s is being deleted", c.State().Name)}
 	}
