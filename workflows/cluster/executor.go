@@ -17,10 +17,10 @@ import (
 	"github.com/clusterflow/clusterflow/workflows/rollout"
 )
 
-// The executor runs the planner's passes (workflows/plan): deploys, resizes and applies
-// (removal, restart starts, setup, announcements), and deletes (the removal toward the
-// empty spec). It is the one level loop: each step is planned when it is taken, and run as
-// a child workflow per role through the role runner.
+// The executor carries out the planner's passes (workflows/plan): deploys, resizes, applies,
+// actions and rollouts, stage by stage as plan.Decide chooses them, and deletes (the removal
+// toward the empty spec). Each step's work is planned when the step is taken, and runs as a
+// child workflow per role through the role runner.
 
 // What announcing needs of the executor (announce.Cluster).
 
