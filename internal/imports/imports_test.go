@@ -45,15 +45,16 @@ var never = []struct {
 		"the seam is neutral types and interfaces: any substrate implements it"},
 }
 
+// listed is what go list says of a package, as far as these tests ask.
 type listed struct {
-	ImportPath string
-	Deps       []string
+	ImportPath, Dir, Export string
+	GoFiles, Deps           []string
 }
 
-// deps lists every package of the module with what it depends on (go list -deps).
-func deps(t *testing.T) map[string][]string {
+// goList runs go list -json=FIELDS with args, from the module's root.
+func goList(t *testing.T, fields string, args ...string) []listed {
 	t.Helper()
-	cmd := exec.Command("go", "list", "-json=ImportPath,Deps", module+"/...")
+	cmd := exec.Command("go", append([]string{"list", "-json=" + fields}, args...)...)
 	cmd.Dir = "../.."
 	out, err := cmd.Output()
 	if err != nil {
@@ -62,15 +63,24 @@ func deps(t *testing.T) map[string][]string {
 		}
 		t.Fatalf("go list: %v", err)
 	}
-	found := map[string][]string{}
+	var found []listed
 	dec := json.NewDecoder(strings.NewReader(string(out)))
 	for {
 		var p listed
 		if err := dec.Decode(&p); err == io.EOF {
-			break
+			return found
 		} else if err != nil {
 			t.Fatalf("decode go list: %v", err)
 		}
+		found = append(found, p)
+	}
+}
+
+// deps lists every package of the module with what it depends on (go list -deps).
+func deps(t *testing.T) map[string][]string {
+	t.Helper()
+	found := map[string][]string{}
+	for _, p := range goList(t, "ImportPath,Deps", module+"/...") {
 		found[p.ImportPath] = p.Deps
 	}
 	return found

@@ -1,7 +1,6 @@
 package imports
 
 import (
-	"encoding/json"
 	"go/ast"
 	"go/importer"
 	"go/parser"
@@ -9,7 +8,6 @@ import (
 	"go/types"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"sort"
@@ -207,28 +205,9 @@ func clusterAPI(pkg *types.Package) map[string]bool {
 // dependencies read from the export data the go command builds.
 func typeCheck(t *testing.T, path string) (*token.FileSet, []*ast.File, *types.Info, *types.Package) {
 	t.Helper()
-	cmd := exec.Command("go", "list", "-deps", "-export", "-json=ImportPath,Dir,Export,GoFiles", path)
-	out, err := cmd.Output()
-	if err != nil {
-		if ee, ok := err.(*exec.ExitError); ok {
-			t.Fatalf("go list: %v\n%s", err, ee.Stderr)
-		}
-		t.Fatalf("go list: %v", err)
-	}
-	type listed struct {
-		ImportPath, Dir, Export string
-		GoFiles                 []string
-	}
 	exports := map[string]string{}
 	var target listed
-	dec := json.NewDecoder(strings.NewReader(string(out)))
-	for {
-		var p listed
-		if err := dec.Decode(&p); err == io.EOF {
-			break
-		} else if err != nil {
-			t.Fatalf("decode go list: %v", err)
-		}
+	for _, p := range goList(t, "ImportPath,Dir,Export,GoFiles", "-deps", "-export", path) {
 		exports[p.ImportPath] = p.Export
 		if p.ImportPath == path {
 			target = p
