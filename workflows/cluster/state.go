@@ -62,6 +62,8 @@ type cluster struct {
 	// childrenDue wakes the children's follower: a change is to be told to the role
 	// children running now.
 	childrenDue bool
+	// movedRuns are the runs of members set up elsewhere that the follower is to stop.
+	movedRuns []movedRun
 	// logger is the workflow's, which stays quiet during replay.
 	logger log.Logger
 }
@@ -165,6 +167,18 @@ func (c *cluster) Operating() bool { return c.operating }
 // Touches counts the changes of the state (Touch), so that waits on the state can check a
 // number rather than walk every member.
 func (c *cluster) Touches() int { return c.touches }
+
+// movedRun is the run of a member set up elsewhere, to stop in its role's operation.
+type movedRun struct {
+	role, member string
+	hostLost     bool
+}
+
+// StopMovedRun has the children's follower stop the run of a member set up elsewhere.
+func (c *cluster) StopMovedRun(role, member string, hostLost bool) {
+	c.movedRuns = append(c.movedRuns, movedRun{role, member, hostLost})
+	c.childrenDue = true
+}
 
 // HealthReported lets the rollout's health gate count a report about a member it watches.
 func (c *cluster) HealthReported(member string, ev workflows.MemberEvent) {

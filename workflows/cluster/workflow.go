@@ -178,12 +178,18 @@ func (w *clusterWorkflow) setup(ctx workflow.Context) error {
 	}
 	// The children's follower tells the role children running now of a change: members no
 	// longer wanted stop, and those added to a role being configured join its child
-	// (change.ChildrenOutsideHandlers). The updates that make changes only wake it.
+	// (change.ChildrenOutsideHandlers); the runs of members set up elsewhere stop
+	// (change.StopsOutsideHandlers). The updates and events that make changes only wake it.
 	workflow.Go(ctx, func(ctx workflow.Context) {
 		for workflow.Await(ctx, func() bool { return w.childrenDue }) == nil {
 			w.childrenDue = false
 			w.runner.StopUnwanted(ctx, w, w.spec)
 			w.exec.grow(ctx)
+			moved := w.movedRuns
+			w.movedRuns = nil
+			for _, r := range moved {
+				w.runner.StopInOperation(ctx, r.role, map[string]bool{r.member: true}, r.hostLost)
+			}
 		}
 	})
 	progress := workflow.GetSignalChannel(ctx, workflows.RoleProgressSignal)

@@ -73,6 +73,9 @@ type Cluster interface {
 	// HealthReported hears of every report about a member, before its state machine
 	// does: a rollout watching the member counts a down report against its gate.
 	HealthReported(member string, ev workflows.MemberEvent)
+	// StopMovedRun has the run of a member set up elsewhere stopped in its role's
+	// operation, outside the handler of the event that moved it.
+	StopMovedRun(role, member string, hostLost bool)
 }
 
 // Version counts health changes: a change wakes whoever waits on it.

@@ -5,6 +5,7 @@ import (
 
 	"github.com/clusterflow/clusterflow/workflows"
 	"github.com/clusterflow/clusterflow/workflows/hosts"
+	"github.com/clusterflow/clusterflow/workflows/internal/change"
 	"github.com/clusterflow/clusterflow/workflows/plan"
 	"go.temporal.io/sdk/workflow"
 )
@@ -63,7 +64,12 @@ func (hm *Machine) rehome(ctx workflow.Context, c Cluster, rs *plan.RoleState, m
 		r, _ := c.RoleSpec(rs.Name)
 		rs.Members = plan.PlaceMembers(r, rs.Members, hm.HostCheck.HostsFor(c.State().Hosts, c.State().Name, r))
 	}
-	hm.runner.StopInOperation(ctx, rs.Name, map[string]bool{name: true}, old != "" && !hosts.Reachable(c.State(), old))
+	hostLost := old != "" && !hosts.Reachable(c.State(), old)
+	if workflow.GetVersion(ctx, change.StopsOutsideHandlers, workflow.DefaultVersion, 1) >= 1 {
+		c.StopMovedRun(rs.Name, name, hostLost)
+	} else {
+		hm.runner.StopInOperation(ctx, rs.Name, map[string]bool{name: true}, hostLost) // runs from before
+	}
 	c.MembersChanged()
 	c.NewGeneration(fmt.Sprintf("set %s up elsewhere (%s)", name, ev.Event))
 	c.Logger().Info("Setting a member up elsewhere", "Member", name, "Was", from, "Host", old, "Now", rs.Member(name).Host, "Reason", ev.Reason)

@@ -106,4 +106,9 @@ const (
 	// than from the update's handler, which now only validates, records the change and
 	// wakes. Asked by each resize and apply.
 	ChildrenOutsideHandlers = "children-outside-handlers"
+	// StopsOutsideHandlers: a member set up elsewhere (its host lost while it was being set
+	// up, or gone) has its run on the old host stopped by the children's follower, which the
+	// health event wakes, rather than from where the event is taken (an update's handler
+	// among them). Asked by each such move.
+	StopsOutsideHandlers = "stops-outside-handlers"
 )
