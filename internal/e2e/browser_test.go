@@ -62,7 +62,7 @@ func TestWebUIShowsClustersInARealBrowser(t *testing.T) {
 	step(t, ctx, shots, "workflow-page",
 		open(list(`ClusterName="demo"`), `a[href*="cluster%2Fdemo"]`, "cluster/demo"),
 		chromedp.Click(chromedp.CSS(`a[href*="cluster%2Fdemo"]`)),
-		waitText("h1", "cluster/demo"),
+		untilShown("h1", "cluster/demo"),
 	)
 	step(t, ctx, shots, "workflow-metadata",
 		clickText("User Metadata"),
@@ -112,17 +112,26 @@ func waitText(selector, text string) chromedp.Action[chromedp.Void] {
 		.filter(d => d).some(d => [...d.querySelectorAll(%q)].some(e => e.innerText.includes(%q)))`, selector, text))
 }
 
-// open navigates to u and waits, like waitText, until an element matching selector
-// contains text. The UI answers some page loads on a busy machine with its error page
-// ("Uh oh. There's an error."), which it never retries by itself, so open reloads that
-// page, as a user would, every two seconds until the step's deadline.
+// open navigates to u and waits until an element matching selector contains text
+// (untilShown).
 func open(u, selector, text string) chromedp.Action[chromedp.Void] {
-	found := fmt.Sprintf(`[document, ...[...document.querySelectorAll("iframe")].map(f => f.contentDocument)]
-		.filter(d => d).some(d => [...d.querySelectorAll(%q)].some(e => e.innerText.includes(%q)))`, selector, text)
 	return func(ctx context.Context, target *chromedp.Target) (chromedp.Void, error) {
 		if _, err := chromedp.Navigate(u)(ctx, target); err != nil {
 			return chromedp.Void{}, err
 		}
+		return untilShown(selector, text)(ctx, target)
+	}
+}
+
+// untilShown waits, like waitText, until an element matching selector contains text. The
+// UI answers some page loads on a busy machine with its error page ("Uh oh. There's an
+// error."), which it never retries by itself, so untilShown reloads that page, as a user
+// would, every two seconds until the step's deadline: after a navigation, and after a click
+// that opens a page.
+func untilShown(selector, text string) chromedp.Action[chromedp.Void] {
+	found := fmt.Sprintf(`[document, ...[...document.querySelectorAll("iframe")].map(f => f.contentDocument)]
+		.filter(d => d).some(d => [...d.querySelectorAll(%q)].some(e => e.innerText.includes(%q)))`, selector, text)
+	return func(ctx context.Context, target *chromedp.Target) (chromedp.Void, error) {
 		lastLoad := time.Now()
 		for {
 			ok, err := chromedp.Evaluate[bool](found)(ctx, target)
