@@ -21,6 +21,8 @@ func TestDecideWalksOnePass(t *testing.T) {
 		name     string
 		desired  string
 		observed []string
+		// held: maintenance holds the cluster when the pass begins.
+		held bool
 		// configure is what each member's setup ends in, when not ready.
 		configure map[string]MemberState
 		// world changes what the executor sees once a stage was taken.
@@ -43,7 +45,7 @@ func TestDecideWalksOnePass(t *testing.T) {
 			name:     "maintenance at the start holds the pass before it acts",
 			desired:  "controller=1",
 			observed: []string{"controller-0=pending"},
-			world:    nil,
+			held:     true,
 			want:     "| stop held",
 		},
 		{
@@ -85,10 +87,8 @@ func TestDecideWalksOnePass(t *testing.T) {
 			desired:   "controller=1 worker=2 edge=1",
 			observed:  []string{"controller-0=pending", "worker-0=pending", "worker-1=pending", "edge-0=pending"},
 			configure: map[string]MemberState{"worker-1": MemberConfigError},
-			world: func(d Decision, v *PassView) {
-				v.Replaced = d.Take.Stage == StageReplaceFailed
-			},
-			want: "actions removal restart reshape setup:0 setup:1 replace:worker-1 | again",
+			world:     onStage(StageReplaceFailed, func(v *PassView) { v.Replaced = true }),
+			want:      "actions removal restart reshape setup:0 setup:1 replace:worker-1 | again",
 		},
 		{
 			name:      "a failed setup whose slot has no replacement left fails the level",
@@ -103,10 +103,8 @@ func TestDecideWalksOnePass(t *testing.T) {
 			desired:   "controller=1 edge=1",
 			observed:  []string{"controller-0=pending", "edge-0=pending"},
 			configure: map[string]MemberState{"controller-0": MemberConfigError},
-			world: func(d Decision, v *PassView) {
-				v.Replaced = d.Take.Stage == StageKeepReplaced
-			},
-			want: "actions removal restart reshape setup:0 replace:controller-0 keepReplaced | again",
+			world:     onStage(StageKeepReplaced, func(v *PassView) { v.Replaced = true }),
+			want:      "actions removal restart reshape setup:0 replace:controller-0 keepReplaced | again",
 		},
 		{
 			name:     "a member a notification failed fails the cluster once the pass announced",
@@ -158,10 +156,7 @@ func TestDecideWalksOnePass(t *testing.T) {
 		t.Run(row.name, func(t *testing.T) {
 			desired := decideCluster(t, row.desired)
 			roles := observedRoles(t, desired, row.observed)
-			v := PassView{Desired: desired, Roles: roles, Levels: testLevels(roles)}
-			if row.want == "| stop held" {
-				v.Held = true
-			}
+			v := PassView{Desired: desired, Roles: roles, Levels: testLevels(roles), Held: row.held}
 			if got := walkPass(t, v, row.configure, row.world); got != row.want {
 				t.Errorf("walk:\n got %s\nwant %s", got, row.want)
 			}
@@ -169,8 +164,9 @@ func TestDecideWalksOnePass(t *testing.T) {
 	}
 }
 
-// walkPass walks a pass through Decide, as the executor would, and writes it down.
-func walkPass(t *testing.T, v PassView, configure map[string]MemberState, world func(Decision, *PassView)) string {
+// walkPass walks a pass through Decide, as the executor would, and writes it down. What a
+// stage reports (StepFailed, Replaced) holds for the next decision only.
+func walkPass(t *testing.T, v PassView, setupEnds map[string]MemberState, world func(Decision, *PassView)) string {
 	t.Helper()
 	var walk []string
 	at := Cursor{Stage: StageBegin}
@@ -183,10 +179,10 @@ func walkPass(t *testing.T, v PassView, configure map[string]MemberState, world 
 		walk = append(walk, describeStage(d))
 		v.StepFailed, v.Replaced = false, false
 		if d.Take.Stage == StageSetup {
-			for _, rw := range configureWork(v.Desired, v.Roles, d.Step.Roles) {
+			for _, rw := range configure(v.Desired, v.Roles, d.Step.Roles) {
 				for _, m := range rw.Members {
 					state := MemberReady
-					if s, ok := configure[shortName(m.Name)]; ok {
+					if s, ok := setupEnds[shortName(m.Name)]; ok {
 						state = s
 					}
 					RoleOf(v.Roles, rw.Role).Member(m.Name).State = state
@@ -199,10 +195,6 @@ func walkPass(t *testing.T, v PassView, configure map[string]MemberState, world 
 	}
 	t.Fatalf("the pass did not end: %v", walk)
 	return ""
-}
-
-func configureWork(desired spec.Cluster, roles []RoleState, level []string) []RoleWork {
-	return configure(desired, roles, level)
 }
 
 func describeStage(d Decision) string {
