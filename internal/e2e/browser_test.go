@@ -125,9 +125,9 @@ func open(u, selector, text string) chromedp.Action[chromedp.Void] {
 
 // untilShown waits, like waitText, until an element matching selector contains text. The
 // UI answers some page loads on a busy machine with its error page ("Uh oh. There's an
-// error."), which it never retries by itself, so untilShown reloads that page, as a user
-// would, every two seconds until the step's deadline: after a navigation, and after a click
-// that opens a page.
+// error."), which it never retries by itself, or leaves blank, so untilShown reloads such a
+// page, as a user would (an error page after two seconds, a blank one after ten), until the
+// step's deadline: after a navigation, and after a click that opens a page.
 func untilShown(selector, text string) chromedp.Action[chromedp.Void] {
 	found := fmt.Sprintf(`[document, ...[...document.querySelectorAll("iframe")].map(f => f.contentDocument)]
 		.filter(d => d).some(d => [...d.querySelectorAll(%q)].some(e => e.innerText.includes(%q)))`, selector, text)
@@ -139,7 +139,8 @@ func untilShown(selector, text string) chromedp.Action[chromedp.Void] {
 				return chromedp.Void{}, nil
 			}
 			broken, _ := chromedp.Evaluate[bool](`document.body !== null && document.body.innerText.includes("There's an error")`)(ctx, target)
-			if broken && time.Since(lastLoad) > 2*time.Second {
+			blank, _ := chromedp.Evaluate[bool](`document.body === null || document.body.innerText.trim() === ""`)(ctx, target)
+			if broken && time.Since(lastLoad) > 2*time.Second || blank && time.Since(lastLoad) > 10*time.Second {
 				if _, err := chromedp.Reload()(ctx, target); err != nil {
 					return chromedp.Void{}, err
 				}
