@@ -45,6 +45,7 @@ type draftRole struct {
 	Actions              []string
 	Ports                map[string]string
 	Limits               *draftLimits
+	Probe                *draftProbe
 	Container            draftContainer
 	ActionParams         map[string]map[string]string
 }
@@ -103,6 +104,7 @@ func (w walker) role(path string, n *yaml.Node) draftRole {
 		"actions":              func(p string, n *yaml.Node) { r.Actions = w.strings(p, n) },
 		"ports":                func(p string, n *yaml.Node) { r.Ports = w.stringMap(p, n) },
 		"limits":               func(p string, n *yaml.Node) { r.Limits = w.limits(p, n) },
+		"probe":                func(p string, n *yaml.Node) { r.Probe = w.probe(p, n) },
 		"image":                func(p string, n *yaml.Node) { r.Container.Image = w.str(p, n) },
 		"user":                 func(p string, n *yaml.Node) { r.Container.User = w.str(p, n) },
 		"resources":            func(p string, n *yaml.Node) { r.Container.Resources = w.resources(p, n) },

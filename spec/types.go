@@ -35,13 +35,16 @@ const (
 	// while the leaving members still run, so that one survivor (a Redis Cluster's admin,
 	// say) can move their data off for them all. A role gets it only by listing it.
 	EventRemoving Event = "removing"
+	// EventCheck is a member's own health check, which its host's agent runs every
+	// probe.every while the member is ready (see Probe). A role gets it only by listing it.
+	EventCheck Event = "check"
 )
 
 // AllEvents is the default subscription: every event but start, in lifecycle order.
 var AllEvents = []Event{EventConfigure, EventAddNodes, EventDelNodes, EventTeardown}
 
 // KnownEvents is every event a role may subscribe to.
-var KnownEvents = append(slices.Clone(AllEvents), EventStart, EventUpgrade, EventRestart, EventDecommission, EventRemoving)
+var KnownEvents = append(slices.Clone(AllEvents), EventStart, EventUpgrade, EventRestart, EventDecommission, EventRemoving, EventCheck)
 
 // Notifies says whether the event tells a member of other members (--role R --nodes …).
 func (e Event) Notifies() bool {
@@ -131,6 +134,9 @@ type Role struct {
 	Ports map[string]int `json:"ports,omitempty"`
 	// Limits bound what the role's scripts take on a host; zero fields take the defaults.
 	Limits Limits `json:"limits,omitzero"`
+	// Probe is how often, and how strictly, the role's check event runs on each ready
+	// member; zero fields take the defaults, and it applies only to a role listing check.
+	Probe Probe `json:"probe,omitzero"`
 	// Container is the role's image and how it runs, for a backend that gives each member
 	// a container; embedded, so that its fields are the role's own in specs and histories.
 	Container

@@ -143,6 +143,7 @@ func buildRole(path string, d draftRole, ps *problems) Role {
 	r.ActionParams = checkActionParams(path+".actionParams", d.ActionParams, r.Actions, ps)
 	r.Ports = checkPorts(path+".ports", d.Ports, ps)
 	r.Limits = checkRoleLimits(path+".limits", d.Limits, ps)
+	r.Probe = checkProbe(path+".probe", d.Probe, r, ps)
 	r.Container = checkContainer(path, d.Container, r.Ports, ps)
 	return r
 }

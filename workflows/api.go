@@ -191,7 +191,13 @@ type MemberEvent struct {
 	// replace scope): a down or unhealthy it reports never leads to a replacement by
 	// itself.
 	WatchOnly bool `json:"watchOnly,omitempty"`
+	// Check, from a member's own probe (Source "probe"), is the check that changed its
+	// health: the host that ran it, and how many in a row agreed.
+	Check *spec.ProbeCheck `json:"check,omitempty"`
 }
+
+// ProbeSource is the Source of the reports a member's host sends of its checks.
+const ProbeSource = "probe"
 
 // MemberEventResult is the transition a MemberEvent caused, or why it caused none.
 type MemberEventResult struct {
@@ -306,12 +312,20 @@ func CheckReportedEvent(event HealthEvent) error {
 	return fmt.Errorf("%q is not one of %s", spec.Clip(string(event), 32), strings.Join(names, ", "))
 }
 
-// CheckMemberEventText refuses a reason or source longer than spec.MaxTextBytes: they are
+// CheckMemberEventText refuses a reason, source or check longer than its limit: they are
 // kept in the member's health history, carried whole across continue-as-new.
 func CheckMemberEventText(ev MemberEvent) error {
-	for _, f := range []struct{ name, value string }{{"reason", ev.Reason}, {"source", ev.Source}} {
-		if len(f.value) > spec.MaxTextBytes {
-			return apperr.Errorf(apperr.Invalid, "%s: is %d bytes; at most %d", f.name, len(f.value), spec.MaxTextBytes)
+	type text struct {
+		name, value string
+		limit       int
+	}
+	texts := []text{{"reason", ev.Reason, spec.MaxTextBytes}, {"source", ev.Source, spec.MaxTextBytes}}
+	if c := ev.Check; c != nil {
+		texts = append(texts, text{"check.host", c.Host, spec.MaxTextBytes}, text{"check.result", c.Result, spec.MaxTextBytes}, text{"check.output", c.Output, spec.MaxCheckOutput})
+	}
+	for _, t := range texts {
+		if len(t.value) > t.limit {
+			return apperr.Errorf(apperr.Invalid, "%s: is %d bytes; at most %d", t.name, len(t.value), t.limit)
 		}
 	}
 	return nil

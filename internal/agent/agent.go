@@ -64,7 +64,9 @@ type Agent struct {
 	runs map[string]*run
 	// launching holds the runs being started, which a launch of the same run waits for.
 	launching map[string]chan struct{}
-	idleFrom  time.Time
+	// probes are the members the agent checks, by probeID.
+	probes   map[string]*prober
+	idleFrom time.Time
 	stopping  bool
 }
 
@@ -82,8 +84,10 @@ func Serve(ctx context.Context, opts Options) error {
 		return err
 	}
 	opts.Dir = dir
-	if err := os.MkdirAll(filepath.Join(dir, indexDir), 0o700); err != nil {
-		return err
+	for _, sub := range []string{indexDir, probesDir} {
+		if err := os.MkdirAll(filepath.Join(dir, sub), 0o700); err != nil {
+			return err
+		}
 	}
 	// The agent's folder holds its connections, index and socket: its user's alone, also
 	// when an older version made it open.
@@ -99,10 +103,11 @@ func Serve(ctx context.Context, opts Options) error {
 
 	ctx, stop := context.WithCancel(ctx)
 	defer stop()
-	a := &Agent{opts: opts, log: opts.Logger, ctx: ctx, runs: map[string]*run{}, launching: map[string]chan struct{}{}, idleFrom: time.Now()}
+	a := &Agent{opts: opts, log: opts.Logger, ctx: ctx, runs: map[string]*run{}, launching: map[string]chan struct{}{}, probes: map[string]*prober{}, idleFrom: time.Now()}
 	a.clients = newTemporalClients(dir, a.log)
 	defer a.clients.close()
 	a.readopt()
+	a.readoptProbes()
 
 	if opts.Host != nil {
 		opts.Host.UseLauncher(a)
@@ -129,7 +134,7 @@ func Serve(ctx context.Context, opts Options) error {
 		go a.exitWhenIdle(stop)
 	}
 	go a.reportHeartbeats(ctx)
-	a.log.Info("Agent serving", zap.String("dir", dir), zap.Int("adopted", len(a.runs)))
+	a.log.Info("Agent serving", zap.String("dir", dir), zap.Int("adopted", len(a.runs)), zap.Int("probes", len(a.probes)))
 	for {
 		conn, err := ln.Accept()
 		if err != nil {
@@ -311,7 +316,7 @@ func (a *Agent) exitWhenIdle(stop func()) {
 		case <-tick.C:
 		}
 		a.mu.Lock()
-		idle := len(a.runs) == 0 && len(a.launching) == 0 && time.Since(a.idleFrom) >= a.opts.IdleExit
+		idle := len(a.runs) == 0 && len(a.launching) == 0 && len(a.probes) == 0 && time.Since(a.idleFrom) >= a.opts.IdleExit
 		if idle {
 			a.stopping = true
 		}

@@ -17,6 +17,7 @@ import (
 
 	"github.com/clusterflow/clusterflow/internal/backend"
 	"github.com/clusterflow/clusterflow/internal/runner"
+	"github.com/clusterflow/clusterflow/spec"
 )
 
 // Connection is how the agent reaches Temporal: the SDK's client profile, as the worker
@@ -45,7 +46,8 @@ func (k Key) ID() string {
 // replaces it: the runs it looks after carry on, and the new agent adopts them. Protocol 4
 // moved the host's backend into the agent: a worker calls it rather than touching members'
 // folders itself.
-const Protocol = 4
+// Protocol 5 added probes (Launch.Probe), which an older agent would drop unseen.
+const Protocol = 5
 
 // Launch asks the agent to run a startscript, or to attach to the run it already has. It
 // names what to run, never where: the agent derives every path from the cluster, member,
@@ -68,6 +70,18 @@ type Launch struct {
 	// HeartbeatTimeout is the activity's; zero (a worker from before it was sent) makes the
 	// agent report every HeartbeatEvery.
 	HeartbeatTimeout time.Duration `json:"heartbeatTimeout,omitempty"`
+	// Probe, when set, is how to check the member once this run succeeds; a launch without
+	// one stops the member's checks (see probe.go).
+	Probe *Probe `json:"probe,omitempty"`
+}
+
+// Probe is how the agent checks a member (backend.ScriptRun.Probe).
+type Probe struct {
+	spec.Probe
+	// Script is the check: the member's startscript with --check, run as its scripts are.
+	Script Script `json:"script"`
+	// Host is the member's host as its cluster knows it (empty in single-host mode).
+	Host string `json:"host,omitempty"`
 }
 
 // Stop asks the agent to stop, at once, the runs of a member's event that a workflow

@@ -18,6 +18,7 @@ import (
 // reached. It stops once Temporal takes the result or the activity no longer exists; the
 // result stays on disk for a relaunch either way.
 func (a *Agent) deliver(r *run) {
+	a.runEnded(r)
 	backoff := 100 * time.Millisecond
 	for {
 		rec := r.snapshot()
@@ -83,6 +84,9 @@ func ResultError(event string, timeout time.Duration, res runner.Result) error {
 	case res.Outcome == runner.TimedOut:
 		return temporal.NewNonRetryableApplicationError(
 			fmt.Sprintf("%s timed out after %s%s", event, timeout, lastLineOf(res)), ErrScriptTimedOut, nil, res)
+	case res.Outcome == runner.NotReady:
+		return temporal.NewNonRetryableApplicationError(
+			fmt.Sprintf("%s exited with status 0, but %s", event, res.Detail), ErrScriptFailed, nil, res)
 	case res.ExitCode != 0:
 		return temporal.NewNonRetryableApplicationError(
 			fmt.Sprintf("%s exited with status %d%s", event, res.ExitCode, lastLineOf(res)), ErrScriptFailed, nil, res)

@@ -107,6 +107,7 @@ func (a *Agent) launch(l Launch) (string, error) {
 		done := make(chan struct{})
 		a.launching[id] = done
 		a.mu.Unlock()
+		a.probeLaunched(l, id, connID)
 		action, err := a.start(l, id, at, retoken)
 		a.mu.Lock()
 		delete(a.launching, id)
@@ -162,26 +163,12 @@ func (a *Agent) start(l Launch, id string, at runPlace, retoken func(*record)) (
 		Key: l.Key, Member: l.Member, Event: l.Event, Timeout: l.Timeout, Grace: l.Grace, HeartbeatTimeout: l.HeartbeatTimeout,
 		Started: time.Now(),
 	}
-	s := l.Script
-	path, args, err := verify(at.script, s.SHA256, s.Args)
+	cmd, err := a.command(l.Script, at, l.Grace)
 	if err != nil {
 		return "", err
 	}
-	user := s.User
-	if s.Enter != nil {
-		if len(a.opts.EnterCommand) == 0 {
-			return "", &RefusedError{Reason: "this agent cannot run scripts in containers"}
-		}
-		// The script runs as the container's user; what enters it talks to the engine.
-		args = append(append(slices.Clone(a.opts.EnterCommand[1:]), "--engine", s.Enter.Engine, "--container", s.Enter.Container,
-			"--user", s.Enter.User, "--grace", l.Grace.String(), "--"), append([]string{path}, args...)...)
-		path, user = a.opts.EnterCommand[0], nil
-	}
 	var exited <-chan struct{}
-	rec.Handle, exited, err = runner.Spawn(runner.Spec{
-		Path: path, Args: args, Dir: at.sandbox, Env: s.Env, Sandbox: at.sandbox,
-		StdoutFile: at.stdout, StderrFile: at.stderr, ExitFile: at.exit, User: user, Cgroup: at.cgroup, Limits: s.Limits,
-	})
+	rec.Handle, exited, err = runner.Spawn(cmd)
 	if err != nil {
 		return "", err
 	}
@@ -191,6 +178,29 @@ func (a *Agent) start(l Launch, id string, at runPlace, retoken func(*record)) (
 	a.log.Debug("Started script", zap.String("member", l.Member), zap.String("event", l.Event), zap.Int("pid", rec.Handle.PID))
 	go a.supervise(r)
 	return ActionStarted, nil
+}
+
+// command is how to start the script at its place: its content checked against its hash,
+// as its user, or entering its member's container.
+func (a *Agent) command(s Script, at runPlace, grace time.Duration) (runner.Spec, error) {
+	path, args, err := verify(at.script, s.SHA256, s.Args)
+	if err != nil {
+		return runner.Spec{}, err
+	}
+	user := s.User
+	if s.Enter != nil {
+		if len(a.opts.EnterCommand) == 0 {
+			return runner.Spec{}, &RefusedError{Reason: "this agent cannot run scripts in containers"}
+		}
+		// The script runs as the container's user; what enters it talks to the engine.
+		args = append(append(slices.Clone(a.opts.EnterCommand[1:]), "--engine", s.Enter.Engine, "--container", s.Enter.Container,
+			"--user", s.Enter.User, "--grace", grace.String(), "--"), append([]string{path}, args...)...)
+		path, user = a.opts.EnterCommand[0], nil
+	}
+	return runner.Spec{
+		Path: path, Args: args, Dir: at.sandbox, Env: s.Env, Sandbox: at.sandbox,
+		StdoutFile: at.stdout, StderrFile: at.stderr, ExitFile: at.exit, User: user, Cgroup: at.cgroup, Limits: s.Limits,
+	}, nil
 }
 
 // track looks after a run found on disk from now on.

@@ -11,6 +11,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/clusterflow/clusterflow/internal/runner"
+	"github.com/clusterflow/clusterflow/spec"
 )
 
 // How often a run is checked for its end. A run this agent started tells it when its
@@ -85,6 +86,22 @@ func (a *Agent) finish(r *run, outcome runner.Outcome) {
 	}
 	res := runner.Result{Outcome: outcome, ExitCode: code, Duration: time.Since(rec.Started)}
 	res.StdoutTail, res.StderrTail = rec.Handle.Tails()
+	if p := a.armedBy(r.id); p != nil && outcome == runner.Exited && code == 0 && spec.Event(rec.Event).SetsUp() {
+		if probe := p.snapshot().Next; probe != nil && probe.ReadyAfter {
+			// Done only once the member answers its check; a restarted agent, finding
+			// the exit status and no result, waits again.
+			notReady, stop := a.awaitReady(r, p.at, probe)
+			switch {
+			case stop && a.ctx.Err() != nil:
+				return
+			case stop:
+				res.Outcome = runner.Canceled
+			case notReady != "":
+				res.Outcome, res.Detail = runner.NotReady, notReady
+			}
+			res.Duration = time.Since(rec.Started)
+		}
+	}
 	r.update(func(rec *record) { rec.Result = &res })
 	a.deliver(r)
 }

@@ -224,6 +224,11 @@ type ScriptRun struct {
 	Ports map[string]int `json:"ports,omitempty"`
 	// Limits are the role's; zero fields take the defaults (spec.DefaultLimits).
 	Limits spec.Limits `json:"limits,omitzero"`
+	// Probe, for a role that lists check, is its probe with defaults: once the run succeeds
+	// the member's host checks it that way, until a run without one (a teardown, a
+	// decommission) or the member's removal. A run of an event that sets up (spec.Event.SetsUp)
+	// with Probe.ReadyAfter succeeds only once a check passes.
+	Probe *spec.Probe `json:"probe,omitempty"`
 	// Container is the role's image and how it runs, for a backend that runs each member
 	// in a container (a configure creates it); nil for a role that sets none, which a
 	// container backend refuses, as the local backend refuses one that sets any.
@@ -244,6 +249,8 @@ type ScriptResult struct {
 	Duration   time.Duration `json:"duration"`
 	StdoutTail string        `json:"stdoutTail"`
 	StderrTail string        `json:"stderrTail"`
+	// Detail says why a run that is NotReady is not.
+	Detail string `json:"detail,omitempty"`
 }
 
 // Outcome says how a run ended.
@@ -253,6 +260,7 @@ const (
 	Exited   Outcome = "exited"
 	TimedOut Outcome = "timed_out"
 	Canceled Outcome = "canceled"
+	NotReady Outcome = "not_ready"
 )
 
 // Error types a script run's activity fails with: a script that exited non-zero, and one

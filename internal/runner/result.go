@@ -12,6 +12,9 @@ const (
 	Exited   Outcome = "exited"
 	TimedOut Outcome = "timed_out"
 	Canceled Outcome = "canceled"
+	// NotReady: the script exited 0, but its member's check did not pass in time (a
+	// ready-after probe).
+	NotReady Outcome = "not_ready"
 )
 
 // Result is a finished run.
@@ -21,6 +24,8 @@ type Result struct {
 	Duration   time.Duration `json:"duration"`
 	StdoutTail string        `json:"stdoutTail"`
 	StderrTail string        `json:"stderrTail"`
+	// Detail says why a run that is NotReady is not.
+	Detail string `json:"detail,omitempty"`
 }
 
 // TailSize is how much of each output stream a result keeps.

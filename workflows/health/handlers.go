@@ -27,6 +27,8 @@ func (hm *Machine) ReceiveEvents(ctx workflow.Context, c Cluster) {
 			}
 			// A signal cannot be refused: text past the limit is cut rather than kept whole.
 			ev.Reason, ev.Source = spec.Clip(ev.Reason, spec.MaxTextBytes), spec.Clip(ev.Source, spec.MaxTextBytes)
+			// A member's host reports its checks by update, which can refuse a stale one.
+			ev.Check = nil
 			hm.Report(ctx, c, ev)
 		}
 	})
@@ -92,6 +94,23 @@ func CheckEvent(s *workflows.ClusterState, ev workflows.MemberEvent) error {
 	}
 	if err := workflows.CheckReportedEvent(ev.Event); err != nil {
 		return flow.Refused(apperr.Invalid, "member-event refused: event %s", err)
+	}
+	if ev.Check != nil {
+		return checkProbeReport(s, ev)
+	}
+	return nil
+}
+
+// checkProbeReport refuses a member's own check that is stale (its host no longer holds the
+// member) or would change nothing, so that the probe's host takes it as said and nothing
+// reaches the history: a host sends only changes, and only those the cluster takes count.
+func checkProbeReport(s *workflows.ClusterState, ev workflows.MemberEvent) error {
+	_, m := s.FindMember(ev.Member)
+	if m.Host != ev.Check.Host {
+		return flow.Refused(apperr.Conflict, "member-event refused: member %s is on host %q, not %q, which checked it", m.Name, m.Host, spec.Clip(ev.Check.Host, 63))
+	}
+	if !Takes(m.State, ev.Event) {
+		return flow.Refused(apperr.Conflict, "member-event refused: member %s is %s, which a check's %s does not change", m.Name, m.State, ev.Event)
 	}
 	return nil
 }

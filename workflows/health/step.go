@@ -66,6 +66,9 @@ func Transition(m *plan.Member, ev workflows.MemberEvent, policy spec.Health, gi
 		h.Due = now.Add(policy.FlapWindow)
 	}
 	h.Record(plan.HealthTransition{At: now, From: m.State, To: t.to, Event: ev.Event, Reason: ev.Reason, Source: ev.Source, ReportedAt: ev.At})
+	if ev.Check != nil {
+		h.LastCheck = ev.Check
+	}
 	m.Health = h
 	if m.State != t.to {
 		m.Since = now

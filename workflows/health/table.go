@@ -120,3 +120,13 @@ func next(from plan.MemberState, on plan.HealthEvent, facts facts) (transition, 
 	}
 	return transition{}, false
 }
+
+// Takes says whether some row moves a member in state from on event on, whatever the guards.
+func Takes(from plan.MemberState, on plan.HealthEvent) bool {
+	for _, t := range transitions {
+		if t.from == from && t.on == on {
+			return true
+		}
+	}
+	return false
+}

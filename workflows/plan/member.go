@@ -268,6 +268,9 @@ type MemberHealth struct {
 	// Recoveries are the recent times the member came back up, for flapping.
 	Recoveries  []time.Time        `json:"recoveries,omitempty"`
 	Transitions []HealthTransition `json:"transitions,omitempty"`
+	// LastCheck is the member's own check that last changed its health, as its host
+	// reported it (a role listing check); checks that change nothing are not reported.
+	LastCheck *spec.ProbeCheck `json:"lastCheck,omitempty"`
 }
 
 // HealthTransition is one step of the member's state machine.

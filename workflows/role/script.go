@@ -41,6 +41,12 @@ func (r *roleWorkflow) runScript(ctx workflow.Context, i int, event spec.Event) 
 	case spec.EventTeardown, spec.EventDecommission:
 		run.Reason = m.RemovedFor
 	}
+	// A member leaving is no longer checked; any other run says how to check it once it
+	// succeeds. No history of before probes has a role listing check.
+	if r.in.Role.Wants(spec.EventCheck) && event != spec.EventTeardown && event != spec.EventDecommission {
+		probe := r.in.Role.Probe.WithDefaults()
+		run.Probe = &probe
+	}
 	if a := r.in.Action; a != nil {
 		run.Action, run.Params = a.Name, a.Params
 	}

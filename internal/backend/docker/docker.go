@@ -154,6 +154,11 @@ func (e entering) Launch(ctx context.Context, l agent.Launch) (agent.Reply, erro
 		return agent.Reply{}, fmt.Errorf("inspect container %s: %w", name, err)
 	}
 	l.Script.Enter = &agent.Enter{Engine: e.host, Container: name, User: got.Container.Config.Labels[LabelUser]}
+	if l.Probe != nil {
+		probe := *l.Probe
+		probe.Script.Enter = l.Script.Enter
+		l.Probe = &probe
+	}
 	return e.next.Launch(ctx, l)
 }
 

@@ -441,21 +441,39 @@ func (l *Backend) LaunchScript(ctx context.Context, run backend.ScriptRun, to ba
 		return fmt.Errorf("make the cluster's temporary folder: %w", err)
 	}
 	limits := run.Limits.OrDefaults()
+	scriptOf := func(args []string, own map[string]string) agent.Script {
+		return agent.Script{SHA256: run.ScriptHash, Args: args, Env: scriptEnv(run, own), User: user, Limits: runner.Limits{
+			Processes: limits.Processes, OpenFiles: limits.OpenFiles, Output: int64(limits.OutputMiB) << 20,
+		}}
+	}
 	_, err = l.launcher.Launch(ctx, agent.Launch{
 		Key:       agent.Key{WorkflowID: to.WorkflowID, ActivityID: to.ActivityID},
 		TaskToken: to.TaskToken, Connection: l.Connection, HeartbeatTimeout: to.HeartbeatTimeout,
 		Cluster: run.Member.Cluster, Home: run.Member.Home, Member: run.Member.Name, Event: string(run.Event),
-		Script: agent.Script{SHA256: run.ScriptHash, Args: args, Env: scriptEnv(run, own), User: user, Limits: runner.Limits{
-			Processes: limits.Processes, OpenFiles: limits.OpenFiles, Output: int64(limits.OutputMiB) << 20,
-		}},
+		Script:  scriptOf(args, own),
 		Timeout: run.Timeout,
 		Grace:   l.Grace,
+		Probe:   l.probe(run, own, scriptOf),
 	})
 	var refused *agent.RefusedError
 	if errors.As(err, &refused) {
 		return &backend.RefusedError{Reason: refused.Reason}
 	}
 	return err
+}
+
+// probe is how the member's host checks it once the run succeeds: its script with --check,
+// in the run's environment but for what only the run's event means.
+func (l *Backend) probe(run backend.ScriptRun, own map[string]string, script func([]string, map[string]string) agent.Script) *agent.Probe {
+	if run.Probe == nil {
+		return nil
+	}
+	check := maps.Clone(own)
+	check["CLUSTERFLOW_EVENT"] = string(spec.EventCheck)
+	for _, k := range []string{"CLUSTERFLOW_REASON", "CLUSTERFLOW_JOINING", "CLUSTERFLOW_REPLACES", NodesFileEnv} {
+		delete(check, k)
+	}
+	return &agent.Probe{Probe: *run.Probe, Script: script([]string{"--check"}, check), Host: l.Host}
 }
 
 // clusterTmp makes the cluster's temporary folder if need be, its script user's, mode 0700.

@@ -62,7 +62,7 @@ func WithScriptActivity(ctx workflow.Context, role spec.Role, event spec.Event, 
 		heartbeatTimeout = spec.DefaultHeartbeatTimeout
 	}
 	return workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
-		StartToCloseTimeout: role.Timeout + scriptStopAllowance,
+		StartToCloseTimeout: role.Timeout + role.ReadyWait(event) + scriptStopAllowance,
 		HeartbeatTimeout:    heartbeatTimeout,
 		WaitForCancellation: true,
 		RetryPolicy: &temporal.RetryPolicy{

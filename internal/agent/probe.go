@@ -1,0 +1,458 @@
+package agent
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"go.temporal.io/api/serviceerror"
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/temporal"
+	"go.uber.org/zap"
+
+	"github.com/clusterflow/clusterflow/internal/apperr"
+	"github.com/clusterflow/clusterflow/internal/atomicfile"
+	"github.com/clusterflow/clusterflow/internal/layout"
+	"github.com/clusterflow/clusterflow/internal/runner"
+	"github.com/clusterflow/clusterflow/spec"
+	"github.com/clusterflow/clusterflow/workflows"
+	"github.com/clusterflow/clusterflow/workflows/plan"
+)
+
+// Probes: the agent checks each ready member of a role listing check by running its
+// startscript with --check every probe.every, as it runs the member's scripts. A launch
+// carrying a Probe arms it for when that run succeeds; a launch without one (a teardown, a
+// decommission, a role no longer listing check) ends it, as does the member's removal.
+// While any run of the member goes on, its checks wait: a member being set up, upgraded
+// or restarted is not judged. Only a change of the member's health reaches Temporal: one
+// update of its cluster's workflow, which refuses what is stale or changes nothing, so
+// that nothing of it reaches the history.
+
+// probesDir holds a file per probed member: the agent's user's alone, since a check's
+// environment may hold the cluster's secrets, as a launch's does.
+const probesDir = "probes"
+
+// Probe timings the spec does not set.
+const (
+	// checkGrace is a timed-out check's time between SIGTERM and SIGKILL.
+	checkGrace = time.Second
+	// reportEvery bounds how often a report the cluster could not take yet (maintenance,
+	// Temporal unreachable) is sent again.
+	reportEvery = 10 * time.Second
+	reportTimeout = 10 * time.Second
+)
+
+// probeRecord is what the agent keeps of one member's probe.
+type probeRecord struct {
+	Cluster      string `json:"cluster"`
+	Home         string `json:"home,omitempty"`
+	Member       string `json:"member"`
+	ConnectionID string `json:"connectionId"`
+	// Active is the probe that runs; Next the one the launch under way (NextRun) brings,
+	// once it succeeds.
+	Active  *Probe `json:"active,omitempty"`
+	Next    *Probe `json:"next,omitempty"`
+	NextRun string `json:"nextRun,omitempty"`
+	// Down says the cluster last took the member for down by its checks.
+	Down bool `json:"down,omitempty"`
+}
+
+// prober looks after one member's probe.
+type prober struct {
+	id   string
+	file string
+	// at is where the member's check runs: its sandbox, its script folder, its records.
+	at runPlace
+
+	mu  sync.Mutex
+	rec probeRecord
+	// passes and fails count the checks in a row; a report the cluster could not take is
+	// sent again from retryAfter on.
+	passes, fails int
+	retryAfter    time.Time
+	stopped       chan struct{}
+	stopOnce      sync.Once
+}
+
+func (p *prober) snapshot() probeRecord {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.rec
+}
+
+// update changes the record and saves it.
+func (p *prober) update(change func(*probeRecord)) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	change(&p.rec)
+	data, err := json.Marshal(p.rec)
+	if err != nil {
+		return err
+	}
+	return atomicfile.Write(p.file, data, 0o600)
+}
+
+func (p *prober) stop() { p.stopOnce.Do(func() { close(p.stopped) }) }
+
+// probeID names a member's probe file: a member is its cluster's folder and its name.
+func probeID(cluster, home, member string) string {
+	sum := sha256.Sum256([]byte(cluster + "\x00" + home + "\x00" + member))
+	return hex.EncodeToString(sum[:10])
+}
+
+// probeLaunched arms the member's probe for when run id succeeds, or ends it for a launch
+// without one. It is called before the run starts, so that its end never comes first.
+func (a *Agent) probeLaunched(l Launch, id, connID string) {
+	pid := probeID(l.Cluster, l.Home, l.Member)
+	if l.Probe == nil {
+		a.dropProbe(pid, "a run without a probe: "+l.Event)
+		return
+	}
+	a.mu.Lock()
+	p := a.probes[pid]
+	if p == nil {
+		p = &prober{id: pid, file: filepath.Join(a.opts.Dir, probesDir, pid), stopped: make(chan struct{})}
+		p.rec = probeRecord{Cluster: l.Cluster, Home: l.Home, Member: l.Member}
+		a.probes[pid] = p
+		go a.probe(p)
+	}
+	a.mu.Unlock()
+	at, err := a.place(l, "")
+	if err == nil {
+		err = p.update(func(rec *probeRecord) {
+			p.at = checkPlace(at)
+			rec.ConnectionID, rec.Next, rec.NextRun = connID, l.Probe, id
+		})
+	}
+	if err != nil {
+		a.log.Warn("Could not save a member's probe; a restarted agent will not check it", zap.String("member", l.Member), zap.Error(err))
+	}
+}
+
+// checkPlace is where a member's checks run: the place of its runs (made for no run: its
+// records are the member's folder of them), with the check's own output and exit files.
+func checkPlace(at runPlace) runPlace {
+	at.stdout, at.stderr, _ = layout.Output(string(spec.EventCheck))
+	at.exit = layout.ExitFile(string(spec.EventCheck))
+	return at
+}
+
+// runEnded takes the probe a finished run brought: the one to run from now on if the
+// run succeeded, none if it did not (the member's former probe, if any, carries on).
+func (a *Agent) runEnded(r *run) {
+	p := a.armedBy(r.id)
+	if p == nil {
+		return
+	}
+	rec := r.snapshot()
+	ok := rec.state() == runExited && rec.Result.Outcome == runner.Exited && rec.Result.ExitCode == 0
+	_ = p.update(func(pr *probeRecord) {
+		if pr.NextRun != r.id {
+			return
+		}
+		if ok {
+			pr.Active, pr.Down = pr.Next, false
+		}
+		pr.Next, pr.NextRun = nil, ""
+	})
+	if ok {
+		a.log.Debug("Probing member", zap.String("member", rec.Member), zap.Duration("every", p.snapshot().Active.Every))
+	}
+}
+
+// armedBy is the prober waiting for run id to end, if any.
+func (a *Agent) armedBy(id string) *prober {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	for _, p := range a.probes {
+		if p.snapshot().NextRun == id {
+			return p
+		}
+	}
+	return nil
+}
+
+// dropProbe ends a member's probe.
+func (a *Agent) dropProbe(pid, why string) {
+	a.mu.Lock()
+	p := a.probes[pid]
+	delete(a.probes, pid)
+	a.mu.Unlock()
+	if p == nil {
+		return
+	}
+	p.stop()
+	_ = os.Remove(p.file)
+	a.log.Debug("Stopped probing member", zap.String("member", p.snapshot().Member), zap.String("why", why))
+}
+
+// readoptProbes takes over the probes a previous agent kept.
+func (a *Agent) readoptProbes() {
+	dir := filepath.Join(a.opts.Dir, probesDir)
+	entries, _ := os.ReadDir(dir)
+	for _, e := range entries {
+		file := filepath.Join(dir, e.Name())
+		p := &prober{id: e.Name(), file: file, stopped: make(chan struct{})}
+		data, err := os.ReadFile(file)
+		if err == nil {
+			err = json.Unmarshal(data, &p.rec)
+		}
+		if err == nil {
+			probe := p.rec.Active
+			if probe == nil {
+				probe = p.rec.Next
+			}
+			if probe == nil {
+				err = errors.New("no probe")
+			} else {
+				var at runPlace
+				at, err = a.place(Launch{Cluster: p.rec.Cluster, Home: p.rec.Home, Member: p.rec.Member, Event: string(spec.EventCheck), Script: probe.Script}, "")
+				p.at = checkPlace(at)
+			}
+		}
+		if err != nil {
+			a.log.Warn("Dropping a probe that cannot be read", zap.String("file", file), zap.Error(err))
+			_ = os.Remove(file)
+			continue
+		}
+		a.probes[p.id] = p
+		go a.probe(p)
+	}
+}
+
+// probe checks the member every probe.every while it is ready, until its probe ends.
+func (a *Agent) probe(p *prober) {
+	// The first check comes at a random moment of the first period, so that the checks
+	// of many members spread over it rather than all starting at once.
+	wait := time.Duration(rand.Int64N(int64(spec.MinProbeEvery)))
+	if rec := p.snapshot(); rec.Active != nil {
+		wait = time.Duration(rand.Int64N(int64(rec.Active.Every)))
+	}
+	timer := time.NewTimer(wait)
+	defer timer.Stop()
+	for {
+		select {
+		case <-a.ctx.Done():
+			return
+		case <-p.stopped:
+			return
+		case <-timer.C:
+		}
+		rec := p.snapshot()
+		every := spec.MinProbeEvery
+		if rec.Active != nil {
+			every = rec.Active.Every
+		}
+		if _, err := os.Stat(p.at.sandbox); errors.Is(err, os.ErrNotExist) {
+			a.dropProbe(p.id, "member removed")
+			return
+		}
+		if rec.Active == nil || rec.Next != nil || a.memberBusy(p.at.records) {
+			// Being set up, changed or removed: its checks start afresh after.
+			p.passes, p.fails = 0, 0
+			timer.Reset(every)
+			continue
+		}
+		c := a.check(p.at, rec.Active)
+		a.probeChecked(p, rec, c)
+		timer.Reset(every)
+	}
+}
+
+// memberBusy says whether a run of the member (its records folder) is going on.
+func (a *Agent) memberBusy(records string) bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	for _, r := range a.runs {
+		if filepath.Dir(r.dir) == records && !r.snapshot().state().finished() {
+			return true
+		}
+	}
+	for id := range a.launching {
+		if _, ok := a.runs[id]; !ok {
+			return true // a launch under way may be this member's; the next check will tell
+		}
+	}
+	return false
+}
+
+// probeChecked counts a check, and reports the member down after probe.failures failures
+// in a row, or up after probe.successes successes in a row once it was down.
+func (a *Agent) probeChecked(p *prober, rec probeRecord, c spec.ProbeCheck) {
+	if c.Passed {
+		p.passes, p.fails = p.passes+1, 0
+		c.InARow = p.passes
+	} else {
+		p.passes, p.fails = 0, p.fails+1
+		c.InARow = p.fails
+	}
+	down := rec.Down
+	switch {
+	case !rec.Down && p.fails >= rec.Active.Failures:
+		down = true
+	case rec.Down && p.passes >= rec.Active.Successes:
+		down = false
+	}
+	if down == rec.Down || time.Now().Before(p.retryAfter) {
+		return
+	}
+	c.Host = rec.Active.Host
+	if !a.reportCheck(rec, down, c) {
+		p.retryAfter = time.Now().Add(reportEvery)
+		return
+	}
+	p.retryAfter = time.Time{}
+	_ = p.update(func(pr *probeRecord) { pr.Down = down })
+}
+
+// check runs the member's check once, killing it at probe.timeout.
+func (a *Agent) check(at runPlace, probe *Probe) spec.ProbeCheck {
+	c := spec.ProbeCheck{At: time.Now()}
+	fail := func(format string, args ...any) spec.ProbeCheck {
+		c.Result = fmt.Sprintf(format, args...)
+		return c
+	}
+	cmd, err := a.command(probe.Script, at, checkGrace)
+	if err != nil {
+		return fail("could not run: %v", err)
+	}
+	if err := os.MkdirAll(filepath.Join(at.sandbox, layout.LogsDir), 0o755); err != nil {
+		return fail("could not run: %v", err)
+	}
+	h, exited, err := runner.Spawn(cmd)
+	if err != nil {
+		return fail("could not run: %v", err)
+	}
+	timedOut := false
+	deadline := time.NewTimer(probe.Timeout)
+	select {
+	case <-exited:
+	case <-deadline.C:
+		timedOut = true
+	case <-a.ctx.Done():
+		timedOut = true
+	}
+	deadline.Stop()
+	h.Stop(checkGrace) // what the check left running, or all of it once timed out
+	for _, f := range []string{h.StdoutFile, h.StderrFile} {
+		_, _ = runner.RotateLog(h.Sandbox, f, h.KeptOutput())
+	}
+	code, exitedWithStatus := h.ExitCode()
+	switch {
+	case timedOut: // its status, if any, is that of the kill
+		c.Result = fmt.Sprintf("timed out after %s", probe.Timeout)
+	case !exitedWithStatus:
+		c.Result = "ended without an exit status"
+	case code != 0:
+		c.Result = fmt.Sprintf("exited with status %d", code)
+	default:
+		c.Passed, c.Result = true, "passed"
+		return c
+	}
+	stdout, stderr := h.Tails()
+	c.Output = checkOutput(stdout, stderr)
+	return c
+}
+
+// checkOutput is the end of a failed check's output, stderr first, within MaxCheckOutput.
+func checkOutput(stdout, stderr string) string {
+	text := strings.TrimSpace(strings.TrimSpace(stderr) + "\n" + strings.TrimSpace(stdout))
+	if len(text) > spec.MaxCheckOutput {
+		text = strings.ToValidUTF8(text[len(text)-spec.MaxCheckOutput:], "")
+	}
+	return text
+}
+
+// reportCheck tells the member's cluster that its checks found it down or up again; it
+// says whether the cluster took the report, or refused it for good (stale, or changing
+// nothing). A report refused for now (maintenance), or that did not get through, is sent
+// again later; a cluster that is gone ends the probe.
+func (a *Agent) reportCheck(rec probeRecord, down bool, c spec.ProbeCheck) bool {
+	ev := workflows.MemberEvent{Member: rec.Member, Event: plan.HealthUp, Source: workflows.ProbeSource, At: c.At, Check: &c,
+		Reason: fmt.Sprintf("check passed %d times in a row", c.InARow)}
+	if down {
+		ev.Event, ev.Reason = plan.HealthDown, fmt.Sprintf("check failed %d times in a row: %s", c.InARow, c.Result)
+		if line := lastLine(c.Output); line != "" {
+			ev.Reason += ": " + line
+		}
+		ev.Reason = spec.Clip(ev.Reason, spec.MaxTextBytes)
+	}
+	log := a.log.With(zap.String("member", rec.Member), zap.String("event", string(ev.Event)))
+	cl, err := a.clients.get(rec.ConnectionID)
+	if err != nil {
+		log.Warn("Could not report a member's check", zap.Error(err))
+		return false
+	}
+	ctx, cancel := context.WithTimeout(a.ctx, reportTimeout)
+	defer cancel()
+	handle, err := cl.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{
+		WorkflowID: workflows.ClusterWorkflowID(rec.Cluster), UpdateName: workflows.MemberEventUpdate,
+		Args: []any{ev}, WaitForStage: client.WorkflowUpdateStageCompleted,
+	})
+	var result workflows.MemberEventResult
+	if err == nil {
+		err = handle.Get(ctx, &result)
+	}
+	var appErr *temporal.ApplicationError
+	var notFound *serviceerror.NotFound
+	switch {
+	case err == nil:
+		log.Info("Reported a member's check", zap.String("from", string(result.From)), zap.String("to", string(result.To)), zap.String("reason", ev.Reason))
+		return true
+	case errors.As(err, &appErr) && appErr.Type() == string(apperr.Maintenance):
+		log.Debug("Cluster in maintenance; the check's report waits", zap.Error(err))
+		return false
+	case errors.As(err, &appErr):
+		log.Info("Cluster refused a member's check; taking it as said", zap.Error(err))
+		return true
+	case errors.As(err, &notFound):
+		a.dropProbe(probeID(rec.Cluster, rec.Home, rec.Member), "its cluster's workflow is gone")
+		return false
+	}
+	log.Warn("Could not report a member's check; trying again", zap.Duration("in", reportEvery), zap.Error(err))
+	return false
+}
+
+// lastLine is the last non-empty line of a text.
+func lastLine(text string) string {
+	lines := strings.Split(strings.TrimSpace(text), "\n")
+	return strings.TrimSpace(lines[len(lines)-1])
+}
+
+// awaitReady runs the member's check every probe.every until one passes, for at most
+// probe.readyTimeout after the run began waiting: "" once one passed, else why none did.
+// It gives up (stop) when the run is cancelled or the agent stops.
+func (a *Agent) awaitReady(r *run, at runPlace, probe *Probe) (notReady string, stop bool) {
+	deadline := time.Now().Add(probe.ReadyTimeout)
+	var last spec.ProbeCheck
+	for {
+		last = a.check(at, probe)
+		if last.Passed {
+			return "", false
+		}
+		if time.Now().Add(probe.Every).After(deadline) {
+			break
+		}
+		select {
+		case <-a.ctx.Done():
+			return "", true
+		case <-r.canceled:
+			return "", true
+		case <-time.After(probe.Every):
+		}
+	}
+	why := fmt.Sprintf("its check did not pass within readyTimeout %s: %s", probe.ReadyTimeout, last.Result)
+	if line := lastLine(last.Output); line != "" {
+		why += ": " + line
+	}
+	return why, false
+}

@@ -1,0 +1,225 @@
+package e2e
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/clusterflow/clusterflow/workflows"
+)
+
+// serviceScript is a startscript whose configure starts a long-running service, as a real
+// app's does, and whose check tests that the service answers. It traces each run but its
+// checks (as traceScript does), which would flood the trace. A member's check hangs while
+// the file check.hang is in its folder, recording its PID in check.pid; while check.flap is
+// there, it fails twice and passes twice in turn; a configure with READY_AFTER makes its service
+// answer only that many seconds after it starts, or never with "never".
+const serviceScript = `#!/bin/sh
+now() { date +%s.%N; }
+event=$CLUSTERFLOW_EVENT
+if [ "$event" = check ]; then
+  if [ -e check.hang ]; then echo $$ > check.pid; exec sleep 3600; fi
+  if [ -e check.flap ]; then
+    n=$(( $(cat flap.count 2>/dev/null || echo 0) + 1 )); echo $n > flap.count
+    [ $((n % 4)) -ge 2 ] || { echo "flapped down" >&2; exit 1; }
+  fi
+  [ -e service.ready ] || { echo "service not answering yet" >&2; exit 1; }
+  pid=$(cat service.pid 2>/dev/null) || { echo "no service" >&2; exit 1; }
+  kill -0 "$pid" 2>/dev/null || { echo "service $pid is not running" >&2; exit 1; }
+  exit 0
+fi
+echo "start $(now) $CLUSTERFLOW_MEMBER $event $*" >> "$TRACE"
+case "$event" in
+configure)
+  delay=${READY_AFTER:-0}
+  setsid sh -c 'echo $$ > service.pid; if [ "$1" != never ]; then sleep "$1"; : > service.ready; fi; exec sleep 3600' sh "$delay" </dev/null >/dev/null 2>&1 &
+  ;;
+teardown)
+  pid=$(cat service.pid 2>/dev/null) && kill "$pid" 2>/dev/null
+  ;;
+esac
+echo "end $(now) $CLUSTERFLOW_MEMBER $event ok" >> "$TRACE"
+`
+
+// writeServiceCluster writes a spec and serviceScript as service.sh beside it.
+func writeServiceCluster(t *testing.T, spec string) (specPath, tracePath string) {
+	t.Helper()
+	specPath, tracePath = writeCluster(t, spec)
+	if err := os.WriteFile(filepath.Join(filepath.Dir(specPath), "service.sh"), []byte(serviceScript), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return specPath, tracePath
+}
+
+// memberFile is a file in a member's folder.
+func memberFile(cluster, member, name string) string {
+	return filepath.Join(clusterDir(dataDir, cluster), member, name)
+}
+
+// readPID reads a PID a script wrote into its member's folder.
+func readPID(t *testing.T, path string) int {
+	t.Helper()
+	var pid int
+	waitFor(t, "a PID in "+path, func() bool {
+		data, err := os.ReadFile(path)
+		pid, _ = strconv.Atoi(strings.TrimSpace(string(data)))
+		return err == nil && pid > 1
+	})
+	return pid
+}
+
+func processAlive(pid int) bool {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return false
+	}
+	fields := strings.Fields(string(data))
+	return len(fields) > 2 && fields[2] != "Z"
+}
+
+// Nobody signals anything: the members' own checks find a killed service and a hanging
+// check, the state machine takes both members down and replaces them after replaceAfter,
+// and the survivors are told once; a check that flaps leaves its member flapping, never
+// replaced.
+func TestMembersCheckThemselvesAndADeadServiceIsReplaced(t *testing.T) {
+	t.Parallel()
+	guard(t)
+	n := "probed"
+	specPath, trace := writeServiceCluster(t, fmt.Sprintf(`
+name: %s
+roles:
+  - name: svc
+    members: 3
+    startscript: service.sh
+    env: {TRACE: TRACE_FILE}
+    events: [configure, addnodes, delnodes, teardown, check]
+    probe: {every: 1s, timeout: 1s, failures: 2}
+    replaceAfter: 3s
+    maxUnavailable: "2"
+  - {name: flappy, members: 1, startscript: service.sh, env: {TRACE: TRACE_FILE}, events: [configure, addnodes, delnodes, teardown, check], probe: {every: 1s, failures: 2}, flapLimit: 1, replaceAfter: 10m}
+`, n))
+	mustSucceed(t, "deploy", "-f", specPath, "--wait")
+	member := func(i int) string { return fmt.Sprintf("%s-svc-%d", n, i) }
+	flappy := n + "-flappy-0"
+
+	// One member's service is killed from outside, another's check hangs, a third's flaps.
+	service := readPID(t, memberFile(n, member(1), "service.pid"))
+	killed := time.Now()
+	if err := syscall.Kill(service, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	for file, m := range map[string]string{"check.hang": member(2), "check.flap": flappy} {
+		if err := os.WriteFile(memberFile(n, m, file), nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	hung := readPID(t, memberFile(n, member(2), "check.pid"))
+
+	// Each goes down by its own check, with what the check said.
+	downs := map[string]*workflows.MemberStatus{}
+	var downAt time.Duration
+	waitFor(t, "the killed and the hung member down by their checks", func() bool {
+		s := statusJSON(t, n)
+		for _, i := range []int{1, 2} {
+			m := s.Role("svc").Member(member(i))
+			if _, seen := downs[m.Name]; !seen && m.State == workflows.MemberDown {
+				downs[m.Name] = m
+				if i == 1 {
+					downAt = time.Since(killed)
+				}
+			}
+		}
+		return len(downs) == 2
+	})
+	t.Logf("the killed service's member was down %s after the kill (every 1s × failures 2)", downAt.Round(100*time.Millisecond))
+	for name, want := range map[string]string{member(1): "exited with status 1", member(2): "timed out after 1s"} {
+		m := downs[name]
+		tr := m.Health.Transitions
+		c := m.Health.LastCheck
+		if len(tr) == 0 || tr[len(tr)-1].Source != workflows.ProbeSource || c == nil || c.Passed || c.InARow != 2 || c.Result != want {
+			t.Errorf("%s went down by %+v, its last check %+v; want its probe's, %q, 2 in a row", name, tr, c, want)
+		}
+	}
+	if c := downs[member(1)].Health.LastCheck; c != nil && !strings.Contains(c.Output, "is not running") {
+		t.Errorf("the killed service's check output %q does not say why it failed", c.Output)
+	}
+	waitFor(t, "the hung check killed at its timeout", func() bool { return !processAlive(hung) })
+	if table := cli(t, "status", n); !strings.Contains(table.Stdout, "check failed 2 times in a row") {
+		t.Errorf("status does not show why the members went down:\n%s", table.Stdout)
+	}
+
+	// Both are replaced after replaceAfter; the flapping one stays.
+	var s workflows.ClusterStatus
+	waitFor(t, "the two down members replaced", func() bool {
+		s = statusJSON(t, n)
+		return slices.Equal(memberStates(s, "svc"), []string{member(0) + "=ready", member(3) + "=ready", member(4) + "=ready"})
+	})
+	t.Logf("the killed service's member was replaced by a ready member %s after the kill", time.Since(killed).Round(100*time.Millisecond))
+	waitFor(t, "the flapping member flapping", func() bool {
+		s = statusJSON(t, n)
+		return s.Role("flappy").Member(flappy).State == workflows.MemberFlapping
+	})
+	if m := s.Role("flappy").Member(flappy); !strings.Contains(m.Detail, "flapping") || m.Health.Transitions[len(m.Health.Transitions)-1].Source != workflows.ProbeSource {
+		t.Errorf("the flapping member: %s (%s), %+v", m.State, m.Detail, m.Health)
+	}
+	runs := readTrace(t, trace)
+	// Each survivor is told of each replacement once: the two may come together or apart.
+	for _, survivor := range []string{member(0), flappy} {
+		for event, want := range map[string][]string{"addnodes": {member(3), member(4)}, "delnodes": {member(1), member(2)}} {
+			var told []string
+			for _, r := range runsOf(runs, survivor, event) {
+				_, nodes, _ := strings.Cut(r.Args, "--nodes ")
+				told = append(told, strings.Split(nodes, ",")...)
+			}
+			slices.Sort(told)
+			if !slices.Equal(told, want) {
+				t.Errorf("%s was told by %s of %v, want each of %v once", survivor, event, told, want)
+			}
+		}
+	}
+	mustSucceed(t, "delete", n, "--wait")
+}
+
+// A ready-after probe holds a configure until its service answers, and fails one whose
+// service never does, within readyTimeout.
+func TestAReadyAfterProbeWaitsForTheServiceToAnswer(t *testing.T) {
+	t.Parallel()
+	guard(t)
+	n := "readyafter"
+	specPath, trace := writeServiceCluster(t, fmt.Sprintf(`
+name: %s
+roles:
+  - {name: slow, members: 1, startscript: service.sh, env: {TRACE: TRACE_FILE, READY_AFTER: "2"}, events: [configure, teardown, check], probe: {every: 1s, readyAfter: true, readyTimeout: 30s}}
+  - {name: dead, members: 1, startscript: service.sh, env: {TRACE: TRACE_FILE, READY_AFTER: never}, events: [configure, teardown, check], probe: {every: 1s, readyAfter: true, readyTimeout: 3s}}
+`, n))
+	res := cli(t, "deploy", "-f", specPath, "--wait")
+	if res.Code == 0 {
+		t.Fatalf("deploy succeeded with a member whose service never answers: %s", res)
+	}
+	s := statusJSON(t, n)
+	if m := s.Role("slow").Member(n + "-slow-0"); m.State != workflows.MemberReady {
+		t.Errorf("the slow member is %s (%s), want ready once its service answered", m.State, m.Detail)
+	}
+	if m := s.Role("dead").Member(n + "-dead-0"); m.State != workflows.MemberConfigError || !strings.Contains(m.Detail, "its check did not pass within readyTimeout 3s") || !strings.Contains(m.Detail, "service not answering yet") {
+		t.Errorf("the dead member is %s (%s), want config_error naming its check", m.State, m.Detail)
+	}
+	// The slow member's configure script ended at once, its service answered two seconds
+	// later, and only then was the member ready.
+	if got := runsOf(readTrace(t, trace), n+"-slow-0", "configure"); len(got) != 1 {
+		t.Errorf("the slow member's configure ran %d times", len(got))
+	}
+	answered, err := os.Stat(memberFile(n, n+"-slow-0", "service.ready"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m := s.Role("slow").Member(n + "-slow-0"); m.Since.Before(answered.ModTime()) {
+		t.Errorf("the slow member was ready at %s, before its service answered at %s", m.Since, answered.ModTime())
+	}
+	mustSucceed(t, "delete", n, "--wait")
+}
