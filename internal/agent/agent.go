@@ -67,7 +67,7 @@ type Agent struct {
 	// probes are the members the agent checks, by probeID.
 	probes   map[string]*prober
 	idleFrom time.Time
-	stopping  bool
+	stopping bool
 }
 
 // Serve runs the agent until ctx ends or it has been idle for IdleExit. It re-adopts the

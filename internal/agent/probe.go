@@ -47,7 +47,7 @@ const (
 	checkGrace = time.Second
 	// reportEvery bounds how often a report the cluster could not take yet (maintenance,
 	// Temporal unreachable) is sent again.
-	reportEvery = 10 * time.Second
+	reportEvery   = 10 * time.Second
 	reportTimeout = 10 * time.Second
 )
 
