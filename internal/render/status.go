@@ -159,10 +159,13 @@ const healthLines = 3
 func Health(w io.Writer, s workflows.ClusterStatus) {
 	for _, r := range s.Roles {
 		for _, m := range r.Members {
-			if m.Health == nil || len(m.Health.Transitions) == 0 {
+			if m.Health == nil || (len(m.Health.Transitions) == 0 && m.Health.LastCheck == nil) {
 				continue
 			}
 			fmt.Fprintf(w, "\n%s health (latest last):\n", m.Name)
+			if c := m.Health.LastCheck; c != nil {
+				fmt.Fprintf(w, "  last check reported (its host reports only checks that change its health): %s\n", CheckLine(*c))
+			}
 			transitions := m.Health.Transitions
 			if len(transitions) > healthLines {
 				transitions = transitions[len(transitions)-healthLines:]
@@ -179,6 +182,19 @@ func Health(w io.Writer, s workflows.ClusterStatus) {
 			}
 		}
 	}
+}
+
+// CheckLine is one line of a member's own check: when, how it ended, how many in a row.
+func CheckLine(c spec.ProbeCheck) string {
+	line := fmt.Sprintf("%s %s, %d in a row", c.At.UTC().Format(time.DateTime), c.Result, c.InARow)
+	if c.Host != "" {
+		line += " on " + c.Host
+	}
+	if out := strings.TrimSpace(c.Output); out != "" {
+		lines := strings.Split(out, "\n")
+		line += ": " + strings.TrimSpace(lines[len(lines)-1])
+	}
+	return line
 }
 
 // Tails prints the end of a member's script output.

@@ -53,8 +53,39 @@ func details(s *workflows.ClusterState, desired spec.Cluster) string {
 	case workflows.PhaseRollingOut, workflows.PhaseRolloutPaused:
 		return rolloutDetails(s, desired)
 	}
-	if s.Message == "" {
-		return string(s.Phase)
+	text := string(s.Phase)
+	if s.Message != "" {
+		text += ": " + s.Message
 	}
-	return fmt.Sprintf("%s: %s", s.Phase, s.Message)
+	return text + failingChecks(s)
+}
+
+// failingChecksShown is how many members failing their own checks the details name.
+const failingChecksShown = 5
+
+// failingChecks names the members whose own checks took them down, with what the last
+// check said, for the Web UI.
+func failingChecks(s *workflows.ClusterState) string {
+	var failing []string
+	total := 0
+	for _, rs := range s.Roles {
+		for _, m := range rs.Members {
+			if m.Health == nil || m.Health.LastCheck == nil || m.Health.LastCheck.Passed || (m.State != plan.MemberDown && m.State != plan.MemberFlapping) {
+				continue
+			}
+			total++
+			if len(failing) < failingChecksShown {
+				c := m.Health.LastCheck
+				failing = append(failing, fmt.Sprintf("%s (%s, %d in a row)", m.Name, c.Result, c.InARow))
+			}
+		}
+	}
+	if total == 0 {
+		return ""
+	}
+	text := "; failing their checks: " + strings.Join(failing, ", ")
+	if total > len(failing) {
+		text += fmt.Sprintf(" and %d more", total-len(failing))
+	}
+	return text
 }
