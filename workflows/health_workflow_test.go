@@ -527,3 +527,48 @@ func TestShrinkRemovesDownMembersFirst(t *testing.T) {
 		t.Errorf("phase %s (%s)", after.Phase, after.Message)
 	}
 }
+
+// A member's own check reaches the history only when it changes something: the update's
+// validator refuses, with nothing recorded, a check from a host that does not hold the
+// member and one that would change nothing; a taken one keeps the check with the member.
+func TestAProbeReportIsRefusedWhenStaleOrChangingNothing(t *testing.T) {
+	fake := newFakeBackend()
+	env := newEnv(t, fake)
+	check := func(host string, passed bool) *spec.ProbeCheck {
+		return &spec.ProbeCheck{Host: host, At: time.Unix(1, 0), Passed: passed, Result: "exited with status 1", Output: "refused", InARow: 3}
+	}
+	probe := func(event workflows.HealthEvent, host string) workflows.MemberEvent {
+		return workflows.MemberEvent{Member: "c-worker-0", Event: event, Source: workflows.ProbeSource, Reason: "check", Check: check(host, event == workflows.HealthUp)}
+	}
+	otherHost := updateAt(env, settled, workflows.MemberEventUpdate, probe(workflows.HealthDown, "elsewhere"))
+	upWhileReady := updateAt(env, settled, workflows.MemberEventUpdate, probe(workflows.HealthUp, ""))
+	down := updateAt(env, settled+time.Minute, workflows.MemberEventUpdate, probe(workflows.HealthDown, ""))
+	downAgain := updateAt(env, settled+2*time.Minute, workflows.MemberEventUpdate, probe(workflows.HealthDown, ""))
+	tooLong := probe(workflows.HealthDown, "")
+	tooLong.Check.Output = strings.Repeat("x", spec.MaxCheckOutput+1)
+	long := updateAt(env, settled+2*time.Minute, workflows.MemberEventUpdate, tooLong)
+	var after workflows.ClusterStatus
+	queryAt(t, env, settled+3*time.Minute, &after)
+	runHealth(t, fake, 2, env)
+
+	for what, o := range map[string]struct {
+		got  *outcome
+		want string
+	}{
+		"a check from another host":    {otherHost, `member c-worker-0 is on host "", not "elsewhere", which checked it`},
+		"an up for a ready member":     {upWhileReady, "member c-worker-0 is ready, which a check's up does not change"},
+		"a down for a down member":     {downAgain, "member c-worker-0 is down, which a check's down does not change"},
+		"a check with too long output": {long, "check.output: is 513 bytes; at most 512"},
+	} {
+		if o.got.refused == nil || !strings.Contains(o.got.refused.Error(), o.want) {
+			t.Errorf("%s: refused %v (result %+v), want %q", what, o.got.refused, o.got.result, o.want)
+		}
+	}
+	if r, ok := down.result.(workflows.MemberEventResult); !ok || r.To != workflows.MemberDown {
+		t.Errorf("a failing check of a ready member: %+v (refused %v)", down.result, down.refused)
+	}
+	m := memberIn(after, "c-worker-0")
+	if m == nil || m.Health == nil || m.Health.LastCheck == nil || m.Health.LastCheck.InARow != 3 || len(m.Health.Transitions) != 1 {
+		t.Fatalf("the member after one taken check: %+v", m)
+	}
+}

@@ -10,6 +10,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -57,8 +58,11 @@ type Agent struct {
 	// ctx ends when the agent stops; scripts keep running, and the next agent adopts them.
 	ctx context.Context
 
-	// heartbeats counts the heartbeats sent, for the log's report of the load on Temporal.
-	heartbeats atomic.Int64
+	// heartbeats counts the heartbeats sent, for the log's report of the load on Temporal,
+	// and checks the members' checks run.
+	heartbeats, checks atomic.Int64
+	// checkSlots bounds the checks running at once, reportSlots the reports of them.
+	checkSlots, reportSlots chan struct{}
 
 	mu   sync.Mutex
 	runs map[string]*run
@@ -103,7 +107,8 @@ func Serve(ctx context.Context, opts Options) error {
 
 	ctx, stop := context.WithCancel(ctx)
 	defer stop()
-	a := &Agent{opts: opts, log: opts.Logger, ctx: ctx, runs: map[string]*run{}, launching: map[string]chan struct{}{}, probes: map[string]*prober{}, idleFrom: time.Now()}
+	a := &Agent{opts: opts, log: opts.Logger, ctx: ctx, runs: map[string]*run{}, launching: map[string]chan struct{}{}, probes: map[string]*prober{}, idleFrom: time.Now(),
+		checkSlots: make(chan struct{}, checkSlotsPerCPU*runtime.NumCPU()), reportSlots: make(chan struct{}, reportsAtOnce)}
 	a.clients = newTemporalClients(dir, a.log)
 	defer a.clients.close()
 	a.readopt()
@@ -343,6 +348,10 @@ func (a *Agent) forget(r *run) {
 	_ = os.Remove(filepath.Join(a.opts.Dir, indexDir, r.id))
 }
 
+// checkSlotsPerCPU is how many checks run at once per CPU: a check is mostly process
+// starts, and a few more than the CPUs keep them busy while others wait on I/O.
+const checkSlotsPerCPU = 4
+
 // heartbeatReportEvery is how often the log says how many heartbeats went to Temporal.
 const heartbeatReportEvery = time.Minute
 
@@ -362,6 +371,12 @@ func (a *Agent) reportHeartbeats(ctx context.Context) {
 			runs := len(a.runs)
 			a.mu.Unlock()
 			a.log.Info("Heartbeats sent", zap.Int64("lastMinute", sent), zap.Float64("perSecond", float64(sent)/heartbeatReportEvery.Seconds()), zap.Int("runs", runs))
+		}
+		if checked := a.checks.Swap(0); checked > 0 {
+			a.mu.Lock()
+			probes := len(a.probes)
+			a.mu.Unlock()
+			a.log.Info("Members checked", zap.Int64("lastMinute", checked), zap.Float64("perSecond", float64(checked)/heartbeatReportEvery.Seconds()), zap.Int("probes", probes))
 		}
 	}
 }

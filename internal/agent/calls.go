@@ -72,9 +72,15 @@ func (a *Agent) call(ctx context.Context, c Call) (any, error) {
 	case callCreateMember:
 		return with(c.Args, func(m backend.MemberRef) (none, error) { return none{}, b.CreateMember(ctx, m) })
 	case callRemoveMember:
-		return with(c.Args, func(m backend.MemberRef) (none, error) { return none{}, b.RemoveMember(ctx, m) })
+		return with(c.Args, func(m backend.MemberRef) (none, error) {
+			a.dropProbe(probeID(m.Cluster, m.Home, m.Name), "member removed")
+			return none{}, b.RemoveMember(ctx, m)
+		})
 	case callRemoveCluster:
-		return with(c.Args, func(key string) (none, error) { return none{}, b.RemoveCluster(ctx, key) })
+		return with(c.Args, func(key string) (none, error) {
+			a.dropProbes(func(rec probeRecord) bool { return backend.ClusterRef{Name: rec.Cluster, Home: rec.Home}.Key() == key }, "cluster removed")
+			return none{}, b.RemoveCluster(ctx, key)
+		})
 	case callListMembers:
 		return with(c.Args, func(key string) ([]backend.MemberRef, error) { return b.ListMembers(ctx, key) })
 	case callListClusters:

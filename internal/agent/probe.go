@@ -49,6 +49,8 @@ const (
 	// Temporal unreachable) is sent again.
 	reportEvery   = 10 * time.Second
 	reportTimeout = 10 * time.Second
+	// reportsAtOnce bounds the reports an agent sends at once.
+	reportsAtOnce = 4
 )
 
 // probeRecord is what the agent keeps of one member's probe.
@@ -117,22 +119,24 @@ func (a *Agent) probeLaunched(l Launch, id, connID string) {
 		a.dropProbe(pid, "a run without a probe: "+l.Event)
 		return
 	}
+	at, err := a.place(l, "")
+	if err != nil {
+		a.log.Warn("Cannot probe a member", zap.String("member", l.Member), zap.Error(err))
+		return
+	}
 	a.mu.Lock()
 	p := a.probes[pid]
 	if p == nil {
-		p = &prober{id: pid, file: filepath.Join(a.opts.Dir, probesDir, pid), stopped: make(chan struct{})}
+		// Its place is the member's, fixed before its checks start.
+		p = &prober{id: pid, file: filepath.Join(a.opts.Dir, probesDir, pid), at: checkPlace(at), stopped: make(chan struct{})}
 		p.rec = probeRecord{Cluster: l.Cluster, Home: l.Home, Member: l.Member}
 		a.probes[pid] = p
 		go a.probe(p)
 	}
 	a.mu.Unlock()
-	at, err := a.place(l, "")
-	if err == nil {
-		err = p.update(func(rec *probeRecord) {
-			p.at = checkPlace(at)
-			rec.ConnectionID, rec.Next, rec.NextRun = connID, l.Probe, id
-		})
-	}
+	err = p.update(func(rec *probeRecord) {
+		rec.ConnectionID, rec.Next, rec.NextRun = connID, l.Probe, id
+	})
 	if err != nil {
 		a.log.Warn("Could not save a member's probe; a restarted agent will not check it", zap.String("member", l.Member), zap.Error(err))
 	}
@@ -193,6 +197,21 @@ func (a *Agent) dropProbe(pid, why string) {
 	p.stop()
 	_ = os.Remove(p.file)
 	a.log.Debug("Stopped probing member", zap.String("member", p.snapshot().Member), zap.String("why", why))
+}
+
+// dropProbes ends the probes whose records match.
+func (a *Agent) dropProbes(match func(probeRecord) bool, why string) {
+	a.mu.Lock()
+	var ids []string
+	for id, p := range a.probes {
+		if match(p.snapshot()) {
+			ids = append(ids, id)
+		}
+	}
+	a.mu.Unlock()
+	for _, id := range ids {
+		a.dropProbe(id, why)
+	}
 }
 
 // readoptProbes takes over the probes a previous agent kept.
@@ -262,8 +281,13 @@ func (a *Agent) probe(p *prober) {
 			timer.Reset(every)
 			continue
 		}
-		c := a.check(p.at, rec.Active)
-		a.probeChecked(p, rec, c)
+		if c, ran := a.check(p.at, rec.Active); ran {
+			a.probeChecked(p, rec, c)
+		} else {
+			// Not the member's failure: its script or folder is going (a removal under
+			// way), or the host cannot start processes; said once in the log.
+			a.log.Debug("A member's check could not run", zap.String("member", rec.Member), zap.String("why", c.Result))
+		}
 		timer.Reset(every)
 	}
 }
@@ -314,24 +338,34 @@ func (a *Agent) probeChecked(p *prober, rec probeRecord, c spec.ProbeCheck) {
 	_ = p.update(func(pr *probeRecord) { pr.Down = down })
 }
 
-// check runs the member's check once, killing it at probe.timeout.
-func (a *Agent) check(at runPlace, probe *Probe) spec.ProbeCheck {
-	c := spec.ProbeCheck{At: time.Now()}
-	fail := func(format string, args ...any) spec.ProbeCheck {
-		c.Result = fmt.Sprintf(format, args...)
-		return c
+// check runs the member's check once, killing it at probe.timeout. It waits for one of
+// the agent's check slots first: a thousand members checked every second would otherwise
+// start a thousand processes at once, and the host would spend its time switching.
+// A check that could not even start says why, and is not one (ran is false).
+func (a *Agent) check(at runPlace, probe *Probe) (c spec.ProbeCheck, ran bool) {
+	select {
+	case a.checkSlots <- struct{}{}:
+		defer func() { <-a.checkSlots }()
+	case <-a.ctx.Done():
+		return spec.ProbeCheck{At: time.Now(), Result: "not run: the agent is stopping"}, false
+	}
+	c = spec.ProbeCheck{At: time.Now()}
+	notRun := func(err error) (spec.ProbeCheck, bool) {
+		c.Result = "could not run: " + err.Error()
+		return c, false
 	}
 	cmd, err := a.command(probe.Script, at, checkGrace)
 	if err != nil {
-		return fail("could not run: %v", err)
+		return notRun(err)
 	}
-	if err := os.MkdirAll(filepath.Join(at.sandbox, layout.LogsDir), 0o755); err != nil {
-		return fail("could not run: %v", err)
+	if _, err := os.Stat(filepath.Join(at.sandbox, layout.LogsDir)); err != nil {
+		return notRun(err)
 	}
 	h, exited, err := runner.Spawn(cmd)
 	if err != nil {
-		return fail("could not run: %v", err)
+		return notRun(err)
 	}
+	a.checks.Add(1)
 	timedOut := false
 	deadline := time.NewTimer(probe.Timeout)
 	select {
@@ -356,11 +390,11 @@ func (a *Agent) check(at runPlace, probe *Probe) spec.ProbeCheck {
 		c.Result = fmt.Sprintf("exited with status %d", code)
 	default:
 		c.Passed, c.Result = true, "passed"
-		return c
+		return c, true
 	}
 	stdout, stderr := h.Tails()
 	c.Output = checkOutput(stdout, stderr)
-	return c
+	return c, true
 }
 
 // checkOutput is the end of a failed check's output, stderr first, within MaxCheckOutput.
@@ -390,6 +424,14 @@ func (a *Agent) reportCheck(rec probeRecord, down bool, c spec.ProbeCheck) bool 
 	cl, err := a.clients.get(rec.ConnectionID)
 	if err != nil {
 		log.Warn("Could not report a member's check", zap.Error(err))
+		return false
+	}
+	// A few reports at a time: many members failing together (a host's disk full, say)
+	// must not flood their cluster's workflow with updates it can take only one by one.
+	select {
+	case a.reportSlots <- struct{}{}:
+		defer func() { <-a.reportSlots }()
+	case <-a.ctx.Done():
 		return false
 	}
 	ctx, cancel := context.WithTimeout(a.ctx, reportTimeout)
@@ -435,7 +477,9 @@ func (a *Agent) awaitReady(r *run, at runPlace, probe *Probe) (notReady string, 
 	deadline := time.Now().Add(probe.ReadyTimeout)
 	var last spec.ProbeCheck
 	for {
-		last = a.check(at, probe)
+		if c, ran := a.check(at, probe); ran || last.Result == "" {
+			last = c
+		}
 		if last.Passed {
 			return "", false
 		}

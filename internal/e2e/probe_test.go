@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -11,6 +12,10 @@ import (
 	"testing"
 	"time"
 
+	"go.temporal.io/api/enums/v1"
+	"go.temporal.io/api/workflowservice/v1"
+
+	"github.com/clusterflow/clusterflow/internal/testenv"
 	"github.com/clusterflow/clusterflow/workflows"
 )
 
@@ -232,4 +237,149 @@ roles:
 		t.Errorf("the slow member was ready at %s, before its service answered at %s", m.Since, answered.ModTime())
 	}
 	mustSucceed(t, "delete", n, "--wait")
+}
+
+// historyOf counts, by type, the events of each run of the workflows whose IDs start with
+// prefix (a cluster and its role children), keyed by "WORKFLOW-ID RUN-ID".
+func historyOf(t *testing.T, prefix string) map[string]map[enums.EventType]int {
+	t.Helper()
+	c, err := testenv.Dial(server.Address())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	runs := map[string]map[enums.EventType]int{}
+	var token []byte
+	for {
+		resp, err := c.ListWorkflow(ctx, &workflowservice.ListWorkflowExecutionsRequest{
+			Namespace: "default", PageSize: 1000, NextPageToken: token, Query: fmt.Sprintf("WorkflowId STARTS_WITH %q", prefix),
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range resp.Executions {
+			byType := map[enums.EventType]int{}
+			it := c.GetWorkflowHistory(ctx, e.Execution.WorkflowId, e.Execution.RunId, false, enums.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+			for it.HasNext() {
+				ev, err := it.Next()
+				if err != nil {
+					t.Fatal(err)
+				}
+				byType[ev.EventType]++
+			}
+			runs[e.Execution.WorkflowId+" "+e.Execution.RunId] = byType
+		}
+		if token = resp.NextPageToken; len(token) == 0 {
+			return runs
+		}
+	}
+}
+
+// A thousand members checked every second for a minute add nothing to any history but the
+// transitions their checks cause: three members made to fail go down by one update each,
+// and nothing else is written, in the cluster's history or its role children's. It runs
+// alone (no t.Parallel): a thousand checks a second take the machine.
+func TestAThousandProbedMembersAddOnlyTheirTransitionsToHistory(t *testing.T) {
+	guard(t)
+	n := "probedthousand"
+	dir := t.TempDir()
+	script := filepath.Join(dir, "check.sh")
+	// A check notes that it ran (a byte each), and fails where the member's folder has "sick".
+	if err := os.WriteFile(script, []byte("#!/bin/sh\n[ \"$CLUSTERFLOW_EVENT\" = check ] || exit 0\nprintf x >> checks\n[ ! -e sick ] || { echo sick >&2; exit 1; }\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	// The reconcile is set far off, so that the minute holds nothing but probes.
+	spec := filepath.Join(dir, "probed.yaml")
+	if err := os.WriteFile(spec, []byte(fmt.Sprintf(`
+name: %s
+reconcileEvery: 1h
+roles:
+  - {name: svc, members: 1000, maxInFlight: 500, startscript: %s, events: [configure, check], probe: {every: 1s, failures: 2}, replaceAfter: 1h, maxUnavailable: "10"}
+`, n, script)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	started := time.Now()
+	if deploy := runFor(t, 150*time.Second, "deploy", "-f", spec, "--wait", "--timeout", "140s"); deploy.Code != 0 {
+		t.Fatalf("deploy: %s", deploy)
+	}
+	defer func() {
+		deleting := time.Now()
+		if del := runFor(t, 150*time.Second, "delete", n, "--wait", "--timeout", "140s"); del.Code != 0 {
+			t.Errorf("delete: %s", del)
+		}
+		t.Logf("deleted in %s", time.Since(deleting))
+	}()
+	member := func(i int) string { return fmt.Sprintf("%s-svc-%d", n, i) }
+	t.Logf("deployed in %s", time.Since(started))
+	before := historyOf(t, workflows.ClusterWorkflowID(n))
+
+	sick := []string{member(7), member(500), member(999)}
+	for _, m := range sick {
+		if err := os.WriteFile(memberFile(n, m, "sick"), nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	probing := time.Now()
+	waitFor(t, "the three sick members down", func() bool {
+		s := statusJSON(t, n)
+		return slices.IndexFunc(sick, func(m string) bool { return s.Role("svc").Member(m).State != workflows.MemberDown }) < 0
+	})
+	t.Logf("sick members down after %s", time.Since(probing))
+	time.Sleep(time.Minute - time.Since(probing)) // the minute of probing the test is about
+
+	// Every member was checked, again and again.
+	var unchecked []string
+	least := int64(-1)
+	for i := range 1000 {
+		info, err := os.Stat(memberFile(n, member(i), "checks"))
+		if err != nil || info.Size() < 2 {
+			unchecked = append(unchecked, member(i))
+		} else if least < 0 || info.Size() < least {
+			least = info.Size()
+		}
+	}
+	if len(unchecked) > 0 {
+		t.Errorf("%d members were checked less than twice in the minute, e.g. %v", len(unchecked), unchecked[:min(5, len(unchecked))])
+	}
+	t.Logf("every member checked was checked at least %d times in the minute", least)
+	after := historyOf(t, workflows.ClusterWorkflowID(n))
+	if len(after) != len(before) {
+		t.Errorf("%d workflow runs before the minute, %d after: the probes started or ended runs", len(before), len(after))
+	}
+	for run, was := range before {
+		now := after[run]
+		if strings.HasPrefix(run, workflows.ClusterWorkflowID(n)+" ") {
+			// The cluster: one accepted and completed update per transition, and the
+			// workflow tasks and the health timers they take.
+			added := map[enums.EventType]int{}
+			total := 0
+			for typ, count := range now {
+				if d := count - was[typ]; d != 0 {
+					added[typ], total = d, total+d
+				}
+			}
+			if added[enums.EVENT_TYPE_WORKFLOW_EXECUTION_UPDATE_ACCEPTED] != len(sick) || added[enums.EVENT_TYPE_WORKFLOW_EXECUTION_UPDATE_COMPLETED] != len(sick) {
+				t.Errorf("the cluster took %d updates (%d completed) in the minute, want one per transition: %d", added[enums.EVENT_TYPE_WORKFLOW_EXECUTION_UPDATE_ACCEPTED], added[enums.EVENT_TYPE_WORKFLOW_EXECUTION_UPDATE_COMPLETED], len(sick))
+			}
+			for _, typ := range []enums.EventType{enums.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED, enums.EVENT_TYPE_START_CHILD_WORKFLOW_EXECUTION_INITIATED, enums.EVENT_TYPE_WORKFLOW_EXECUTION_SIGNALED} {
+				if added[typ] != 0 {
+					t.Errorf("the cluster's history added %d %s in the minute", added[typ], typ)
+				}
+			}
+			// Each transition: an update accepted and completed, a workflow task (three
+			// events) and a health timer restarted (two).
+			if total > len(sick)*7 {
+				t.Errorf("the cluster's history added %d events for %d transitions: %v", total, len(sick), added)
+			}
+			t.Logf("the cluster's history added %d events in a minute of 1,000 members probed every second, for %d transitions: %v", total, len(sick), added)
+			continue
+		}
+		for typ, count := range now {
+			if count != was[typ] {
+				t.Errorf("role child %s added %d %s events in the minute", run, count-was[typ], typ)
+			}
+		}
+	}
 }

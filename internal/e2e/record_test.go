@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -661,4 +662,28 @@ roles:
 	mustSucceed(t, "run", "rec-signed", "restore", "--param", "snapshot=nightly", "--wait")
 	mustSucceed(t, "delete", "rec-signed", "--wait")
 	recordOn(server.Client, "signed-generations", workflows.ClusterWorkflowID("rec-signed"))
+}
+
+// TestRecordProbeHistories records members checked by their own hosts: a ready-after
+// configure, a killed service taken down by its checks and replaced, and a delete.
+//
+//	CLUSTERFLOW_RECORD_HISTORIES=v22-probes go test ./internal/e2e -run TestRecordProbeHistories
+func TestRecordProbeHistories(t *testing.T) {
+	guard(t)
+	recordOn := recorder(t)
+	n := "rec-probe"
+	specPath, _ := writeServiceCluster(t, fmt.Sprintf(`
+name: %s
+roles:
+  - {name: svc, members: 3, startscript: service.sh, env: {TRACE: TRACE_FILE, READY_AFTER: "1"}, events: [configure, addnodes, delnodes, teardown, check], probe: {every: 1s, failures: 2, readyAfter: true, readyTimeout: 30s}, replaceAfter: 2s}
+`, n))
+	mustSucceed(t, "deploy", "-f", specPath, "--wait")
+	if err := syscall.Kill(readPID(t, memberFile(n, n+"-svc-1", "service.pid")), syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the killed service's member replaced", func() bool {
+		return slices.Equal(memberStates(statusJSON(t, n), "svc"), []string{n + "-svc-0=ready", n + "-svc-2=ready", n + "-svc-3=ready"})
+	})
+	mustSucceed(t, "delete", n, "--wait")
+	recordOn(server.Client, "probe-down-replaced", workflows.ClusterWorkflowID(n))
 }
