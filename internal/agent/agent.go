@@ -111,8 +111,9 @@ func Serve(ctx context.Context, opts Options) error {
 		checkSlots: make(chan struct{}, checkSlotsPerCPU*runtime.NumCPU()), reportSlots: make(chan struct{}, reportsAtOnce)}
 	a.clients = newTemporalClients(dir, a.log)
 	defer a.clients.close()
-	a.readopt()
+	// Probes first: a run adopted finished arms its member's probe as it is delivered.
 	a.readoptProbes()
+	a.readopt()
 
 	if opts.Host != nil {
 		opts.Host.UseLauncher(a)

@@ -153,7 +153,7 @@ func checkPlace(at runPlace) runPlace {
 // runEnded takes the probe a finished run brought: the one to run from now on if the
 // run succeeded, none if it did not (the member's former probe, if any, carries on).
 func (a *Agent) runEnded(r *run) {
-	p := a.armedBy(r.id)
+	p := a.armedBy(r)
 	if p == nil {
 		return
 	}
@@ -173,16 +173,16 @@ func (a *Agent) runEnded(r *run) {
 	}
 }
 
-// armedBy is the prober waiting for run id to end, if any.
-func (a *Agent) armedBy(id string) *prober {
+// armedBy is the prober waiting for run r to end, if any.
+func (a *Agent) armedBy(r *run) *prober {
+	pid := r.snapshot().ProbeID
 	a.mu.Lock()
-	defer a.mu.Unlock()
-	for _, p := range a.probes {
-		if p.snapshot().NextRun == id {
-			return p
-		}
+	p := a.probes[pid]
+	a.mu.Unlock()
+	if p == nil || p.snapshot().NextRun != r.id {
+		return nil
 	}
-	return nil
+	return p
 }
 
 // dropProbe ends a member's probe.
@@ -483,7 +483,8 @@ func (a *Agent) awaitReady(r *run, at runPlace, probe *Probe) (notReady string, 
 		if last.Passed {
 			return "", false
 		}
-		if time.Now().Add(probe.Every).After(deadline) {
+		left := time.Until(deadline)
+		if left <= 0 {
 			break
 		}
 		select {
@@ -491,7 +492,7 @@ func (a *Agent) awaitReady(r *run, at runPlace, probe *Probe) (notReady string, 
 			return "", true
 		case <-r.canceled:
 			return "", true
-		case <-time.After(probe.Every):
+		case <-time.After(min(probe.Every, left)):
 		}
 	}
 	why := fmt.Sprintf("its check did not pass within readyTimeout %s: %s", probe.ReadyTimeout, last.Result)

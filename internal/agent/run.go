@@ -161,7 +161,7 @@ func (a *Agent) start(l Launch, id string, at runPlace, retoken func(*record)) (
 	}
 	rec := &record{
 		Key: l.Key, Member: l.Member, Event: l.Event, Timeout: l.Timeout, Grace: l.Grace, HeartbeatTimeout: l.HeartbeatTimeout,
-		Started: time.Now(),
+		Started: time.Now(), ProbeID: probeID(l.Cluster, l.Home, l.Member),
 	}
 	cmd, err := a.command(l.Script, at, l.Grace)
 	if err != nil {

@@ -86,7 +86,7 @@ func (a *Agent) finish(r *run, outcome runner.Outcome) {
 	}
 	res := runner.Result{Outcome: outcome, ExitCode: code, Duration: time.Since(rec.Started)}
 	res.StdoutTail, res.StderrTail = rec.Handle.Tails()
-	if p := a.armedBy(r.id); p != nil && outcome == runner.Exited && code == 0 && spec.Event(rec.Event).SetsUp() {
+	if p := a.armedBy(r); p != nil && outcome == runner.Exited && code == 0 && spec.Event(rec.Event).SetsUp() {
 		if probe := p.snapshot().Next; probe != nil && probe.ReadyAfter {
 			// Done only once the member answers its check; a restarted agent, finding
 			// the exit status and no result, waits again.
