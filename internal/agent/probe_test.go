@@ -58,7 +58,7 @@ func TestAProbedMemberIsCheckedAcrossRestartsUntilATeardown(t *testing.T) {
 	})
 	after := f.checks()
 	time.Sleep(2500 * time.Millisecond) // two periods, in which no check may run
-	if n := f.checks(); n > after+1 { // one may have been under way
+	if n := f.checks(); n > after+1 {   // one may have been under way
 		t.Errorf("%d checks ran after the teardown", n-after)
 	}
 }

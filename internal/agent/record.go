@@ -25,8 +25,8 @@ type record struct {
 	HeartbeatTimeout time.Duration `json:"heartbeatTimeout,omitempty"`
 	Started          time.Time     `json:"started"`
 	// ProbeID names the member's probe, which the run's success arms (probe.go).
-	ProbeID string `json:"probeId,omitempty"`
-	Handle           runner.Handle `json:"handle"`
+	ProbeID string        `json:"probeId,omitempty"`
+	Handle  runner.Handle `json:"handle"`
 	// Result is set once the run has ended; Lost when its process vanished without an
 	// exit status.
 	Result *runner.Result `json:"result,omitempty"`
