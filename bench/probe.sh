@@ -58,7 +58,7 @@ agent_pid() { cat "$tmp/data/agent/agent.pid"; }
 cpu_ticks() { awk '{ print $14 + $15, $16 + $17 }' "/proc/$1/stat"; }
 pss_kb() { awk '/^Pss:/ { print $2 }' "/proc/$1/smaps_rollup"; }
 # checks_run NAME: the checks run so far on the cluster's members (a byte each).
-checks_run() { cat "$tmp"/data/clusters/"$1"@*/*/checks 2>/dev/null | wc -c; }
+checks_run() { { cat "$tmp"/data/clusters/"$1"@*/*/checks 2>/dev/null || true; } | wc -c; }
 # measure NAME PROBE: deploys MEMBERS members with or without checks, and prints the
 # agent's CPU (own, children) in % of one CPU and its PSS in MiB over the window.
 measure() {
