@@ -6,7 +6,7 @@
 #      the same members unchecked, in one run: its CPU (its own, and its checks' processes,
 #      which it reaps) and its PSS over WINDOW (60) seconds of each, and the checks it ran.
 #
-#   bench/probe.sh          # MEMBERS=200 WINDOW=30 TRIALS=1 bench/probe.sh
+#   bench/probe.sh          # MEMBERS=200 WINDOW=30 TRIALS=1 bench/probe.sh; MEMBERS=0: the kills only
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 members=${MEMBERS:-1000}
@@ -20,7 +20,12 @@ cat > "$tmp/service.sh" <<'SH'
 #!/bin/sh
 case "$CLUSTERFLOW_EVENT" in
 configure) setsid sh -c 'echo $$ > service.pid; exec sleep 3600' </dev/null >/dev/null 2>&1 & ;;
-check) printf x >> checks; kill -0 "$(cat service.pid 2>/dev/null)" 2>/dev/null || { echo "service is not running" >&2; exit 1; } ;;
+check)
+  # A killed service is a zombie until its parent, the host's init, reaps it, which kill -0
+  # takes for alive: read its state instead.
+  printf x >> checks
+  read -r _ _ state _ < "/proc/$(cat service.pid 2>/dev/null)/stat" 2>/dev/null
+  [ -n "${state:-}" ] && [ "$state" != Z ] || { echo "service is not running" >&2; exit 1; } ;;
 teardown) kill "$(cat service.pid 2>/dev/null)" 2>/dev/null || true ;;
 esac
 exit 0
@@ -89,6 +94,7 @@ YAML
 echo "a killed service at probe {every: 1s, failures: 2}, replaceAfter 1s ($trials trials):"
 printf '  median: down after %d ms, a ready replacement after %d ms\n' \
   "$(printf '%s\n' "${downs[@]}" | median)" "$(printf '%s\n' "${readies[@]}" | median)"
+[ "$members" -gt 0 ] || exit 0
 echo "$members members, the agent over ${window}s (of one CPU; $(nproc) CPUs here):"
 measure unchecked ""
 measure checked ", probe: {every: 1s}"
