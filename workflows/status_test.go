@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/clusterflow/clusterflow/spec"
 	"github.com/clusterflow/clusterflow/workflows/plan"
 )
 
@@ -62,7 +63,8 @@ func exampleState() ClusterState {
 					Name: "demo-worker-0", Role: "worker", State: MemberDown, Detail: "down: disk full", Event: "configure", Since: at,
 					ListedIn: 1, KnowsUpTo: 1, UnlistedFrom: 4, Replacements: 1,
 					Health: &MemberHealth{LastReport: HealthDown, Due: at.Add(5 * time.Minute), Recoveries: []time.Time{at},
-						Transitions: []HealthTransition{{At: at, From: MemberReady, To: MemberDown, Event: HealthDown, Reason: "disk full", Source: "nagios", ReportedAt: at}}},
+						Transitions: []HealthTransition{{At: at, From: MemberReady, To: MemberDown, Event: HealthDown, Reason: "disk full", Source: "nagios", ReportedAt: at}},
+						LastCheck:   &spec.ProbeCheck{Host: "h1", At: at, Result: "exited with status 1", Output: "disk full", InARow: 3}},
 				},
 				{
 					Name: "demo-worker-2", Role: "worker", Ordinal: 2, State: MemberConfigError, Detail: "exit 3", Event: "configure", Since: at,
