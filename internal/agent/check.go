@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
 	"time"
 
@@ -15,7 +13,6 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/clusterflow/clusterflow/internal/apperr"
-	"github.com/clusterflow/clusterflow/internal/layout"
 	"github.com/clusterflow/clusterflow/internal/runner"
 	"github.com/clusterflow/clusterflow/spec"
 	"github.com/clusterflow/clusterflow/workflows"
@@ -45,10 +42,7 @@ func (a *Agent) check(at runPlace, probe *Probe) (c spec.ProbeCheck, ran bool) {
 	if err != nil {
 		return notRun(err)
 	}
-	if _, err := os.Stat(filepath.Join(at.sandbox, layout.LogsDir)); err != nil {
-		return notRun(err)
-	}
-	h, exited, err := runner.Spawn(cmd)
+	h, exited, err := runner.Spawn(cmd) // fails when the sandbox is gone
 	if err != nil {
 		return notRun(err)
 	}
@@ -63,10 +57,9 @@ func (a *Agent) check(at runPlace, probe *Probe) (c spec.ProbeCheck, ran bool) {
 		timedOut = true
 	}
 	deadline.Stop()
-	h.Stop(checkGrace) // what the check left running, or all of it once timed out
-	for _, f := range []string{h.StdoutFile, h.StderrFile} {
-		_, _ = runner.RotateLog(h.Sandbox, f, h.KeptOutput())
-	}
+	// What the check left running, or all of it once timed out. Its output files are
+	// rotated as the next check opens them.
+	h.Stop(checkGrace)
 	code, exitedWithStatus := h.ExitCode()
 	switch {
 	case timedOut: // its status, if any, is that of the kill

@@ -292,11 +292,7 @@ func (a *Agent) memberBusy(records string) bool {
 			return true
 		}
 	}
-	for id := range a.launching {
-		if _, ok := a.runs[id]; !ok {
-			return true // a launch under way may be this member's; the next check will tell
-		}
-	}
+	// A launch of the member under way has armed or dropped its probe before it starts.
 	return false
 }
 

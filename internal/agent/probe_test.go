@@ -85,3 +85,32 @@ func TestAReadyAfterRunFailsWhenNoCheckPasses(t *testing.T) {
 		t.Errorf("%d checks before giving up, want one every second for two seconds", n)
 	}
 }
+
+// An agent stopped while a ready-after run waits for its check leaves the run unfinished:
+// the next agent waits again, and the run succeeds once a check passes, run once.
+func TestAReadyAfterWaitOutlivesAnAgentRestart(t *testing.T) {
+	f := newFixture(t)
+	if err := os.MkdirAll(f.sandbox(), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	sick := filepath.Join(f.sandbox(), "sick")
+	if err := os.WriteFile(sick, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	f.launchProbed("1", "configure", &spec.Probe{Every: time.Second, ReadyAfter: true, ReadyTimeout: time.Minute})
+	testlimit.Poll(t, "a failed check of the ready-after wait", 10*time.Second, func() bool { return f.checks() >= 1 })
+	f.stop()
+	if rec := f.record("1"); rec.Result != nil {
+		t.Fatalf("a run still waiting for its check has a result: %+v", rec.Result)
+	}
+	if err := os.Remove(sick); err != nil {
+		t.Fatal(err)
+	}
+	f.start()
+	if res := f.waitResult("1"); res.Outcome != runner.Exited || res.ExitCode != 0 {
+		t.Errorf("result %+v, want the configure done once its check passed", res)
+	}
+	if n := f.runs(); n != 1 {
+		t.Errorf("the configure ran %d times, want once", n)
+	}
+}

@@ -107,7 +107,7 @@ func CheckEvent(s *workflows.ClusterState, ev workflows.MemberEvent) error {
 func checkProbeReport(s *workflows.ClusterState, ev workflows.MemberEvent) error {
 	_, m := s.FindMember(ev.Member)
 	if m.Host != ev.Check.Host {
-		return flow.Refused(apperr.Conflict, "member-event refused: member %s is on host %q, not %q, which checked it", m.Name, m.Host, spec.Clip(ev.Check.Host, 63))
+		return flow.Refused(apperr.Conflict, "member-event refused: member %s is on host %q, not %q, which checked it", m.Name, m.Host, spec.Clip(ev.Check.Host, spec.MaxTextBytes))
 	}
 	if !Takes(m.State, ev.Event) {
 		return flow.Refused(apperr.Conflict, "member-event refused: member %s is %s, which a check's %s does not change", m.Name, m.State, ev.Event)
