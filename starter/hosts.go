@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"go.temporal.io/api/enums/v1"
@@ -15,14 +16,62 @@ import (
 	"github.com/clusterflow/clusterflow/internal/apperr"
 	"github.com/clusterflow/clusterflow/spec"
 	"github.com/clusterflow/clusterflow/workflows"
+	"github.com/clusterflow/clusterflow/workflows/plan"
 )
 
-// Hosts lists the registered hosts, sorted by name; none in single-host mode.
+// Hosts lists the registered hosts, sorted by name; none in single-host mode. A sharded
+// registry's shards are asked all at once.
 func (s *Starter) Hosts(ctx context.Context) ([]workflows.Host, error) {
-	resp, err := s.client.QueryWorkflow(ctx, workflows.HostsWorkflowID, "", workflows.HostsQuery)
+	info, err := s.registry(ctx)
+	if err != nil || !info.Sharded {
+		if err != nil || !info.found {
+			return nil, err
+		}
+		return s.queryHosts(ctx, workflows.HostsWorkflowID)
+	}
+	parts := make([][]workflows.Host, len(info.Shards))
+	errs := make([]error, len(info.Shards))
+	var wg sync.WaitGroup
+	for i, shard := range info.Shards {
+		wg.Go(func() { parts[i], errs[i] = s.queryHosts(ctx, workflows.HostShardWorkflowID(shard)) })
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	hosts := slices.Concat(parts...)
+	slices.SortFunc(hosts, func(a, b workflows.Host) int { return strings.Compare(a.Name, b.Name) })
+	return hosts, nil
+}
+
+// registryInfo is the registry's RegistryInfo, and whether it runs at all.
+type registryInfo struct {
+	workflows.RegistryInfo
+	found bool
+}
+
+// registry asks the registry whether it is sharded; none running is no host registered.
+func (s *Starter) registry(ctx context.Context) (registryInfo, error) {
+	resp, err := s.client.QueryWorkflow(ctx, workflows.HostsWorkflowID, "", workflows.RegistryQuery)
 	switch {
 	case isNotFound(err):
-		return nil, nil // no worker ever registered a host
+		return registryInfo{}, nil // no worker ever registered a host
+	case err != nil:
+		return registryInfo{}, fmt.Errorf("list hosts: %w", err)
+	}
+	info := registryInfo{found: true}
+	if err := resp.Get(&info.RegistryInfo); err != nil {
+		return registryInfo{}, fmt.Errorf("list hosts: %w", err)
+	}
+	return info, nil
+}
+
+// queryHosts lists the hosts one registry workflow keeps; a shard that is gone keeps none.
+func (s *Starter) queryHosts(ctx context.Context, workflowID string) ([]workflows.Host, error) {
+	resp, err := s.client.QueryWorkflow(ctx, workflowID, "", workflows.HostsQuery)
+	switch {
+	case isNotFound(err):
+		return nil, nil
 	case err != nil:
 		return nil, fmt.Errorf("list hosts: %w", err)
 	}
@@ -33,13 +82,51 @@ func (s *Starter) Hosts(ctx context.Context) ([]workflows.Host, error) {
 	return hosts, nil
 }
 
-// RegisterHost registers a worker's host, starting the registry if it is not running.
+// RegisterHost registers a worker's host with its shard of the registry, starting either
+// if it is not running. A registry that kept every host itself, as before shards, is
+// first asked to move them into shards, and waited for.
 func (s *Starter) RegisterHost(ctx context.Context, reg workflows.HostRegistration) (workflows.Host, error) {
+	for moveAsked := false; ; {
+		info, err := s.registry(ctx)
+		if err != nil {
+			return workflows.Host{}, fmt.Errorf("register host %s: %w", reg.Name, err)
+		}
+		if !info.found {
+			// The directory must run before the shard, which tells it that it started.
+			if _, err := s.client.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
+				ID: workflows.HostsWorkflowID, TaskQueue: s.taskQueue, StaticSummary: registrySummary,
+				WorkflowIDConflictPolicy: enums.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
+			}, workflows.HostsWorkflowName, workflows.HostsInput{}); err != nil {
+				return workflows.Host{}, fmt.Errorf("register host %s: start the registry: %w", reg.Name, err)
+			}
+			continue
+		}
+		if info.Sharded {
+			break
+		}
+		if !moveAsked {
+			if err := s.client.SignalWorkflow(ctx, workflows.HostsWorkflowID, "", workflows.ShardRegistrySignal, nil); err != nil {
+				return workflows.Host{}, fmt.Errorf("register host %s: ask the registry to move into shards: %w", reg.Name, err)
+			}
+			moveAsked = true
+		}
+		select {
+		case <-ctx.Done():
+			return workflows.Host{}, fmt.Errorf("register host %s: waiting for the registry to move into shards: %w", reg.Name, ctx.Err())
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+	shard := workflows.HostShard(reg.Name)
 	var host workflows.Host
-	err := s.updateWithStart(ctx, entity{workflows.HostsWorkflowID, workflows.HostsWorkflowName, workflows.HostsInput{}, "clusterflow host registry"},
+	err := s.updateWithStart(ctx, entity{workflows.HostShardWorkflowID(shard), workflows.HostShardWorkflowName, workflows.HostsInput{Shard: shard}, shardSummary},
 		workflows.RegisterHostUpdate, reg, &host)
 	return host, updateError("register host "+reg.Name, err)
 }
+
+const (
+	registrySummary = "clusterflow host registry"
+	shardSummary    = "clusterflow host registry shard"
+)
 
 // entity is one of the fleet's singleton workflows, which the first update starts.
 type entity struct {
@@ -71,7 +158,7 @@ func (s *Starter) updateWithStart(ctx context.Context, e entity, update string, 
 // CordonHost marks a host so that it gets no new members, or clears the mark.
 func (s *Starter) CordonHost(ctx context.Context, name string, cordon bool) (workflows.Host, error) {
 	var host workflows.Host
-	err := s.updateHosts(ctx, workflows.CordonHostUpdate, &host, workflows.HostMark{Host: name, Cordon: cordon})
+	err := s.updateHosts(ctx, workflows.CordonHostUpdate, &host, name, workflows.HostMark{Host: name, Cordon: cordon})
 	return host, err
 }
 
@@ -86,7 +173,7 @@ func (s *Starter) DrainHost(ctx context.Context, name string) (workflows.Host, e
 		return workflows.Host{}, err
 	}
 	var host workflows.Host
-	err := s.updateHosts(ctx, workflows.DrainHostUpdate, &host, name)
+	err := s.updateHosts(ctx, workflows.DrainHostUpdate, &host, name, name)
 	return host, err
 }
 
@@ -131,21 +218,47 @@ func (s *Starter) checkDrain(ctx context.Context, name string) error {
 // ForgetHost removes a lost or empty host from the registry.
 func (s *Starter) ForgetHost(ctx context.Context, name string) (workflows.Host, error) {
 	var host workflows.Host
-	err := s.updateHosts(ctx, workflows.ForgetHostUpdate, &host, name)
+	err := s.updateHosts(ctx, workflows.ForgetHostUpdate, &host, name, name)
 	return host, err
 }
 
-func (s *Starter) updateHosts(ctx context.Context, update string, result any, args ...any) error {
+func (s *Starter) updateHosts(ctx context.Context, update string, result any, host string, arg any) error {
+	info, err := s.registry(ctx)
+	switch {
+	case err != nil:
+		return err
+	case !info.found:
+		return apperr.Errorf(apperr.NotFound, "no host is registered (start a worker with --host)")
+	}
+	id := workflows.HostsWorkflowID
+	if info.Sharded {
+		id = workflows.HostShardWorkflowID(workflows.HostShard(host))
+	}
 	handle, err := s.client.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{
-		WorkflowID: workflows.HostsWorkflowID, UpdateName: update, Args: args, WaitForStage: client.WorkflowUpdateStageCompleted,
+		WorkflowID: id, UpdateName: update, Args: []any{arg}, WaitForStage: client.WorkflowUpdateStageCompleted,
 	})
 	if err == nil {
 		err = handle.Get(ctx, result)
 	}
 	if isNotFound(err) {
-		return apperr.Errorf(apperr.NotFound, "no host is registered (start a worker with --host)")
+		return s.unknownHost(ctx, update, host)
 	}
 	return updateError(update, err)
+}
+
+// unknownHost refuses an update of a host whose shard never started, as the shard would
+// have: naming the hosts there are.
+func (s *Starter) unknownHost(ctx context.Context, update, host string) error {
+	hosts, err := s.Hosts(ctx)
+	if err != nil {
+		return err
+	}
+	names := make([]string, len(hosts))
+	for i, h := range hosts {
+		names[i] = h.Name
+	}
+	action := strings.TrimSuffix(update, "-host")
+	return apperr.Errorf(apperr.NotFound, "%s refused: no host %q (hosts: %s)", action, host, plan.Abbreviate(names))
 }
 
 // updateError turns a validator's refusal into its apperr code, and names the action in

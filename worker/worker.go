@@ -7,7 +7,6 @@ import (
 	"os"
 	"time"
 
-	"go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/client"
 	sdkworker "go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
@@ -16,6 +15,7 @@ import (
 	"github.com/clusterflow/clusterflow/activities"
 	"github.com/clusterflow/clusterflow/internal/backend"
 	"github.com/clusterflow/clusterflow/internal/signing"
+	"github.com/clusterflow/clusterflow/starter"
 	"github.com/clusterflow/clusterflow/workflows"
 	"github.com/clusterflow/clusterflow/workflows/cluster"
 	"github.com/clusterflow/clusterflow/workflows/hosts"
@@ -123,25 +123,11 @@ func register(ctx context.Context, c client.Client, opts Options) {
 	}
 }
 
-// registerOnce runs the registry's register update, starting the registry if it is not
+// registerOnce registers the host with its shard of the registry, starting what is not
 // running yet.
 func registerOnce(ctx context.Context, c client.Client, opts Options) error {
-	start := c.NewWithStartWorkflowOperation(client.StartWorkflowOptions{
-		ID:                       workflows.HostsWorkflowID,
-		TaskQueue:                opts.TaskQueue,
-		WorkflowIDConflictPolicy: enums.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
-		StaticSummary:            "clusterflow host registry",
-	}, workflows.HostsWorkflowName, workflows.HostsInput{})
-	handle, err := c.UpdateWithStartWorkflow(ctx, client.UpdateWithStartWorkflowOptions{
-		StartWorkflowOperation: start,
-		UpdateOptions: client.UpdateWorkflowOptions{
-			UpdateName: workflows.RegisterHostUpdate, Args: []any{*opts.Host}, WaitForStage: client.WorkflowUpdateStageCompleted,
-		},
-	})
-	if err != nil {
-		return err
-	}
-	return handle.Get(ctx, nil)
+	_, err := starter.New(c, opts.TaskQueue).RegisterHost(ctx, *opts.Host)
+	return err
 }
 
 // The activities are the workflows' contract, and nothing else.
@@ -201,6 +187,7 @@ func RegisterWorkflows(r interface {
 	r.RegisterWorkflowWithOptions(cluster.Workflow, workflow.RegisterOptions{Name: workflows.ClusterWorkflowName})
 	r.RegisterWorkflowWithOptions(role.Workflow, workflow.RegisterOptions{Name: workflows.RoleWorkflowName})
 	r.RegisterWorkflowWithOptions(hosts.Workflow, workflow.RegisterOptions{Name: workflows.HostsWorkflowName})
+	r.RegisterWorkflowWithOptions(hosts.ShardWorkflow, workflow.RegisterOptions{Name: workflows.HostShardWorkflowName})
 	r.RegisterWorkflowWithOptions(hosts.MemberLogWorkflow, workflow.RegisterOptions{Name: workflows.MemberLogWorkflowName})
 	r.RegisterWorkflowWithOptions(hosts.OrphansWorkflow, workflow.RegisterOptions{Name: workflows.OrphansWorkflowName})
 	r.RegisterWorkflowWithOptions(maintenance.Workflow, workflow.RegisterOptions{Name: workflows.MaintenanceWorkflowName})

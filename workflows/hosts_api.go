@@ -1,6 +1,8 @@
 package workflows
 
 import (
+	"fmt"
+	"hash/fnv"
 	"time"
 )
 
@@ -66,4 +68,79 @@ type HostsInput struct {
 	Clusters []ClusterPlacement `json:"clusters,omitempty"`
 	// Maintenance refuses drains while it is on.
 	Maintenance Maintenance `json:"maintenance,omitzero"`
+	// Shard is the number of a shard's workflow (HostShardWorkflowName).
+	Shard int `json:"shard,omitempty"`
+	// Shards and Subscribers are the sharded registry's directory.
+	Shards      []int             `json:"shards,omitempty"`
+	Subscribers []ShardSubscriber `json:"subscribers,omitempty"`
+}
+
+// A fleet past a few hundred hosts does not fit one workflow: each host holds a lease
+// activity, and Temporal refuses a workflow more than 2,000 pending activities. The
+// registry is therefore split into shards, HostShards of them, each a workflow of its own
+// (HostShardWorkflowID) keeping the hosts whose names hash to it (HostShard): their
+// leases, marks and members, as the single registry kept them all. Hosts register with
+// their shard directly, and operators cordon, drain and forget through it. The registry's
+// own workflow (HostsWorkflowID) is left the directory: which shards run, which clusters
+// follow the hosts, maintenance. It forwards each cluster's placement, split by shard, to
+// the shards, and each shard tells the clusters of its own hosts (HostShardViewSignal),
+// so a change of one host sends one shard's hosts, not the fleet's.
+const (
+	HostShardWorkflowName = "HostShardWorkflow"
+	// HostShards is how many shards the fleet is split into. A shard holds at most
+	// MaxHostsPerShard hosts, so the fleet at most 64,000.
+	HostShards = 64
+	// MaxHostsPerShard keeps a shard's pending activities (a lease a host) at half
+	// Temporal's limit.
+	MaxHostsPerShard = 1000
+
+	// RegistryQuery returns the RegistryInfo of the registry's workflow.
+	RegistryQuery = "registry"
+	// ShardStartedSignal tells the registry a shard (its number) has started: the shard
+	// is told which clusters follow the hosts, and is listed from then on.
+	ShardStartedSignal = "shard-started"
+	// ShardRegistrySignal asks a registry that keeps every host itself, as before shards,
+	// to move its hosts into shards (a worker of a version with shards sends it).
+	ShardRegistrySignal = "shard-registry"
+	// ShardSetupSignal gives a shard that just started the clusters following the hosts
+	// and the maintenance in force (ShardSetup).
+	ShardSetupSignal = "shard-setup"
+	// HostShardViewSignal gives a cluster a shard's hosts (HostShardView): they replace
+	// every host of that shard in its view.
+	HostShardViewSignal = "hosts-shard-changed"
+)
+
+// RegistryInfo says whether the registry is sharded, and which shards run.
+type RegistryInfo struct {
+	Sharded bool  `json:"sharded"`
+	Shards  []int `json:"shards,omitempty"`
+}
+
+// ShardSetup is what a new shard learns from the registry.
+type ShardSetup struct {
+	Clusters    []string    `json:"clusters,omitempty"`
+	Maintenance Maintenance `json:"maintenance,omitzero"`
+}
+
+// HostShardView is one shard's hosts, sorted by name.
+type HostShardView struct {
+	Shard int    `json:"shard"`
+	Hosts []Host `json:"hosts,omitempty"`
+}
+
+// HostShard is the shard a host belongs to: a stable hash (FNV-1a) of its name.
+func HostShard(host string) int {
+	h := fnv.New32a()
+	h.Write([]byte(host))
+	return int(h.Sum32() % HostShards)
+}
+
+// HostShardWorkflowID is the workflow ID of a registry shard.
+func HostShardWorkflowID(shard int) string { return fmt.Sprintf("%s-%02d", HostsWorkflowID, shard) }
+
+// ShardSubscriber is a cluster that follows the hosts, and the shards that hold its
+// members (forwarded each placement, so that they count members right).
+type ShardSubscriber struct {
+	Cluster string `json:"cluster"`
+	Shards  []int  `json:"shards,omitempty"`
 }

@@ -118,7 +118,7 @@ func newClusterWorkflow(ctx workflow.Context, in workflows.ClusterInput) (*clust
 	makeFolderKey(ctx, &w.state)
 	w.noteSignature()
 	if len(in.Hosts) > 0 {
-		w.state.OnHosts, w.state.Hosts = true, in.Hosts
+		w.state.OnHosts, w.state.Hosts = true, plan.SortHosts(in.Hosts)
 	}
 	for _, r := range in.Spec.Roles {
 		w.state.Roles = append(w.state.Roles, plan.RoleState{Name: r.Name, Level: plan.LevelOf(levels, r.Name), DependsOn: r.DependsOn, Desired: r.Members})

@@ -25,12 +25,35 @@ import (
 // check-in, makes it ready again. Heartbeats never reach the history, so an idle fleet
 // costs a few events per host every leaseTerm.
 func Workflow(ctx workflow.Context, in workflows.HostsInput) error {
-	r := newHostsRegistry(ctx, in)
+	if workflow.GetVersion(ctx, change.ShardedRegistry, workflow.DefaultVersion, 1) >= 1 {
+		return runDirectory(ctx, in)
+	}
+	r := newHostsRegistry(ctx, in, unsharded)
 	if err := r.setup(ctx); err != nil {
 		return err
 	}
 	return r.run(ctx)
 }
+
+// ShardWorkflow keeps the hosts of one shard of the fleet (see hosts_api.go), as Workflow
+// kept every host before shards.
+func ShardWorkflow(ctx workflow.Context, in workflows.HostsInput) error {
+	r := newHostsRegistry(ctx, in, in.Shard)
+	if err := r.setup(ctx); err != nil {
+		return err
+	}
+	if workflow.GetInfo(ctx).ContinuedExecutionRunID == "" && len(in.Hosts) == 0 {
+		// Started by a host registering: the directory lists it and sets it up.
+		err := workflow.SignalExternalWorkflow(ctx, workflows.HostsWorkflowID, "", workflows.ShardStartedSignal, in.Shard).Get(ctx, nil)
+		if err != nil {
+			r.logger.Error("Could not tell the host registry this shard started", "Shard", in.Shard, "Error", err)
+		}
+	}
+	return r.run(ctx)
+}
+
+// unsharded marks the registry that keeps every host itself.
+const unsharded = -1
 
 const (
 	// leaseTerm is how long one lease activity runs before the host renews it.
@@ -40,7 +63,11 @@ const (
 )
 
 type hostsRegistry struct {
-	hosts []plan.Host
+	// shard is the shard's number, or unsharded.
+	shard int
+	// moveOver asks an unsharded registry to continue as new, into shards.
+	moveOver bool
+	hosts    []plan.Host
 	// clusters maps a subscribed cluster to its members per host.
 	clusters map[string]map[string]int
 	// owed lists clusters that have not been sent the current view.
@@ -50,9 +77,9 @@ type hostsRegistry struct {
 	logger      log.Logger
 }
 
-func newHostsRegistry(ctx workflow.Context, in workflows.HostsInput) *hostsRegistry {
+func newHostsRegistry(ctx workflow.Context, in workflows.HostsInput, shard int) *hostsRegistry {
 	r := &hostsRegistry{
-		hosts: in.Hosts, clusters: map[string]map[string]int{}, owed: map[string]bool{},
+		shard: shard, hosts: in.Hosts, clusters: map[string]map[string]int{}, owed: map[string]bool{},
 		leases: map[string]workflow.CancelFunc{}, maintenance: in.Maintenance, logger: workflow.GetLogger(ctx),
 	}
 	for _, c := range in.Clusters {
@@ -68,7 +95,7 @@ func (r *hostsRegistry) setup(ctx workflow.Context) error {
 		return err
 	}
 	if err := workflow.SetUpdateHandlerWithOptions(ctx, workflows.RegisterHostUpdate, r.register, workflow.UpdateHandlerOptions{
-		Validator: validateRegistration, Description: "A starting worker registers its host",
+		Validator: r.validateRegistration, Description: "A starting worker registers its host",
 	}); err != nil {
 		return err
 	}
@@ -95,6 +122,32 @@ func (r *hostsRegistry) setup(ctx workflow.Context) error {
 			r.maintenance = m
 		}
 	})
+	if r.shard == unsharded {
+		if err := workflow.SetQueryHandlerWithOptions(ctx, workflows.RegistryQuery, func() (workflows.RegistryInfo, error) {
+			return workflows.RegistryInfo{}, nil
+		}, workflow.QueryHandlerOptions{Description: "Whether the registry is sharded: not this one"}); err != nil {
+			return err
+		}
+		moveOver := workflow.GetSignalChannel(ctx, workflows.ShardRegistrySignal)
+		workflow.Go(ctx, func(ctx workflow.Context) {
+			moveOver.Receive(ctx, nil)
+			r.moveOver = true
+		})
+	} else {
+		setups := workflow.GetSignalChannel(ctx, workflows.ShardSetupSignal)
+		workflow.Go(ctx, func(ctx workflow.Context) {
+			for {
+				var setup workflows.ShardSetup
+				setups.Receive(ctx, &setup)
+				r.maintenance = setup.Maintenance
+				for _, cluster := range setup.Clusters {
+					if _, known := r.clusters[cluster]; !known {
+						r.place(workflows.ClusterPlacement{Cluster: cluster, Members: map[string]int{}})
+					}
+				}
+			}
+		})
+	}
 	placements := workflow.GetSignalChannel(ctx, workflows.ClusterHostsSignal)
 	workflow.Go(ctx, func(ctx workflow.Context) {
 		for {
@@ -113,7 +166,7 @@ func (r *hostsRegistry) setup(ctx workflow.Context) error {
 // run sends the view to clusters owed it, until the history is long enough to start afresh.
 func (r *hostsRegistry) run(ctx workflow.Context) error {
 	for {
-		if err := workflow.Await(ctx, func() bool { return len(r.owed) > 0 || r.continueAsNewDue(ctx) }); err != nil {
+		if err := workflow.Await(ctx, func() bool { return len(r.owed) > 0 || continueAsNewDue(ctx) || r.moveOver }); err != nil {
 			return err
 		}
 		if len(r.owed) == 0 {
@@ -121,8 +174,7 @@ func (r *hostsRegistry) run(ctx workflow.Context) error {
 		}
 		for _, cluster := range slices.Sorted(maps.Keys(r.owed)) {
 			delete(r.owed, cluster)
-			view := slices.Clone(r.hosts)
-			err := workflow.SignalExternalWorkflow(ctx, workflows.ClusterWorkflowID(cluster), "", workflows.HostsChangedSignal, view).Get(ctx, nil)
+			err := r.tell(ctx, cluster)
 			if err != nil {
 				// The cluster's workflow is gone (deleted or terminated): stop telling it.
 				r.logger.Info("Dropping a cluster that cannot be told of hosts", "Cluster", cluster, "Error", err)
@@ -138,12 +190,37 @@ func (r *hostsRegistry) run(ctx workflow.Context) error {
 	for _, name := range slices.Sorted(maps.Keys(r.clusters)) {
 		carried = append(carried, workflows.ClusterPlacement{Cluster: name, Members: r.clusters[name]})
 	}
-	return workflow.NewContinueAsNewError(ctx, workflows.HostsWorkflowName, workflows.HostsInput{Hosts: r.hosts, Clusters: carried, Maintenance: r.maintenance})
+	next := workflows.HostsInput{Hosts: r.hosts, Clusters: carried, Maintenance: r.maintenance}
+	if r.shard != unsharded {
+		next.Shard = r.shard
+		return workflow.NewContinueAsNewError(ctx, workflows.HostShardWorkflowName, next)
+	}
+	return workflow.NewContinueAsNewError(ctx, workflows.HostsWorkflowName, next)
 }
 
-func (r *hostsRegistry) continueAsNewDue(ctx workflow.Context) bool {
+// tell sends a cluster the current view: every host, or the shard's.
+func (r *hostsRegistry) tell(ctx workflow.Context, cluster string) error {
+	if r.shard == unsharded {
+		return workflow.SignalExternalWorkflow(ctx, workflows.ClusterWorkflowID(cluster), "", workflows.HostsChangedSignal, slices.Clone(r.hosts)).Get(ctx, nil)
+	}
+	view := workflows.HostShardView{Shard: r.shard, Hosts: slices.Clone(r.hosts)}
+	return workflow.SignalExternalWorkflow(ctx, workflows.ClusterWorkflowID(cluster), "", workflows.HostShardViewSignal, view).Get(ctx, nil)
+}
+
+func continueAsNewDue(ctx workflow.Context) bool {
 	info := workflow.GetInfo(ctx)
 	return info.GetContinueAsNewSuggested() || info.GetCurrentHistoryLength() > hostsEventsPerRun
+}
+
+func (r *hostsRegistry) validateRegistration(reg plan.HostRegistration) error {
+	if err := validateRegistration(reg); err != nil {
+		return err
+	}
+	if r.shard != unsharded && r.host(reg.Name) == nil && len(r.hosts) >= workflows.MaxHostsPerShard {
+		return flow.Refused(apperr.Conflict, "host %s registration refused: its registry shard %d holds %d hosts, its most (a fleet holds at most %d)",
+			reg.Name, r.shard, len(r.hosts), workflows.MaxHostsPerShard*workflows.HostShards)
+	}
+	return nil
 }
 
 func validateRegistration(reg plan.HostRegistration) error {
@@ -216,6 +293,11 @@ func (r *hostsRegistry) validateDrain(name string) error {
 	h := r.host(name)
 	if h.Lost {
 		return flow.Refused(apperr.Conflict, "drain refused: host %s is lost; its members are replaced after their replaceAfter", name)
+	}
+	if r.shard != unsharded {
+		// A shard knows only its own hosts; the client checks that the clusters with
+		// members on the host fit the others (starter.DrainHost).
+		return nil
 	}
 	var others []string
 	for _, other := range r.hosts {
@@ -296,7 +378,7 @@ func (r *hostsRegistry) changed() {
 }
 
 func (r *hostsRegistry) host(name string) *plan.Host {
-	return plan.Named(r.hosts, name, func(h *plan.Host) string { return h.Name })
+	return plan.HostNamed(r.hosts, name)
 }
 
 // startLease keeps the host's lease in a goroutine of its own, once per host.

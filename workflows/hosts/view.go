@@ -24,7 +24,7 @@ import (
 
 // Of finds a host in the cluster's view.
 func Of(s *workflows.ClusterState, name string) *plan.Host {
-	return plan.Named(s.Hosts, name, func(h *plan.Host) string { return h.Name })
+	return plan.HostNamed(s.Hosts, name)
 }
 
 // Reachable reports whether activities can run on a host: it is in the view and not lost.
@@ -92,7 +92,7 @@ const minHostWait = 10 * time.Second
 // setUpElsewhere and it is being set up) or down when its host was lost, up when its host
 // is back. ok is false when nothing changed for it.
 func Event(m *plan.Member, view []plan.Host, wasLost, setUpElsewhere bool) (ev plan.HealthEvent, reason string, ok bool) {
-	h := plan.Named(view, m.Host, func(h *plan.Host) string { return h.Name })
+	h := plan.HostNamed(view, m.Host)
 	switch {
 	case h == nil:
 		return plan.HealthGone, fmt.Sprintf("host %s was forgotten", m.Host), true
@@ -108,7 +108,7 @@ func Event(m *plan.Member, view []plan.Host, wasLost, setUpElsewhere bool) (ev p
 
 // WasLost says whether a host was lost in an earlier view.
 func WasLost(before []plan.Host, name string) bool {
-	h := plan.Named(before, name, func(h *plan.Host) string { return h.Name })
+	h := plan.HostNamed(before, name)
 	return h != nil && h.Lost
 }
 
@@ -116,7 +116,7 @@ func WasLost(before []plan.Host, name string) bool {
 func Restarted(s *workflows.ClusterState, before []plan.Host) []string {
 	var restarted []string
 	for _, h := range s.Hosts {
-		prev := plan.Named(before, h.Name, func(h *plan.Host) string { return h.Name })
+		prev := plan.HostNamed(before, h.Name)
 		if prev != nil && prev.BootID != "" && h.BootID != "" && prev.BootID != h.BootID {
 			restarted = append(restarted, h.Name)
 		}
@@ -139,7 +139,7 @@ func StaleHostsBack(s *workflows.ClusterState, before []plan.Host) []string {
 	s.Stale = slices.DeleteFunc(s.Stale, func(st workflows.StaleMember) bool { return Of(s, st.Host) == nil })
 	var back []string
 	for _, st := range s.Stale {
-		prev := plan.Named(before, st.Host, func(h *plan.Host) string { return h.Name })
+		prev := plan.HostNamed(before, st.Host)
 		if Reachable(s, st.Host) && (prev == nil || prev.Lost) && !slices.Contains(back, st.Host) {
 			back = append(back, st.Host)
 		}

@@ -53,6 +53,16 @@ func Watch(ctx workflow.Context, c Cluster, opts Options) {
 			Changed(ctx, c, opts, hosts)
 		}
 	})
+	// A sharded registry sends each shard's hosts on their own (no history from before
+	// shards has this signal).
+	shardViews := workflow.GetSignalChannel(ctx, workflows.HostShardViewSignal)
+	workflow.Go(ctx, func(ctx workflow.Context) {
+		for {
+			var view workflows.HostShardView
+			shardViews.Receive(ctx, &view)
+			Changed(ctx, c, opts, MergeShard(LatestView(c.State()), view))
+		}
+	})
 	workflow.Go(ctx, func(ctx workflow.Context) {
 		// Counting members per host in the wait's condition cost O(members) every time any
 		// coroutine yielded, which at 10,000 members kept workflow tasks past the SDK's
@@ -86,7 +96,25 @@ func ReportPlacement(ctx workflow.Context, c Cluster, p workflows.ClusterPlaceme
 	}
 }
 
-// Changed applies a new view of the  Members of a host that was lost go down,
+// LatestView is the newest view of the hosts the cluster got: the one held back during
+// maintenance, or the one applied.
+func LatestView(s *workflows.ClusterState) []plan.Host {
+	if s.HeldHosts != nil {
+		return s.HeldHosts
+	}
+	return s.Hosts
+}
+
+// MergeShard replaces the hosts of one shard in a view by the shard's hosts now, keeping
+// the view sorted by name.
+func MergeShard(view []plan.Host, shard workflows.HostShardView) []plan.Host {
+	merged := slices.DeleteFunc(slices.Clone(view), func(h plan.Host) bool { return workflows.HostShard(h.Name) == shard.Shard })
+	merged = append(merged, shard.Hosts...)
+	slices.SortFunc(merged, func(a, b plan.Host) int { return strings.Compare(a.Name, b.Name) })
+	return merged
+}
+
+// Changed applies a new view of the hosts. Members of a host that was lost go down,
 // and those of a host forgotten are gone, so the health machinery replaces them; members
 // of a host that came back are up again. Members waiting for a host get one if one fits.
 //
@@ -94,6 +122,7 @@ func ReportPlacement(ctx workflow.Context, c Cluster, p workflows.ClusterPlaceme
 // view is applied when maintenance ends, so that a host lost meanwhile then takes its
 // members down.
 func Changed(ctx workflow.Context, c Cluster, opts Options, view []plan.Host) {
+	view = plan.SortHosts(view)
 	before := c.State().Hosts
 	if c.InMaintenance() {
 		if c.State().HeldHosts != nil {

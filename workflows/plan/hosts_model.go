@@ -143,6 +143,25 @@ func (h Host) State() HostState {
 	return HostReady
 }
 
+// HostNamed finds a host in a list sorted by name, in O(log n): a cluster's view of a fleet
+// of thousands of hosts is looked up once per member.
+func HostNamed(hosts []Host, name string) *Host {
+	i, found := slices.BinarySearchFunc(hosts, name, func(h Host, name string) int { return strings.Compare(h.Name, name) })
+	if !found {
+		return nil
+	}
+	return &hosts[i]
+}
+
+// SortHosts sorts hosts by name, as HostNamed needs, cloning only a list out of order.
+func SortHosts(hosts []Host) []Host {
+	byName := func(a, b Host) int { return strings.Compare(a.Name, b.Name) }
+	if slices.IsSortedFunc(hosts, byName) {
+		return hosts
+	}
+	return slices.SortedFunc(slices.Values(hosts), byName)
+}
+
 // Schedulable reports whether the host may get new members.
 func (h Host) Schedulable() bool { return h.State() == HostReady }
 

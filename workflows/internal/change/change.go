@@ -111,4 +111,9 @@ const (
 	// health event wakes, rather than from where the event is taken (an update's handler
 	// among them). Asked by each such move.
 	StopsOutsideHandlers = "stops-outside-handlers"
+	// ShardedRegistry: the host registry's workflow keeps a directory of shards, each
+	// a workflow keeping the hosts that hash to it, instead of every host itself. Asked
+	// once per run, when it starts: a registry that kept every host moves its hosts into
+	// shards when it continues as new, which a worker with shards asks of it.
+	ShardedRegistry = "sharded-registry"
 )
