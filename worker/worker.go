@@ -92,10 +92,6 @@ func newHostWorker(c client.Client, opts Options) sdkworker.Worker {
 		MaxConcurrentActivityTaskPollers: 8,
 		BuildID:                          buildID(),
 		WorkerStopTimeout:                opts.StopTimeout,
-		// The lease's heartbeats must reach the server as often as they beat: the SDK's
-		// default would hold them back to 0.8 of the heartbeat timeout, and a host cut just
-		// after one got through was lost after as little as 38% of its timeout.
-		MaxHeartbeatThrottleInterval: workflows.LeaseBeat(opts.Host.Timeout),
 	})
 	w.RegisterActivity(newActivities(opts))
 	return w

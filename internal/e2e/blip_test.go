@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"context"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -10,6 +11,9 @@ import (
 	"testing"
 	"time"
 
+	"go.temporal.io/sdk/client"
+
+	"github.com/clusterflow/clusterflow/internal/testenv"
 	"github.com/clusterflow/clusterflow/workflows"
 )
 
@@ -104,6 +108,7 @@ func blipTrials(t *testing.T, set, trials int) {
 		}
 		if t.Failed() {
 			t.Logf("%s's trace:\n%s", name, strings.Join(lines, "\n"))
+			dumpShard(t, f.address, cut)
 			return
 		}
 		if res := f.cli("delete", name, "--wait"); res.Code != 0 {
@@ -121,4 +126,24 @@ func hostsOf(placements []string) []string {
 	}
 	slices.Sort(out)
 	return out
+}
+
+// dumpShard logs the history of the registry shard keeping host: what its lease did.
+func dumpShard(t *testing.T, address, host string) {
+	c, err := client.Dial(client.Options{HostPort: address})
+	if err != nil {
+		t.Log(err)
+		return
+	}
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	hist, err := testenv.History(ctx, c, workflows.HostShardWorkflowID(workflows.HostShard(host)))
+	if err != nil {
+		t.Log(err)
+		return
+	}
+	for _, e := range hist.Events {
+		t.Logf("%d %s %s %v", e.GetEventId(), e.GetEventTime().AsTime().Format(time.RFC3339Nano), e.GetEventType(), e.GetAttributes())
+	}
 }
