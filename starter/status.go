@@ -38,6 +38,16 @@ func (s *Starter) Status(ctx context.Context, name string) (workflows.ClusterSta
 func (s *Starter) query(ctx context.Context, name string, withMembers bool) (workflows.ClusterStatus, error) {
 	status, err := s.queryIf(ctx, name, enums.QUERY_REJECT_CONDITION_NOT_COMPLETED_CLEANLY, withMembers)
 	var closed *closedError
+	// A query that reaches a run as it continues as new is refused by that run; the next
+	// run answers a moment later.
+	for try := 0; errors.As(err, &closed) && closed.continued && try < 20; try++ {
+		select {
+		case <-ctx.Done():
+			return status, ctx.Err()
+		case <-time.After(50 * time.Millisecond):
+		}
+		status, err = s.queryIf(ctx, name, enums.QUERY_REJECT_CONDITION_NOT_COMPLETED_CLEANLY, withMembers)
+	}
 	if !errors.As(err, &closed) {
 		return status, err
 	}
@@ -59,7 +69,11 @@ func (s *Starter) query(ctx context.Context, name string, withMembers bool) (wor
 }
 
 // closedError is a status query rejected because the workflow ended other than cleanly.
-type closedError struct{ how string }
+type closedError struct {
+	how string
+	// continued says the run continued as new: the cluster's workflow still runs.
+	continued bool
+}
 
 func (e *closedError) Error() string { return "the cluster's workflow was " + e.how }
 
@@ -116,7 +130,7 @@ func (s *Starter) queryPage(ctx context.Context, name string, reject enums.Query
 		return status, fmt.Errorf("query status of %s: %w", name, err)
 	}
 	if rejected := resp.QueryRejected; rejected != nil {
-		return status, &closedError{how: closedHow(rejected.GetStatus())}
+		return status, &closedError{how: closedHow(rejected.GetStatus()), continued: rejected.GetStatus() == enums.WORKFLOW_EXECUTION_STATUS_CONTINUED_AS_NEW}
 	}
 	if err := resp.QueryResult.Get(&status); err != nil {
 		return status, fmt.Errorf("decode status of %s: %w", name, err)

@@ -53,6 +53,7 @@ var commands = []command{
 	{"maintenance", "on --reason TEXT | off | status", "hold every cluster for a move or an upgrade: changes refused, operations stopped", runMaintenance},
 	{"export", "--all | NAME... [-o FILE] | --retire NAME...", "write clusters to a file, to import on another server; retire them here after", runExport},
 	{"import", "-f FILE [--dry-run]", "adopt exported clusters on this server, running no script (in maintenance)", runImport},
+	{"simulate", "--hosts N [--prefix P] [--host-timeout D]", "run N light hosts in this process, sharing one agent, to try the registry at thousands of hosts", runSimulate},
 	{"host", "cordon|uncordon|drain|forget NAME [--wait]", "keep new members off a host or allow them again, move its members elsewhere, or remove a lost or empty host", runHost},
 }
 

@@ -148,6 +148,9 @@ func Start(opts Options) (*Server, error) {
 			// cannot hold it, so every start re-read and decoded the whole batch from SQLite:
 			// quadratic in a role's width. 16 MiB holds many batches of hundreds.
 			dynamicconfig.EventsCacheMaxSizeBytes.Key(): 16 << 20,
+			// Every host's worker keeps long polls open (up to 20); the default of 1,200 per
+			// namespace would starve a fleet of 60 hosts of its leases.
+			dynamicconfig.FrontendMaxConcurrentLongRunningRequestsPerInstance.Key(): 100_000,
 			// The HTTP API answers only requests that name it by its loopback address: a web
 			// page that rebinds its own domain name to 127.0.0.1 sends its own name as Host.
 			dynamicconfig.FrontendHTTPAllowedHosts.Key(): []string{"127.0.0.1:" + strconv.Itoa(httpPort), "localhost:" + strconv.Itoa(httpPort)},

@@ -1,0 +1,125 @@
+// Package fleetsim runs a fleet of light hosts in one process, so that the registry can be
+// tried at thousands of hosts on one machine. Each simulated host is what the registry and
+// the clusters see of a real one: a worker polling the host's own task queue, with its own
+// registration, check-ins and lease, running the real activities. What the hosts do not
+// have of their own is the machine: they share one backend (one agent, one data folder),
+// and each sees in it only the members placed on it (hostView).
+package fleetsim
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"go.temporal.io/sdk/client"
+	sdkworker "go.temporal.io/sdk/worker"
+	"go.uber.org/zap"
+
+	"github.com/clusterflow/clusterflow/activities"
+	"github.com/clusterflow/clusterflow/internal/backend"
+	"github.com/clusterflow/clusterflow/starter"
+	"github.com/clusterflow/clusterflow/workflows"
+)
+
+// Options describe a simulated fleet.
+type Options struct {
+	// Prefix starts each host's name, which ends with its number: sim-00042.
+	Prefix string
+	Hosts  int
+	// Timeout is each host's --host-timeout.
+	Timeout   time.Duration
+	TaskQueue string
+	// Backend runs every host's members.
+	Backend backend.Backend
+	Logger  *zap.Logger
+}
+
+// Fleet is a running simulated fleet.
+type Fleet struct {
+	Names   []string
+	workers []sdkworker.Worker
+}
+
+// registerAtOnce bounds the registrations in flight, which the server takes in parallel.
+const registerAtOnce = 32
+
+// Start starts every host's worker, then registers the hosts, returning once each is
+// registered (not yet ready: each is once its worker takes its check-in).
+func Start(ctx context.Context, c client.Client, opts Options) (*Fleet, error) {
+	if opts.Logger == nil {
+		opts.Logger = zap.NewNop()
+	}
+	if opts.TaskQueue == "" {
+		opts.TaskQueue = workflows.DefaultTaskQueue
+	}
+	shared := &sharedBackend{Backend: opts.Backend, hostOf: map[memberKey]string{}}
+	f := &Fleet{}
+	var regs []workflows.HostRegistration
+	for i := range opts.Hosts {
+		name := fmt.Sprintf("%s%05d", opts.Prefix, i)
+		reg := workflows.HostRegistration{Name: name, Address: "127.0.0.1", Timeout: opts.Timeout, BootID: "simulated"}
+		w := sdkworker.New(c, workflows.HostTaskQueue(opts.TaskQueue, name), sdkworker.Options{
+			// One poll each: thousands of hosts share one server and one process.
+			MaxConcurrentActivityTaskPollers: 1,
+			Identity:                         fmt.Sprintf("fleetsim%s%s", workflows.HostWorkerIdentity, name),
+		})
+		w.RegisterActivity(&activities.Activities{Backend: hostView{sharedBackend: shared, host: name}, Host: &reg})
+		if err := w.Start(); err != nil {
+			f.Stop()
+			return nil, fmt.Errorf("host %s: %w", name, err)
+		}
+		f.Names = append(f.Names, name)
+		f.workers = append(f.workers, w)
+		regs = append(regs, reg)
+	}
+	st := starter.New(c, opts.TaskQueue)
+	work := make(chan workflows.HostRegistration)
+	errs := make(chan error, registerAtOnce)
+	var wg sync.WaitGroup
+	for range registerAtOnce {
+		wg.Go(func() {
+			for reg := range work {
+				if _, err := st.RegisterHost(ctx, reg); err != nil {
+					errs <- fmt.Errorf("register %s: %w", reg.Name, err)
+					return
+				}
+			}
+		})
+	}
+	var err error
+feed:
+	for _, reg := range regs {
+		select {
+		case work <- reg:
+		case err = <-errs:
+			break feed
+		}
+	}
+	close(work)
+	wg.Wait()
+	close(errs)
+	if err == nil {
+		err = <-errs
+	}
+	if err != nil {
+		f.Stop()
+		return nil, err
+	}
+	opts.Logger.Info("Simulated hosts registered", zap.Int("hosts", opts.Hosts), zap.String("prefix", opts.Prefix))
+	return f, nil
+}
+
+// Stop stops every host's worker, as the machines dying would: their leases break.
+func (f *Fleet) Stop() {
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, 64)
+	for _, w := range f.workers {
+		sem <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			w.Stop()
+		})
+	}
+	wg.Wait()
+}
