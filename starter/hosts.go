@@ -86,7 +86,7 @@ func (s *Starter) queryHosts(ctx context.Context, workflowID string) ([]workflow
 // if it is not running. A registry that kept every host itself, as before shards, is
 // first asked to move them into shards, and waited for.
 func (s *Starter) RegisterHost(ctx context.Context, reg workflows.HostRegistration) (workflows.Host, error) {
-	for moveAsked := false; ; {
+	for moveAsked := false; !s.registrySharded.Load(); {
 		info, err := s.registry(ctx)
 		if err != nil {
 			return workflows.Host{}, fmt.Errorf("register host %s: %w", reg.Name, err)
@@ -102,6 +102,7 @@ func (s *Starter) RegisterHost(ctx context.Context, reg workflows.HostRegistrati
 			continue
 		}
 		if info.Sharded {
+			s.registrySharded.Store(true) // for good: a sharded registry stays so
 			break
 		}
 		if !moveAsked {

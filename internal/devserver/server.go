@@ -151,6 +151,8 @@ func Start(opts Options) (*Server, error) {
 			// Every host's worker keeps long polls open (up to 20); the default of 1,200 per
 			// namespace would starve a fleet of 60 hosts of its leases.
 			dynamicconfig.FrontendMaxConcurrentLongRunningRequestsPerInstance.Key(): 100_000,
+			dynamicconfig.MatchingNumTaskqueueReadPartitions.Key():  1,
+			dynamicconfig.MatchingNumTaskqueueWritePartitions.Key(): 1,
 			// The HTTP API answers only requests that name it by its loopback address: a web
 			// page that rebinds its own domain name to 127.0.0.1 sends its own name as Host.
 			dynamicconfig.FrontendHTTPAllowedHosts.Key(): []string{"127.0.0.1:" + strconv.Itoa(httpPort), "localhost:" + strconv.Itoa(httpPort)},

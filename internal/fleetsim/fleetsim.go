@@ -80,9 +80,19 @@ func Start(ctx context.Context, c client.Client, opts Options) (*Fleet, error) {
 	for range registerAtOnce {
 		wg.Go(func() {
 			for reg := range work {
-				if _, err := st.RegisterHost(ctx, reg); err != nil {
-					errs <- fmt.Errorf("register %s: %w", reg.Name, err)
-					return
+				// A server busy with thousands of hosts starting may time a call out: the
+				// host tries again, as a worker's registration does.
+				for delay := time.Second; ; delay = min(2*delay, 10*time.Second) {
+					_, err := st.RegisterHost(ctx, reg)
+					if err == nil {
+						break
+					}
+					if ctx.Err() != nil {
+						errs <- fmt.Errorf("register %s: %w", reg.Name, err)
+						return
+					}
+					opts.Logger.Warn("Could not register a simulated host; retrying", zap.String("host", reg.Name), zap.Error(err), zap.Duration("in", delay))
+					time.Sleep(delay)
 				}
 			}
 		})

@@ -1,0 +1,71 @@
+// Command registrystats prints what the host registry's workflows hold now: for the
+// directory and each shard, its current run's history length and size and its pending
+// activities (a lease or check-in a host), and the largest of each. It is how bench/fleet.sh
+// shows that no workflow of the registry nears Temporal's limits (2,000 pending activities,
+// 51,200 events and 50 MB a run) at any fleet size.
+//
+//	TEMPORAL_ADDRESS=127.0.0.1:7233 go run ./bench/registrystats [-each]
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"time"
+
+	"go.temporal.io/sdk/client"
+
+	"github.com/clusterflow/clusterflow/workflows"
+)
+
+func main() {
+	each := flag.Bool("each", false, "print every shard, not only the largest")
+	flag.Parse()
+	c, err := client.Dial(client.Options{HostPort: os.Getenv("TEMPORAL_ADDRESS"), Namespace: cmpOr(os.Getenv("TEMPORAL_NAMESPACE"), "default")})
+	if err != nil {
+		fail(err)
+	}
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	resp, err := c.QueryWorkflow(ctx, workflows.HostsWorkflowID, "", workflows.RegistryQuery)
+	if err != nil {
+		fail(err)
+	}
+	var info workflows.RegistryInfo
+	if err := resp.Get(&info); err != nil {
+		fail(err)
+	}
+	ids := []string{workflows.HostsWorkflowID}
+	for _, shard := range info.Shards {
+		ids = append(ids, workflows.HostShardWorkflowID(shard))
+	}
+	var maxEvents, maxBytes int64
+	maxPending := 0
+	for _, id := range ids {
+		d, err := c.DescribeWorkflowExecution(ctx, id, "")
+		if err != nil {
+			fail(err)
+		}
+		events, bytes := d.GetWorkflowExecutionInfo().GetHistoryLength(), d.GetWorkflowExecutionInfo().GetHistorySizeBytes()
+		pending := len(d.GetPendingActivities())
+		if *each {
+			fmt.Printf("%-22s %7d events %9d bytes %5d pending activities\n", id, events, bytes, pending)
+		}
+		maxEvents, maxBytes, maxPending = max(maxEvents, events), max(maxBytes, bytes), max(maxPending, pending)
+	}
+	fmt.Printf("registry: %d shards; largest run %d events, %d KiB; most pending activities %d\n", len(info.Shards), maxEvents, maxBytes>>10, maxPending)
+}
+
+func cmpOr(a, b string) string {
+	if a != "" {
+		return a
+	}
+	return b
+}
+
+func fail(err error) {
+	fmt.Fprintln(os.Stderr, "registrystats:", err)
+	os.Exit(1)
+}

@@ -1,0 +1,149 @@
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/clusterflow/clusterflow/internal/testenv"
+	"github.com/clusterflow/clusterflow/workflows"
+)
+
+// A fleet past what one registry workflow could hold: Temporal refuses a workflow more than
+// 2,000 pending activities, and each host holds a lease, so before shards no fleet of
+// 2,001 hosts could register. Here 2,050 simulated hosts (`clusterflow simulate`, a worker
+// each on its own task queue) register, a cluster spreads one member per host over them,
+// the 1% that run in a process of their own die at once, and their members are replaced
+// on the others; no workflow of the registry holds more than a shard's hosts' leases or a
+// long history. It runs alone (no t.Parallel): two thousand hosts take the machine.
+func TestAFleetPastOneWorkflowsPendingActivitiesRegistersAndReplacesLostHosts(t *testing.T) {
+	guard(t)
+	const kept, doomed = 2029, 21
+	s := newServerStack(t)
+	s.startWorker()
+	// The doomed hosts' names sort first, so that placement (hosts in name order) puts
+	// members on them; they time out in 10 s, the others in 5 minutes, which keeps the
+	// leases' heartbeats light.
+	simulate := func(name, prefix string, hosts int, timeout time.Duration) *testenv.Process {
+		p, err := testenv.StartHost("", s.dir, s.dir, name, s.env, "simulate", "--hosts", fmt.Sprint(hosts), "--prefix", prefix,
+			"--host-timeout", timeout.String(), "--data", filepath.Join(s.dir, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(p.Stop)
+		testenv.StopAllAtEnd(t, filepath.Join(s.dir, name))
+		return p
+	}
+	lost := simulate("sim-doomed", "sim-0", doomed, 10*time.Second)
+	simulate("sim-kept", "sim-k", kept, 5*time.Minute)
+	started := time.Now()
+	var hosts []workflows.HostDocument
+	waitUpTo(t, 150*time.Second, fmt.Sprintf("%d hosts ready", kept+doomed), func() bool {
+		hosts = fleetHosts(t, s)
+		return countStates(hosts)[workflows.HostReady] == kept+doomed
+	})
+	t.Logf("%d hosts registered and ready in %s", len(hosts), time.Since(started).Round(100*time.Millisecond))
+
+	dir := t.TempDir()
+	script := filepath.Join(dir, "ok.sh")
+	if err := os.WriteFile(script, []byte("#!/bin/sh\nexit 0\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	specPath := filepath.Join(dir, "spread.yaml")
+	if err := os.WriteFile(specPath, []byte(fmt.Sprintf(`
+name: spread
+roles:
+  - {name: worker, members: 100, maxInFlight: 100, startscript: %s, replaceAfter: 1s, placement: {maxPerHost: 1}}
+`, script)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if res := s.cli("deploy", "-f", specPath, "--wait", "--timeout", "60s"); res.Code != 0 {
+		t.Fatalf("deploy: %s", res)
+	}
+	onDoomed := func(st workflows.ClusterStatus) int {
+		return len(slices.DeleteFunc(placements(st), func(p string) bool { return !strings.Contains(p, "@sim-0") }))
+	}
+	if n := onDoomed(s.status("spread")); n != doomed {
+		t.Fatalf("%d members on the doomed hosts, want one on each of %d", n, doomed)
+	}
+
+	killed := time.Now()
+	s.kill(lost)
+	waitUpTo(t, 60*time.Second, "the doomed hosts lost", func() bool { return countStates(fleetHosts(t, s))[workflows.HostLost] == doomed })
+	t.Logf("lost %s after the kill", time.Since(killed).Round(100*time.Millisecond))
+	var st workflows.ClusterStatus
+	waitUpTo(t, 60*time.Second, "their members replaced on the other hosts", func() bool {
+		st = s.status("spread")
+		return st.Phase == workflows.PhaseReady && st.Role("worker").Ready == 100 && onDoomed(st) == 0
+	})
+	t.Logf("replaced %s after the kill", time.Since(killed).Round(100*time.Millisecond))
+
+	// No workflow of the registry holds more than its shard's leases, nor a long history.
+	c := s.dial()
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	resp, err := c.QueryWorkflow(ctx, workflows.HostsWorkflowID, "", workflows.RegistryQuery)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var info workflows.RegistryInfo
+	if err := resp.Get(&info); err != nil {
+		t.Fatal(err)
+	}
+	if len(info.Shards) != workflows.HostShards {
+		t.Errorf("%d shards run for %d hosts, want all %d", len(info.Shards), kept+doomed, workflows.HostShards)
+	}
+	mostPending, mostEvents := 0, int64(0)
+	for _, id := range append([]string{workflows.HostsWorkflowID}, shardIDs(info.Shards)...) {
+		d, err := c.DescribeWorkflowExecution(ctx, id, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		mostPending = max(mostPending, len(d.GetPendingActivities()))
+		mostEvents = max(mostEvents, d.GetWorkflowExecutionInfo().GetHistoryLength())
+	}
+	t.Logf("the registry's workflows: at most %d pending activities, %d events a run", mostPending, mostEvents)
+	if mostPending > 100 || mostEvents > 10240 {
+		t.Errorf("a workflow of the registry holds %d pending activities and %d events; a shard of %d hosts should hold a lease each and a short history",
+			mostPending, mostEvents, (kept+doomed)/workflows.HostShards)
+	}
+}
+
+// fleetHosts lists the stack's hosts, as `clusterflow hosts -o json` prints them; none
+// while the server is too busy to answer in time (thousands of hosts registering).
+func fleetHosts(t *testing.T, s *stack) []workflows.HostDocument {
+	t.Helper()
+	res := s.cli("hosts", "-o", "json")
+	if res.Code != 0 {
+		t.Logf("hosts: %s", strings.TrimSpace(res.Stderr))
+		return nil
+	}
+	var hosts []workflows.HostDocument
+	if err := json.Unmarshal([]byte(res.Stdout), &hosts); err != nil {
+		t.Fatalf("hosts -o json: %v", err)
+	}
+	return hosts
+}
+
+func countStates(hosts []workflows.HostDocument) map[workflows.HostState]int {
+	counts := map[workflows.HostState]int{}
+	for _, h := range hosts {
+		counts[h.State]++
+	}
+	return counts
+}
+
+func shardIDs(shards []int) []string {
+	ids := make([]string, len(shards))
+	for i, shard := range shards {
+		ids[i] = workflows.HostShardWorkflowID(shard)
+	}
+	return ids
+}
