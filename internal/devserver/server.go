@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -81,6 +82,10 @@ func Start(opts Options) (*Server, error) {
 			return nil, err
 		}
 	}
+	partitions, err := taskQueuePartitions(opts.DBFile)
+	if err != nil {
+		return nil, err
+	}
 	sqlConf, err := prepareDatabase(opts.DBFile, opts.Namespace, opts.SearchAttributes)
 	if err != nil {
 		return nil, err
@@ -151,8 +156,11 @@ func Start(opts Options) (*Server, error) {
 			// Every host's worker keeps long polls open (up to 20); the default of 1,200 per
 			// namespace would starve a fleet of 60 hosts of its leases.
 			dynamicconfig.FrontendMaxConcurrentLongRunningRequestsPerInstance.Key(): 100_000,
-			dynamicconfig.MatchingNumTaskqueueReadPartitions.Key():  1,
-			dynamicconfig.MatchingNumTaskqueueWritePartitions.Key(): 1,
+			// One partition a task queue: partitions spread a queue over matching hosts, and
+			// this server has one, where each partition of each host's queue costs work of its
+			// own: with four, a fleet of 2,000 hosts took twice as long to register.
+			dynamicconfig.MatchingNumTaskqueueReadPartitions.Key():  partitions,
+			dynamicconfig.MatchingNumTaskqueueWritePartitions.Key(): partitions,
 			// The HTTP API answers only requests that name it by its loopback address: a web
 			// page that rebinds its own domain name to 127.0.0.1 sends its own name as Host.
 			dynamicconfig.FrontendHTTPAllowedHosts.Key(): []string{"127.0.0.1:" + strconv.Itoa(httpPort), "localhost:" + strconv.Itoa(httpPort)},
@@ -232,6 +240,27 @@ func prepareDatabase(file, namespace string, searchAttributes map[string]enums.I
 		return nil, fmt.Errorf("create namespace %q in %s: %w", namespace, describeDB(file), err)
 	}
 	return sqlConf, nil
+}
+
+// taskQueuePartitions is how many partitions each task queue has: one, except in a
+// database made by a version from before, whose queues may hold tasks in the server's
+// default four, which fewer read partitions would never deliver. A marker file beside the
+// database says it was made with one.
+func taskQueuePartitions(file string) (int, error) {
+	if file == "" {
+		return 1, nil
+	}
+	marker := file + ".partitions"
+	if _, err := os.Stat(file); errors.Is(err, os.ErrNotExist) {
+		if err := os.MkdirAll(filepath.Dir(file), 0o700); err != nil {
+			return 0, fmt.Errorf("create folder for %s: %w", file, err)
+		}
+		return 1, os.WriteFile(marker, []byte("1\n"), 0o600)
+	}
+	if b, err := os.ReadFile(marker); err == nil && strings.TrimSpace(string(b)) == "1" {
+		return 1, nil
+	}
+	return 4, nil // the server's default
 }
 
 func serverConfig(sqlConf *config.SQL, host string, ports map[primitives.ServiceName]int, httpPort int) *config.Config {

@@ -19,7 +19,9 @@ type sharedBackend struct {
 
 type memberKey struct{ cluster, member string }
 
-func keyOf(m backend.MemberRef) memberKey { return memberKey{backend.ClusterRef{Name: m.Cluster, Home: m.Home}.Key(), m.Name} }
+func keyOf(m backend.MemberRef) memberKey {
+	return memberKey{backend.ClusterRef{Name: m.Cluster, Home: m.Home}.Key(), m.Name}
+}
 
 // hostView is the shared backend as one simulated host sees it.
 type hostView struct {
