@@ -116,10 +116,11 @@ type RegistryInfo struct {
 	Shards  []int `json:"shards,omitempty"`
 }
 
-// ShardSetup is what a new shard learns from the registry.
+// ShardSetup is what a new shard learns from the registry: the clusters following the
+// hosts, and the maintenance in force (none: the shard keeps what it has).
 type ShardSetup struct {
-	Clusters    []string    `json:"clusters,omitempty"`
-	Maintenance Maintenance `json:"maintenance,omitzero"`
+	Clusters    []string     `json:"clusters,omitempty"`
+	Maintenance *Maintenance `json:"maintenance,omitempty"`
 }
 
 // HostShardView is one shard's hosts, sorted by name.

@@ -35,10 +35,32 @@ func runDirectory(ctx workflow.Context, in workflows.HostsInput) error {
 	if err := d.setup(ctx); err != nil {
 		return err
 	}
-	if len(in.Hosts) > 0 || len(in.Clusters) > 0 {
+	switch {
+	case len(in.Hosts) > 0 || len(in.Clusters) > 0:
 		d.moveIn(ctx, in)
+	case workflow.GetInfo(ctx).ContinuedExecutionRunID == "":
+		d.findShards(ctx)
 	}
 	return d.run(ctx)
+}
+
+// findShards finds the shards already running when the directory starts afresh: none in a
+// new fleet, every shard of one whose directory was cancelled or terminated. Each running
+// shard is sent an empty setup, which it keeps nothing of, to learn whether it runs.
+func (d *directory) findShards(ctx workflow.Context) {
+	var setup workflows.ShardSetup
+	futures := make([]workflow.Future, workflows.HostShards)
+	for shard := range workflows.HostShards {
+		futures[shard] = workflow.SignalExternalWorkflow(ctx, workflows.HostShardWorkflowID(shard), "", workflows.ShardSetupSignal, setup)
+	}
+	for shard, f := range futures {
+		if f.Get(ctx, nil) == nil {
+			d.shards = append(d.shards, shard)
+		}
+	}
+	if len(d.shards) > 0 {
+		d.logger.Info("Found the registry's shards running", "Shards", len(d.shards))
+	}
 }
 
 func (d *directory) setup(ctx workflow.Context) error {
@@ -87,14 +109,20 @@ func (d *directory) run(ctx workflow.Context) error {
 		c.Receive(ctx, &d.maintenance)
 		d.signalShards(ctx, d.shards, func(int) (string, any) { return workflows.MaintenanceSignal, d.maintenance })
 	})
-	for {
+	// Cancelled (from the Web UI, say), the directory ends; the shards keep the hosts, and
+	// the next registration starts it afresh.
+	sel.AddReceive(ctx.Done(), func(workflow.ReceiveChannel, bool) {})
+	for ctx.Err() == nil {
 		sel.Select(ctx)
-		for sel.HasPending() {
+		for sel.HasPending() && ctx.Err() == nil {
 			sel.Select(ctx)
 		}
 		if continueAsNewDue(ctx) {
 			break
 		}
+	}
+	if ctx.Err() != nil {
+		return ctx.Err()
 	}
 	next := workflows.HostsInput{Shards: d.shards, Maintenance: d.maintenance}
 	for _, cluster := range slices.Sorted(maps.Keys(d.subscribers)) {
@@ -110,7 +138,7 @@ func (d *directory) shardStarted(ctx workflow.Context, shard int) {
 		d.shards = append(d.shards, shard)
 		slices.Sort(d.shards)
 	}
-	setup := workflows.ShardSetup{Clusters: slices.Sorted(maps.Keys(d.subscribers)), Maintenance: d.maintenance}
+	setup := workflows.ShardSetup{Clusters: slices.Sorted(maps.Keys(d.subscribers)), Maintenance: &d.maintenance}
 	d.signalShards(ctx, []int{shard}, func(int) (string, any) { return workflows.ShardSetupSignal, setup })
 }
 

@@ -139,7 +139,9 @@ func (r *hostsRegistry) setup(ctx workflow.Context) error {
 			for {
 				var setup workflows.ShardSetup
 				setups.Receive(ctx, &setup)
-				r.maintenance = setup.Maintenance
+				if setup.Maintenance != nil {
+					r.maintenance = *setup.Maintenance
+				}
 				for _, cluster := range setup.Clusters {
 					if _, known := r.clusters[cluster]; !known {
 						r.place(workflows.ClusterPlacement{Cluster: cluster, Members: map[string]int{}})

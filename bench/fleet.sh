@@ -1,0 +1,83 @@
+#!/usr/bin/env bash
+# A fleet of N hosts (issue 42), simulated in two processes (`clusterflow simulate`: a
+# worker each on its own task queue, with its own registration and lease) against the
+# embedded default: 99% of the hosts in one with a host timeout of 5 minutes, 1% in
+# another with one of 10 s, whose names sort first so that placement puts members there.
+# It registers them all, deploys a cluster of MEMBERS members, one per host, kills the
+# 1% at once, and prints the times to all ready, to the loss seen and to the members
+# replaced, the registry's largest run and most pending activities, and the peak memory of
+# the process simulating the 99%.
+#
+#   bench/fleet.sh 2000; bench/fleet.sh 10000; MEMBERS=100 bench/fleet.sh 5000
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+hosts=${1:-2000}
+members=${MEMBERS:-200}
+source "$root/bench/lib.sh"
+doomed=$(( hosts / 100 ))
+kept=$(( hosts - doomed ))
+start_bg dev "^Ready" dev --no-ui --no-gateway --db "$tmp/dev.db" --data "$tmp/data" --address "$TEMPORAL_ADDRESS" --log-level warn
+
+# count_hosts STATE prints how many hosts `hosts` lists in that state (0 when it cannot
+# answer in time, as while thousands register).
+count_hosts() {
+  "$cf" hosts -o json 2>/dev/null | python3 -c "
+import json, sys
+try: print(sum(1 for h in json.load(sys.stdin) if h['state'] == '$1'))
+except Exception: print(0)" || echo 0
+}
+wait_for() { # wait_for WHAT LIMIT-S COMMAND...: run COMMAND until it succeeds
+  local what=$1 limit=$2
+  shift 2
+  local until=$(( $(date +%s) + limit ))
+  until "$@"; do
+    [ "$(date +%s)" -lt "$until" ] || { echo "FAIL: $what within ${limit}s" >&2; exit 1; }
+    sleep 1
+  done
+}
+
+start=$(ms)
+"$cf" simulate --hosts "$doomed" --prefix sim-0 --host-timeout 10s --data "$tmp/doomed" --log-level warn > "$tmp/doomed.log" 2>&1 &
+doomed_pid=$!
+bg_pids+=("$doomed_pid")
+"$cf" simulate --hosts "$kept" --prefix sim-k --host-timeout 5m --data "$tmp/kept" --log-level warn > "$tmp/kept.log" 2>&1 &
+kept_pid=$!
+bg_pids+=("$kept_pid")
+all_ready() { [ "$(count_hosts ready)" = "$hosts" ]; }
+wait_for "$hosts hosts ready" 1800 all_ready
+register_ms=$(( $(ms) - start ))
+
+cat > "$tmp/spread.yaml" <<YAML
+name: spread
+roles:
+  - {name: worker, members: $members, maxInFlight: 500, startscript: $tmp/noop.sh, replaceAfter: 1s, placement: {maxPerHost: 1}}
+YAML
+start=$(ms)
+"$cf" deploy -f "$tmp/spread.yaml" --wait --timeout 30m > "$tmp/deploy.out" || { cat "$tmp/deploy.out"; exit 1; }
+deploy_ms=$(( $(ms) - start ))
+on_doomed() {
+  "$cf" status spread -o json | python3 -c "
+import json, sys
+s = json.load(sys.stdin)
+print(sum(1 for r in s['roles'] for m in r['members'] if m['host'].startswith('sim-0')), s['phase'])"
+}
+read -r placed _ < <(on_doomed)
+
+start=$(ms)
+kill -9 "$doomed_pid"
+all_lost() { [ "$(count_hosts lost)" = "$doomed" ]; }
+wait_for "$doomed hosts lost" 600 all_lost
+loss_ms=$(( $(ms) - start ))
+replaced() { [ "$(on_doomed)" = "0 ready" ]; }
+wait_for "the lost hosts' members replaced" 600 replaced
+replaced_ms=$(( $(ms) - start ))
+stats=$(cd "$root" && go run ./bench/registrystats)
+peak_mib=$(( $(awk '/VmHWM/ {print $2}' "/proc/$kept_pid/status") / 1024 ))
+
+echo "$hosts simulated hosts ($doomed lost at once, host timeout 10 s), a cluster of $members members, one per host"
+printf '  all registered and ready:      %8d ms\n' "$register_ms"
+printf '  deploy --wait:                 %8d ms\n' "$deploy_ms"
+printf '  loss seen after the kill:      %8d ms   (%d members on the lost hosts)\n' "$loss_ms" "$placed"
+printf '  replaced after the kill:       %8d ms\n' "$replaced_ms"
+printf '  %s\n' "$stats"
+printf '  peak memory, simulating %d hosts: %d MiB\n' "$kept" "$peak_mib"
