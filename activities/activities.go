@@ -77,6 +77,13 @@ func (a *Activities) refuseUnsigned(ctx context.Context, run backend.ScriptRun) 
 
 // WriteClusterFiles installs startscripts and writes the configmeta every member reads.
 func (a *Activities) WriteClusterFiles(ctx context.Context, files backend.ClusterFiles) error {
+	if from := files.ConfigMetaFrom; from != nil {
+		packed, err := fetchConfigMeta(ctx, *from)
+		if err != nil {
+			return err
+		}
+		files.ConfigMetaGzip, files.ConfigMetaFrom = packed, nil
+	}
 	if err := files.Unpack(); err != nil {
 		return temporal.NewNonRetryableApplicationError(err.Error(), "InvalidInput", err)
 	}

@@ -64,7 +64,7 @@ print(sum(1 for r in s['roles'] for m in r['members'] if m['host'].startswith('s
 read -r placed _ < <(on_doomed)
 
 start=$(ms)
-kill -9 "$doomed_pid"
+{ kill -9 "$doomed_pid" && wait "$doomed_pid"; } 2>/dev/null || true
 all_lost() { [ "$(count_hosts lost)" = "$doomed" ]; }
 wait_for "$doomed hosts lost" 600 all_lost
 loss_ms=$(( $(ms) - start ))

@@ -13,6 +13,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/clusterflow/clusterflow/internal/apperr"
+	"github.com/clusterflow/clusterflow/internal/gzjson"
 	"github.com/clusterflow/clusterflow/spec"
 	"github.com/clusterflow/clusterflow/workflows"
 )
@@ -60,7 +61,14 @@ func (s *Starter) Deploy(ctx context.Context, c spec.Cluster, opts DeployOptions
 			return apperr.Errorf(apperr.Invalid, "deploy refused: %v", err)
 		}
 	}
-	return s.startCluster(ctx, c, workflows.PhaseDeploying, workflows.ClusterInput{Spec: c, ContinueAsNewEvery: opts.ContinueAsNewEvery, Hosts: hosts})
+	in := workflows.ClusterInput{Spec: c, ContinueAsNewEvery: opts.ContinueAsNewEvery, Hosts: hosts}
+	// A fleet of thousands of hosts passes Temporal's payload limits as plain JSON.
+	if packed, err := gzjson.PackIfLarge(hosts); err != nil {
+		return err
+	} else if packed != nil {
+		in.Hosts, in.HostsGzip = nil, packed
+	}
+	return s.startCluster(ctx, c, workflows.PhaseDeploying, in)
 }
 
 // startCluster starts a cluster's workflow, as a deploy or an import.

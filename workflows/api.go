@@ -26,6 +26,10 @@ const (
 
 	// StatusQuery returns the ClusterStatus that `clusterflow status -o json` prints.
 	StatusQuery = "status"
+	// ConfigMetaQuery takes the hash of a configmeta the cluster is writing to its hosts
+	// (backend.ConfigMetaSource) and returns it, gzipped JSON: a host fetches it rather
+	// than every host's write carrying it through the cluster's history.
+	ConfigMetaQuery = "configmeta"
 	// DeleteUpdate starts deleting a cluster and returns its status once accepted.
 	DeleteUpdate = "delete"
 	// ResizeUpdate sets role member counts; it returns a ChangeResult once accepted.
@@ -105,6 +109,8 @@ type ClusterInput struct {
 	// Hosts is the registry's view when the cluster was deployed; with any host, the
 	// cluster places its members on hosts.
 	Hosts []Host `json:"hosts,omitempty"`
+	// HostsGzip, for a fleet of thousands of hosts, is Hosts as gzipped JSON.
+	HostsGzip []byte `json:"hostsGzip,omitempty"`
 }
 
 // Carried is what a cluster workflow hands to its next run when it continues as new.

@@ -12,6 +12,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/testsuite"
 	sdkworker "go.temporal.io/sdk/worker"
+	"go.temporal.io/sdk/workflow"
 
 	"github.com/clusterflow/clusterflow/activities"
 	"github.com/clusterflow/clusterflow/internal/backend"
@@ -19,6 +20,7 @@ import (
 	"github.com/clusterflow/clusterflow/spec"
 	"github.com/clusterflow/clusterflow/worker"
 	"github.com/clusterflow/clusterflow/workflows"
+	"github.com/clusterflow/clusterflow/workflows/internal/change"
 )
 
 const script = "#!/bin/sh\n"
@@ -56,6 +58,10 @@ func newEnv(t *testing.T, fake *fakeBackend) *testsuite.TestWorkflowEnvironment 
 	// A cluster lives until deleted, reconciling every minute: end tests that leave it
 	// running after a few hours of workflow time (their events end within that).
 	env.SetWorkflowRunTimeout(5 * time.Hour)
+	// Hosts fetch configmeta from the cluster's workflow through a client, which this
+	// environment lacks: clusters here send it whole, as before; the end-to-end tests
+	// run the fetch.
+	env.OnGetVersion(change.ConfigMetaByQuery, workflow.DefaultVersion, 1).Return(workflow.DefaultVersion)
 	return env
 }
 

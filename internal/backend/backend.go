@@ -127,6 +127,9 @@ type ClusterFiles struct {
 	// ConfigMetaGzip, when set, is ConfigMeta as gzipped JSON: a cluster of thousands of
 	// members lists them all, which would pass Temporal's payload limit.
 	ConfigMetaGzip []byte `json:"configMetaGzip,omitempty"`
+	// ConfigMetaFrom, when set, says where the host fetches the configmeta (gzipped), which
+	// the activity puts in ConfigMetaGzip before the backend writes it.
+	ConfigMetaFrom *ConfigMetaSource `json:"configMetaFrom,omitempty"`
 	// Notice is a membership change that addnodes or delnodes runs will tell.
 	Notice *notice.Notice `json:"notice,omitempty"`
 	// Signed maps Signed.Hash to the spec's manifest and signature, for a host that
@@ -143,9 +146,16 @@ func (m MemberRef) Folder() ClusterRef { return ClusterRef{Name: m.Cluster, Home
 // Folder is the files' cluster.
 func (f ClusterFiles) Folder() ClusterRef { return ClusterRef{Name: f.Cluster, Home: f.Home} }
 
+// ConfigMetaSource is where a host fetches the configmeta to write: the cluster's workflow
+// answers the ConfigMetaQuery with the configmeta of that hash.
+type ConfigMetaSource struct {
+	WorkflowID string `json:"workflowID"`
+	Hash       string `json:"hash"`
+}
+
 // HasConfigMeta says the files carry configmeta to write.
 func (f ClusterFiles) HasConfigMeta() bool {
-	return f.ConfigMeta.Cluster != "" || len(f.ConfigMetaGzip) > 0
+	return f.ConfigMeta.Cluster != "" || len(f.ConfigMetaGzip) > 0 || f.ConfigMetaFrom != nil
 }
 
 // Unpack fills ConfigMeta from ConfigMetaGzip when the files came packed, and checks what a

@@ -214,6 +214,12 @@ roles:
 	}
 	record("host-lost-mid-setup", workflows.ClusterWorkflowID("midloss"))
 	record("host-registry", workflows.HostsWorkflowID)
+	// The shards keeping the hosts (histories from before shards have none).
+	for _, shard := range slices.Compact(slices.Sorted(slices.Values([]int{workflows.HostShard("h1"), workflows.HostShard("h2"), workflows.HostShard("h3")}))) {
+		if _, err := c.DescribeWorkflowExecution(context.Background(), workflows.HostShardWorkflowID(shard), ""); err == nil {
+			record(fmt.Sprintf("host-registry-shard-%02d", shard), workflows.HostShardWorkflowID(shard))
+		}
+	}
 }
 
 // recorder returns a function that records a workflow's histories (every run and child)

@@ -22,6 +22,19 @@ func PackIfLarge(v any) ([]byte, error) {
 	if err != nil || len(data) <= PackAbove {
 		return nil, err
 	}
+	return gz(data)
+}
+
+// Pack returns v's JSON and the same gzipped, whatever its size.
+func Pack(v any) (data, packed []byte, err error) {
+	if data, err = json.Marshal(v); err != nil {
+		return nil, nil, err
+	}
+	packed, err = gz(data)
+	return data, packed, err
+}
+
+func gz(data []byte) ([]byte, error) {
 	var buf bytes.Buffer
 	zw := gzip.NewWriter(&buf)
 	if _, err := zw.Write(data); err != nil {
@@ -40,16 +53,25 @@ const MaxUnpacked = 128 << 20
 
 // Unmarshal reads gzipped JSON into v, refusing more than MaxUnpacked of it.
 func Unmarshal(packed []byte, v any) error {
-	zr, err := gzip.NewReader(bytes.NewReader(packed))
+	data, err := Inflate(packed)
 	if err != nil {
 		return err
+	}
+	return json.Unmarshal(data, v)
+}
+
+// Inflate returns the JSON that packed holds, refusing more than MaxUnpacked of it.
+func Inflate(packed []byte) ([]byte, error) {
+	zr, err := gzip.NewReader(bytes.NewReader(packed))
+	if err != nil {
+		return nil, err
 	}
 	data, err := io.ReadAll(io.LimitReader(zr, MaxUnpacked+1))
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if len(data) > MaxUnpacked {
-		return fmt.Errorf("unpacks to more than %d MiB", MaxUnpacked>>20)
+		return nil, fmt.Errorf("unpacks to more than %d MiB", MaxUnpacked>>20)
 	}
-	return json.Unmarshal(data, v)
+	return data, nil
 }

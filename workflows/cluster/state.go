@@ -51,6 +51,10 @@ type cluster struct {
 	// setUpElsewhere says members being set up on a lost host are set up elsewhere
 	// (change.SetUpElsewhere).
 	setUpElsewhere bool
+	// configMetaByQuery says hosts fetch configmeta by its hash (change.ConfigMetaByQuery);
+	// configMetas are the latest written, which the ConfigMetaQuery answers from.
+	configMetaByQuery bool
+	configMetas       []packedConfigMeta
 	// lifecycle says this run keeps the lifecycle contract of change.Lifecycle.
 	lifecycle bool
 	// appContract says this run keeps the contract of change.AppContract too.

@@ -7,6 +7,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/clusterflow/clusterflow/internal/backend"
+	"github.com/clusterflow/clusterflow/internal/gzjson"
 	"github.com/clusterflow/clusterflow/internal/signing"
 	"github.com/clusterflow/clusterflow/spec"
 	"github.com/clusterflow/clusterflow/workflows"
@@ -117,6 +118,11 @@ func newClusterWorkflow(ctx workflow.Context, in workflows.ClusterInput) (*clust
 	}
 	makeFolderKey(ctx, &w.state)
 	w.noteSignature()
+	if len(in.HostsGzip) > 0 {
+		if err := gzjson.Unmarshal(in.HostsGzip, &in.Hosts); err != nil {
+			return nil, temporal.NewNonRetryableApplicationError("invalid hosts: "+err.Error(), "InvalidInput", nil)
+		}
+	}
 	if len(in.Hosts) > 0 {
 		w.state.OnHosts, w.state.Hosts = true, plan.SortHosts(in.Hosts)
 	}
@@ -145,6 +151,7 @@ func (w *clusterWorkflow) setup(ctx workflow.Context) error {
 		w.state.SpecGeneration = w.state.Generation // a cluster of before: its spec is at least this new
 	}
 	w.setUpElsewhere = workflow.GetVersion(ctx, change.SetUpElsewhere, workflow.DefaultVersion, 1) >= 1
+	w.configMetaByQuery = w.bounded && workflow.GetVersion(ctx, change.ConfigMetaByQuery, workflow.DefaultVersion, 1) >= 1
 	w.health.Options = health.Options{Bounded: w.bounded, SetUpElsewhere: w.setUpElsewhere, AppContract: w.appContract, HostCheck: w.hostCheck}
 	w.hostOptions = hosts.Options{SetUpElsewhere: w.setUpElsewhere, HostCheck: w.hostCheck}
 	w.announceOptions = announce.Options{Bounded: w.bounded, Lifecycle: w.lifecycle, AppContract: w.appContract}
@@ -158,6 +165,10 @@ func (w *clusterWorkflow) setup(ctx workflow.Context) error {
 		}
 		return status, nil
 	}, workflow.QueryHandlerOptions{Description: "The cluster's phase, roles and members, as `clusterflow status -o json` prints them; with {from, limit}, only that page of members"}); err != nil {
+		return err
+	}
+	if err := workflow.SetQueryHandlerWithOptions(ctx, workflows.ConfigMetaQuery, w.configMeta,
+		workflow.QueryHandlerOptions{Description: "The configmeta of {hash}, gzipped, which the cluster is writing to its hosts"}); err != nil {
 		return err
 	}
 	if err := workflow.SetQueryHandlerWithOptions(ctx, workflows.ManifestQuery, func(req workflows.ResizeRequest) (signing.Manifest, error) {

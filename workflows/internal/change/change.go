@@ -116,4 +116,10 @@ const (
 	// once per run, when it starts: a registry that kept every host moves its hosts into
 	// shards when it continues as new, which a worker with shards asks of it.
 	ShardedRegistry = "sharded-registry"
+	// ConfigMetaByQuery: a cluster on hosts writes its configmeta to each host as a
+	// reference (its hash), which the host fetches with the ConfigMetaQuery, rather than
+	// whole in every write: a member a host made every pass's writes O(members x hosts) in
+	// the history. At most hostWritesAtOnce writes are in flight. Asked once per run, when it
+	// starts.
+	ConfigMetaByQuery = "configmeta-by-query"
 )

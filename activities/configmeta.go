@@ -1,0 +1,73 @@
+package activities
+
+import (
+	"context"
+	"fmt"
+	"sync"
+
+	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/temporal"
+
+	"github.com/clusterflow/clusterflow/internal/backend"
+	"github.com/clusterflow/clusterflow/internal/gzjson"
+	"github.com/clusterflow/clusterflow/spec"
+	"github.com/clusterflow/clusterflow/workflows"
+)
+
+// fetchConfigMeta asks the cluster's workflow for the configmeta a write names, and checks
+// it against its hash. The hosts a process serves share what it fetched (one host a
+// process in a fleet; thousands in a simulated one).
+func fetchConfigMeta(ctx context.Context, from backend.ConfigMetaSource) ([]byte, error) {
+	key := from.WorkflowID + "/" + from.Hash
+	if packed, ok := fetchedConfigMetas.get(key); ok {
+		return packed, nil
+	}
+	resp, err := activity.GetClient(ctx).QueryWorkflow(ctx, from.WorkflowID, "", workflows.ConfigMetaQuery, from.Hash)
+	if err != nil {
+		return nil, fmt.Errorf("fetch configmeta %s from %s: %w", from.Hash, from.WorkflowID, err)
+	}
+	var packed []byte
+	if err := resp.Get(&packed); err != nil {
+		return nil, fmt.Errorf("fetch configmeta %s from %s: %w", from.Hash, from.WorkflowID, err)
+	}
+	data, err := gzjson.Inflate(packed)
+	if err != nil || spec.ContentHash(data) != from.Hash {
+		return nil, temporal.NewNonRetryableApplicationError(fmt.Sprintf("configmeta from %s does not match its hash %s", from.WorkflowID, from.Hash), "InvalidInput", nil)
+	}
+	fetchedConfigMetas.put(key, packed)
+	return packed, nil
+}
+
+// fetchedConfigMetas keeps the last few configmetas fetched.
+var fetchedConfigMetas = configMetaCache{keep: 8}
+
+type configMetaCache struct {
+	mu    sync.Mutex
+	keep  int
+	order []string
+	data  map[string][]byte
+}
+
+func (c *configMetaCache) get(key string) ([]byte, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	packed, ok := c.data[key]
+	return packed, ok
+}
+
+func (c *configMetaCache) put(key string, packed []byte) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.data == nil {
+		c.data = map[string][]byte{}
+	}
+	if _, ok := c.data[key]; ok {
+		return
+	}
+	c.data[key] = packed
+	c.order = append(c.order, key)
+	if len(c.order) > c.keep {
+		delete(c.data, c.order[0])
+		c.order = c.order[1:]
+	}
+}
