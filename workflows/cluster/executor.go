@@ -243,7 +243,7 @@ func (e *executor) delete(parent workflow.Context) {
 	// A delete is the removal toward the empty spec: every member, whatever its state.
 	e.runPass(ctx, &spec.Cluster{}, plan.Removal(e.w.state.Levels, true), nil)
 	// Any reachable host may hold the folder of a member that has left.
-	failed := hosts.OnEach(flow.WithQuickActivity(ctx, "remove "+e.w.state.Name), &e.w.state, e.w.setUpElsewhere, hosts.ReachableHosts(&e.w.state), func(ctx workflow.Context, _ string) error {
+	failed := hosts.OnEach(flow.WithQuickActivity(ctx, "remove "+e.w.state.Name), &e.w.state, e.w.setUpElsewhere, e.w.hostsAtOnce(), hosts.ReachableHosts(&e.w.state), func(ctx workflow.Context, _ string) error {
 		return workflow.ExecuteActivity(ctx, flow.ActRemoveCluster, e.w.Folder().Key()).Get(ctx, nil)
 	})
 	if e.w.state.OnHosts {

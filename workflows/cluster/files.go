@@ -80,9 +80,8 @@ func (e *executor) WriteFiles(ctx workflow.Context, summary string, to []string,
 	// more than hostWriteBytes; a write alone always goes.
 	sizes := map[bool]int{false: workflows.PayloadSize(files)}
 	inFlight := flow.Slots{Limit: hostWriteBytes}
-	writes := flow.Slots{Limit: hostWritesAtOnce}
 	files.FolderKey = e.w.state.FolderKey
-	return hosts.OnEach(flow.WithQuickActivity(ctx, summary), &e.w.state, e.w.setUpElsewhere, to, func(ctx workflow.Context, host string) error {
+	return hosts.OnEach(flow.WithQuickActivity(ctx, summary), &e.w.state, e.w.setUpElsewhere, e.w.hostsAtOnce(), to, func(ctx workflow.Context, host string) error {
 		f := files
 		install := e.w.bounded && e.w.state.Installed[host] != digest
 		if install {
@@ -94,13 +93,6 @@ func (e *executor) WriteFiles(ctx workflow.Context, summary string, to []string,
 		size := sizes[install]
 		if err := inFlight.Wait(ctx, size, nil); err != nil {
 			return err
-		}
-		if e.w.configMetaByQuery {
-			if err := writes.Wait(ctx, 1, nil); err != nil {
-				return err
-			}
-			writes.Take(1)
-			defer writes.Give(1)
 		}
 		inFlight.Take(size)
 		err := flow.ExecuteActivity(ctx, flow.ActWriteClusterFiles, f).Get(ctx, nil)
@@ -118,13 +110,19 @@ func (e *executor) WriteFiles(ctx workflow.Context, summary string, to []string,
 	})
 }
 
-// hostWriteBytes bounds the cluster files in flight to hosts at once, and (in runs that
-// send configmeta by reference, whose writes are small) hostWritesAtOnce their number, far
-// under Temporal's 2,000 pending activities.
-const (
-	hostWriteBytes   = 1 << 20
-	hostWritesAtOnce = 500
-)
+// hostWriteBytes bounds the cluster files in flight to hosts at once.
+const hostWriteBytes = 1 << 20
+
+// hostsAtOnce bounds the hosts a cluster-wide activity (files, listing, removal) runs on at
+// once in runs that send configmeta by reference (their writes are small, so bytes no
+// longer bound them): a cluster spread over thousands of hosts stays far under Temporal's
+// 2,000 pending activities. Runs from before ran on every host at once.
+func (c *cluster) hostsAtOnce() int {
+	if c.configMetaByQuery {
+		return 500
+	}
+	return 0
+}
 
 // A cluster spread over thousands of hosts, a member each, wrote its whole configmeta to
 // every host: members x hosts bytes in its history at each write, past Temporal's 50 MB a

@@ -152,7 +152,7 @@ func (w *clusterWorkflow) setup(ctx workflow.Context) error {
 	}
 	w.setUpElsewhere = workflow.GetVersion(ctx, change.SetUpElsewhere, workflow.DefaultVersion, 1) >= 1
 	w.configMetaByQuery = w.bounded && workflow.GetVersion(ctx, change.ConfigMetaByQuery, workflow.DefaultVersion, 1) >= 1
-	w.health.Options = health.Options{Bounded: w.bounded, SetUpElsewhere: w.setUpElsewhere, AppContract: w.appContract, HostCheck: w.hostCheck}
+	w.health.Options = health.Options{Bounded: w.bounded, SetUpElsewhere: w.setUpElsewhere, AppContract: w.appContract, HostCheck: w.hostCheck, HostsAtOnce: w.hostsAtOnce()}
 	w.hostOptions = hosts.Options{SetUpElsewhere: w.setUpElsewhere, HostCheck: w.hostCheck}
 	w.announceOptions = announce.Options{Bounded: w.bounded, Lifecycle: w.lifecycle, AppContract: w.appContract}
 	if err := workflow.SetQueryHandlerWithOptions(ctx, workflows.StatusQuery, func(page *workflows.StatusPage) (workflows.ClusterStatus, error) {

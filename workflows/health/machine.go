@@ -44,6 +44,8 @@ type Options struct {
 	AppContract bool
 	// HostCheck is what placement asks of hosts' allow-lists.
 	HostCheck plan.HostCheck
+	// HostsAtOnce bounds the hosts a reconcile lists at once (0: all).
+	HostsAtOnce int
 }
 
 // NewMachine is the health of a cluster whose members the runner acts on.

@@ -112,7 +112,7 @@ func (hm *Machine) listMembers(ctx workflow.Context, c Cluster) ([]backend.Membe
 	}
 	var all []backend.MemberRef
 	listedHosts := map[string]bool{}
-	failed := hosts.OnEach(ctx, c.State(), hm.SetUpElsewhere, hosts.ReachableHosts(c.State()), func(ctx workflow.Context, host string) error {
+	failed := hosts.OnEach(ctx, c.State(), hm.SetUpElsewhere, hm.HostsAtOnce, hosts.ReachableHosts(c.State()), func(ctx workflow.Context, host string) error {
 		listed, err := hm.listOn(ctx, c, host)
 		if err != nil {
 			return err

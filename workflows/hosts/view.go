@@ -163,7 +163,7 @@ func NoteStale(s *workflows.ClusterState, ref backend.MemberRef) bool {
 // start and to finish, and one retry: a host partitioned midway may have taken the task
 // and never answer, and nothing may wait on it for long. With setUpElsewhere, the hosts
 // run at once, and one found lost meanwhile (s changes while they run) is not waited for.
-func OnEach(ctx workflow.Context, s *workflows.ClusterState, setUpElsewhere bool, hosts []string, run func(ctx workflow.Context, host string) error) map[string]error {
+func OnEach(ctx workflow.Context, s *workflows.ClusterState, setUpElsewhere bool, atOnce int, hosts []string, run func(ctx workflow.Context, host string) error) map[string]error {
 	failed := map[string]error{}
 	if !s.OnHosts {
 		if err := run(ctx, ""); err != nil {
@@ -186,34 +186,39 @@ func OnEach(ctx workflow.Context, s *workflows.ClusterState, setUpElsewhere bool
 		}
 		return failed
 	}
-	// All hosts at once, and a host found lost meanwhile is not waited for: its run is
+	// All hosts at once (at most atOnce, when positive, far under Temporal's 2,000 pending
+	// activities), and a host found lost meanwhile is not waited for: its run is
 	// cancelled, so that no step of the cluster depends on a dead host past its loss.
-	left := len(hosts)
-	cancels := map[string]workflow.CancelFunc{}
-	for _, host := range hosts {
-		hostCtx, cancel := workflow.WithCancel(ctx)
-		cancels[host] = cancel
-		workflow.Go(hostCtx, func(ctx workflow.Context) {
-			onOne(ctx, host)
-			left--
-		})
-	}
+	left, next := len(hosts), 0
+	running := map[string]workflow.CancelFunc{}
 	// The runs answer a cancel at once, so waiting for them outlives one.
 	waitCtx, _ := workflow.NewDisconnectedContext(ctx)
 	lostOne := func() bool {
-		for host := range cancels {
+		for host := range running {
 			if !Reachable(s, host) {
 				return true
 			}
 		}
 		return false
 	}
+	room := func() bool { return next < len(hosts) && (atOnce <= 0 || len(running) < atOnce) }
 	for left > 0 {
-		_ = workflow.Await(waitCtx, func() bool { return left == 0 || lostOne() })
-		for _, host := range slices.Sorted(maps.Keys(cancels)) {
+		for room() {
+			host := hosts[next]
+			next++
+			hostCtx, cancel := workflow.WithCancel(ctx)
+			running[host] = cancel
+			workflow.Go(hostCtx, func(ctx workflow.Context) {
+				onOne(ctx, host)
+				left--
+				delete(running, host)
+			})
+		}
+		_ = workflow.Await(waitCtx, func() bool { return left == 0 || lostOne() || room() })
+		for _, host := range slices.Sorted(maps.Keys(running)) {
 			if !Reachable(s, host) {
-				cancels[host]()
-				delete(cancels, host)
+				running[host]()
+				delete(running, host)
 			}
 		}
 	}

@@ -119,7 +119,7 @@ const (
 	// ConfigMetaByQuery: a cluster on hosts writes its configmeta to each host as a
 	// reference (its hash), which the host fetches with the ConfigMetaQuery, rather than
 	// whole in every write: a member a host made every pass's writes O(members x hosts) in
-	// the history. At most hostWritesAtOnce writes are in flight. Asked once per run, when it
-	// starts.
+	// the history. A cluster-wide activity (files, listing, removal) runs on at most 500
+	// hosts at once. Asked once per run, when it starts.
 	ConfigMetaByQuery = "configmeta-by-query"
 )
