@@ -4,8 +4,6 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -61,20 +59,9 @@ func blipTrials(t *testing.T, set, trials int) {
 	hosts := []string{"h1", "h2", "h3"}
 	for trial := range trials {
 		name := fmt.Sprintf("blip%d-%d", set, trial)
-		dir := t.TempDir()
-		script, trace := filepath.Join(dir, "loss.sh"), filepath.Join(dir, "trace.log")
-		if err := os.WriteFile(script, []byte(lossScript), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		specPath := filepath.Join(dir, "cluster.yaml")
-		if err := os.WriteFile(specPath, []byte(strings.NewReplacer("NAME", name, "SCRIPT", script, "TRACE_FILE", trace).Replace(lossSpec)), 0o644); err != nil {
-			t.Fatal(err)
-		}
 		cut := hosts[r.IntN(len(hosts))]
 		after := time.Second + time.Duration(r.Int64N(int64(8*time.Second)))
-		if res := f.cli("deploy", "-f", specPath); res.Code != 0 {
-			t.Fatalf("deploy %s: %s", name, res)
-		}
+		trace := deployLossCluster(t, f, name)
 		var placed []string
 		waitFor(t, name+"'s members placed", func() bool {
 			placed = placements(f.status(name))

@@ -74,20 +74,9 @@ func hostLossTrials(t *testing.T, set, trials int) {
 	hosts := []string{"h1", "h2", "h3"}
 	for trial := range trials {
 		name := fmt.Sprintf("loss%d-%d", set, trial)
-		dir := t.TempDir()
-		script, trace := filepath.Join(dir, "loss.sh"), filepath.Join(dir, "trace.log")
-		if err := os.WriteFile(script, []byte(lossScript), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		specPath := filepath.Join(dir, "cluster.yaml")
-		if err := os.WriteFile(specPath, []byte(strings.NewReplacer("NAME", name, "SCRIPT", script, "TRACE_FILE", trace).Replace(lossSpec)), 0o644); err != nil {
-			t.Fatal(err)
-		}
 		dead := hosts[r.IntN(len(hosts))]
 		after := time.Second + time.Duration(r.Int64N(int64(8*time.Second)))
-		if res := f.cli("deploy", "-f", specPath); res.Code != 0 {
-			t.Fatalf("deploy %s: %s", name, res)
-		}
+		trace := deployLossCluster(t, f, name)
 		time.Sleep(after)
 		killed := time.Now()
 		f.killHost(dead)
@@ -113,6 +102,25 @@ func hostLossTrials(t *testing.T, set, trials int) {
 			t.Fatalf("delete %s: %s", name, res)
 		}
 	}
+}
+
+// deployLossCluster writes the trials' script and the spec of a cluster of that name, and
+// starts its deploy; it returns the file where the scripts record their runs.
+func deployLossCluster(t *testing.T, f *fleet, name string) (trace string) {
+	t.Helper()
+	dir := t.TempDir()
+	script, trace := filepath.Join(dir, "loss.sh"), filepath.Join(dir, "trace.log")
+	if err := os.WriteFile(script, []byte(lossScript), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	specPath := filepath.Join(dir, "cluster.yaml")
+	if err := os.WriteFile(specPath, []byte(strings.NewReplacer("NAME", name, "SCRIPT", script, "TRACE_FILE", trace).Replace(lossSpec)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if res := f.cli("deploy", "-f", specPath); res.Code != 0 {
+		t.Fatalf("deploy %s: %s", name, res)
+	}
+	return trace
 }
 
 // checkLossTrace checks a trial from its scripts' own record: every member of the final
