@@ -19,11 +19,13 @@ import (
 	"github.com/clusterflow/clusterflow/workflows/plan"
 )
 
-// Workflow is the host registry (see hosts_api.go). Each host's liveness is a lease:
-// a long activity on the host's own task queue that the host's worker heartbeats. A missed
-// heartbeat makes the host lost; the next task the host's worker takes from its queue, a
-// check-in, makes it ready again. Heartbeats never reach the history, so an idle fleet
-// costs a few events per host every leaseTerm.
+// Workflow is the host registry's own workflow (see hosts_api.go): the directory of its
+// shards (directory.go) or, in runs from before shards, the registry of every host. A
+// registry keeps each host's liveness as a lease: a long activity on the host's own task
+// queue that the host's worker heartbeats. A missed heartbeat makes the host lost; the
+// next task the host's worker takes from its queue, a check-in, makes it ready again.
+// Heartbeats never reach the history, so an idle fleet costs a few events per host every
+// leaseTerm.
 func Workflow(ctx workflow.Context, in workflows.HostsInput) error {
 	if workflow.GetVersion(ctx, change.ShardedRegistry, workflow.DefaultVersion, 1) >= 1 {
 		return runDirectory(ctx, in)
