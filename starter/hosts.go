@@ -82,52 +82,7 @@ func (s *Starter) queryHosts(ctx context.Context, workflowID string) ([]workflow
 	return hosts, nil
 }
 
-// RegisterHost registers a worker's host with its shard of the registry, starting either
-// if it is not running. A registry that kept every host itself, as before shards, is
-// first asked to move them into shards, and waited for.
-func (s *Starter) RegisterHost(ctx context.Context, reg workflows.HostRegistration) (workflows.Host, error) {
-	for moveAsked := false; !s.registrySharded.Load(); {
-		info, err := s.registry(ctx)
-		if err != nil {
-			return workflows.Host{}, fmt.Errorf("register host %s: %w", reg.Name, err)
-		}
-		if !info.found {
-			// The directory must run before the shard, which tells it that it started.
-			if _, err := s.client.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
-				ID: workflows.HostsWorkflowID, TaskQueue: s.taskQueue, StaticSummary: registrySummary,
-				WorkflowIDConflictPolicy: enums.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
-			}, workflows.HostsWorkflowName, workflows.HostsInput{}); err != nil {
-				return workflows.Host{}, fmt.Errorf("register host %s: start the registry: %w", reg.Name, err)
-			}
-			continue
-		}
-		if info.Sharded {
-			s.registrySharded.Store(true) // for good: a sharded registry stays so
-			break
-		}
-		if !moveAsked {
-			if err := s.client.SignalWorkflow(ctx, workflows.HostsWorkflowID, "", workflows.ShardRegistrySignal, nil); err != nil {
-				return workflows.Host{}, fmt.Errorf("register host %s: ask the registry to move into shards: %w", reg.Name, err)
-			}
-			moveAsked = true
-		}
-		select {
-		case <-ctx.Done():
-			return workflows.Host{}, fmt.Errorf("register host %s: waiting for the registry to move into shards: %w", reg.Name, ctx.Err())
-		case <-time.After(200 * time.Millisecond):
-		}
-	}
-	shard := workflows.HostShard(reg.Name)
-	var host workflows.Host
-	err := s.updateWithStart(ctx, entity{workflows.HostShardWorkflowID(shard), workflows.HostShardWorkflowName, workflows.HostsInput{Shard: shard}, shardSummary},
-		workflows.RegisterHostUpdate, reg, &host)
-	return host, updateError("register host "+reg.Name, err)
-}
-
-const (
-	registrySummary = "clusterflow host registry"
-	shardSummary    = "clusterflow host registry shard"
-)
+const registrySummary = "clusterflow host registry"
 
 // entity is one of the fleet's singleton workflows, which the first update starts.
 type entity struct {

@@ -5,7 +5,6 @@ package starter
 import (
 	"errors"
 	"strings"
-	"sync/atomic"
 
 	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
@@ -25,9 +24,6 @@ type Starter struct {
 	dataConverter converter.DataConverter
 	// signer, when set, signs what the Starter deploys, applies and resizes (SignWith).
 	signer *signer
-	// registrySharded remembers that the host registry was found sharded, so that a fleet
-	// registering through one Starter asks once.
-	registrySharded atomic.Bool
 }
 
 // New returns a Starter; an empty task queue means workflows.DefaultTaskQueue.

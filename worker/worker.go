@@ -15,7 +15,6 @@ import (
 	"github.com/clusterflow/clusterflow/activities"
 	"github.com/clusterflow/clusterflow/internal/backend"
 	"github.com/clusterflow/clusterflow/internal/signing"
-	"github.com/clusterflow/clusterflow/starter"
 	"github.com/clusterflow/clusterflow/workflows"
 	"github.com/clusterflow/clusterflow/workflows/cluster"
 	"github.com/clusterflow/clusterflow/workflows/hosts"
@@ -122,7 +121,7 @@ func register(ctx context.Context, c client.Client, opts Options) {
 // registerOnce registers the host with its shard of the registry, starting what is not
 // running yet.
 func registerOnce(ctx context.Context, c client.Client, opts Options) error {
-	_, err := starter.New(c, opts.TaskQueue).RegisterHost(ctx, *opts.Host)
+	_, err := (&Registrar{Client: c, TaskQueue: opts.TaskQueue}).Register(ctx, *opts.Host)
 	return err
 }
 

@@ -18,7 +18,7 @@ import (
 
 	"github.com/clusterflow/clusterflow/activities"
 	"github.com/clusterflow/clusterflow/internal/backend"
-	"github.com/clusterflow/clusterflow/starter"
+	"github.com/clusterflow/clusterflow/worker"
 	"github.com/clusterflow/clusterflow/workflows"
 )
 
@@ -73,7 +73,7 @@ func Start(ctx context.Context, c client.Client, opts Options) (*Fleet, error) {
 		f.workers = append(f.workers, w)
 		regs = append(regs, reg)
 	}
-	st := starter.New(c, opts.TaskQueue)
+	registrar := &worker.Registrar{Client: c, TaskQueue: opts.TaskQueue}
 	work := make(chan workflows.HostRegistration)
 	errs := make(chan error, registerAtOnce)
 	var wg sync.WaitGroup
@@ -83,7 +83,7 @@ func Start(ctx context.Context, c client.Client, opts Options) (*Fleet, error) {
 				// A server busy with thousands of hosts starting may time a call out: the
 				// host tries again, as a worker's registration does.
 				for delay := time.Second; ; delay = min(2*delay, 10*time.Second) {
-					_, err := st.RegisterHost(ctx, reg)
+					_, err := registrar.Register(ctx, reg)
 					if err == nil {
 						break
 					}

@@ -1,15 +1,10 @@
 package cluster
 
 import (
-	"fmt"
-	"slices"
-
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/clusterflow/clusterflow/internal/backend"
-	"github.com/clusterflow/clusterflow/internal/gzjson"
 	"github.com/clusterflow/clusterflow/internal/signing"
-	"github.com/clusterflow/clusterflow/spec"
 	"github.com/clusterflow/clusterflow/workflows"
 	"github.com/clusterflow/clusterflow/workflows/hosts"
 	"github.com/clusterflow/clusterflow/workflows/internal/flow"
@@ -40,7 +35,7 @@ func (e *executor) WriteClusterFiles(ctx workflow.Context, withScripts bool) err
 	var files backend.ClusterFiles
 	var err error
 	if e.w.configMetaByQuery && e.w.state.OnHosts {
-		files, err = e.w.configMetaFiles(ctx, meta)
+		files, err = e.w.configMetas.Files(e.w.Folder(), workflow.GetInfo(ctx).WorkflowExecution.ID, meta)
 	} else {
 		files, err = hosts.PackFiles(e.w.Folder(), meta)
 	}
@@ -122,49 +117,6 @@ func (c *cluster) hostsAtOnce() int {
 		return 500
 	}
 	return 0
-}
-
-// A cluster spread over thousands of hosts, a member each, wrote its whole configmeta to
-// every host: members x hosts bytes in its history at each write, past Temporal's 50 MB a
-// run at a few hundred hosts. Its writes now name the configmeta by hash, and each host
-// fetches it from the cluster's workflow with the ConfigMetaQuery (change.ConfigMetaByQuery).
-
-// packedConfigMeta is a configmeta being written, gzipped, by the hash of its JSON.
-type packedConfigMeta struct {
-	hash   string
-	packed []byte
-}
-
-// configMetasKept is how many configmetas the query answers for: a host fetches the one
-// its write names, which a newer write may follow while the first is in flight.
-const configMetasKept = 4
-
-// configMetaFiles are files that name meta for hosts to fetch, which the query serves from
-// then on.
-func (w *clusterWorkflow) configMetaFiles(ctx workflow.Context, meta backend.ConfigMeta) (backend.ClusterFiles, error) {
-	data, packed, err := gzjson.Pack(meta)
-	if err != nil {
-		return backend.ClusterFiles{}, err
-	}
-	hash := spec.ContentHash(data)
-	if !slices.ContainsFunc(w.configMetas, func(c packedConfigMeta) bool { return c.hash == hash }) {
-		w.configMetas = append(w.configMetas, packedConfigMeta{hash, packed})
-		if len(w.configMetas) > configMetasKept {
-			w.configMetas = w.configMetas[1:]
-		}
-	}
-	return backend.ClusterFiles{Cluster: w.state.Name, Home: w.state.Home,
-		ConfigMetaFrom: &backend.ConfigMetaSource{WorkflowID: workflow.GetInfo(ctx).WorkflowExecution.ID, Hash: hash}}, nil
-}
-
-// configMeta answers the ConfigMetaQuery.
-func (w *clusterWorkflow) configMeta(hash string) ([]byte, error) {
-	for _, c := range w.configMetas {
-		if c.hash == hash {
-			return c.packed, nil
-		}
-	}
-	return nil, fmt.Errorf("configmeta %s is no longer written: a newer one is", hash)
 }
 
 // forgetInstalled makes the next write send the scripts and envs to host again: it was

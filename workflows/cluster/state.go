@@ -7,6 +7,7 @@ import (
 
 	"github.com/clusterflow/clusterflow/spec"
 	"github.com/clusterflow/clusterflow/workflows"
+	"github.com/clusterflow/clusterflow/workflows/hosts"
 	"github.com/clusterflow/clusterflow/workflows/plan"
 	"github.com/clusterflow/clusterflow/workflows/rollout"
 	"go.temporal.io/sdk/workflow"
@@ -51,10 +52,10 @@ type cluster struct {
 	// setUpElsewhere says members being set up on a lost host are set up elsewhere
 	// (change.SetUpElsewhere).
 	setUpElsewhere bool
-	// configMetaByQuery says hosts fetch configmeta by its hash (change.ConfigMetaByQuery);
-	// configMetas are the latest written, which the ConfigMetaQuery answers from.
+	// configMetaByQuery says hosts fetch configmeta by its hash (change.ConfigMetaByQuery)
+	// from configMetas, the latest written.
 	configMetaByQuery bool
-	configMetas       []packedConfigMeta
+	configMetas       hosts.ConfigMetas
 	// lifecycle says this run keeps the lifecycle contract of change.Lifecycle.
 	lifecycle bool
 	// appContract says this run keeps the contract of change.AppContract too.

@@ -167,7 +167,7 @@ func (w *clusterWorkflow) setup(ctx workflow.Context) error {
 	}, workflow.QueryHandlerOptions{Description: "The cluster's phase, roles and members, as `clusterflow status -o json` prints them; with {from, limit}, only that page of members"}); err != nil {
 		return err
 	}
-	if err := workflow.SetQueryHandlerWithOptions(ctx, workflows.ConfigMetaQuery, w.configMeta,
+	if err := workflow.SetQueryHandlerWithOptions(ctx, workflows.ConfigMetaQuery, w.configMetas.Query,
 		workflow.QueryHandlerOptions{Description: "The configmeta of {hash}, gzipped, which the cluster is writing to its hosts"}); err != nil {
 		return err
 	}

@@ -1,14 +1,12 @@
 package hosts
 
 import (
-	"fmt"
 	"maps"
 	"slices"
 	"strings"
 	"time"
 
 	"go.temporal.io/sdk/log"
-	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/clusterflow/clusterflow/internal/apperr"
@@ -33,23 +31,6 @@ func Workflow(ctx workflow.Context, in workflows.HostsInput) error {
 	r := newHostsRegistry(ctx, in, unsharded)
 	if err := r.setup(ctx); err != nil {
 		return err
-	}
-	return r.run(ctx)
-}
-
-// ShardWorkflow keeps the hosts of one shard of the fleet (see hosts_api.go), as Workflow
-// kept every host before shards.
-func ShardWorkflow(ctx workflow.Context, in workflows.HostsInput) error {
-	r := newHostsRegistry(ctx, in, in.Shard)
-	if err := r.setup(ctx); err != nil {
-		return err
-	}
-	if workflow.GetInfo(ctx).ContinuedExecutionRunID == "" && len(in.Hosts) == 0 {
-		// Started by a host registering: the directory lists it and sets it up.
-		err := workflow.SignalExternalWorkflow(ctx, workflows.HostsWorkflowID, "", workflows.ShardStartedSignal, in.Shard).Get(ctx, nil)
-		if err != nil {
-			r.logger.Error("Could not tell the host registry this shard started", "Shard", in.Shard, "Error", err)
-		}
 	}
 	return r.run(ctx)
 }
@@ -125,32 +106,11 @@ func (r *hostsRegistry) setup(ctx workflow.Context) error {
 		}
 	})
 	if r.shard == unsharded {
-		if err := workflow.SetQueryHandlerWithOptions(ctx, workflows.RegistryQuery, func() (workflows.RegistryInfo, error) {
-			return workflows.RegistryInfo{}, nil
-		}, workflow.QueryHandlerOptions{Description: "Whether the registry is sharded: not this one"}); err != nil {
+		if err := r.setupUnsharded(ctx); err != nil {
 			return err
 		}
-		moveOver := workflow.GetSignalChannel(ctx, workflows.ShardRegistrySignal)
-		workflow.Go(ctx, func(ctx workflow.Context) {
-			moveOver.Receive(ctx, nil)
-			r.moveOver = true
-		})
 	} else {
-		setups := workflow.GetSignalChannel(ctx, workflows.ShardSetupSignal)
-		workflow.Go(ctx, func(ctx workflow.Context) {
-			for {
-				var setup workflows.ShardSetup
-				setups.Receive(ctx, &setup)
-				if setup.Maintenance != nil {
-					r.maintenance = *setup.Maintenance
-				}
-				for _, cluster := range setup.Clusters {
-					if _, known := r.clusters[cluster]; !known {
-						r.place(workflows.ClusterPlacement{Cluster: cluster, Members: map[string]int{}})
-					}
-				}
-			}
-		})
+		r.setupShard(ctx)
 	}
 	placements := workflow.GetSignalChannel(ctx, workflows.ClusterHostsSignal)
 	workflow.Go(ctx, func(ctx workflow.Context) {
@@ -202,29 +162,9 @@ func (r *hostsRegistry) run(ctx workflow.Context) error {
 	return workflow.NewContinueAsNewError(ctx, workflows.HostsWorkflowName, next)
 }
 
-// tell sends a cluster the current view: every host, or the shard's.
-func (r *hostsRegistry) tell(ctx workflow.Context, cluster string) error {
-	if r.shard == unsharded {
-		return workflow.SignalExternalWorkflow(ctx, workflows.ClusterWorkflowID(cluster), "", workflows.HostsChangedSignal, slices.Clone(r.hosts)).Get(ctx, nil)
-	}
-	view := workflows.HostShardView{Shard: r.shard, Hosts: slices.Clone(r.hosts)}
-	return workflow.SignalExternalWorkflow(ctx, workflows.ClusterWorkflowID(cluster), "", workflows.HostShardViewSignal, view).Get(ctx, nil)
-}
-
 func continueAsNewDue(ctx workflow.Context) bool {
 	info := workflow.GetInfo(ctx)
 	return info.GetContinueAsNewSuggested() || info.GetCurrentHistoryLength() > hostsEventsPerRun
-}
-
-func (r *hostsRegistry) validateRegistration(reg plan.HostRegistration) error {
-	if err := validateRegistration(reg); err != nil {
-		return err
-	}
-	if r.shard != unsharded && r.host(reg.Name) == nil && len(r.hosts) >= workflows.MaxHostsPerShard {
-		return flow.Refused(apperr.Conflict, "host %s registration refused: its registry shard %d holds %d hosts, its most (a fleet holds at most %d)",
-			reg.Name, r.shard, len(r.hosts), workflows.MaxHostsPerShard*workflows.HostShards)
-	}
-	return nil
 }
 
 func validateRegistration(reg plan.HostRegistration) error {
@@ -383,95 +323,4 @@ func (r *hostsRegistry) changed() {
 
 func (r *hostsRegistry) host(name string) *plan.Host {
 	return plan.HostNamed(r.hosts, name)
-}
-
-// startLease keeps the host's lease in a goroutine of its own, once per host.
-func (r *hostsRegistry) startLease(ctx workflow.Context, name string) {
-	if r.leases[name] != nil {
-		return
-	}
-	leaseCtx, cancel := workflow.WithCancel(ctx)
-	r.leases[name] = cancel
-	workflow.Go(leaseCtx, func(ctx workflow.Context) { r.keepLease(ctx, name) })
-}
-
-// stopLease ends the host's lease goroutine, if it has one.
-func (r *hostsRegistry) stopLease(name string) {
-	if cancel := r.leases[name]; cancel != nil {
-		cancel()
-		delete(r.leases, name)
-	}
-}
-
-// keepLease alternates between waiting for the host (a check-in on its queue) and holding
-// its lease, marking it lost when a lease breaks.
-func (r *hostsRegistry) keepLease(ctx workflow.Context, name string) {
-	queue := workflows.HostTaskQueue(workflow.GetInfo(ctx).TaskQueueName, name)
-	for ctx.Err() == nil {
-		var reg plan.HostRegistration
-		checkIn := withCheckIn(ctx, queue, name)
-		if h := r.host(name); !h.Lost {
-			// Taken for alive (a run that continued as new): it must answer within its
-			// timeout, like a lease, or be lost.
-			checkIn = workflow.WithScheduleToStartTimeout(checkIn, h.Timeout)
-		}
-		err := workflow.ExecuteActivity(checkIn, flow.ActCheckInHost).Get(ctx, &reg)
-		if ctx.Err() != nil {
-			return
-		}
-		h := r.host(name)
-		if err != nil && !h.Lost {
-			h.Lost = true
-			r.logger.Warn("Host lost", "Host", name, "LastSeen", h.LastSeen, "Error", err)
-			r.changed()
-			continue
-		}
-		if err != nil || reg.Name != name {
-			// A worker of another host on this queue, or a failing one: try again later.
-			r.logger.Warn("Host check-in failed", "Host", name, "Registered", reg.Name, "Error", err)
-			_ = workflow.Sleep(ctx, h.Timeout)
-			continue
-		}
-		h.HostRegistration, h.Lost, h.LastSeen = reg, false, workflow.Now(ctx)
-		r.logger.Info("Host ready", "Host", name)
-		r.changed()
-		for {
-			err := workflow.ExecuteActivity(withLease(ctx, queue, r.host(name).Timeout), flow.ActHoldHostLease, r.host(name).Timeout).Get(ctx, nil)
-			if ctx.Err() != nil {
-				return
-			}
-			if err != nil {
-				break
-			}
-			r.host(name).LastSeen = workflow.Now(ctx)
-		}
-		h = r.host(name)
-		h.Lost = true
-		r.logger.Warn("Host lost", "Host", name, "LastSeen", h.LastSeen)
-		r.changed()
-	}
-}
-
-// withCheckIn waits as long as it takes for the host's worker to poll again.
-func withCheckIn(ctx workflow.Context, queue, host string) workflow.Context {
-	return workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
-		TaskQueue:           queue,
-		StartToCloseTimeout: 30 * time.Second,
-		RetryPolicy:         &temporal.RetryPolicy{InitialInterval: time.Second, MaximumInterval: 10 * time.Second},
-		Summary:             "check in " + host,
-	})
-}
-
-// withLease breaks the lease when the host goes unheard of for its timeout (the heartbeat
-// timeout is one beat longer, since the last heartbeat the server got may be a beat old),
-// or cannot even start the lease within it.
-func withLease(ctx workflow.Context, queue string, timeout time.Duration) workflow.Context {
-	return workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
-		TaskQueue:              queue,
-		ScheduleToStartTimeout: timeout,
-		StartToCloseTimeout:    leaseTerm + timeout,
-		HeartbeatTimeout:       timeout + workflows.LeaseBeat(timeout),
-		RetryPolicy:            &temporal.RetryPolicy{MaximumAttempts: 1},
-		Summary:                fmt.Sprintf("lease of %s", queue),
-	})
 }
