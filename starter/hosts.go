@@ -293,8 +293,11 @@ func (s *Starter) fleetHosts(ctx context.Context, hosts []workflows.Host) ([]wor
 	if len(hosts) == 0 && len(pollers) == 0 {
 		return nil, nil // single-host mode (or no worker yet: the workflow waits for one)
 	}
-	deadline := time.Now().Add(hostsWait)
-	for !slices.ContainsFunc(hosts, workflows.Host.Schedulable) {
+	deadline, pollersDeadline := time.Now().Add(hostsWait), time.Now().Add(pollersWait)
+	// The hosts whose workers poll are waited for too, a while, until each is up: they
+	// register at once, each with its own shard of the registry, and a deploy that went on
+	// with the first one ready put every member there.
+	for !slices.ContainsFunc(hosts, workflows.Host.Schedulable) || !allUp(pollers, hosts) && time.Now().Before(pollersDeadline) {
 		if time.Now().After(deadline) {
 			what := "no host has registered"
 			if len(hosts) > 0 {
@@ -314,6 +317,19 @@ func (s *Starter) fleetHosts(ctx context.Context, hosts []workflows.Host) ([]wor
 	}
 	return hosts, nil
 }
+
+// allUp says whether every named host is registered and not lost (checked in).
+func allUp(names []string, hosts []workflows.Host) bool {
+	for _, name := range names {
+		if !slices.ContainsFunc(hosts, func(h workflows.Host) bool { return h.Name == name && !h.Lost }) {
+			return false
+		}
+	}
+	return true
+}
+
+// pollersWait bounds how long a deploy waits for the hosts whose workers poll to be up.
+const pollersWait = 10 * time.Second
 
 // firstWorkerWait bounds how long a deploy that finds no worker at all waits for one to
 // poll before it starts in single-host mode.
