@@ -318,6 +318,30 @@ func (s *Starter) fleetHosts(ctx context.Context, hosts []workflows.Host) ([]wor
 	return hosts, nil
 }
 
+// hostsOnceUp lists the hosts once every host whose worker polls is up, or pollersWait has
+// passed: a worker started a moment ago may not have registered yet.
+func (s *Starter) hostsOnceUp(ctx context.Context) ([]workflows.Host, error) {
+	hosts, err := s.Hosts(ctx)
+	if err != nil {
+		return nil, err
+	}
+	pollers, _, err := s.hostWorkers(ctx)
+	if err != nil {
+		return nil, err
+	}
+	for deadline := time.Now().Add(pollersWait); !allUp(pollers, hosts) && time.Now().Before(deadline); {
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(250 * time.Millisecond):
+		}
+		if hosts, err = s.Hosts(ctx); err != nil {
+			return nil, err
+		}
+	}
+	return hosts, nil
+}
+
 // allUp says whether every named host is registered and not lost (checked in).
 func allUp(names []string, hosts []workflows.Host) bool {
 	for _, name := range names {

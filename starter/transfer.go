@@ -139,7 +139,7 @@ func (s *Starter) Import(ctx context.Context, file workflows.ExportFile, dryRun 
 	if err != nil {
 		return report, err
 	}
-	hosts, err := s.Hosts(ctx)
+	hosts, err := s.hostsOnceUp(ctx)
 	if err != nil {
 		return report, err
 	}
