@@ -37,7 +37,6 @@ type Options struct {
 
 // Fleet is a running simulated fleet.
 type Fleet struct {
-	Names   []string
 	workers []sdkworker.Worker
 }
 
@@ -69,7 +68,6 @@ func Start(ctx context.Context, c client.Client, opts Options) (*Fleet, error) {
 			f.Stop()
 			return nil, fmt.Errorf("host %s: %w", name, err)
 		}
-		f.Names = append(f.Names, name)
 		f.workers = append(f.workers, w)
 		regs = append(regs, reg)
 	}
@@ -92,7 +90,10 @@ func Start(ctx context.Context, c client.Client, opts Options) (*Fleet, error) {
 						return
 					}
 					opts.Logger.Warn("Could not register a simulated host; retrying", zap.String("host", reg.Name), zap.Error(err), zap.Duration("in", delay))
-					time.Sleep(delay)
+					select {
+					case <-ctx.Done():
+					case <-time.After(delay):
+					}
 				}
 			}
 		})
