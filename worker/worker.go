@@ -185,5 +185,6 @@ func RegisterWorkflows(r interface {
 	r.RegisterWorkflowWithOptions(hosts.ShardWorkflow, workflow.RegisterOptions{Name: workflows.HostShardWorkflowName})
 	r.RegisterWorkflowWithOptions(hosts.MemberLogWorkflow, workflow.RegisterOptions{Name: workflows.MemberLogWorkflowName})
 	r.RegisterWorkflowWithOptions(hosts.OrphansWorkflow, workflow.RegisterOptions{Name: workflows.OrphansWorkflowName})
+	r.RegisterWorkflowWithOptions(hosts.ListingWorkflow, workflow.RegisterOptions{Name: workflows.HostsListingWorkflowName})
 	r.RegisterWorkflowWithOptions(maintenance.Workflow, workflow.RegisterOptions{Name: workflows.MaintenanceWorkflowName})
 }

@@ -41,6 +41,8 @@ type fakeBackend struct {
 	// listed, if set, sees each listing before ListMembers returns it: it can hold the
 	// listing back, as a slow host does.
 	listed func(members []backend.MemberRef)
+	// listers counts the listings by the type of workflow that asked for them.
+	listers map[string]int
 }
 
 func newFakeBackend() *fakeBackend {
@@ -112,6 +114,12 @@ func (f *fakeBackend) ListMembers(ctx context.Context, key string) ([]backend.Me
 		if m := f.members[key]; m.Cluster == cluster && strings.HasPrefix(key, host) {
 			members = append(members, m)
 		}
+	}
+	if activity.IsActivity(ctx) {
+		if f.listers == nil {
+			f.listers = map[string]int{}
+		}
+		f.listers[activity.GetInfo(ctx).WorkflowType.Name]++
 	}
 	listed := f.listed
 	f.mu.Unlock()

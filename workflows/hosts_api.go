@@ -145,3 +145,38 @@ type ShardSubscriber struct {
 	Cluster string `json:"cluster"`
 	Shards  []int  `json:"shards,omitempty"`
 }
+
+// HostsListingWorkflowName lists a cluster's members on a group of its hosts for a
+// reconcile, as a child of the cluster: an activity a host, so that a cluster on thousands
+// of hosts keeps those activities' events out of its own history (change.ListingInChildren).
+const HostsListingWorkflowName = "HostsListingWorkflow"
+
+// HostsPerListing is the most hosts one listing child lists.
+const HostsPerListing = 500
+
+// HostsListingInput names the cluster's folder and the hosts to list it on, each with how
+// long its worker may take to answer.
+type HostsListingInput struct {
+	Cluster   string        `json:"cluster"`
+	FolderKey string        `json:"folderKey"`
+	Hosts     []ListingHost `json:"hosts"`
+}
+
+// ListingHost is a host a listing runs on.
+type ListingHost struct {
+	Name string        `json:"name"`
+	Wait time.Duration `json:"wait"`
+}
+
+// HostsListing is what a listing found, host by host, sorted by name: the members there, or
+// why the host could not be listed.
+type HostsListing struct {
+	Hosts []HostListing `json:"hosts"`
+}
+
+// HostListing is one host's part of a HostsListing.
+type HostListing struct {
+	Host    string        `json:"host"`
+	Members MemberListing `json:"members,omitzero"`
+	Error   string        `json:"error,omitempty"`
+}

@@ -2,6 +2,8 @@ package workflows_test
 
 import (
 	"context"
+	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -15,6 +17,7 @@ import (
 	"github.com/clusterflow/clusterflow/internal/backend"
 	"github.com/clusterflow/clusterflow/internal/runner"
 	"github.com/clusterflow/clusterflow/workflows"
+	"github.com/clusterflow/clusterflow/workflows/hosts"
 )
 
 func readyHosts(names ...string) []workflows.Host {
@@ -134,4 +137,74 @@ func countPrefix(calls []string, prefix string) int {
 		}
 	}
 	return n
+}
+
+// A reconcile of a cluster on more than hosts.ListingInline hosts lists them in listing
+// children, groups of up to 500 hosts, and acts on what they found as on its own listing:
+// a member whose sandbox is gone is replaced, and a rogue on a host holding no member of
+// the cluster is removed. The cluster's own history lists no host.
+func TestAReconcileOnHundredsOfHostsListsThemInChildren(t *testing.T) {
+	// Soon, not settled: every reconcile lists hundreds of hosts, which the test
+	// environment runs one after another.
+	const deployed = 30 * time.Second
+	fake := newFakeBackend()
+	var names []string
+	for i := range 2*hosts.ListingInline + 1 {
+		names = append(names, fmt.Sprintf("h%d", i+1))
+	}
+	view := readyHosts(names...)
+	env := newEnv(t, fake)
+	env.OnSignalExternalWorkflow(mock.Anything, workflows.HostsWorkflowID, "", workflows.ClusterHostsSignal, mock.Anything).Return(nil)
+	var goneHost string
+	env.RegisterDelayedCallback(func() {
+		m := memberIn(query(t, env), "c-worker-0")
+		if m == nil {
+			t.Error("c-worker-0 was not deployed")
+			return
+		}
+		goneHost = m.Host
+		fake.setSandbox(backend.MemberRef{Cluster: "c", Role: "worker", Name: "c-worker-0", Host: m.Host}, false)
+		fake.setSandbox(backend.MemberRef{Cluster: "c", Role: "worker", Name: "c-worker-7", Host: names[len(names)-1]}, true)
+	}, deployed)
+	var before, after workflows.ClusterStatus
+	env.RegisterDelayedCallback(func() {
+		fake.mu.Lock()
+		fake.listers = nil
+		fake.mu.Unlock()
+	}, deployed-time.Second)
+	queryAt(t, env, deployed-time.Second, &before)
+	queryAt(t, env, deployed+3*time.Minute, &after) // a reconcile runs every minute
+	// A delete ends the run, which would otherwise reconcile for hours.
+	env.RegisterDelayedCallback(func() {
+		env.UpdateWorkflow(workflows.DeleteUpdate, "delete", &testsuite.TestUpdateCallback{
+			OnReject: func(err error) { t.Errorf("delete refused: %v", err) }, OnAccept: func() {}, OnComplete: func(any, error) {},
+		})
+	}, deployed+4*time.Minute)
+	env.ExecuteWorkflow(workflows.ClusterWorkflowName, workflows.ClusterInput{Hosts: view, Spec: testSpec(t, `
+name: c
+roles:
+  - {name: worker, members: 3, startscript: s.sh, placement: {maxPerHost: 1}}
+`)})
+
+	if before.Phase != workflows.PhaseReady {
+		t.Fatalf("deployed: phase %s (%s)", before.Phase, before.Message)
+	}
+	calls := fake.Calls()
+	rogue := "remove c-worker-7@" + names[len(names)-1]
+	if countCalls(calls, rogue) != 1 {
+		t.Errorf("the rogue was not removed once (%s): %v", rogue, calls)
+	}
+	workers := after.Role("worker").Members
+	if memberIn(after, "c-worker-0") != nil || len(workers) != 3 || workers[2].Replaces != "c-worker-0" || workers[2].State != workflows.MemberReady {
+		t.Errorf("the member gone from %s was not replaced: %+v", goneHost, workers)
+	}
+	fake.mu.Lock()
+	listers := maps.Clone(fake.listers)
+	fake.mu.Unlock()
+	if listers[workflows.HostsListingWorkflowName] < len(names) || listers[workflows.ClusterWorkflowName] != 0 {
+		t.Errorf("listings by workflow type: %v; want every host listed by %s, none by the cluster", listers, workflows.HostsListingWorkflowName)
+	}
+	if after.Phase != workflows.PhaseReady {
+		t.Errorf("phase %s (%s)", after.Phase, after.Message)
+	}
 }

@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	historypb "go.temporal.io/api/history/v1"
+
 	"github.com/clusterflow/clusterflow/internal/testenv"
 	"github.com/clusterflow/clusterflow/internal/testlimit"
 	"github.com/clusterflow/clusterflow/workflows"
@@ -102,11 +104,36 @@ roles:
 	})
 	t.Logf("replaced %s after the kill", time.Since(killed).Round(100*time.Millisecond))
 
-	// No workflow of the registry holds more than its shard's leases, nor a long history.
 	c := s.dial()
 	defer c.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
+
+	// A reconcile lists the cluster's members on every reachable host, in listing children
+	// of up to 500 hosts: the cluster's own history lists none.
+	if res := s.cli("reconcile", "spread"); res.Code != 0 || !strings.Contains(res.Stdout, "The backend has 100 member sandboxes") {
+		t.Errorf("reconcile: %s", res)
+	}
+	listings, children := map[bool]int{}, 0
+	if err := testenv.WalkHistories(ctx, c, workflows.ClusterWorkflowID("spread"), func(id string, _ int, h *historypb.History) error {
+		for _, e := range h.Events {
+			if a := e.GetActivityTaskScheduledEventAttributes(); a != nil && a.GetActivityType().GetName() == "ListMemberOrdinals" {
+				listings[id == workflows.ClusterWorkflowID("spread")]++
+			}
+			if a := e.GetStartChildWorkflowExecutionInitiatedEventAttributes(); a != nil && a.GetWorkflowType().GetName() == workflows.HostsListingWorkflowName {
+				children++
+			}
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if want := (kept + workflows.HostsPerListing - 1) / workflows.HostsPerListing; listings[true] != 0 || children < want || listings[false] < kept {
+		t.Errorf("the cluster listed %d hosts itself, and %d listing children listed %d; want none, at least %d children, and every one of the %d hosts",
+			listings[true], children, listings[false], want, kept)
+	}
+
+	// No workflow of the registry holds more than its shard's leases, nor a long history.
 	resp, err := c.QueryWorkflow(ctx, workflows.HostsWorkflowID, "", workflows.RegistryQuery)
 	if err != nil {
 		t.Fatal(err)

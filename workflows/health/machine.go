@@ -31,6 +31,8 @@ type Machine struct {
 	rogues []backend.MemberRef
 	// reconciles counts this run's periodic reconciles.
 	reconciles int
+	// listings counts this run's listings in children, which name them.
+	listings int
 }
 
 // Options are what a cluster's run decided when it started (see workflows/internal/change).

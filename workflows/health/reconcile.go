@@ -2,6 +2,7 @@ package health
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 
 	"github.com/clusterflow/clusterflow/internal/backend"
@@ -110,9 +111,14 @@ func (hm *Machine) listMembers(ctx workflow.Context, c Cluster) ([]backend.Membe
 		listed, err := hm.listOn(ctx, c, "")
 		return listed, map[string]bool{"": true}, err
 	}
+	reachable := hosts.ReachableHosts(c.State())
+	if hm.Bounded && hm.SetUpElsewhere && len(reachable) > hosts.ListingInline &&
+		workflow.GetVersion(ctx, change.ListingInChildren, workflow.DefaultVersion, 1) >= 1 {
+		return hm.listInChildren(ctx, c, reachable)
+	}
 	var all []backend.MemberRef
 	listedHosts := map[string]bool{}
-	failed := hosts.OnEach(ctx, c.State(), hm.SetUpElsewhere, hm.HostsAtOnce, hosts.ReachableHosts(c.State()), func(ctx workflow.Context, host string) error {
+	failed := hosts.OnEach(ctx, c.State(), hm.SetUpElsewhere, hm.HostsAtOnce, reachable, func(ctx workflow.Context, host string) error {
 		listed, err := hm.listOn(ctx, c, host)
 		if err != nil {
 			return err
@@ -123,6 +129,28 @@ func (hm *Machine) listMembers(ctx workflow.Context, c Cluster) ([]backend.Membe
 	})
 	if len(failed) > 0 {
 		// Members of a host not listed are neither gone nor rogue: it is looked at next time.
+		c.Logger().Warn("Reconcile could not list some hosts", "Failures", hosts.DescribeFailures(failed))
+	}
+	return all, listedHosts, nil
+}
+
+// listInChildren lists the cluster's members on hosts through listing children
+// (change.ListingInChildren), as listMembers does on each host itself.
+func (hm *Machine) listInChildren(ctx workflow.Context, c Cluster, on []string) ([]backend.MemberRef, map[string]bool, error) {
+	hm.listings++
+	listings, failed := hosts.ListInChildren(ctx, c.State(), c.Folder().Key(), on, hm.listings)
+	var all []backend.MemberRef
+	listedHosts := map[string]bool{}
+	for _, host := range slices.Sorted(maps.Keys(listings)) {
+		refs, err := hm.refsOf(c, listings[host], host)
+		if err != nil {
+			failed[host] = err
+			continue
+		}
+		all = append(all, refs...)
+		listedHosts[host] = true
+	}
+	if len(failed) > 0 {
 		c.Logger().Warn("Reconcile could not list some hosts", "Failures", hosts.DescribeFailures(failed))
 	}
 	return all, listedHosts, nil
@@ -142,20 +170,29 @@ func (hm *Machine) listOn(ctx workflow.Context, c Cluster, host string) ([]backe
 		if err := workflow.ExecuteActivity(ctx, flow.ActListMemberOrdinals, c.Folder().Key()).Get(ctx, &listing); err != nil {
 			return nil, err
 		}
-		if listing.Truncated {
-			return nil, fmt.Errorf("the host has more sandboxes shaped like members of %s than a cluster can have; the listing was cut", c.State().Name)
-		}
-		for _, r := range listing.Roles {
-			for _, rg := range r.Ordinals {
-				for o := rg[0]; o <= rg[1] && len(listed) <= 2*spec.MaxClusterMembers; o++ {
-					listed = append(listed, memberRef(c.Folder(), r.Role, spec.MemberName(c.State().Name, r.Role, o)))
-				}
-			}
-		}
+		return hm.refsOf(c, listing, host)
 	}
 	if host != "" {
 		for i := range listed {
 			listed[i].Host = host
+		}
+	}
+	return listed, nil
+}
+
+// refsOf is the members a compact listing of one host names.
+func (hm *Machine) refsOf(c Cluster, listing workflows.MemberListing, host string) ([]backend.MemberRef, error) {
+	if listing.Truncated {
+		return nil, fmt.Errorf("the host has more sandboxes shaped like members of %s than a cluster can have; the listing was cut", c.State().Name)
+	}
+	var listed []backend.MemberRef
+	for _, r := range listing.Roles {
+		for _, rg := range r.Ordinals {
+			for o := rg[0]; o <= rg[1] && len(listed) <= 2*spec.MaxClusterMembers; o++ {
+				ref := memberRef(c.Folder(), r.Role, spec.MemberName(c.State().Name, r.Role, o))
+				ref.Host = host
+				listed = append(listed, ref)
+			}
 		}
 	}
 	return listed, nil

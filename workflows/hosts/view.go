@@ -164,38 +164,47 @@ func NoteStale(s *workflows.ClusterState, ref backend.MemberRef) bool {
 // and never answer, and nothing may wait on it for long. With setUpElsewhere, the hosts
 // run at once, and one found lost meanwhile (s changes while they run) is not waited for.
 func OnEach(ctx workflow.Context, s *workflows.ClusterState, setUpElsewhere bool, atOnce int, hosts []string, run func(ctx workflow.Context, host string) error) map[string]error {
-	failed := map[string]error{}
 	if !s.OnHosts {
+		failed := map[string]error{}
 		if err := run(ctx, ""); err != nil {
 			failed[""] = err
 		}
 		return failed
 	}
-	onOne := func(ctx workflow.Context, host string) {
-		wait := Wait(s, host)
-		hostCtx := flow.OnHost(ctx, host, wait)
-		hostCtx = workflow.WithStartToCloseTimeout(hostCtx, wait)
-		hostCtx = workflow.WithRetryPolicy(hostCtx, temporal.RetryPolicy{InitialInterval: time.Second, MaximumAttempts: 2})
-		if err := run(hostCtx, host); err != nil {
-			failed[host] = err
-		}
-	}
+	wait := func(host string) time.Duration { return Wait(s, host) }
 	if !setUpElsewhere {
+		failed := map[string]error{}
 		for _, host := range hosts { // one host after the other, as runs from before did
-			onOne(ctx, host)
+			if err := run(onHostCtx(ctx, host, wait(host)), host); err != nil {
+				failed[host] = err
+			}
 		}
 		return failed
 	}
-	// All hosts at once (at most atOnce, when positive, far under Temporal's 2,000 pending
-	// activities), and a host found lost meanwhile is not waited for: its run is
-	// cancelled, so that no step of the cluster depends on a dead host past its loss.
+	return onHosts(ctx, atOnce, hosts, wait, func(host string) bool { return Reachable(s, host) }, run)
+}
+
+// onHostCtx is the context of a cluster-wide activity on one host: wait both to start and
+// to finish, and one retry.
+func onHostCtx(ctx workflow.Context, host string, wait time.Duration) workflow.Context {
+	ctx = flow.OnHost(ctx, host, wait)
+	ctx = workflow.WithStartToCloseTimeout(ctx, wait)
+	return workflow.WithRetryPolicy(ctx, temporal.RetryPolicy{InitialInterval: time.Second, MaximumAttempts: 2})
+}
+
+// onHosts runs run on all hosts at once (at most atOnce, when positive, far under
+// Temporal's 2,000 pending activities) and returns the hosts where it failed. A host no
+// longer reachable meanwhile is not waited for: its run is cancelled, so that no step of
+// the cluster depends on a dead host past its loss.
+func onHosts(ctx workflow.Context, atOnce int, hosts []string, wait func(host string) time.Duration, reachable func(host string) bool, run func(ctx workflow.Context, host string) error) map[string]error {
+	failed := map[string]error{}
 	left, next := len(hosts), 0
 	running := map[string]workflow.CancelFunc{}
 	// The runs answer a cancel at once, so waiting for them outlives one.
 	waitCtx, _ := workflow.NewDisconnectedContext(ctx)
 	lostOne := func() bool {
 		for host := range running {
-			if !Reachable(s, host) {
+			if !reachable(host) {
 				return true
 			}
 		}
@@ -209,14 +218,16 @@ func OnEach(ctx workflow.Context, s *workflows.ClusterState, setUpElsewhere bool
 			hostCtx, cancel := workflow.WithCancel(ctx)
 			running[host] = cancel
 			workflow.Go(hostCtx, func(ctx workflow.Context) {
-				onOne(ctx, host)
+				if err := run(onHostCtx(ctx, host, wait(host)), host); err != nil {
+					failed[host] = err
+				}
 				left--
 				delete(running, host)
 			})
 		}
 		_ = workflow.Await(waitCtx, func() bool { return left == 0 || lostOne() || room() })
 		for _, host := range slices.Sorted(maps.Keys(running)) {
-			if !Reachable(s, host) {
+			if !reachable(host) {
 				running[host]()
 				delete(running, host)
 			}

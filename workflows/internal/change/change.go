@@ -122,4 +122,10 @@ const (
 	// the history. A cluster-wide activity (files, listing, removal) runs on at most 500
 	// hosts at once. Asked once per run, when it starts.
 	ConfigMetaByQuery = "configmeta-by-query"
+	// ListingInChildren: a reconcile of a cluster on more than listingInline hosts lists
+	// them in child workflows (HostsListingWorkflowName) of up to 500 hosts each, rather
+	// than an activity a host in the cluster's own history: a cluster of a member on each
+	// of 2,000 hosts added 6,000 events a minute, and reached 31,893 mid-deploy. Asked by
+	// each such reconcile.
+	ListingInChildren = "listing-in-children"
 )
