@@ -5,8 +5,8 @@
 # another with one of 10 s, whose names sort first so that placement puts members there.
 # It registers them all, deploys a cluster of MEMBERS members, one per host, kills the
 # 1% at once, and prints the times to all ready, to the loss seen and to the members
-# replaced, the registry's largest run and most pending activities, and the peak memory of
-# the process simulating the 99%.
+# replaced, the registry's and the cluster's largest runs, the registry's most pending
+# activities, and the peak memory of the process simulating the 99%.
 #
 #   bench/fleet.sh 2000; bench/fleet.sh 10000; MEMBERS=100 bench/fleet.sh 5000
 set -euo pipefail
@@ -16,6 +16,11 @@ members=${MEMBERS:-200}
 source "$root/bench/lib.sh"
 doomed=$(( hosts / 100 ))
 kept=$(( hosts - doomed ))
+# One member a host: the lost hosts' members need as many free hosts among the others.
+if [ "$members" -gt "$kept" ]; then
+  echo "MEMBERS=$members cannot be replaced on the $kept hosts left after losing $doomed (maxPerHost: 1): give at most $kept" >&2
+  exit 2
+fi
 start_bg dev "^Ready" dev --no-ui --no-gateway --db "$tmp/dev.db" --data "$tmp/data" --address "$TEMPORAL_ADDRESS" --log-level warn
 
 # count_hosts STATE prints how many hosts `hosts` lists in that state (0 when it cannot
@@ -59,7 +64,7 @@ on_doomed() {
   "$cf" status spread -o json | python3 -c "
 import json, sys
 s = json.load(sys.stdin)
-print(sum(1 for r in s['roles'] for m in r['members'] if m['host'].startswith('sim-0')), s['phase'])"
+print(sum(1 for r in s['roles'] for m in r['members'] if m.get('host', '').startswith('sim-0')), s['phase'])"
 }
 read -r placed _ < <(on_doomed)
 
@@ -71,7 +76,7 @@ loss_ms=$(( $(ms) - start ))
 replaced() { [ "$(on_doomed)" = "0 ready" ]; }
 wait_for "the lost hosts' members replaced" 600 replaced
 replaced_ms=$(( $(ms) - start ))
-stats=$(cd "$root" && go run ./bench/registrystats)
+stats=$(cd "$root" && go run ./bench/registrystats -cluster spread)
 peak_mib=$(( $(awk '/VmHWM/ {print $2}' "/proc/$kept_pid/status") / 1024 ))
 
 echo "$hosts simulated hosts ($doomed lost at once, host timeout 10 s), a cluster of $members members, one per host"

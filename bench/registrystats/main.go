@@ -2,9 +2,10 @@
 // directory and each shard, its current run's history length and size and its pending
 // activities (a lease or check-in a host), and the largest of each. It is how bench/fleet.sh
 // shows that no workflow of the registry nears Temporal's limits (2,000 pending activities,
-// 51,200 events and 50 MB a run) at any fleet size.
+// 51,200 events and 50 MB a run) at any fleet size. With -cluster, it prints the largest
+// run of that cluster's workflow too, and how many runs it took.
 //
-//	TEMPORAL_ADDRESS=127.0.0.1:7233 go run ./bench/registrystats [-each]
+//	TEMPORAL_ADDRESS=127.0.0.1:7233 go run ./bench/registrystats [-each] [-cluster NAME]
 package main
 
 import (
@@ -14,6 +15,7 @@ import (
 	"os"
 	"time"
 
+	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
 
 	"github.com/clusterflow/clusterflow/workflows"
@@ -21,6 +23,7 @@ import (
 
 func main() {
 	each := flag.Bool("each", false, "print every shard, not only the largest")
+	cluster := flag.String("cluster", "", "print the largest run of this cluster's workflow too")
 	flag.Parse()
 	c, err := client.Dial(client.Options{HostPort: os.Getenv("TEMPORAL_ADDRESS"), Namespace: cmpOr(os.Getenv("TEMPORAL_NAMESPACE"), "default")})
 	if err != nil {
@@ -56,6 +59,31 @@ func main() {
 		maxEvents, maxBytes, maxPending = max(maxEvents, events), max(maxBytes, bytes), max(maxPending, pending)
 	}
 	fmt.Printf("registry: %d shards; largest run %d events, %d KiB; most pending activities %d\n", len(info.Shards), maxEvents, maxBytes>>10, maxPending)
+	if *cluster != "" {
+		printClusterRuns(ctx, c, *cluster)
+	}
+}
+
+// printClusterRuns prints the largest of a cluster workflow's runs, as visibility records
+// them.
+func printClusterRuns(ctx context.Context, c client.Client, name string) {
+	var runs int
+	var maxEvents, maxBytes int64
+	req := &workflowservice.ListWorkflowExecutionsRequest{Query: fmt.Sprintf("WorkflowId = %q", workflows.ClusterWorkflowID(name))}
+	for {
+		resp, err := c.ListWorkflow(ctx, req)
+		if err != nil {
+			fail(err)
+		}
+		for _, e := range resp.GetExecutions() {
+			runs++
+			maxEvents, maxBytes = max(maxEvents, e.GetHistoryLength()), max(maxBytes, e.GetHistorySizeBytes())
+		}
+		if req.NextPageToken = resp.GetNextPageToken(); len(req.NextPageToken) == 0 {
+			break
+		}
+	}
+	fmt.Printf("cluster %s: %d runs; largest run %d events, %d KiB\n", name, runs, maxEvents, maxBytes>>10)
 }
 
 func cmpOr(a, b string) string {
