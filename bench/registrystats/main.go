@@ -15,6 +15,7 @@ import (
 	"os"
 	"time"
 
+	"go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
 
@@ -77,6 +78,14 @@ func printClusterRuns(ctx context.Context, c client.Client, name string) {
 		}
 		for _, e := range resp.GetExecutions() {
 			runs++
+			if e.GetStatus() == enums.WORKFLOW_EXECUTION_STATUS_RUNNING {
+				// Visibility counts a run's history once it closes; the server knows it now.
+				d, err := c.DescribeWorkflowExecution(ctx, e.GetExecution().GetWorkflowId(), e.GetExecution().GetRunId())
+				if err != nil {
+					fail(err)
+				}
+				e = d.GetWorkflowExecutionInfo()
+			}
 			maxEvents, maxBytes = max(maxEvents, e.GetHistoryLength()), max(maxBytes, e.GetHistorySizeBytes())
 		}
 		if req.NextPageToken = resp.GetNextPageToken(); len(req.NextPageToken) == 0 {
