@@ -114,11 +114,15 @@ roles:
 	if res := s.cli("reconcile", "spread"); res.Code != 0 || !strings.Contains(res.Stdout, "The backend has 100 member sandboxes") {
 		t.Errorf("reconcile: %s", res)
 	}
-	listings, children := map[bool]int{}, 0
+	byCluster, byChildren, children := 0, 0, 0
 	if err := testenv.WalkHistories(ctx, c, workflows.ClusterWorkflowID("spread"), func(id string, _ int, h *historypb.History) error {
 		for _, e := range h.Events {
 			if a := e.GetActivityTaskScheduledEventAttributes(); a != nil && a.GetActivityType().GetName() == "ListMemberOrdinals" {
-				listings[id == workflows.ClusterWorkflowID("spread")]++
+				if id == workflows.ClusterWorkflowID("spread") {
+					byCluster++
+				} else {
+					byChildren++
+				}
 			}
 			if a := e.GetStartChildWorkflowExecutionInitiatedEventAttributes(); a != nil && a.GetWorkflowType().GetName() == workflows.HostsListingWorkflowName {
 				children++
@@ -128,9 +132,9 @@ roles:
 	}); err != nil {
 		t.Fatal(err)
 	}
-	if want := (kept + workflows.HostsPerListing - 1) / workflows.HostsPerListing; listings[true] != 0 || children < want || listings[false] < kept {
+	if want := (kept + workflows.HostsPerListing - 1) / workflows.HostsPerListing; byCluster != 0 || children < want || byChildren < kept {
 		t.Errorf("the cluster listed %d hosts itself, and %d listing children listed %d; want none, at least %d children, and every one of the %d hosts",
-			listings[true], children, listings[false], want, kept)
+			byCluster, children, byChildren, want, kept)
 	}
 
 	// No workflow of the registry holds more than its shard's leases, nor a long history.
