@@ -137,24 +137,6 @@ roles:
 			byCluster, children, byChildren, want, kept)
 	}
 
-	// CLUSTERFLOW_RECORD_HISTORIES=GENERATION records the cluster's histories, its listing
-	// children among them, for the replay test (no smaller fleet lists in children).
-	if generation := os.Getenv("CLUSTERFLOW_RECORD_HISTORIES"); generation != "" {
-		root, err := testenv.ModuleRoot()
-		if err != nil {
-			t.Fatal(err)
-		}
-		dir := filepath.Join(root, "workflows", "testdata", generation, "fleet-listing-in-children")
-		if err := os.RemoveAll(dir); err != nil {
-			t.Fatal(err)
-		}
-		files, err := testenv.ExportHistories(ctx, c, workflows.ClusterWorkflowID("spread"), dir)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Logf("recorded %d histories in %s", len(files), dir)
-	}
-
 	// No workflow of the registry holds more than its shard's leases, nor a long history.
 	resp, err := c.QueryWorkflow(ctx, workflows.HostsWorkflowID, "", workflows.RegistryQuery)
 	if err != nil {

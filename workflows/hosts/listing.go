@@ -3,7 +3,6 @@ package hosts
 import (
 	"fmt"
 	"slices"
-	"strings"
 	"time"
 
 	"go.temporal.io/api/enums/v1"
@@ -73,9 +72,11 @@ func ListInChildren(ctx workflow.Context, s *workflows.ClusterState, folderKey s
 			in.Hosts[j] = workflows.ListingHost{Name: host, Wait: Wait(s, host)}
 		}
 		childCtx := workflow.WithChildOptions(ctx, workflow.ChildWorkflowOptions{
-			// Unique to the run, the pass and the group: a run continued as new counts its
-			// passes from one again.
-			WorkflowID: fmt.Sprintf("%s/listing-%s-%d-%d", info.WorkflowExecution.ID, shortRunID(info.WorkflowExecution.RunID), pass, i),
+			// Named by the cluster's operations so far (carried from run to run), the run's
+			// pass and the group, as role children are; not by the run ID, which a replayer
+			// makes up. A run continued as new counts its passes from one again, and the
+			// children of the run before are closed with it.
+			WorkflowID: fmt.Sprintf("%s/listing-%d-%d-%d", info.WorkflowExecution.ID, s.Operations, pass, i),
 			// A listing is worth nothing to anyone but the run that asked for it.
 			ParentClosePolicy: enums.PARENT_CLOSE_POLICY_TERMINATE,
 			StaticSummary:     fmt.Sprintf("list members of %s on %d hosts (%s … %s)", s.Name, len(group), group[0], group[len(group)-1]),
@@ -99,10 +100,4 @@ func ListInChildren(ctx workflow.Context, s *workflows.ClusterState, folderKey s
 		}
 	}
 	return listed, failed
-}
-
-// shortRunID is enough of a run ID to tell the runs of one workflow apart.
-func shortRunID(runID string) string {
-	runID = strings.ReplaceAll(runID, "-", "")
-	return runID[:min(len(runID), 12)]
 }
