@@ -374,11 +374,11 @@ func devLogger(com common, logFile string) (*zap.Logger, func(), error) {
 	if err != nil || logFile == "" {
 		return l, func() {}, err
 	}
-	l, f, err := logging.NewFile(com.logFormat, com.logLevel, logFile)
+	l, err = logging.NewFile(com.logFormat, com.logLevel, logFile)
 	if err != nil {
 		return nil, nil, apperr.Errorf(apperr.Invalid, "--log-file %s: %w", logFile, err)
 	}
-	return l, func() { _ = l.Sync(); f.Close() }, nil
+	return l, func() { _ = l.Sync() }, nil
 }
 
 // serverLogger keeps the embedded server's own logs to warnings and above: its info logs

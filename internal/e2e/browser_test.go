@@ -281,6 +281,11 @@ func TestWebUIDecodesThroughTheCodecServerOnly(t *testing.T) {
 	if err := os.WriteFile(specFile, []byte("name: sealed\nroles:\n  - {name: w, members: 1, startscript: "+script+", env: {MARK: "+marker+"}}\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() {
+		if t.Failed() { // the server's and worker's side of what the page showed
+			t.Logf("dev's log:\n%s", tailOfFiles(filepath.Join(dir, "dev.log")))
+		}
+	})
 	uiAddr, codecAddr := freeAddress(t), freeAddress(t)
 	args := []string{"dev", "-f", specFile, "--db", filepath.Join(dir, "dev.db"), "--data", data, "--address", freeAddress(t),
 		"--ui-address", uiAddr, "--no-gateway", "--log-file", filepath.Join(dir, "dev.log")}

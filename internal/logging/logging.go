@@ -19,28 +19,30 @@ func New(format, level string) (*zap.Logger, error) {
 }
 
 // NewFile returns a logger like New's that appends to the file at path, creating it and
-// its folder; close the returned file when done.
-func NewFile(format, level, path string) (*zap.Logger, *os.File, error) {
+// its folder. The file stays open for the life of the process: goroutines of an embedded
+// server or SDK can still log after their Stop returns, and a closed file would send zap's
+// "write error" to the terminal.
+func NewFile(format, level, path string) (*zap.Logger, error) {
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	// Logs name clusters, members and script output: their owner's alone, older files too.
 	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	if err := f.Chmod(0o600); err != nil {
 		f.Close()
-		return nil, nil, err
+		return nil, err
 	}
 	l, err := newLogger(format, level, zapcore.Lock(f))
 	if err != nil {
 		f.Close()
-		return nil, nil, err
+		return nil, err
 	}
 	// A fatal error ends the process: it must reach the terminal too, not only the file.
 	fatal, _ := newLogger(format, "dpanic", zapcore.Lock(os.Stderr))
-	return zap.New(zapcore.NewTee(l.Core(), fatal.Core())), f, nil
+	return zap.New(zapcore.NewTee(l.Core(), fatal.Core())), nil
 }
 
 func newLogger(format, level string, out zapcore.WriteSyncer) (*zap.Logger, error) {
