@@ -13,6 +13,7 @@ import (
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/log"
 	sdkworker "go.temporal.io/sdk/worker"
+	"go.temporal.io/sdk/workflow"
 
 	"github.com/clusterflow/clusterflow/internal/codec"
 	"github.com/clusterflow/clusterflow/worker"
@@ -55,13 +56,14 @@ func TestReplayRecordedHistories(t *testing.T) {
 			t.Run(strings.TrimSuffix(strings.TrimPrefix(file, "testdata/"), ".json.gz"), func(t *testing.T) {
 				t.Parallel()
 				text := readHistory(t, file)
+				id := recordedWorkflowID(file)
 				if strings.Contains(text, `"encryption-key-id"`) {
 					encrypted.Add(1)
 				} else {
-					replay(t, text, sdkworker.WorkflowReplayerOptions{})
+					replay(t, text, id, sdkworker.WorkflowReplayerOptions{})
 				}
 				dc, fc := codec.Converters(nil, keys)
-				replay(t, text, sdkworker.WorkflowReplayerOptions{DataConverter: dc, FailureConverter: fc})
+				replay(t, text, id, sdkworker.WorkflowReplayerOptions{DataConverter: dc, FailureConverter: fc})
 			})
 		}
 	})
@@ -89,8 +91,18 @@ func readHistory(t *testing.T, file string) string {
 	return string(text)
 }
 
+// recordedWorkflowID is the ID of the workflow whose history file is: its name, as
+// testenv.ExportHistories writes it. A history holds no workflow ID of its own, and a
+// replayer left to make one up ("ReplayId") names children after it, which the history's
+// children, named after the real ID, do not match.
+func recordedWorkflowID(file string) string {
+	name := strings.TrimSuffix(filepath.Base(file), ".json.gz")
+	name, _, _ = strings.Cut(name, "_previous-run-")
+	return strings.ReplaceAll(name, "_", "/")
+}
+
 // replay parses the history anew for each replayer, which may keep what it is given.
-func replay(t *testing.T, text string, opts sdkworker.WorkflowReplayerOptions) {
+func replay(t *testing.T, text, workflowID string, opts sdkworker.WorkflowReplayerOptions) {
 	t.Helper()
 	hist, err := client.HistoryFromJSON(strings.NewReader(text), client.HistoryJSONOptions{})
 	if err != nil {
@@ -101,7 +113,9 @@ func replay(t *testing.T, text string, opts sdkworker.WorkflowReplayerOptions) {
 		t.Fatal(err)
 	}
 	worker.RegisterWorkflows(replayer)
-	if err := replayer.ReplayWorkflowHistory(log.NewStructuredLogger(slog.New(slog.DiscardHandler)), hist); err != nil {
+	err = replayer.ReplayWorkflowHistoryWithOptions(log.NewStructuredLogger(slog.New(slog.DiscardHandler)), hist,
+		sdkworker.ReplayWorkflowHistoryOptions{OriginalExecution: workflow.Execution{ID: workflowID}})
+	if err != nil {
 		t.Fatal(err)
 	}
 }

@@ -38,18 +38,8 @@ func TestAFleetPastOneWorkflowsPendingActivitiesRegistersAndReplacesLostHosts(t 
 	// The doomed hosts' names sort first, so that placement (hosts in name order) puts
 	// members on them; they time out in 10 s, the others in 5 minutes, which keeps the
 	// leases' heartbeats light.
-	simulate := func(name, prefix string, hosts int, timeout time.Duration) *testenv.Process {
-		p, err := testenv.StartHost("", s.dir, s.dir, name, s.env, "simulate", "--hosts", fmt.Sprint(hosts), "--prefix", prefix,
-			"--host-timeout", timeout.String(), "--data", filepath.Join(s.dir, name))
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(p.Stop)
-		testenv.StopAllAtEnd(t, filepath.Join(s.dir, name))
-		return p
-	}
-	lost := simulate("sim-doomed", "sim-0", doomed, 10*time.Second)
-	others := simulate("sim-kept", "sim-k", kept, 5*time.Minute)
+	lost := simulate(t, s, "sim-doomed", "sim-0", doomed, 10*time.Second)
+	others := simulate(t, s, "sim-kept", "sim-k", kept, 5*time.Minute)
 	started := time.Now()
 	// Each process says when all its hosts are registered; asking `hosts` all along would
 	// only load the server with queries of every shard.
@@ -163,6 +153,20 @@ roles:
 		t.Errorf("a workflow of the registry holds %d pending activities and %d events; a shard of %d hosts should hold a lease each and a short history",
 			mostPending, mostEvents, (kept+doomed)/workflows.HostShards)
 	}
+}
+
+// simulate starts `clusterflow simulate` with hosts named prefix-N on the stack, each
+// timing out after timeout, in a process named name; it is stopped at the end.
+func simulate(t *testing.T, s *stack, name, prefix string, hosts int, timeout time.Duration) *testenv.Process {
+	t.Helper()
+	p, err := testenv.StartHost("", s.dir, s.dir, name, s.env, "simulate", "--hosts", fmt.Sprint(hosts), "--prefix", prefix,
+		"--host-timeout", timeout.String(), "--data", filepath.Join(s.dir, name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(p.Stop)
+	testenv.StopAllAtEnd(t, filepath.Join(s.dir, name))
+	return p
 }
 
 // fleetTestLimit is the fleet test's guard: the suite's, or twice it at full size.

@@ -366,6 +366,40 @@ roles:
 	recordOn(c, "maintenance-flag", workflows.MaintenanceWorkflowID)
 }
 
+// TestRecordListingHistories records a reconcile of a cluster on more hosts than it lists
+// itself (hosts.ListingInline), which lists them in a child (change.ListingInChildren), on
+// a fleet of simulated hosts.
+//
+//	CLUSTERFLOW_RECORD_HISTORIES=v24-listing-in-children go test ./internal/e2e -run TestRecordListingHistories
+func TestRecordListingHistories(t *testing.T) {
+	guard(t)
+	recordOn := recorder(t)
+	s := newServerStack(t)
+	s.startWorker()
+	const fleet = 120
+	if err := simulate(t, s, "sim", "sim", fleet, time.Minute).WaitFor("Simulating hosts", 2*time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	waitEvery(t, time.Minute, time.Second, "the hosts ready", func() bool { return countStates(fleetHosts(t, s))[workflows.HostReady] == fleet })
+	specPath, _ := writeCluster(t, `
+name: rec-listing
+roles:
+  - {name: worker, members: 3, startscript: trace.sh, env: {TRACE: TRACE_FILE}, placement: {maxPerHost: 1}}
+`)
+	if res := s.cli("deploy", "-f", specPath, "--wait", "--timeout", "60s"); res.Code != 0 {
+		t.Fatalf("deploy: %s", res)
+	}
+	if res := s.cli("reconcile", "rec-listing"); res.Code != 0 || !strings.Contains(res.Stdout, "The backend has 3 member sandboxes") {
+		t.Fatalf("reconcile: %s", res)
+	}
+	if res := s.cli("delete", "rec-listing", "--wait"); res.Code != 0 {
+		t.Fatalf("delete: %s", res)
+	}
+	c := s.dial()
+	defer c.Close()
+	recordOn(c, "reconcile-on-a-fleet", workflows.ClusterWorkflowID("rec-listing"))
+}
+
 // TestRecordCodecHistories records, like TestRecordHistories, a cluster whose every payload
 // is encrypted (workflows/testdata/codec-test.keys): the replay test reads them with that
 // key, as a worker with the codec does.
