@@ -42,11 +42,14 @@ unit:
 	$(GO) test $(GOTESTFLAGS) -race -timeout 10m $(UNIT_PACKAGES)
 	$(GO) test $(GOTESTFLAGS) -timeout 10m -run '^($(WITHOUT_RACE))$$' ./workflows
 
-# Input from outside (the gateway's Alertmanager payloads, specs) is fuzzed for a few seconds
-# beyond its seed corpus (testdata/fuzz); a panic fails the run and leaves the input there.
+# Input from outside (the gateway's Alertmanager payloads, specs) is fuzzed for some
+# thousands of inputs beyond its seed corpus (testdata/fuzz); a panic fails the run and
+# leaves the input there. A count, not a duration: Go's fuzzer can fail a timed run with
+# "context deadline exceeded" when its workers are slow to stop on a busy machine.
+FUZZ_INPUTS ?= 40000x
 fuzz:
-	$(GO) test -run '^$$' -fuzz FuzzAlertmanagerPayload -fuzztime 15s ./internal/gateway
-	$(GO) test -run '^$$' -fuzz FuzzParse -fuzztime 15s ./spec
+	$(GO) test -run '^$$' -fuzz FuzzAlertmanagerPayload -fuzztime $(FUZZ_INPUTS) -timeout 5m ./internal/gateway
+	$(GO) test -run '^$$' -fuzz FuzzParse -fuzztime $(FUZZ_INPUTS) -timeout 5m ./spec
 
 # The e2e suite bounds each test on its own (testlimit.Guard), so its package timeout only
 # has to cover the whole suite, which must stay under half of it (see the contributor guide's

@@ -186,5 +186,6 @@ func RegisterWorkflows(r interface {
 	r.RegisterWorkflowWithOptions(hosts.MemberLogWorkflow, workflow.RegisterOptions{Name: workflows.MemberLogWorkflowName})
 	r.RegisterWorkflowWithOptions(hosts.OrphansWorkflow, workflow.RegisterOptions{Name: workflows.OrphansWorkflowName})
 	r.RegisterWorkflowWithOptions(hosts.ListingWorkflow, workflow.RegisterOptions{Name: workflows.HostsListingWorkflowName})
+	r.RegisterWorkflowWithOptions(hosts.WritingWorkflow, workflow.RegisterOptions{Name: workflows.HostsWritingWorkflowName})
 	r.RegisterWorkflowWithOptions(maintenance.Workflow, workflow.RegisterOptions{Name: workflows.MaintenanceWorkflowName})
 }

@@ -41,8 +41,12 @@ type fakeBackend struct {
 	// listed, if set, sees each listing before ListMembers returns it: it can hold the
 	// listing back, as a slow host does.
 	listed func(members []backend.MemberRef)
-	// listers counts the listings by the type of workflow that asked for them.
-	listers map[string]int
+	// listers and writers count the listings and the writes of files by the type of
+	// workflow that asked for them.
+	listers, writers map[string]int
+	// writing, if set, sees each write of files first: it can hold it back, as a slow host
+	// does, or fail it.
+	writing func(ctx context.Context) error
 }
 
 func newFakeBackend() *fakeBackend {
@@ -56,18 +60,34 @@ func (f *fakeBackend) record(format string, args ...any) {
 	f.calls = append(f.calls, fmt.Sprintf(format, args...))
 }
 
-func (f *fakeBackend) WriteClusterFiles(_ context.Context, files backend.ClusterFiles) error {
+func (f *fakeBackend) WriteClusterFiles(ctx context.Context, files backend.ClusterFiles) error {
 	if err := files.Unpack(); err != nil {
 		return err
 	}
+	if f.writing != nil {
+		if err := f.writing(ctx); err != nil {
+			return err
+		}
+	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	if activity.IsActivity(ctx) {
+		countBy(&f.writers, activity.GetInfo(ctx).WorkflowType.Name)
+	}
 	f.files = append(f.files, files)
 	if files.Notice != nil {
 		f.notices[files.Notice.ID] = *files.Notice
 	}
 	maps.Copy(f.envs, files.Envs)
 	return nil
+}
+
+// countBy counts one more of key in counts, made on first use.
+func countBy(counts *map[string]int, key string) {
+	if *counts == nil {
+		*counts = map[string]int{}
+	}
+	(*counts)[key]++
 }
 
 // resolve fills in what a run names, as a host does: its env and its nodes.
@@ -116,10 +136,7 @@ func (f *fakeBackend) ListMembers(ctx context.Context, key string) ([]backend.Me
 		}
 	}
 	if activity.IsActivity(ctx) {
-		if f.listers == nil {
-			f.listers = map[string]int{}
-		}
-		f.listers[activity.GetInfo(ctx).WorkflowType.Name]++
+		countBy(&f.listers, activity.GetInfo(ctx).WorkflowType.Name)
 	}
 	listed := f.listed
 	f.mu.Unlock()

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"hash/fnv"
 	"time"
+
+	"github.com/clusterflow/clusterflow/internal/backend"
 )
 
 // The host registry's contract. One entity workflow, HostsWorkflowID, keeps every host:
@@ -151,8 +153,12 @@ type ShardSubscriber struct {
 // of hosts keeps those activities' events out of its own history (change.ListingInChildren).
 const HostsListingWorkflowName = "HostsListingWorkflow"
 
-// HostsPerListing is the most hosts one listing child lists.
-const HostsPerListing = 500
+// HostsPerChild is the most hosts one listing or writing child runs on.
+const HostsPerChild = 500
+
+// HostsLostSignal tells a listing or writing child the hosts of its group that the
+// cluster's view took for lost meanwhile ([]string): it stops waiting on them.
+const HostsLostSignal = "hosts-lost"
 
 // HostsListingInput names the cluster's folder and the hosts to list it on, each with how
 // long its worker may take to answer.
@@ -179,4 +185,39 @@ type HostListing struct {
 	Host    string        `json:"host"`
 	Members MemberListing `json:"members,omitzero"`
 	Error   string        `json:"error,omitempty"`
+}
+
+// HostsWritingWorkflowName writes a cluster's files on a group of its hosts, as a child of
+// the cluster: an activity a host, so that a cluster on thousands of hosts keeps those
+// activities' events out of its own history (change.WritingInChildren).
+const HostsWritingWorkflowName = "HostsWritingWorkflow"
+
+// HostsWritingInput is what a writing child writes: Files on every host, and besides, on
+// the hosts marked Install, the startscripts, envs and signed specs they lack. They travel
+// once, not once a host.
+type HostsWritingInput struct {
+	Cluster string               `json:"cluster"`
+	Files   backend.ClusterFiles `json:"files"`
+	// Install holds only Scripts, Envs and Signed.
+	Install backend.ClusterFiles `json:"install,omitzero"`
+	Hosts   []WritingHost        `json:"hosts"`
+}
+
+// WritingHost is a host a writing child writes to.
+type WritingHost struct {
+	Name    string        `json:"name"`
+	Wait    time.Duration `json:"wait"`
+	Install bool          `json:"install,omitempty"`
+}
+
+// HostsWriting says on which hosts of its group a writing child could not write, and why;
+// it wrote on the others.
+type HostsWriting struct {
+	Failed []HostFailure `json:"failed,omitempty"`
+}
+
+// HostFailure is why something could not be done on a host.
+type HostFailure struct {
+	Host  string `json:"host"`
+	Error string `json:"error"`
 }

@@ -139,7 +139,7 @@ func countPrefix(calls []string, prefix string) int {
 	return n
 }
 
-// A reconcile of a cluster on more than hosts.ListingInline hosts lists them in listing
+// A reconcile of a cluster on more than hosts.InChildren hosts lists them in listing
 // children, groups of up to 500 hosts, and acts on what they found as on its own listing:
 // a member whose sandbox is gone is replaced, and a rogue on a host holding no member of
 // the cluster is removed. The cluster's own history lists no host.
@@ -149,7 +149,7 @@ func TestAReconcileOnHundredsOfHostsListsThemInChildren(t *testing.T) {
 	const deployed = 30 * time.Second
 	fake := newFakeBackend()
 	var names []string
-	for i := range 2*hosts.ListingInline + 1 {
+	for i := range 2*hosts.InChildren + 1 {
 		names = append(names, fmt.Sprintf("h%d", i+1))
 	}
 	view := readyHosts(names...)
@@ -206,5 +206,85 @@ roles:
 	}
 	if after.Phase != workflows.PhaseReady {
 		t.Errorf("phase %s (%s)", after.Phase, after.Message)
+	}
+}
+
+// A write of the cluster's files to more than hosts.InChildren hosts runs in writing
+// children, groups of up to 500 hosts: the cluster's own history writes to none. A host
+// lost while its child waits on its write is told to the child, whose write there is
+// cancelled rather than waited on until it times out, and its member is set up elsewhere.
+func TestWritesToHundredsOfHostsRunInChildrenThatStopWaitingOnALostHost(t *testing.T) {
+	fake := newFakeBackend()
+	var names []string
+	for i := range 2*hosts.InChildren + 1 {
+		names = append(names, fmt.Sprintf("h%d", i+1))
+	}
+	view := readyHosts(names...)
+	const heldOn = "h7"
+	var env *testsuite.TestWorkflowEnvironment
+	var loss sync.Once
+	var mu sync.Mutex
+	canceled := map[string]bool{}
+	heldEnd := ""
+	fake.writing = func(ctx context.Context) error {
+		info := activity.GetInfo(ctx)
+		if !strings.HasSuffix(info.TaskQueue, "@"+heldOn) {
+			return nil
+		}
+		// h7 dies during its first write: the registry tells the cluster, and nothing
+		// comes back from the write but the cancel, which must come before its timeout.
+		loss.Do(func() { env.SignalWorkflow(workflows.HostsChangedSignal, withLost(view, heldOn)) })
+		id := info.WorkflowExecution.ID + "/" + info.ActivityID
+		for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+			mu.Lock()
+			wasCanceled := canceled[id]
+			mu.Unlock()
+			if wasCanceled || ctx.Err() != nil {
+				heldEnd = "canceled"
+				if !wasCanceled { // its wait on the host ran out instead
+					heldEnd = ctx.Err().Error()
+				}
+				return context.Canceled
+			}
+		}
+		heldEnd = "not canceled within 30 s"
+		return fmt.Errorf("the write on %s was not canceled", heldOn)
+	}
+	env = newEnv(t, fake)
+	env.SetOnActivityCanceledListener(func(info *activity.Info) {
+		mu.Lock()
+		defer mu.Unlock()
+		canceled[info.WorkflowExecution.ID+"/"+info.ActivityID] = true
+	})
+	env.OnSignalExternalWorkflow(mock.Anything, workflows.HostsWorkflowID, "", workflows.ClusterHostsSignal, mock.Anything).Return(nil)
+	var deployed workflows.ClusterStatus
+	queryAt(t, env, time.Hour, &deployed)
+	env.RegisterDelayedCallback(func() {
+		env.UpdateWorkflow(workflows.DeleteUpdate, "delete", &testsuite.TestUpdateCallback{
+			OnReject: func(err error) { t.Errorf("delete refused: %v", err) }, OnAccept: func() {}, OnComplete: func(any, error) {},
+		})
+	}, 2*time.Hour)
+	env.ExecuteWorkflow(workflows.ClusterWorkflowName, workflows.ClusterInput{Hosts: view, Spec: testSpec(t, fmt.Sprintf(`
+name: c
+roles:
+  - {name: worker, members: %d, startscript: s.sh, placement: {maxPerHost: 1}}
+`, len(names)-1))})
+
+	if want := "canceled"; heldEnd != want {
+		t.Errorf("the write held on %s ended %s, want %s", heldOn, heldEnd, want)
+	}
+	if deployed.Phase != workflows.PhaseReady || deployed.Role("worker").Ready != len(names)-1 {
+		t.Fatalf("deployed: phase %s (%s), %d ready", deployed.Phase, deployed.Message, deployed.Role("worker").Ready)
+	}
+	for _, m := range deployed.Role("worker").Members {
+		if m.Host == heldOn {
+			t.Errorf("%s stayed on the lost %s", m.Name, heldOn)
+		}
+	}
+	fake.mu.Lock()
+	writers := maps.Clone(fake.writers)
+	fake.mu.Unlock()
+	if writers[workflows.HostsWritingWorkflowName] < len(names)-1 || writers[workflows.ClusterWorkflowName] != 0 {
+		t.Errorf("writes by workflow type: %v; want every host written by %s, none by the cluster", writers, workflows.HostsWritingWorkflowName)
 	}
 }

@@ -122,7 +122,7 @@ roles:
 	}); err != nil {
 		t.Fatal(err)
 	}
-	if want := (kept + workflows.HostsPerListing - 1) / workflows.HostsPerListing; byCluster != 0 || children < want || byChildren < kept {
+	if want := (kept + workflows.HostsPerChild - 1) / workflows.HostsPerChild; byCluster != 0 || children < want || byChildren < kept {
 		t.Errorf("the cluster listed %d hosts itself, and %d listing children listed %d; want none, at least %d children, and every one of the %d hosts",
 			byCluster, children, byChildren, want, kept)
 	}

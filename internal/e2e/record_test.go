@@ -367,7 +367,7 @@ roles:
 }
 
 // TestRecordListingHistories records a reconcile of a cluster on more hosts than it lists
-// itself (hosts.ListingInline), which lists them in a child (change.ListingInChildren), on
+// itself (hosts.InChildren), which lists them in a child (change.ListingInChildren), on
 // a fleet of simulated hosts.
 //
 //	CLUSTERFLOW_RECORD_HISTORIES=v24-listing-in-children go test ./internal/e2e -run TestRecordListingHistories

@@ -4,9 +4,8 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/clusterflow/clusterflow/internal/backend"
-	"github.com/clusterflow/clusterflow/internal/signing"
-	"github.com/clusterflow/clusterflow/workflows"
 	"github.com/clusterflow/clusterflow/workflows/hosts"
+	"github.com/clusterflow/clusterflow/workflows/internal/change"
 	"github.com/clusterflow/clusterflow/workflows/internal/flow"
 	"github.com/clusterflow/clusterflow/workflows/plan"
 )
@@ -60,53 +59,44 @@ func (e *executor) WriteClusterFiles(ctx workflow.Context, withScripts bool) err
 // WriteFiles writes files on each of hosts (on the shared queue in single-host mode) and
 // returns the hosts where it failed. In bounded runs it adds the startscripts and the
 // roles' envs for a host that does not hold the current ones yet, so that they travel to
-// a host once rather than with every write or every script run.
+// a host once rather than with every write or every script run. Past hosts.InChildren
+// hosts, children write them (change.WritingInChildren).
 func (e *executor) WriteFiles(ctx workflow.Context, summary string, to []string, files backend.ClusterFiles) map[string]error {
 	var digest string
-	var scripts map[string]string
-	var envs map[string]map[string]string
-	var signed map[string]signing.Signed
+	var install backend.ClusterFiles
 	if e.w.bounded {
-		digest, scripts, envs, signed = hosts.Installable(&e.w.state, e.w.spec, e.w.retiring, e.w.signedGenerations, workflow.GetInfo(ctx).Namespace)
+		digest, install.Scripts, install.Envs, install.Signed = hosts.Installable(&e.w.state, e.w.spec, e.w.retiring, e.w.signedGenerations, workflow.GetInfo(ctx).Namespace)
 	}
-	// Hosts are written to at once, and the writes scheduled in one workflow task must stay
-	// far under Temporal's 4 MiB: a first write to a host carries the scripts (up to 1 MiB)
-	// and the envs besides the configmeta. So a write waits while others in flight hold
-	// more than hostWriteBytes; a write alone always goes.
-	sizes := map[bool]int{false: workflows.PayloadSize(files)}
-	inFlight := flow.Slots{Limit: hostWriteBytes}
 	files.FolderKey = e.w.state.FolderKey
-	return hosts.OnEach(flow.WithQuickActivity(ctx, summary), &e.w.state, e.w.setUpElsewhere, e.w.hostsAtOnce(), to, func(ctx workflow.Context, host string) error {
-		f := files
-		install := e.w.bounded && e.w.state.Installed[host] != digest
-		if install {
-			f.Scripts, f.Envs, f.Signed = scripts, envs, signed
-			if _, ok := sizes[true]; !ok {
-				sizes[true] = workflows.PayloadSize(f)
-			}
-		}
-		size := sizes[install]
-		if err := inFlight.Wait(ctx, size, nil); err != nil {
-			return err
-		}
-		inFlight.Take(size)
-		err := flow.ExecuteActivity(ctx, flow.ActWriteClusterFiles, f).Get(ctx, nil)
-		inFlight.Give(size)
-		if err != nil {
-			return err
-		}
+	needsInstall := func(host string) bool { return e.w.bounded && e.w.state.Installed[host] != digest }
+	installed := func(host string) {
 		if e.w.bounded {
 			if e.w.state.Installed == nil {
 				e.w.state.Installed = map[string]string{}
 			}
 			e.w.state.Installed[host] = digest
 		}
+	}
+	if e.w.bounded && e.w.setUpElsewhere && e.w.state.OnHosts && len(to) > hosts.InChildren &&
+		workflow.GetVersion(ctx, change.WritingInChildren, workflow.DefaultVersion, 1) >= 1 {
+		e.w.writings++
+		failed := hosts.WriteInChildren(ctx, &e.w.state, summary, to, e.w.writings, files, install, needsInstall)
+		for _, host := range to {
+			if _, ok := failed[host]; !ok {
+				installed(host)
+			}
+		}
+		return failed
+	}
+	w := hosts.NewWriter(files, install)
+	return hosts.OnEach(flow.WithQuickActivity(ctx, summary), &e.w.state, e.w.setUpElsewhere, e.w.hostsAtOnce(), to, func(ctx workflow.Context, host string) error {
+		if err := w.Write(ctx, needsInstall(host)); err != nil {
+			return err
+		}
+		installed(host)
 		return nil
 	})
 }
-
-// hostWriteBytes bounds the cluster files in flight to hosts at once.
-const hostWriteBytes = 1 << 20
 
 // hostsAtOnce bounds the hosts a cluster-wide activity (files, listing, removal) runs on at
 // once in runs that send configmeta by reference (their writes are small, so bytes no

@@ -60,6 +60,8 @@ type clusterWorkflow struct {
 	// filesLock keeps configmeta writes in order: the operation and an update that grows a
 	// role midway both write it.
 	filesLock workflow.Mutex
+	// writings counts this run's writes in children, which name them.
+	writings int
 	// runner runs role operations as child workflows.
 	runner *role.Runner
 	// health is member health.

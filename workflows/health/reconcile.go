@@ -112,7 +112,7 @@ func (hm *Machine) listMembers(ctx workflow.Context, c Cluster) ([]backend.Membe
 		return listed, map[string]bool{"": true}, err
 	}
 	reachable := hosts.ReachableHosts(c.State())
-	if hm.Bounded && hm.SetUpElsewhere && len(reachable) > hosts.ListingInline &&
+	if hm.Bounded && hm.SetUpElsewhere && len(reachable) > hosts.InChildren &&
 		workflow.GetVersion(ctx, change.ListingInChildren, workflow.DefaultVersion, 1) >= 1 {
 		return hm.listInChildren(ctx, c, reachable)
 	}
