@@ -16,6 +16,7 @@ import (
 
 	"github.com/clusterflow/clusterflow/internal/testenv"
 	"github.com/clusterflow/clusterflow/workflows"
+	"github.com/clusterflow/clusterflow/workflows/hosts"
 )
 
 // TestRecordHistories records real histories for the replay tests in
@@ -366,38 +367,39 @@ roles:
 	recordOn(c, "maintenance-flag", workflows.MaintenanceWorkflowID)
 }
 
-// TestRecordListingHistories records a reconcile of a cluster on more hosts than it lists
-// itself (hosts.InChildren), which lists them in a child (change.ListingInChildren), on
-// a fleet of simulated hosts.
+// TestRecordFleetHistories records a cluster on more hosts than it writes to or lists
+// itself (hosts.InChildren), on a fleet of simulated hosts: its files are written by
+// writing children (change.WritingInChildren) and a reconcile lists them in a listing
+// child (change.ListingInChildren).
 //
-//	CLUSTERFLOW_RECORD_HISTORIES=v24-listing-in-children go test ./internal/e2e -run TestRecordListingHistories
-func TestRecordListingHistories(t *testing.T) {
+//	CLUSTERFLOW_RECORD_HISTORIES=v24-hosts-in-children go test ./internal/e2e -run TestRecordFleetHistories
+func TestRecordFleetHistories(t *testing.T) {
 	guard(t)
 	recordOn := recorder(t)
 	s := newServerStack(t)
 	s.startWorker()
-	const fleet = 120
+	const fleet, members = 120, hosts.InChildren + 5
 	if err := simulate(t, s, "sim", "sim", fleet, time.Minute).WaitFor("Simulating hosts", 2*time.Minute); err != nil {
 		t.Fatal(err)
 	}
 	waitEvery(t, time.Minute, time.Second, "the hosts ready", func() bool { return countStates(fleetHosts(t, s))[workflows.HostReady] == fleet })
-	specPath, _ := writeCluster(t, `
-name: rec-listing
+	specPath, _ := writeCluster(t, fmt.Sprintf(`
+name: rec-fleet
 roles:
-  - {name: worker, members: 3, startscript: trace.sh, env: {TRACE: TRACE_FILE}, placement: {maxPerHost: 1}}
-`)
-	if res := s.cli("deploy", "-f", specPath, "--wait", "--timeout", "60s"); res.Code != 0 {
+  - {name: worker, members: %d, maxInFlight: %d, startscript: trace.sh, env: {TRACE: TRACE_FILE}, placement: {maxPerHost: 1}}
+`, members, members))
+	if res := s.cli("deploy", "-f", specPath, "--wait", "--timeout", "90s"); res.Code != 0 {
 		t.Fatalf("deploy: %s", res)
 	}
-	if res := s.cli("reconcile", "rec-listing"); res.Code != 0 || !strings.Contains(res.Stdout, "The backend has 3 member sandboxes") {
+	if res := s.cli("reconcile", "rec-fleet"); res.Code != 0 || !strings.Contains(res.Stdout, fmt.Sprintf("The backend has %d member sandboxes", members)) {
 		t.Fatalf("reconcile: %s", res)
 	}
-	if res := s.cli("delete", "rec-listing", "--wait"); res.Code != 0 {
+	if res := s.cli("delete", "rec-fleet", "--wait"); res.Code != 0 {
 		t.Fatalf("delete: %s", res)
 	}
 	c := s.dial()
 	defer c.Close()
-	recordOn(c, "reconcile-on-a-fleet", workflows.ClusterWorkflowID("rec-listing"))
+	recordOn(c, "deploy-reconcile-delete", workflows.ClusterWorkflowID("rec-fleet"))
 }
 
 // TestRecordCodecHistories records, like TestRecordHistories, a cluster whose every payload
