@@ -30,6 +30,8 @@ import (
 func TestAFleetPastOneWorkflowsPendingActivitiesRegistersAndReplacesLostHosts(t *testing.T) {
 	guardFor(t, fleetTestLimit())
 	kept, doomed := 594, 6
+	// Past hosts.InChildren member hosts, so that children write the cluster's files.
+	const members = 150
 	if testlimit.Benching() {
 		kept, doomed = 1999, 21
 	}
@@ -64,8 +66,8 @@ func TestAFleetPastOneWorkflowsPendingActivitiesRegistersAndReplacesLostHosts(t 
 	if err := os.WriteFile(specPath, []byte(fmt.Sprintf(`
 name: spread
 roles:
-  - {name: worker, members: 100, maxInFlight: 100, startscript: %s, replaceAfter: 1s, placement: {maxPerHost: 1}}
-`, script)), 0o644); err != nil {
+  - {name: worker, members: %d, maxInFlight: %d, startscript: %s, replaceAfter: 1s, placement: {maxPerHost: 1}}
+`, members, members, script)), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	if res := s.cli("deploy", "-f", specPath, "--wait", "--timeout", "60s"); res.Code != 0 {
@@ -90,7 +92,7 @@ roles:
 		if res.Code != 0 || json.Unmarshal([]byte(res.Stdout), &st) != nil {
 			return false
 		}
-		return st.Phase == workflows.PhaseReady && st.Role("worker").Ready == 100 && onDoomed(st) == 0
+		return st.Phase == workflows.PhaseReady && st.Role("worker").Ready == members && onDoomed(st) == 0
 	})
 	t.Logf("replaced %s after the kill", time.Since(killed).Round(100*time.Millisecond))
 
@@ -100,32 +102,41 @@ roles:
 	defer cancel()
 
 	// A reconcile lists the cluster's members on every reachable host, in listing children
-	// of up to 500 hosts: the cluster's own history lists none.
-	if res := s.cli("reconcile", "spread"); res.Code != 0 || !strings.Contains(res.Stdout, "The backend has 100 member sandboxes") {
+	// of up to 500 hosts: the cluster's own history lists none. Its files go to its 150
+	// hosts through writing children too, a write to a handful of hosts (a notice) aside.
+	if res := s.cli("reconcile", "spread"); res.Code != 0 || !strings.Contains(res.Stdout, fmt.Sprintf("The backend has %d member sandboxes", members)) {
 		t.Errorf("reconcile: %s", res)
 	}
-	byCluster, byChildren, children := 0, 0, 0
+	type count struct{ byCluster, byChildren, children int }
+	counts := map[string]*count{"ListMemberOrdinals": {}, "WriteClusterFiles": {}}
+	childFor := map[string]string{workflows.HostsListingWorkflowName: "ListMemberOrdinals", workflows.HostsWritingWorkflowName: "WriteClusterFiles"}
 	if err := testenv.WalkHistories(ctx, c, workflows.ClusterWorkflowID("spread"), func(id string, _ int, h *historypb.History) error {
 		for _, e := range h.Events {
-			if a := e.GetActivityTaskScheduledEventAttributes(); a != nil && a.GetActivityType().GetName() == "ListMemberOrdinals" {
-				if id == workflows.ClusterWorkflowID("spread") {
-					byCluster++
+			if a := e.GetActivityTaskScheduledEventAttributes(); a != nil && counts[a.GetActivityType().GetName()] != nil {
+				if n := counts[a.GetActivityType().GetName()]; id == workflows.ClusterWorkflowID("spread") {
+					n.byCluster++
 				} else {
-					byChildren++
+					n.byChildren++
 				}
 			}
-			if a := e.GetStartChildWorkflowExecutionInitiatedEventAttributes(); a != nil && a.GetWorkflowType().GetName() == workflows.HostsListingWorkflowName {
-				children++
+			if a := e.GetStartChildWorkflowExecutionInitiatedEventAttributes(); a != nil && childFor[a.GetWorkflowType().GetName()] != "" {
+				counts[childFor[a.GetWorkflowType().GetName()]].children++
 			}
 		}
 		return nil
 	}); err != nil {
 		t.Fatal(err)
 	}
-	if want := (kept + workflows.HostsPerChild - 1) / workflows.HostsPerChild; byCluster != 0 || children < want || byChildren < kept {
+	listings, writes := counts["ListMemberOrdinals"], counts["WriteClusterFiles"]
+	if want := (kept + workflows.HostsPerChild - 1) / workflows.HostsPerChild; listings.byCluster != 0 || listings.children < want || listings.byChildren < kept {
 		t.Errorf("the cluster listed %d hosts itself, and %d listing children listed %d; want none, at least %d children, and every one of the %d hosts",
-			byCluster, children, byChildren, want, kept)
+			listings.byCluster, listings.children, listings.byChildren, want, kept)
 	}
+	if writes.byCluster >= members || writes.children < 2 || writes.byChildren < 2*members {
+		t.Errorf("the cluster wrote its files to %d hosts itself, and %d writing children to %d; want fewer than its %d hosts, at least 2 children, and every host twice",
+			writes.byCluster, writes.children, writes.byChildren, members)
+	}
+	t.Logf("the cluster wrote to %d hosts itself, and %d writing children to %d", writes.byCluster, writes.children, writes.byChildren)
 
 	// No workflow of the registry holds more than its shard's leases, nor a long history.
 	resp, err := c.QueryWorkflow(ctx, workflows.HostsWorkflowID, "", workflows.RegistryQuery)

@@ -20,7 +20,9 @@ import (
 const InChildren = 100
 
 // inChildren starts a child workflow for each group of up to workflows.HostsPerChild
-// hosts, all at once, and waits for them all. Meanwhile it tells each child the hosts of
+// hosts, all at once, and waits for them all. Together they run on at most HostsPerChild
+// hosts at once, as the cluster would itself: 2,000 hosts at once, 500 a child, held the
+// embedded server's writes past their deadlines. Meanwhile it tells each child the hosts of
 // its group that the cluster's view takes for lost (workflows.HostsLostSignal), so that no
 // child waits on a dead host longer than the cluster would. It hands each group's future
 // to collect, in order.
@@ -30,18 +32,19 @@ const InChildren = 100
 // replayer makes up. A run continued as new counts its passes from one again, and the
 // children of the run before are closed with it.
 func inChildren(ctx workflow.Context, s *workflows.ClusterState, kind, summary string, hosts []string, pass int,
-	start func(ctx workflow.Context, group []string) workflow.ChildWorkflowFuture,
+	start func(ctx workflow.Context, group []string, atOnce int) workflow.ChildWorkflowFuture,
 	collect func(group []string, f workflow.ChildWorkflowFuture)) {
 	groups := slices.Collect(slices.Chunk(hosts, workflows.HostsPerChild))
 	futures := make([]workflow.ChildWorkflowFuture, len(groups))
 	id := workflow.GetInfo(ctx).WorkflowExecution.ID
+	atOnce := max(1, workflows.HostsPerChild/len(groups))
 	for i, group := range groups {
 		futures[i] = start(workflow.WithChildOptions(ctx, workflow.ChildWorkflowOptions{
 			WorkflowID: fmt.Sprintf("%s/%s-%d-%d-%d", id, kind, s.Operations, pass, i),
 			// What a child does is worth nothing to anyone but the run that asked for it.
 			ParentClosePolicy: enums.PARENT_CLOSE_POLICY_TERMINATE,
 			StaticSummary:     fmt.Sprintf("%s on %d hosts (%s … %s)", summary, len(group), group[0], group[len(group)-1]),
-		}), group)
+		}), group, atOnce)
 	}
 	done := make([]bool, len(groups))
 	left := len(groups)
@@ -96,6 +99,15 @@ func inChildren(ctx workflow.Context, s *workflows.ClusterState, kind, summary s
 	}
 }
 
+// atOnce is how many hosts a child runs on at once: its input's share, or all of them
+// (children from before).
+func atOnce(share int) int {
+	if share > 0 {
+		return share
+	}
+	return workflows.HostsPerChild
+}
+
 // lostHosts follows the hosts a child's parent says are lost (workflows.HostsLostSignal),
 // and reports whether a host is still reachable.
 func lostHosts(ctx workflow.Context) (reachable func(host string) bool) {
@@ -126,7 +138,7 @@ func WritingWorkflow(ctx workflow.Context, in workflows.HostsWritingInput) (work
 	}
 	w := NewWriter(in.Files, in.Install)
 	ctx = flow.WithQuickActivity(ctx, "write files of "+in.Cluster)
-	failed := onHosts(ctx, workflows.HostsPerChild, names,
+	failed := onHosts(ctx, atOnce(in.AtOnce), names,
 		func(host string) time.Duration { return byName[host].Wait },
 		lostHosts(ctx),
 		func(ctx workflow.Context, host string) error { return w.Write(ctx, byName[host].Install) })
@@ -146,8 +158,8 @@ func WriteInChildren(ctx workflow.Context, s *workflows.ClusterState, summary st
 	files, install backend.ClusterFiles, needsInstall func(host string) bool) map[string]error {
 	failed := map[string]error{}
 	inChildren(ctx, s, "writing", summary, hosts, pass,
-		func(ctx workflow.Context, group []string) workflow.ChildWorkflowFuture {
-			in := workflows.HostsWritingInput{Cluster: s.Name, Files: files, Hosts: make([]workflows.WritingHost, len(group))}
+		func(ctx workflow.Context, group []string, atOnce int) workflow.ChildWorkflowFuture {
+			in := workflows.HostsWritingInput{Cluster: s.Name, Files: files, AtOnce: atOnce, Hosts: make([]workflows.WritingHost, len(group))}
 			for i, host := range group {
 				in.Hosts[i] = workflows.WritingHost{Name: host, Wait: Wait(s, host), Install: needsInstall(host)}
 				if in.Hosts[i].Install {
