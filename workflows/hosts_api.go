@@ -163,11 +163,9 @@ const HostsLostSignal = "hosts-lost"
 // HostsListingInput names the cluster's folder and the hosts to list it on, each with how
 // long its worker may take to answer.
 type HostsListingInput struct {
-	Cluster   string `json:"cluster"`
-	FolderKey string `json:"folderKey"`
-	// AtOnce is how many hosts the child lists at once (0: all).
-	AtOnce int           `json:"atOnce,omitempty"`
-	Hosts  []ListingHost `json:"hosts"`
+	Cluster   string        `json:"cluster"`
+	FolderKey string        `json:"folderKey"`
+	Hosts     []ListingHost `json:"hosts"`
 }
 
 // ListingHost is a host a listing runs on.
@@ -202,9 +200,7 @@ type HostsWritingInput struct {
 	Files   backend.ClusterFiles `json:"files"`
 	// Install holds only Scripts, Envs and Signed.
 	Install backend.ClusterFiles `json:"install,omitzero"`
-	// AtOnce is how many hosts the child writes to at once (0: all).
-	AtOnce int           `json:"atOnce,omitempty"`
-	Hosts  []WritingHost `json:"hosts"`
+	Hosts   []WritingHost        `json:"hosts"`
 }
 
 // WritingHost is a host a writing child writes to.

@@ -19,93 +19,68 @@ import (
 // (change.ListingInChildren, change.WritingInChildren).
 const InChildren = 100
 
-// inChildren starts a child workflow for each group of up to workflows.HostsPerChild
-// hosts, all at once, and waits for them all. Together they run on at most HostsPerChild
-// hosts at once, as the cluster would itself: 2,000 hosts at once, 500 a child, held the
-// embedded server's writes past their deadlines. Meanwhile it tells each child the hosts of
-// its group that the cluster's view takes for lost (workflows.HostsLostSignal), so that no
-// child waits on a dead host longer than the cluster would. It hands each group's future
-// to collect, in order.
+// inChildren runs a child workflow for each group of up to workflows.HostsPerChild hosts,
+// one after the other, so that they run on no more hosts at once than the cluster would
+// itself: four children of 500 hosts at once held the embedded server's writes past their
+// deadlines, and lost completions held a deploy for the hosts' 5-minute waits. Meanwhile it
+// tells the child the hosts of its group that the cluster's view takes for lost
+// (workflows.HostsLostSignal), so that no child waits on a dead host longer than the
+// cluster would. It hands each group's outcome to collect, in order: get reads the
+// child's result, or says why there is none (a cancel stops the groups not yet begun).
 //
 // A child is named by the cluster's operations so far (carried from run to run), the
 // run's pass of kind and the group, as role children are; not by the run ID, which a
 // replayer makes up. A run continued as new counts its passes from one again, and the
 // children of the run before are closed with it.
 func inChildren(ctx workflow.Context, s *workflows.ClusterState, kind, summary string, hosts []string, pass int,
-	start func(ctx workflow.Context, group []string, atOnce int) workflow.ChildWorkflowFuture,
-	collect func(group []string, f workflow.ChildWorkflowFuture)) {
-	groups := slices.Collect(slices.Chunk(hosts, workflows.HostsPerChild))
-	futures := make([]workflow.ChildWorkflowFuture, len(groups))
+	start func(ctx workflow.Context, group []string) workflow.ChildWorkflowFuture,
+	collect func(group []string, get func(valuePtr any) error)) {
 	id := workflow.GetInfo(ctx).WorkflowExecution.ID
-	atOnce := max(1, workflows.HostsPerChild/len(groups))
-	for i, group := range groups {
-		futures[i] = start(workflow.WithChildOptions(ctx, workflow.ChildWorkflowOptions{
+	// A cancelled child answers at once, so waiting for it outlives a cancel.
+	waitCtx, _ := workflow.NewDisconnectedContext(ctx)
+	told := map[string]bool{}
+	i := 0
+	for group := range slices.Chunk(hosts, workflows.HostsPerChild) {
+		if err := ctx.Err(); err != nil {
+			collect(group, func(any) error { return err })
+			continue
+		}
+		f := start(workflow.WithChildOptions(ctx, workflow.ChildWorkflowOptions{
 			WorkflowID: fmt.Sprintf("%s/%s-%d-%d-%d", id, kind, s.Operations, pass, i),
 			// What a child does is worth nothing to anyone but the run that asked for it.
 			ParentClosePolicy: enums.PARENT_CLOSE_POLICY_TERMINATE,
 			StaticSummary:     fmt.Sprintf("%s on %d hosts (%s … %s)", summary, len(group), group[0], group[len(group)-1]),
-		}), group, atOnce)
-	}
-	done := make([]bool, len(groups))
-	left := len(groups)
-	for i, f := range futures {
+		}), group)
+		i++
+		done := false
 		workflow.Go(ctx, func(ctx workflow.Context) {
 			_ = f.Get(ctx, nil)
-			done[i] = true
-			left--
+			done = true
 		})
-	}
-	told := map[string]bool{}
-	newlyLost := func(i int) []string {
-		var lost []string
-		if !done[i] {
-			for _, host := range groups[i] {
+		newlyLost := func() []string {
+			var lost []string
+			for _, host := range group {
 				if !told[host] && !Reachable(s, host) {
 					lost = append(lost, host)
 				}
 			}
+			return lost
 		}
-		return lost
-	}
-	anyNewlyLost := func() bool {
-		for i := range groups {
-			if len(newlyLost(i)) > 0 {
-				return true
+		for !done {
+			_ = workflow.Await(waitCtx, func() bool { return done || len(newlyLost()) > 0 })
+			if lost := newlyLost(); len(lost) > 0 && !done {
+				for _, host := range lost {
+					told[host] = true
+				}
+				// The signal waits for the child to have started; one that ended meanwhile
+				// is not told, and need not be.
+				workflow.Go(waitCtx, func(ctx workflow.Context) {
+					_ = f.SignalChildWorkflow(ctx, workflows.HostsLostSignal, lost).Get(ctx, nil)
+				})
 			}
 		}
-		return false
+		collect(group, func(valuePtr any) error { return f.Get(ctx, valuePtr) })
 	}
-	// A cancelled child answers at once, so waiting for the children outlives a cancel.
-	waitCtx, _ := workflow.NewDisconnectedContext(ctx)
-	for left > 0 {
-		_ = workflow.Await(waitCtx, func() bool { return left == 0 || anyNewlyLost() })
-		for i := range groups {
-			lost := newlyLost(i)
-			if len(lost) == 0 {
-				continue
-			}
-			for _, host := range lost {
-				told[host] = true
-			}
-			// The signal waits for the child to have started; one that ended meanwhile is
-			// not told, and need not be.
-			workflow.Go(waitCtx, func(ctx workflow.Context) {
-				_ = futures[i].SignalChildWorkflow(ctx, workflows.HostsLostSignal, lost).Get(ctx, nil)
-			})
-		}
-	}
-	for i, f := range futures {
-		collect(groups[i], f)
-	}
-}
-
-// atOnce is how many hosts a child runs on at once: its input's share, or all of them
-// (children from before).
-func atOnce(share int) int {
-	if share > 0 {
-		return share
-	}
-	return workflows.HostsPerChild
 }
 
 // lostHosts follows the hosts a child's parent says are lost (workflows.HostsLostSignal),
@@ -138,7 +113,7 @@ func WritingWorkflow(ctx workflow.Context, in workflows.HostsWritingInput) (work
 	}
 	w := NewWriter(in.Files, in.Install)
 	ctx = flow.WithQuickActivity(ctx, "write files of "+in.Cluster)
-	failed := onHosts(ctx, atOnce(in.AtOnce), names,
+	failed := onHosts(ctx, workflows.HostsPerChild, names,
 		func(host string) time.Duration { return byName[host].Wait },
 		lostHosts(ctx),
 		func(ctx workflow.Context, host string) error { return w.Write(ctx, byName[host].Install) })
@@ -158,8 +133,8 @@ func WriteInChildren(ctx workflow.Context, s *workflows.ClusterState, summary st
 	files, install backend.ClusterFiles, needsInstall func(host string) bool) map[string]error {
 	failed := map[string]error{}
 	inChildren(ctx, s, "writing", summary, hosts, pass,
-		func(ctx workflow.Context, group []string, atOnce int) workflow.ChildWorkflowFuture {
-			in := workflows.HostsWritingInput{Cluster: s.Name, Files: files, AtOnce: atOnce, Hosts: make([]workflows.WritingHost, len(group))}
+		func(ctx workflow.Context, group []string) workflow.ChildWorkflowFuture {
+			in := workflows.HostsWritingInput{Cluster: s.Name, Files: files, Hosts: make([]workflows.WritingHost, len(group))}
 			for i, host := range group {
 				in.Hosts[i] = workflows.WritingHost{Name: host, Wait: Wait(s, host), Install: needsInstall(host)}
 				if in.Hosts[i].Install {
@@ -168,9 +143,9 @@ func WriteInChildren(ctx workflow.Context, s *workflows.ClusterState, summary st
 			}
 			return workflow.ExecuteChildWorkflow(ctx, workflows.HostsWritingWorkflowName, in)
 		},
-		func(group []string, f workflow.ChildWorkflowFuture) {
+		func(group []string, get func(any) error) {
 			var res workflows.HostsWriting
-			if err := f.Get(ctx, &res); err != nil {
+			if err := get(&res); err != nil {
 				for _, host := range group {
 					failed[host] = err
 				}

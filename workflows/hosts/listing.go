@@ -25,7 +25,7 @@ func ListingWorkflow(ctx workflow.Context, in workflows.HostsListingInput) (work
 	}
 	listed := map[string]workflows.MemberListing{}
 	ctx = flow.WithQuickActivity(ctx, "list members of "+in.Cluster)
-	failed := onHosts(ctx, atOnce(in.AtOnce), names,
+	failed := onHosts(ctx, workflows.HostsPerChild, names,
 		func(host string) time.Duration { return waits[host] },
 		lostHosts(ctx), // the cluster's view, not the child's, says a host is lost
 		func(ctx workflow.Context, host string) error {
@@ -54,16 +54,16 @@ func ListInChildren(ctx workflow.Context, s *workflows.ClusterState, folderKey s
 	listed := map[string]workflows.MemberListing{}
 	failed := map[string]error{}
 	inChildren(ctx, s, "listing", "list members of "+s.Name, hosts, pass,
-		func(ctx workflow.Context, group []string, atOnce int) workflow.ChildWorkflowFuture {
-			in := workflows.HostsListingInput{Cluster: s.Name, FolderKey: folderKey, AtOnce: atOnce, Hosts: make([]workflows.ListingHost, len(group))}
+		func(ctx workflow.Context, group []string) workflow.ChildWorkflowFuture {
+			in := workflows.HostsListingInput{Cluster: s.Name, FolderKey: folderKey, Hosts: make([]workflows.ListingHost, len(group))}
 			for i, host := range group {
 				in.Hosts[i] = workflows.ListingHost{Name: host, Wait: Wait(s, host)}
 			}
 			return workflow.ExecuteChildWorkflow(ctx, workflows.HostsListingWorkflowName, in)
 		},
-		func(group []string, f workflow.ChildWorkflowFuture) {
+		func(group []string, get func(any) error) {
 			var res workflows.HostsListing
-			if err := f.Get(ctx, &res); err != nil {
+			if err := get(&res); err != nil {
 				for _, host := range group {
 					failed[host] = err
 				}
