@@ -83,6 +83,17 @@ func inChildren(ctx workflow.Context, s *workflows.ClusterState, kind, summary s
 	}
 }
 
+// finishSoon gives a child's activity on a host at most childFinish to finish once it
+// started, whatever the host's wait: a poll whose answer came too late (an overloaded
+// server) leaves its activity started on the server and run nowhere, and only this timeout
+// frees it. Four of 2,000 such held a write for the hosts' 5-minute waits.
+func finishSoon(ctx workflow.Context, wait time.Duration) workflow.Context {
+	return workflow.WithStartToCloseTimeout(ctx, min(wait, childFinish))
+}
+
+// childFinish is how long a listing or a write on one host may take once started.
+const childFinish = time.Minute
+
 // lostHosts follows the hosts a child's parent says are lost (workflows.HostsLostSignal),
 // and reports whether a host is still reachable.
 func lostHosts(ctx workflow.Context) (reachable func(host string) bool) {
@@ -116,7 +127,7 @@ func WritingWorkflow(ctx workflow.Context, in workflows.HostsWritingInput) (work
 	failed := onHosts(ctx, workflows.HostsPerChild, names,
 		func(host string) time.Duration { return byName[host].Wait },
 		lostHosts(ctx),
-		func(ctx workflow.Context, host string) error { return w.Write(ctx, byName[host].Install) })
+		func(ctx workflow.Context, host string) error { return w.Write(finishSoon(ctx, byName[host].Wait), byName[host].Install) })
 	var out workflows.HostsWriting
 	for _, host := range slices.Sorted(slices.Values(names)) {
 		if err, ok := failed[host]; ok {

@@ -30,7 +30,7 @@ func ListingWorkflow(ctx workflow.Context, in workflows.HostsListingInput) (work
 		lostHosts(ctx), // the cluster's view, not the child's, says a host is lost
 		func(ctx workflow.Context, host string) error {
 			var listing workflows.MemberListing
-			if err := workflow.ExecuteActivity(ctx, flow.ActListMemberOrdinals, in.FolderKey).Get(ctx, &listing); err != nil {
+			if err := workflow.ExecuteActivity(finishSoon(ctx, waits[host]), flow.ActListMemberOrdinals, in.FolderKey).Get(ctx, &listing); err != nil {
 				return err
 			}
 			listed[host] = listing
