@@ -25,8 +25,9 @@ const InChildren = 100
 // deadlines, and lost completions held a deploy for the hosts' 5-minute waits. Meanwhile it
 // tells the child the hosts of its group that the cluster's view takes for lost
 // (workflows.HostsLostSignal), so that no child waits on a dead host longer than the
-// cluster would. It hands each group's outcome to collect, in order: get reads the
-// child's result, or says why there is none (a cancel stops the groups not yet begun).
+// cluster would. It hands each child's result to collect, in order, and counts every
+// host of a group failed, in failed, when its child failed, collect could not read its
+// result, or a cancel stopped the groups not yet begun.
 //
 // A child is named by the cluster's operations so far (carried from run to run), the
 // run's pass of kind and the group, as role children are; not by the run ID, which a
@@ -34,15 +35,20 @@ const InChildren = 100
 // children of the run before are closed with it.
 func inChildren(ctx workflow.Context, s *workflows.ClusterState, kind, summary string, hosts []string, pass int,
 	start func(ctx workflow.Context, group []string) workflow.ChildWorkflowFuture,
-	collect func(group []string, get func(valuePtr any) error)) {
+	failed map[string]error, collect func(get func(valuePtr any) error) error) {
 	id := workflow.GetInfo(ctx).WorkflowExecution.ID
 	// A cancelled child answers at once, so waiting for it outlives a cancel.
 	waitCtx, _ := workflow.NewDisconnectedContext(ctx)
 	told := map[string]bool{}
 	i := 0
 	for group := range slices.Chunk(hosts, workflows.HostsPerChild) {
+		failGroup := func(err error) {
+			for _, host := range group {
+				failed[host] = err
+			}
+		}
 		if err := ctx.Err(); err != nil {
-			collect(group, func(any) error { return err })
+			failGroup(err)
 			continue
 		}
 		f := start(workflow.WithChildOptions(ctx, workflow.ChildWorkflowOptions{
@@ -79,7 +85,9 @@ func inChildren(ctx workflow.Context, s *workflows.ClusterState, kind, summary s
 				})
 			}
 		}
-		collect(group, func(valuePtr any) error { return f.Get(ctx, valuePtr) })
+		if err := collect(func(valuePtr any) error { return f.Get(ctx, valuePtr) }); err != nil {
+			failGroup(err)
+		}
 	}
 }
 
@@ -154,17 +162,15 @@ func WriteInChildren(ctx workflow.Context, s *workflows.ClusterState, summary st
 			}
 			return workflow.ExecuteChildWorkflow(ctx, workflows.HostsWritingWorkflowName, in)
 		},
-		func(group []string, get func(any) error) {
+		failed, func(get func(any) error) error {
 			var res workflows.HostsWriting
 			if err := get(&res); err != nil {
-				for _, host := range group {
-					failed[host] = err
-				}
-				return
+				return err
 			}
 			for _, h := range res.Failed {
 				failed[h.Host] = fmt.Errorf("%s", h.Error)
 			}
+			return nil
 		})
 	return failed
 }

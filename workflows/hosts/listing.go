@@ -61,13 +61,10 @@ func ListInChildren(ctx workflow.Context, s *workflows.ClusterState, folderKey s
 			}
 			return workflow.ExecuteChildWorkflow(ctx, workflows.HostsListingWorkflowName, in)
 		},
-		func(group []string, get func(any) error) {
+		failed, func(get func(any) error) error {
 			var res workflows.HostsListing
 			if err := get(&res); err != nil {
-				for _, host := range group {
-					failed[host] = err
-				}
-				return
+				return err
 			}
 			for _, l := range res.Hosts {
 				if l.Error != "" {
@@ -76,6 +73,7 @@ func ListInChildren(ctx workflow.Context, s *workflows.ClusterState, folderKey s
 				}
 				listed[l.Host] = l.Members
 			}
+			return nil
 		})
 	return listed, failed
 }
