@@ -135,7 +135,9 @@ func WritingWorkflow(ctx workflow.Context, in workflows.HostsWritingInput) (work
 	failed := onHosts(ctx, workflows.HostsPerChild, names,
 		func(host string) time.Duration { return byName[host].Wait },
 		lostHosts(ctx),
-		func(ctx workflow.Context, host string) error { return w.Write(finishSoon(ctx, byName[host].Wait), byName[host].Install) })
+		func(ctx workflow.Context, host string) error {
+			return w.Write(finishSoon(ctx, byName[host].Wait), byName[host].Install)
+		})
 	var out workflows.HostsWriting
 	for _, host := range slices.Sorted(slices.Values(names)) {
 		if err, ok := failed[host]; ok {
