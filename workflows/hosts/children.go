@@ -30,9 +30,8 @@ const InChildren = 100
 // result, or a cancel stopped the groups not yet begun.
 //
 // A child is named by the cluster's operations so far (carried from run to run), the
-// run's pass of kind and the group, as role children are; not by the run ID, which a
-// replayer makes up. A run continued as new counts its passes from one again, and the
-// children of the run before are closed with it.
+// run's pass of kind and the group, as role children are. A run continued as new counts
+// its passes from one again, and the children of the run before are closed with it.
 func inChildren(ctx workflow.Context, s *workflows.ClusterState, kind, summary string, hosts []string, pass int,
 	start func(ctx workflow.Context, group []string) workflow.ChildWorkflowFuture,
 	failed map[string]error, collect func(get func(valuePtr any) error) error) {
@@ -58,8 +57,9 @@ func inChildren(ctx workflow.Context, s *workflows.ClusterState, kind, summary s
 			StaticSummary:     fmt.Sprintf("%s on %d hosts (%s … %s)", summary, len(group), group[0], group[len(group)-1]),
 		}), group)
 		i++
+		// Done when the child has ended, a cancelled one included.
 		done := false
-		workflow.Go(ctx, func(ctx workflow.Context) {
+		workflow.Go(waitCtx, func(ctx workflow.Context) {
 			_ = f.Get(ctx, nil)
 			done = true
 		})
