@@ -50,11 +50,19 @@ settle() {
   return 1
 }
 # agreed: every server in the cluster is ok and knows as many live nodes as the others (the
-# check goes through the seed, which may know of a joiner before the joiner knows of all).
+# check goes through the seed, which may know of a joiner before the joiner knows of all),
+# and every replica has synced with its master: one that has not yet cannot take over when
+# its master dies (its data counts as too old), so a master killed just after the deploy
+# would stay down. One redis-cli and one awk a server: settle polls this on busy machines.
 agreed() {
   views=$(for a in $(ready); do
-    live=$(rcli "$a" cluster nodes 2> /dev/null | awk '$3 !~ /fail|handshake|noaddr/' | wc -l)
-    [ "$live" -gt 1 ] && echo "$live $(rcli "$a" cluster info | tr -d '\r' | grep '^cluster_state:')"
+    printf 'cluster nodes\ncluster info\ninfo replication\n' | rcli "$a" 2> /dev/null | awk '
+      { sub(/\r$/, "") }
+      /^cluster_state:/ { state = $0 }
+      /^role:slave$/ { replica = 1 }
+      /^master_link_status:/ { link = $0 }
+      NF >= 8 && $3 !~ /fail|handshake|noaddr/ { live++ }
+      END { if (live > 1) print live, state (replica && link != "master_link_status:up" ? " syncing" : "") }'
   done | sort -u)
   [ "$(echo "$views" | wc -l)" = 1 ] && [ "${views#* }" = cluster_state:ok ]
 }

@@ -24,6 +24,13 @@ import (
 // port, in a folder all of them share, names the member holding it, and each member's
 // ports are listed in its cluster's folder, so that its removal frees them. A claim whose
 // cluster folder is gone (removed by hand, say) is stale and taken over.
+//
+// A freed port is not given again until the rest of the range has been: the search for a
+// free port goes on from where the last one ended (a cursor in the claims folder), as
+// Linux hands out pids. A member's peers keep its address for a while after it goes (Redis
+// retries its replicas' links, etcd its peers): a port handed straight to another
+// cluster's member had a Redis replica sync from a stranger, dropping its data, and never
+// take over from its dead master.
 
 // PortRange is the ports a host gives members, Low to High inclusive.
 type PortRange struct{ Low, High int }
@@ -79,22 +86,22 @@ func (l *Backend) AssignPorts(_ context.Context, req backend.PortRequest) (backe
 			holder := l.portHolder(req.Cluster, ask.Member)
 			kept := readPorts(l.portsFile(clusterDir, ask.Member))
 			ports := map[string]int{}
-			next := rng.Low
 			for _, name := range slices.Sorted(slices.Values(ask.Names)) {
 				if port, ok := kept[name]; ok && claimHeldBy(claims, port, holder) {
 					ports[name] = port // asked again: the same answer
 					continue
 				}
-				for ; next <= rng.High && !l.claimFree(claims, next); next++ {
-				}
-				if next > rng.High {
+				port, found := l.nextFreePort(claims, rng)
+				if !found {
 					return fmt.Errorf("no free port left in %s for %s's %s (see worker --port-range)", rng, ask.Member, name)
 				}
-				if err := atomicfile.Write(filepath.Join(claims, strconv.Itoa(next)), []byte(holder), 0o600); err != nil {
+				if err := atomicfile.Write(filepath.Join(claims, strconv.Itoa(port)), []byte(holder), 0o600); err != nil {
 					return err
 				}
-				ports[name] = next
-				next++
+				if err := atomicfile.Write(filepath.Join(claims, portCursorFile), []byte(strconv.Itoa(port+1)), 0o600); err != nil {
+					return err
+				}
+				ports[name] = port
 			}
 			data, err := json.Marshal(ports)
 			if err != nil {
@@ -111,6 +118,27 @@ func (l *Backend) AssignPorts(_ context.Context, req backend.PortRequest) (backe
 		return nil
 	})
 	return out, err
+}
+
+// portCursorFile, in the claims folder, holds the port the next search starts from.
+const portCursorFile = ".next"
+
+// nextFreePort is the first free port of rng from the cursor on, wrapping around once.
+func (l *Backend) nextFreePort(claims string, rng PortRange) (int, bool) {
+	start := rng.Low
+	if data, err := readSmall(filepath.Join(claims, portCursorFile), 32); err == nil {
+		if cursor, err := strconv.Atoi(strings.TrimSpace(string(data))); err == nil && cursor >= rng.Low && cursor <= rng.High {
+			start = cursor // a cursor outside this worker's range is another's: start low
+		}
+	}
+	size := rng.High - rng.Low + 1
+	for i := range size {
+		port := rng.Low + (start-rng.Low+i)%size
+		if l.claimFree(claims, port) {
+			return port, true
+		}
+	}
+	return 0, false
 }
 
 // releasePorts frees the member's ports.

@@ -101,8 +101,43 @@ func TestPortsAreDistinctMachineWideKeptAndFreed(t *testing.T) {
 	if err := a.RemoveCluster(context.Background(), ca.Key()); err != nil {
 		t.Fatal(err)
 	}
-	if left, _ := os.ReadDir(portClaimsDir); len(left) != 1 { // the lock file
+	if left, _ := os.ReadDir(portClaimsDir); len(left) != 2 { // the lock and the cursor
 		t.Errorf("claims left after the cluster's removal: %v", left)
+	}
+}
+
+// A removed member's ports go to nobody while the range has others free: its peers may
+// still dial them. Once the range wraps they are given again, and a cursor left by a worker
+// of another range starts this one's search at its own low end.
+func TestAFreedPortIsGivenAgainOnlyAfterTheRestOfTheRange(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Fatal("port claims are machine-wide for a root worker, as the tests run in CI")
+	}
+	portClaimsOfTheirOwn(t)
+	l := portBackend(t)
+	c := backend.ClusterRef{Name: "c", Home: "aaaaaaaaaaaa"}
+	remove := func(member string) {
+		t.Helper()
+		if err := l.RemoveMember(context.Background(), backend.MemberRef{Cluster: "c", Home: "aaaaaaaaaaaa", Role: "w", Name: member}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	first := assign(t, l, c, "c-w-0")["c-w-0"] // 64100, 64101
+	remove("c-w-0")
+	if got := assign(t, l, c, "c-w-1")["c-w-1"]; got["client"] != testPorts.Low+2 || got["peer"] != testPorts.Low+3 {
+		t.Fatalf("the member after a removed one got %v, want the next two ports, not the freed %v", got, first)
+	}
+	// Eight more ports fill the range up to its high end; the next member wraps around to
+	// the freed ones.
+	assign(t, l, c, "c-w-2", "c-w-3", "c-w-4", "c-w-5")
+	if got := assign(t, l, c, "c-w-6")["c-w-6"]; fmt.Sprint(got) != fmt.Sprint(first) {
+		t.Errorf("after the range wrapped, the next member got %v, want the freed %v", got, first)
+	}
+	// A worker of another range, whose cursor lies outside this one's.
+	other := portBackend(t)
+	other.Ports = PortRange{Low: 64200, High: 64203}
+	if got := assign(t, other, backend.ClusterRef{Name: "d", Home: "bbbbbbbbbbbb"}, "d-w-0")["d-w-0"]; got["client"] != 64200 {
+		t.Errorf("a worker whose range the cursor lies outside got %v, want its range's first ports", got)
 	}
 }
 
