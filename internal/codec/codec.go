@@ -1,6 +1,7 @@
 package codec
 
 import (
+	"context"
 	"crypto/rand"
 	"errors"
 	"fmt"
@@ -102,11 +103,56 @@ func Converters(inner converter.DataConverter, keys *Keys) (converter.DataConver
 	if inner == nil {
 		inner = converter.GetDefaultDataConverter()
 	}
-	dc := converter.NewCodecDataConverter(inner, New(keys))
+	dc := workflowTaskFailing{converter.NewCodecDataConverter(inner, New(keys))}
 	fc := temporal.NewDefaultFailureConverter(temporal.DefaultFailureConverterOptions{
 		DataConverter: dc, EncodeCommonAttributes: keys != nil,
 	})
 	return dc, fc
+}
+
+// workflowTaskFailing makes a payload this process has no key for, read in workflow code,
+// fail the workflow task rather than the workflow. The SDK fails a workflow whose input it
+// cannot decode, so a worker started without --codec-key-file (or with a key file that
+// lacks an old key) would end every encrypted cluster's workflow at its next task, while
+// its members run on. A panic in workflow code instead fails the task, which the SDK's
+// default WorkflowPanicPolicy (BlockWorkflow) leaves to be retried: the workflow waits,
+// whole, for a worker that has the key. Clients and activities, outside workflow code, get
+// the error as it is.
+type workflowTaskFailing struct{ converter.DataConverter }
+
+// WithWorkflowContext implements converter.ContextAware; the SDK calls it for every payload
+// it reads in workflow code.
+func (w workflowTaskFailing) WithWorkflowContext(ctx converter.WorkflowContext) converter.DataConverter {
+	inner := w.DataConverter
+	if aware, ok := inner.(converter.ContextAware); ok {
+		inner = aware.WithWorkflowContext(ctx)
+	}
+	return noKeyPanics{inner}
+}
+
+// WithContext implements converter.ContextAware.
+func (w workflowTaskFailing) WithContext(ctx context.Context) converter.DataConverter {
+	if aware, ok := w.DataConverter.(converter.ContextAware); ok {
+		return workflowTaskFailing{aware.WithContext(ctx)}
+	}
+	return w
+}
+
+type noKeyPanics struct{ converter.DataConverter }
+
+func (n noKeyPanics) FromPayload(payload *commonpb.Payload, valuePtr any) error {
+	return panicOnNoKey(n.DataConverter.FromPayload(payload, valuePtr))
+}
+
+func (n noKeyPanics) FromPayloads(payloads *commonpb.Payloads, valuePtrs ...any) error {
+	return panicOnNoKey(n.DataConverter.FromPayloads(payloads, valuePtrs...))
+}
+
+func panicOnNoKey(err error) error {
+	if errors.Is(err, ErrNoKey) {
+		panic(fmt.Errorf("this worker cannot read the workflow: %w; the workflow task fails and waits for a worker with the key", err))
+	}
+	return err
 }
 
 // Apply sets a client's converters: the codec of keyFile's keys (none when empty) over the

@@ -107,6 +107,39 @@ func TestWithoutAKeyEncryptedPayloadsAreAClearErrorAndPlainOnesRead(t *testing.T
 	}
 }
 
+// In workflow code (the SDK asks for the converter of a workflow context), a payload with
+// no key panics, which fails the workflow task instead of the workflow; elsewhere it stays
+// an error, and a payload that decodes reads as it does outside.
+func TestWithoutAKeyWorkflowCodeFailsItsTaskNotTheWorkflow(t *testing.T) {
+	keys, _ := keysOf(t, "prod-1")
+	withKey, _ := Converters(nil, keys)
+	none, _ := Converters(nil, nil)
+	p, _ := withKey.ToPayload("x")
+	inWorkflow := func(dc converter.DataConverter) converter.DataConverter {
+		aware, ok := dc.(converter.ContextAware)
+		if !ok {
+			t.Fatalf("the codec's converter %T does not take the workflow's context", dc)
+		}
+		return aware.WithWorkflowContext(nil)
+	}
+	var s string
+	func() {
+		defer func() {
+			err, _ := recover().(error)
+			if !errors.Is(err, ErrNoKey) || !strings.Contains(err.Error(), "waits for a worker with the key") {
+				t.Errorf("no key in workflow code: recovered %v, want a panic wrapping ErrNoKey", err)
+			}
+		}()
+		_ = inWorkflow(none).FromPayloads(&commonpb.Payloads{Payloads: []*commonpb.Payload{p}}, &s)
+	}()
+	if err := none.FromPayload(p, &s); !errors.Is(err, ErrNoKey) {
+		t.Errorf("no key outside workflow code: %v, want ErrNoKey returned", err)
+	}
+	if err := inWorkflow(withKey).FromPayload(p, &s); err != nil || s != "x" {
+		t.Errorf("with the key in workflow code: %q, %v", s, err)
+	}
+}
+
 func TestAnAlteredPayloadOrKeyIDIsRefused(t *testing.T) {
 	_, lines := keysOf(t, "a", "b")
 	keys := parse(t, lines...)

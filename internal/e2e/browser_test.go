@@ -328,8 +328,9 @@ func TestWebUIDecodesThroughTheCodecServerOnly(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The worker dev runs now has no key either: the cluster's next workflow task (its
-	// reconcile, each minute) fails the workflow, which cannot decode its input. Running or
-	// failed, the page shows the input card with the ciphertext (base64).
+	// reconcile, each minute) fails and waits for a worker with the key (the encryption test
+	// checks that the workflow runs on). The page shows the input card with the ciphertext
+	// (base64).
 	step(t, ctx, shots, "encoded-input",
 		open(page, "h1", "cluster/sealed"),
 		waitText("body", "Input"),

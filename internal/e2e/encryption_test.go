@@ -218,6 +218,12 @@ func TestTheCodecKeepsEveryValueOutOfTemporalAndRotates(t *testing.T) {
 	}
 	stopDev(dev)
 
+	// A worker without the key leaves the encrypted cluster's workflow running: the task it
+	// cannot read fails, and waits for a worker with the key (the rotation's, next).
+	dev = startDevWith("dev-no-key")
+	taskFailsWithoutTheKey(t, address, keys, "coded")
+	stopDev(dev)
+
 	// Rotation: B first, A kept to read what A wrote.
 	writeKeyFile(t, keys, keyB, keyA)
 	dev = startDevWith("dev-key-b", "--codec-key-file", keys)
@@ -243,6 +249,39 @@ func TestTheCodecKeepsEveryValueOutOfTemporalAndRotates(t *testing.T) {
 	database := assertNotAtRest(t, append([]string{filepath.Join(dir, "dev.db"), filepath.Join(dir, "dev.db-wal"), exported, logFile}, matches...), plain, password)
 	if !bytes.Contains(database, []byte(before)) {
 		t.Error("the value written before the codec is not in the database either: the search would not find a plain value there")
+	}
+}
+
+// taskFailsWithoutTheKey sends the cluster's workflow an event about no member (which it
+// ignores), encrypted with the keys, so that the keyless worker now running replays the
+// workflow from its encrypted input; it fails the test unless that task fails and is
+// retried while the workflow runs on.
+func taskFailsWithoutTheKey(t *testing.T, address, keys, cluster string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	co := client.Options{HostPort: address}
+	if err := codec.Apply(&co, keys); err != nil {
+		t.Fatal(err)
+	}
+	c, err := client.DialContext(ctx, co)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	id := workflows.ClusterWorkflowID(cluster)
+	if err := c.SignalWorkflow(ctx, id, "", workflows.MemberEventSignal, workflows.MemberEvent{Member: "no-such-member", Event: workflows.HealthDown}); err != nil {
+		t.Fatal(err)
+	}
+	var d *workflowservice.DescribeWorkflowExecutionResponse
+	waitUpTo(t, time.Minute, "the keyless worker's task failed and retried, or the workflow ended", func() bool {
+		if d, err = c.DescribeWorkflowExecution(ctx, id, ""); err != nil {
+			t.Fatal(err)
+		}
+		return d.GetWorkflowExecutionInfo().GetStatus() != enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING || d.GetPendingWorkflowTask().GetAttempt() >= 2
+	})
+	if status := d.GetWorkflowExecutionInfo().GetStatus(); status != enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING {
+		t.Fatalf("a worker without the key ended the encrypted cluster's workflow: %s", status)
 	}
 }
 

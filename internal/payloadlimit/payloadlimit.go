@@ -10,6 +10,7 @@
 package payloadlimit
 
 import (
+	"context"
 	"errors"
 	"fmt"
 
@@ -69,6 +70,23 @@ func Unguarded(dc converter.DataConverter) converter.DataConverter {
 type guard struct {
 	converter.DataConverter
 	limit int
+}
+
+// WithWorkflowContext implements converter.ContextAware, passing the context on to the
+// converter it guards (the codec's fails a workflow task on a payload it has no key for).
+func (g guard) WithWorkflowContext(ctx converter.WorkflowContext) converter.DataConverter {
+	if aware, ok := g.DataConverter.(converter.ContextAware); ok {
+		return guard{DataConverter: aware.WithWorkflowContext(ctx), limit: g.limit}
+	}
+	return g
+}
+
+// WithContext implements converter.ContextAware.
+func (g guard) WithContext(ctx context.Context) converter.DataConverter {
+	if aware, ok := g.DataConverter.(converter.ContextAware); ok {
+		return guard{DataConverter: aware.WithContext(ctx), limit: g.limit}
+	}
+	return g
 }
 
 func (g guard) ToPayload(value any) (*commonpb.Payload, error) {
