@@ -44,6 +44,28 @@ func (s *Starter) Hosts(ctx context.Context) ([]workflows.Host, error) {
 	return hosts, nil
 }
 
+// host is one registered host, from the registry workflow that keeps it: its shard, or the
+// registry itself before shards.
+func (s *Starter) host(ctx context.Context, name string) (workflows.Host, bool, error) {
+	info, err := s.registry(ctx)
+	if err != nil || !info.found {
+		return workflows.Host{}, false, err
+	}
+	keeper := workflows.HostsWorkflowID
+	if info.Sharded {
+		keeper = workflows.HostShardWorkflowID(workflows.HostShard(name))
+	}
+	hosts, err := s.queryHosts(ctx, keeper)
+	if err != nil {
+		return workflows.Host{}, false, err
+	}
+	i := slices.IndexFunc(hosts, func(h workflows.Host) bool { return h.Name == name })
+	if i < 0 {
+		return workflows.Host{}, false, nil
+	}
+	return hosts[i], true, nil
+}
+
 // registryInfo is the registry's RegistryInfo, and whether it runs at all.
 type registryInfo struct {
 	workflows.RegistryInfo
@@ -234,18 +256,17 @@ func updateError(action string, err error) error {
 
 // WaitDrained waits until a draining host holds no members, calling progress whenever its
 // count changes. It fails if the drain is lifted (uncordon) or the host is lost meanwhile.
+// Each second it asks the registry and the host's own shard, not the fleet's 64.
 func (s *Starter) WaitDrained(ctx context.Context, name string, progress func(workflows.Host)) (workflows.Host, error) {
 	last := -1
 	for {
-		hosts, err := s.Hosts(ctx)
+		h, found, err := s.host(ctx, name)
 		if err != nil {
 			return workflows.Host{}, err
 		}
-		i := slices.IndexFunc(hosts, func(h workflows.Host) bool { return h.Name == name })
-		if i < 0 {
+		if !found {
 			return workflows.Host{}, apperr.Errorf(apperr.Gone, "host %s left the registry while draining", name)
 		}
-		h := hosts[i]
 		if h.Members != last {
 			progress(h)
 			last = h.Members
