@@ -11,9 +11,10 @@ UNIT_PACKAGES = $$($(GO) list -f '{{if or .TestGoFiles .XTestGoFiles}}{{.ImportP
 
 # Tests of ./workflows too slow under the race detector for what it adds (they start with
 # withoutRace(t), and TestTheMakefileRunsEveryTestSkippedUnderRace keeps this list in step):
-# the 10,000- and 5,000-member tests, the writes to hundreds of hosts, and the replay of
-# recorded histories, which runs one workflow goroutine at a time. They run once, without it.
-WITHOUT_RACE := TestPayloadsStayBoundedAtTenThousandMembers|TestARolloutStaysBoundedAtTenThousandMembers|TestAWideRoleRunsInBatchesAndConfiguresEveryMemberOnce|TestAWideClusterContinuesAsNewWithinThePayloadLimit|TestReplayRecordedHistories|TestWritesToHundredsOfHostsRunInChildrenThatStopWaitingOnALostHost
+# the 10,000- and 5,000-member tests, the writes to hundreds of hosts (and a delete during
+# them), and the replay of recorded histories, which runs one workflow goroutine at a time.
+# They run once, without it.
+WITHOUT_RACE := TestPayloadsStayBoundedAtTenThousandMembers|TestARolloutStaysBoundedAtTenThousandMembers|TestAWideRoleRunsInBatchesAndConfiguresEveryMemberOnce|TestAWideClusterContinuesAsNewWithinThePayloadLimit|TestReplayRecordedHistories|TestWritesToHundredsOfHostsRunInChildrenThatStopWaitingOnALostHost|TestADeleteWhileWritesRunInChildrenCancelsThem
 
 # Added to every `go test` of the unit and e2e steps: `make test GOTESTFLAGS=-json > test.json`,
 # then `go run ./bench/testtime test.json`, shows where the time goes.

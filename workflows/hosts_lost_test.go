@@ -16,6 +16,7 @@ import (
 
 	"github.com/clusterflow/clusterflow/internal/backend"
 	"github.com/clusterflow/clusterflow/internal/runner"
+	"github.com/clusterflow/clusterflow/spec"
 	"github.com/clusterflow/clusterflow/workflows"
 	"github.com/clusterflow/clusterflow/workflows/hosts"
 )
@@ -148,10 +149,7 @@ func TestAReconcileOnHundredsOfHostsListsThemInChildren(t *testing.T) {
 	// environment runs one after another.
 	const deployed = 30 * time.Second
 	fake := newFakeBackend()
-	var names []string
-	for i := range 2*hosts.InChildren + 1 {
-		names = append(names, fmt.Sprintf("h%d", i+1))
-	}
+	names := hostNames(2*hosts.InChildren + 1)
 	view := readyHosts(names...)
 	env := newEnv(t, fake)
 	env.OnSignalExternalWorkflow(mock.Anything, workflows.HostsWorkflowID, "", workflows.ClusterHostsSignal, mock.Anything).Return(nil)
@@ -216,47 +214,15 @@ roles:
 func TestWritesToHundredsOfHostsRunInChildrenThatStopWaitingOnALostHost(t *testing.T) {
 	withoutRace(t) // 200 members: 163 s under the race detector, 27 s without
 	fake := newFakeBackend()
-	var names []string
-	for i := range 2*hosts.InChildren + 1 {
-		names = append(names, fmt.Sprintf("h%d", i+1))
-	}
+	names := hostNames(2*hosts.InChildren + 1)
 	view := readyHosts(names...)
 	const heldOn = "h7"
 	var env *testsuite.TestWorkflowEnvironment
-	var loss sync.Once
-	var mu sync.Mutex
-	canceled := map[string]bool{}
-	heldEnd := ""
-	fake.writing = func(ctx context.Context) error {
-		info := activity.GetInfo(ctx)
-		if !strings.HasSuffix(info.TaskQueue, "@"+heldOn) {
-			return nil
-		}
-		// h7 dies during its first write: the registry tells the cluster, and nothing
-		// comes back from the write but the cancel, which must come before its timeout.
-		loss.Do(func() { env.SignalWorkflow(workflows.HostsChangedSignal, withLost(view, heldOn)) })
-		id := info.WorkflowExecution.ID + "/" + info.ActivityID
-		for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
-			mu.Lock()
-			wasCanceled := canceled[id]
-			mu.Unlock()
-			if wasCanceled || ctx.Err() != nil {
-				heldEnd = "canceled"
-				if !wasCanceled { // its wait on the host ran out instead
-					heldEnd = ctx.Err().Error()
-				}
-				return context.Canceled
-			}
-		}
-		heldEnd = "not canceled within 30 s"
-		return fmt.Errorf("the write on %s was not canceled", heldOn)
-	}
+	// h7 dies during its first write: the registry tells the cluster, and nothing comes
+	// back from the write but the cancel, which must come before its timeout.
+	held := holdWrite(fake, heldOn, func() { env.SignalWorkflow(workflows.HostsChangedSignal, withLost(view, heldOn)) })
 	env = newEnv(t, fake)
-	env.SetOnActivityCanceledListener(func(info *activity.Info) {
-		mu.Lock()
-		defer mu.Unlock()
-		canceled[info.WorkflowExecution.ID+"/"+info.ActivityID] = true
-	})
+	held.listen(env)
 	env.OnSignalExternalWorkflow(mock.Anything, workflows.HostsWorkflowID, "", workflows.ClusterHostsSignal, mock.Anything).Return(nil)
 	var deployed workflows.ClusterStatus
 	queryAt(t, env, time.Hour, &deployed)
@@ -265,14 +231,10 @@ func TestWritesToHundredsOfHostsRunInChildrenThatStopWaitingOnALostHost(t *testi
 			OnReject: func(err error) { t.Errorf("delete refused: %v", err) }, OnAccept: func() {}, OnComplete: func(any, error) {},
 		})
 	}, 2*time.Hour)
-	env.ExecuteWorkflow(workflows.ClusterWorkflowName, workflows.ClusterInput{Hosts: view, Spec: testSpec(t, fmt.Sprintf(`
-name: c
-roles:
-  - {name: worker, members: %d, startscript: s.sh, placement: {maxPerHost: 1}}
-`, len(names)-1))})
+	env.ExecuteWorkflow(workflows.ClusterWorkflowName, workflows.ClusterInput{Hosts: view, Spec: memberPerHost(t, len(names)-1)})
 
-	if want := "canceled"; heldEnd != want {
-		t.Errorf("the write held on %s ended %s, want %s", heldOn, heldEnd, want)
+	if end := held.ended(); end != "canceled" {
+		t.Errorf("the write held on %s ended %s, want canceled", heldOn, end)
 	}
 	if deployed.Phase != workflows.PhaseReady || deployed.Role("worker").Ready != len(names)-1 {
 		t.Fatalf("deployed: phase %s (%s), %d ready", deployed.Phase, deployed.Message, deployed.Role("worker").Ready)
@@ -288,4 +250,125 @@ roles:
 	if writers[workflows.HostsWritingWorkflowName] < len(names)-1 || writers[workflows.ClusterWorkflowName] != 0 {
 		t.Errorf("writes by workflow type: %v; want every host written by %s, none by the cluster", writers, workflows.HostsWritingWorkflowName)
 	}
+}
+
+// A delete while the deploy's writes run in children cancels them: the write held on a
+// host ends by its cancel, not its timeout, and the delete completes, leaving nothing on
+// any host.
+func TestADeleteWhileWritesRunInChildrenCancelsThem(t *testing.T) {
+	withoutRace(t)
+	fake := newFakeBackend()
+	names := hostNames(2*hosts.InChildren + 1)
+	const heldOn = "h7"
+	var env *testsuite.TestWorkflowEnvironment
+	var deleted workflows.ClusterStatus
+	held := holdWrite(fake, heldOn, func() {
+		env.UpdateWorkflow(workflows.DeleteUpdate, "delete", &testsuite.TestUpdateCallback{
+			OnReject: func(err error) { t.Errorf("delete refused: %v", err) }, OnAccept: func() {},
+			OnComplete: func(any, error) {},
+		})
+	})
+	env = newEnv(t, fake)
+	held.listen(env)
+	env.OnSignalExternalWorkflow(mock.Anything, workflows.HostsWorkflowID, "", workflows.ClusterHostsSignal, mock.Anything).Return(nil)
+	env.ExecuteWorkflow(workflows.ClusterWorkflowName, workflows.ClusterInput{Hosts: readyHosts(names...), Spec: memberPerHost(t, len(names)-1)})
+
+	if end := held.ended(); end != "canceled" {
+		t.Errorf("the write held on %s ended %s, want canceled", heldOn, end)
+	}
+	if err := env.GetWorkflowResult(&deleted); err != nil {
+		t.Fatalf("the deleted cluster's workflow: %v", err)
+	}
+	if deleted.Phase != workflows.PhaseDeleted {
+		t.Errorf("phase %s (%s), want deleted", deleted.Phase, deleted.Message)
+	}
+	// The deploy stopped at its first write: no member was made, and the cluster's folder
+	// went from every host it may have reached.
+	calls := fake.Calls()
+	if created := countPrefix(calls, "create "); created != 0 {
+		t.Errorf("%d members created after the delete cancelled the deploy's first write", created)
+	}
+	if removed := countCalls(calls, "remove cluster c"); removed != len(names) {
+		t.Errorf("the cluster's folder removed from %d hosts, want all %d", removed, len(names))
+	}
+}
+
+func hostNames(n int) []string {
+	names := make([]string, n)
+	for i := range names {
+		names[i] = fmt.Sprintf("h%d", i+1)
+	}
+	return names
+}
+
+// memberPerHost is a spec of members workers, at most one a host.
+func memberPerHost(t *testing.T, members int) spec.Cluster {
+	return testSpec(t, fmt.Sprintf(`
+name: c
+roles:
+  - {name: worker, members: %d, startscript: s.sh, placement: {maxPerHost: 1}}
+`, members))
+}
+
+// heldWrite is the first write of the cluster's files on one host, held until cancelled.
+type heldWrite struct {
+	mu       sync.Mutex
+	canceled map[string]bool
+	end      string
+}
+
+// holdWrite makes the first write on host call onHeld, then wait until it is cancelled
+// (or 30 s pass, which the test reports).
+func holdWrite(fake *fakeBackend, host string, onHeld func()) *heldWrite {
+	h := &heldWrite{canceled: map[string]bool{}}
+	var once sync.Once
+	fake.writing = func(ctx context.Context) error {
+		info := activity.GetInfo(ctx)
+		if !strings.HasSuffix(info.TaskQueue, "@"+host) {
+			return nil
+		}
+		first := false
+		once.Do(func() { first = true; onHeld() })
+		if !first {
+			return nil
+		}
+		id := info.WorkflowExecution.ID + "/" + info.ActivityID
+		for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+			h.mu.Lock()
+			wasCanceled := h.canceled[id]
+			h.mu.Unlock()
+			if wasCanceled || ctx.Err() != nil {
+				end := "canceled"
+				if !wasCanceled { // its wait on the host ran out instead
+					end = ctx.Err().Error()
+				}
+				h.setEnd(end)
+				return context.Canceled
+			}
+		}
+		h.setEnd("not canceled within 30 s")
+		return fmt.Errorf("the write on %s was not canceled", host)
+	}
+	return h
+}
+
+// listen notes the activities env cancels.
+func (h *heldWrite) listen(env *testsuite.TestWorkflowEnvironment) {
+	env.SetOnActivityCanceledListener(func(info *activity.Info) {
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		h.canceled[info.WorkflowExecution.ID+"/"+info.ActivityID] = true
+	})
+}
+
+func (h *heldWrite) setEnd(end string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.end = end
+}
+
+func (h *heldWrite) ended() string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.end
 }
