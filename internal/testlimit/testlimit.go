@@ -5,10 +5,12 @@
 package testlimit
 
 import (
+	"bytes"
 	"fmt"
 	"os"
 	"runtime/pprof"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -81,10 +83,28 @@ func OnAbort(fn func()) (unregister func()) {
 	}
 }
 
+// goroutinesOf picks from a goroutine dump (debug=2) the goroutines running the test's
+// function or a closure of it; a subtest runs in its top-level test's function.
+func goroutinesOf(test, dump string) string {
+	top, _, _ := strings.Cut(test, "/")
+	var picked []string
+	for _, g := range strings.Split(dump, "\n\n") {
+		if strings.Contains(g, "."+top+"(") || strings.Contains(g, "."+top+".") {
+			picked = append(picked, g)
+		}
+	}
+	if len(picked) == 0 {
+		return "(none: the test's function has returned, and its cleanups or another goroutine hold it)"
+	}
+	return strings.Join(picked, "\n\n")
+}
+
 func abort(test string, limit time.Duration) {
 	aborting.Do(func() {
 		fmt.Fprintf(os.Stderr, "\n--- FAIL: %s is still running after %s; stopping the test binary (testlimit.Guard)\n\ngoroutines:\n", test, limit)
-		_ = pprof.Lookup("goroutine").WriteTo(os.Stderr, 2)
+		var dump bytes.Buffer
+		_ = pprof.Lookup("goroutine").WriteTo(&dump, 2)
+		_, _ = os.Stderr.Write(dump.Bytes())
 		hooksMu.Lock()
 		ids := make([]int, 0, len(hooks))
 		for id := range hooks {
@@ -108,6 +128,9 @@ func abort(test string, limit time.Duration) {
 		case <-time.After(30 * time.Second):
 			fmt.Fprintln(os.Stderr, "testlimit: abort hooks did not finish within 30s")
 		}
+		// CI shows the end of the output, which the whole dump pushes out of sight: the
+		// overrunning test's own goroutines, last, say where it waits.
+		fmt.Fprintf(os.Stderr, "\n--- where %s waits (its goroutines, from the dump above):\n\n%s\n", test, goroutinesOf(test, dump.String()))
 		fmt.Fprintf(os.Stderr, "FAIL\t%s ran past %s\n", test, limit)
 		os.Exit(1)
 	})

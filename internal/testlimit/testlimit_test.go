@@ -37,6 +37,11 @@ func TestGuardStopsAHangingTestAndRunsTheAbortHooks(t *testing.T) {
 			t.Errorf("output lacks %q:\n%s", want, out)
 		}
 	}
+	// After the whole dump, at the end CI shows, the hanging test's own goroutine.
+	_, tail, _ := strings.Cut(string(out), "--- where TestGuardStopsAHangingTestAndRunsTheAbortHooks waits")
+	if !strings.Contains(tail, "testlimit.TestGuardStopsAHangingTestAndRunsTheAbortHooks(") || !strings.Contains(tail, "testlimit_test.go:") || strings.Contains(tail, "runtime/pprof") {
+		t.Errorf("the end of the output does not show the hanging test's goroutine alone:\n%s", tail)
+	}
 	if got, _ := os.ReadFile(marker); string(got) != "hook ran" {
 		t.Errorf("abort hook did not run: %q", got)
 	}
