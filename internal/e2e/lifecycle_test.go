@@ -437,7 +437,7 @@ perl -MIO::Socket::INET -e 'for (@ARGV) { IO::Socket::INET->new(LocalPort => $_,
 // TestMembersOnOneHostGetPortsOfTheirOwn deploys two clusters whose roles name the same
 // ports on the one shared host: every member gets distinct ports from the host's range,
 // the same in its environment, its status and configmeta, for its whole life; a member
-// removed frees its ports for the next.
+// removed frees its ports, which its successor does not get while the range has others.
 func TestMembersOnOneHostGetPortsOfTheirOwn(t *testing.T) {
 	t.Parallel()
 	guard(t)
@@ -501,13 +501,19 @@ func TestMembersOnOneHostGetPortsOfTheirOwn(t *testing.T) {
 	}
 	check("after the deploys", map[string][]int{"porta": {0, 1, 2}, "portb": {0, 1, 2}})
 	s := statusJSON(t, "porta")
-	before := s.Member("porta-m-0").Ports
+	before, removed := s.Member("porta-m-0").Ports, s.Member("porta-m-2").Ports
 	mustSucceed(t, "resize", "porta", "m=2", "--wait")
 	mustSucceed(t, "resize", "porta", "m=3", "--wait")
 	check("after a shrink and a grow", map[string][]int{"porta": {0, 1, 3}, "portb": {0, 1, 2}})
 	s = statusJSON(t, "porta")
 	if after := s.Member("porta-m-0").Ports; !maps.Equal(before, after) {
 		t.Errorf("porta-m-0's ports changed from %v to %v", before, after)
+	}
+	// The removed member's peers may still dial its ports: the next member gets others.
+	for name, port := range s.Member("porta-m-3").Ports {
+		if slices.Contains(slices.Collect(maps.Values(removed)), port) {
+			t.Errorf("porta-m-3's %s port %d was the removed porta-m-2's (%v) while the range had others free", name, port, removed)
+		}
 	}
 	// A role with members keeps its ports: an apply that changes them is refused.
 	changed := filepath.Join(dir, "porta-changed.yaml")

@@ -190,9 +190,8 @@ func (r *redisCluster) everyKey(after string) {
 // masters waits for the live masters the nodes' gossip agrees on to be want.
 func (r *redisCluster) masters(after string, want int) {
 	r.t.Helper()
-	got := 0
 	waitUpTo(r.t, time.Minute, fmt.Sprintf("%d masters after %s", want, after), func() bool {
-		got = 0
+		got := 0
 		for _, line := range strings.Split(r.redis("", "cluster", "nodes"), "\n") {
 			if f := strings.Fields(line); len(f) > 2 && strings.Contains(f[2], "master") && !strings.Contains(f[2], "fail") {
 				got++
