@@ -6,9 +6,14 @@
 # It registers them all, deploys a cluster of MEMBERS members, one per host, kills the
 # 1% at once, and prints the times to all ready, to the loss seen and to the members
 # replaced, the registry's and the cluster's largest runs, the registry's most pending
-# activities, and the peak memory of the process simulating the 99%.
+# activities, and the peak memory of the process simulating the 99% and of the server.
 #
-#   bench/fleet.sh 2000; bench/fleet.sh 10000; MEMBERS=100 bench/fleet.sh 5000
+# SERVER=postgres runs the production path instead: Temporal's own server on PostgreSQL,
+# configured as docker-compose.yml configures it (bench/pgserver), with `clusterflow setup`
+# and one `clusterflow worker` for the workflows. The embedded default's SQLite takes one
+# write at a time, which a fleet of 5,000 outgrows.
+#
+#   bench/fleet.sh 2000; SERVER=postgres bench/fleet.sh 10000; MEMBERS=100 bench/fleet.sh 5000
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 hosts=${1:-2000}
@@ -21,7 +26,27 @@ if [ "$members" -gt "$kept" ]; then
   echo "MEMBERS=$members cannot be replaced on the $kept hosts left after losing $doomed (maxPerHost: 1): give at most $kept" >&2
   exit 2
 fi
-start_bg dev "^Ready" dev --no-ui --no-gateway --db "$tmp/dev.db" --data "$tmp/data" --address "$TEMPORAL_ADDRESS" --log-level warn
+case ${SERVER:-dev} in
+  dev)
+    start_bg dev "^Ready" dev --no-ui --no-gateway --db "$tmp/dev.db" --data "$tmp/data" --address "$TEMPORAL_ADDRESS" --log-level warn
+    server_pid=$last_pid # dev runs clusterflow-dev in its place, which embeds the server
+    ;;
+  postgres)
+    echo "building the production server (bench/pgserver)..." >&2
+    (cd "$root" && go build -o "$tmp/pgserver" ./bench/pgserver)
+    mkdir -p "$tmp/pg"
+    (cd "$root" && exec "$tmp/pgserver" -dir "$tmp/pg" > "$tmp/pgserver.log" 2>&1) &
+    bg_pids+=("$!")
+    for _ in $(seq 3000); do grep -q "^Ready" "$tmp/pgserver.log" 2>/dev/null && break; sleep 0.1; done
+    grep -q "^Ready" "$tmp/pgserver.log" || { cat "$tmp/pgserver.log" >&2; exit 1; }
+    export TEMPORAL_ADDRESS=$(awk '/^Address:/ {print $2}' "$tmp/pgserver.log")
+    server_pid=$(pgrep -f -n "temporal-server.* start")
+    "$cf" setup > /dev/null
+    (cd "$tmp" && exec "$cf" worker --data "$tmp/data" --log-level warn > "$tmp/worker.log" 2>&1) &
+    bg_pids+=("$!")
+    ;;
+  *) echo "SERVER is dev or postgres, not $SERVER" >&2; exit 2 ;;
+esac
 
 # count_hosts STATE prints how many hosts `hosts` lists in that state (0 when it cannot
 # answer in time, as while thousands register).
@@ -77,12 +102,12 @@ replaced() { [ "$(on_doomed)" = "0 ready" ]; }
 wait_for "the lost hosts' members replaced" 600 replaced
 replaced_ms=$(( $(ms) - start ))
 stats=$(cd "$root" && go run ./bench/registrystats -cluster spread)
-peak_mib=$(( $(awk '/VmHWM/ {print $2}' "/proc/$kept_pid/status") / 1024 ))
+peak_mib() { echo $(( $(awk '/VmHWM/ {print $2}' "/proc/$1/status") / 1024 )); }
 
-echo "$hosts simulated hosts ($doomed lost at once, host timeout 10 s), a cluster of $members members, one per host"
+echo "$hosts simulated hosts ($doomed lost at once, host timeout 10 s), a cluster of $members members, one per host; server: ${SERVER:-dev}"
 printf '  all registered and ready:      %8d ms\n' "$register_ms"
 printf '  deploy --wait:                 %8d ms\n' "$deploy_ms"
 printf '  loss seen after the kill:      %8d ms   (%d members on the lost hosts)\n' "$loss_ms" "$placed"
 printf '  replaced after the kill:       %8d ms\n' "$replaced_ms"
 printf '  %s\n' "$stats"
-printf '  peak memory, simulating %d hosts: %d MiB\n' "$kept" "$peak_mib"
+printf '  peak memory, simulating %d hosts: %d MiB; the server (%s): %d MiB\n' "$kept" "$(peak_mib "$kept_pid")" "${SERVER:-dev}" "$(peak_mib "$server_pid")"

@@ -89,8 +89,12 @@ func Run(ctx context.Context, c client.Client, opts Options) error {
 func newHostWorker(c client.Client, opts Options) sdkworker.Worker {
 	w := sdkworker.New(c, workflows.HostTaskQueue(opts.TaskQueue, opts.Host.Name), sdkworker.Options{
 		MaxConcurrentActivityTaskPollers: 8,
-		BuildID:                          buildID(),
-		WorkerStopTimeout:                opts.StopTimeout,
+		// Only activities come to a host's queue. The SDK polls for workflow tasks even with
+		// no workflow registered: two long polls a host that the server counts against its
+		// limit of polls per frontend, for nothing.
+		DisableWorkflowWorker: true,
+		BuildID:               buildID(),
+		WorkerStopTimeout:     opts.StopTimeout,
 	})
 	w.RegisterActivity(newActivities(opts))
 	return w

@@ -17,7 +17,7 @@ import (
 // runSimulate runs a fleet of simulated hosts (internal/fleetsim) until interrupted: the
 // registry and clusters at thousands of hosts, on one machine.
 func runSimulate(ctx context.Context, args []string) error {
-	fs := newFlagSet("simulate", "--hosts N [--prefix P] [--host-timeout D] [--data DIR]")
+	fs := newFlagSet("simulate", "--hosts N [--prefix P] [--host-timeout D] [--polls N] [--data DIR]")
 	var conn connection
 	conn.register(fs, "info")
 	var hf hostFlags
@@ -25,6 +25,7 @@ func runSimulate(ctx context.Context, args []string) error {
 	hosts := fs.Int("hosts", 0, "how many hosts to simulate")
 	prefix := fs.String("prefix", "sim-", "the hosts' names are this and a number (sim-00042)")
 	timeout := fs.Duration("host-timeout", workflows.DefaultHostTimeout, "each host's timeout")
+	polls := fs.Int("polls", 1, "long polls each host keeps open on its task queue (a real host keeps 8)")
 	if err := fs.Parse(args); err != nil {
 		return flagError(err)
 	}
@@ -33,6 +34,8 @@ func runSimulate(ctx context.Context, args []string) error {
 		return apperr.Errorf(apperr.Invalid, "--hosts: is %d; it must be at least 1", *hosts)
 	case *timeout < time.Second:
 		return apperr.Errorf(apperr.Invalid, "--host-timeout: is %s; it must be at least 1s", *timeout)
+	case *polls < 1:
+		return apperr.Errorf(apperr.Invalid, "--polls: is %d; it must be at least 1", *polls)
 	}
 	if err := spec.CheckName(*prefix + "00000"); err != nil {
 		return apperr.Errorf(apperr.Invalid, "--prefix: %v", err)
@@ -65,7 +68,7 @@ func runSimulate(ctx context.Context, args []string) error {
 	}
 	start := time.Now()
 	fleet, err := fleetsim.Start(ctx, c, fleetsim.Options{
-		Prefix: *prefix, Hosts: *hosts, Timeout: *timeout, TaskQueue: conn.taskQueue, Backend: members, Logger: logger,
+		Prefix: *prefix, Hosts: *hosts, Timeout: *timeout, Polls: *polls, TaskQueue: conn.taskQueue, Backend: members, Logger: logger,
 	})
 	if err != nil {
 		return err

@@ -167,11 +167,12 @@ roles:
 }
 
 // simulate starts `clusterflow simulate` with hosts named prefix-N on the stack, each
-// timing out after timeout, in a process named name; it is stopped at the end.
-func simulate(t *testing.T, s *stack, name, prefix string, hosts int, timeout time.Duration) *testenv.Process {
+// timing out after timeout, in a process named name, with more of simulate's flags; it is
+// stopped at the end.
+func simulate(t *testing.T, s *stack, name, prefix string, hosts int, timeout time.Duration, flags ...string) *testenv.Process {
 	t.Helper()
-	p, err := testenv.StartHost("", s.dir, s.dir, name, s.env, "simulate", "--hosts", fmt.Sprint(hosts), "--prefix", prefix,
-		"--host-timeout", timeout.String(), "--data", filepath.Join(s.dir, name))
+	p, err := testenv.StartHost("", s.dir, s.dir, name, s.env, append([]string{"simulate", "--hosts", fmt.Sprint(hosts), "--prefix", prefix,
+		"--host-timeout", timeout.String(), "--data", filepath.Join(s.dir, name)}, flags...)...)
 	if err != nil {
 		t.Fatal(err)
 	}

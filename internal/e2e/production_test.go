@@ -1,11 +1,20 @@
 package e2e
 
 import (
+	"context"
+	"fmt"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
+	"time"
+
+	enumspb "go.temporal.io/api/enums/v1"
+	taskqueuepb "go.temporal.io/api/taskqueue/v1"
+	"go.temporal.io/api/workflowservice/v1"
 
 	"github.com/clusterflow/clusterflow/internal/testenv"
+	"github.com/clusterflow/clusterflow/workflows"
 )
 
 // newProductionStack is a stack whose server is Temporal's own, on a private PostgreSQL,
@@ -55,4 +64,72 @@ func TestComposeServerConfigurationIsWhatTheTestsRun(t *testing.T) {
 			t.Errorf("the compose file's server sets no %s; the tests override it (%s)", key, why)
 		}
 	}
+}
+
+// The compose file's server takes a fleet. Each host keeps 8 polls open on its own task
+// queue: past 150 hosts, with the shared queue's, that is more than Temporal's default of
+// 1,200 polls a frontend, which refuses the rest ("namespace concurrent poller limit
+// exceeded") and leaves hosts' work waiting. And each host's queue must be one partition,
+// not the default four: a fleet's thousands of queues loaded four times over kept 2,000
+// hosts from registering (bench/fleet.sh, SERVER=postgres). 160 simulated hosts poll as
+// real ones do, beside a real one, on Temporal's own server with the compose file's
+// dynamic config. No host polls its queue for workflow tasks, which never come there.
+func TestTheComposeServerTakesEveryPollOfAFleet(t *testing.T) {
+	t.Parallel()
+	guard(t)
+	s := newProductionStack(t)
+	s.startWorker()
+	const hosts, polls = 160, 8
+	p := simulate(t, s, "fleet", "sim-", hosts, 5*time.Minute, "--polls", strconv.Itoa(polls))
+	s.startWith(testenv.StartHost, "", s.env, "host-real", 1, "Worker starting",
+		"worker", "--host", "real", "--host-address", "127.0.0.1", "--data", s.hostData("real"))
+	if err := p.WaitFor("Simulating hosts", time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	waitEvery(t, time.Minute, time.Second, fmt.Sprintf("%d hosts ready", hosts+1), func() bool {
+		return countStates(fleetHosts(t, s))[workflows.HostReady] == hosts+1
+	})
+	// Every poll is open now: a refused one would have been refused at once.
+	if refused := strings.Count(p.Output(), "poller limit exceeded"); refused > 0 {
+		t.Errorf("the server refused %d polls of %d hosts keeping %d each: %s", refused, hosts, polls, firstLineWith(p.Output(), "poller limit exceeded"))
+	}
+
+	c := s.dial()
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	for _, host := range []string{"real", "sim-00042"} {
+		queue := workflows.HostTaskQueue(workflows.DefaultTaskQueue, host)
+		pollers := func(kind enumspb.TaskQueueType) int {
+			resp, err := c.DescribeTaskQueue(ctx, queue, kind)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return len(resp.GetPollers())
+		}
+		if wf, act := pollers(enumspb.TASK_QUEUE_TYPE_WORKFLOW), pollers(enumspb.TASK_QUEUE_TYPE_ACTIVITY); wf != 0 || act == 0 {
+			t.Errorf("host %s's queue has %d workflow pollers and %d activity pollers; want none and some", host, wf, act)
+		}
+	}
+	for queue, want := range map[string]int{workflows.DefaultTaskQueue: 4, workflows.HostTaskQueue(workflows.DefaultTaskQueue, "sim-00042"): 1} {
+		resp, err := c.WorkflowService().ListTaskQueuePartitions(ctx, &workflowservice.ListTaskQueuePartitionsRequest{
+			Namespace: "default", TaskQueue: &taskqueuepb.TaskQueue{Name: queue, Kind: enumspb.TASK_QUEUE_KIND_NORMAL},
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := len(resp.GetActivityTaskQueuePartitions()); got != want {
+			t.Errorf("task queue %s has %d activity partitions, want %d", queue, got, want)
+		}
+	}
+}
+
+// firstLineWith is the first line of out that holds text.
+func firstLineWith(out, text string) string {
+	for line := range strings.Lines(out) {
+		if strings.Contains(line, text) {
+			return strings.TrimSpace(line)
+		}
+	}
+	return ""
 }

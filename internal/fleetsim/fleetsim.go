@@ -28,7 +28,10 @@ type Options struct {
 	Prefix string
 	Hosts  int
 	// Timeout is each host's --host-timeout.
-	Timeout   time.Duration
+	Timeout time.Duration
+	// Polls is how many long polls each host keeps open on its queue (default 1; a real
+	// host keeps 8).
+	Polls     int
 	TaskQueue string
 	// Backend runs every host's members.
 	Backend backend.Backend
@@ -59,8 +62,9 @@ func Start(ctx context.Context, c client.Client, opts Options) (*Fleet, error) {
 		name := fmt.Sprintf("%s%05d", opts.Prefix, i)
 		reg := workflows.HostRegistration{Name: name, Address: "127.0.0.1", Timeout: opts.Timeout, BootID: "simulated"}
 		w := sdkworker.New(c, workflows.HostTaskQueue(opts.TaskQueue, name), sdkworker.Options{
-			// One poll each: thousands of hosts share one server and one process.
-			MaxConcurrentActivityTaskPollers: 1,
+			// One poll each by default: thousands of hosts share one server and one process.
+			MaxConcurrentActivityTaskPollers: max(opts.Polls, 1),
+			DisableWorkflowWorker:            true, // as a real host's queue worker
 			Identity:                         fmt.Sprintf("fleetsim%s%s", workflows.HostWorkerIdentity, name),
 		})
 		w.RegisterActivity(&activities.Activities{Backend: hostView{sharedBackend: shared, host: name}, Host: &reg})

@@ -88,7 +88,9 @@ func StartPostgres(dir, user, password string) (*Postgres, error) {
 	if out, err := initdb.CombinedOutput(); err != nil {
 		return nil, fmt.Errorf("initdb: %v\n%s", err, out)
 	}
-	cmd := exec.Command(filepath.Join(bin, "postgres"), "-D", data, "-p", strconv.Itoa(port), "-k", home, "-c", "listen_addresses=127.0.0.1")
+	// TCP on loopback only, no Unix socket: everything dials the port, and a socket's path
+	// under a long test's folder passes the 107 bytes a socket path may have.
+	cmd := exec.Command(filepath.Join(bin, "postgres"), "-D", data, "-p", strconv.Itoa(port), "-c", "unix_socket_directories=", "-c", "listen_addresses=127.0.0.1")
 	cmd.Dir = home
 	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: cred}
 	if pg.proc, err = StartCommand(cmd, dir, "postgres"); err != nil {
