@@ -14,7 +14,7 @@ UNIT_PACKAGES = $$($(GO) list -f '{{if or .TestGoFiles .XTestGoFiles}}{{.ImportP
 # the 10,000- and 5,000-member tests, the writes to hundreds of hosts (and a delete during
 # them), and the replay of recorded histories, which runs one workflow goroutine at a time.
 # They run once, without it.
-WITHOUT_RACE := TestPayloadsStayBoundedAtTenThousandMembers|TestARolloutStaysBoundedAtTenThousandMembers|TestAWideRoleRunsInBatchesAndConfiguresEveryMemberOnce|TestAWideClusterContinuesAsNewWithinThePayloadLimit|TestReplayRecordedHistories|TestWritesToHundredsOfHostsRunInChildrenThatStopWaitingOnALostHost|TestADeleteWhileWritesRunInChildrenCancelsThem
+WITHOUT_RACE := TestPayloadsStayBoundedAtTenThousandMembers|TestARolloutStaysBoundedAtTenThousandMembers|TestAWideRoleRunsInBatchesAndConfiguresEveryMemberOnce|TestAWideClusterContinuesAsNewWithinThePayloadLimit|TestReplayRecordedHistories|TestWritesToHundredsOfHostsRunInChildrenThatStopWaitingOnALostHost|TestADeleteWhileWritesRunInChildrenCancelsThem|TestACancelWhileWritesRunInChildrenStopsThem
 
 # Added to every `go test` of the unit and e2e steps: `make test GOTESTFLAGS=-json > test.json`,
 # then `go run ./bench/testtime test.json`, shows where the time goes.

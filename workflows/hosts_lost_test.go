@@ -293,6 +293,50 @@ func TestADeleteWhileWritesRunInChildrenCancelsThem(t *testing.T) {
 	}
 }
 
+// A cancel while a deploy's writes run in children stops them as a delete does: the held
+// write ends by its cancel, no member is made, and the cluster waits, canceled, for what
+// comes next (here a delete, which ends the test).
+func TestACancelWhileWritesRunInChildrenStopsThem(t *testing.T) {
+	withoutRace(t)
+	fake := newFakeBackend()
+	names := hostNames(2*hosts.InChildren + 1)
+	const heldOn = "h7"
+	var env *testsuite.TestWorkflowEnvironment
+	var canceled workflows.ClusterStatus
+	deleteIt := func() {
+		env.UpdateWorkflow(workflows.DeleteUpdate, "delete", &testsuite.TestUpdateCallback{
+			OnReject: func(err error) { t.Errorf("delete refused: %v", err) }, OnAccept: func() {}, OnComplete: func(any, error) {},
+		})
+	}
+	held := holdWrite(fake, heldOn, func() {
+		env.UpdateWorkflow(workflows.CancelUpdate, "cancel", &testsuite.TestUpdateCallback{
+			OnReject: func(err error) { t.Errorf("cancel refused: %v", err) }, OnAccept: func() {},
+			OnComplete: func(any, error) {
+				// The cluster settles after the cancel returns: look an hour later.
+				env.RegisterDelayedCallback(func() { canceled = query(t, env); deleteIt() }, time.Hour)
+			},
+		})
+	})
+	env = newEnv(t, fake)
+	held.listen(env)
+	env.OnSignalExternalWorkflow(mock.Anything, workflows.HostsWorkflowID, "", workflows.ClusterHostsSignal, mock.Anything).Return(nil)
+	env.ExecuteWorkflow(workflows.ClusterWorkflowName, workflows.ClusterInput{Hosts: readyHosts(names...), Spec: memberPerHost(t, len(names)-1)})
+
+	if end := held.ended(); end != "canceled" {
+		t.Errorf("the write held on %s ended %s, want canceled", heldOn, end)
+	}
+	if canceled.Phase != workflows.PhaseCanceled {
+		t.Errorf("after the cancel: phase %s (%s), want canceled", canceled.Phase, canceled.Message)
+	}
+	if created := countPrefix(fake.Calls(), "create "); created != 0 {
+		t.Errorf("%d members created after the cancel stopped the deploy's first write", created)
+	}
+	var deleted workflows.ClusterStatus
+	if err := env.GetWorkflowResult(&deleted); err != nil || deleted.Phase != workflows.PhaseDeleted {
+		t.Errorf("the delete after the cancel: %v, phase %s", err, deleted.Phase)
+	}
+}
+
 func hostNames(n int) []string {
 	names := make([]string, n)
 	for i := range names {
