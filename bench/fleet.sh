@@ -10,8 +10,8 @@
 #
 # SERVER=postgres runs the production path instead: Temporal's own server on PostgreSQL,
 # configured as docker-compose.yml configures it (bench/pgserver), with `clusterflow setup`
-# and one `clusterflow worker` for the workflows. The embedded default's SQLite takes one
-# write at a time, which a fleet of 5,000 outgrows.
+# and one `clusterflow worker` for the workflows (on 2 cores it registered 2,000 hosts but
+# not 5,000, which the embedded default did: bench/RESULTS.md).
 #
 #   bench/fleet.sh 2000; SERVER=postgres bench/fleet.sh 10000; MEMBERS=100 bench/fleet.sh 5000
 set -euo pipefail
