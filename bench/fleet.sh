@@ -32,14 +32,8 @@ case ${SERVER:-dev} in
     server_pid=$last_pid # dev runs clusterflow-dev in its place, which embeds the server
     ;;
   postgres)
-    echo "building the production server (bench/pgserver)..." >&2
-    (cd "$root" && go build -o "$tmp/pgserver" ./bench/pgserver)
-    mkdir -p "$tmp/pg"
-    (cd "$root" && exec "$tmp/pgserver" -dir "$tmp/pg" > "$tmp/pgserver.log" 2>&1) &
-    bg_pids+=("$!")
-    for _ in $(seq 3000); do grep -q "^Ready" "$tmp/pgserver.log" 2>/dev/null && break; sleep 0.1; done
-    grep -q "^Ready" "$tmp/pgserver.log" || { cat "$tmp/pgserver.log" >&2; exit 1; }
-    export TEMPORAL_ADDRESS=$(awk '/^Address:/ {print $2}' "$tmp/pgserver.log")
+    start_pgserver
+    export TEMPORAL_ADDRESS=$pg_address
     server_pid=$(pgrep -f -n "temporal-server.* start")
     "$cf" setup > /dev/null
     (cd "$tmp" && exec "$cf" worker --data "$tmp/data" --log-level warn > "$tmp/worker.log" 2>&1) &

@@ -40,6 +40,19 @@ start_bg() {
   exit 1
 }
 
+# start_pgserver builds and starts bench/pgserver (Temporal's own server on PostgreSQL,
+# configured as docker-compose.yml configures it) and sets $pg_address to its frontend.
+start_pgserver() {
+  echo "building the production server (bench/pgserver)..." >&2
+  (cd "$root" && go build -o "$tmp/pgserver" ./bench/pgserver)
+  mkdir -p "$tmp/pg"
+  (cd "$root" && exec "$tmp/pgserver" -dir "$tmp/pg" > "$tmp/pgserver.log" 2>&1) &
+  bg_pids+=("$!")
+  for _ in $(seq 3000); do grep -q "^Ready" "$tmp/pgserver.log" 2>/dev/null && break; sleep 0.1; done
+  grep -q "^Ready" "$tmp/pgserver.log" || { cat "$tmp/pgserver.log" >&2; exit 1; }
+  pg_address=$(awk '/^Address:/ {print $2}' "$tmp/pgserver.log")
+}
+
 ms() { date +%s%3N; }
 # status_ms reads `status -o json` on stdin and prints the workflow's own clock: from the
 # cluster's start to the moment it became ready.

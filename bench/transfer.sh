@@ -18,14 +18,8 @@ source "$root/bench/lib.sh"
 src=$TEMPORAL_ADDRESS
 start_bg dev "^Ready" dev --hosts 2 --no-ui --no-gateway --db "$tmp/dev.db" --data "$tmp/data" --address "$src" --log-level warn
 
-echo "building the production server (bench/pgserver)..." >&2
-(cd "$root" && go build -o "$tmp/pgserver" ./bench/pgserver)
-mkdir -p "$tmp/pg"
-(cd "$root" && exec "$tmp/pgserver" -dir "$tmp/pg" > "$tmp/pgserver.log" 2>&1) &
-bg_pids+=("$!")
-for _ in $(seq 1800); do grep -q "^Ready" "$tmp/pgserver.log" 2>/dev/null && break; sleep 0.1; done
-grep -q "^Ready" "$tmp/pgserver.log" || { cat "$tmp/pgserver.log" >&2; exit 1; }
-dst=$(awk '/^Address:/ {print $2}' "$tmp/pgserver.log")
+start_pgserver
+dst=$pg_address
 on_dst() { TEMPORAL_ADDRESS=$dst "$cf" "$@"; }
 on_dst setup > /dev/null
 for h in host-1 host-2; do

@@ -257,26 +257,14 @@ func TestWritesToHundredsOfHostsRunInChildrenThatStopWaitingOnALostHost(t *testi
 // any host.
 func TestADeleteWhileWritesRunInChildrenCancelsThem(t *testing.T) {
 	withoutRace(t)
-	fake := newFakeBackend()
-	names := hostNames(2*hosts.InChildren + 1)
-	const heldOn = "h7"
-	var env *testsuite.TestWorkflowEnvironment
-	var deleted workflows.ClusterStatus
-	held := holdWrite(fake, heldOn, func() {
-		env.UpdateWorkflow(workflows.DeleteUpdate, "delete", &testsuite.TestUpdateCallback{
-			OnReject: func(err error) { t.Errorf("delete refused: %v", err) }, OnAccept: func() {},
-			OnComplete: func(any, error) {},
-		})
+	d := deployHoldingAWrite(t, func(env *testsuite.TestWorkflowEnvironment) {
+		sendUpdate(t, env, workflows.DeleteUpdate, func() {})
 	})
-	env = newEnv(t, fake)
-	held.listen(env)
-	env.OnSignalExternalWorkflow(mock.Anything, workflows.HostsWorkflowID, "", workflows.ClusterHostsSignal, mock.Anything).Return(nil)
-	env.ExecuteWorkflow(workflows.ClusterWorkflowName, workflows.ClusterInput{Hosts: readyHosts(names...), Spec: memberPerHost(t, len(names)-1)})
-
-	if end := held.ended(); end != "canceled" {
-		t.Errorf("the write held on %s ended %s, want canceled", heldOn, end)
+	if end := d.held.ended(); end != "canceled" {
+		t.Errorf("the write held on %s ended %s, want canceled", heldWriteHost, end)
 	}
-	if err := env.GetWorkflowResult(&deleted); err != nil {
+	var deleted workflows.ClusterStatus
+	if err := d.env.GetWorkflowResult(&deleted); err != nil {
 		t.Fatalf("the deleted cluster's workflow: %v", err)
 	}
 	if deleted.Phase != workflows.PhaseDeleted {
@@ -284,12 +272,12 @@ func TestADeleteWhileWritesRunInChildrenCancelsThem(t *testing.T) {
 	}
 	// The deploy stopped at its first write: no member was made, and the cluster's folder
 	// went from every host it may have reached.
-	calls := fake.Calls()
+	calls := d.fake.Calls()
 	if created := countPrefix(calls, "create "); created != 0 {
 		t.Errorf("%d members created after the delete cancelled the deploy's first write", created)
 	}
-	if removed := countCalls(calls, "remove cluster c"); removed != len(names) {
-		t.Errorf("the cluster's folder removed from %d hosts, want all %d", removed, len(names))
+	if removed := countCalls(calls, "remove cluster c"); removed != d.hosts {
+		t.Errorf("the cluster's folder removed from %d hosts, want all %d", removed, d.hosts)
 	}
 }
 
@@ -298,43 +286,63 @@ func TestADeleteWhileWritesRunInChildrenCancelsThem(t *testing.T) {
 // comes next (here a delete, which ends the test).
 func TestACancelWhileWritesRunInChildrenStopsThem(t *testing.T) {
 	withoutRace(t)
-	fake := newFakeBackend()
-	names := hostNames(2*hosts.InChildren + 1)
-	const heldOn = "h7"
-	var env *testsuite.TestWorkflowEnvironment
 	var canceled workflows.ClusterStatus
-	deleteIt := func() {
-		env.UpdateWorkflow(workflows.DeleteUpdate, "delete", &testsuite.TestUpdateCallback{
-			OnReject: func(err error) { t.Errorf("delete refused: %v", err) }, OnAccept: func() {}, OnComplete: func(any, error) {},
-		})
-	}
-	held := holdWrite(fake, heldOn, func() {
-		env.UpdateWorkflow(workflows.CancelUpdate, "cancel", &testsuite.TestUpdateCallback{
-			OnReject: func(err error) { t.Errorf("cancel refused: %v", err) }, OnAccept: func() {},
-			OnComplete: func(any, error) {
-				// The cluster settles after the cancel returns: look an hour later.
-				env.RegisterDelayedCallback(func() { canceled = query(t, env); deleteIt() }, time.Hour)
-			},
+	d := deployHoldingAWrite(t, func(env *testsuite.TestWorkflowEnvironment) {
+		sendUpdate(t, env, workflows.CancelUpdate, func() {
+			// The cluster settles after the cancel returns: look an hour later.
+			env.RegisterDelayedCallback(func() {
+				canceled = query(t, env)
+				sendUpdate(t, env, workflows.DeleteUpdate, func() {})
+			}, time.Hour)
 		})
 	})
-	env = newEnv(t, fake)
-	held.listen(env)
-	env.OnSignalExternalWorkflow(mock.Anything, workflows.HostsWorkflowID, "", workflows.ClusterHostsSignal, mock.Anything).Return(nil)
-	env.ExecuteWorkflow(workflows.ClusterWorkflowName, workflows.ClusterInput{Hosts: readyHosts(names...), Spec: memberPerHost(t, len(names)-1)})
-
-	if end := held.ended(); end != "canceled" {
-		t.Errorf("the write held on %s ended %s, want canceled", heldOn, end)
+	if end := d.held.ended(); end != "canceled" {
+		t.Errorf("the write held on %s ended %s, want canceled", heldWriteHost, end)
 	}
 	if canceled.Phase != workflows.PhaseCanceled {
 		t.Errorf("after the cancel: phase %s (%s), want canceled", canceled.Phase, canceled.Message)
 	}
-	if created := countPrefix(fake.Calls(), "create "); created != 0 {
+	if created := countPrefix(d.fake.Calls(), "create "); created != 0 {
 		t.Errorf("%d members created after the cancel stopped the deploy's first write", created)
 	}
 	var deleted workflows.ClusterStatus
-	if err := env.GetWorkflowResult(&deleted); err != nil || deleted.Phase != workflows.PhaseDeleted {
+	if err := d.env.GetWorkflowResult(&deleted); err != nil || deleted.Phase != workflows.PhaseDeleted {
 		t.Errorf("the delete after the cancel: %v, phase %s", err, deleted.Phase)
 	}
+}
+
+// heldWriteHost is the host whose first write deployHoldingAWrite holds.
+const heldWriteHost = "h7"
+
+// heldDeploy is a deploy of a member on each but one of its hosts, past what a cluster
+// writes to itself, run to its end.
+type heldDeploy struct {
+	env   *testsuite.TestWorkflowEnvironment
+	fake  *fakeBackend
+	held  *heldWrite
+	hosts int
+}
+
+// deployHoldingAWrite runs the deploy, holding its first write on heldWriteHost until it
+// is cancelled; onHeld runs when that write starts.
+func deployHoldingAWrite(t *testing.T, onHeld func(*testsuite.TestWorkflowEnvironment)) heldDeploy {
+	d := heldDeploy{fake: newFakeBackend()}
+	names := hostNames(2*hosts.InChildren + 1)
+	d.hosts = len(names)
+	d.held = holdWrite(d.fake, heldWriteHost, func() { onHeld(d.env) })
+	d.env = newEnv(t, d.fake)
+	d.held.listen(d.env)
+	d.env.OnSignalExternalWorkflow(mock.Anything, workflows.HostsWorkflowID, "", workflows.ClusterHostsSignal, mock.Anything).Return(nil)
+	d.env.ExecuteWorkflow(workflows.ClusterWorkflowName, workflows.ClusterInput{Hosts: readyHosts(names...), Spec: memberPerHost(t, len(names)-1)})
+	return d
+}
+
+// sendUpdate sends the update, which must be accepted, and calls done once it completes.
+func sendUpdate(t *testing.T, env *testsuite.TestWorkflowEnvironment, name string, done func()) {
+	env.UpdateWorkflow(name, name, &testsuite.TestUpdateCallback{
+		OnReject: func(err error) { t.Errorf("%s refused: %v", name, err) }, OnAccept: func() {},
+		OnComplete: func(any, error) { done() },
+	})
 }
 
 func hostNames(n int) []string {
