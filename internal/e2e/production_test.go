@@ -66,29 +66,33 @@ func TestComposeServerConfigurationIsWhatTheTestsRun(t *testing.T) {
 	}
 }
 
-// The compose file's server takes a fleet. Each host keeps 8 polls open on its own task
-// queue: past 150 hosts, with the shared queue's, that is more than Temporal's default of
-// 1,200 polls a frontend, which refuses the rest ("namespace concurrent poller limit
-// exceeded") and leaves hosts' work waiting. And each host's queue must be one partition,
-// not the default four: a fleet's thousands of queues loaded four times over kept 2,000
-// hosts from registering (bench/fleet.sh, SERVER=postgres). 160 simulated hosts poll as
-// real ones do, beside a real one, on Temporal's own server with the compose file's
-// dynamic config. No host polls its queue for workflow tasks, which never come there.
+// The compose file's server takes a fleet. Each host keeps 16 activity polls open, 8 on
+// its own task queue and 8 on the shared one: past 75 hosts that is more than Temporal's
+// default of 1,200 polls a frontend, which refuses the rest ("namespace concurrent poller
+// limit exceeded") and leaves hosts' work waiting. And each host's queue must be one
+// partition, not the default four: a fleet's thousands of queues loaded four times over
+// kept 2,000 hosts from registering (bench/fleet.sh, SERVER=postgres). 80 simulated hosts
+// keep a real host's 16 polls each (on their own queues), beside a real host, on
+// Temporal's own server with the compose file's dynamic config. No host polls its queue
+// for workflow tasks, which never come there.
 func TestTheComposeServerTakesEveryPollOfAFleet(t *testing.T) {
 	t.Parallel()
 	guard(t)
+	started := time.Now()
 	s := newProductionStack(t)
 	s.startWorker()
-	const hosts, polls = 160, 8
+	const hosts, polls = 80, 16
 	p := simulate(t, s, "fleet", "sim-", hosts, 5*time.Minute, "--polls", strconv.Itoa(polls))
 	s.startWith(testenv.StartHost, "", s.env, "host-real", 1, "Worker starting",
 		"worker", "--host", "real", "--host-address", "127.0.0.1", "--data", s.hostData("real"))
+	t.Logf("the stack and its hosts started in %s", time.Since(started).Round(100*time.Millisecond))
 	if err := p.WaitFor("Simulating hosts", time.Minute); err != nil {
 		t.Fatal(err)
 	}
 	waitEvery(t, time.Minute, time.Second, fmt.Sprintf("%d hosts ready", hosts+1), func() bool {
 		return countStates(fleetHosts(t, s))[workflows.HostReady] == hosts+1
 	})
+	t.Logf("%d hosts ready %s after the start", hosts+1, time.Since(started).Round(100*time.Millisecond))
 	// Every poll is open now: a refused one would have been refused at once.
 	if refused := strings.Count(p.Output(), "poller limit exceeded"); refused > 0 {
 		t.Errorf("the server refused %d polls of %d hosts keeping %d each: %s", refused, hosts, polls, firstLineWith(p.Output(), "poller limit exceeded"))
