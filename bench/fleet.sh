@@ -34,7 +34,7 @@ case ${SERVER:-dev} in
   postgres)
     start_pgserver
     export TEMPORAL_ADDRESS=$pg_address
-    server_pid=$(pgrep -f -n "temporal-server.* start")
+    server_pid=$pg_server_pid
     "$cf" setup > /dev/null
     (cd "$tmp" && exec "$cf" worker --data "$tmp/data" --log-level warn > "$tmp/worker.log" 2>&1) &
     bg_pids+=("$!")

@@ -41,7 +41,8 @@ start_bg() {
 }
 
 # start_pgserver builds and starts bench/pgserver (Temporal's own server on PostgreSQL,
-# configured as docker-compose.yml configures it) and sets $pg_address to its frontend.
+# configured as docker-compose.yml configures it) and sets $pg_address to its frontend and
+# $pg_server_pid to the Temporal server's process.
 start_pgserver() {
   echo "building the production server (bench/pgserver)..." >&2
   (cd "$root" && go build -o "$tmp/pgserver" ./bench/pgserver)
@@ -51,6 +52,7 @@ start_pgserver() {
   for _ in $(seq 3000); do grep -q "^Ready" "$tmp/pgserver.log" 2>/dev/null && break; sleep 0.1; done
   grep -q "^Ready" "$tmp/pgserver.log" || { cat "$tmp/pgserver.log" >&2; exit 1; }
   pg_address=$(awk '/^Address:/ {print $2}' "$tmp/pgserver.log")
+  pg_server_pid=$(awk '/^Server PID:/ {print $3}' "$tmp/pgserver.log")
 }
 
 ms() { date +%s%3N; }
