@@ -1,5 +1,7 @@
 # `make test` is the test command CI runs (.ci/run) and the README documents.
 GO ?= go
+# For pipefail: `make test` keeps the steps' exit status through the pipe to its summary.
+SHELL := /bin/bash
 
 # Packages whose tests embed the Temporal server run without the race detector: a race
 # build of the server takes far longer than the tests. Everything else runs under it.
@@ -27,8 +29,13 @@ E2E_PARALLEL ?= 4
 .PHONY: test checks vet unit fuzz e2e bench
 # The end-to-end suite is the long pole and mostly waits, so the other steps run beside it,
 # one after another: the two cores stay busy, and only e2e builds the Temporal server.
+# CI shows only the end of the output, which a failed run's logs fill: a failed run ends
+# with what failed, and each failed test's last messages (internal/testlimit/failures).
 test:
-	$(MAKE) -j2 e2e checks
+	@out=$$(mktemp); trap 'rm -f "$$out"' EXIT; set -o pipefail; \
+	$(MAKE) -j2 e2e checks 2>&1 | tee "$$out"; code=$$?; \
+	if [ $$code -ne 0 ]; then $(GO) run ./internal/testlimit/failures < "$$out"; fi; \
+	exit $$code
 
 checks:
 	$(MAKE) vet

@@ -51,9 +51,9 @@ func TestAFleetPastOneWorkflowsPendingActivitiesRegistersAndReplacesLostHosts(t 
 		}
 	}
 	var hosts []workflows.HostDocument
-	waitEvery(t, time.Minute, time.Second, fmt.Sprintf("%d hosts ready", kept+doomed), func() bool {
+	waitEvery(t, time.Minute, time.Second, fmt.Sprintf("%d hosts ready", kept+doomed), func() (bool, string) {
 		hosts = fleetHosts(t, s)
-		return countStates(hosts)[workflows.HostReady] == kept+doomed
+		return hostsIn(hosts, workflows.HostReady, kept+doomed)
 	})
 	t.Logf("%d hosts registered and ready in %s", len(hosts), time.Since(started).Round(100*time.Millisecond))
 
@@ -82,17 +82,20 @@ roles:
 
 	killed := time.Now()
 	s.kill(lost)
-	waitEvery(t, 60*time.Second, time.Second, "the doomed hosts lost", func() bool { return countStates(fleetHosts(t, s))[workflows.HostLost] == doomed })
+	waitEvery(t, 60*time.Second, time.Second, "the doomed hosts lost", func() (bool, string) {
+		return hostsIn(fleetHosts(t, s), workflows.HostLost, doomed)
+	})
 	t.Logf("lost %s after the kill", time.Since(killed).Round(100*time.Millisecond))
 	var st workflows.ClusterStatus
-	waitEvery(t, 60*time.Second, time.Second, "their members replaced on the other hosts", func() bool {
+	waitEvery(t, 60*time.Second, time.Second, "their members replaced on the other hosts", func() (bool, string) {
 		// A busy server may not answer in time: asked again.
 		res := s.cli("status", "spread", "-o", "json")
 		st = workflows.ClusterStatus{}
 		if res.Code != 0 || json.Unmarshal([]byte(res.Stdout), &st) != nil {
-			return false
+			return false, fmt.Sprintf("no status: %s", strings.TrimSpace(res.Stderr))
 		}
-		return st.Phase == workflows.PhaseReady && st.Role("worker").Ready == members && onDoomed(st) == 0
+		return st.Phase == workflows.PhaseReady && st.Role("worker").Ready == members && onDoomed(st) == 0,
+			fmt.Sprintf("%s (%s), %d members ready, %d on the doomed hosts", st.Phase, st.Message, st.Role("worker").Ready, onDoomed(st))
 	})
 	t.Logf("replaced %s after the kill", time.Since(killed).Round(100*time.Millisecond))
 
@@ -110,8 +113,13 @@ roles:
 	type count struct{ byCluster, byChildren, children int }
 	counts := map[string]*count{"ListMemberOrdinals": {}, "WriteClusterFiles": {}}
 	childFor := map[string]string{workflows.HostsListingWorkflowName: "ListMemberOrdinals", workflows.HostsWritingWorkflowName: "WriteClusterFiles"}
+	// Activities started on a host that never ran them (hosts.finishSoon), the lost ones' aside.
+	timedOut := 0
 	if err := testenv.WalkHistories(ctx, c, workflows.ClusterWorkflowID("spread"), func(id string, _ int, h *historypb.History) error {
 		for _, e := range h.Events {
+			if e.GetActivityTaskTimedOutEventAttributes() != nil {
+				timedOut++
+			}
 			if a := e.GetActivityTaskScheduledEventAttributes(); a != nil && counts[a.GetActivityType().GetName()] != nil {
 				if n := counts[a.GetActivityType().GetName()]; id == workflows.ClusterWorkflowID("spread") {
 					n.byCluster++
@@ -136,7 +144,8 @@ roles:
 		t.Errorf("the cluster wrote its files to %d hosts itself, and %d writing children to %d; want fewer than its %d hosts, at least 2 children, and every host twice",
 			writes.byCluster, writes.children, writes.byChildren, members)
 	}
-	t.Logf("the cluster wrote to %d hosts itself, and %d writing children to %d", writes.byCluster, writes.children, writes.byChildren)
+	t.Logf("the cluster wrote to %d hosts itself, and %d writing children to %d; %d activities of the cluster timed out",
+		writes.byCluster, writes.children, writes.byChildren, timedOut)
 
 	// No workflow of the registry holds more than its shard's leases, nor a long history.
 	resp, err := c.QueryWorkflow(ctx, workflows.HostsWorkflowID, "", workflows.RegistryQuery)
@@ -189,14 +198,28 @@ func fleetTestLimit() time.Duration {
 	return testlimit.TestLimit
 }
 
-// waitEvery polls cond every interval for up to limit.
-func waitEvery(t *testing.T, limit, interval time.Duration, what string, cond func() bool) {
+// waitEvery polls cond every interval for up to limit; cond says whether it holds, and what
+// it saw, for the failure if it never does.
+func waitEvery(t *testing.T, limit, interval time.Duration, what string, cond func() (holds bool, seen string)) {
 	t.Helper()
-	for deadline := time.Now().Add(limit); !cond(); time.Sleep(interval) {
+	for deadline := time.Now().Add(limit); ; time.Sleep(interval) {
+		holds, seen := cond()
+		if holds {
+			return
+		}
 		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting for %s", limit, what)
+			t.Fatalf("timed out after %s waiting for %s; last seen: %s", limit, what, seen)
 		}
 	}
+}
+
+// hostsIn says whether want hosts are in state, and how many are in each.
+func hostsIn(hosts []workflows.HostDocument, state workflows.HostState, want int) (bool, string) {
+	counts := map[workflows.HostState]int{}
+	for _, h := range hosts {
+		counts[h.State]++
+	}
+	return counts[state] == want, fmt.Sprintf("hosts by state %v", counts)
 }
 
 // fleetHosts lists the stack's hosts, as `clusterflow hosts -o json` prints them; none
@@ -213,14 +236,6 @@ func fleetHosts(t *testing.T, s *stack) []workflows.HostDocument {
 		t.Fatalf("hosts -o json: %v", err)
 	}
 	return hosts
-}
-
-func countStates(hosts []workflows.HostDocument) map[workflows.HostState]int {
-	counts := map[workflows.HostState]int{}
-	for _, h := range hosts {
-		counts[h.State]++
-	}
-	return counts
 }
 
 func shardIDs(shards []int) []string {

@@ -89,8 +89,8 @@ func TestTheComposeServerTakesEveryPollOfAFleet(t *testing.T) {
 	if err := p.WaitFor("Simulating hosts", time.Minute); err != nil {
 		t.Fatal(err)
 	}
-	waitEvery(t, time.Minute, time.Second, fmt.Sprintf("%d hosts ready", hosts+1), func() bool {
-		return countStates(fleetHosts(t, s))[workflows.HostReady] == hosts+1
+	waitEvery(t, time.Minute, time.Second, fmt.Sprintf("%d hosts ready", hosts+1), func() (bool, string) {
+		return hostsIn(fleetHosts(t, s), workflows.HostReady, hosts+1)
 	})
 	t.Logf("%d hosts ready %s after the start", hosts+1, time.Since(started).Round(100*time.Millisecond))
 	// Every poll is open now: a refused one would have been refused at once.

@@ -382,7 +382,9 @@ func TestRecordFleetHistories(t *testing.T) {
 	if err := simulate(t, s, "sim", "sim", fleet, time.Minute).WaitFor("Simulating hosts", 2*time.Minute); err != nil {
 		t.Fatal(err)
 	}
-	waitEvery(t, time.Minute, time.Second, "the hosts ready", func() bool { return countStates(fleetHosts(t, s))[workflows.HostReady] == fleet })
+	waitEvery(t, time.Minute, time.Second, "the hosts ready", func() (bool, string) {
+		return hostsIn(fleetHosts(t, s), workflows.HostReady, fleet)
+	})
 	specPath, _ := writeCluster(t, fmt.Sprintf(`
 name: rec-fleet
 roles:
