@@ -77,6 +77,7 @@ func (a *Activities) refuseUnsigned(ctx context.Context, run backend.ScriptRun) 
 
 // WriteClusterFiles installs startscripts and writes the configmeta every member reads.
 func (a *Activities) WriteClusterFiles(ctx context.Context, files backend.ClusterFiles) error {
+	defer heartbeatWhileRunning(ctx)()
 	if from := files.ConfigMetaFrom; from != nil {
 		packed, err := fetchConfigMeta(ctx, *from)
 		if err != nil {
@@ -138,6 +139,7 @@ func (a *Activities) RemoveMember(ctx context.Context, m backend.MemberRef) erro
 // ListMembers lists the members the backend has for the cluster, for reconciling. cluster
 // is its key (NAME or NAME@HOME; see backend.ClusterRef), as for the activities below.
 func (a *Activities) ListMembers(ctx context.Context, cluster string) ([]backend.MemberRef, error) {
+	defer heartbeatWhileRunning(ctx)()
 	members, err := a.Backend.ListMembers(ctx, cluster)
 	return members, refuseElsewhere(err)
 }
@@ -145,6 +147,7 @@ func (a *Activities) ListMembers(ctx context.Context, cluster string) ([]backend
 // ListMemberOrdinals lists the members the backend has for the cluster, as ListMembers
 // does, compactly: by role and ordinal ranges, at most listingLimit members.
 func (a *Activities) ListMemberOrdinals(ctx context.Context, cluster string) (workflows.MemberListing, error) {
+	defer heartbeatWhileRunning(ctx)()
 	members, err := a.Backend.ListMembers(ctx, cluster)
 	if err != nil {
 		return workflows.MemberListing{}, refuseElsewhere(err)
@@ -172,6 +175,7 @@ const listingLimit = 2 * spec.MaxClusterMembers
 // RemoveCluster removes the cluster's remaining files, unless another server or namespace
 // owns them now.
 func (a *Activities) RemoveCluster(ctx context.Context, cluster string) error {
+	defer heartbeatWhileRunning(ctx)()
 	return refuseElsewhere(a.Backend.RemoveCluster(ctx, cluster))
 }
 
@@ -237,7 +241,8 @@ func (a *Activities) RunStartscript(ctx context.Context, run backend.ScriptRun) 
 	return backend.ScriptResult{}, activity.ErrResultPending
 }
 
-// heartbeatUntil reports progress every third of the heartbeat timeout until done closes.
+// heartbeatUntil reports progress (none if nil) every third of the heartbeat timeout until
+// done closes.
 func heartbeatUntil(ctx context.Context, done <-chan struct{}, timeout time.Duration, progress func() backend.Progress) {
 	if timeout <= 0 {
 		return
@@ -251,9 +256,23 @@ func heartbeatUntil(ctx context.Context, done <-chan struct{}, timeout time.Dura
 		case <-ctx.Done():
 			return
 		case <-tick.C:
-			activity.RecordHeartbeat(ctx, progress())
+			if progress == nil {
+				activity.RecordHeartbeat(ctx)
+			} else {
+				activity.RecordHeartbeat(ctx, progress())
+			}
 		}
 	}
+}
+
+// heartbeatWhileRunning heartbeats, as heartbeatUntil, until the returned stop is called:
+// for the cluster-wide activities on a host, which the workflows give a short heartbeat
+// timeout so that a task started but never run is soon retried. A run shorter than a third
+// of the timeout, as nearly all are, sends none.
+func heartbeatWhileRunning(ctx context.Context) (stop func()) {
+	done := make(chan struct{})
+	go heartbeatUntil(ctx, done, activity.GetInfo(ctx).HeartbeatTimeout, nil)
+	return func() { close(done) }
 }
 
 // launchProgress is what the backend says a launch of the member is doing (pulling its

@@ -17,7 +17,7 @@ import (
 // runSimulate runs a fleet of simulated hosts (internal/fleetsim) until interrupted: the
 // registry and clusters at thousands of hosts, on one machine.
 func runSimulate(ctx context.Context, args []string) error {
-	fs := newFlagSet("simulate", "--hosts N [--prefix P] [--host-timeout D] [--polls N] [--data DIR]")
+	fs := newFlagSet("simulate", "--hosts N [--prefix P] [--host-timeout D] [--polls N] [--unanswered-writes N] [--data DIR]")
 	var conn connection
 	conn.register(fs, "info")
 	var hf hostFlags
@@ -26,6 +26,7 @@ func runSimulate(ctx context.Context, args []string) error {
 	prefix := fs.String("prefix", "sim-", "the hosts' names are this and a number (sim-00042)")
 	timeout := fs.Duration("host-timeout", workflows.DefaultHostTimeout, "each host's timeout")
 	polls := fs.Int("polls", 1, "long polls each host keeps open on its task queue (a real host keeps 8)")
+	unanswered := fs.Int("unanswered-writes", 0, "writes of cluster files each host takes first and never answers, as when an overloaded server's answer to a poll never reaches the host")
 	if err := fs.Parse(args); err != nil {
 		return flagError(err)
 	}
@@ -36,6 +37,8 @@ func runSimulate(ctx context.Context, args []string) error {
 		return apperr.Errorf(apperr.Invalid, "--host-timeout: is %s; it must be at least 1s", *timeout)
 	case *polls < 1:
 		return apperr.Errorf(apperr.Invalid, "--polls: is %d; it must be at least 1", *polls)
+	case *unanswered < 0:
+		return apperr.Errorf(apperr.Invalid, "--unanswered-writes: is %d; it must be at least 0", *unanswered)
 	}
 	if err := spec.CheckName(*prefix + "00000"); err != nil {
 		return apperr.Errorf(apperr.Invalid, "--prefix: %v", err)
@@ -68,7 +71,7 @@ func runSimulate(ctx context.Context, args []string) error {
 	}
 	start := time.Now()
 	fleet, err := fleetsim.Start(ctx, c, fleetsim.Options{
-		Prefix: *prefix, Hosts: *hosts, Timeout: *timeout, Polls: *polls, TaskQueue: conn.taskQueue, Backend: members, Logger: logger,
+		Prefix: *prefix, Hosts: *hosts, Timeout: *timeout, Polls: *polls, UnansweredWrites: *unanswered, TaskQueue: conn.taskQueue, Backend: members, Logger: logger,
 	})
 	if err != nil {
 		return err

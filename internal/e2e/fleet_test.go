@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	enumspb "go.temporal.io/api/enums/v1"
 	historypb "go.temporal.io/api/history/v1"
 
 	"github.com/clusterflow/clusterflow/internal/testenv"
@@ -87,7 +88,9 @@ roles:
 	})
 	t.Logf("lost %s after the kill", time.Since(killed).Round(100*time.Millisecond))
 	var st workflows.ClusterStatus
-	waitEvery(t, 60*time.Second, time.Second, "their members replaced on the other hosts", func() (bool, string) {
+	// Two passes of replacement, of 8 writing children and more, took 12 s here idle and
+	// 30 s beside three busy loops.
+	waitEvery(t, 90*time.Second, time.Second, "their members replaced on the other hosts", func() (bool, string) {
 		// A busy server may not answer in time: asked again.
 		res := s.cli("status", "spread", "-o", "json")
 		st = workflows.ClusterStatus{}
@@ -113,11 +116,11 @@ roles:
 	type count struct{ byCluster, byChildren, children int }
 	counts := map[string]*count{"ListMemberOrdinals": {}, "WriteClusterFiles": {}}
 	childFor := map[string]string{workflows.HostsListingWorkflowName: "ListMemberOrdinals", workflows.HostsWritingWorkflowName: "WriteClusterFiles"}
-	// Activities started on a host that never ran them (hosts.finishSoon), the lost ones' aside.
+	// Attempts that timed out, such as those started on a host that never ran them.
 	timedOut := 0
 	if err := testenv.WalkHistories(ctx, c, workflows.ClusterWorkflowID("spread"), func(id string, _ int, h *historypb.History) error {
 		for _, e := range h.Events {
-			if e.GetActivityTaskTimedOutEventAttributes() != nil {
+			if e.GetActivityTaskTimedOutEventAttributes() != nil || e.GetActivityTaskStartedEventAttributes().GetLastFailure().GetTimeoutFailureInfo() != nil {
 				timedOut++
 			}
 			if a := e.GetActivityTaskScheduledEventAttributes(); a != nil && counts[a.GetActivityType().GetName()] != nil {
@@ -144,7 +147,7 @@ roles:
 		t.Errorf("the cluster wrote its files to %d hosts itself, and %d writing children to %d; want fewer than its %d hosts, at least 2 children, and every host twice",
 			writes.byCluster, writes.children, writes.byChildren, members)
 	}
-	t.Logf("the cluster wrote to %d hosts itself, and %d writing children to %d; %d activities of the cluster timed out",
+	t.Logf("the cluster wrote to %d hosts itself, and %d writing children to %d; %d attempts of activities timed out",
 		writes.byCluster, writes.children, writes.byChildren, timedOut)
 
 	// No workflow of the registry holds more than its shard's leases, nor a long history.
@@ -172,6 +175,56 @@ roles:
 	if mostPending > 100 || mostEvents > 10240 {
 		t.Errorf("a workflow of the registry holds %d pending activities and %d events; a shard of %d hosts should hold a lease each and a short history",
 			mostPending, mostEvents, (kept+doomed)/workflows.HostShards)
+	}
+}
+
+// A host that takes a task and never runs it (an overloaded server's answer to its poll
+// lost on the way) holds a cluster-wide write for the host activities' heartbeat timeout,
+// 15 s, not for the host's wait, its timeout: 5 minutes here, which before held the deploy
+// as long. Each simulated host leaves its first write of the cluster's files unanswered.
+func TestAWriteAHostTookButNeverRanIsRetriedAfterItsHeartbeatTimeout(t *testing.T) {
+	t.Parallel()
+	guard(t)
+	const n = 3
+	s := newServerStack(t)
+	s.startWorker()
+	if err := simulate(t, s, "sim-mute", "mute-", n, 5*time.Minute, "--unanswered-writes", "1").WaitFor("Simulating hosts", time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	waitEvery(t, time.Minute, time.Second, "the hosts ready", func() (bool, string) {
+		return hostsIn(fleetHosts(t, s), workflows.HostReady, n)
+	})
+	specPath, _ := writeCluster(t, fmt.Sprintf(`
+name: mute
+roles:
+  - {name: worker, members: %d, startscript: trace.sh, env: {TRACE: TRACE_FILE}, placement: {maxPerHost: 1}}
+`, n))
+	if res := s.cli("deploy", "-f", specPath, "--wait", "--timeout", "2m"); res.Code != 0 {
+		t.Fatalf("deploy: %s", res)
+	}
+
+	c := s.dial()
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	timedOut := map[enumspb.TimeoutType]int{}
+	if err := testenv.WalkHistories(ctx, c, workflows.ClusterWorkflowID("mute"), func(_ string, _ int, h *historypb.History) error {
+		writes := map[int64]bool{}
+		for _, e := range h.Events {
+			if a := e.GetActivityTaskScheduledEventAttributes(); a != nil && a.GetActivityType().GetName() == "WriteClusterFiles" {
+				writes[e.GetEventId()] = true
+			}
+			// A retried attempt leaves no event of its own: the attempt after it says why.
+			if a := e.GetActivityTaskStartedEventAttributes(); a != nil && writes[a.GetScheduledEventId()] && a.GetAttempt() > 1 {
+				timedOut[a.GetLastFailure().GetTimeoutFailureInfo().GetTimeoutType()]++
+			}
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if timedOut[enumspb.TIMEOUT_TYPE_HEARTBEAT] != n || len(timedOut) != 1 {
+		t.Errorf("the writes retried, by why: %v; want each host's first, after its heartbeat timeout, and no other", timedOut)
 	}
 }
 

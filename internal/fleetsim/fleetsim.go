@@ -31,8 +31,12 @@ type Options struct {
 	Timeout time.Duration
 	// Polls is how many long polls each host keeps open on its queue (default 1; a real
 	// host keeps 8).
-	Polls     int
-	TaskQueue string
+	Polls int
+	// UnansweredWrites is how many writes of cluster files each host takes first and never
+	// runs nor answers, as a host does whose poll's answer never reached it: the
+	// server's side of an overloaded server, on purpose.
+	UnansweredWrites int
+	TaskQueue        string
 	// Backend runs every host's members.
 	Backend backend.Backend
 	Logger  *zap.Logger
@@ -67,7 +71,12 @@ func Start(ctx context.Context, c client.Client, opts Options) (*Fleet, error) {
 			DisableWorkflowWorker:            true, // as a real host's queue worker
 			Identity:                         fmt.Sprintf("fleetsim%s%s", workflows.HostWorkerIdentity, name),
 		})
-		w.RegisterActivity(&activities.Activities{Backend: hostView{sharedBackend: shared, host: name}, Host: &reg})
+		acts := &activities.Activities{Backend: hostView{sharedBackend: shared, host: name}, Host: &reg}
+		if opts.UnansweredWrites > 0 {
+			w.RegisterActivity(&unansweredWrites{Activities: acts, left: opts.UnansweredWrites})
+		} else {
+			w.RegisterActivity(acts)
+		}
 		if err := w.Start(); err != nil {
 			f.Stop()
 			return nil, fmt.Errorf("host %s: %w", name, err)
@@ -137,4 +146,24 @@ func (f *Fleet) Stop() {
 		})
 	}
 	wg.Wait()
+}
+
+// unansweredWrites are a host's activities but for its first writes of cluster files,
+// which it takes and leaves: no heartbeat, no answer, until the server times them out.
+type unansweredWrites struct {
+	*activities.Activities
+	mu   sync.Mutex
+	left int
+}
+
+func (u *unansweredWrites) WriteClusterFiles(ctx context.Context, files backend.ClusterFiles) error {
+	u.mu.Lock()
+	unanswered := u.left > 0
+	u.left--
+	u.mu.Unlock()
+	if unanswered {
+		<-ctx.Done() // the task's own deadline: its answer would be refused by then
+		return ctx.Err()
+	}
+	return u.Activities.WriteClusterFiles(ctx, files)
 }

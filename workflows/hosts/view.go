@@ -12,6 +12,7 @@ import (
 
 	"github.com/clusterflow/clusterflow/internal/backend"
 	"github.com/clusterflow/clusterflow/workflows"
+	"github.com/clusterflow/clusterflow/workflows/internal/change"
 	"github.com/clusterflow/clusterflow/workflows/internal/flow"
 	"github.com/clusterflow/clusterflow/workflows/plan"
 )
@@ -185,12 +186,22 @@ func OnEach(ctx workflow.Context, s *workflows.ClusterState, setUpElsewhere bool
 }
 
 // onHostCtx is the context of a cluster-wide activity on one host: wait both to start and
-// to finish, and one retry.
+// to finish, and one retry. The host reports a run within hostActivityHeartbeat
+// (change.HostActivityHeartbeats), so that a task the server handed to a poll whose answer
+// never reached the host (an overloaded server) is retried then, not after the whole wait.
 func onHostCtx(ctx workflow.Context, host string, wait time.Duration) workflow.Context {
 	ctx = flow.OnHost(ctx, host, wait)
 	ctx = workflow.WithStartToCloseTimeout(ctx, wait)
+	if workflow.GetVersion(ctx, change.HostActivityHeartbeats, workflow.DefaultVersion, 1) >= 1 {
+		ctx = workflow.WithHeartbeatTimeout(ctx, hostActivityHeartbeat)
+	}
 	return workflow.WithRetryPolicy(ctx, temporal.RetryPolicy{InitialInterval: time.Second, MaximumAttempts: 2})
 }
+
+// hostActivityHeartbeat is how long a cluster-wide activity on a host may go without a
+// heartbeat: those activities take well under a second, and heartbeat every third of this
+// past it (activities.Activities).
+const hostActivityHeartbeat = 15 * time.Second
 
 // onHosts runs run on all hosts at once (at most atOnce, when positive, far under
 // Temporal's 2,000 pending activities) and returns the hosts where it failed. A host no

@@ -135,4 +135,11 @@ const (
 	// pass, and its workflow tasks outgrew their timeout on the history of a few passes.
 	// Asked by each such write.
 	WritingInChildren = "writing-in-children"
+	// HostActivityHeartbeats: a cluster-wide activity on a host (files, listing, removal)
+	// has a heartbeat timeout of 15 s, rather than only the host's wait (5 minutes by
+	// default) or a child's minute to finish: a task that an overloaded server handed to
+	// a poll whose answer never reached the host stays started and run nowhere, and held
+	// a write of 2,000 hosts a minute, or a cluster's own write the host's wait. Asked by
+	// each such activity.
+	HostActivityHeartbeats = "host-activity-heartbeats"
 )
