@@ -3,7 +3,9 @@
 // activities (a lease or check-in a host), and the largest of each. It is how bench/fleet.sh
 // shows that no workflow of the registry nears Temporal's limits (2,000 pending activities,
 // 51,200 events and 50 MB a run) at any fleet size. With -cluster, it prints the largest
-// run of that cluster's workflow too, and how many runs it took.
+// run of that cluster's workflow too, how many runs it took, and the attempts of its
+// activities and its children's that timed out, by timeout: a heartbeat timeout on a
+// host is a task started there and never run (hosts' onHostCtx).
 //
 //	TEMPORAL_ADDRESS=127.0.0.1:7233 go run ./bench/registrystats [-each] [-cluster NAME]
 package main
@@ -13,9 +15,11 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"strings"
 	"time"
 
 	"go.temporal.io/api/enums/v1"
+	"go.temporal.io/api/failure/v1"
 	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
 
@@ -66,10 +70,11 @@ func main() {
 }
 
 // printClusterRuns prints the largest of a cluster workflow's runs, as visibility records
-// them.
+// them, and its activities' timed-out attempts.
 func printClusterRuns(ctx context.Context, c client.Client, name string) {
 	var runs int
 	var maxEvents, maxBytes int64
+	timedOut := map[string]int{}
 	req := &workflowservice.ListWorkflowExecutionsRequest{Query: fmt.Sprintf("WorkflowId = %q", workflows.ClusterWorkflowID(name))}
 	for {
 		resp, err := c.ListWorkflow(ctx, req)
@@ -78,6 +83,7 @@ func printClusterRuns(ctx context.Context, c client.Client, name string) {
 		}
 		for _, e := range resp.GetExecutions() {
 			runs++
+			countTimeouts(ctx, c, e.GetExecution().GetWorkflowId(), e.GetExecution().GetRunId(), timedOut)
 			if e.GetStatus() == enums.WORKFLOW_EXECUTION_STATUS_RUNNING {
 				// Visibility counts a run's history once it closes; the server knows it now.
 				d, err := c.DescribeWorkflowExecution(ctx, e.GetExecution().GetWorkflowId(), e.GetExecution().GetRunId())
@@ -92,7 +98,38 @@ func printClusterRuns(ctx context.Context, c client.Client, name string) {
 			break
 		}
 	}
-	fmt.Printf("cluster %s: %d runs; largest run %d events, %d KiB\n", name, runs, maxEvents, maxBytes>>10)
+	fmt.Printf("cluster %s: %d runs; largest run %d events, %d KiB; attempts timed out, with its children's: %v\n", name, runs, maxEvents, maxBytes>>10, timedOut)
+}
+
+// countTimeouts counts a run's activity attempts that timed out, and its children's, by
+// timeout type and activity: a retried attempt leaves no event, the next attempt's start
+// says why it was retried.
+func countTimeouts(ctx context.Context, c client.Client, workflowID, runID string, counts map[string]int) {
+	types := map[int64]string{}
+	count := func(scheduled int64, f *failure.Failure) {
+		if info := f.GetTimeoutFailureInfo(); info != nil {
+			counts[fmt.Sprintf("%s %s", types[scheduled], strings.TrimPrefix(info.GetTimeoutType().String(), "TIMEOUT_TYPE_"))]++
+		}
+	}
+	it := c.GetWorkflowHistory(ctx, workflowID, runID, false, enums.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+	for it.HasNext() {
+		e, err := it.Next()
+		if err != nil {
+			fail(err)
+		}
+		if a := e.GetActivityTaskScheduledEventAttributes(); a != nil {
+			types[e.GetEventId()] = a.GetActivityType().GetName()
+		}
+		if a := e.GetActivityTaskStartedEventAttributes(); a != nil {
+			count(a.GetScheduledEventId(), a.GetLastFailure())
+		}
+		if a := e.GetActivityTaskTimedOutEventAttributes(); a != nil {
+			count(a.GetScheduledEventId(), a.GetFailure())
+		}
+		if a := e.GetChildWorkflowExecutionStartedEventAttributes(); a != nil {
+			countTimeouts(ctx, c, a.GetWorkflowExecution().GetWorkflowId(), a.GetWorkflowExecution().GetRunId(), counts)
+		}
+	}
 }
 
 func cmpOr(a, b string) string {
