@@ -17,7 +17,7 @@ import (
 // runSimulate runs a fleet of simulated hosts (internal/fleetsim) until interrupted: the
 // registry and clusters at thousands of hosts, on one machine.
 func runSimulate(ctx context.Context, args []string) error {
-	fs := newFlagSet("simulate", "--hosts N [--prefix P] [--host-timeout D] [--polls N] [--unanswered-writes N] [--data DIR]")
+	fs := newFlagSet("simulate", "--hosts N [--prefix P] [--host-timeout D] [--polls N] [--unanswered-writes N] [--slow-writes D] [--data DIR]")
 	var conn connection
 	conn.register(fs, "info")
 	var hf hostFlags
@@ -27,6 +27,7 @@ func runSimulate(ctx context.Context, args []string) error {
 	timeout := fs.Duration("host-timeout", workflows.DefaultHostTimeout, "each host's timeout")
 	polls := fs.Int("polls", 1, "long polls each host keeps open on its task queue (a real host keeps 8)")
 	unanswered := fs.Int("unanswered-writes", 0, "writes of cluster files each host takes first and never answers, as when an overloaded server's answer to a poll never reaches the host")
+	slow := fs.Duration("slow-writes", 0, "how long each write of cluster files waits on its host before it runs, as on a busy host")
 	if err := fs.Parse(args); err != nil {
 		return flagError(err)
 	}
@@ -39,6 +40,8 @@ func runSimulate(ctx context.Context, args []string) error {
 		return apperr.Errorf(apperr.Invalid, "--polls: is %d; it must be at least 1", *polls)
 	case *unanswered < 0:
 		return apperr.Errorf(apperr.Invalid, "--unanswered-writes: is %d; it must be at least 0", *unanswered)
+	case *slow < 0:
+		return apperr.Errorf(apperr.Invalid, "--slow-writes: is %s; it must be at least 0", *slow)
 	}
 	if err := spec.CheckName(*prefix + "00000"); err != nil {
 		return apperr.Errorf(apperr.Invalid, "--prefix: %v", err)
@@ -71,7 +74,7 @@ func runSimulate(ctx context.Context, args []string) error {
 	}
 	start := time.Now()
 	fleet, err := fleetsim.Start(ctx, c, fleetsim.Options{
-		Prefix: *prefix, Hosts: *hosts, Timeout: *timeout, Polls: *polls, UnansweredWrites: *unanswered, TaskQueue: conn.taskQueue, Backend: members, Logger: logger,
+		Prefix: *prefix, Hosts: *hosts, Timeout: *timeout, Polls: *polls, UnansweredWrites: *unanswered, SlowWrites: *slow, TaskQueue: conn.taskQueue, Backend: members, Logger: logger,
 	})
 	if err != nil {
 		return err

@@ -181,24 +181,31 @@ roles:
 // A host that takes a task and never runs it (an overloaded server's answer to its poll
 // lost on the way) holds a cluster-wide write for the host activities' heartbeat timeout,
 // 15 s, not for the host's wait, its timeout: 5 minutes here, which before held the deploy
-// as long. Each simulated host leaves its first write of the cluster's files unanswered.
-func TestAWriteAHostTookButNeverRanIsRetriedAfterItsHeartbeatTimeout(t *testing.T) {
+// as long. Three simulated hosts each leave their first write of the cluster's files
+// unanswered; a fourth, busy, takes 18 s over each of its writes, past that timeout, and
+// heartbeats meanwhile, so none of its writes may be retried.
+func TestAWriteNeverRunIsRetriedAfterItsHeartbeatTimeoutAndASlowOneIsNot(t *testing.T) {
 	t.Parallel()
 	guard(t)
-	const n = 3
+	const mute, slowWrites = 3, 18 * time.Second
 	s := newServerStack(t)
 	s.startWorker()
-	if err := simulate(t, s, "sim-mute", "mute-", n, 5*time.Minute, "--unanswered-writes", "1").WaitFor("Simulating hosts", time.Minute); err != nil {
-		t.Fatal(err)
+	for _, p := range []*testenv.Process{
+		simulate(t, s, "sim-mute", "mute-", mute, 5*time.Minute, "--unanswered-writes", "1"),
+		simulate(t, s, "sim-slow", "slow-", 1, 5*time.Minute, "--slow-writes", slowWrites.String()),
+	} {
+		if err := p.WaitFor("Simulating hosts", time.Minute); err != nil {
+			t.Fatal(err)
+		}
 	}
 	waitEvery(t, time.Minute, time.Second, "the hosts ready", func() (bool, string) {
-		return hostsIn(fleetHosts(t, s), workflows.HostReady, n)
+		return hostsIn(fleetHosts(t, s), workflows.HostReady, mute+1)
 	})
 	specPath, _ := writeCluster(t, fmt.Sprintf(`
 name: mute
 roles:
   - {name: worker, members: %d, startscript: trace.sh, env: {TRACE: TRACE_FILE}, placement: {maxPerHost: 1}}
-`, n))
+`, mute+1))
 	if res := s.cli("deploy", "-f", specPath, "--wait", "--timeout", "2m"); res.Code != 0 {
 		t.Fatalf("deploy: %s", res)
 	}
@@ -207,24 +214,35 @@ roles:
 	defer c.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	timedOut := map[enumspb.TimeoutType]int{}
+	retried := map[enumspb.TimeoutType]int{}
+	var slowest time.Duration // of the writes the busy host completed
 	if err := testenv.WalkHistories(ctx, c, workflows.ClusterWorkflowID("mute"), func(_ string, _ int, h *historypb.History) error {
-		writes := map[int64]bool{}
+		writeOn := map[int64]string{} // a write's scheduled event: the queue it went to
+		startedAt := map[int64]time.Time{}
 		for _, e := range h.Events {
 			if a := e.GetActivityTaskScheduledEventAttributes(); a != nil && a.GetActivityType().GetName() == "WriteClusterFiles" {
-				writes[e.GetEventId()] = true
+				writeOn[e.GetEventId()] = a.GetTaskQueue().GetName()
 			}
 			// A retried attempt leaves no event of its own: the attempt after it says why.
-			if a := e.GetActivityTaskStartedEventAttributes(); a != nil && writes[a.GetScheduledEventId()] && a.GetAttempt() > 1 {
-				timedOut[a.GetLastFailure().GetTimeoutFailureInfo().GetTimeoutType()]++
+			if a := e.GetActivityTaskStartedEventAttributes(); a != nil && writeOn[a.GetScheduledEventId()] != "" {
+				startedAt[e.GetEventId()] = e.GetEventTime().AsTime()
+				if a.GetAttempt() > 1 {
+					retried[a.GetLastFailure().GetTimeoutFailureInfo().GetTimeoutType()]++
+				}
+			}
+			if a := e.GetActivityTaskCompletedEventAttributes(); a != nil && strings.HasSuffix(writeOn[a.GetScheduledEventId()], "@slow-00000") {
+				slowest = max(slowest, e.GetEventTime().AsTime().Sub(startedAt[a.GetStartedEventId()]))
 			}
 		}
 		return nil
 	}); err != nil {
 		t.Fatal(err)
 	}
-	if timedOut[enumspb.TIMEOUT_TYPE_HEARTBEAT] != n || len(timedOut) != 1 {
-		t.Errorf("the writes retried, by why: %v; want each host's first, after its heartbeat timeout, and no other", timedOut)
+	if retried[enumspb.TIMEOUT_TYPE_HEARTBEAT] != mute || len(retried) != 1 {
+		t.Errorf("the writes retried, by why: %v; want each unanswering host's first, after its heartbeat timeout, and no other", retried)
+	}
+	if slowest < slowWrites {
+		t.Errorf("the busy host's slowest write took %s, want at least its %s", slowest, slowWrites)
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"slices"
 	"sync"
+	"time"
 
 	"github.com/clusterflow/clusterflow/internal/backend"
 )
@@ -27,6 +28,17 @@ func keyOf(m backend.MemberRef) memberKey {
 type hostView struct {
 	*sharedBackend
 	host string
+	// slowWrites is how long each write of cluster files waits before it runs (Options).
+	slowWrites time.Duration
+}
+
+func (v hostView) WriteClusterFiles(ctx context.Context, files backend.ClusterFiles) error {
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-time.After(v.slowWrites):
+	}
+	return v.Backend.WriteClusterFiles(ctx, files)
 }
 
 func (v hostView) hold(m backend.MemberRef) {

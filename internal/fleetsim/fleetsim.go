@@ -36,7 +36,10 @@ type Options struct {
 	// runs nor answers, as a host does whose poll's answer never reached it: the
 	// server's side of an overloaded server, on purpose.
 	UnansweredWrites int
-	TaskQueue        string
+	// SlowWrites is how long each write of cluster files waits on its host before it runs,
+	// as on a busy host: the activity heartbeats meanwhile, as a real host's does.
+	SlowWrites time.Duration
+	TaskQueue  string
 	// Backend runs every host's members.
 	Backend backend.Backend
 	Logger  *zap.Logger
@@ -71,7 +74,7 @@ func Start(ctx context.Context, c client.Client, opts Options) (*Fleet, error) {
 			DisableWorkflowWorker:            true, // as a real host's queue worker
 			Identity:                         fmt.Sprintf("fleetsim%s%s", workflows.HostWorkerIdentity, name),
 		})
-		acts := &activities.Activities{Backend: hostView{sharedBackend: shared, host: name}, Host: &reg}
+		acts := &activities.Activities{Backend: hostView{sharedBackend: shared, host: name, slowWrites: opts.SlowWrites}, Host: &reg}
 		if opts.UnansweredWrites > 0 {
 			w.RegisterActivity(&unansweredWrites{Activities: acts, left: opts.UnansweredWrites})
 		} else {
@@ -159,7 +162,9 @@ type unansweredWrites struct {
 func (u *unansweredWrites) WriteClusterFiles(ctx context.Context, files backend.ClusterFiles) error {
 	u.mu.Lock()
 	unanswered := u.left > 0
-	u.left--
+	if unanswered {
+		u.left--
+	}
 	u.mu.Unlock()
 	if unanswered {
 		<-ctx.Done() // the task's own deadline: its answer would be refused by then

@@ -92,9 +92,9 @@ func inChildren(ctx workflow.Context, s *workflows.ClusterState, kind, summary s
 }
 
 // finishSoon gives a child's activity on a host at most childFinish to finish once it
-// started, whatever the host's wait: a poll whose answer came too late (an overloaded
-// server) leaves its activity started on the server and run nowhere, and only this timeout
-// frees it. Four of 2,000 such held a write for the hosts' 5-minute waits.
+// started, whatever the host's wait: a host that runs it and heartbeats, but never ends it,
+// holds its group no longer. (One the host never got is retried sooner, at its heartbeat
+// timeout: onHostCtx.)
 func finishSoon(ctx workflow.Context, wait time.Duration) workflow.Context {
 	return workflow.WithStartToCloseTimeout(ctx, min(wait, childFinish))
 }
