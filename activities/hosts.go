@@ -25,39 +25,53 @@ func (a *Activities) CheckInHost(ctx context.Context) (workflows.HostRegistratio
 	return *a.Host, nil
 }
 
-// HoldHostLease heartbeats for the lease's term, every workflows.LeaseBeat(timeout), so that
-// the server's last word from the host is never older than that. The registry takes a
-// missed heartbeat timeout for the host being lost; when that already happened (the
-// heartbeat is refused as not found) or the registry cancels the lease, the lease ends.
+// HoldHostLease heartbeats for the lease's term, once a beat (workflows.LeaseBeatOf: the
+// lease's heartbeat timeout less the host timeout), so that the server's last word from
+// the host is never older than that. The registry takes a missed heartbeat timeout for the
+// host being lost; when that already happened (the heartbeat is refused as not found) or
+// the registry cancels the lease, the lease ends.
 //
 // The heartbeats are sent by hand, not by activity.RecordHeartbeat: the SDK cancels an
 // activity whose heartbeat fails to reach the server for a second or two, taking that for
 // the heartbeat timeout, and the lease then failed as soon as the link was back, so that a
 // host cut off for a fraction of its timeout was taken for lost. Only the server's own
-// heartbeat timeout, which is the host's timeout, may end the lease.
+// heartbeat timeout, which is the host's timeout and a beat, may end the lease. A heartbeat
+// that fails is sent again within a second or so, not a beat later: the silence the server
+// sees is then at most a beat, the cut, and that second, under the heartbeat timeout for any
+// cut shorter than the host timeout by more than the second.
 func (a *Activities) HoldHostLease(ctx context.Context, timeout time.Duration) error {
 	if a.Host == nil {
 		return errNotAHost
 	}
 	term := time.NewTimer(leaseTerm(ctx))
 	defer term.Stop()
-	beat := workflows.LeaseBeat(timeout)
-	tick := time.NewTicker(beat)
-	defer tick.Stop()
-	c, token := activity.GetClient(ctx), activity.GetInfo(ctx).TaskToken
+	info := activity.GetInfo(ctx)
+	beat := workflows.LeaseBeatOf(timeout, info.HeartbeatTimeout)
+	// A heartbeat stuck on a cut link gives up after half a beat (1 to 10 s), and the next
+	// is sent after a quarter of a beat (at most a second).
+	limit, again := min(max(beat/2, time.Second), 10*time.Second), min(beat/4, time.Second)
+	c := activity.GetClient(ctx)
+	next := time.NewTimer(0)
+	defer next.Stop()
 	for {
-		rpcCtx, cancel := context.WithTimeout(ctx, max(beat, time.Second))
-		err := c.RecordActivityHeartbeat(rpcCtx, token)
-		cancel()
-		if leaseOver(err) {
-			return err
-		}
 		select {
 		case <-ctx.Done(): // the worker stops
 			return ctx.Err()
 		case <-term.C:
 			return nil
-		case <-tick.C:
+		case <-next.C:
+		}
+		sent := time.Now()
+		rpcCtx, cancel := context.WithTimeout(ctx, limit)
+		err := c.RecordActivityHeartbeat(rpcCtx, info.TaskToken)
+		cancel()
+		if leaseOver(err) {
+			return err
+		}
+		if err != nil {
+			next.Reset(again)
+		} else {
+			next.Reset(beat - time.Since(sent))
 		}
 	}
 }

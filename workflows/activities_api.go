@@ -75,9 +75,25 @@ type Broadcast struct {
 	Arg          any      `json:"arg"`
 }
 
-// LeaseBeat is how often a host's lease heartbeats: a tenth of its timeout. The lease's
+// LeaseBeat is how often a host's lease heartbeats: a quarter of its timeout. The lease's
 // heartbeat timeout is the host timeout and one beat more, so that a host is lost between
-// one and 1.1 host timeouts after it was last heard of, never sooner.
+// one and 1.25 host timeouts after it was last heard of, never sooner. (Leases scheduled
+// before change "sparse-lease-beats" beat every tenth, LegacyLeaseBeat.) A host reads its
+// beat from the lease's heartbeat timeout, LeaseBeatOf.
 func LeaseBeat(timeout time.Duration) time.Duration {
+	return max(timeout/4, 100*time.Millisecond)
+}
+
+// LegacyLeaseBeat is the beat of leases scheduled before change "sparse-lease-beats".
+func LegacyLeaseBeat(timeout time.Duration) time.Duration {
 	return max(timeout/10, 100*time.Millisecond)
+}
+
+// LeaseBeatOf is the beat of a lease of the host timeout whose heartbeat timeout is
+// heartbeatTimeout: the difference, or the legacy beat when the lease gives none.
+func LeaseBeatOf(timeout, heartbeatTimeout time.Duration) time.Duration {
+	if beat := heartbeatTimeout - timeout; beat > 0 {
+		return beat
+	}
+	return LegacyLeaseBeat(timeout)
 }

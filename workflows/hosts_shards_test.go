@@ -1,6 +1,7 @@
 package workflows_test
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"maps"
@@ -10,6 +11,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/mock"
+	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/testsuite"
 	"go.temporal.io/sdk/workflow"
@@ -244,4 +246,38 @@ func compareNames(a, b string) int {
 		return 1
 	}
 	return 0
+}
+
+// A host's lease heartbeats every quarter of its timeout, and its heartbeat timeout is the
+// timeout and that beat: the host reads its beat from there. A run from before the change
+// keeps leases of a beat a tenth of the timeout, and a host still beats them every tenth.
+func TestALeaseBeatsEveryQuarterOfItsHostTimeout(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		version workflow.Version
+		want    time.Duration
+	}{
+		{"now", 1, 12500 * time.Millisecond},
+		{"before sparse beats", workflow.DefaultVersion, 11 * time.Second},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			env := registryEnv(t)
+			env.RegisterActivity(&activities.Activities{Host: &workflows.HostRegistration{Name: "h1", Timeout: 10 * time.Second}})
+			env.OnGetVersion(change.SparseLeaseBeats, workflow.DefaultVersion, 1).Return(tc.version)
+			var got []time.Duration
+			env.OnActivity("HoldHostLease", mock.Anything, mock.Anything).Return(func(ctx context.Context, timeout time.Duration) error {
+				info := activity.GetInfo(ctx)
+				got = append(got, info.HeartbeatTimeout)
+				if beat := workflows.LeaseBeatOf(timeout, info.HeartbeatTimeout); beat != tc.want-timeout {
+					t.Errorf("the host beats every %s, want %s", beat, tc.want-timeout)
+				}
+				env.CancelWorkflow()
+				return nil
+			})
+			env.ExecuteWorkflow(workflows.HostShardWorkflowName, workflows.HostsInput{Shard: 1, Hosts: readyHosts("h1")})
+			if len(got) != 1 || got[0] != tc.want {
+				t.Fatalf("the leases' heartbeat timeouts were %v, want one of %s (a host timeout of 10s)", got, tc.want)
+			}
+		})
+	}
 }

@@ -8,6 +8,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/clusterflow/clusterflow/workflows"
+	"github.com/clusterflow/clusterflow/workflows/internal/change"
 	"github.com/clusterflow/clusterflow/workflows/internal/flow"
 	"github.com/clusterflow/clusterflow/workflows/plan"
 )
@@ -63,7 +64,8 @@ func (r *hostsRegistry) keepLease(ctx workflow.Context, name string) {
 		r.logger.Info("Host ready", "Host", name)
 		r.changed()
 		for {
-			err := workflow.ExecuteActivity(withLease(ctx, queue, r.host(name).Timeout), flow.ActHoldHostLease, r.host(name).Timeout).Get(ctx, nil)
+			timeout := r.host(name).Timeout
+			err := workflow.ExecuteActivity(withLease(ctx, queue, timeout, leaseBeat(ctx, timeout)), flow.ActHoldHostLease, timeout).Get(ctx, nil)
 			if ctx.Err() != nil {
 				return
 			}
@@ -89,15 +91,23 @@ func withCheckIn(ctx workflow.Context, queue, host string) workflow.Context {
 	})
 }
 
+// leaseBeat is how often a lease of the host timeout heartbeats (change.SparseLeaseBeats).
+func leaseBeat(ctx workflow.Context, timeout time.Duration) time.Duration {
+	if workflow.GetVersion(ctx, change.SparseLeaseBeats, workflow.DefaultVersion, 1) >= 1 {
+		return workflows.LeaseBeat(timeout)
+	}
+	return workflows.LegacyLeaseBeat(timeout)
+}
+
 // withLease breaks the lease when the host goes unheard of for its timeout (the heartbeat
 // timeout is one beat longer, since the last heartbeat the server got may be a beat old),
 // or cannot even start the lease within it.
-func withLease(ctx workflow.Context, queue string, timeout time.Duration) workflow.Context {
+func withLease(ctx workflow.Context, queue string, timeout, beat time.Duration) workflow.Context {
 	return workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
 		TaskQueue:              queue,
 		ScheduleToStartTimeout: timeout,
 		StartToCloseTimeout:    leaseTerm + timeout,
-		HeartbeatTimeout:       timeout + workflows.LeaseBeat(timeout),
+		HeartbeatTimeout:       timeout + beat,
 		RetryPolicy:            &temporal.RetryPolicy{MaximumAttempts: 1},
 		Summary:                fmt.Sprintf("lease of %s", queue),
 	})
