@@ -50,14 +50,22 @@ import json, sys
 try: print(sum(1 for h in json.load(sys.stdin) if h['state'] == '$1'))
 except Exception: print(0)" || echo 0
 }
-wait_for() { # wait_for WHAT LIMIT-S COMMAND...: run COMMAND until it succeeds
-  local what=$1 limit=$2
-  shift 2
+wait_for() { # wait_for WHAT LIMIT-S EVERY-S COMMAND...: run COMMAND until it succeeds
+  local what=$1 limit=$2 every=$3
+  shift 3
   local until=$(( $(date +%s) + limit ))
   until "$@"; do
     [ "$(date +%s)" -lt "$until" ] || { echo "FAIL: $what within ${limit}s" >&2; exit 1; }
-    sleep 1
+    sleep "$every"
   done
+}
+# cpu_cores PID SECONDS prints the cores PID used over the next SECONDS.
+cpu_cores() {
+  local before after
+  before=$(awk '{print $14 + $15}' "/proc/$1/stat")
+  sleep "$2"
+  after=$(awk '{print $14 + $15}' "/proc/$1/stat")
+  python3 -c "print(f'{($after - $before) / $(getconf CLK_TCK) / $2:.2f}')"
 }
 
 start=$(ms)
@@ -68,8 +76,19 @@ bg_pids+=("$doomed_pid")
 kept_pid=$!
 bg_pids+=("$kept_pid")
 all_ready() { [ "$(count_hosts ready)" = "$hosts" ]; }
-wait_for "$hosts hosts ready" 1800 all_ready
+# Listing thousands of hosts is work for the server: every 10 s, not every second.
+wait_for "$hosts hosts ready" 1800 10 all_ready
 register_ms=$(( $(ms) - start ))
+# What an idle fleet costs: its leases' heartbeats and its queues' polls.
+sleep 30
+cpu_cores "$server_pid" 60 > "$tmp/idle_server" &
+sampler=$!
+idle_kept=$(cpu_cores "$kept_pid" 60)
+wait "$sampler"
+idle_server=$(cat "$tmp/idle_server")
+echo "$hosts simulated hosts ($doomed lost at once, host timeout 10 s), a cluster of $members members, one per host; server: ${SERVER:-dev}"
+printf '  all registered and ready:      %8d ms\n' "$register_ms"
+printf '  idle, once ready: the server %s cores, simulating %d hosts %s cores\n' "$idle_server" "$kept" "$idle_kept"
 
 cat > "$tmp/spread.yaml" <<YAML
 name: spread
@@ -79,6 +98,7 @@ YAML
 start=$(ms)
 "$cf" deploy -f "$tmp/spread.yaml" --wait --timeout 30m > "$tmp/deploy.out" || { cat "$tmp/deploy.out"; exit 1; }
 deploy_ms=$(( $(ms) - start ))
+printf '  deploy --wait:                 %8d ms\n' "$deploy_ms"
 on_doomed() {
   "$cf" status spread -o json | python3 -c "
 import json, sys
@@ -90,18 +110,15 @@ read -r placed _ < <(on_doomed)
 start=$(ms)
 { kill -9 "$doomed_pid" && wait "$doomed_pid"; } 2>/dev/null || true
 all_lost() { [ "$(count_hosts lost)" = "$doomed" ]; }
-wait_for "$doomed hosts lost" 600 all_lost
+wait_for "$doomed hosts lost" 600 1 all_lost
 loss_ms=$(( $(ms) - start ))
 # A server busy replacing may not answer a status in time: asked again.
 replaced() { [ "$(on_doomed 2> /dev/null)" = "0 ready" ]; }
-wait_for "the lost hosts' members replaced" 600 replaced
+wait_for "the lost hosts' members replaced" 600 1 replaced
 replaced_ms=$(( $(ms) - start ))
 stats=$(cd "$root" && go run ./bench/registrystats -cluster spread)
 peak_mib() { echo $(( $(awk '/VmHWM/ {print $2}' "/proc/$1/status") / 1024 )); }
 
-echo "$hosts simulated hosts ($doomed lost at once, host timeout 10 s), a cluster of $members members, one per host; server: ${SERVER:-dev}"
-printf '  all registered and ready:      %8d ms\n' "$register_ms"
-printf '  deploy --wait:                 %8d ms\n' "$deploy_ms"
 printf '  loss seen after the kill:      %8d ms   (%d members on the lost hosts)\n' "$loss_ms" "$placed"
 printf '  replaced after the kill:       %8d ms\n' "$replaced_ms"
 printf '  %s\n' "$stats"

@@ -10,7 +10,9 @@ import (
 	"time"
 
 	"go.temporal.io/api/enums/v1"
+	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/clusterflow/clusterflow/internal/apperr"
@@ -74,12 +76,12 @@ type registryInfo struct {
 
 // registry asks the registry whether it is sharded; none running is no host registered.
 func (s *Starter) registry(ctx context.Context) (registryInfo, error) {
-	resp, err := s.client.QueryWorkflow(ctx, workflows.HostsWorkflowID, "", workflows.RegistryQuery)
+	resp, err := s.queryRegistry(ctx, workflows.HostsWorkflowID, workflows.RegistryQuery)
 	switch {
 	case isNotFound(err):
 		return registryInfo{}, nil // no worker ever registered a host
 	case err != nil:
-		return registryInfo{}, fmt.Errorf("list hosts: %w", err)
+		return registryInfo{}, err
 	}
 	info := registryInfo{found: true}
 	if err := resp.Get(&info.RegistryInfo); err != nil {
@@ -90,18 +92,58 @@ func (s *Starter) registry(ctx context.Context) (registryInfo, error) {
 
 // queryHosts lists the hosts one registry workflow keeps; a shard that is gone keeps none.
 func (s *Starter) queryHosts(ctx context.Context, workflowID string) ([]workflows.Host, error) {
-	resp, err := s.client.QueryWorkflow(ctx, workflowID, "", workflows.HostsQuery)
+	resp, err := s.queryRegistry(ctx, workflowID, workflows.HostsQuery)
 	switch {
 	case isNotFound(err):
 		return nil, nil
 	case err != nil:
-		return nil, fmt.Errorf("list hosts: %w", err)
+		return nil, err
 	}
 	var hosts []workflows.Host
 	if err := resp.Get(&hosts); err != nil {
 		return nil, fmt.Errorf("list hosts: %w", err)
 	}
 	return hosts, nil
+}
+
+// registryPatience is how long a registry workflow that cannot answer for now is asked
+// again: on a server busy with a fleet of 10,000 hosts, the worker's polls failed for
+// seconds at a time, and a deploy was refused because the server had seen no poller lately.
+const registryPatience = 15 * time.Second
+
+// queryRegistry asks one of the registry's workflows a query, again for up to
+// registryPatience (or the context's deadline, if sooner) while the server says that no
+// worker polled lately or refuses for load; other errors, and a query that timed out
+// (it waited already), are returned at once, as a missing worker is.
+func (s *Starter) queryRegistry(ctx context.Context, workflowID, query string) (converter.EncodedValue, error) {
+	giveUp := time.Now().Add(registryPatience)
+	for delay := 250 * time.Millisecond; ; delay = min(2*delay, 2*time.Second) {
+		resp, err := s.client.QueryWorkflow(ctx, workflowID, "", query)
+		switch {
+		case err == nil || isNotFound(err):
+			return resp, err
+		case !busyServer(err) || time.Now().Add(delay).After(giveUp):
+			if noAnswer(err) {
+				return nil, noWorker(s.taskQueue, fmt.Errorf("list hosts: %w", err))
+			}
+			return nil, fmt.Errorf("list hosts: %w", err)
+		}
+		select {
+		case <-ctx.Done():
+			return nil, fmt.Errorf("list hosts: %w", err)
+		case <-time.After(delay):
+		}
+	}
+}
+
+// busyServer recognises a call the server did not carry out for now: no worker polled the
+// queue lately (its polls may be failing for load), or the server refused it for load.
+func busyServer(err error) bool {
+	var unavailable *serviceerror.Unavailable
+	var exhausted *serviceerror.ResourceExhausted
+	var precondition *serviceerror.FailedPrecondition
+	return errors.As(err, &unavailable) || errors.As(err, &exhausted) ||
+		errors.As(err, &precondition) && strings.Contains(precondition.Error(), "no poller seen")
 }
 
 const registrySummary = "clusterflow host registry"

@@ -663,3 +663,47 @@ func TestDevRunsSeveralHosts(t *testing.T) {
 		t.Errorf("dev did not stop cleanly: exit %d, %v\n%s", code, err, dev.Output())
 	}
 }
+
+// The registry answers through the workflows' worker, and a server busy with a fleet may
+// fail that worker's polls for seconds; once no poll came for its window (20 s), the
+// server refuses a query it could not hand to a worker ("no poller seen"). The starter
+// asks again for a while: `hosts` asked with the worker away past that window, and the
+// worker back after the query's own 10 s, lists the fleet rather than failing.
+func TestHostsAsksTheRegistryAgainWhileNoWorkerPolls(t *testing.T) {
+	t.Parallel()
+	guard(t)
+	s := newServerStack(t)
+	s.startWorker()
+	sim := simulate(t, s, "sim", "sim", 1, time.Minute)
+	if err := sim.WaitFor("Simulating hosts", time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	waitEvery(t, time.Minute, time.Second, "the host ready", func() (bool, string) {
+		return hostsIn(fleetHosts(t, s), workflows.HostReady, 1)
+	})
+	s.kill(s.worker)
+	// Past matching.queryPollerUnavailableWindow, the server's memory of a poller.
+	time.Sleep(22 * time.Second)
+	asked := time.Now()
+	answer := make(chan testenv.Result, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		res, err := testenv.Run(ctx, t.TempDir(), s.env, "hosts")
+		if err != nil {
+			res = testenv.Result{Code: -1, Stderr: err.Error()}
+		}
+		answer <- res
+	}()
+	time.Sleep(11 * time.Second)
+	s.startWorker()
+	select {
+	case res := <-answer:
+		if res.Code != 0 || !strings.Contains(res.Stdout, "sim00000") {
+			t.Fatalf("hosts, asked %s before the worker was back: %s", 11*time.Second, res)
+		}
+		t.Logf("hosts answered %s after it was asked", time.Since(asked).Round(100*time.Millisecond))
+	case <-time.After(90 * time.Second):
+		t.Fatal("hosts did not return within 90 s")
+	}
+}
