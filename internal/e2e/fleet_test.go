@@ -15,27 +15,23 @@ import (
 	historypb "go.temporal.io/api/history/v1"
 
 	"github.com/clusterflow/clusterflow/internal/testenv"
-	"github.com/clusterflow/clusterflow/internal/testlimit"
 	"github.com/clusterflow/clusterflow/workflows"
 )
 
 // A fleet past what one registry workflow could hold: Temporal refuses a workflow more than
 // 2,000 pending activities, and each host holds a lease, so before shards no fleet of
-// 2,001 hosts could register. At full size (testlimit.BenchEnv) 2,020 simulated hosts
-// (`clusterflow simulate`, a worker each on its own task queue) register, a cluster spreads
-// one member per host over them, the 1% that run in a process of their own die at once,
-// and their members are replaced on the others; no workflow of the registry holds more
-// than a shard's hosts' leases or a long history. The suite runs 600 hosts, over every
-// shard: 2,020 registering beside the race detector's unit tests took past its three
-// minutes a test on two cores. It runs alone (no t.Parallel): the hosts take the machine.
+// 2,001 hosts could register. 2,020 simulated hosts (`clusterflow simulate`, a worker each
+// on its own task queue) register, a cluster spreads one member per host over 150 of
+// them, the 1% that run in a process of their own die at once, and their members are
+// replaced on the others; no workflow of the registry holds more than a shard's hosts'
+// leases or a long history. The hosts take the machine: `make test` runs this test in a
+// step of its own, after the others (it took past its three minutes beside the race
+// detector's unit tests), and within the e2e package it runs alone (no t.Parallel).
 func TestAFleetPastOneWorkflowsPendingActivitiesRegistersAndReplacesLostHosts(t *testing.T) {
-	guardFor(t, fleetTestLimit())
-	kept, doomed := 594, 6
+	guard(t)
+	const kept, doomed = 1999, 21
 	// Past hosts.InChildren member hosts, so that children write the cluster's files.
 	const members = 150
-	if testlimit.Benching() {
-		kept, doomed = 1999, 21
-	}
 	s := newServerStack(t)
 	s.startWorker()
 	// The doomed hosts' names sort first, so that placement (hosts in name order) puts
@@ -259,14 +255,6 @@ func simulate(t *testing.T, s *stack, name, prefix string, hosts int, timeout ti
 	t.Cleanup(p.Stop)
 	testenv.StopAllAtEnd(t, filepath.Join(s.dir, name))
 	return p
-}
-
-// fleetTestLimit is the fleet test's guard: the suite's, or twice it at full size.
-func fleetTestLimit() time.Duration {
-	if testlimit.Benching() {
-		return 2 * testlimit.TestLimit
-	}
-	return testlimit.TestLimit
 }
 
 // waitEvery polls cond every interval for up to limit; cond says whether it holds, and what
