@@ -17,6 +17,9 @@ const (
 	// process start needs.
 	MinProbeEvery   = time.Second
 	MinProbeTimeout = 100 * time.Millisecond
+	// MaxProbeTimeout bounds a check: it holds one of its host's check slots, shared by
+	// every cluster there, while it runs.
+	MaxProbeTimeout = time.Minute
 	// MaxProbeCount bounds failures and successes: past it a probe watches nothing.
 	MaxProbeCount = 100
 	// MaxCheckOutput is how much of a failed check's output is kept with its report.
@@ -120,14 +123,14 @@ func checkProbe(path string, d *draftProbe, r Role, ps *problems) Probe {
 		ps.add(path, "is set, but the role's events do not list check, which the probe runs")
 	}
 	durations := []struct {
-		name  string
-		value *time.Duration
-		least time.Duration
-		to    *time.Duration
+		name        string
+		value       *time.Duration
+		least, most time.Duration
+		to          *time.Duration
 	}{
-		{"every", d.Every, MinProbeEvery, &p.Every},
-		{"timeout", d.Timeout, MinProbeTimeout, &p.Timeout},
-		{"readyTimeout", d.ReadyTimeout, MinProbeEvery, &p.ReadyTimeout},
+		{"every", d.Every, MinProbeEvery, 0, &p.Every},
+		{"timeout", d.Timeout, MinProbeTimeout, MaxProbeTimeout, &p.Timeout},
+		{"readyTimeout", d.ReadyTimeout, MinProbeEvery, 0, &p.ReadyTimeout},
 	}
 	for _, f := range durations {
 		if f.value == nil {
@@ -135,6 +138,10 @@ func checkProbe(path string, d *draftProbe, r Role, ps *problems) Probe {
 		}
 		if *f.value < f.least {
 			ps.add(path+"."+f.name, "is %s; it must be at least %s", *f.value, f.least)
+			continue
+		}
+		if f.most > 0 && *f.value > f.most {
+			ps.add(path+"."+f.name, "is %s; it must be at most %s, since a check holds one of its host's check slots, which every cluster there shares", *f.value, f.most)
 			continue
 		}
 		*f.to = *f.value

@@ -23,6 +23,10 @@ func TestParseReadsProbe(t *testing.T) {
 	if got := r.ReadyWait(EventAddNodes); got != 0 {
 		t.Errorf("an addnodes waits %s for a check; it sets nothing up", got)
 	}
+	_, err = Parse([]byte("name: c\nroles:\n  - {name: r, startscript: s.sh, events: [configure, check], probe: {timeout: 61s}}\n"), "", testScripts)
+	if want := "roles[0].probe.timeout: is 1m1s; it must be at most 1m0s, since a check holds one of its host's check slots"; err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("a check of 61 s: %v; want %q", err, want)
+	}
 
 	_, err = Parse([]byte("name: c\nroles:\n  - {name: r, startscript: s.sh, probe: {every: 500ms, timeout: 10ms, failures: 0, successes: 101, readyTimeout: 1m, often: 2}}\n"), "", testScripts)
 	for _, want := range []string{

@@ -61,8 +61,12 @@ type Agent struct {
 	// heartbeats counts the heartbeats sent, for the log's report of the load on Temporal,
 	// and checks the members' checks run.
 	heartbeats, checks atomic.Int64
-	// checkSlots bounds the checks running at once, reportSlots the reports of them.
-	checkSlots, reportSlots chan struct{}
+	// faults are the test faults FaultEnv sets (none in any deployment).
+	faults []fault
+	// checkSlots bounds the checks running at once, each cluster to its share;
+	// reportSlots bounds the reports of them.
+	checkSlots  *checkSlots
+	reportSlots chan struct{}
 
 	mu   sync.Mutex
 	runs map[string]*run
@@ -108,7 +112,8 @@ func Serve(ctx context.Context, opts Options) error {
 	ctx, stop := context.WithCancel(ctx)
 	defer stop()
 	a := &Agent{opts: opts, log: opts.Logger, ctx: ctx, runs: map[string]*run{}, launching: map[string]chan struct{}{}, probes: map[string]*prober{}, idleFrom: time.Now(),
-		checkSlots: make(chan struct{}, checkSlotsPerCPU*runtime.NumCPU()), reportSlots: make(chan struct{}, reportsAtOnce)}
+		checkSlots: newCheckSlots(checkSlotsPerCPU * runtime.NumCPU()), reportSlots: make(chan struct{}, reportsAtOnce)}
+	a.faults = parseFaults(os.Getenv(FaultEnv), a.log)
 	a.clients = newTemporalClients(dir, a.log)
 	defer a.clients.close()
 	// Probes first: a run adopted finished arms its member's probe as it is delivered.
@@ -254,7 +259,8 @@ const callTimeout = 2 * time.Minute
 
 func (a *Agent) serveConn(conn net.Conn) {
 	defer conn.Close()
-	if uid, ok := peerUID(conn); !ok || (uid != os.Getuid() && !slices.Contains(a.opts.Workers, uid)) {
+	uid, ok := peerUID(conn)
+	if !ok || (uid != os.Getuid() && !slices.Contains(a.opts.Workers, uid)) {
 		// Only the agent's own user and its workers' may call it, whatever the socket's
 		// mode and folder allow: a script's user never.
 		a.log.Warn("Refused a connection from another user", zap.Int("uid", uid))
@@ -265,6 +271,9 @@ func (a *Agent) serveConn(conn net.Conn) {
 	reply := Reply{Protocol: Protocol, Settings: a.opts.Settings}
 	if err := json.NewDecoder(bufio.NewReader(conn)).Decode(&req); err != nil {
 		reply.Error = "bad request: " + err.Error()
+	} else if err := a.refuse(req, uid); err != nil {
+		a.log.Warn("Refused a request", zap.Int("uid", uid), zap.Error(err))
+		replyError(&reply, err)
 	} else if req.Call != nil {
 		_ = conn.SetDeadline(time.Now().Add(callTimeout))
 		ctx, cancel := context.WithTimeout(a.ctx, callTimeout)
@@ -284,6 +293,26 @@ func (a *Agent) serveConn(conn net.Conn) {
 		reply.Action = action
 	}
 	_ = json.NewEncoder(conn).Encode(reply)
+}
+
+// refuse says why the agent will not take a request from a caller of that user, if it will
+// not. The agent trusts no caller: what runs, as whom, in which engine, and which files it
+// reads are its backend's to decide, from its own records and flags. So a worker of
+// another user (the shipped worker of a root agent) reaches it only through the backend's
+// calls, saying whose namespace it serves and sending its connection's content; a bare
+// launch or stop, which names its script's user, engine and container itself, is taken only
+// from the agent's own user, who could run anything the agent can.
+func (a *Agent) refuse(req request, uid int) error {
+	if req.Call == nil {
+		if uid != os.Getuid() {
+			return &RefusedError{Reason: "the agent runs and stops scripts for another user's worker only through its backend's calls (protocol 4 and later)"}
+		}
+		return nil
+	}
+	if req.Call.Worker.Owner == "" && uid != os.Getuid() {
+		return &RefusedError{Reason: "a worker's call names no owner (the ID of the namespace it serves): whose folders it may change cannot be told"}
+	}
+	return req.Call.Worker.Connection.refuseNamedFiles()
 }
 
 // stop cancels the runs the request names that are still running; it returns how many.

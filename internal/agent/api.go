@@ -21,10 +21,16 @@ import (
 )
 
 // Connection is how the agent reaches Temporal: the SDK's client profile, as the worker
-// that launched the run resolved it, and the worker's codec key file, if it has one, so
-// that what the agent reports is encrypted as the worker's payloads are.
+// that launched the run resolved it, and the worker's codec keys, if it has any, so that
+// what the agent reports is encrypted as the worker's payloads are. A worker sends what its
+// files hold, never their paths (Inline): the agent, often root, reads no file a caller
+// names.
 type Connection struct {
 	envconfig.ClientConfigProfile
+	// CodecKeys is the codec key file's content.
+	CodecKeys string `json:"codecKeys,omitempty"`
+	// CodecKeyFile names the key file in connections an agent of before Inline stored; no
+	// caller may send it.
 	CodecKeyFile string `json:"codecKeyFile,omitempty"`
 }
 

@@ -22,17 +22,23 @@ import (
 // One check of a member, what it tells the member's cluster, and the wait of a ready-after
 // run (probe.go has the probes' lives).
 
-// check runs the member's check once, killing it at probe.timeout. It waits for one of
-// the agent's check slots first: a thousand members checked every second would otherwise
-// start a thousand processes at once, and the host would spend its time switching.
-// A check that could not even start says why, and is not one (ran is false).
+// check runs the member's check once, killing it at probe.timeout (at most
+// spec.MaxProbeTimeout, whatever a caller asks). It waits for one of the agent's check slots
+// first, its cluster's share of them (checkSlots), for at most slotWait: a thousand members
+// checked every second would otherwise start a thousand processes at once, and the host
+// would spend its time switching. A check that could not even start says why, and is not
+// one (ran is false).
 func (a *Agent) check(at runPlace, probe *Probe) (c spec.ProbeCheck, ran bool) {
-	select {
-	case a.checkSlots <- struct{}{}:
-		defer func() { <-a.checkSlots }()
-	case <-a.ctx.Done():
+	wait := slotWait(probe.Every)
+	release, ok := a.checkSlots.acquire(a.ctx, at.cluster, wait)
+	switch {
+	case !ok && a.ctx.Err() != nil:
 		return spec.ProbeCheck{At: time.Now(), Result: "not run: the agent is stopping"}, false
+	case !ok:
+		return spec.ProbeCheck{At: time.Now(), Result: fmt.Sprintf("not run: no check slot of its cluster's share came free within %s", wait)}, false
 	}
+	defer release()
+	timeout := min(probe.Timeout, spec.MaxProbeTimeout)
 	c = spec.ProbeCheck{At: time.Now()}
 	notRun := func(err error) (spec.ProbeCheck, bool) {
 		c.Result = "could not run: " + err.Error()
@@ -48,7 +54,7 @@ func (a *Agent) check(at runPlace, probe *Probe) (c spec.ProbeCheck, ran bool) {
 	}
 	a.checks.Add(1)
 	timedOut := false
-	deadline := time.NewTimer(probe.Timeout)
+	deadline := time.NewTimer(timeout)
 	select {
 	case <-exited:
 	case <-deadline.C:
@@ -63,7 +69,7 @@ func (a *Agent) check(at runPlace, probe *Probe) (c spec.ProbeCheck, ran bool) {
 	code, exitedWithStatus := h.ExitCode()
 	switch {
 	case timedOut: // its status, if any, is that of the kill
-		c.Result = fmt.Sprintf("timed out after %s", probe.Timeout)
+		c.Result = fmt.Sprintf("timed out after %s", timeout)
 	case !exitedWithStatus:
 		c.Result = "ended without an exit status"
 	case code != 0:
@@ -75,6 +81,12 @@ func (a *Agent) check(at runPlace, probe *Probe) (c spec.ProbeCheck, ran bool) {
 	stdout, stderr := h.Tails()
 	c.Output = checkOutput(stdout, stderr)
 	return c, true
+}
+
+// slotWait bounds a check's wait for a slot: a probe's period, within a second and half a
+// minute. A check that waits longer is not run; the next one is.
+func slotWait(every time.Duration) time.Duration {
+	return min(max(every, time.Second), 30*time.Second)
 }
 
 // checkOutput is the end of a failed check's output, stderr first, within MaxCheckOutput.

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"os/exec"
@@ -97,7 +98,7 @@ func (c *Client) exchange(ctx context.Context, req request, within time.Duration
 			}
 			return reply, nil
 		}
-		if !errors.Is(err, syscall.ECONNREFUSED) && !errors.Is(err, syscall.ENOENT) && !errors.Is(err, errStopping) {
+		if !errors.Is(err, syscall.ECONNREFUSED) && !errors.Is(err, syscall.ENOENT) && !errors.Is(err, errStopping) && !agentDied(err) {
 			return reply, fmt.Errorf("agent at %s: %w", c.socket(), err)
 		}
 		if waitingSince.IsZero() {
@@ -118,6 +119,14 @@ func (c *Client) exchange(ctx context.Context, req request, within time.Duration
 		case <-time.After(wait):
 		}
 	}
+}
+
+// agentDied says the agent's connection ended before its reply: the agent died while it
+// served the request. Every request is safe to send again (a launch is keyed by its run, and
+// the backend's calls are idempotent, as activities retried by Temporal must be), so it is
+// sent again to the next agent, rather than costing the activity one of its attempts.
+func agentDied(err error) bool {
+	return errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE)
 }
 
 // socket is where the agent listens.
@@ -279,7 +288,7 @@ func (c *Client) logPath() string { return filepath.Join(c.Dir, "agent.log") }
 // reads its connections from its folder, and each run's environment comes with its launch.
 func agentEnv() []string {
 	var env []string
-	for _, k := range []string{"PATH", "LANG", "LC_ALL", "TZ", "TMPDIR", "GOGC", "GOMEMLIMIT", "GOTRACEBACK", profiling.DirEnv} {
+	for _, k := range []string{"PATH", "LANG", "LC_ALL", "TZ", "TMPDIR", "GOGC", "GOMEMLIMIT", "GOTRACEBACK", profiling.DirEnv, FaultEnv} {
 		if v, ok := os.LookupEnv(k); ok {
 			env = append(env, k+"="+v)
 		}

@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -26,8 +27,13 @@ func (a *Agent) deliver(r *run) {
 		var notFound *serviceerror.NotFound
 		switch {
 		case err == nil:
+			a.fault(FaultDelivered, rec.Member, rec.Event)
 			a.forget(r)
 			return
+		case errors.As(err, &notFound) && !bytes.Equal(r.snapshot().TaskToken, rec.TaskToken):
+			// A relaunch brought the next attempt's token while this one was refused: the
+			// result goes to that attempt now, or no one delivers it.
+			continue
 		case errors.As(err, &notFound):
 			a.log.Info("Activity no longer exists; keeping the result for a relaunch",
 				zap.String("member", rec.Member), zap.String("event", rec.Event), zap.Error(err))

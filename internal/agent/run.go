@@ -57,13 +57,18 @@ func (r *run) snapshot() record {
 }
 
 func (r *run) update(change func(*record)) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	change(r.rec)
-	if err := r.rec.save(r.dir); err != nil && !errors.Is(err, os.ErrNotExist) {
+	if err := r.save(change); err != nil && !errors.Is(err, os.ErrNotExist) {
 		// The member may have been removed under us; the run is then moot.
 		r.log.Warn("Could not save run record", zap.String("dir", r.dir), zap.Error(err))
 	}
+}
+
+// save changes the record and saves it.
+func (r *run) save(change func(*record)) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	change(r.rec)
+	return r.rec.save(r.dir)
 }
 
 func (r *run) cancel() { r.cancelOnce.Do(func() { close(r.canceled) }) }
@@ -113,6 +118,9 @@ func (a *Agent) launch(l Launch) (string, error) {
 		delete(a.launching, id)
 		close(done)
 		a.mu.Unlock()
+		if action == ActionStarted {
+			a.fault(FaultRecorded, l.Member, l.Event)
+		}
 		return action, err
 	}
 }
@@ -167,14 +175,25 @@ func (a *Agent) start(l Launch, id string, at runPlace, retoken func(*record)) (
 	if err != nil {
 		return "", err
 	}
-	var exited <-chan struct{}
-	rec.Handle, exited, err = runner.Spawn(cmd)
+	// The script is held at its gate until its run is recorded: an agent that dies in
+	// between leaves no script running that a relaunch would not find (runner.SpawnHeld).
+	held, err := runner.SpawnHeld(cmd)
 	if err != nil {
 		return "", err
 	}
+	rec.Handle = held.Handle
+	a.fault(FaultSpawned, l.Member, l.Event)
 	r := a.newRun(id, dir, rec)
-	r.exited = exited
-	a.record(r, retoken)
+	r.exited = held.Exited
+	if err := a.record(r, retoken); err != nil {
+		held.Abandon()
+		a.drop(r)
+		return "", fmt.Errorf("record the run of %s on %s, so nothing ran: %w", l.Event, l.Member, err)
+	}
+	if err := held.Release(); err != nil {
+		// Its wrapper is gone: supervise finds the run lost, and a relaunch runs it.
+		a.log.Warn("Could not release a recorded run", zap.String("member", l.Member), zap.String("event", l.Event), zap.Error(err))
+	}
 	a.log.Debug("Started script", zap.String("member", l.Member), zap.String("event", l.Event), zap.Int("pid", rec.Handle.PID))
 	go a.supervise(r)
 	return ActionStarted, nil
@@ -206,19 +225,29 @@ func (a *Agent) command(s Script, at runPlace, grace time.Duration) (runner.Spec
 // track looks after a run found on disk from now on.
 func (a *Agent) track(id, dir string, rec *record, change func(*record)) *run {
 	r := a.newRun(id, dir, rec)
-	a.record(r, change)
+	if err := a.record(r, change); err != nil {
+		a.log.Warn("Could not save a run's record", zap.String("dir", dir), zap.Error(err))
+	}
 	return r
 }
 
 // record saves the run and its index entry, and adds it to the runs the agent looks after.
-func (a *Agent) record(r *run, change func(*record)) {
-	r.update(change)
+// An error says the run's record could not be saved: a restarted agent could not find it.
+func (a *Agent) record(r *run, change func(*record)) error {
+	err := r.save(change)
 	if err := atomicfile.Write(filepath.Join(a.opts.Dir, indexDir, r.id), []byte(r.dir), 0o644); err != nil {
 		a.log.Warn("Could not index run; a restarted agent will not adopt it", zap.String("dir", r.dir), zap.Error(err))
 	}
 	a.mu.Lock()
 	a.runs[r.id] = r
 	a.mu.Unlock()
+	return err
+}
+
+// drop undoes record for a run that never started.
+func (a *Agent) drop(r *run) {
+	a.forget(r)
+	_ = os.Remove(filepath.Join(r.dir, recordFile))
 }
 
 // readopt takes over the runs a previous agent left: it supervises those still running and
@@ -270,6 +299,8 @@ type runPlace struct {
 	stdout, stderr, exit     string
 	// cgroup holds the member's processes, where the agent can make cgroups.
 	cgroup string
+	// cluster is the key of the member's cluster (layout.Cluster.Key).
+	cluster string
 }
 
 func (a *Agent) place(l Launch, id string) (runPlace, error) {
@@ -291,7 +322,7 @@ func (a *Agent) place(l Launch, id string) (runPlace, error) {
 		return p, &RefusedError{Reason: err.Error()}
 	}
 	p.records, p.exit = filepath.Join(records, id), layout.ExitFile(id)
-	p.cgroup = runner.MemberCgroup(string(root), cluster.Key(), l.Member)
+	p.cgroup, p.cluster = runner.MemberCgroup(string(root), cluster.Key(), l.Member), cluster.Key()
 	return p, nil
 }
 

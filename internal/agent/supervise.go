@@ -71,6 +71,7 @@ func (a *Agent) supervise(r *run) {
 			a.log.Warn("Script vanished without an exit status; reporting it lost so it runs again",
 				zap.String("member", rec.Member), zap.String("event", rec.Event))
 			r.update(func(rec *record) { rec.Lost = true })
+			a.fault(FaultLost, rec.Member, rec.Event)
 			go a.deliver(r)
 			return
 		}
@@ -80,6 +81,7 @@ func (a *Agent) supervise(r *run) {
 // finish stores how the run ended, then delivers it.
 func (a *Agent) finish(r *run, outcome runner.Outcome) {
 	rec := r.snapshot()
+	a.fault(FaultExited, rec.Member, rec.Event)
 	code, ok := rec.Handle.ExitCode()
 	if !ok {
 		code = 128 + 9 // killed with the rest of its group before it could say
@@ -103,6 +105,7 @@ func (a *Agent) finish(r *run, outcome runner.Outcome) {
 		}
 	}
 	r.update(func(rec *record) { rec.Result = &res })
+	a.fault(FaultFinished, rec.Member, rec.Event)
 	a.deliver(r)
 }
 

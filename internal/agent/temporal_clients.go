@@ -83,7 +83,13 @@ func (c *temporalClients) get(id string) (client.Client, error) {
 		opts.HostPort = client.DefaultHostPort
 	}
 	opts.Logger = logging.SDK(c.log)
-	if err := codec.Apply(&opts, conn.CodecKeyFile); err != nil {
+	if conn.CodecKeys != "" {
+		keys, err := codec.ParseKeys([]byte(conn.CodecKeys))
+		if err != nil {
+			return nil, fmt.Errorf("connection settings %s: codec keys: %w", id, err)
+		}
+		codec.ApplyKeys(&opts, keys)
+	} else if err := codec.Apply(&opts, conn.CodecKeyFile); err != nil {
 		return nil, fmt.Errorf("connection settings %s: %w", id, err)
 	}
 	cl, err := client.NewLazyClient(opts)

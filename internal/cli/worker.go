@@ -145,9 +145,9 @@ func runWorker(ctx context.Context, args []string) error {
 	st := starter.New(c, conn.taskQueue)
 	backendOpts.Worker.Namespace = co.Namespace
 	if backendOpts.Worker.Owner, err = st.NamespaceID(ctx, co.Namespace); err != nil {
-		// Folders then carry no owner: this worker's orphan removal cannot tell another
-		// server's clusters sharing the data folder from its own.
-		logger.Warn("Could not learn the namespace's ID; cluster folders will not say whose they are", zap.Error(err))
+		// Without it, folders would carry no owner, and this worker's orphan removal could
+		// not tell another server's clusters sharing the data folder from its own.
+		return fmt.Errorf("learn the ID of namespace %q, which marks whose cluster folders are whose: %w", co.Namespace, err)
 	}
 	missing, err := st.MissingSearchAttributes(ctx, co.Namespace)
 	switch {

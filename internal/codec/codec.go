@@ -165,8 +165,13 @@ func Apply(co *client.Options, keyFile string) error {
 			return err
 		}
 	}
+	ApplyKeys(co, keys)
+	return nil
+}
+
+// ApplyKeys is Apply with keys already read (nil: none).
+func ApplyKeys(co *client.Options, keys *Keys) {
 	var dc converter.DataConverter
 	dc, co.FailureConverter = Converters(co.DataConverter, keys)
 	co.DataConverter = payloadlimit.Wrap(dc)
-	return nil
 }

@@ -57,7 +57,7 @@ type Limits struct {
 // limitedWrapper is wrapper setting the limits first, as hard and soft limits alike, with
 // the shell's own ulimit (no process more per run): -u in bash and busybox, -p in dash. A
 // limit it cannot set fails the run, with status 126, before the script starts.
-const limitedWrapper = `x=$1 p=$2 n=$3; shift 3; { { ulimit -u "$p" || ulimit -p "$p"; } && ulimit -n "$n"; } 2>/dev/null || { echo "clusterflow: could not set the script's limits (processes $p, open files $n)" >&2; echo 126 >"$x"; exit 126; }; trap : TERM INT HUP; "$@"; echo $? >"$x"`
+const limitedWrapper = `x=$1 p=$2 n=$3; shift 3; ` + gate + `{ { ulimit -u "$p" || ulimit -p "$p"; } && ulimit -n "$n"; } 2>/dev/null || { echo "clusterflow: could not set the script's limits (processes $p, open files $n)" >&2; echo 126 >"$x"; exit 126; }; trap : TERM INT HUP; "$@"; echo $? >"$x"`
 
 // wrapperArgs are the wrapper's arguments before the script's: the exit file's name, and
 // the limits. A limit above the starter's own hard limit is lowered to it, since raising
@@ -133,38 +133,91 @@ func (h Handle) KeptOutput() int64 { return Limits{Output: h.MaxOutput}.maxOutpu
 // the trap is reset for the script itself. The status is one short write, ending in a
 // newline, which ExitCode waits for: no rename, so no third process per run (a wide
 // role's launches are mostly process starts).
-const wrapper = `x=$1; shift; trap : TERM INT HUP; "$@"; echo $? >"$x"`
+const wrapper = `x=$1; shift; ` + gate + `trap : TERM INT HUP; "$@"; echo $? >"$x"`
+
+// gate holds the wrapper before anything else until its starter says go, on the pipe at
+// fd 3 (see Held): a starter that dies first closes the pipe, and the wrapper exits
+// without running the script and without an exit status. So a script never runs unless
+// its starter lived to record it (the agent's run record), and a starter that finds no
+// record of a run knows that it never ran.
+const gate = `read -r go <&3 && [ "$go" = go ] || exit 125; exec 3<&-; `
 
 // Spawn starts the script in its own session, detached from the caller: killing the caller
 // leaves the script running. The caller's own child is reaped in the background, and the
 // returned channel is closed when the wrapper exits, so the caller need not poll.
 func Spawn(s Spec) (Handle, <-chan struct{}, error) {
+	held, err := SpawnHeld(s)
+	if err != nil {
+		return Handle{}, nil, err
+	}
+	if err := held.Release(); err != nil {
+		held.Handle.Stop(0)
+		return Handle{}, nil, err
+	}
+	return held.Handle, held.Exited, nil
+}
+
+// Held is a script started and held at its wrapper's gate: it runs once Release is called,
+// and never if the starter dies (or calls Abandon) first.
+type Held struct {
+	Handle Handle
+	// Exited is closed when the wrapper exits.
+	Exited <-chan struct{}
+	gate   *os.File
+}
+
+// Release lets the script run. An error means it will not: its wrapper is gone.
+func (h *Held) Release() error {
+	_, err := h.gate.Write([]byte("go\n"))
+	if cerr := h.gate.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("release the script: %w", err)
+	}
+	return nil
+}
+
+// Abandon ends the wrapper without running the script.
+func (h *Held) Abandon() { _ = h.gate.Close() }
+
+// SpawnHeld starts the script as Spawn does, but holds it before it runs, so that the caller
+// can record the run (its Handle) first: see gate.
+func SpawnHeld(s Spec) (*Held, error) {
+	h, exited, gate, err := startHeld(s)
+	if err != nil {
+		return nil, err
+	}
+	return &Held{Handle: h, Exited: exited, gate: gate}, nil
+}
+
+func startHeld(s Spec) (Handle, <-chan struct{}, *os.File, error) {
 	if s.Sandbox == "" {
-		return Handle{}, nil, fmt.Errorf("a script needs a sandbox")
+		return Handle{}, nil, nil, fmt.Errorf("a script needs a sandbox")
 	}
 	h := Handle{Sandbox: s.Sandbox, StdoutFile: s.StdoutFile, StderrFile: s.StderrFile, ExitFile: s.ExitFile, MaxOutput: s.Limits.Output}
 	root, exitFile, err := rooted(s.Sandbox, s.ExitFile)
 	if err != nil {
-		return h, nil, err
+		return h, nil, nil, err
 	}
 	defer root.Close()
 	_ = root.Remove(exitFile)
 	// The wrapper writes the exit status there, maybe before Spawn returns.
 	if err := root.MkdirAll(filepath.Dir(exitFile), 0o755); err != nil {
-		return h, nil, err
+		return h, nil, nil, err
 	}
 	if err := s.User.Own(root, filepath.Dir(exitFile)); err != nil {
-		return h, nil, err
+		return h, nil, nil, err
 	}
 	var files [2]*os.File
 	for i, name := range []string{s.StdoutFile, s.StderrFile} {
 		f, from, err := openLog(s.Sandbox, name, s.Limits.maxOutput())
 		if err != nil {
-			return h, nil, err
+			return h, nil, nil, err
 		}
 		defer f.Close()
 		if err := s.User.OwnFile(f); err != nil {
-			return h, nil, err
+			return h, nil, nil, err
 		}
 		files[i] = f
 		if i == 0 {
@@ -185,20 +238,29 @@ func Spawn(s Spec) (Handle, <-chan struct{}, error) {
 	if s.Cgroup != "" {
 		fd, err := openCgroup(s.Cgroup)
 		if err != nil {
-			return h, nil, err
+			return h, nil, nil, err
 		}
 		defer syscall.Close(fd)
 		cmd.SysProcAttr.UseCgroupFD, cmd.SysProcAttr.CgroupFD = true, fd
 	}
+	// The gate's pipe: the wrapper reads fd 3; the write end, close-on-exec, is the
+	// starter's alone, so that its death (or that of no other child) closes it.
+	gateRead, gate, err := os.Pipe()
+	if err != nil {
+		return h, nil, nil, err
+	}
+	defer gateRead.Close()
+	cmd.ExtraFiles = []*os.File{gateRead}
 	if err := cmd.Start(); err != nil {
-		return h, nil, fmt.Errorf("start %s: %w", s.Path, err)
+		gate.Close()
+		return h, nil, nil, fmt.Errorf("start %s: %w", s.Path, err)
 	}
 	exited := make(chan struct{})
 	watchExit(cmd, exited)
 	h.PID = cmd.Process.Pid
 	h.StartTicks, _ = startTicks(h.PID)
 	h.BootID = bootID()
-	return h, exited, nil
+	return h, exited, gate, nil
 }
 
 // Own gives name, within root, to the user, when there is one: what the script must write

@@ -60,7 +60,13 @@ func Open(name string, o Options) (backend.Backend, error) {
 			return nil, fmt.Errorf("create data folder: %w", err)
 		}
 	}
-	remote := &agent.RemoteBackend{Client: client, Worker: o.Worker}
+	// The worker reads its connection's files itself: the agent reads none a caller names.
+	w := o.Worker
+	var err error
+	if w.Connection, err = w.Connection.Inline(); err != nil {
+		return nil, err
+	}
+	remote := &agent.RemoteBackend{Client: client, Worker: w}
 	if name == "docker" {
 		remote.AddressOf = docker.MemberAddress
 	}

@@ -1,0 +1,98 @@
+package agent
+
+import (
+	"context"
+	"testing"
+	"time"
+)
+
+// One cluster's checks, however many hang, hold at most half the host's slots; another
+// cluster's check still gets one at once.
+func TestOneClustersChecksLeaveSlotsForAnother(t *testing.T) {
+	s := newCheckSlots(8)
+	var hung int
+	for range 16 {
+		if _, ok := s.acquire(context.Background(), "hung", 20*time.Millisecond); ok {
+			hung++
+		}
+	}
+	if hung != 4 {
+		t.Errorf("one cluster alone holds %d of 8 slots, want half, 4", hung)
+	}
+	if _, ok := s.acquire(context.Background(), "other", 20*time.Millisecond); !ok {
+		t.Error("another cluster got no slot while the first one's checks hang")
+	}
+}
+
+// With several clusters checking, each holds at most its even share, and a freed slot
+// goes to the cluster waiting under its share, not back to the one that freed it.
+func TestAFreedSlotGoesToAClusterUnderItsShare(t *testing.T) {
+	s := newCheckSlots(4)
+	var aReleases []func()
+	for range 2 {
+		release, ok := s.acquire(context.Background(), "a", time.Second)
+		if !ok {
+			t.Fatal("a: no slot")
+		}
+		aReleases = append(aReleases, release)
+	}
+	for range 2 {
+		if _, ok := s.acquire(context.Background(), "b", time.Second); !ok {
+			t.Fatal("b: no slot")
+		}
+	}
+	// Full: c waits, and a, over its share of three clusters (1), may not take the freed slot.
+	got := make(chan bool, 1)
+	go func() {
+		_, ok := s.acquire(context.Background(), "c", 5*time.Second)
+		got <- ok
+	}()
+	waitUntil(t, func() bool { s.mu.Lock(); defer s.mu.Unlock(); return len(s.waiting) == 1 })
+	if _, ok := s.acquire(context.Background(), "a", 50*time.Millisecond); ok {
+		t.Error("a, at its share, took a slot while c waited")
+	}
+	aReleases[0]()
+	if !<-got {
+		t.Error("c got no slot when a freed one")
+	}
+	if n := s.inUse(); n != 4 {
+		t.Errorf("%d slots in use, want 4", n)
+	}
+}
+
+// A wait for a slot ends at its deadline, and a wait that ends leaves nothing held.
+func TestASlotWaitEndsAtItsDeadline(t *testing.T) {
+	s := newCheckSlots(2)
+	release, ok := s.acquire(context.Background(), "a", time.Second)
+	if !ok {
+		t.Fatal("no slot")
+	}
+	start := time.Now()
+	if _, ok := s.acquire(context.Background(), "a", 100*time.Millisecond); ok {
+		t.Fatal("a second slot for a cluster of a two-slot host")
+	}
+	if waited := time.Since(start); waited < 100*time.Millisecond {
+		t.Errorf("the wait ended after %s, before its deadline", waited)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, ok := s.acquire(ctx, "a", time.Minute); ok {
+		t.Error("a slot past its context's end")
+	}
+	release()
+	if n := s.inUse(); n != 0 {
+		t.Errorf("%d slots held after every release", n)
+	}
+	if len(s.waiting) != 0 {
+		t.Errorf("%d waiters left", len(s.waiting))
+	}
+}
+
+func waitUntil(t *testing.T, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); !cond(); time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("timed out")
+		}
+	}
+}
