@@ -27,8 +27,10 @@ type ConnectOptions struct {
 }
 
 // Settings resolves the connection settings: flags over environment over profile file
-// over defaults (127.0.0.1:7233, namespace "default"). The result is plain data, so it can
-// be handed on, as workers do to the agent that completes script activities.
+// over defaults (127.0.0.1:7233, namespace "default"). A server given no TLS or API key is
+// reached with the client certificate `clusterflow dev` keeps for its address, when it is
+// this user's dev (DevProfilePath). The result is plain data, so it can be handed on, as
+// workers do to the agent that completes script activities.
 func Settings(opts ConnectOptions) (envconfig.ClientConfigProfile, error) {
 	p, err := envconfig.LoadClientConfigProfile(envconfig.LoadClientConfigProfileOptions{})
 	if err != nil {
@@ -45,6 +47,11 @@ func Settings(opts ConnectOptions) (envconfig.ClientConfigProfile, error) {
 	}
 	if p.Namespace == "" {
 		p.Namespace = client.DefaultNamespace
+	}
+	if p.TLS == nil && p.APIKey == "" {
+		if p.TLS, err = devProfileTLS(p.Address); err != nil {
+			return p, err
+		}
 	}
 	return p, nil
 }

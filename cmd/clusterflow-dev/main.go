@@ -8,6 +8,7 @@ import (
 
 	"github.com/clusterflow/clusterflow/internal/cli"
 	"github.com/clusterflow/clusterflow/internal/devserver"
+	"github.com/clusterflow/clusterflow/internal/localca"
 )
 
 func main() {
@@ -15,10 +16,15 @@ func main() {
 		StartServer: func(o cli.EmbeddedServerOptions) (cli.EmbeddedServer, error) {
 			return devserver.Start(devserver.Options{
 				DBFile: o.DBFile, Address: o.Address, Namespace: o.Namespace, Logger: o.Logger, SearchAttributes: o.SearchAttributes,
+				TLS: &devserver.TLS{CertFile: o.TLS.ServerCert, KeyFile: o.TLS.ServerKey, ClientCAFile: o.TLS.CA, ServerName: localca.ServerName},
 			})
 		},
-		StartUI: func(address, temporalAddress, namespace, codecEndpoint string) (cli.EmbeddedUI, error) {
-			return devserver.StartUI(address, temporalAddress, namespace, codecEndpoint)
+		StartUI: func(o cli.EmbeddedUIOptions) (cli.EmbeddedUI, error) {
+			return devserver.StartUI(devserver.UIOptions{
+				Address: o.Address, TemporalAddress: o.TemporalAddress, Namespace: o.Namespace, CodecEndpoint: o.CodecEndpoint,
+				TLS:     &devserver.ClientTLS{CAFile: o.TLS.CA, CertFile: o.TLS.ClientCert, KeyFile: o.TLS.ClientKey, ServerName: localca.ServerName},
+				Session: &o.Session,
+			})
 		},
 	}))
 }

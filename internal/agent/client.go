@@ -88,6 +88,7 @@ func (c *Client) exchange(ctx context.Context, req request, within time.Duration
 		}
 		if err == nil {
 			c.settled.Store(true)
+			c.answered()
 			switch {
 			case reply.Fault != nil:
 				return reply, reply.Fault.Err(reply.Error)
@@ -229,6 +230,14 @@ func (c *Client) KeepAlive(ctx context.Context, every time.Duration) {
 			_ = c.startOnce()
 		}
 	}
+}
+
+// answered notes that an agent answered: the one last started is up, so should it die, the
+// next is started at once rather than after startWait/3.
+func (c *Client) answered() {
+	c.startMu.Lock()
+	c.lastStart = time.Time{}
+	c.startMu.Unlock()
 }
 
 // startOnce starts an agent unless one answers, or one was started moments ago and may

@@ -22,8 +22,10 @@ import (
 	"github.com/clusterflow/clusterflow/internal/codecserver"
 	"github.com/clusterflow/clusterflow/internal/devbinary"
 	"github.com/clusterflow/clusterflow/internal/gateway"
+	"github.com/clusterflow/clusterflow/internal/localca"
 	"github.com/clusterflow/clusterflow/internal/logging"
 	"github.com/clusterflow/clusterflow/internal/render"
+	"github.com/clusterflow/clusterflow/internal/session"
 	"github.com/clusterflow/clusterflow/spec"
 	"github.com/clusterflow/clusterflow/starter"
 	"github.com/clusterflow/clusterflow/worker"
@@ -38,8 +40,7 @@ type Embedded struct {
 	Elsewhere func() (string, error)
 
 	StartServer func(opts EmbeddedServerOptions) (EmbeddedServer, error)
-	// StartUI's codecEndpoint, when set, is the codec server the UI decodes payloads through.
-	StartUI func(address, temporalAddress, namespace, codecEndpoint string) (EmbeddedUI, error)
+	StartUI     func(opts EmbeddedUIOptions) (EmbeddedUI, error)
 }
 
 // EmbeddedServerOptions describe the embedded server dev starts.
@@ -47,6 +48,17 @@ type EmbeddedServerOptions struct {
 	DBFile, Address, Namespace string
 	Logger                     *zap.Logger
 	SearchAttributes           map[string]enums.IndexedValueType
+	// TLS makes the server demand a client certificate of its CA from every caller.
+	TLS localca.Files
+}
+
+// EmbeddedUIOptions describe the Web UI dev serves: at Address, for the server at
+// TemporalAddress, which it reaches with TLS's client certificate, decoding payloads through
+// CodecEndpoint when set, to a browser that carries Session.
+type EmbeddedUIOptions struct {
+	Address, TemporalAddress, Namespace, CodecEndpoint string
+	TLS                                                localca.Files
+	Session                                            session.Guard
 }
 
 // EmbeddedServer and EmbeddedUI are what dev needs of a running server and UI.
@@ -147,6 +159,9 @@ func runDev(ctx context.Context, args []string, embedded *Embedded) error {
 		return err
 	}
 	defer closeLog()
+	// What the embedded Web UI and the server's HTTP listeners log through the standard
+	// logger (certificates loaded, a client without one refused) goes to the log too.
+	defer zap.RedirectStdLog(logger.Named("std"))()
 	var cluster *spec.Cluster
 	if *f.file != "" {
 		c, err := spec.Load(*f.file)
@@ -159,21 +174,36 @@ func runDev(ctx context.Context, args []string, embedded *Embedded) error {
 	if err != nil {
 		return err
 	}
-	for _, a := range []string{*f.address, *f.uiAddress} {
-		if !gateway.IsLoopback(a) {
-			fmt.Fprintf(os.Stderr, "WARNING: listening on %s: the embedded server has no authentication, so anyone who can reach it controls your clusters.\n", a)
-		}
+	if !gateway.IsLoopback(*f.uiAddress) && !*f.noUI {
+		fmt.Fprintf(os.Stderr, "WARNING: the Web UI listens on %s over plain HTTP: the secret that lets a browser in crosses the network in the clear.\n", *f.uiAddress)
 	}
-
+	// The server demands a client certificate of dev's own CA, kept in its state folder:
+	// a member's script, which runs as a user of its cluster's, cannot read it.
+	certs, err := localca.Ensure(filepath.Join(filepath.Dir(*f.db), "tls"), nil)
+	if err != nil {
+		return apperr.Wrap(apperr.Invalid, err)
+	}
 	srv, err := embedded.StartServer(EmbeddedServerOptions{
 		DBFile: *f.db, Address: *f.address, Namespace: *f.namespace, Logger: serverLogger(logger),
-		SearchAttributes: workflows.SearchAttributeTypes(),
+		SearchAttributes: workflows.SearchAttributeTypes(), TLS: certs,
 	})
 	if err != nil {
 		return err
 	}
 	defer stopLogged(logger, "Temporal server", srv.Stop)
-	co := client.Options{HostPort: srv.Address(), Namespace: *f.namespace, Logger: logging.SDK(logger)}
+	profile := envconfig.ClientConfigProfile{Address: srv.Address(), Namespace: *f.namespace, TLS: &envconfig.ClientConfigTLS{
+		ClientCertPath: certs.ClientCert, ClientKeyPath: certs.ClientKey, ServerCACertPath: certs.CA, ServerName: localca.ServerName,
+	}}
+	removeProfiles, err := starter.WriteDevProfile(profile, dialAddresses(srv.Address()))
+	defer removeProfiles()
+	if err != nil {
+		return fmt.Errorf("write the client profile of the embedded server: %w", err)
+	}
+	co, err := profile.ToClientOptions(envconfig.ToClientOptionsRequest{})
+	if err != nil {
+		return err
+	}
+	co.Logger = logging.SDK(logger)
 	if err := codec.Apply(&co, f.codecKeyFile); err != nil {
 		return apperr.Wrap(apperr.Invalid, err)
 	}
@@ -186,13 +216,21 @@ func runDev(ctx context.Context, args []string, embedded *Embedded) error {
 	if _, err := st.Setup(ctx, *f.namespace); err != nil {
 		return err
 	}
-	fmt.Printf("Temporal server:  %s  (namespace %s, state in %s)\n", srv.Address(), *f.namespace, *f.db)
+	profilePath, _ := starter.DevProfilePath(dialAddresses(srv.Address())[0])
+	fmt.Printf("Temporal server:  %s  (namespace %s, state in %s; mutual TLS, its client settings in %s)\n", srv.Address(), *f.namespace, *f.db, profilePath)
 	logger.Info("Temporal HTTP API serving", zap.String("address", srv.HTTPAddress()))
 	if *f.logFile != "" {
 		fmt.Printf("Logs:             %s\n", *f.logFile)
 	}
 	if !*f.noUI {
-		stop, err := startDevUI(ctx, embedded, *f.uiAddress, srv.Address(), *f.namespace, f.keys, *f.codecAddress, logger)
+		tokenFile := filepath.Join(filepath.Dir(*f.db), "ui-token")
+		secret, err := gateway.LocalToken(tokenFile)
+		if err != nil {
+			return fmt.Errorf("Web UI secret in %s: %w", tokenFile, err)
+		}
+		ui := EmbeddedUIOptions{Address: *f.uiAddress, TemporalAddress: srv.Address(), Namespace: *f.namespace, TLS: certs,
+			Session: session.Guard{Secret: secret, File: tokenFile}}
+		stop, err := startDevUI(ctx, embedded, ui, f.keys, *f.codecAddress, logger)
 		if err != nil {
 			return err
 		}
@@ -207,7 +245,7 @@ func runDev(ctx context.Context, args []string, embedded *Embedded) error {
 		defer stop()
 	}
 
-	waitForWorkers, err := startDevWorkers(ctx, f, c, st, srv.Address(), logger)
+	waitForWorkers, err := startDevWorkers(ctx, f, c, st, profile, logger)
 	if err != nil {
 		return err
 	}
@@ -224,8 +262,8 @@ func runDev(ctx context.Context, args []string, embedded *Embedded) error {
 // startDevWorkers starts dev's workers (none with --no-worker), in single-host mode or as
 // --hosts hosts, once they are registered, and returns the wait for them to end after ctx
 // has, which says whose member agents carry on.
-func startDevWorkers(ctx context.Context, f devFlags, c client.Client, st *starter.Starter, serverAddress string, logger *zap.Logger) (wait func() error, err error) {
-	conn := agent.Connection{ClientConfigProfile: envconfig.ClientConfigProfile{Address: serverAddress, Namespace: *f.namespace}, CodecKeyFile: f.codecKeyFile}
+func startDevWorkers(ctx context.Context, f devFlags, c client.Client, st *starter.Starter, profile envconfig.ClientConfigProfile, logger *zap.Logger) (wait func() error, err error) {
+	conn := agent.Connection{ClientConfigProfile: profile, CodecKeyFile: f.codecKeyFile}
 	owner, err := st.NamespaceID(ctx, *f.namespace)
 	if err != nil {
 		return nil, err
@@ -427,14 +465,15 @@ func serveDevGateway(ctx context.Context, address, tokenFile string, opts gatewa
 }
 
 // startDevUI serves the Web UI and, with keys, the codec server it decodes payloads
-// through, which answers the UI's origin only. It returns what stops both.
-func startDevUI(ctx context.Context, embedded *Embedded, address, temporalAddress, namespace string, keys *codec.Keys, codecAddress string, logger *zap.Logger) (func(), error) {
+// through, which answers the UI's origin only, and the UI's session alone. It returns what
+// stops both.
+func startDevUI(ctx context.Context, embedded *Embedded, o EmbeddedUIOptions, keys *codec.Keys, codecAddress string, logger *zap.Logger) (func(), error) {
 	if keys == nil {
-		ui, err := embedded.StartUI(address, temporalAddress, namespace, "")
+		ui, err := embedded.StartUI(o)
 		if err != nil {
 			return nil, err
 		}
-		fmt.Printf("Temporal Web UI:  %s/namespaces/%s/workflows\n", ui.URL(), namespace)
+		fmt.Printf("Temporal Web UI:  %s\n", o.Session.LoginURL(fmt.Sprintf("%s/namespaces/%s/workflows", ui.URL(), o.Namespace)))
 		return ui.Stop, nil
 	}
 	// The UI is told the codec's address before it starts, and the codec the UI's origin after.
@@ -442,13 +481,14 @@ func startDevUI(ctx context.Context, embedded *Embedded, address, temporalAddres
 	if err != nil {
 		return nil, apperr.Errorf(apperr.Invalid, "--codec-address %s: %w", codecAddress, err)
 	}
-	endpoint := "http://" + ln.Addr().String()
-	ui, err := embedded.StartUI(address, temporalAddress, namespace, endpoint)
+	o.CodecEndpoint = "http://" + ln.Addr().String()
+	ui, err := embedded.StartUI(o)
 	if err != nil {
 		ln.Close()
 		return nil, err
 	}
-	opts := codecserver.Options{AllowedOrigins: browserOrigins(ui.URL()), Logger: logger.Named("codec")}
+	endpoint := o.CodecEndpoint
+	opts := codecserver.Options{AllowedOrigins: browserOrigins(ui.URL()), Session: &o.Session, Logger: logger.Named("codec")}
 	ctx, cancel := context.WithCancel(ctx)
 	done := make(chan struct{})
 	go func() {
@@ -457,8 +497,24 @@ func startDevUI(ctx context.Context, embedded *Embedded, address, temporalAddres
 			logger.Error("Codec server stopped", zap.Error(err))
 		}
 	}()
-	fmt.Printf("Temporal Web UI:  %s/namespaces/%s/workflows  (decoding through %s)\n", ui.URL(), namespace, endpoint)
+	fmt.Printf("Temporal Web UI:  %s  (decoding through %s)\n", o.Session.LoginURL(fmt.Sprintf("%s/namespaces/%s/workflows", ui.URL(), o.Namespace)), endpoint)
 	return func() { cancel(); <-done; ui.Stop() }, nil
+}
+
+// dialAddresses are the addresses clients reach a server listening on address by: a
+// wildcard's loopback one first.
+func dialAddresses(address string) []string {
+	host, port, err := net.SplitHostPort(address)
+	if err != nil {
+		return []string{address}
+	}
+	if ip := net.ParseIP(host); ip != nil && ip.IsUnspecified() {
+		return []string{net.JoinHostPort("127.0.0.1", port), net.JoinHostPort("localhost", port), address}
+	}
+	if host == "127.0.0.1" {
+		return []string{address, net.JoinHostPort("localhost", port)}
+	}
+	return []string{address}
 }
 
 // browserOrigins are the origins a browser sends for the UI at url: a UI on 127.0.0.1 is

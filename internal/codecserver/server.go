@@ -13,6 +13,7 @@ import (
 
 	"github.com/clusterflow/clusterflow/internal/codec"
 	"github.com/clusterflow/clusterflow/internal/gateway"
+	"github.com/clusterflow/clusterflow/internal/session"
 )
 
 // maxRequest bounds a request's body: a workflow task's payloads fit in 4 MiB, and the Web
@@ -27,7 +28,11 @@ type Options struct {
 	// Tokens, when set, are required as "Authorization: Bearer TOKEN" with scope codec (the
 	// gateway's token file format). Without them anyone who reaches the address decodes.
 	Tokens gateway.Tokens
-	Logger *zap.Logger
+	// Session, when set, is what every request must carry too: the Web UI's session
+	// (dev's), sent by the browser with the UI's requests, and by no one else who merely
+	// reaches the address.
+	Session *session.Guard
+	Logger  *zap.Logger
 }
 
 // Check refuses options that would serve more than asked.
@@ -83,6 +88,10 @@ func serve(w http.ResponseWriter, r *http.Request, inner http.Handler, opts Opti
 	}
 	if r.Method != http.MethodPost || (!strings.HasSuffix(r.URL.Path, "/encode") && !strings.HasSuffix(r.URL.Path, "/decode")) {
 		http.Error(w, "POST /{namespace}/encode or /{namespace}/decode", http.StatusNotFound)
+		return
+	}
+	if opts.Session != nil && !opts.Session.Allows(r) {
+		opts.Session.Refuse(w)
 		return
 	}
 	if opts.Tokens != nil {

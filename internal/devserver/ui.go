@@ -14,6 +14,8 @@ import (
 	uiserver "github.com/temporalio/ui-server/v2/server"
 	uiconfig "github.com/temporalio/ui-server/v2/server/config"
 	uiopts "github.com/temporalio/ui-server/v2/server/server_options"
+
+	"github.com/clusterflow/clusterflow/internal/session"
 )
 
 // UI is a running Temporal Web UI.
@@ -23,11 +25,33 @@ type UI struct {
 	url    string
 }
 
-// StartUI serves the Temporal Web UI on address, talking to the server at temporalAddress,
-// and decoding payloads in the browser through codecEndpoint when it is set.
-// The UI server itself listens on a private loopback port; what listens on address checks
-// each request's Host first (see allowedHost) and passes the rest on.
-func StartUI(address, temporalAddress, namespace, codecEndpoint string) (*UI, error) {
+// UIOptions describe the Web UI dev serves.
+type UIOptions struct {
+	// Address is where the UI listens; TemporalAddress the server it talks to, in
+	// Namespace by default.
+	Address, TemporalAddress, Namespace string
+	// CodecEndpoint, when set, is the codec server the UI decodes payloads through, in the
+	// browser; it is sent the session's cookie.
+	CodecEndpoint string
+	// TLS, when set, is the client certificate the UI presents to the server.
+	TLS *ClientTLS
+	// Session, when set, is what every request must carry (session.Guard): the UI acts
+	// on every cluster with the certificate, so whoever reaches its port must not.
+	Session *session.Guard
+}
+
+// ClientTLS is a client certificate and the CA that signed the server's.
+type ClientTLS struct {
+	CAFile, CertFile, KeyFile, ServerName string
+}
+
+// StartUI serves the Temporal Web UI at o.Address, talking to the server at
+// o.TemporalAddress, and decoding payloads in the browser through o.CodecEndpoint when it
+// is set. The UI server itself listens on a private loopback port; what listens on the
+// address checks each request's Host (see allowedHost) and session first, and passes the
+// rest on.
+func StartUI(o UIOptions) (*UI, error) {
+	address, temporalAddress, namespace, codecEndpoint := o.Address, o.TemporalAddress, o.Namespace, o.CodecEndpoint
 	host, port, err := splitAddress(address)
 	if err != nil {
 		return nil, fmt.Errorf("ui address: %w", err)
@@ -46,7 +70,7 @@ func StartUI(address, temporalAddress, namespace, codecEndpoint string) (*UI, er
 		front.Close()
 		return nil, err
 	}
-	server := uiserver.NewServer(uiopts.WithConfigProvider(&uiconfig.Config{
+	conf := &uiconfig.Config{
 		Host: "127.0.0.1", Port: innerPort,
 		TemporalGRPCAddress: temporalAddress,
 		DefaultNamespace:    namespace,
@@ -54,8 +78,12 @@ func StartUI(address, temporalAddress, namespace, codecEndpoint string) (*UI, er
 		HideLogs:            true,
 		DisableNewsFetch:    true,
 		CORS:                uiconfig.CORS{CookieInsecure: true},
-		Codec:               uiconfig.Codec{Endpoint: codecEndpoint},
-	}))
+		Codec:               uiconfig.Codec{Endpoint: codecEndpoint, IncludeCredentials: o.Session != nil},
+	}
+	if t := o.TLS; t != nil {
+		conf.TLS = uiconfig.TLS{CaFile: t.CAFile, CertFile: t.CertFile, KeyFile: t.KeyFile, ServerName: t.ServerName, EnableHostVerification: true}
+	}
+	server := uiserver.NewServer(uiopts.WithConfigProvider(conf))
 	go func() { _ = server.Start() }()
 	inner := &url.URL{Scheme: "http", Host: net.JoinHostPort("127.0.0.1", strconv.Itoa(innerPort))}
 	if err := waitHealthy(inner.String()+"/healthz", 15*time.Second); err != nil {
@@ -65,13 +93,17 @@ func StartUI(address, temporalAddress, namespace, codecEndpoint string) (*UI, er
 	}
 	proxy := httputil.NewSingleHostReverseProxy(inner)
 	u := &UI{server: server, url: "http://" + net.JoinHostPort(displayHost(host), strconv.Itoa(port))}
+	var pass http.Handler = proxy
+	if o.Session != nil {
+		pass = o.Session.Wrap(proxy)
+	}
 	u.front = &http.Server{
 		Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			if !allowedHost(r.Host, host) {
 				http.Error(w, fmt.Sprintf("Host %q is not this Web UI's address: open %s", r.Host, u.url), http.StatusMisdirectedRequest)
 				return
 			}
-			proxy.ServeHTTP(w, r)
+			pass.ServeHTTP(w, r)
 		}),
 		ReadHeaderTimeout: 10 * time.Second,
 	}

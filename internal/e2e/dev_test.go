@@ -2,10 +2,13 @@ package e2e
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/json"
 	"io"
 	"net"
 	"net/http"
+	"net/http/cookiejar"
 	"net/url"
 	"os"
 	"os/exec"
@@ -52,13 +55,15 @@ func TestDevRunsTheExampleAndKeepsStateAcrossRestarts(t *testing.T) {
 	if s := gatewayStatus(t, example.gatewayAddr, token, "demo"); s.Phase != workflows.PhaseReady {
 		t.Errorf("the gateway's status of demo: %q, want ready", s.Phase)
 	}
-	// The Web UI serves its pages and lists the cluster's workflow.
-	if page := httpGet(t, "http://"+uiAddr+"/namespaces/default/workflows"); !strings.Contains(page, "<html") {
+	// The Web UI serves its pages, to the browser let in by the address dev printed, and
+	// lists the cluster's workflow.
+	ui := devUIClient(t, string(out), uiAddr)
+	if page := httpGetWith(t, ui, "http://"+uiAddr+"/namespaces/default/workflows"); !strings.Contains(page, "<html") {
 		t.Errorf("UI page is not HTML: %.200s", page)
 	}
 	// The UI's list API filters on every cluster search attribute.
 	listAPI := func(query string) string {
-		return httpGet(t, "http://"+uiAddr+"/api/v1/namespaces/default/workflows?query="+url.QueryEscape(query))
+		return httpGetWith(t, ui, "http://"+uiAddr+"/api/v1/namespaces/default/workflows?query="+url.QueryEscape(query))
 	}
 	if list := listAPI(`ClusterName = "demo" AND ClusterPhase = "ready" AND ClusterRoles = "edge" AND ClusterMembers = 5`); !strings.Contains(list, "cluster/demo") {
 		t.Errorf("UI API does not list cluster/demo by its search attributes: %.500s", list)
@@ -66,9 +71,10 @@ func TestDevRunsTheExampleAndKeepsStateAcrossRestarts(t *testing.T) {
 	if list := listAPI(`ClusterName = "demo" AND ClusterPhase = "failed"`); strings.Contains(list, "cluster/demo") {
 		t.Errorf("UI API lists the ready cluster/demo as failed: %.500s", list)
 	}
-	checkDevRefusesForeignHosts(t, uiAddr, filepath.Join(dir, "dev.log"))
-	// What dev keeps (every workflow's inputs, logs, the gateway's token) is its user's alone.
-	for _, f := range []string{"dev.db", "dev.db-wal", "gateway-token", "dev.log"} {
+	checkDevRefusesForeignHosts(t, ui, uiAddr, filepath.Join(dir, "dev.log"), filepath.Join(dir, "tls"))
+	// What dev keeps (every workflow's inputs, logs, the gateway's token, the UI's secret,
+	// the server's certificates and keys) is its user's alone.
+	for _, f := range []string{"dev.db", "dev.db-wal", "gateway-token", "ui-token", "dev.log", "tls/ca-key.pem", "tls/client-key.pem", "tls/server-key.pem"} {
 		if fi, err := os.Stat(filepath.Join(dir, f)); err != nil || fi.Mode().Perm() != 0o600 {
 			t.Errorf("%s: %v, want mode 0600", f, statMode(fi, err))
 		}
@@ -280,7 +286,11 @@ func freeAddress(t *testing.T) string {
 
 func httpGet(t *testing.T, u string) string {
 	t.Helper()
-	client := http.Client{Timeout: 30 * time.Second}
+	return httpGetWith(t, &http.Client{Timeout: 30 * time.Second}, u)
+}
+
+func httpGetWith(t *testing.T, client *http.Client, u string) string {
+	t.Helper()
 	resp, err := client.Get(u)
 	if err != nil {
 		t.Fatalf("GET %s: %v", u, err)
@@ -381,22 +391,51 @@ func TestTheExampleRunsOnDevWithThreeHosts(t *testing.T) {
 	}
 }
 
+// devUIClient is a browser let in to dev's Web UI by the address dev printed in out.
+func devUIClient(t *testing.T, out, uiAddr string) *http.Client {
+	t.Helper()
+	m := regexp.MustCompile(`Temporal Web UI:  (http://` + regexp.QuoteMeta(uiAddr) + `\S*token=\S+)`).FindStringSubmatch(out)
+	if m == nil {
+		t.Fatalf("dev printed no Web UI address with its secret:\n%s", out)
+	}
+	jar, _ := cookiejar.New(nil)
+	c := &http.Client{Timeout: 30 * time.Second, Jar: jar}
+	if page := httpGetWith(t, c, m[1]); !strings.Contains(page, "<html") {
+		t.Fatalf("the UI's address with its secret: %.200s", page)
+	}
+	return c
+}
+
 // checkDevRefusesForeignHosts checks that dev's Web UI and Temporal's HTTP API answer only
 // requests that name them by their own address: a page that rebinds its own domain to
 // 127.0.0.1 (DNS rebinding) sends its domain as Host, and is refused, while the same
-// request by address is served.
-func checkDevRefusesForeignHosts(t *testing.T, uiAddr, logFile string) {
+// request by address is served, to a browser let in (ui) and a client with the server's
+// client certificate (from tlsDir). Without them, neither answers.
+func checkDevRefusesForeignHosts(t *testing.T, ui *http.Client, uiAddr, logFile, tlsDir string) {
 	t.Helper()
 	log, _ := os.ReadFile(logFile)
 	m := regexp.MustCompile(`Temporal HTTP API serving.*"address": "([0-9.:]+)"`).FindSubmatch(log)
 	if m == nil {
 		t.Fatalf("dev's log does not say where Temporal's HTTP API is:\n%s", log)
 	}
-	for _, tc := range []struct{ what, url string }{
-		{"the Web UI's API", "http://" + uiAddr + "/api/v1/namespaces/default/workflows"},
-		{"the Web UI's page", "http://" + uiAddr + "/namespaces/default/workflows"},
-		{"Temporal's HTTP API", "http://" + string(m[1]) + "/api/v1/namespaces/default/workflows"},
+	withCert := devTLSClient(t, tlsDir)
+	stranger := &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}}
+	for _, tc := range []struct {
+		what, url string
+		client    *http.Client
+	}{
+		{"the Web UI's API", "http://" + uiAddr + "/api/v1/namespaces/default/workflows", ui},
+		{"the Web UI's page", "http://" + uiAddr + "/namespaces/default/workflows", ui},
+		{"Temporal's HTTP API", "https://" + string(m[1]) + "/api/v1/namespaces/default/workflows", withCert},
 	} {
+		// Whoever lacks the session or the certificate is refused, whatever it names.
+		if resp, err := stranger.Get(tc.url); err == nil {
+			body, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK || strings.Contains(string(body), "cluster/demo") {
+				t.Errorf("%s answered a client without its session or certificate: %d %.200s", tc.what, resp.StatusCode, body)
+			}
+		}
 		u, err := url.Parse(tc.url)
 		if err != nil {
 			t.Fatal(err)
@@ -409,7 +448,7 @@ func checkDevRefusesForeignHosts(t *testing.T, uiAddr, logFile string) {
 			if host != "" {
 				req.Host = host
 			}
-			resp, err := (&http.Client{Timeout: 30 * time.Second}).Do(req)
+			resp, err := tc.client.Do(req)
 			if err != nil {
 				t.Fatalf("%s with Host %q: %v", tc.what, host, err)
 			}
@@ -424,6 +463,24 @@ func checkDevRefusesForeignHosts(t *testing.T, uiAddr, logFile string) {
 			}
 		}
 	}
+}
+
+// devTLSClient is an HTTPS client with dev's client certificate, from its tls folder.
+func devTLSClient(t *testing.T, tlsDir string) *http.Client {
+	t.Helper()
+	pair, err := tls.LoadX509KeyPair(filepath.Join(tlsDir, "client.pem"), filepath.Join(tlsDir, "client-key.pem"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ca, err := os.ReadFile(filepath.Join(tlsDir, "ca.pem"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pool := x509.NewCertPool()
+	pool.AppendCertsFromPEM(ca)
+	return &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{
+		Certificates: []tls.Certificate{pair}, RootCAs: pool, ServerName: "localhost",
+	}}}
 }
 
 func statMode(fi os.FileInfo, err error) string {

@@ -22,7 +22,9 @@ import (
 // (a teardown is a delete's, tried by the last step).
 var exactlyOnceEvents = []string{"configure", "upgrade", "restart", "backup", "decommission"}
 
-// exactlyOnceSpec is a cluster of two members that subscribes to every event tried.
+// exactlyOnceSpec is a cluster of two members that subscribes to every event tried. A run
+// whose worker died with its task is taken up again once its heartbeat timeout passes: the
+// least allowed here, since what is proven does not hang on its length.
 func exactlyOnceSpec(name, env string) string {
 	return fmt.Sprintf(`
 name: %s
@@ -32,6 +34,7 @@ roles:
     startscript: trace.sh
     events: [configure, addnodes, delnodes, teardown, upgrade, restart, decommission]
     actions: [backup]
+    heartbeatTimeout: 5s
     update: {canaries: 0, maxInFlight: 2, watch: 0s}
     env: {TRACE: TRACE_FILE%s}
 `, name, env)
@@ -44,6 +47,8 @@ func exactlyOnceLife(t *testing.T, s *stack, n string, strike func(event string)
 	specPath, trace := writeCluster(t, exactlyOnceSpec(n, ""))
 	step := func(event string, settled func(workflows.ClusterStatus) bool, args ...string) {
 		t.Helper()
+		start := time.Now()
+		defer func() { t.Logf("%s: %s took %s", n, event, time.Since(start).Round(10*time.Millisecond)) }()
 		if res := s.cli(args...); res.Code != 0 {
 			t.Fatalf("%v: %s", args, res)
 		}

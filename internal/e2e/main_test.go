@@ -31,6 +31,9 @@ func TestMain(m *testing.M) {
 }
 
 func runMain(m *testing.M) int {
+	if orders := os.Getenv(agentCallerEnv); orders != "" {
+		return agentCaller(orders)
+	}
 	defer testenv.RemoveBuilds()
 	// The tests run as root and hand scripts folders only root may reach (their temporary
 	// folders), so the workers they start run scripts as root too; the tests of script
@@ -66,6 +69,9 @@ func runMain(m *testing.M) int {
 		return 1
 	}
 	defer os.RemoveAll(tmp)
+	// Where the dev servers the tests start keep their client profiles (starter.DevProfilePath),
+	// and the CLI runs they make find them: the tests' own, not the user's.
+	os.Setenv("XDG_CONFIG_HOME", filepath.Join(tmp, "config"))
 	dataDir = filepath.Join(tmp, "data")
 	defer testenv.StopAll(dataDir)
 	defer testlimit.OnAbort(func() { testenv.StopAll(dataDir) })()

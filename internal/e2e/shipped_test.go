@@ -157,10 +157,41 @@ func (h *shippedHost) start(t *testing.T, logDir, name, umask string, env, comma
 	return p
 }
 
-// workerEnv is what worker.env gives the worker: the server, and a secret of the worker's
-// own (a canary a member must not read) beside the codec keys' file.
+// workerEnv is what worker.env gives the worker: the server and its client certificate,
+// and a secret of the worker's own (a canary a member must not read) beside the codec
+// keys' file.
 func (h *shippedHost) workerEnv(s *stack) []string {
-	return append(slices.Clone(s.env), "CLUSTERFLOW_CODEC_KEY_FILE="+h.codecKeys, "TEMPORAL_CLIENT_CANARY=canary-of-the-worker", "HOME=/")
+	return append(h.tlsEnv(s), "CLUSTERFLOW_CODEC_KEY_FILE="+h.codecKeys, "TEMPORAL_CLIENT_CANARY=canary-of-the-worker", "HOME=/")
+}
+
+// tlsEnv is the stack's environment with the client certificate of its server, as the
+// operator gives it to the worker: files of the worker's user alone, in a folder of theirs.
+func (h *shippedHost) tlsEnv(s *stack) []string {
+	dir := filepath.Join(h.etc, "tls")
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		s.t.Fatal(err)
+	}
+	env := slices.Clone(s.env)
+	for _, f := range []struct{ name, variable string }{
+		{"client.pem", "TEMPORAL_TLS_CLIENT_CERT_PATH"}, {"client-key.pem", "TEMPORAL_TLS_CLIENT_KEY_PATH"}, {"ca.pem", "TEMPORAL_TLS_SERVER_CA_CERT_PATH"},
+	} {
+		data, err := os.ReadFile(filepath.Join(s.dir, "tls", f.name))
+		if err != nil {
+			s.t.Fatal(err)
+		}
+		path := filepath.Join(dir, f.name)
+		if err := os.WriteFile(path, data, 0o600); err != nil {
+			s.t.Fatal(err)
+		}
+		if err := os.Chown(path, h.workerUID, h.workerGID); err != nil {
+			s.t.Fatal(err)
+		}
+		env = append(env, f.variable+"="+path)
+	}
+	if err := os.Chown(dir, h.workerUID, h.workerGID); err != nil {
+		s.t.Fatal(err)
+	}
+	return append(env, "TEMPORAL_TLS_SERVER_NAME=localhost")
 }
 
 // TestTheShippedUnitsKeepMembersFromTheHostAndEachOther starts the agent and the worker as
@@ -170,6 +201,14 @@ func TestTheShippedUnitsKeepMembersFromTheHostAndEachOther(t *testing.T) {
 	guard(t)
 	h := newShippedHost(t)
 	s := newServerStack(t)
+	agentPID, workerPID := h.startUnits(t, s)
+	h.hostileAgainst(t, s, agentPID, workerPID, filepath.Join(h.run, "agent.sock"))
+}
+
+// startUnits starts the agent and the worker as the systemd units say, and returns their
+// PIDs.
+func (h *shippedHost) startUnits(t *testing.T, s *stack) (agentPID, workerPID int) {
+	t.Helper()
 	agentUnit, workerUnit := unitService(t, "clusterflow-agent.service"), unitService(t, "clusterflow-worker.service")
 	exe := func(unit map[string][]string) []string {
 		return strings.Fields(h.paths().Replace(strings.Join(unit["ExecStart"], " ")))
@@ -182,7 +221,7 @@ func TestTheShippedUnitsKeepMembersFromTheHostAndEachOther(t *testing.T) {
 	}
 	agentProc := h.start(t, s.dir, "agent", umask(agentUnit), nil, append(h.setprivFor(t, agentUnit), exe(agentUnit)...), "Agent serving")
 	worker := h.start(t, s.dir, "worker", umask(workerUnit), h.workerEnv(s), append(h.setprivFor(t, workerUnit), exe(workerUnit)...), "Worker starting")
-	h.hostileAgainst(t, s, agentProc.Pid(), worker.Pid(), filepath.Join(h.run, "agent.sock"))
+	return agentProc.Pid(), worker.Pid()
 }
 
 // TestTheImageKeepsMembersFromTheHostAndEachOther runs the image's entrypoint as its
@@ -421,7 +460,7 @@ func TestANonRootHostsDaemonsDieWithTheirMember(t *testing.T) {
 	worker := append([]string{"/bin/sh", "-c", `echo $$ > "$0/cgroup.procs" && exec "$@"`, given},
 		"setpriv", "--reuid", strconv.Itoa(h.workerUID), "--regid", strconv.Itoa(h.workerGID), "--clear-groups", "--",
 		h.bin, "worker", "--data", data, "--shared-script-user")
-	h.start(t, s.dir, "worker", "0022", append(slices.Clone(s.env), "HOME=/"), worker, "Worker starting")
+	h.start(t, s.dir, "worker", "0022", append(h.tlsEnv(s), "HOME=/"), worker, "Worker starting")
 	dir := t.TempDir()
 	script := filepath.Join(dir, "daemons.sh")
 	if err := os.WriteFile(script, []byte(hiddenDaemonsScript), 0o755); err != nil {

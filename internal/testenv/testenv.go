@@ -18,6 +18,7 @@ import (
 
 	"github.com/clusterflow/clusterflow/internal/devserver"
 	"github.com/clusterflow/clusterflow/internal/testlimit"
+	"github.com/clusterflow/clusterflow/starter"
 	"github.com/clusterflow/clusterflow/workflows"
 )
 
@@ -68,9 +69,14 @@ func StartServer(opts ...ServerOption) (*Server, error) {
 	return &Server{Server: srv, Client: c}, nil
 }
 
-// Dial connects a quiet client to a server started by another process.
+// Dial connects a quiet client to a server started by another process: with the client
+// certificate of a dev server at that address, as the CLI would (starter.DevProfilePath).
 func Dial(address string) (client.Client, error) {
-	return client.Dial(client.Options{HostPort: address, Logger: quietLogger{}})
+	co, _, err := starter.ClientOptions(starter.ConnectOptions{Address: address, Logger: quietLogger{}})
+	if err != nil {
+		return nil, err
+	}
+	return client.Dial(co)
 }
 
 // Stop closes the client and the server.
