@@ -11,8 +11,9 @@ RUN CGO_ENABLED=0 go build -trimpath -o /out/ ./cmd/clusterflow ./cmd/clusterflo
 
 FROM debian:bookworm-slim
 # tini is PID 1: it reaps the zombies that scripts' orphaned children leave, which the worker
-# would not, and passes signals on.
-RUN apt-get update && apt-get install -y --no-install-recommends tini \
+# would not, and passes signals on. libnss-systemd resolves the clusters' script users,
+# whose records the agent writes in /run/userdb.
+RUN apt-get update && apt-get install -y --no-install-recommends tini libnss-systemd \
     && rm -rf /var/lib/apt/lists/* \
     && useradd --system --no-create-home --home-dir /nonexistent --shell /usr/sbin/nologin clusterflow \
     && install -d -m 0711 -o root -g root /var/lib/clusterflow

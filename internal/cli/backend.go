@@ -48,7 +48,7 @@ func (h *hostFlags) register(fs *pflag.FlagSet, forDev bool) {
 	h.publishAddress = fs.String("publish-address", "127.0.0.1", "with --backend docker: the host address that the ports roles publish (roles[].publish) are bound to; 0.0.0.0 exposes them on every network of the host")
 	h.memberAddress = fs.String("member-address", "name", "with --backend docker: how a cluster's members reach a member: name (its name, on its cluster's network of this host's engine: a cluster's members on one host) or host (this host's --host-address, every port of the member's published there, at --publish-address: a cluster's members on several hosts)")
 	h.allowPrivileged = fs.Bool("allow-privileged", false, "with --backend docker: run roles that ask for privileged containers (roles[].privileged), which hold every capability and device of the host; refused by default")
-	h.scripts.register(fs, forDev)
+	h.scripts.register(fs)
 	h.shared = fs.Bool("shared-script-user", forDev, "not as root: run every cluster's startscripts as this process's own user, who can then read its credentials and every cluster's files (a developer's machine); a host of a fleet runs a root agent instead (deploy/systemd)")
 }
 
@@ -204,22 +204,21 @@ type scriptUserFlags struct {
 	allowRoot  bool
 }
 
-// DefaultScriptUIDs are the users a root worker gives clusters when told nothing else.
-const DefaultScriptUIDs = "61000-61999"
+// DefaultScriptUIDs are the users a root worker (or dev) gives clusters when told nothing
+// else: the gap systemd leaves between the users it maps into containers (60514-60577) and
+// its DynamicUser= ones (61184-65519), so that no service of the host is ever given a
+// cluster's number.
+const DefaultScriptUIDs = "60600-61183"
 
 // allowRootScriptsEnv stands for --allow-root-scripts, for whoever starts workers in bulk.
 const allowRootScriptsEnv = "CLUSTERFLOW_ALLOW_ROOT_SCRIPTS"
 
-// register adds the flags; dev, a developer's own, lets root run scripts as root unless
-// asked otherwise, where a worker of a fleet does not.
-func (f *scriptUserFlags) register(fs *pflag.FlagSet, forDev bool) {
+// register adds the flags: as root, dev and a worker of a fleet alike give each cluster a
+// user of its own unless told to run scripts as root.
+func (f *scriptUserFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&f.uids, "script-uids", "", "as root, run each cluster's startscripts as a user of its own from FIRST-LAST (default "+DefaultScriptUIDs+"); no cluster reaches another's files")
 	fs.StringVar(&f.user, "script-user", "", "as root, run every startscript as this one unprivileged user instead")
-	allow, usage := os.Getenv(allowRootScriptsEnv) == "1", "as root, run startscripts as root too (default $"+allowRootScriptsEnv+"=1); never needed otherwise"
-	if forDev {
-		allow, usage = true, "as root, run startscripts as root too, unless --script-uids or --script-user says otherwise"
-	}
-	fs.BoolVar(&f.allowRoot, "allow-root-scripts", allow, usage)
+	fs.BoolVar(&f.allowRoot, "allow-root-scripts", os.Getenv(allowRootScriptsEnv) == "1", "as root, run startscripts as root too (default $"+allowRootScriptsEnv+"=1): any cluster's script can then act as the host")
 }
 
 // choose says who runs the backend's scripts. As root, that is a user per cluster unless

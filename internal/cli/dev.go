@@ -2,6 +2,8 @@ package cli
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"net"
 	"os"
@@ -86,6 +88,8 @@ type devFlags struct {
 	hosts                                                     *int
 	codecKeyFile                                              string
 	keys                                                      *codec.Keys
+	// dataGiven says --data was given: dev then keeps members there, or says why it cannot.
+	dataGiven bool
 }
 
 // parseDevFlags reads and checks dev's flags, before anything starts.
@@ -111,6 +115,7 @@ func parseDevFlags(args []string) (devFlags, error) {
 	if err := fs.Parse(args); err != nil {
 		return f, flagError(err)
 	}
+	f.dataGiven = fs.Changed("data")
 	if !fs.Changed("log-file") {
 		*f.logFile = filepath.Join(filepath.Dir(*f.db), "dev.log")
 	}
@@ -245,6 +250,9 @@ func runDev(ctx context.Context, args []string, embedded *Embedded) error {
 		defer stop()
 	}
 
+	if err := prepareDevData(f); err != nil {
+		return err
+	}
 	waitForWorkers, err := startDevWorkers(ctx, f, c, st, profile, logger)
 	if err != nil {
 		return err
@@ -306,6 +314,52 @@ func startDevWorkers(ctx context.Context, f devFlags, c client.Client, st *start
 		}
 		return err
 	}, nil
+}
+
+// devDataHome is where a root dev keeps its members when their users could not reach the
+// default data folder (below root's home, say): a folder of its own per state folder.
+const devDataHome = "/var/lib/clusterflow"
+
+// prepareDevData lets the users of a root dev's clusters reach their sandboxes. The state
+// folder lets them through to the data kept in it and shows them nothing (0711: they can
+// neither list it nor read what is in it, all of it 0600 or 0700). When a folder above it
+// does not let them through (root's home, mode 0700), the members go to a folder of their
+// own under /var/lib/clusterflow instead, unless --data was given, which is then refused
+// saying why (hostFlags.settings).
+func prepareDevData(f devFlags) error {
+	s := f.host.scripts
+	if os.Geteuid() != 0 || (s.allowRoot && s.user == "" && s.uids == "") {
+		return nil
+	}
+	state, err := filepath.Abs(filepath.Dir(*f.db))
+	if err != nil {
+		return err
+	}
+	data, err := filepath.Abs(*f.host.data)
+	if err != nil {
+		return err
+	}
+	if rel, err := filepath.Rel(state, data); err == nil && !strings.HasPrefix(rel, "..") {
+		if err := os.Chmod(state, 0o711); err != nil {
+			return err
+		}
+	}
+	if f.dataGiven || traversable(data) == nil {
+		return nil
+	}
+	sum := sha256.Sum256([]byte(state))
+	home := filepath.Join(devDataHome, "dev-"+hex.EncodeToString(sum[:6]))
+	for _, dir := range []string{devDataHome, home} {
+		if err := os.MkdirAll(dir, 0o711); err != nil {
+			return err
+		}
+		if err := os.Chmod(dir, 0o711); err != nil {
+			return err
+		}
+	}
+	*f.host.data = filepath.Join(home, "data")
+	fmt.Printf("Clusters run as users of their own, who cannot pass through a folder above %s: their sandboxes are kept in %s.\n", data, *f.host.data)
+	return nil
 }
 
 // maxDevHosts keeps dev's hosts to what one machine makes sense of.

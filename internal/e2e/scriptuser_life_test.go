@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	cfcli "github.com/clusterflow/clusterflow/internal/cli"
 	"github.com/clusterflow/clusterflow/internal/ports"
 	"github.com/clusterflow/clusterflow/internal/runner"
 	"github.com/clusterflow/clusterflow/internal/testenv"
@@ -88,8 +89,8 @@ fi
 		return int(info.Sys().(*syscall.Stat_t).Uid)
 	}
 	demoUID, otherUID := uidOf("demo", "demo-controller-0"), uidOf("other", "other-m-0")
-	if demoUID == otherUID || demoUID < 61000 || demoUID > 61999 || otherUID < 61000 || otherUID > 61999 {
-		t.Fatalf("the clusters' users: demo %d, other %d; want two of 61000-61999", demoUID, otherUID)
+	if demoUID == otherUID || !inDefaultRange(t, demoUID) || !inDefaultRange(t, otherUID) {
+		t.Fatalf("the clusters' users: demo %d, other %d; want two of %s", demoUID, otherUID, cfcli.DefaultScriptUIDs)
 	}
 	t.Cleanup(func() { runner.KillUser(uint32(otherUID), 10*time.Second) })
 	waitFor(t, "other's 2 daemons to run as its user", func() bool { return len(runner.ProcessesOf(uint32(otherUID))) == 2 })

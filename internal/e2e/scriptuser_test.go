@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/clusterflow/clusterflow/internal/agent"
+	cfcli "github.com/clusterflow/clusterflow/internal/cli"
 	"github.com/clusterflow/clusterflow/internal/testenv"
 	"github.com/clusterflow/clusterflow/workflows"
 )
@@ -64,7 +65,7 @@ func TestEachClusterRunsAsAUserOfItsOwn(t *testing.T) {
 	hostileMember(t, "--script-uids", "61000-61009")
 }
 
-// A root worker told nothing gives each cluster a user of its own, from 61000-61999.
+// A root worker told nothing gives each cluster a user of its own, from cfcli.DefaultScriptUIDs.
 func TestARootWorkerGivesEachClusterAUserByDefault(t *testing.T) {
 	t.Parallel()
 	guard(t)
@@ -140,8 +141,8 @@ func hostileMember(t *testing.T, flags ...string) {
 			name, _, _ := strings.Cut(key, "@")
 			byName[name] = uid
 		}
-		if len(byName) != 2 || byName["hostile"] == byName["warmup"] || byName["hostile"] < 61000 || byName["hostile"] > 61999 {
-			t.Fatalf("the clusters' users: %s; want two of 61000-61999", data)
+		if len(byName) != 2 || byName["hostile"] == byName["warmup"] || !inDefaultRange(t, byName["hostile"]) {
+			t.Fatalf("the clusters' users: %s; want two of %s", data, cfcli.DefaultScriptUIDs)
 		}
 		uid = byName["hostile"]
 	}
@@ -259,11 +260,12 @@ func TestARootWorkerUpgradedToScriptUsersKeepsItsClusters(t *testing.T) {
 		t.Fatal(err)
 	}
 	lines := strings.Split(strings.TrimSpace(string(log)), "\n")
-	if len(lines) != 2 || lines[0] != "configure 0" || !strings.HasPrefix(lines[1], "addnodes 61") {
+	first, _ := defaultScriptUIDs(t)
+	if len(lines) != 2 || lines[0] != "configure 0" || !strings.HasPrefix(lines[1], "addnodes ") || lines[1] == "addnodes 0" {
 		t.Errorf("kept-w-0's app log: %q; want its configure as root, then its addnodes as the cluster's user", lines)
 	}
 	info, err := os.Stat(filepath.Join(clusterDir(data, "kept"), "kept-w-0", "app.log"))
-	if err != nil || info.Sys().(*syscall.Stat_t).Uid < 61000 {
+	if err != nil || int(info.Sys().(*syscall.Stat_t).Uid) < first {
 		t.Errorf("the app's file was not given to the cluster's user: %v", err)
 	}
 	if res := s.cli("delete", "kept", "--wait"); res.Code != 0 {
@@ -285,4 +287,22 @@ func scriptUserData(t *testing.T) string {
 	}
 	testenv.StopAllAtEnd(t, data)
 	return data
+}
+
+// defaultScriptUIDs is the range a root worker gives clusters users from when told none.
+func defaultScriptUIDs(t *testing.T) (first, last int) {
+	t.Helper()
+	lo, hi, ok := strings.Cut(cfcli.DefaultScriptUIDs, "-")
+	first, err1 := strconv.Atoi(lo)
+	last, err2 := strconv.Atoi(hi)
+	if !ok || err1 != nil || err2 != nil {
+		t.Fatalf("cfcli.DefaultScriptUIDs %q", cfcli.DefaultScriptUIDs)
+	}
+	return first, last
+}
+
+// inDefaultRange says uid is of the default range of script users.
+func inDefaultRange(t *testing.T, uid int) bool {
+	first, last := defaultScriptUIDs(t)
+	return uid >= first && uid <= last
 }

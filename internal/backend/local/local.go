@@ -383,7 +383,9 @@ func (l *Backend) LaunchScript(ctx context.Context, run backend.ScriptRun, to ba
 		"CLUSTERFLOW_HOST":    l.hostName(),
 		"CLUSTERFLOW_ADDRESS": l.MemberAddress(run.Member, l.hostAddress()),
 		"HOME":                dir,
+		"USER":                userName(user, l.ScriptUIDs != nil),
 	}
+	own["LOGNAME"] = own["USER"]
 	if run.Revision > 0 {
 		own["CLUSTERFLOW_REVISION"] = strconv.Itoa(run.Revision)
 	}

@@ -13,6 +13,8 @@ import (
 	"syscall"
 	"time"
 
+	"go.uber.org/zap"
+
 	"github.com/clusterflow/clusterflow/internal/atomicfile"
 	"github.com/clusterflow/clusterflow/internal/layout"
 	"github.com/clusterflow/clusterflow/internal/runner"
@@ -30,6 +32,8 @@ type UIDRange struct {
 	// known are the users of clusters seen here: a cluster's user never changes while its
 	// files are here, so a lookup needs no read.
 	known map[string]uint32
+	// records are the users' userdb records (userdb.go).
+	records userRecords
 }
 
 // UseScriptUIDs gives each cluster a user of its own from first to last, both included,
@@ -101,7 +105,7 @@ func (r *UIDRange) forCluster(c layout.Cluster) (*runner.User, error) {
 			if taken[candidate] {
 				continue
 			}
-			if _, err := user.LookupId(strconv.FormatUint(uint64(candidate), 10)); err != nil && !leftBehind(candidate) {
+			if !systemUser(candidate) && !leftBehind(candidate) {
 				mine, err := r.claim(candidate)
 				if err != nil {
 					return false, err
@@ -136,6 +140,14 @@ func (r *UIDRange) lookup(c layout.Cluster) (uint32, bool, error) {
 		return false, nil
 	})
 	return uid, ok, err
+}
+
+// systemUser says the host knows uid as a user of its own (in /etc/passwd, say): not one
+// of the script users' records (userdb.go), whichever data folder wrote it, which the
+// machine-wide claims keep apart.
+func systemUser(uid uint32) bool {
+	u, err := user.LookupId(strconv.FormatUint(uint64(uid), 10))
+	return err == nil && u.Username != ScriptUserName(uid)
 }
 
 // sharedTemp are the folders every user may write in: what a script user leaves there is
@@ -197,6 +209,9 @@ func (r *UIDRange) release(c layout.Cluster) error {
 			if err := r.unclaim(uid); err != nil {
 				return false, err
 			}
+			if err := r.records.remove(uid); err != nil {
+				return false, err
+			}
 		}
 		return ok, nil
 	})
@@ -205,10 +220,21 @@ func (r *UIDRange) release(c layout.Cluster) error {
 // userOf is who runs the cluster's scripts: a user of its own (ScriptUIDs), the one
 // ScriptUser, or nil for the worker's user.
 func (l *Backend) userOf(cluster layout.Cluster) (*runner.User, error) {
-	if l.ScriptUIDs != nil {
-		return l.ScriptUIDs.forCluster(cluster)
+	if l.ScriptUIDs == nil {
+		return l.ScriptUser, nil
 	}
-	return l.ScriptUser, nil
+	u, err := l.ScriptUIDs.forCluster(cluster)
+	if err != nil {
+		return nil, err
+	}
+	home, err := l.layout.Tmp(cluster)
+	if err != nil {
+		return nil, err
+	}
+	l.ScriptUIDs.records.ensure(cluster, u, home, func(err error) {
+		l.log().Warn("Could not give script users a name (a userdb record in "+userdbDir+"): their scripts run under a bare number, which getpwuid does not resolve", zap.Error(err))
+	})
+	return u, nil
 }
 
 // giveTo gives names in a sandbox to the script user u, when there is one.

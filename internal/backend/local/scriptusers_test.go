@@ -285,3 +285,45 @@ func TestTwoDataFoldersNeverGiveOneUserToTwoClusters(t *testing.T) {
 		}
 	}
 }
+
+// A cluster's user gets a userdb record (a name, a group, a home) when it is given, and
+// loses it with the cluster's user: records of the users still given stay.
+func TestAClustersUserHasARecordWhileItIsGiven(t *testing.T) {
+	claimsOfTheirOwn(t)
+	l, err := New(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := l.UseScriptUIDs(64300, 64301); err != nil {
+		t.Fatal(err)
+	}
+	a, b := layout.Cluster{Name: "a"}, layout.Cluster{Name: "b"}
+	for _, c := range []layout.Cluster{a, b} {
+		if _, err := l.userOf(c); err != nil {
+			t.Fatal(err)
+		}
+	}
+	record := func(name string) string {
+		data, _ := os.ReadFile(filepath.Join(userdbDir, name))
+		return string(data)
+	}
+	for uid, cluster := range map[string]string{"64300": "a", "64301": "b"} {
+		if rec := record(uid + ".user"); !strings.Contains(rec, `"userName":"clusterflow-`+uid+`"`) || !strings.Contains(rec, "clusterflow cluster "+cluster) {
+			t.Errorf("%s's record by number: %q", cluster, rec)
+		}
+		if rec := record("clusterflow-" + uid + ".group"); !strings.Contains(rec, `"gid":`+uid) {
+			t.Errorf("%s's group: %q", cluster, rec)
+		}
+	}
+	if err := l.ScriptUIDs.release(a); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []string{"64300.user", "64300.group", "clusterflow-64300.user", "clusterflow-64300.group"} {
+		if _, err := os.Lstat(filepath.Join(userdbDir, f)); err == nil {
+			t.Errorf("%s is left after a's user went", f)
+		}
+	}
+	if record("64301.user") == "" {
+		t.Error("b's record went with a's")
+	}
+}

@@ -1,0 +1,166 @@
+package e2e
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/clusterflow/clusterflow/internal/testenv"
+	"github.com/clusterflow/clusterflow/workflows"
+)
+
+// networkHostileScript tries, as a member, every control endpoint of the dev it runs on:
+// the Temporal frontend through the CLI (list, and delete another cluster), what holds the
+// credentials (the client key, dev's client profiles, the UI's secret), the Web UI (a page,
+// and the terminate of another cluster, with the CSRF cookie the UI hands out), Temporal's
+// HTTP API, the health gateway and the codec server. It writes, for each, whether it was
+// refused or it leaked.
+const networkHostileScript = `#!/bin/sh
+[ "$CLUSTERFLOW_EVENT" = configure ] || exit 0
+out="$CLUSTERFLOW_MEMBER_DIR/network.log"
+jar="$CLUSTERFLOW_MEMBER_DIR/cookies"
+try() { name=$1; shift; if "$@" >/dev/null 2>&1; then echo "$name leaked" >> "$out"; else echo "$name refused" >> "$out"; fi; }
+# With whatever of dev's credentials the member could read.
+export TEMPORAL_ADDRESS="$FRONTEND" HOME="$CLUSTERFLOW_MEMBER_DIR" TEMPORAL_TLS_SERVER_NAME=localhost \
+  TEMPORAL_TLS_CLIENT_CERT_PATH="$STATE/tls/client.pem" TEMPORAL_TLS_CLIENT_KEY_PATH="$STATE/tls/client-key.pem" TEMPORAL_TLS_SERVER_CA_CERT_PATH="$STATE/tls/ca.pem"
+session="clusterflow-session=$(cat "$STATE/ui-token" 2>/dev/null)"
+try cli-list "$CLI" list
+try cli-delete-another "$CLI" delete "$VICTIM"
+try read-client-key cat "$STATE/tls/client-key.pem"
+try read-dev-profile sh -c 'cat "$PROFILES"/*.toml'
+try read-ui-secret cat "$STATE/ui-token"
+try ui-page curl -sf -m 10 -b "$session" "http://$UI/namespaces/default/workflows"
+try ui-terminate-another sh -c 'curl -sf -m 10 -b "$2" -c "$1" "http://$UI/" >/dev/null; csrf=$(awk "/_csrf/ {print \$7}" "$1"); curl -sf -m 10 -b "$2; _csrf=$csrf" -X POST -H "X-CSRF-Token: $csrf" -H "Content-Type: application/json" -d "{\"reason\":\"hostile\"}" "http://$UI/api/v1/namespaces/default/workflows/cluster%2F$VICTIM/terminate"' sh "$jar" "$session"
+try http-api curl -sfk -m 10 --cert "$STATE/tls/client.pem" --key "$STATE/tls/client-key.pem" "https://$HTTP_API/api/v1/namespaces/default/workflows"
+try http-api-plain curl -sf -m 10 "http://$HTTP_API/api/v1/namespaces/default/workflows"
+try gateway curl -sf -m 10 -H "Authorization: Bearer $(cat "$STATE/gateway-token" 2>/dev/null)" "http://$GATEWAY/v1/clusters/$VICTIM"
+try codec-decode curl -sf -m 10 -b "$session" -X POST -H "Content-Type: application/json" -d '{"payloads":[]}' "http://$CODEC/default/decode"
+echo done >> "$out"
+`
+
+// TestAMemberReachesNoControlEndpointOfDev runs dev as root, as the README's first command
+// does on a fresh machine, and a hostile member beside another cluster: every control
+// endpoint refuses it, and the other cluster stays ready. dev as root gives each cluster a
+// user of its own without being told.
+func TestAMemberReachesNoControlEndpointOfDev(t *testing.T) {
+	t.Parallel()
+	guard(t)
+	if os.Geteuid() != 0 {
+		t.Fatal("dev gives clusters users of their own as root: this test needs root, as CI has")
+	}
+	dir := t.TempDir()
+	data := scriptUserData(t)
+	shared, err := os.MkdirTemp("", "cf-bin-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(shared) })
+	if err := os.Chmod(shared, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	bin, err := testenv.Binary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cliCopy := filepath.Join(shared, "clusterflow")
+	if out, err := exec.Command("cp", bin, cliCopy).CombinedOutput(); err != nil {
+		t.Fatalf("copy the CLI: %v\n%s", err, out)
+	}
+	frontend, ui, gateway, codec := freeAddress(t), freeAddress(t), freeAddress(t), freeAddress(t)
+	keys := filepath.Join(dir, "codec.keys")
+	writeKeyFile(t, keys, newKeyLine(t, "dev"))
+	p, err := testenv.Start(dir, dir, "dev", []string{"CLUSTERFLOW_ALLOW_ROOT_SCRIPTS="}, "dev", "--db", filepath.Join(dir, "dev.db"), "--data", data,
+		"--address", frontend, "--ui-address", ui, "--gateway-address", gateway, "--codec-key-file", keys, "--codec-address", codec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(p.Stop)
+	if err := p.WaitFor("Ready.", time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	log, _ := os.ReadFile(filepath.Join(dir, "dev.log"))
+	m := regexp.MustCompile(`Temporal HTTP API serving.*"address": "([0-9.:]+)"`).FindSubmatch(log)
+	if m == nil {
+		t.Fatalf("dev's log does not say where Temporal's HTTP API is:\n%s", log)
+	}
+	profiles := filepath.Join(os.Getenv("XDG_CONFIG_HOME"), "clusterflow", "dev")
+	env := []string{"TEMPORAL_ADDRESS=" + frontend, "CLUSTERFLOW_CODEC_KEY_FILE=" + keys}
+	victim := "victim"
+	deploy := func(name, script, vars string) {
+		t.Helper()
+		specDir := t.TempDir()
+		path := filepath.Join(specDir, "s.sh")
+		if err := os.WriteFile(path, []byte(script), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		specPath := filepath.Join(specDir, name+".yaml")
+		body := fmt.Sprintf("name: %s\nroles:\n  - {name: m, members: 1, startscript: %s, env: {%s}}\n", name, path, vars)
+		if err := os.WriteFile(specPath, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if res := run(t, env, "deploy", "-f", specPath, "--wait"); res.Code != 0 {
+			t.Fatalf("deploy %s: %s\ndev: %s", name, res, p.Output())
+		}
+	}
+	// The other cluster's user is a user of the system: named, with a home, as its
+	// scripts are told.
+	deploy(victim, "#!/bin/sh\necho \"$(id -un) $USER $LOGNAME $(getent passwd \"$(id -u)\" | cut -d: -f1)\" > who\n", "")
+	deploy("hostile", networkHostileScript, fmt.Sprintf("CLI: %q, FRONTEND: %q, VICTIM: %q, STATE: %q, PROFILES: %q, UI: %q, HTTP_API: %q, GATEWAY: %q, CODEC: %q",
+		cliCopy, frontend, victim, dir, profiles, ui, string(m[1]), gateway, codec))
+
+	out, err := os.ReadFile(filepath.Join(clusterDir(data, "hostile"), "hostile-m-0", "network.log"))
+	if err != nil || !strings.HasSuffix(string(out), "done\n") {
+		t.Fatalf("the hostile member did not finish its tries: %q, %v", out, err)
+	}
+	tries := strings.Split(strings.TrimSuffix(strings.TrimSpace(string(out)), "done"), "\n")
+	refused, leaked := 0, 0
+	for _, line := range tries {
+		switch {
+		case strings.HasSuffix(line, " refused"):
+			refused++
+		case strings.HasSuffix(line, " leaked"):
+			leaked++
+			t.Errorf("a member of dev reached a control endpoint: %s", line)
+		}
+	}
+	if want := 11; refused+leaked != want {
+		t.Errorf("%d tries, want %d:\n%s", refused+leaked, want, out)
+	}
+	st := statusWith(t, env, victim)
+	if st.Phase != workflows.PhaseReady {
+		t.Errorf("the other cluster is %s after the hostile member's tries", st.Phase)
+	}
+	uid := fileUID(t, filepath.Join(clusterDir(data, "hostile"), "hostile-m-0"))
+	if uid == 0 {
+		t.Error("dev as root ran the hostile member as root")
+	}
+	victimDir := filepath.Join(clusterDir(data, victim), victim+"-m-0")
+	who, _ := os.ReadFile(filepath.Join(victimDir, "who"))
+	name := fmt.Sprintf("clusterflow-%d", fileUID(t, victimDir))
+	if want := strings.Repeat(name+" ", 3) + name; strings.TrimSpace(string(who)) != want {
+		t.Errorf("the other cluster's script ran as %q (id -un, USER, LOGNAME, getent passwd); want %q", strings.TrimSpace(string(who)), want)
+	}
+	// bench/hostile.sh reports this line.
+	t.Logf("hostile member's tries at dev's control endpoints: %d tried, %d refused, %d leaked", refused+leaked, refused, leaked)
+	for _, n := range []string{victim, "hostile"} {
+		if res := run(t, env, "delete", n, "--wait"); res.Code != 0 {
+			t.Errorf("delete %s: %s", n, res)
+		}
+	}
+}
+
+// fileUID is the owner of a file.
+func fileUID(t *testing.T, path string) uint32 {
+	t.Helper()
+	info, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return info.Sys().(*syscall.Stat_t).Uid
+}
