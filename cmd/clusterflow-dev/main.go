@@ -23,7 +23,7 @@ func main() {
 			return devserver.StartUI(devserver.UIOptions{
 				Address: o.Address, TemporalAddress: o.TemporalAddress, Namespace: o.Namespace, CodecEndpoint: o.CodecEndpoint,
 				TLS:     &devserver.ClientTLS{CAFile: o.TLS.CA, CertFile: o.TLS.ClientCert, KeyFile: o.TLS.ClientKey, ServerName: localca.ServerName},
-				Session: &o.Session,
+				Session: &o.Session, Logger: o.Logger,
 			})
 		},
 	}))

@@ -61,6 +61,8 @@ type EmbeddedUIOptions struct {
 	Address, TemporalAddress, Namespace, CodecEndpoint string
 	TLS                                                localca.Files
 	Session                                            session.Guard
+	// Logger receives the requests the UI failed.
+	Logger *zap.Logger
 }
 
 // EmbeddedServer and EmbeddedUI are what dev needs of a running server and UI.
@@ -234,7 +236,7 @@ func runDev(ctx context.Context, args []string, embedded *Embedded) error {
 			return fmt.Errorf("Web UI secret in %s: %w", tokenFile, err)
 		}
 		ui := EmbeddedUIOptions{Address: *f.uiAddress, TemporalAddress: srv.Address(), Namespace: *f.namespace, TLS: certs,
-			Session: session.Guard{Secret: secret, File: tokenFile}}
+			Session: session.Guard{Secret: secret, File: tokenFile}, Logger: logger.Named("ui")}
 		stop, err := startDevUI(ctx, embedded, ui, f.keys, *f.codecAddress, logger)
 		if err != nil {
 			return err

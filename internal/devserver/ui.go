@@ -15,6 +15,8 @@ import (
 	uiconfig "github.com/temporalio/ui-server/v2/server/config"
 	uiopts "github.com/temporalio/ui-server/v2/server/server_options"
 
+	"go.uber.org/zap"
+
 	"github.com/clusterflow/clusterflow/internal/session"
 )
 
@@ -38,6 +40,9 @@ type UIOptions struct {
 	// Session, when set, is what every request must carry (session.Guard): the UI acts
 	// on every cluster with the certificate, so whoever reaches its port must not.
 	Session *session.Guard
+	// Logger receives every request the UI failed (a status of 500 or more, or no answer
+	// from the UI server), with its path and how long it took; nil: none.
+	Logger *zap.Logger
 }
 
 // ClientTLS is a client certificate and the CA that signed the server's.
@@ -92,10 +97,18 @@ func StartUI(o UIOptions) (*UI, error) {
 		return nil, err
 	}
 	proxy := httputil.NewSingleHostReverseProxy(inner)
+	log := o.Logger
+	if log == nil {
+		log = zap.NewNop()
+	}
+	proxy.ErrorHandler = func(w http.ResponseWriter, r *http.Request, err error) {
+		log.Warn("Web UI server did not answer", zap.String("method", r.Method), zap.String("path", r.URL.Path), zap.Error(err))
+		w.WriteHeader(http.StatusBadGateway)
+	}
 	u := &UI{server: server, url: "http://" + net.JoinHostPort(displayHost(host), strconv.Itoa(port))}
-	var pass http.Handler = proxy
+	var pass http.Handler = failuresLogged(proxy, log)
 	if o.Session != nil {
-		pass = o.Session.Wrap(proxy)
+		pass = o.Session.Wrap(pass)
 	}
 	u.front = &http.Server{
 		Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -110,6 +123,34 @@ func StartUI(o UIOptions) (*UI, error) {
 	go func() { _ = u.front.Serve(front) }()
 	return u, nil
 }
+
+// failuresLogged logs each request next answers with a server error: what a browser shows as
+// the UI's error page, said where an operator (or a failed test) can read it.
+func failuresLogged(next http.Handler, log *zap.Logger) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
+		rec := &statusRecorder{ResponseWriter: w, status: http.StatusOK}
+		next.ServeHTTP(rec, r)
+		if rec.status >= http.StatusInternalServerError {
+			log.Warn("Web UI answered with an error", zap.String("method", r.Method), zap.String("path", r.URL.Path),
+				zap.Int("status", rec.status), zap.Duration("duration", time.Since(start)))
+		}
+	})
+}
+
+type statusRecorder struct {
+	http.ResponseWriter
+	status int
+}
+
+func (r *statusRecorder) WriteHeader(code int) {
+	r.status = code
+	r.ResponseWriter.WriteHeader(code)
+}
+
+// Unwrap lets http.ResponseController reach what the recorder wraps (to flush a streamed
+// answer as it comes).
+func (r *statusRecorder) Unwrap() http.ResponseWriter { return r.ResponseWriter }
 
 // allowedHost says whether a request's Host header names this server. A web page can make
 // a browser send requests here by rebinding its own domain name to this address (DNS

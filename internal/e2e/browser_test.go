@@ -44,6 +44,11 @@ func TestWebUIShowsClustersInARealBrowser(t *testing.T) {
 	base := "http://" + uiAddr + "/namespaces/default/workflows"
 	list := func(query string) string { return base + "?query=" + url.QueryEscape(query) }
 
+	// The browser is let in by the address dev printed; without it, the UI shows nothing.
+	out, _ := os.ReadFile(dev.Stdout)
+	step(t, ctx, shots, "refused-without-the-session", open(base, "body", "Open the address"))
+	step(t, ctx, shots, "let-in", open(devUILogin(t, string(out), uiAddr), "body", "Workflows"))
+
 	// The list, filtered by the cluster's search attributes, shows it.
 	step(t, ctx, shots, "list-filtered",
 		open(list(`ClusterName="demo" AND ClusterPhase="ready" AND ClusterRoles="worker" AND ClusterMembers=5`),

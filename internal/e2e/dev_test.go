@@ -391,16 +391,23 @@ func TestTheExampleRunsOnDevWithThreeHosts(t *testing.T) {
 	}
 }
 
-// devUIClient is a browser let in to dev's Web UI by the address dev printed in out.
-func devUIClient(t *testing.T, out, uiAddr string) *http.Client {
+// devUILogin is the address of dev's Web UI, with the secret that lets a browser in, as
+// dev printed it in out.
+func devUILogin(t *testing.T, out, uiAddr string) string {
 	t.Helper()
 	m := regexp.MustCompile(`Temporal Web UI:  (http://` + regexp.QuoteMeta(uiAddr) + `\S*token=\S+)`).FindStringSubmatch(out)
 	if m == nil {
 		t.Fatalf("dev printed no Web UI address with its secret:\n%s", out)
 	}
+	return m[1]
+}
+
+// devUIClient is a browser let in to dev's Web UI by the address dev printed in out.
+func devUIClient(t *testing.T, out, uiAddr string) *http.Client {
+	t.Helper()
 	jar, _ := cookiejar.New(nil)
 	c := &http.Client{Timeout: 30 * time.Second, Jar: jar}
-	if page := httpGetWith(t, c, m[1]); !strings.Contains(page, "<html") {
+	if page := httpGetWith(t, c, devUILogin(t, out, uiAddr)); !strings.Contains(page, "<html") {
 		t.Fatalf("the UI's address with its secret: %.200s", page)
 	}
 	return c
