@@ -67,6 +67,7 @@ func (a *Activities) refuseUnsigned(ctx context.Context, run backend.ScriptRun) 
 	err = a.Trusted.Check(signed, signing.Run{
 		Cluster: run.Member.Cluster, Namespace: activity.GetInfo(ctx).WorkflowNamespace, NamespaceID: a.NamespaceID, Role: run.Member.Role,
 		Script: run.ScriptHash, Env: env, Event: run.Event, Action: run.Action, Params: run.Params,
+		Runtime: spec.RuntimeHash(run.Container, run.Limits, run.Probe), Container: run.Container != nil,
 	})
 	if err == nil {
 		return nil

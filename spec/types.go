@@ -98,6 +98,10 @@ type Signature struct {
 	// Both are signed (a signature from before them has neither).
 	NamespaceID string `json:"namespaceId,omitempty"`
 	Generation  int    `json:"generation,omitempty"`
+	// Runtime says the signature covers how each role's members run too (Role.RuntimeHash):
+	// their container, limits and probe. A signature from before it covers their script,
+	// env and events alone.
+	Runtime bool `json:"runtime,omitempty"`
 }
 
 // Role is one validated role, with defaults filled in.

@@ -53,7 +53,7 @@ func (s *Starter) sign(ctx context.Context, c spec.Cluster, deploy bool) (spec.C
 		}
 		generation = m.Generation
 	}
-	c.Signature = &spec.Signature{Key: s.signer.key.Name, NamespaceID: id, Generation: generation}
+	c.Signature = &spec.Signature{Key: s.signer.key.Name, NamespaceID: id, Generation: generation, Runtime: true}
 	c.Signature = s.signer.key.Sign(signing.ManifestOf(c, s.signer.namespace))
 	return c, nil
 }

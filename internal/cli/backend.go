@@ -29,7 +29,7 @@ import (
 type hostFlags struct {
 	backendName, data, secretsDir, portRange, dockerHost, publishAddress, memberAddress *string
 	scripts                                                                             scriptUserFlags
-	allowPrivileged                                                                     *bool
+	allowPrivileged                                                                     *string
 	// shared is --shared-script-user: a host whose agent is not root runs every cluster's
 	// scripts as the agent's user, which its operator must say is meant.
 	shared *bool
@@ -47,7 +47,8 @@ func (h *hostFlags) register(fs *pflag.FlagSet, forDev bool) {
 	h.dockerHost = fs.String("docker-host", os.Getenv("DOCKER_HOST"), "the Docker engine's address for --backend docker, such as unix:///var/run/docker.sock (default $DOCKER_HOST, else that socket)")
 	h.publishAddress = fs.String("publish-address", "127.0.0.1", "with --backend docker: the host address that the ports roles publish (roles[].publish) are bound to; 0.0.0.0 exposes them on every network of the host")
 	h.memberAddress = fs.String("member-address", "name", "with --backend docker: how a cluster's members reach a member: name (its name, on its cluster's network of this host's engine: a cluster's members on one host) or host (this host's --host-address, every port of the member's published there, at --publish-address: a cluster's members on several hosts)")
-	h.allowPrivileged = fs.Bool("allow-privileged", false, "with --backend docker: run roles that ask for privileged containers (roles[].privileged), which hold every capability and device of the host; refused by default")
+	h.allowPrivileged = fs.String("allow-privileged", "", "with --backend docker: run the roles that ask for privileged containers (roles[].privileged), which hold every capability and device of the host, of these clusters alone: NAMESPACE/CLUSTER globs, comma-separated (prod/db-*); alone, every cluster's; refused by default")
+	fs.Lookup("allow-privileged").NoOptDefVal = "*/*"
 	h.scripts.register(fs)
 	h.shared = fs.Bool("shared-script-user", forDev, "not as root: run every cluster's startscripts as this process's own user, who can then read its credentials and every cluster's files (a developer's machine); a host of a fleet runs a root agent instead (deploy/systemd)")
 }
@@ -61,7 +62,7 @@ type hostSettings struct {
 	DockerHost string `json:"dockerHost,omitempty"`
 	// PublishAddress, AllowPrivileged and MembersAtHost are the docker backend's.
 	PublishAddress  string              `json:"publishAddress,omitempty"`
-	AllowPrivileged bool                `json:"allowPrivileged,omitempty"`
+	AllowPrivileged []string            `json:"allowPrivileged,omitempty"`
 	MembersAtHost   bool                `json:"membersAtHost,omitempty"`
 	Scripts         factory.ScriptUsers `json:"scripts"`
 }
@@ -73,7 +74,11 @@ func (h *hostFlags) settings(logger *zap.Logger) (hostSettings, error) {
 	}
 	s := hostSettings{Backend: *h.backendName, PortRange: *h.portRange}
 	if s.Backend == "docker" {
-		s.DockerHost, s.AllowPrivileged = *h.dockerHost, *h.allowPrivileged
+		s.DockerHost = *h.dockerHost
+		var err error
+		if s.AllowPrivileged, err = docker.ParsePrivileged(*h.allowPrivileged); err != nil {
+			return s, apperr.Errorf(apperr.Invalid, "--allow-privileged: %v", err)
+		}
 		address, err := netip.ParseAddr(*h.publishAddress)
 		if err != nil {
 			return s, apperr.Errorf(apperr.Invalid, "--publish-address %q: not an IP address of this host (127.0.0.1 keeps published ports on loopback; 0.0.0.0 is every address)", *h.publishAddress)
@@ -102,7 +107,7 @@ func (h *hostFlags) settings(logger *zap.Logger) (hostSettings, error) {
 		}{
 			{"--docker-host", *h.dockerHost != "" && *h.dockerHost != os.Getenv("DOCKER_HOST")},
 			{"--publish-address", *h.publishAddress != "127.0.0.1"},
-			{"--allow-privileged", *h.allowPrivileged},
+			{"--allow-privileged", *h.allowPrivileged != ""},
 			{"--member-address", *h.memberAddress != "name"},
 		} {
 			if f.set {
@@ -149,7 +154,10 @@ func (h *hostFlags) agentArgs(s hostSettings) []string {
 		args = append(args, "--docker-host", s.DockerHost)
 	}
 	if s.Backend == "docker" {
-		args = append(args, "--publish-address", s.PublishAddress, "--allow-privileged="+strconv.FormatBool(s.AllowPrivileged))
+		args = append(args, "--publish-address", s.PublishAddress)
+		if len(s.AllowPrivileged) > 0 {
+			args = append(args, "--allow-privileged="+strings.Join(s.AllowPrivileged, ","))
+		}
 		if s.MembersAtHost {
 			args = append(args, "--member-address", "host")
 		}

@@ -38,7 +38,10 @@ type Manifest struct {
 	// neither, and read as before.
 	NamespaceID string `json:"namespaceId,omitempty"`
 	Generation  int    `json:"generation,omitempty"`
-	Roles       []Role `json:"roles"`
+	// RuntimeSigned says each role's Runtime is covered (the claim spec.Signature.Runtime):
+	// "" then means the role sets none of it.
+	RuntimeSigned bool   `json:"runtimeSigned,omitempty"`
+	Roles         []Role `json:"roles"`
 }
 
 // Role is a role as its manifest has it.
@@ -53,6 +56,8 @@ type Role struct {
 	Actions []string `json:"actions,omitempty"`
 	// ActionParams are the actions' parameter schemas (spec.Role.ActionParams).
 	ActionParams map[string]map[string]string `json:"actionParams,omitempty"`
+	// Runtime is how its members run (spec.Role.RuntimeHash), when the manifest covers it.
+	Runtime string `json:"runtime,omitempty"`
 }
 
 // ManifestOf is a spec's manifest in a namespace, with the claims of its signature (its
@@ -61,11 +66,15 @@ type Role struct {
 func ManifestOf(c spec.Cluster, namespace string) Manifest {
 	m := Manifest{Cluster: c.Name, Namespace: namespace, Roles: []Role{}}
 	if c.Signature != nil {
-		m.NamespaceID, m.Generation = c.Signature.NamespaceID, c.Signature.Generation
+		m.NamespaceID, m.Generation, m.RuntimeSigned = c.Signature.NamespaceID, c.Signature.Generation, c.Signature.Runtime
 	}
 	for _, r := range c.Roles {
-		m.Roles = append(m.Roles, Role{Name: r.Name, Members: r.Members, Script: r.ScriptHash, Env: spec.EnvHash(r.Env),
-			Events: slices.Clone(r.Events), Actions: slices.Clone(r.Actions), ActionParams: r.ActionParams})
+		role := Role{Name: r.Name, Members: r.Members, Script: r.ScriptHash, Env: spec.EnvHash(r.Env),
+			Events: slices.Clone(r.Events), Actions: slices.Clone(r.Actions), ActionParams: r.ActionParams}
+		if m.RuntimeSigned {
+			role.Runtime = r.RuntimeHash()
+		}
+		m.Roles = append(m.Roles, role)
 	}
 	return m
 }
@@ -75,7 +84,10 @@ func ManifestOf(c spec.Cluster, namespace string) Manifest {
 func (m Manifest) message() []byte {
 	data, _ := json.Marshal(m) // plain strings and ints always encode
 	label := "clusterflow signed spec v1\n"
-	if m.NamespaceID != "" || m.Generation != 0 {
+	switch {
+	case m.RuntimeSigned:
+		label = "clusterflow signed spec v3\n"
+	case m.NamespaceID != "" || m.Generation != 0:
 		label = "clusterflow signed spec v2\n"
 	}
 	return append([]byte(label), data...)
@@ -139,7 +151,7 @@ func (k PrivateKey) PublicLine() string {
 // Sign signs the manifest; the signature carries the manifest's claims, which the workflow
 // builds the same manifest from.
 func (k PrivateKey) Sign(m Manifest) *spec.Signature {
-	return &spec.Signature{Key: k.Name, Value: ed25519.Sign(k.key, m.message()), NamespaceID: m.NamespaceID, Generation: m.Generation}
+	return &spec.Signature{Key: k.Name, Value: ed25519.Sign(k.key, m.message()), NamespaceID: m.NamespaceID, Generation: m.Generation, Runtime: m.RuntimeSigned}
 }
 
 // LoadPrivateKey reads a private key file, which must be its owner's alone.
@@ -240,7 +252,11 @@ type Run struct {
 	// NamespaceID is the host's worker's namespace's.
 	NamespaceID string
 	Script, Env string
-	Event       spec.Event
+	// Runtime is how the run's member runs (spec.RuntimeHash of what the run carries), and
+	// Container says it runs in a container.
+	Runtime   string
+	Container bool
+	Event     spec.Event
 	// Action is set for an action's run, whose Event is the action's name, with Params.
 	Action string
 	Params []string
@@ -323,6 +339,10 @@ func (t Trusted) covers(s Signed, run Run) string {
 		return fmt.Sprintf("role %s's startscript is not the one key %q signed (unsigned spec change)", run.Role, s.Signature.Key)
 	case r.Env != run.Env:
 		return fmt.Sprintf("role %s's env is not the one key %q signed (unsigned spec change)", run.Role, s.Signature.Key)
+	case run.setsUp() && m.RuntimeSigned && r.Runtime != run.Runtime:
+		return fmt.Sprintf("role %s's image, container user, volumes, published ports, privileges, resources, limits or probe are not those key %q signed (unsigned spec change)", run.Role, s.Signature.Key)
+	case run.setsUp() && !m.RuntimeSigned && run.Container:
+		return fmt.Sprintf("role %s runs in containers, and key %q signed its spec before signatures covered containers (image, privileges, volumes): sign it again", run.Role, s.Signature.Key)
 	case run.Action != "":
 		if !spec.IsActionRun(run.Action, run.Event) || !slices.Contains(r.Actions, run.Action) {
 			return fmt.Sprintf("role %s's actions, as key %q signed them, do not include %s", run.Role, s.Signature.Key, run.Action)

@@ -215,3 +215,58 @@ func TestSignedGenerationsBindWhatIsSetUp(t *testing.T) {
 		t.Errorf("the newest signed generation: %d, want 7 (8 is unsigned)", got)
 	}
 }
+
+// A signature covers how members run (their container, limits and probe) once it says so:
+// a changed image, or privileges asked for, under such a signature sets no member up; a
+// spec signed before it covered containers sets up no member in one; what members already
+// run goes on, and a role without a container runs under either kind of signature.
+func TestASignatureCoversHowMembersRun(t *testing.T) {
+	alice, err := NewKey("alice")
+	if err != nil {
+		t.Fatal(err)
+	}
+	trusted := Trusted{"alice": alice.key.Public().(ed25519.PublicKey)}
+	boxed := testSpec()
+	boxed.Roles[0].Container = spec.Container{Image: "registry/app:1"}
+	runOfBoxed := func(c spec.Cluster, event spec.Event) Run {
+		run := runOf(c, "ns", event)
+		container := c.Roles[0].Container
+		run.Runtime, run.Container = spec.RuntimeHash(&container, c.Roles[0].Limits, nil), true
+		return run
+	}
+	boxed.Signature = &spec.Signature{Runtime: true}
+	covered := Signed{Manifest: ManifestOf(boxed, "ns"), Signature: *alice.Sign(ManifestOf(boxed, "ns"))}
+	if err := trusted.Check([]Signed{covered}, runOfBoxed(boxed, spec.EventConfigure)); err != nil {
+		t.Fatalf("the signed container: %v", err)
+	}
+	for name, change := range map[string]func(*spec.Container){
+		"another image": func(c *spec.Container) { c.Image = "evil/app:1" },
+		"privileged":    func(c *spec.Container) { c.Privileged = true },
+		"root":          func(c *spec.Container) { c.User = "0" },
+		"a volume":      func(c *spec.Container) { c.Volumes = []string{"/host"} },
+	} {
+		changed := testSpec()
+		changed.Roles[0].Container = boxed.Roles[0].Container
+		change(&changed.Roles[0].Container)
+		err := trusted.Check([]Signed{covered}, runOfBoxed(changed, spec.EventConfigure))
+		if err == nil || !strings.Contains(err.Error(), "are not those key \"alice\" signed") {
+			t.Errorf("%s under the signature of the image: %v", name, err)
+		}
+		if err := trusted.Check([]Signed{covered}, runOfBoxed(changed, spec.EventAddNodes)); err != nil {
+			t.Errorf("%s: a restart of what members run: %v", name, err)
+		}
+	}
+	boxed.Signature = nil
+	before := Signed{Manifest: ManifestOf(boxed, "ns"), Signature: *alice.Sign(ManifestOf(boxed, "ns"))}
+	if err := trusted.Check([]Signed{before}, runOfBoxed(boxed, spec.EventConfigure)); err == nil || !strings.Contains(err.Error(), "before signatures covered containers") {
+		t.Errorf("a container under a signature of before: %v", err)
+	}
+	plain := testSpec()
+	plainBefore := Signed{Manifest: ManifestOf(plain, "ns"), Signature: *alice.Sign(ManifestOf(plain, "ns"))}
+	if err := trusted.Check([]Signed{plainBefore}, runOf(plain, "ns", spec.EventConfigure)); err != nil {
+		t.Errorf("a role without a container under a signature of before: %v", err)
+	}
+	if m := ManifestOf(plain, "ns"); m.RuntimeSigned || m.Roles[0].Runtime != "" {
+		t.Errorf("a spec signed before runtime claims made a manifest %+v: older signatures would no longer verify", m)
+	}
+}

@@ -176,7 +176,7 @@ func (w *clusterWorkflow) setup(ctx workflow.Context) error {
 	if err := workflow.SetQueryHandlerWithOptions(ctx, workflows.ManifestQuery, func(req workflows.ResizeRequest) (signing.Manifest, error) {
 		next := resized(w.spec, req)
 		// The signer adds the namespace's ID, which it knows and the workflow does not.
-		next.Signature = &spec.Signature{Generation: w.state.Generation + 1}
+		next.Signature = &spec.Signature{Generation: w.state.Generation + 1, Runtime: true}
 		return signing.ManifestOf(next, workflow.GetInfo(ctx).Namespace), nil
 	}, workflow.QueryHandlerOptions{Description: "The manifest a signature of the spec covers, as a resize to {counts} would make it"}); err != nil {
 		return err

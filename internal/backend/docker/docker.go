@@ -14,6 +14,7 @@ import (
 	"maps"
 	"net/netip"
 	"os"
+	"path"
 	"slices"
 	"strconv"
 	"strings"
@@ -69,8 +70,9 @@ type Backend struct {
 	// theirs is published (SetAtHostAddress), rather than by name on their cluster's
 	// network of this engine alone.
 	AtHostAddress bool
-	// AllowPrivileged lets roles ask for privileged containers; a host refuses them else.
-	AllowPrivileged bool
+	// AllowPrivileged are the clusters, as NAMESPACE/CLUSTER globs, whose roles may ask for
+	// privileged containers; a host refuses every other's.
+	AllowPrivileged []string
 }
 
 var (
@@ -203,8 +205,11 @@ func (d *Backend) LaunchScript(ctx context.Context, run backend.ScriptRun, to ba
 	if err := checkHostName(run.Member.Name); err != nil {
 		return err
 	}
-	if want.Privileged && !d.AllowPrivileged {
-		return &backend.RefusedError{Reason: fmt.Sprintf("role %s asks for privileged containers (roles[].privileged), which this host does not run; its operator allows them with --allow-privileged", run.Member.Role)}
+	if want.Privileged && !d.privilegedAllowed(run.Member.Cluster) {
+		return &backend.RefusedError{Reason: fmt.Sprintf("role %s asks for privileged containers (roles[].privileged), which this host does not run for cluster %s of namespace %s; its operator allows them with --allow-privileged %s/%s", run.Member.Role, run.Member.Cluster, d.Namespace, d.Namespace, run.Member.Cluster)}
+	}
+	if err := d.checkUser(run.Member, want.User); err != nil {
+		return err
 	}
 	if err := d.RefuseElsewhere(run.Member.Folder()); err != nil {
 		return err
@@ -366,16 +371,84 @@ func (d *Backend) giveVolumes(ctx context.Context, name, user string, paths []st
 	return nil
 }
 
+// ParsePrivileged reads --allow-privileged: NAMESPACE/CLUSTER globs, comma-separated.
+func ParsePrivileged(list string) ([]string, error) {
+	var globs []string
+	for _, g := range strings.Split(list, ",") {
+		if g = strings.TrimSpace(g); g == "" {
+			continue
+		}
+		ns, cluster, ok := strings.Cut(g, "/")
+		if !ok || ns == "" || cluster == "" {
+			return nil, fmt.Errorf("%q is not NAMESPACE/CLUSTER (globs allowed: prod/db-*, */*)", g)
+		}
+		if _, err := path.Match(g, ""); err != nil {
+			return nil, fmt.Errorf("%q: %v", g, err)
+		}
+		globs = append(globs, g)
+	}
+	return globs, nil
+}
+
+// privilegedAllowed says whether the cluster, of the calling worker's namespace, may run
+// privileged containers here.
+func (d *Backend) privilegedAllowed(cluster string) bool {
+	for _, g := range d.AllowPrivileged {
+		if ok, _ := path.Match(g, d.Namespace+"/"+cluster); ok {
+			return true
+		}
+	}
+	return false
+}
+
+// parseUser reads a role's container user, uid[:gid].
+func parseUser(user string) (uid, gid int, err error) {
+	u, g, hasGroup := strings.Cut(user, ":")
+	if !hasGroup {
+		g = u
+	}
+	uid, err1 := strconv.Atoi(u)
+	gid, err2 := strconv.Atoi(g)
+	if err1 != nil || err2 != nil || uid < 0 || gid < 0 {
+		return 0, 0, fmt.Errorf("%q is not uid[:gid]", user)
+	}
+	return uid, gid, nil
+}
+
+// checkUser refuses, by name, a role's container user that is root (the member's folder,
+// given to it, is the host's), that does not parse, or that is another cluster's script
+// user on this host, whose files it would own.
+func (d *Backend) checkUser(m backend.MemberRef, user string) error {
+	if user == "" {
+		return nil
+	}
+	uid, gid, err := parseUser(user)
+	switch {
+	case err != nil:
+		return &backend.RefusedError{Reason: fmt.Sprintf("role %s's user %v", m.Role, err)}
+	case uid == 0 || gid == 0:
+		return &backend.RefusedError{Reason: fmt.Sprintf("role %s's user %s is root's, to whom this host would give the member's folder: name an unprivileged uid[:gid]", m.Role, user)}
+	}
+	if first, last, ok := d.ScriptUIDRange(); ok && uint32(uid) >= first && uint32(uid) <= last {
+		own, err := d.ScriptUserOf(m.Folder())
+		if err != nil {
+			return err
+		}
+		if own == nil || own.UID != uint32(uid) {
+			return &backend.RefusedError{Reason: fmt.Sprintf("role %s's user %s is of this host's script users (%d-%d), each another cluster's: name a uid outside that range", m.Role, user, first, last)}
+		}
+	}
+	return nil
+}
+
 // containerUser is who the member runs as: the role's user, to whom its folder is then
 // given, or else the cluster's script user, as on the local backend (none: the image's).
 func (d *Backend) containerUser(m backend.MemberRef, want spec.Container, sandbox string) (string, error) {
 	if want.User != "" {
-		uid, gid, _ := strings.Cut(want.User, ":")
-		if gid == "" {
-			gid = uid
+		u, g, err := parseUser(want.User)
+		if err != nil {
+			return "", &backend.RefusedError{Reason: fmt.Sprintf("role %s's user %v", m.Role, err)}
 		}
-		u, _ := strconv.Atoi(uid)
-		g, _ := strconv.Atoi(gid)
 		if err := os.Lchown(sandbox, u, g); err != nil {
 			return "", fmt.Errorf("give member %s's folder to user %s: %w", m.Name, want.User, err)
 		}

@@ -8,6 +8,7 @@ import (
 	"github.com/moby/moby/api/types/jsonstream"
 
 	"github.com/clusterflow/clusterflow/internal/backend"
+	"github.com/clusterflow/clusterflow/internal/backend/local"
 )
 
 // A member's name is its container's host name and its DNS name: at the longest names a
@@ -46,6 +47,54 @@ func TestAPullIsSummedUpALayerAtATime(t *testing.T) {
 	for i, step := range steps {
 		if changed := layers.add(step.msg); changed != step.changed || layers.String() != step.want {
 			t.Errorf("after message %d (%+v): changed %v, %q; want %v, %q", i, step.msg, changed, layers, step.changed, step.want)
+		}
+	}
+}
+
+// A role's container user is refused by name when it is root's, another cluster's script
+// user on the host, or no uid[:gid] at all; an unprivileged one of no cluster passes.
+func TestAContainerUserIsNeverRootNorAnotherClusters(t *testing.T) {
+	l, err := local.New(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := &Backend{Backend: l}
+	m := backend.MemberRef{Cluster: "c", Role: "web", Name: "c-web-0"}
+	for _, user := range []string{"4321", "4321:4321", ""} {
+		if err := d.checkUser(m, user); err != nil {
+			t.Errorf("user %q: %v", user, err)
+		}
+	}
+	for user, want := range map[string]string{
+		"0": "is root's", "0:0": "is root's", "1000:0": "is root's", "x": "is not uid[:gid]", "12:y": "is not uid[:gid]", "-1": "is not uid[:gid]",
+	} {
+		var refused *backend.RefusedError
+		if err := d.checkUser(m, user); !errors.As(err, &refused) || !strings.Contains(err.Error(), want) {
+			t.Errorf("user %q: %v; want a refusal that says it %s", user, err, want)
+		}
+	}
+}
+
+// --allow-privileged names clusters by NAMESPACE/CLUSTER globs: privileged containers are
+// run for those alone, and a list that is not one is refused.
+func TestPrivilegedContainersAreAllowedPerCluster(t *testing.T) {
+	globs, err := ParsePrivileged("prod/db-*, dev/*")
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := &Backend{Backend: &local.Backend{}, AllowPrivileged: globs}
+	for _, tc := range []struct {
+		namespace, cluster string
+		want               bool
+	}{{"prod", "db-1", true}, {"prod", "web", false}, {"dev", "anything", true}, {"staging", "db-1", false}} {
+		d.Namespace = tc.namespace
+		if got := d.privilegedAllowed(tc.cluster); got != tc.want {
+			t.Errorf("%s/%s: %v, want %v", tc.namespace, tc.cluster, got, tc.want)
+		}
+	}
+	for _, bad := range []string{"db-*", "/x", "prod/[", "prod/"} {
+		if _, err := ParsePrivileged(bad); err == nil {
+			t.Errorf("--allow-privileged %q taken", bad)
 		}
 	}
 }

@@ -87,9 +87,10 @@ type HostOptions struct {
 	// DOCKER_HOST, or the engine's default socket).
 	DockerHost string
 	// PublishAddress is where a docker host publishes the ports roles name in publish
-	// (empty: loopback); AllowPrivileged lets its roles ask for privileged containers.
+	// (empty: loopback); AllowPrivileged are the clusters (NAMESPACE/CLUSTER globs) whose
+	// roles may ask for privileged containers.
 	PublishAddress  string
-	AllowPrivileged bool
+	AllowPrivileged []string
 	// MembersAtHost reaches a docker host's members at its address, every port of theirs
 	// published (at PublishAddress), rather than by name on their cluster's network.
 	MembersAtHost bool

@@ -708,6 +708,14 @@ func (l *Backend) FilesDir(c backend.ClusterRef) (string, error) {
 // ScriptUserOf is who the cluster's scripts run as (nil: the agent's own user).
 func (l *Backend) ScriptUserOf(c backend.ClusterRef) (*runner.User, error) { return l.userOf(c) }
 
+// ScriptUIDRange is the range clusters are given users of their own from, if they are.
+func (l *Backend) ScriptUIDRange() (first, last uint32, ok bool) {
+	if l.ScriptUIDs == nil {
+		return 0, 0, false
+	}
+	return l.ScriptUIDs.First, l.ScriptUIDs.Last, true
+}
+
 // RefuseElsewhere refuses, with an *OwnedElsewhereError, a cluster another server or
 // namespace owns on this host.
 func (l *Backend) RefuseElsewhere(c backend.ClusterRef) error { return l.refuseElsewhere(c) }
