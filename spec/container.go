@@ -169,8 +169,10 @@ func checkContainer(at string, d draftContainer, ports map[string]int, ps *probl
 		return ""
 	}, ps)
 	c.Privileged = d.Privileged != nil && *d.Privileged
-	if d.Image == nil && (d.User != nil || d.Resources != nil || d.Volumes != nil || d.Publish != nil || d.Privileged != nil) {
-		ps.add(at+".image", "is required with user, resources, volumes, publish or privileged: they say how the role's image runs")
+	// Resources bound a member in a folder of its host too (its cgroup); the others are the
+	// image's.
+	if d.Image == nil && (d.User != nil || d.Volumes != nil || d.Publish != nil || d.Privileged != nil) {
+		ps.add(at+".image", "is required with user, volumes, publish or privileged: they say how the role's image runs")
 	}
 	return c
 }
@@ -193,6 +195,9 @@ func eachOnce(at string, items []string, check func(string) string, ps *problems
 	}
 	return taken
 }
+
+// ParseMemory reads a memory size as a spec writes it (512Mi, 2Gi, 1G, or bytes).
+func ParseMemory(s string) (int64, bool) { return parseMemory(s) }
 
 // parseMemory reads a size with an optional unit: k, M, G, T (powers of 1000) or Ki, Mi,
 // Gi, Ti (of 1024); no unit is bytes.

@@ -416,6 +416,10 @@ roles:
 	if err == nil {
 		t.Fatal("a spec with bad container fields was taken")
 	}
+	// Resources alone bound a member in a folder too (its cgroup): no image needed.
+	if c, err := Parse([]byte("name: c\nroles:\n  - {name: r, startscript: s.sh, resources: {memory: 64Mi, pids: 40}}\n"), "", testScripts); err != nil || c.Roles[0].Resources.Memory != 64<<20 {
+		t.Errorf("a role with resources and no image: %v", err)
+	}
 	for _, want := range []string{
 		"roles[0].image: \"Not An Image\" is not an image reference",
 		"roles[0].user: \"etcd\" is not a numeric uid[:gid]",
@@ -428,7 +432,7 @@ roles:
 		"roles[0].volumes[4]: \"/\" is not an absolute",
 		"roles[0].publish[1]: \"peer\" is not one of the role's ports",
 		"roles[0].publish[2]: \"client\" is listed twice",
-		"roles[1].image: is required with user, resources, volumes, publish or privileged",
+		"roles[1].image: is required with user, volumes, publish or privileged",
 		"roles[2].image: is required with",
 	} {
 		if !strings.Contains(err.Error(), want) {

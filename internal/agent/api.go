@@ -146,6 +146,8 @@ type Script struct {
 	User *runner.User `json:"user,omitempty"`
 	// Limits bound the script and all it starts.
 	Limits runner.Limits `json:"limits,omitzero"`
+	// Resources bound the member's cgroup, all of its processes together.
+	Resources runner.Resources `json:"resources,omitzero"`
 	// Enter, when set, runs the script inside the member's container rather than on the
 	// host (the docker backend).
 	Enter *Enter `json:"enter,omitempty"`

@@ -218,7 +218,7 @@ func (a *Agent) command(s Script, at runPlace, grace time.Duration) (runner.Spec
 	}
 	return runner.Spec{
 		Path: path, Args: args, Dir: at.sandbox, Env: s.Env, Sandbox: at.sandbox,
-		StdoutFile: at.stdout, StderrFile: at.stderr, ExitFile: at.exit, User: user, Cgroup: at.cgroup, Limits: s.Limits,
+		StdoutFile: at.stdout, StderrFile: at.stderr, ExitFile: at.exit, User: user, Cgroup: at.cgroup, Limits: s.Limits, Resources: s.Resources,
 	}, nil
 }
 

@@ -22,6 +22,7 @@ import (
 	"github.com/clusterflow/clusterflow/internal/backend/docker"
 	"github.com/clusterflow/clusterflow/internal/backend/factory"
 	"github.com/clusterflow/clusterflow/internal/runner"
+	"github.com/clusterflow/clusterflow/spec"
 )
 
 // hostFlags are what a host's backend is built with, in the host's agent: the agent's
@@ -33,6 +34,11 @@ type hostFlags struct {
 	// shared is --shared-script-user: a host whose agent is not root runs every cluster's
 	// scripts as the agent's user, which its operator must say is meant.
 	shared *bool
+	// memberCPUs, memberMemory and memberPIDs bound each member whose role sets no
+	// resources of its own.
+	memberCPUs   *float64
+	memberMemory *string
+	memberPIDs   *int
 }
 
 func (h *hostFlags) register(fs *pflag.FlagSet, forDev bool) {
@@ -50,6 +56,9 @@ func (h *hostFlags) register(fs *pflag.FlagSet, forDev bool) {
 	h.allowPrivileged = fs.String("allow-privileged", "", "with --backend docker: run the roles that ask for privileged containers (roles[].privileged), which hold every capability and device of the host, of these clusters alone: NAMESPACE/CLUSTER globs, comma-separated (prod/db-*); alone, every cluster's; refused by default")
 	fs.Lookup("allow-privileged").NoOptDefVal = "*/*"
 	h.scripts.register(fs)
+	h.memberCPUs = fs.Float64("member-cpus", 0, "bound each member of a role that sets no resources.cpus to this many CPUs' time (0: unbounded)")
+	h.memberMemory = fs.String("member-memory", "", "bound each member of a role that sets no resources.memory to this memory, such as 2Gi (empty: unbounded)")
+	h.memberPIDs = fs.Int("member-pids", DefaultMemberPIDs, "bound each member of a role that sets no resources.pids to this many processes and threads, all of its scripts' together (0: unbounded)")
 	h.shared = fs.Bool("shared-script-user", forDev, "not as root: run every cluster's startscripts as this process's own user, who can then read its credentials and every cluster's files (a developer's machine); a host of a fleet runs a root agent instead (deploy/systemd)")
 }
 
@@ -61,6 +70,8 @@ type hostSettings struct {
 	PortRange  string `json:"portRange"`
 	DockerHost string `json:"dockerHost,omitempty"`
 	// PublishAddress, AllowPrivileged and MembersAtHost are the docker backend's.
+	// MemberResources bound each member whose role sets none.
+	MemberResources runner.Resources    `json:"memberResources,omitzero"`
 	PublishAddress  string              `json:"publishAddress,omitempty"`
 	AllowPrivileged []string            `json:"allowPrivileged,omitempty"`
 	MembersAtHost   bool                `json:"membersAtHost,omitempty"`
@@ -116,6 +127,9 @@ func (h *hostFlags) settings(logger *zap.Logger) (hostSettings, error) {
 		}
 	}
 	var err error
+	if s.MemberResources, err = h.memberResources(); err != nil {
+		return s, err
+	}
 	if s.Data, err = filepath.Abs(*h.data); err != nil {
 		return s, err
 	}
@@ -138,6 +152,29 @@ func (h *hostFlags) settings(logger *zap.Logger) (hostSettings, error) {
 	return s, nil
 }
 
+// DefaultMemberPIDs bounds each member's processes and threads unless told otherwise: more
+// than a database or a JVM runs, fewer than a fork bomb needs to starve the host.
+const DefaultMemberPIDs = 4096
+
+// memberResources reads --member-cpus, --member-memory and --member-pids.
+func (h *hostFlags) memberResources() (runner.Resources, error) {
+	r := runner.Resources{CPUs: *h.memberCPUs, PIDs: *h.memberPIDs}
+	switch {
+	case r.CPUs < 0 || r.CPUs > 1024:
+		return r, apperr.Errorf(apperr.Invalid, "--member-cpus %g: it must be from 0 to 1024", r.CPUs)
+	case r.PIDs < 0 || (r.PIDs > 0 && r.PIDs < 16):
+		return r, apperr.Errorf(apperr.Invalid, "--member-pids %d: it must be 0 (unbounded) or at least 16", r.PIDs)
+	}
+	if *h.memberMemory != "" {
+		m, ok := spec.ParseMemory(*h.memberMemory)
+		if !ok || m < 6<<20 {
+			return r, apperr.Errorf(apperr.Invalid, "--member-memory %q: want a size of at least 6Mi, such as 512Mi or 2Gi", *h.memberMemory)
+		}
+		r.Memory = m
+	}
+	return r, nil
+}
+
 // digest tells agents started with other settings apart (agent.Client.Settings).
 func (s hostSettings) digest() string {
 	data, _ := json.Marshal(s)
@@ -149,6 +186,7 @@ func (s hostSettings) digest() string {
 // agent: each is given, so that the agent reads nothing of its own environment.
 func (h *hostFlags) agentArgs(s hostSettings) []string {
 	args := []string{"--backend", s.Backend, "--data", s.Data, "--secrets-dir", s.SecretsDir, "--port-range", s.PortRange,
+		"--member-cpus", strconv.FormatFloat(s.MemberResources.CPUs, 'g', -1, 64), "--member-pids", strconv.Itoa(s.MemberResources.PIDs),
 		"--allow-root-scripts=" + strconv.FormatBool(h.scripts.allowRoot), "--shared-script-user=" + strconv.FormatBool(*h.shared)}
 	if s.DockerHost != "" {
 		args = append(args, "--docker-host", s.DockerHost)
@@ -161,6 +199,9 @@ func (h *hostFlags) agentArgs(s hostSettings) []string {
 		if s.MembersAtHost {
 			args = append(args, "--member-address", "host")
 		}
+	}
+	if s.MemberResources.Memory > 0 {
+		args = append(args, "--member-memory", strconv.FormatInt(s.MemberResources.Memory, 10))
 	}
 	if h.scripts.uids != "" {
 		args = append(args, "--script-uids", h.scripts.uids)
@@ -189,7 +230,7 @@ func (h *hostFlags) agentOptions(s hostSettings, socket string, com common) (fac
 
 // openHost builds the host's backend in the agent.
 func (s hostSettings) openHost(logger *zap.Logger) (agent.HostBackend, error) {
-	return factory.OpenHost(s.Backend, factory.HostOptions{Data: s.Data, SecretsDir: s.SecretsDir, Scripts: s.Scripts, PortRange: s.PortRange, DockerHost: s.DockerHost, PublishAddress: s.PublishAddress, AllowPrivileged: s.AllowPrivileged, MembersAtHost: s.MembersAtHost, Logger: logger})
+	return factory.OpenHost(s.Backend, factory.HostOptions{Data: s.Data, SecretsDir: s.SecretsDir, Scripts: s.Scripts, PortRange: s.PortRange, DockerHost: s.DockerHost, PublishAddress: s.PublishAddress, AllowPrivileged: s.AllowPrivileged, MembersAtHost: s.MembersAtHost, MemberResources: s.MemberResources, Logger: logger})
 }
 
 // checkBackend refuses a backend no host has.

@@ -40,6 +40,8 @@ type Spec struct {
 	Cgroup string
 	// Limits, where set, bound the script and all it starts (see Limits).
 	Limits Limits
+	// Resources, where set, bound the member's cgroup as a whole (needs Cgroup).
+	Resources Resources
 }
 
 // Limits are resource limits of a script and everything it starts: each zero one is not
@@ -235,6 +237,7 @@ func startHeld(s Spec) (Handle, <-chan struct{}, *os.File, error) {
 	if s.User != nil {
 		cmd.SysProcAttr.Credential = &syscall.Credential{Uid: s.User.UID, Gid: s.User.GID, Groups: []uint32{}}
 	}
+	var v1 []string
 	if s.Cgroup != "" {
 		fd, err := openCgroup(s.Cgroup)
 		if err != nil {
@@ -242,6 +245,11 @@ func startHeld(s Spec) (Handle, <-chan struct{}, *os.File, error) {
 		}
 		defer syscall.Close(fd)
 		cmd.SysProcAttr.UseCgroupFD, cmd.SysProcAttr.CgroupFD = true, fd
+		if v1, err = bound(s.Cgroup, s.Resources); err != nil {
+			return h, nil, nil, err
+		}
+	} else if need := s.Resources.Controllers(); len(need) > 0 {
+		return h, nil, nil, fmt.Errorf("this host cannot bound %s: it makes no cgroups", strings.Join(need, ", "))
 	}
 	// The gate's pipe: the wrapper reads fd 3; the write end, close-on-exec, is the
 	// starter's alone, so that its death (or that of no other child) closes it.
@@ -260,6 +268,12 @@ func startHeld(s Spec) (Handle, <-chan struct{}, *os.File, error) {
 	h.PID = cmd.Process.Pid
 	h.StartTicks, _ = startTicks(h.PID)
 	h.BootID = bootID()
+	// Held at its gate, the wrapper has run nothing of the script yet.
+	if err := joinV1(h.PID, v1); err != nil {
+		gate.Close()
+		_ = syscall.Kill(-h.PID, syscall.SIGKILL)
+		return h, nil, nil, err
+	}
 	return h, exited, gate, nil
 }
 

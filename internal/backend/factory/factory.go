@@ -94,7 +94,10 @@ type HostOptions struct {
 	// MembersAtHost reaches a docker host's members at its address, every port of theirs
 	// published (at PublishAddress), rather than by name on their cluster's network.
 	MembersAtHost bool
-	Logger        *zap.Logger
+	// MemberResources bound each member whose role sets none; what the host cannot bound
+	// is dropped, saying so.
+	MemberResources runner.Resources
+	Logger          *zap.Logger
 }
 
 // ScriptUsers says who startscripts run as: one user for all, a user per cluster from a
@@ -145,6 +148,20 @@ func openLocal(o HostOptions) (*local.Backend, error) {
 		return nil, err
 	}
 	l.SecretsDir, l.Log = o.SecretsDir, o.Logger
+	l.MemberResources = o.MemberResources
+	if missing := runner.Unbounded(o.MemberResources); len(missing) > 0 && o.Logger != nil {
+		o.Logger.Warn("This host cannot bound members' "+strings.Join(missing, ", ")+" (no cgroup controller it may use): its defaults for them are not kept; a role that asks for them is refused")
+		drop := func(c string) bool { return slices.Contains(missing, c) }
+		if drop("cpu") {
+			l.MemberResources.CPUs = 0
+		}
+		if drop("memory") {
+			l.MemberResources.Memory = 0
+		}
+		if drop("pids") {
+			l.MemberResources.PIDs = 0
+		}
+	}
 	if o.PortRange != "" {
 		if l.Ports, err = local.ParsePortRange(o.PortRange); err != nil {
 			return nil, err

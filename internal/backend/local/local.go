@@ -68,6 +68,9 @@ type Backend struct {
 	Connection agent.Connection
 	// Ports is where members' ports come from (AssignPorts); zero: DefaultPortRange.
 	Ports PortRange
+	// MemberResources bound each member whose role sets no resources of its own (zero
+	// fields: unbounded).
+	MemberResources runner.Resources
 	// Log is the agent's log (nil: none).
 	Log *zap.Logger
 	// AddressOf, when set, is how members are reached instead of at their host's address:
@@ -342,9 +345,9 @@ func (l *Backend) LaunchScript(ctx context.Context, run backend.ScriptRun, to ba
 	if err != nil {
 		return err
 	}
-	if run.Container != nil {
-		return &backend.RefusedError{Reason: fmt.Sprintf("role %s sets %s, which say how its members run as containers; this host's backend is local, which runs members in folders of the host: run the cluster on hosts started with --backend docker, or leave those fields out",
-			run.Member.Role, strings.Join(spec.ContainerFields(*run.Container), ", "))}
+	resources, err := l.resources(run)
+	if err != nil {
+		return err
 	}
 	if run.Event == spec.EventConfigure {
 		if err := l.CreateMember(ctx, run.Member); err != nil {
@@ -446,7 +449,7 @@ func (l *Backend) LaunchScript(ctx context.Context, run backend.ScriptRun, to ba
 	scriptOf := func(args []string, own map[string]string) agent.Script {
 		return agent.Script{SHA256: run.ScriptHash, Args: args, Env: scriptEnv(run, own), User: user, Limits: runner.Limits{
 			Processes: limits.Processes, OpenFiles: limits.OpenFiles, Output: int64(limits.OutputMiB) << 20,
-		}}
+		}, Resources: resources}
 	}
 	_, err = l.launcher.Launch(ctx, agent.Launch{
 		Key:       agent.Key{WorkflowID: to.WorkflowID, ActivityID: to.ActivityID},
@@ -569,7 +572,11 @@ func (l *Backend) RemoveMember(ctx context.Context, m backend.MemberRef) error {
 		return err
 	}
 	runner.KillTagged(MemberDirEnv + "=" + dir)
-	if err := runner.KillCgroup(runner.MemberCgroup(l.root, m.Folder().Key(), m.Name), 10*time.Second); err != nil {
+	cgroup := runner.MemberCgroup(l.root, m.Folder().Key(), m.Name)
+	if err := runner.KillCgroup(cgroup, 10*time.Second); err != nil {
+		return err
+	}
+	if err := runner.RemoveBounds(cgroup); err != nil {
 		return err
 	}
 	records, err := l.layout.Records(m.Folder(), m.Name)
@@ -617,6 +624,9 @@ func (l *Backend) RemoveCluster(_ context.Context, key string) error {
 		runner.KillTagged(MemberDirEnv + "=" + filepath.Join(dir, e.Name()))
 	}
 	if err := runner.KillCgroup(runner.ClusterCgroup(l.root, c.Key()), 10*time.Second); err != nil {
+		return err
+	}
+	if err := runner.RemoveBounds(runner.ClusterCgroup(l.root, c.Key())); err != nil {
 		return err
 	}
 	if err := l.killClusterUser(c); err != nil {
