@@ -150,7 +150,7 @@ func openLocal(o HostOptions) (*local.Backend, error) {
 	l.SecretsDir, l.Log = o.SecretsDir, o.Logger
 	l.MemberResources = o.MemberResources
 	if missing := runner.Unbounded(o.MemberResources); len(missing) > 0 && o.Logger != nil {
-		o.Logger.Warn("This host cannot bound members' "+strings.Join(missing, ", ")+" (no cgroup controller it may use): its defaults for them are not kept; a role that asks for them is refused")
+		o.Logger.Warn("This host cannot bound members' " + strings.Join(missing, ", ") + " (no cgroup controller it may use): its defaults for them are not kept; a role that asks for them is refused")
 		drop := func(c string) bool { return slices.Contains(missing, c) }
 		if drop("cpu") {
 			l.MemberResources.CPUs = 0
