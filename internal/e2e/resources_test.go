@@ -6,8 +6,10 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/clusterflow/clusterflow/internal/runner"
+	"github.com/clusterflow/clusterflow/internal/testenv"
 	"github.com/clusterflow/clusterflow/workflows"
 )
 
@@ -85,6 +87,61 @@ func TestAMembersResourcesAreItsCgroups(t *testing.T) {
 			if left, _ := filepath.Glob(filepath.Join("/sys/fs/cgroup", c, "clusterflow", "*", filepath.Base(clusterDir(dataDir, "hog")))); len(left) > 0 {
 				t.Errorf("the deleted cluster's %s cgroups are left: %v", c, left)
 			}
+		}
+	}
+}
+
+// hangingCheckScript's check hangs for an hour (until its timeout kills it); its other
+// events succeed at once.
+const hangingCheckScript = `#!/bin/sh
+[ "$CLUSTERFLOW_EVENT" = check ] && exec sleep 3600
+exit 0
+`
+
+// TestOneClustersHungChecksLeaveAnotherClustersChecks: the checks of one cluster's 16
+// members hang as long as a check may (spec.MaxProbeTimeout), holding the host's check
+// slots; another cluster whose configure waits for its check (readyAfter, readyTimeout 30s)
+// still comes up, on its share of the slots.
+func TestOneClustersHungChecksLeaveAnotherClustersChecks(t *testing.T) {
+	t.Parallel()
+	guard(t)
+	s := newStack(t)
+	specPath, _ := writeCluster(t, "")
+	dir := filepath.Dir(specPath)
+	write := func(name, body string, mode os.FileMode) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(body), mode); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	hang := write("hang.sh", hangingCheckScript, 0o755)
+	quick := write("quick.sh", "#!/bin/sh\nexit 0\n", 0o755)
+	if res := s.cli("deploy", "-f", write("hung.yaml", "name: hung\nroles:\n  - {name: h, members: 16, startscript: "+hang+
+		", events: [configure, check, teardown], probe: {every: 1s, timeout: 1m}}\n", 0o644), "--wait"); res.Code != 0 {
+		t.Fatalf("deploy the hung cluster: %s", res)
+	}
+	// Its checks hold every slot they may (as many as its share, the rest waiting): their
+	// number has stopped growing for 3 s.
+	held, since := 0, time.Now()
+	waitFor(t, "the hung cluster's checks to hold every slot they may", func() bool {
+		if n := len(testenv.MemberProcesses(clusterDir(s.data, "hung"))); n != held {
+			held, since = n, time.Now()
+		}
+		return held >= 4 && time.Since(since) > 3*time.Second
+	})
+	start := time.Now()
+	if res := s.cli("deploy", "-f", write("waits.yaml", "name: waits\nroles:\n  - {name: w, members: 2, startscript: "+quick+
+		", events: [configure, check, teardown], probe: {every: 1s, readyAfter: true, readyTimeout: 30s}}\n", 0o644), "--wait", "--timeout", "2m"); res.Code != 0 {
+		t.Fatalf("a cluster whose configure waits for its check, beside hung checks: %s", res)
+	}
+	t.Logf("ready beside 16 hung checks (%d processes of them running) in %s", held, time.Since(start).Round(100*time.Millisecond))
+	if st := s.status("waits"); st.Phase != workflows.PhaseReady {
+		t.Errorf("the cluster beside the hung checks is %s", st.Phase)
+	}
+	for _, n := range []string{"waits", "hung"} {
+		if res := s.cli("delete", n, "--wait"); res.Code != 0 {
+			t.Errorf("delete %s: %s", n, res)
 		}
 	}
 }
