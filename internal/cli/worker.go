@@ -114,7 +114,7 @@ func runWorker(ctx context.Context, args []string) error {
 	// The backend and who runs scripts are checked before anything connects.
 	var settings hostSettings
 	if *agentSocket != "" {
-		for _, f := range []string{"backend", "data", "secrets-dir", "port-range", "script-uids", "script-user", "allow-root-scripts", "shared-script-user", "docker-host", "publish-address", "allow-privileged", "member-address"} {
+		for _, f := range []string{"backend", "data", "secrets-dir", "port-range", "script-uids", "script-user", "allow-root-scripts", "shared-script-user", "docker-host", "publish-address", "allow-privileged", "member-address", "member-cpus", "member-memory", "member-pids"} {
 			if fs.Changed(f) {
 				return apperr.Errorf(apperr.Invalid, "--%s: with --agent-socket, the host's agent holds the members and runs their scripts; give it the agent (clusterflow agent --%s)", f, f)
 			}
@@ -142,6 +142,13 @@ func runWorker(ctx context.Context, args []string) error {
 		return err
 	}
 	defer c.Close()
+	if co.TLS == nil && co.APIKey == "" && (*agentSocket != "" || settings.Scripts.PerCluster || settings.Scripts.User != nil) {
+		// Members run as other users than this worker, so nothing of its own keeps them
+		// from Temporal but what the frontend demands.
+		logger.Warn("Connected to Temporal with no credential (no TLS client certificate, no API key) while members run as users of their own: "+
+			"any member that reaches "+co.Address+" can act on every cluster of the namespace. Make the frontend demand a client certificate or an API key (see the operator guide's threat model)",
+			zap.String("address", co.Address))
+	}
 	st := starter.New(c, conn.taskQueue)
 	backendOpts.Worker.Namespace = co.Namespace
 	if backendOpts.Worker.Owner, err = st.NamespaceID(ctx, co.Namespace); err != nil {

@@ -6,6 +6,8 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -163,4 +165,25 @@ func fileUID(t *testing.T, path string) uint32 {
 		t.Fatal(err)
 	}
 	return info.Sys().(*syscall.Stat_t).Uid
+}
+
+// A worker whose members run as users of their own, connected to a server that demands
+// nothing of it, says at start that any member reaching the server acts on every cluster.
+func TestAWorkerSaysLoudlyWhenTemporalDemandsNoCredential(t *testing.T) {
+	t.Parallel()
+	guard(t)
+	dir := t.TempDir()
+	data := scriptUserData(t)
+	w, err := testenv.Start(dir, dir, "worker", append(slices.Clone(cliEnv), "CLUSTERFLOW_ALLOW_ROOT_SCRIPTS="),
+		"worker", "--data", data, "--task-queue", "loud-"+strconv.Itoa(os.Getpid()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(w.Stop)
+	if err := w.WaitFor("Worker starting", time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	if out := w.Output(); !strings.Contains(out, "Connected to Temporal with no credential") || !strings.Contains(out, "can act on every cluster") {
+		t.Errorf("the worker did not warn of a server that demands no credential:\n%s", out)
+	}
 }
