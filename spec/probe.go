@@ -83,7 +83,10 @@ func (e Event) SetsUp() bool {
 type ProbeCheck struct {
 	// Host is the host that ran it (empty in single-host mode): a report from a host that
 	// no longer holds the member is stale.
-	Host   string    `json:"host,omitempty"`
+	Host string `json:"host,omitempty"`
+	// Home is the home of the cluster folder the checked member is in (empty from agents of
+	// before it): a report from a folder of an earlier cluster of the name is not this one's.
+	Home   string    `json:"home,omitempty"`
 	At     time.Time `json:"at"`
 	Passed bool      `json:"passed"`
 	// Result says how it ended: "passed", "exited with status N", "timed out after D".

@@ -103,6 +103,7 @@ func checkOutput(stdout, stderr string) string {
 // nothing). A report refused for now (maintenance), or that did not get through, is sent
 // again later; a cluster that is gone ends the probe.
 func (a *Agent) reportCheck(rec probeRecord, down bool, c spec.ProbeCheck) bool {
+	c.Home = rec.Home
 	ev := workflows.MemberEvent{Member: rec.Member, Event: plan.HealthUp, Source: workflows.ProbeSource, At: c.At, Check: &c,
 		Reason: fmt.Sprintf("check passed %d times in a row", c.InARow)}
 	if down {

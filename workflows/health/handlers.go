@@ -106,6 +106,9 @@ func CheckEvent(s *workflows.ClusterState, ev workflows.MemberEvent) error {
 // reaches the history: a host sends only changes, and only those the cluster takes count.
 func checkProbeReport(s *workflows.ClusterState, ev workflows.MemberEvent) error {
 	_, m := s.FindMember(ev.Member)
+	if ev.Check.Home != "" && s.Home != "" && ev.Check.Home != s.Home {
+		return flow.Refused(apperr.Conflict, "member-event refused: the check is of member %s of the cluster folder of home %s, not this cluster's (%s): an earlier cluster of its name", m.Name, spec.Clip(ev.Check.Home, spec.MaxTextBytes), s.Home)
+	}
 	if m.Host != ev.Check.Host {
 		return flow.Refused(apperr.Conflict, "member-event refused: member %s is on host %q, not %q, which checked it", m.Name, m.Host, spec.Clip(ev.Check.Host, spec.MaxTextBytes))
 	}

@@ -169,13 +169,17 @@ func killUser(cluster layout.Cluster, uid uint32) error {
 			return fmt.Errorf("remove what cluster %s's user left: %w", cluster.Name, err)
 		}
 	}
+	if err := runner.RemoveIPCOf(uid); err != nil {
+		return fmt.Errorf("remove what cluster %s's user left in the kernel: %w", cluster.Name, err)
+	}
 	return nil
 }
 
 // leftBehind says whether anything of uid is left on the host that a new cluster must not
-// inherit: a live process, or a file it owns in a shared temporary folder.
+// inherit: a live process, a file it owns in a shared temporary folder, or an IPC object
+// (shared memory, a semaphore, a message queue).
 func leftBehind(uid uint32) bool {
-	return len(runner.ProcessesOf(uid)) > 0 || len(leftInTemp(uid)) > 0
+	return len(runner.ProcessesOf(uid)) > 0 || len(leftInTemp(uid)) > 0 || len(runner.IPCOf(uid)) > 0
 }
 
 // leftInTemp lists what uid owns at the top of the shared temporary folders.
