@@ -1,8 +1,11 @@
 // Command testtime reads the output of `go test -json` (one or more files, or standard input;
 // lines that are not JSON, such as vet's or make's, are skipped) and prints where the time
-// went: each package's wall time, and the slowest tests.
+// went: each package's wall time, the slowest tests, and, with -capabilities, the test time
+// of each capability: the end-to-end tests grouped by the file they are in (a file a
+// capability: exactlyonce, hosts, rollout …), so that a change that adds minutes says so.
 //
-//	make test GOTESTFLAGS=-json > test.json; go run ./bench/testtime -top 20 test.json
+//	make test GOTESTFLAGS=-json > test.json
+//	go run ./bench/testtime -top 20 -capabilities internal/e2e test.json
 package main
 
 import (
@@ -13,6 +16,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"time"
@@ -36,6 +40,7 @@ type result struct {
 func main() {
 	top := flag.Int("top", 10, "how many of the slowest tests to print")
 	pkgSuffix := flag.String("tests-of", "", "list only tests of packages with this suffix (for example internal/e2e)")
+	capabilities := flag.String("capabilities", "", "also sum the time of this folder's tests by the file each is in (for example internal/e2e)")
 	flag.Parse()
 	packages := map[string]*result{}
 	tests := map[string]*result{}
@@ -117,6 +122,58 @@ func main() {
 	}
 	print("package", packages, 0)
 	print("test", tests, *top)
+	if *capabilities != "" {
+		byFile, err := testFiles(*capabilities)
+		if err != nil {
+			fail(err)
+		}
+		caps := map[string]*result{}
+		for key, r := range tests {
+			pkg, test, _ := strings.Cut(key, " ")
+			if !strings.HasSuffix(*capabilities, pkg) && !strings.HasSuffix(pkg, strings.TrimPrefix(*capabilities, "./")) {
+				continue
+			}
+			file := byFile[test]
+			if file == "" {
+				file = "(unknown)"
+			}
+			c := caps[file]
+			if c == nil {
+				c = &result{name: file, outcome: "pass"}
+				caps[file] = c
+			}
+			c.seconds += r.seconds
+			if r.outcome == "fail" {
+				c.outcome = "fail"
+			}
+		}
+		print("capability (file)", caps, 0)
+	}
+}
+
+// testFiles maps each test function of the folder's _test.go files to its file's name,
+// without _test.go.
+func testFiles(dir string) (map[string]string, error) {
+	files, err := filepath.Glob(filepath.Join(dir, "*_test.go"))
+	if err != nil {
+		return nil, err
+	}
+	byTest := map[string]string{}
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			return nil, err
+		}
+		name := strings.TrimSuffix(filepath.Base(f), "_test.go")
+		for line := range strings.SplitSeq(string(data), "\n") {
+			if rest, ok := strings.CutPrefix(line, "func Test"); ok {
+				if i := strings.IndexByte(rest, '('); i > 0 {
+					byTest["Test"+rest[:i]] = name
+				}
+			}
+		}
+	}
+	return byTest, nil
 }
 
 func fail(err error) {
