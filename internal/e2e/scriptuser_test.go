@@ -41,6 +41,10 @@ try signal-agent kill -0 "$AGENT_PID"
 [ -z "$WORKER_PID" ] || try signal-worker kill -0 "$WORKER_PID"
 [ -z "$CODEC_KEYS" ] || try read-codec-keys cat "$CODEC_KEYS"
 [ -z "$SECRETS" ] || try read-secrets ls "$SECRETS"
+# The Temporal frontend, with whatever credential the member can read: the server's own
+# certificates, or the worker's copy of its client key.
+[ -z "$FRONTEND" ] || try reach-the-frontend sh -c 'HOME="$CLUSTERFLOW_MEMBER_DIR" TEMPORAL_ADDRESS="$FRONTEND" TEMPORAL_TLS_SERVER_NAME=localhost TEMPORAL_TLS_SERVER_CA_CERT_PATH="$SERVER_TLS/ca.pem" TEMPORAL_TLS_CLIENT_CERT_PATH="$WORKER_TLS/client.pem" TEMPORAL_TLS_CLIENT_KEY_PATH="$WORKER_TLS/client-key.pem" "$CLI" list'
+[ -z "$FRONTEND" ] || try read-the-servers-keys cat "$SERVER_TLS/client-key.pem"
 # A setuid program could make the script root again, unless no_new_privs holds it.
 try gain-privileges-by-exec sh -c '! grep -q "^NoNewPrivs:[[:space:]]*1" /proc/self/status'
 echo done >> "$out"

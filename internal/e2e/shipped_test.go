@@ -301,7 +301,8 @@ func (h *shippedHost) hostileAgainst(t *testing.T, s *stack, agentPID, workerPID
 	agentDir := filepath.Join(h.data, "agent")
 	deploy := func(name, other string) {
 		vars := map[string]string{"AGENT_DIR": agentDir, "AGENT_PID": strconv.Itoa(agentPID), "AGENT_SOCKET": socket, "VICTIM": victim,
-			"WORKER_PID": strconv.Itoa(workerPID), "CODEC_KEYS": h.codecKeys, "SECRETS": h.secrets, "OTHER": other}
+			"WORKER_PID": strconv.Itoa(workerPID), "CODEC_KEYS": h.codecKeys, "SECRETS": h.secrets, "OTHER": other,
+			"FRONTEND": s.address, "CLI": h.bin, "SERVER_TLS": filepath.Join(s.dir, "tls"), "WORKER_TLS": filepath.Join(h.etc, "tls")}
 		encoded, _ := json.Marshal(vars)
 		body := fmt.Sprintf("name: %s\nroles:\n  - {name: m, members: 2, startscript: %s, env: %s}\n", name, script, encoded)
 		file := filepath.Join(dir, name+".yaml")
@@ -320,8 +321,9 @@ func (h *shippedHost) hostileAgainst(t *testing.T, s *stack, agentPID, workerPID
 		refused, leaked = refused+r, leaked+l
 	}
 	// 7 of a root worker's, the worker's environment and signals, its codec keys, the
-	// secrets folder, and privileges by exec: for each of 2 members.
-	if want := 2 * 12; refused+leaked != want {
+	// secrets folder, the Temporal frontend and its keys, and privileges by exec: for each
+	// of 2 members.
+	if want := 2 * 14; refused+leaked != want {
 		t.Errorf("%d tries, want %d", refused+leaked, want)
 	}
 	var uids map[string]int
