@@ -8,10 +8,11 @@ import (
 )
 
 // checkSlots are the host's check slots, shared fairly between the clusters that check
-// members here: one cluster holds at most half of them (at least one), and less while others
-// want them, its even share; a slot freed goes to the longest waiter still under its share.
-// So the checks of one cluster, however many and however slow (a hung check holds its slot
-// until its timeout, at most spec.MaxProbeTimeout), never stop another cluster's.
+// members here: one cluster alone holds all but a quarter of them (at least one is always
+// left), and while others want them, its even share; a slot freed goes to the longest
+// waiter still under its share. So the checks of one cluster, however many and however
+// slow (a hung check holds its slot until its timeout, at most spec.MaxProbeTimeout), never
+// stop another cluster's: those find a slot left, at once.
 type checkSlots struct {
 	mu      sync.Mutex
 	total   int
@@ -102,7 +103,8 @@ func (s *checkSlots) mayTake(cluster string) bool {
 
 // share is what one of active clusters may hold at once.
 func (s *checkSlots) share(active int) int {
-	return max(1, min(s.total/2, s.total/active))
+	alone := s.total - max(1, s.total/4)
+	return max(1, min(alone, s.total/active))
 }
 
 // inUse is how many slots are held, for tests and the log.

@@ -138,9 +138,27 @@ func v1Dir(controller, v2dir string) string {
 	return filepath.Join(v1Root(controller), "clusterflow", rel)
 }
 
+// bounded caches, by member cgroup (its v2 folder), the bounds last set on it: a member's
+// checks and runs start many processes, each of which would otherwise write them again.
+// RemoveBounds forgets a member's as its cgroups go.
+var bounded sync.Map
+
 // bound sets r on the member's cgroup (its v2 folder, dir): in v2, before any process is
 // put there; in v1, it returns the cgroups pid must be put in before it runs anything.
 func bound(dir string, r Resources) (v1 []string, err error) {
+	if last, ok := bounded.Load(dir); ok && last.(Resources) == r {
+		for _, c := range r.Controllers() {
+			if boundedBy()[c] == "v1" {
+				v1 = append(v1, v1Dir(c, dir))
+			}
+		}
+		return v1, nil
+	}
+	defer func() {
+		if err == nil {
+			bounded.Store(dir, r)
+		}
+	}()
 	for _, c := range r.Controllers() {
 		switch boundedBy()[c] {
 		case "v2":
@@ -233,6 +251,12 @@ func RemoveBounds(dir string) error {
 	if dir == "" {
 		return nil
 	}
+	bounded.Range(func(key, _ any) bool {
+		if k := key.(string); k == dir || strings.HasPrefix(k, dir+string(filepath.Separator)) {
+			bounded.Delete(key)
+		}
+		return true
+	})
 	for _, c := range []string{"cpu", "memory", "pids"} {
 		if boundedBy()[c] != "v1" {
 			continue
