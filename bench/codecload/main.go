@@ -27,6 +27,8 @@ import (
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoreflect"
+
+	"github.com/clusterflow/clusterflow/starter"
 )
 
 func main() {
@@ -49,7 +51,12 @@ func main() {
 func run(url, origin, idPart string, n, rounds int) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	c, err := client.DialContext(ctx, client.Options{HostPort: os.Getenv("TEMPORAL_ADDRESS")})
+	co, _, err := starter.ClientOptions(starter.ConnectOptions{})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	c, err := client.DialContext(ctx, co)
 	if err != nil {
 		return err
 	}

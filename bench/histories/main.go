@@ -14,10 +14,16 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"github.com/clusterflow/clusterflow/internal/histories"
+	"github.com/clusterflow/clusterflow/starter"
 )
 
 func main() {
-	c, err := client.Dial(client.Options{HostPort: os.Getenv("TEMPORAL_ADDRESS")})
+	co, _, err := starter.ClientOptions(starter.ConnectOptions{})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	c, err := client.Dial(co)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(2)

@@ -23,6 +23,7 @@ import (
 	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
 
+	"github.com/clusterflow/clusterflow/starter"
 	"github.com/clusterflow/clusterflow/workflows"
 )
 
@@ -30,7 +31,12 @@ func main() {
 	each := flag.Bool("each", false, "print every shard, not only the largest")
 	cluster := flag.String("cluster", "", "print the largest run of this cluster's workflow too")
 	flag.Parse()
-	c, err := client.Dial(client.Options{HostPort: os.Getenv("TEMPORAL_ADDRESS"), Namespace: cmpOr(os.Getenv("TEMPORAL_NAMESPACE"), "default")})
+	co, _, err := starter.ClientOptions(starter.ConnectOptions{})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	c, err := client.Dial(co)
 	if err != nil {
 		fail(err)
 	}

@@ -22,6 +22,7 @@ import (
 	"go.temporal.io/sdk/client"
 	sdkworker "go.temporal.io/sdk/worker"
 
+	"github.com/clusterflow/clusterflow/starter"
 	"github.com/clusterflow/clusterflow/worker"
 	"github.com/clusterflow/clusterflow/workflows"
 )
@@ -37,7 +38,12 @@ func main() {
 }
 
 func run(cluster, cpuprofile string) error {
-	c, err := client.Dial(client.Options{HostPort: os.Getenv("TEMPORAL_ADDRESS")})
+	co, _, err := starter.ClientOptions(starter.ConnectOptions{})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	c, err := client.Dial(co)
 	if err != nil {
 		return err
 	}

@@ -9,8 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"go.temporal.io/sdk/client"
-
 	"github.com/clusterflow/clusterflow/internal/testenv"
 	"github.com/clusterflow/clusterflow/workflows"
 )
@@ -117,7 +115,7 @@ func hostsOf(placements []string) []string {
 
 // dumpShard logs the history of the registry shard keeping host: what its lease did.
 func dumpShard(t *testing.T, address, host string) {
-	c, err := client.Dial(client.Options{HostPort: address})
+	c, err := testenv.Dial(address)
 	if err != nil {
 		t.Log(err)
 		return

@@ -319,6 +319,8 @@ func TestWebUIDecodesThroughTheCodecServerOnly(t *testing.T) {
 	shots := screenshotDir(t)
 	ctx := newBrowser(t, chromium)
 	page := "http://" + uiAddr + "/namespaces/default/workflows/" + url.PathEscape(workflows.ClusterWorkflowID("sealed"))
+	out, _ := os.ReadFile(dev.Stdout)
+	step(t, ctx, shots, "let-in", open(devUILogin(t, string(out), uiAddr), "body", "Workflows"))
 	step(t, ctx, shots, "decoded-input",
 		open(page, "h1", "cluster/sealed"),
 		waitText("body", marker),

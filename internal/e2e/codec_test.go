@@ -15,6 +15,7 @@ import (
 	"go.temporal.io/sdk/converter"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/clusterflow/clusterflow/internal/testenv"
 	"github.com/clusterflow/clusterflow/workflows"
 )
 
@@ -93,7 +94,11 @@ func TestARemoteCodecFromTheEnvironmentIsHonoured(t *testing.T) {
 	// Without the codec, the history holds no plain payload: every payload is encoded.
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	raw, err := client.DialContext(ctx, client.Options{HostPort: s.address})
+	co, err := testenv.ClientOptions(s.address)
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, err := client.DialContext(ctx, co)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -48,7 +48,11 @@ func keyIDsInHistories(t *testing.T, address, cluster string, ids ...string) (pe
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	raw, err := client.DialContext(ctx, client.Options{HostPort: address})
+	co, err := testenv.ClientOptions(address)
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, err := client.DialContext(ctx, co)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -260,7 +264,10 @@ func taskFailsWithoutTheKey(t *testing.T, address, keys, cluster string) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	co := client.Options{HostPort: address}
+	co, err := testenv.ClientOptions(address)
+	if err != nil {
+		t.Fatal(err)
+	}
 	if err := codec.Apply(&co, keys); err != nil {
 		t.Fatal(err)
 	}

@@ -440,7 +440,11 @@ func TestRecordCodecHistories(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	c, err := client.DialContext(ctx, client.Options{HostPort: s.address})
+	co, err := testenv.ClientOptions(s.address)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := client.DialContext(ctx, co)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/contrib/envconfig"
 
 	"github.com/clusterflow/clusterflow/internal/devserver"
 	"github.com/clusterflow/clusterflow/internal/testlimit"
@@ -72,11 +73,23 @@ func StartServer(opts ...ServerOption) (*Server, error) {
 // Dial connects a quiet client to a server started by another process: with the client
 // certificate of a dev server at that address, as the CLI would (starter.DevProfilePath).
 func Dial(address string) (client.Client, error) {
-	co, _, err := starter.ClientOptions(starter.ConnectOptions{Address: address, Logger: quietLogger{}})
+	co, err := ClientOptions(address)
 	if err != nil {
 		return nil, err
 	}
 	return client.Dial(co)
+}
+
+// ClientOptions are a quiet client's options for the server at address, with no codec:
+// what Dial uses, for a caller that adds to them.
+func ClientOptions(address string) (client.Options, error) {
+	p, err := starter.Settings(starter.ConnectOptions{Address: address})
+	if err != nil {
+		return client.Options{}, err
+	}
+	co, err := p.ToClientOptions(envconfig.ToClientOptionsRequest{})
+	co.Logger = quietLogger{}
+	return co, err
 }
 
 // Stop closes the client and the server.
