@@ -83,10 +83,12 @@ func (a *Agent) check(at runPlace, probe *Probe) (c spec.ProbeCheck, ran bool) {
 	return c, true
 }
 
-// slotWait bounds a check's wait for a slot: a probe's period, within a second and half a
-// minute. A check that waits longer is not run; the next one is.
+// slotWait bounds a check's wait for a slot: ten of the probe's periods, within 10 s and
+// spec.MaxProbeTimeout. Waiters are served in turn, so the checks of a thousand members due
+// every second all run, one round after another, however long a round takes; only a wait
+// past this (slots held by hung checks) gives up, and the next check waits again.
 func slotWait(every time.Duration) time.Duration {
-	return min(max(every, time.Second), 30*time.Second)
+	return min(max(10*every, 10*time.Second), spec.MaxProbeTimeout)
 }
 
 // checkOutput is the end of a failed check's output, stderr first, within MaxCheckOutput.

@@ -47,7 +47,7 @@ func TestAFreedSlotGoesToAClusterUnderItsShare(t *testing.T) {
 		_, ok := s.acquire(context.Background(), "c", 5*time.Second)
 		got <- ok
 	}()
-	waitUntil(t, func() bool { s.mu.Lock(); defer s.mu.Unlock(); return len(s.waiting) == 1 })
+	waitUntil(t, func() bool { s.mu.Lock(); defer s.mu.Unlock(); return len(s.queues["c"]) == 1 })
 	if _, ok := s.acquire(context.Background(), "a", 50*time.Millisecond); ok {
 		t.Error("a, at its share, took a slot while c waited")
 	}
@@ -83,8 +83,8 @@ func TestASlotWaitEndsAtItsDeadline(t *testing.T) {
 	if n := s.inUse(); n != 0 {
 		t.Errorf("%d slots held after every release", n)
 	}
-	if len(s.waiting) != 0 {
-		t.Errorf("%d waiters left", len(s.waiting))
+	if len(s.queues) != 0 || len(s.order) != 0 || len(s.wanting) != 0 {
+		t.Errorf("left after every wait ended: queues %v, order %v, wanting %v", s.queues, s.order, s.wanting)
 	}
 }
 
@@ -94,5 +94,38 @@ func waitUntil(t *testing.T, cond func() bool) {
 		if time.Now().After(deadline) {
 			t.Fatal("timed out")
 		}
+	}
+}
+
+// A thousand checks of one cluster waiting together cost little: each release hands on in
+// steps of the clusters, not of the waiters (it was quadratic in them).
+func TestAThousandWaitersAreServedInTurn(t *testing.T) {
+	s := newCheckSlots(8)
+	done := make(chan bool, 1000)
+	for i := range 1000 {
+		cluster := "big"
+		if i%100 == 0 {
+			cluster = "small"
+		}
+		go func() {
+			release, ok := s.acquire(context.Background(), cluster, 10*time.Second)
+			if ok {
+				time.Sleep(time.Millisecond)
+				release()
+			}
+			done <- ok
+		}()
+	}
+	start := time.Now()
+	for range 1000 {
+		if !<-done {
+			t.Fatal("a check found no slot within 10 s")
+		}
+	}
+	if took := time.Since(start); took > 5*time.Second {
+		t.Errorf("a thousand checks of a millisecond on 8 slots took %s", took)
+	}
+	if n := s.inUse(); n != 0 {
+		t.Errorf("%d slots held after every release", n)
 	}
 }
