@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -167,4 +168,70 @@ func TestALaunchSurvivesItsWorkerServerAndAgentDyingAtEachMoment(t *testing.T) {
 		}
 		_ = os.Remove(held)
 	})
+}
+
+// slowScript's configure writes its process group and the times it starts and ends to the
+// trace, and takes 3 s.
+const slowScript = `#!/bin/sh
+[ "$CLUSTERFLOW_EVENT" = configure ] || exit 0
+echo "start $CLUSTERFLOW_MEMBER $(cut -d' ' -f5 /proc/$$/stat)" >> "$TRACE"
+sleep 3
+echo "end $CLUSTERFLOW_MEMBER" >> "$TRACE"
+`
+
+// TestATrulyLostRunRunsAgainOnce: a run whose processes vanish without an exit status (its
+// whole process group killed) is lost, and runs again, as the user guide says; the agent
+// dying right after it recorded the loss changes nothing: the run runs exactly twice, the
+// first never ending, and the cluster comes up.
+func TestATrulyLostRunRunsAgainOnce(t *testing.T) {
+	t.Parallel()
+	guard(t)
+	s := newServerStack(t)
+	s.env = append(s.env, agent.FaultEnv+"="+agent.FaultLost+":configure:lost")
+	s.startWorker()
+	dir := t.TempDir()
+	script, trace := filepath.Join(dir, "slow.sh"), filepath.Join(dir, "trace")
+	if err := os.WriteFile(script, []byte(slowScript), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	specPath := filepath.Join(dir, "lost.yaml")
+	if err := os.WriteFile(specPath, []byte("name: lost\nroles:\n  - {name: m, members: 1, startscript: "+script+", heartbeatTimeout: 5s, env: {TRACE: "+trace+"}}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if res := s.cli("deploy", "-f", specPath); res.Code != 0 {
+		t.Fatalf("deploy: %s", res)
+	}
+	var pgid int
+	waitFor(t, "the configure to start", func() bool {
+		data, _ := os.ReadFile(trace)
+		f := strings.Fields(string(data))
+		if len(f) == 3 && f[0] == "start" {
+			pgid, _ = strconv.Atoi(f[2])
+		}
+		return pgid > 1
+	})
+	if err := syscall.Kill(-pgid, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	waitUpTo(t, 2*time.Minute, "lost ready", func() bool { return s.status("lost").Phase == workflows.PhaseReady })
+	data, _ := os.ReadFile(trace)
+	lines := strings.Split(strings.TrimSpace(string(data)), "\n")
+	starts, ends := 0, 0
+	for _, l := range lines {
+		switch strings.Fields(l)[0] {
+		case "start":
+			starts++
+		case "end":
+			ends++
+		}
+	}
+	if starts != 2 || ends != 1 {
+		t.Errorf("the lost configure's runs: %q; want it started twice, and ended once", lines)
+	}
+	if _, err := os.Stat(filepath.Join(s.data, "agent", "faults", "fired-"+agent.FaultLost+"-configure-lost")); err != nil {
+		t.Errorf("the agent never recorded the run lost: %v", err)
+	}
+	if res := s.cli("delete", "lost", "--wait"); res.Code != 0 {
+		t.Errorf("delete: %s", res)
+	}
 }
