@@ -53,7 +53,9 @@ func (k Key) ID() string {
 // moved the host's backend into the agent: a worker calls it rather than touching members'
 // folders itself.
 // Protocol 5 added probes (Launch.Probe), which an older agent would drop unseen.
-const Protocol = 5
+// Protocol 6 sends a connection's certificates and codec keys rather than their paths
+// (Connection.Inline), which an older agent would drop unseen and then report unencrypted.
+const Protocol = 6
 
 // Launch asks the agent to run a startscript, or to attach to the run it already has. It
 // names what to run, never where: the agent derives every path from the cluster, member,
