@@ -99,6 +99,9 @@ func (a *Activities) WriteClusterFiles(ctx context.Context, files backend.Cluste
 	if err := a.refuseOlderSigned(ctx, files); err != nil {
 		return err
 	}
+	if a.Trusted != nil {
+		files.SignedMark = a.Trusted.NewestSignedAt(slices.Collect(maps.Values(files.Signed)))
+	}
 	return refuseElsewhere(a.Backend.WriteClusterFiles(ctx, files))
 }
 
@@ -114,9 +117,26 @@ func (a *Activities) refuseOlderSigned(ctx context.Context, files backend.Cluste
 		return refuseElsewhere(err)
 	}
 	mark := a.Trusted.NewestSigned(held)
+	// The name's mark outlives the cluster: a new cluster of the name takes no spec signed
+	// before the newest this host took of it.
+	byName, err := a.Backend.SignedMark(ctx, files.Cluster)
+	if err != nil {
+		return refuseElsewhere(err)
+	}
 	for _, s := range files.Signed {
-		if a.Trusted.Verify(s) == nil && s.Manifest.Generation < mark {
+		if a.Trusted.Verify(s) != nil {
+			continue
+		}
+		if s.Manifest.Generation < mark {
 			msg := fmt.Sprintf("the spec signed for generation %d of cluster %s is older than generation %d, which this host already runs: it goes back to no older signed spec", s.Manifest.Generation, files.Cluster, mark)
+			return temporal.NewNonRetryableApplicationError(msg, ErrHostRefused, nil)
+		}
+		if s.Manifest.SignedAt.Before(byName) {
+			when := "before signatures said when"
+			if !s.Manifest.SignedAt.IsZero() {
+				when = "at " + s.Manifest.SignedAt.Format(time.RFC3339)
+			}
+			msg := fmt.Sprintf("the spec of cluster %s was signed %s, before the one signed at %s that this host already took for a cluster of that name: an older signed spec does not come back, even under a new deploy of the name; sign it again", files.Cluster, when, byName.Format(time.RFC3339))
 			return temporal.NewNonRetryableApplicationError(msg, ErrHostRefused, nil)
 		}
 	}

@@ -102,6 +102,9 @@ type Signature struct {
 	// their container, limits and probe. A signature from before it covers their script,
 	// env and events alone.
 	Runtime bool `json:"runtime,omitempty"`
+	// SignedAt is when it was signed, by the signer's clock: a host keeps the newest it ran
+	// of a cluster's name, across the cluster's deletion, and takes no spec signed before.
+	SignedAt time.Time `json:"signedAt,omitzero"`
 }
 
 // Role is one validated role, with defaults filled in.

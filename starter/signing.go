@@ -3,6 +3,7 @@ package starter
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/clusterflow/clusterflow/internal/signing"
 	"github.com/clusterflow/clusterflow/spec"
@@ -53,10 +54,14 @@ func (s *Starter) sign(ctx context.Context, c spec.Cluster, deploy bool) (spec.C
 		}
 		generation = m.Generation
 	}
-	c.Signature = &spec.Signature{Key: s.signer.key.Name, NamespaceID: id, Generation: generation, Runtime: true}
+	c.Signature = &spec.Signature{Key: s.signer.key.Name, NamespaceID: id, Generation: generation, Runtime: true, SignedAt: signingTime()}
 	c.Signature = s.signer.key.Sign(signing.ManifestOf(c, s.signer.namespace))
 	return c, nil
 }
+
+// signingTime is when a signature is made, to the second, in UTC: what a host's
+// high-water mark of the cluster's name compares.
+func signingTime() time.Time { return time.Now().UTC().Truncate(time.Second) }
 
 // signerNamespaceID is the ID of the namespace the Starter signs for.
 func (s *Starter) signerNamespaceID(ctx context.Context) (string, error) {
@@ -84,6 +89,7 @@ func (s *Starter) signResize(ctx context.Context, name string, req workflows.Res
 	if m.NamespaceID, err = s.signerNamespaceID(ctx); err != nil {
 		return req, err
 	}
+	m.SignedAt = signingTime()
 	req.Signature = s.signer.key.Sign(m)
 	return req, nil
 }

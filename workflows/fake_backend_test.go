@@ -219,6 +219,7 @@ func (f *fakeBackend) ListClusters(context.Context) ([]backend.HeldCluster, erro
 func (f *fakeBackend) SignedSpecs(context.Context, backend.ClusterRef) ([]signing.Signed, error) {
 	return nil, nil
 }
+func (f *fakeBackend) SignedMark(context.Context, string) (time.Time, error) { return time.Time{}, nil }
 func (f *fakeBackend) MemberAddress(_ backend.MemberRef, hostAddress string) string {
 	return hostAddress
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/clusterflow/clusterflow/internal/backend"
 	"github.com/clusterflow/clusterflow/internal/signing"
@@ -44,6 +45,7 @@ const (
 	callListMembers       = "listMembers"
 	callListClusters      = "listClusters"
 	callSignedSpecs       = "signedSpecs"
+	callSignedMark        = "signedMark"
 	callAssignPorts       = "assignPorts"
 	callLaunchScript      = "launchScript"
 	callStopScript        = "stopScript"
@@ -87,6 +89,8 @@ func (a *Agent) call(ctx context.Context, c Call) (any, error) {
 		return b.ListClusters(ctx)
 	case callSignedSpecs:
 		return with(c.Args, func(cluster backend.ClusterRef) ([]signing.Signed, error) { return b.SignedSpecs(ctx, cluster) })
+	case callSignedMark:
+		return with(c.Args, func(name string) (time.Time, error) { return b.SignedMark(ctx, name) })
 	case callAssignPorts:
 		return with(c.Args, func(req backend.PortRequest) (backend.PortAssignment, error) { return b.AssignPorts(ctx, req) })
 	case callLaunchScript:
@@ -195,6 +199,11 @@ func (r *RemoteBackend) ListClusters(ctx context.Context) ([]backend.HeldCluster
 func (r *RemoteBackend) SignedSpecs(ctx context.Context, c backend.ClusterRef) ([]signing.Signed, error) {
 	var signed []signing.Signed
 	return signed, r.do(ctx, callSignedSpecs, c, &signed)
+}
+
+func (r *RemoteBackend) SignedMark(ctx context.Context, name string) (time.Time, error) {
+	var mark time.Time
+	return mark, r.do(ctx, callSignedMark, name, &mark)
 }
 
 func (r *RemoteBackend) AssignPorts(ctx context.Context, req backend.PortRequest) (backend.PortAssignment, error) {

@@ -47,6 +47,11 @@ type Provisioner interface {
 	// SignedSpecs are the signed manifests the cluster's files brought, newest first, for
 	// a host that runs only what trusted keys signed.
 	SignedSpecs(ctx context.Context, c ClusterRef) ([]signing.Signed, error)
+	// SignedMark is the newest signing time of a spec a trusted key signed that the host
+	// took for a cluster of this name, in the calling worker's namespace, whatever its home
+	// (ClusterFiles.SignedMark): kept past the cluster's deletion, so that a spec signed
+	// before it does not come back with a new cluster of the name. Zero: none yet.
+	SignedMark(ctx context.Context, name string) (time.Time, error)
 	// MemberAddress is how the cluster's other members reach this member, given the
 	// address of the host it was placed on: the host's own for the local backend, the
 	// member's for a backend that gives each member one (a container's name on a shared
@@ -138,6 +143,10 @@ type ClusterFiles struct {
 	// FolderKey is the cluster's secret its folder is marked with: a folder another
 	// namespace owns is handed over only to a write that presents it (an import's).
 	FolderKey string `json:"folderKey,omitempty"`
+	// SignedMark, set by a host that trusts keys, is the newest signing time of the signed
+	// manifests this write brings that a trusted key signed: the host keeps the newest it
+	// took of the cluster's name (SignedMark).
+	SignedMark time.Time `json:"signedMark,omitzero"`
 }
 
 // Folder is the member's cluster.

@@ -345,3 +345,77 @@ func TestSignaturesBindGenerationNamespaceCountsAndParameters(t *testing.T) {
 		t.Errorf("the action with an allowed parameter did not run:\n%s", log)
 	}
 }
+
+// A host keeps, past a cluster's deletion, the newest signing time of the specs it took of
+// the cluster's name: a namespace writer without the key who deletes the cluster and
+// deploys its older signed spec again sets nothing up there; a spec signed afresh does.
+func TestAnOlderSignedSpecDoesNotComeBackUnderANewDeploy(t *testing.T) {
+	t.Parallel()
+	guard(t)
+	s := newServerStack(t)
+	dir := t.TempDir()
+	res := s.cli("keys", "new", "ops", "--out", filepath.Join(dir, "ops.key"))
+	if res.Code != 0 {
+		t.Fatalf("keys new: %s", res)
+	}
+	trusted := filepath.Join(dir, "trusted-keys")
+	if err := os.WriteFile(trusted, []byte(res.Stdout), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s.start("worker", 1, "Worker starting", "worker", "--data", s.data, "--trusted-keys", trusted)
+	key, err := signing.LoadPrivateKey(filepath.Join(dir, "ops.key"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	script := filepath.Join(dir, "app.sh")
+	if err := os.WriteFile(script, []byte("#!/bin/sh\ntrue\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	specPath := filepath.Join(dir, "again.yaml")
+	if err := os.WriteFile(specPath, []byte("name: again\nroles:\n  - {name: w, members: 1, startscript: "+script+"}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	c := s.dial()
+	defer c.Close()
+	st := starter.New(c, "")
+	signedAt := func(at time.Time) spec.Cluster {
+		t.Helper()
+		cluster, err := spec.Load(specPath)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cluster.Signature = &spec.Signature{NamespaceID: s.namespaceID(), Generation: 1, Runtime: true, SignedAt: at.UTC().Truncate(time.Second)}
+		cluster.Signature = key.Sign(signing.ManifestOf(cluster, "default"))
+		return cluster
+	}
+	deploy := func(cluster spec.Cluster) workflows.ClusterStatus {
+		t.Helper()
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		if err := st.Deploy(ctx, cluster, starter.DeployOptions{}); err != nil {
+			t.Fatalf("deploy: %v", err)
+		}
+		return s.waitForStatus("again", "settled", func(st workflows.ClusterStatus) bool { return st.Settled(1) })
+	}
+	now := time.Now()
+	old := signedAt(now.Add(-time.Hour))
+	if got := deploy(signedAt(now)); got.Phase != workflows.PhaseReady {
+		t.Fatalf("the spec signed now: %s (%s)", got.Phase, got.Message)
+	}
+	if res := s.cli("delete", "again", "--wait"); res.Code != 0 {
+		t.Fatalf("delete: %s", res)
+	}
+	got := deploy(old)
+	if m := got.Role("w").Member("again-w-0"); got.Phase == workflows.PhaseReady || !strings.Contains(m.Detail+got.Message, "an older signed spec does not come back") {
+		t.Errorf("the spec signed an hour before, deployed again: %s (%s), member %q; want it refused", got.Phase, got.Message, m.Detail)
+	}
+	if res := s.cli("delete", "again", "--wait"); res.Code != 0 {
+		t.Fatalf("delete: %s", res)
+	}
+	if got := deploy(signedAt(time.Now().Add(time.Second))); got.Phase != workflows.PhaseReady {
+		t.Errorf("a spec signed afresh: %s (%s)", got.Phase, got.Message)
+	}
+	if res := s.cli("delete", "again", "--wait"); res.Code != 0 {
+		t.Errorf("delete: %s", res)
+	}
+}

@@ -24,6 +24,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/clusterflow/clusterflow/internal/keyfile"
 	"github.com/clusterflow/clusterflow/spec"
@@ -40,8 +41,10 @@ type Manifest struct {
 	Generation  int    `json:"generation,omitempty"`
 	// RuntimeSigned says each role's Runtime is covered (the claim spec.Signature.Runtime):
 	// "" then means the role sets none of it.
-	RuntimeSigned bool   `json:"runtimeSigned,omitempty"`
-	Roles         []Role `json:"roles"`
+	RuntimeSigned bool `json:"runtimeSigned,omitempty"`
+	// SignedAt is the signer's claim of when (spec.Signature.SignedAt).
+	SignedAt time.Time `json:"signedAt,omitzero"`
+	Roles    []Role    `json:"roles"`
 }
 
 // Role is a role as its manifest has it.
@@ -66,7 +69,7 @@ type Role struct {
 func ManifestOf(c spec.Cluster, namespace string) Manifest {
 	m := Manifest{Cluster: c.Name, Namespace: namespace, Roles: []Role{}}
 	if c.Signature != nil {
-		m.NamespaceID, m.Generation, m.RuntimeSigned = c.Signature.NamespaceID, c.Signature.Generation, c.Signature.Runtime
+		m.NamespaceID, m.Generation, m.RuntimeSigned, m.SignedAt = c.Signature.NamespaceID, c.Signature.Generation, c.Signature.Runtime, c.Signature.SignedAt
 	}
 	for _, r := range c.Roles {
 		role := Role{Name: r.Name, Members: r.Members, Script: r.ScriptHash, Env: spec.EnvHash(r.Env),
@@ -85,7 +88,7 @@ func (m Manifest) message() []byte {
 	data, _ := json.Marshal(m) // plain strings and ints always encode
 	label := "clusterflow signed spec v1\n"
 	switch {
-	case m.RuntimeSigned:
+	case m.RuntimeSigned || !m.SignedAt.IsZero():
 		label = "clusterflow signed spec v3\n"
 	case m.NamespaceID != "" || m.Generation != 0:
 		label = "clusterflow signed spec v2\n"
@@ -151,7 +154,8 @@ func (k PrivateKey) PublicLine() string {
 // Sign signs the manifest; the signature carries the manifest's claims, which the workflow
 // builds the same manifest from.
 func (k PrivateKey) Sign(m Manifest) *spec.Signature {
-	return &spec.Signature{Key: k.Name, Value: ed25519.Sign(k.key, m.message()), NamespaceID: m.NamespaceID, Generation: m.Generation, Runtime: m.RuntimeSigned}
+	return &spec.Signature{Key: k.Name, Value: ed25519.Sign(k.key, m.message()), NamespaceID: m.NamespaceID, Generation: m.Generation,
+		Runtime: m.RuntimeSigned, SignedAt: m.SignedAt}
 }
 
 // LoadPrivateKey reads a private key file, which must be its owner's alone.
@@ -300,6 +304,18 @@ func (t Trusted) Check(signed []Signed, run Run) error {
 		return fmt.Errorf("%s; and before it, %s; nothing ran", newest, older)
 	}
 	return fmt.Errorf("%s; nothing ran", newest)
+}
+
+// NewestSignedAt is the latest signing time the manifests a trusted key signed claim, or
+// the zero time.
+func (t Trusted) NewestSignedAt(signed []Signed) time.Time {
+	var newest time.Time
+	for _, s := range signed {
+		if t.Verify(s) == nil && s.Manifest.SignedAt.After(newest) {
+			newest = s.Manifest.SignedAt
+		}
+	}
+	return newest
 }
 
 // NewestSigned is the highest generation of the manifests a trusted key signed, or 0.

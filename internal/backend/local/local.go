@@ -190,6 +190,9 @@ func (l *Backend) WriteClusterFiles(_ context.Context, files backend.ClusterFile
 			return fmt.Errorf("install env: %w", err)
 		}
 	}
+	if err := l.raiseSignedMark(files.Cluster, files.SignedMark); err != nil {
+		return err
+	}
 	if err := l.writeSigned(files.Folder(), files.Signed); err != nil {
 		return err
 	}

@@ -9,6 +9,7 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"time"
@@ -17,6 +18,7 @@ import (
 	"github.com/clusterflow/clusterflow/internal/backend"
 	"github.com/clusterflow/clusterflow/internal/layout"
 	"github.com/clusterflow/clusterflow/internal/signing"
+	"github.com/clusterflow/clusterflow/spec"
 )
 
 // keptSigned is how many signed manifests a host keeps of a cluster: the newest ones, which
@@ -88,6 +90,56 @@ func (l *Backend) signedFiles(cluster layout.Cluster) ([]string, error) {
 		paths[i] = f.path
 	}
 	return paths, nil
+}
+
+// signedMarkFile holds a namespace's high-water mark of a cluster name: in the agent's
+// folder, out of every cluster's, so that a mark outlives its cluster.
+func (l *Backend) signedMarkFile(name string) (string, error) {
+	if err := spec.CheckName(name); err != nil {
+		return "", fmt.Errorf("cluster name %w", err)
+	}
+	owner := l.Owner
+	if owner == "" {
+		owner = "unowned"
+	} else if !validOwner.MatchString(owner) {
+		return "", fmt.Errorf("owner %q is not a namespace ID", owner)
+	}
+	return filepath.Join(l.layout.Agent(), "signed-marks", owner, name), nil
+}
+
+// validOwner is what a namespace ID looks like (a UUID), as it names a folder.
+var validOwner = regexp.MustCompile(`^[0-9A-Za-z-]{1,64}$`)
+
+// raiseSignedMark keeps at as the cluster name's mark, if it is newer than the one kept.
+func (l *Backend) raiseSignedMark(name string, at time.Time) error {
+	if at.IsZero() {
+		return nil
+	}
+	current, err := l.SignedMark(context.Background(), name)
+	if err != nil || !at.After(current) {
+		return err
+	}
+	file, err := l.signedMarkFile(name)
+	if err != nil {
+		return err
+	}
+	return atomicfile.Write(file, []byte(at.UTC().Format(time.RFC3339Nano)+"\n"), 0o600)
+}
+
+// SignedMark implements Backend.
+func (l *Backend) SignedMark(_ context.Context, name string) (time.Time, error) {
+	file, err := l.signedMarkFile(name)
+	if err != nil {
+		return time.Time{}, err
+	}
+	data, err := readSmall(file, 64)
+	if errors.Is(err, fs.ErrNotExist) {
+		return time.Time{}, nil
+	}
+	if err != nil {
+		return time.Time{}, err
+	}
+	return time.Parse(time.RFC3339Nano, strings.TrimSpace(string(data)))
 }
 
 // SignedSpecs implements Backend: the manifests this host holds of a cluster, newest
