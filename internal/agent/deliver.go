@@ -37,6 +37,9 @@ func (a *Agent) deliver(r *run) {
 		case errors.As(err, &notFound):
 			a.log.Info("Activity no longer exists; keeping the result for a relaunch",
 				zap.String("member", rec.Member), zap.String("event", rec.Event), zap.Error(err))
+			// The same moment as a delivery: an agent that died while Temporal took the
+			// result finds it taken here.
+			a.fault(FaultDelivered, rec.Member, rec.Event)
 			a.forget(r)
 			return
 		}

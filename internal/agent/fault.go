@@ -31,7 +31,8 @@ const (
 	FaultExited = "exited"
 	// FaultFinished: the result is recorded; it has not been delivered.
 	FaultFinished = "finished"
-	// FaultDelivered: Temporal took the result; the agent has not forgotten the run yet.
+	// FaultDelivered: Temporal took the result (or no longer waits for it); the agent has
+	// not forgotten the run yet.
 	FaultDelivered = "delivered"
 	// FaultLost: the run was found lost and recorded so; the loss is not delivered yet.
 	FaultLost = "lost"

@@ -58,14 +58,7 @@ func TestAMemberReachesNoControlEndpointOfDev(t *testing.T) {
 	}
 	dir := t.TempDir()
 	data := scriptUserData(t)
-	shared, err := os.MkdirTemp("", "cf-bin-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(shared) })
-	if err := os.Chmod(shared, 0o755); err != nil {
-		t.Fatal(err)
-	}
+	shared := sharedDir(t, "cf-bin-", 0o755)
 	bin, err := testenv.Binary()
 	if err != nil {
 		t.Fatal(err)

@@ -281,16 +281,25 @@ func TestARootWorkerUpgradedToScriptUsersKeepsItsClusters(t *testing.T) {
 // folder (0700) is not; it and what runs from it go when the test ends.
 func scriptUserData(t *testing.T) string {
 	t.Helper()
-	data, err := os.MkdirTemp("", "cf-scriptuser-")
+	data := sharedDir(t, "cf-scriptuser-", 0o711)
+	testenv.StopAllAtEnd(t, data)
+	return data
+}
+
+// sharedDir is a folder other users pass through (mode 0711) or read (0755), as /run and
+// /usr/local/bin are, where a test's own temporary folder is root's alone; it goes when the
+// test ends.
+func sharedDir(t *testing.T, prefix string, mode os.FileMode) string {
+	t.Helper()
+	dir, err := os.MkdirTemp("", prefix)
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { os.RemoveAll(data) })
-	if err := os.Chmod(data, 0o711); err != nil {
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	if err := os.Chmod(dir, mode); err != nil {
 		t.Fatal(err)
 	}
-	testenv.StopAllAtEnd(t, data)
-	return data
+	return dir
 }
 
 // defaultScriptUIDs is the range a root worker gives clusters users from when told none.

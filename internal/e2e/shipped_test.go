@@ -52,19 +52,8 @@ func newShippedHost(t *testing.T) *shippedHost {
 	} else if _, err := user.LookupId("60990"); err == nil {
 		t.Fatal("uid 60990, which this test gives the worker, is taken on this machine")
 	}
-	// Folders others pass through (the worker to its socket and binary), as /run and
-	// /usr/local/bin are: a test's own temporary folder is root's alone.
-	shared := func(prefix string) string {
-		dir, err := os.MkdirTemp("", prefix)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { os.RemoveAll(dir) })
-		if err := os.Chmod(dir, 0o755); err != nil {
-			t.Fatal(err)
-		}
-		return dir
-	}
+	// Folders others pass through (the worker to its socket and binary).
+	shared := func(prefix string) string { return sharedDir(t, prefix, 0o755) }
 	h.run, h.etc = shared("cf-run-"), shared("cf-etc-")
 	h.secrets = filepath.Join(h.etc, "secrets")
 	if err := os.Mkdir(h.secrets, 0o700); err != nil {

@@ -211,17 +211,7 @@ func TestHostsRunOnlySpecsSignedByKeysTheyTrust(t *testing.T) {
 func TestSignaturesBindGenerationNamespaceCountsAndParameters(t *testing.T) {
 	t.Parallel()
 	guard(t)
-	s := newServerStack(t)
-	dir := t.TempDir()
-	res := s.cli("keys", "new", "ops", "--out", filepath.Join(dir, "ops.key"))
-	if res.Code != 0 {
-		t.Fatalf("keys new: %s", res)
-	}
-	trusted := filepath.Join(dir, "trusted-keys")
-	if err := os.WriteFile(trusted, []byte(res.Stdout), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	s.start("worker", 1, "Worker starting", "worker", "--data", s.data, "--trusted-keys", trusted)
+	s, dir := trustingStack(t)
 	ops := filepath.Join(dir, "ops.key")
 	ran := filepath.Join(dir, "ran.log")
 	specFile := func(version string, members int) string {
@@ -352,17 +342,7 @@ func TestSignaturesBindGenerationNamespaceCountsAndParameters(t *testing.T) {
 func TestAnOlderSignedSpecDoesNotComeBackUnderANewDeploy(t *testing.T) {
 	t.Parallel()
 	guard(t)
-	s := newServerStack(t)
-	dir := t.TempDir()
-	res := s.cli("keys", "new", "ops", "--out", filepath.Join(dir, "ops.key"))
-	if res.Code != 0 {
-		t.Fatalf("keys new: %s", res)
-	}
-	trusted := filepath.Join(dir, "trusted-keys")
-	if err := os.WriteFile(trusted, []byte(res.Stdout), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	s.start("worker", 1, "Worker starting", "worker", "--data", s.data, "--trusted-keys", trusted)
+	s, dir := trustingStack(t)
 	key, err := signing.LoadPrivateKey(filepath.Join(dir, "ops.key"))
 	if err != nil {
 		t.Fatal(err)
@@ -418,4 +398,22 @@ func TestAnOlderSignedSpecDoesNotComeBackUnderANewDeploy(t *testing.T) {
 	if res := s.cli("delete", "again", "--wait"); res.Code != 0 {
 		t.Errorf("delete: %s", res)
 	}
+}
+
+// trustingStack is a stack whose worker runs only specs signed by the key ops, whose private
+// key is dir/ops.key.
+func trustingStack(t *testing.T) (s *stack, dir string) {
+	t.Helper()
+	s = newServerStack(t)
+	dir = t.TempDir()
+	res := s.cli("keys", "new", "ops", "--out", filepath.Join(dir, "ops.key"))
+	if res.Code != 0 {
+		t.Fatalf("keys new: %s", res)
+	}
+	trusted := filepath.Join(dir, "trusted-keys")
+	if err := os.WriteFile(trusted, []byte(res.Stdout), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s.start("worker", 1, "Worker starting", "worker", "--data", s.data, "--trusted-keys", trusted)
+	return s, dir
 }
