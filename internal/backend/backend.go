@@ -239,6 +239,9 @@ type ScriptRun struct {
 	// up (a grow or a replacement), and Replaces names the member it replaces.
 	Joining  bool   `json:"joining,omitempty"`
 	Replaces string `json:"replaces,omitempty"`
+	// Bootstrap, for a configure, says the member forms the app's cluster: no member of its
+	// role was set up when it was added, and it is the one of those that forms it.
+	Bootstrap bool `json:"bootstrap,omitempty"`
 	// Ports are the member's ports by name (CLUSTERFLOW_PORT_<NAME>).
 	Ports map[string]int `json:"ports,omitempty"`
 	// Limits are the role's; zero fields take the defaults (spec.DefaultLimits).

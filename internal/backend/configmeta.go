@@ -34,6 +34,9 @@ type ConfigMetaNode struct {
 	Address string `json:"address,omitempty"`
 	// Ports are the member's ports by name, when its role names any.
 	Ports map[string]int `json:"ports,omitempty"`
+	// Bootstrap marks the member that forms the app's cluster, while its role is set up
+	// for the first time: the others join it.
+	Bootstrap bool `json:"bootstrap,omitempty"`
 }
 
 // Encode writes the JSON with each member on a line of its own, so that shell scripts

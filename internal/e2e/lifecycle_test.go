@@ -95,8 +95,8 @@ roles:
 // again (the new member takes the next ordinal, not a removed one: apps like etcd remember
 // members by name), then replaces a member: its survivors run addnodes of the successor
 // before delnodes of the member it replaces, after that member's teardown. Every member is
-// told its story: CLUSTERFLOW_JOINING and CLUSTERFLOW_REPLACES on its configure,
-// CLUSTERFLOW_REASON on its teardown.
+// told its story: CLUSTERFLOW_JOINING, CLUSTERFLOW_REPLACES and CLUSTERFLOW_BOOTSTRAP on its
+// configure, CLUSTERFLOW_REASON on its teardown.
 func TestNamesAreNeverReusedAndSurvivorsHearOfTheSuccessorFirst(t *testing.T) {
 	t.Parallel()
 	guard(t)
@@ -156,6 +156,20 @@ func TestNamesAreNeverReusedAndSurvivorsHearOfTheSuccessorFirst(t *testing.T) {
 	}
 	if got := story(t, trace, "configure"); !slices.Equal(got, wantConfigures) {
 		t.Errorf("configures were told\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(wantConfigures, "\n"))
+	}
+	// One member of each role's first setup formed its app cluster, and configmeta named it
+	// to the others; those that came later join (the replacement of a member that had
+	// formed it included), and no configure is told to form it again.
+	form := func(member, bootstrap, formedBy string) string {
+		return fmt.Sprintf("%s-%s bootstrap=%s formedby=%s", n, member, bootstrap, formedBy)
+	}
+	wantForms := []string{
+		form("controller-0", "1", n+"-controller-0"), form("worker-0", "1", n+"-worker-0"), form("worker-1", "", n+"-worker-0"),
+		form("worker-2", "", n+"-worker-0"), form("worker-3", "", n+"-worker-0"), form("worker-4", "", n+"-worker-0"),
+		form("worker-5", "", n+"-worker-0"),
+	}
+	if got := forms(t, trace); !slices.Equal(got, wantForms) {
+		t.Errorf("configures were told who forms the cluster\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(wantForms, "\n"))
 	}
 	wantTeardowns := []string{
 		line("controller-0", "teardown", "delete", "", ""), line("worker-0", "teardown", "delete", "", ""),

@@ -19,6 +19,9 @@ echo "running $CLUSTERFLOW_EVENT for $CLUSTERFLOW_MEMBER of $CLUSTERFLOW_ROLE in
 # What a member is told of its story: why it leaves, whether it joins, whom it replaces.
 echo "$CLUSTERFLOW_MEMBER $CLUSTERFLOW_EVENT reason=${CLUSTERFLOW_REASON:-} joining=${CLUSTERFLOW_JOINING:-} replaces=${CLUSTERFLOW_REPLACES:-}" >> "$TRACE.story"
 if [ "$CLUSTERFLOW_EVENT" = configure ]; then
+  # Who forms the role's app cluster: the member told so, and the one configmeta marks.
+  formedby=$(grep "\"role\":\"$CLUSTERFLOW_ROLE\"" "$CLUSTERFLOW_CONFIGMETA" | grep '"bootstrap":true' | grep -o '"name":"[^"]*"' | cut -d '"' -f 4 | tr '\n' ' ')
+  echo "$CLUSTERFLOW_MEMBER bootstrap=${CLUSTERFLOW_BOOTSTRAP:-} formedby=${formedby% }" >> "$TRACE.forms"
   echo "$CLUSTERFLOW_HOST" > host # where the member runs, for tests of placement
   echo "${CLUSTERFLOW_ADDRESS:-}" > address
   [ "$(pwd -P)" = "$(cd "$CLUSTERFLOW_MEMBER_DIR" && pwd -P)" ] || { echo "wrong working directory $(pwd)" >&2; exit 9; }
@@ -71,6 +74,19 @@ func story(t *testing.T, trace, event string) []string {
 			lines = append(lines, line)
 		}
 	}
+	slices.Sort(lines)
+	return lines
+}
+
+// forms reads what each configure was told of who forms its role's app cluster, a line
+// per run: "MEMBER bootstrap=B formedby=M", sorted.
+func forms(t *testing.T, trace string) []string {
+	t.Helper()
+	data, err := os.ReadFile(trace + ".forms")
+	if err != nil && !os.IsNotExist(err) {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(string(data)), "\n")
 	slices.Sort(lines)
 	return lines
 }

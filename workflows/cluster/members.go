@@ -69,6 +69,9 @@ func (e *executor) addPendingTo(rs *plan.RoleState, now time.Time) []plan.Member
 				rs.Member(added[i].Name).Joining = joining
 			}
 		}
+		if e.w.bootstrap && !joining {
+			plan.MarkBootstrap(rs, added)
+		}
 	}
 	return added
 }

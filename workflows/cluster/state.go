@@ -60,6 +60,8 @@ type cluster struct {
 	lifecycle bool
 	// appContract says this run keeps the contract of change.AppContract too.
 	appContract bool
+	// bootstrap says this run marks who forms each role (change.Bootstrap).
+	bootstrap bool
 	// hostCheck is what placement asks of hosts' allow-lists (change.HostAllowLists).
 	hostCheck plan.HostCheck
 	// operating says an operation is in progress (the workflow can cancel it).

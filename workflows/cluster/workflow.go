@@ -92,6 +92,7 @@ func newClusterWorkflow(ctx workflow.Context, in workflows.ClusterInput) (*clust
 	}
 	w.lifecycle = workflow.GetVersion(ctx, change.Lifecycle, workflow.DefaultVersion, 1) >= 1
 	w.appContract = w.lifecycle && workflow.GetVersion(ctx, change.AppContract, workflow.DefaultVersion, 1) >= 1
+	w.bootstrap = w.appContract && workflow.GetVersion(ctx, change.Bootstrap, workflow.DefaultVersion, 1) >= 1
 	carried, err := in.ReadCarried()
 	if err != nil {
 		return nil, temporal.NewNonRetryableApplicationError("cannot read the state carried over: "+err.Error(), "InvalidInput", nil)

@@ -88,6 +88,7 @@ func ConfigMeta(s *workflows.ClusterState, desired spec.Cluster, lifecycle, appC
 			if h := Of(s, m.Host); h != nil {
 				node.Address = h.Address
 			}
+			node.Bootstrap = m.Bootstrap
 			meta.Members = append(meta.Members, node)
 		}
 		meta.Roles = append(meta.Roles, role)

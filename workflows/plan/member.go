@@ -64,6 +64,10 @@ type Member struct {
 	// a replacement): its configure is told so, to join the app's running cluster rather
 	// than start a new one.
 	Joining bool `json:"joining,omitempty"`
+	// Bootstrap marks the member that forms the app's cluster: added while no member of its
+	// role was set up, the first such (or the replacement of that one). Its configure is
+	// told so; the others of the role's first setup join it (change.Bootstrap).
+	Bootstrap bool `json:"bootstrap,omitempty"`
 	// RemovedFor, on a member handed to a teardown, says why it leaves (see
 	// backend.ScriptRun.Reason); the cluster's own state never keeps it.
 	RemovedFor string `json:"removedFor,omitempty"`
@@ -148,7 +152,7 @@ func (m Member) ForChild() Member {
 	out := Member{
 		Name: m.Name, Role: m.Role, Ordinal: m.Ordinal, State: m.State, Host: m.Host, Event: m.Event, Since: m.Since,
 		ListedIn: m.ListedIn, KnowsUpTo: m.KnowsUpTo, Revision: m.Revision,
-		Joining: m.Joining, RemovedFor: m.RemovedFor, Ports: m.Ports,
+		Joining: m.Joining, Bootstrap: m.Bootstrap, RemovedFor: m.RemovedFor, Ports: m.Ports,
 	}
 	if m.State == MemberPending {
 		out.Replaces = m.Replaces // its configure is told whom it replaces

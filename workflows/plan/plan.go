@@ -228,6 +228,23 @@ func Grow(cluster string, role spec.Role, rs *RoleState, want int, onHosts bool,
 	return added
 }
 
+// MarkBootstrap picks, among members just added to a role none of whose members was set
+// up, the one that forms the app's cluster: the replacement of the member that was to
+// form it, or the first added if no member of the role is to.
+func MarkBootstrap(rs *RoleState, added []Member) {
+	for i := range added {
+		if replaced := rs.Member(added[i].Replaces); replaced != nil && replaced.Bootstrap {
+			replaced.Bootstrap = false
+			added[i].Bootstrap, rs.Member(added[i].Name).Bootstrap = true, true
+			return
+		}
+	}
+	if slices.ContainsFunc(rs.Members, func(m Member) bool { return m.Bootstrap && m.State != MemberDeleted }) {
+		return
+	}
+	added[0].Bootstrap, rs.Member(added[0].Name).Bootstrap = true, true
+}
+
 // configure is one level's setup: every wanted member still pending is configured, a
 // child per role.
 func configure(desired spec.Cluster, roles []RoleState, level []string) []RoleWork {

@@ -680,3 +680,50 @@ func TestGracefulRemovalDecommissionsFirst(t *testing.T) {
 		t.Errorf("decommissioned %q in a role that does not subscribe", names(work))
 	}
 }
+
+// TestMarkBootstrap walks a role's first setup: one member forms it, a replacement of that
+// member before anything was set up takes it over, and nobody else ever does.
+func TestMarkBootstrap(t *testing.T) {
+	role := spec.Role{Name: "r"}
+	formers := func(rs RoleState) []string {
+		var names []string
+		for _, m := range rs.Members {
+			if m.Bootstrap {
+				names = append(names, m.Name)
+			}
+		}
+		return names
+	}
+	var rs RoleState
+	rs.Name = "r"
+	MarkBootstrap(&rs, Grow("c", role, &rs, 3, false, nil, time.Time{}))
+	if got := formers(rs); !slices.Equal(got, []string{"c-r-0"}) {
+		t.Fatalf("a role's first three members: %v form it, want c-r-0", got)
+	}
+
+	// The member to form it fails and is replaced: its replacement forms it.
+	rs.Member("c-r-0").State, rs.Member("c-r-0").Leaving = MemberReplacing, true
+	added := Grow("c", role, &rs, 3, false, nil, time.Time{})
+	MarkBootstrap(&rs, added)
+	if len(added) != 1 || !added[0].Bootstrap || added[0].Replaces != "c-r-0" {
+		t.Fatalf("the replacement %+v does not form it", added)
+	}
+	if got := formers(rs); !slices.Equal(got, []string{"c-r-3"}) {
+		t.Fatalf("after the replacement: %v form it, want c-r-3", got)
+	}
+
+	// Another member fails and is replaced: the one forming it still does.
+	rs.Member("c-r-1").State, rs.Member("c-r-1").Leaving = MemberReplacing, true
+	MarkBootstrap(&rs, Grow("c", role, &rs, 3, false, nil, time.Time{}))
+	if got := formers(rs); !slices.Equal(got, []string{"c-r-3"}) {
+		t.Fatalf("after another replacement: %v form it, want c-r-3", got)
+	}
+
+	// A role whose member to form it was removed gives the next added member the part.
+	rs.Member("c-r-3").State = MemberDeleted
+	rs.Members = slices.DeleteFunc(rs.Members, func(m Member) bool { return m.State == MemberDeleted })
+	MarkBootstrap(&rs, Grow("c", role, &rs, 4, false, nil, time.Time{}))
+	if got := formers(rs); len(got) != 1 {
+		t.Fatalf("after its removal: %v form it, want one", got)
+	}
+}

@@ -37,7 +37,7 @@ func (r *roleWorkflow) runScript(ctx workflow.Context, i int, event spec.Event) 
 	}
 	switch event {
 	case spec.EventConfigure:
-		run.Joining, run.Replaces = m.Joining, m.Replaces
+		run.Joining, run.Replaces, run.Bootstrap = m.Joining, m.Replaces, m.Bootstrap
 	case spec.EventTeardown, spec.EventDecommission:
 		run.Reason = m.RemovedFor
 	}

@@ -404,6 +404,9 @@ func (l *Backend) LaunchScript(ctx context.Context, run backend.ScriptRun, to ba
 	if run.Replaces != "" {
 		own["CLUSTERFLOW_REPLACES"] = run.Replaces
 	}
+	if run.Bootstrap {
+		own["CLUSTERFLOW_BOOTSTRAP"] = "1"
+	}
 	for name, port := range run.Ports {
 		own[spec.PortEnv(name)] = strconv.Itoa(port)
 	}
@@ -478,7 +481,7 @@ func (l *Backend) probe(run backend.ScriptRun, own map[string]string, script fun
 	}
 	check := maps.Clone(own)
 	check["CLUSTERFLOW_EVENT"] = string(spec.EventCheck)
-	for _, k := range []string{"CLUSTERFLOW_REASON", "CLUSTERFLOW_JOINING", "CLUSTERFLOW_REPLACES", NodesFileEnv} {
+	for _, k := range []string{"CLUSTERFLOW_REASON", "CLUSTERFLOW_JOINING", "CLUSTERFLOW_REPLACES", "CLUSTERFLOW_BOOTSTRAP", NodesFileEnv} {
 		delete(check, k)
 	}
 	return &agent.Probe{Probe: *run.Probe, Script: script([]string{"--check"}, check), Host: l.Host}

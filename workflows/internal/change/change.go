@@ -81,6 +81,11 @@ const (
 	// retry runs it again; and a replacement's predecessor stays in configmeta, as leaving,
 	// until it is gone. Asked once per run, when it starts.
 	AppContract = "app-contract"
+	// Bootstrap: the first member added to a role none of whose members was set up (or a
+	// replacement of it) is marked to form the app's cluster, CLUSTERFLOW_BOOTSTRAP on its
+	// configure and bootstrap in configmeta, so that one member forms and the others join.
+	// Asked once per run, when it starts.
+	Bootstrap = "bootstrap-member"
 	// WatchOnlyReports: a down or unhealthy report from a reporter that may not cause
 	// a replacement (a gateway token without the replace scope) takes the member down with
 	// no replaceAfter timer: only a report that may replace, or an operator, replaces it.
