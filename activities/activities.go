@@ -320,6 +320,16 @@ func (a *Activities) StopScript(ctx context.Context, stop backend.ScriptStop) er
 	return refuseElsewhere(a.Backend.StopScript(ctx, stop))
 }
 
+// RecheckMember has the member's host count its checks afresh, taking it for down
+// (backend.Rechecker); a backend that checks nothing has nothing to do.
+func (a *Activities) RecheckMember(ctx context.Context, m backend.MemberRef) error {
+	r, ok := a.Backend.(backend.Rechecker)
+	if !ok {
+		return nil
+	}
+	return refuseElsewhere(r.RecheckMember(ctx, m))
+}
+
 // ReadMemberLog reads part of a member's script output on the host holding it.
 func (a *Activities) ReadMemberLog(ctx context.Context, req backend.LogRequest) (backend.LogChunk, error) {
 	chunk, err := a.Backend.ReadLog(ctx, req)

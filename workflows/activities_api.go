@@ -27,6 +27,7 @@ type ActivityContract interface {
 	ListHostClusters(ctx context.Context) ([]HostCluster, error)
 	SignalAll(ctx context.Context, b Broadcast) (int, error)
 	AssignPorts(ctx context.Context, req backend.PortRequest) (backend.PortAssignment, error)
+	RecheckMember(ctx context.Context, m backend.MemberRef) error
 }
 
 // MemberListing is what a backend has of a cluster's members, by role and ordinal ranges,

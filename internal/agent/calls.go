@@ -51,6 +51,7 @@ const (
 	callStopScript        = "stopScript"
 	callReadLog           = "readLog"
 	callLaunchProgress    = "launchProgress"
+	callRecheckMember     = "recheckMember"
 )
 
 // launchArgs are LaunchScript's arguments.
@@ -75,8 +76,20 @@ func (a *Agent) call(ctx context.Context, c Call) (any, error) {
 		return with(c.Args, func(m backend.MemberRef) (none, error) { return none{}, b.CreateMember(ctx, m) })
 	case callRemoveMember:
 		return with(c.Args, func(m backend.MemberRef) (none, error) {
-			a.dropProbe(probeID(m.Cluster, m.Home, m.Name), "member removed")
-			return none{}, b.RemoveMember(ctx, m)
+			// Only once the backend found the member the caller's: another namespace's
+			// worker stops no probe.
+			err := b.RemoveMember(ctx, m)
+			if err == nil {
+				a.dropProbe(probeID(m.Cluster, m.Home, m.Name), "member removed")
+			}
+			return none{}, err
+		})
+	case callRecheckMember:
+		return with(c.Args, func(m backend.MemberRef) (none, error) {
+			if r, ok := b.(backend.Rechecker); ok {
+				return none{}, r.RecheckMember(ctx, m)
+			}
+			return none{}, nil
 		})
 	case callRemoveCluster:
 		return with(c.Args, func(key string) (none, error) {
@@ -228,6 +241,11 @@ func (r *RemoteBackend) ReadLog(ctx context.Context, req backend.LogRequest) (ba
 }
 
 // LaunchProgress implements backend.LaunchWatcher: the agent's backend knows, if any does.
+// RecheckMember implements backend.Rechecker.
+func (r *RemoteBackend) RecheckMember(ctx context.Context, m backend.MemberRef) error {
+	return r.do(ctx, callRecheckMember, m, nil)
+}
+
 func (r *RemoteBackend) LaunchProgress(ctx context.Context, m backend.MemberRef) (string, error) {
 	var progress string
 	return progress, r.do(ctx, callLaunchProgress, m, &progress)

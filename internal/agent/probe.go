@@ -72,8 +72,10 @@ type prober struct {
 	// sent again from retryAfter on.
 	passes, fails int
 	retryAfter    time.Time
-	stopped       chan struct{}
-	stopOnce      sync.Once
+	// recount, set by Recheck under mu, has the checks counted afresh from the next one.
+	recount  bool
+	stopped  chan struct{}
+	stopOnce sync.Once
 }
 
 func (p *prober) snapshot() probeRecord {
@@ -272,6 +274,9 @@ func (a *Agent) probe(p *prober) {
 			timer.Reset(every)
 			continue
 		}
+		if p.takeRecount() {
+			p.passes, p.fails = 0, 0
+		}
 		if c, ran := a.check(p.at, rec.Active); ran {
 			a.probeChecked(p, rec, c)
 		} else {
@@ -281,6 +286,40 @@ func (a *Agent) probe(p *prober) {
 		}
 		timer.Reset(every)
 	}
+}
+
+// Rechecker takes a member for down and counts its checks afresh (backend.Rechecker): the
+// agent, whose probes they are.
+type Rechecker interface {
+	Recheck(cluster, home, member string)
+}
+
+// Recheck implements Rechecker: the cluster took the member for down from elsewhere, so
+// probe.successes passing checks in a row, from the next, report it up. A member this
+// agent does not check is left alone.
+func (a *Agent) Recheck(cluster, home, member string) {
+	a.mu.Lock()
+	p := a.probes[probeID(cluster, home, member)]
+	a.mu.Unlock()
+	if p == nil {
+		return
+	}
+	err := p.update(func(pr *probeRecord) { pr.Down = true })
+	p.mu.Lock()
+	p.recount = true
+	p.mu.Unlock()
+	if err != nil {
+		a.log.Warn("Could not save a member's probe", zap.String("member", member), zap.Error(err))
+	}
+	a.log.Info("Rechecking a member taken for down", zap.String("member", member))
+}
+
+func (p *prober) takeRecount() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	recount := p.recount
+	p.recount = false
+	return recount
 }
 
 // memberBusy says whether a run of the member (its records folder) is going on.

@@ -320,6 +320,15 @@ type LaunchWatcher interface {
 	LaunchProgress(ctx context.Context, m MemberRef) (string, error)
 }
 
+// Rechecker is a backend whose host checks its members (a role listing check):
+// RecheckMember has it take the member for down and count its checks afresh, so that
+// probe.successes passing checks in a row report it up. A host reports only changes of a
+// check's result: a member the cluster took for down from elsewhere (an operator, an
+// alert) while its check kept passing would never be reported up.
+type Rechecker interface {
+	RecheckMember(ctx context.Context, m MemberRef) error
+}
+
 // Progress is what a script run heartbeats while it runs; the Web UI shows it as the
 // pending activity's heartbeat details, and the client's progress reports read it.
 type Progress struct {

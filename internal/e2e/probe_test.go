@@ -239,6 +239,45 @@ roles:
 	mustSucceed(t, "delete", n, "--wait")
 }
 
+// A member taken down by an operator (a false alarm) while its own check keeps passing goes
+// up again after probe.successes passing checks, as a member down by its check does: it
+// is not replaced. Its host reports only changes of its check's result, so the cluster
+// has it count them afresh.
+func TestAMemberDownByAnOperatorComesUpByItsPassingChecks(t *testing.T) {
+	t.Parallel()
+	guard(t)
+	n := "falsealarm"
+	specPath, _ := writeServiceCluster(t, fmt.Sprintf(`
+name: %s
+roles:
+  - {name: db, members: 2, startscript: service.sh, env: {TRACE: TRACE_FILE}, events: [configure, teardown, check], probe: {every: 1s, successes: 3}, replaceAfter: 10m}
+`, n))
+	mustSucceed(t, "deploy", "-f", specPath, "--wait")
+	member := n + "-db-0"
+	signaled := time.Now()
+	mustSucceed(t, "signal", n, member, "down", "--reason", "a false alarm")
+	var m *workflows.MemberStatus
+	waitFor(t, member+" down by the operator, then up by its checks", func() bool {
+		s := statusJSON(t, n)
+		m = s.Role("db").Member(member)
+		tr := m.Health.Transitions
+		return m.State == workflows.MemberReady && len(tr) >= 2 && tr[len(tr)-2].To == workflows.MemberDown && tr[len(tr)-1].Source == workflows.ProbeSource
+	})
+	tr := m.Health.Transitions
+	down, up := tr[len(tr)-2], tr[len(tr)-1]
+	if down.Reason != "a false alarm" || up.From != workflows.MemberDown || m.Health.LastCheck == nil || !m.Health.LastCheck.Passed || m.Health.LastCheck.InARow != 3 {
+		t.Errorf("%s went down by %+v and up by %+v, its last check %+v; want up by 3 passing checks in a row", member, down, up, m.Health.LastCheck)
+	}
+	if took := up.At.Sub(down.At); took < 2*time.Second {
+		t.Errorf("%s came up %s after it went down: before 3 checks a second apart could pass", member, took)
+	}
+	t.Logf("%s was up again %s after the operator took it down", member, time.Since(signaled).Round(100*time.Millisecond))
+	if got := memberStates(statusJSON(t, n), "db"); !slices.Equal(got, []string{n + "-db-0=ready", n + "-db-1=ready"}) {
+		t.Errorf("members %v; want the same two, ready, none replaced", got)
+	}
+	mustSucceed(t, "delete", n, "--wait")
+}
+
 // historyOf counts, by type, the events of each run of the workflows whose IDs start with
 // prefix (a cluster and its role children), keyed by "WORKFLOW-ID RUN-ID".
 func historyOf(t *testing.T, prefix string) map[string]map[enums.EventType]int {

@@ -734,4 +734,22 @@ roles:
 	})
 	mustSucceed(t, "delete", n, "--wait")
 	recordOn(server.Client, "probe-down-replaced", workflows.ClusterWorkflowID(n))
+
+	// An operator's false alarm on a member whose check keeps passing: it comes up by its
+	// checks (change.RecheckDown).
+	n = "rec-falsealarm"
+	specPath, _ = writeServiceCluster(t, fmt.Sprintf(`
+name: %s
+roles:
+  - {name: svc, members: 2, startscript: service.sh, env: {TRACE: TRACE_FILE}, events: [configure, teardown, check], probe: {every: 1s, successes: 2}, replaceAfter: 10m}
+`, n))
+	mustSucceed(t, "deploy", "-f", specPath, "--wait")
+	mustSucceed(t, "signal", n, n+"-svc-0", "down", "--reason", "a false alarm")
+	waitFor(t, "the member down by the operator up by its checks", func() bool {
+		s := statusJSON(t, n)
+		m := s.Role("svc").Member(n + "-svc-0")
+		return m.State == workflows.MemberReady && len(m.Health.Transitions) > 0 && m.Health.Transitions[len(m.Health.Transitions)-1].Source == workflows.ProbeSource
+	})
+	mustSucceed(t, "delete", n, "--wait")
+	recordOn(server.Client, "operator-down-up-by-checks", workflows.ClusterWorkflowID(n))
 }

@@ -3,8 +3,10 @@ package health
 import (
 	"fmt"
 	"slices"
+	"time"
 
 	"go.temporal.io/sdk/log"
+	"go.temporal.io/sdk/temporal"
 
 	"github.com/clusterflow/clusterflow/internal/backend"
 	"github.com/clusterflow/clusterflow/spec"
@@ -136,9 +138,32 @@ func (hm *Machine) Step(ctx workflow.Context, c Cluster, rs *plan.RoleState, m *
 		hm.replace(c, rs, m, ev)
 	case plan.MemberPending:
 		hm.rehome(ctx, c, rs, m, result.From, ev)
+	case plan.MemberDown:
+		if result.From != plan.MemberDown && ev.Check == nil && r.Wants(spec.EventCheck) &&
+			workflow.GetVersion(ctx, change.RecheckDown, workflow.DefaultVersion, 1) >= 1 {
+			hm.recheck(ctx, c, rs, m)
+		}
 	}
 	hm.changed(ctx, c)
 	return result
+}
+
+// recheck has the host of a member taken down by anything but its own check count its
+// checks afresh (change.RecheckDown), without waiting for it: a host that cannot be
+// reached leaves the member down, as before, for replaceAfter to decide.
+func (hm *Machine) recheck(ctx workflow.Context, c Cluster, rs *plan.RoleState, m *plan.Member) {
+	ctx = workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+		StartToCloseTimeout: 30 * time.Second,
+		RetryPolicy:         &temporal.RetryPolicy{InitialInterval: time.Second, MaximumAttempts: 3},
+		Summary:             "recheck " + m.Name,
+	})
+	f := workflow.ExecuteActivity(flow.OnHost(ctx, m.Host, flow.ClientTaskWait), flow.ActRecheckMember, memberRef(c.Folder(), rs.Name, m.Name))
+	name := m.Name
+	workflow.Go(ctx, func(ctx workflow.Context) {
+		if err := f.Get(ctx, nil); err != nil {
+			c.Logger().Warn("Could not have a member's checks counted afresh; it stays down until its checks change or replaceAfter", "Member", name, "Error", err)
+		}
+	})
 }
 
 // changed wakes the health watcher, which rearms its timer, and re-evaluates the

@@ -569,6 +569,17 @@ func (l *Backend) StopScript(ctx context.Context, stop backend.ScriptStop) error
 }
 
 // RemoveMember implements Backend.
+// RecheckMember implements backend.Rechecker through the agent that checks the member.
+func (l *Backend) RecheckMember(_ context.Context, m backend.MemberRef) error {
+	if err := l.refuseElsewhere(m.Folder()); err != nil {
+		return err
+	}
+	if r, ok := l.launcher.(agent.Rechecker); ok {
+		r.Recheck(m.Cluster, m.Home, m.Name)
+	}
+	return nil
+}
+
 func (l *Backend) RemoveMember(ctx context.Context, m backend.MemberRef) error {
 	dir, err := l.memberDir(m)
 	if err != nil {

@@ -154,4 +154,10 @@ const (
 	// The host takes its beat from the lease's heartbeat timeout, so leases of either kind
 	// are kept right. Asked by each lease.
 	SparseLeaseBeats = "sparse-lease-beats"
+	// RecheckDown: a member of a role listing check taken down by anything but its own
+	// check (an operator, an alert, a failed start) has its host count its checks afresh
+	// (RecheckMember), so that probe.successes passing checks in a row bring it up: a host
+	// reports only changes of its check's result, and one that kept passing never reported
+	// the member up. Asked by each such step.
+	RecheckDown = "recheck-down"
 )

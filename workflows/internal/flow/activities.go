@@ -26,6 +26,7 @@ var (
 	ActReadMemberLog      = activityName(workflows.ActivityContract.ReadMemberLog)
 	ActListHostClusters   = activityName(workflows.ActivityContract.ListHostClusters)
 	ActSignalAll          = activityName(workflows.ActivityContract.SignalAll)
+	ActRecheckMember      = activityName(workflows.ActivityContract.RecheckMember)
 )
 
 // activityName is a method expression's method name.
