@@ -239,6 +239,36 @@ func TestExampleNeedsItsDependencyOrder(t *testing.T) {
 	}
 }
 
+// TestTwoDemosOfTwoDataFoldersComeUpSideBySide runs the README's example twice on one
+// machine, as two dev servers of two data folders would: each controller serves the port
+// its host gave it and knows its own service from another's, so the second demo's workers
+// register with their own controller, and still can once the first demo is gone.
+func TestTwoDemosOfTwoDataFoldersComeUpSideBySide(t *testing.T) {
+	t.Parallel()
+	guard(t)
+	root, err := testenv.ModuleRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	example := filepath.Join(root, "examples/registry/cluster.yaml")
+	first, second := newServerStack(t), newServerStack(t)
+	for _, s := range []*stack{first, second} {
+		s.startWorker()
+		if res := s.cli("deploy", "-f", example, "--wait"); res.Code != 0 {
+			t.Fatalf("deploy demo: %s", res)
+		}
+	}
+	if res := first.cli("delete", "demo", "--wait"); res.Code != 0 {
+		t.Fatalf("delete the first demo: %s", res)
+	}
+	if res := second.cli("resize", "demo", "worker=4", "--wait"); res.Code != 0 {
+		t.Fatalf("the second demo's new worker could not register with its own controller: %s", res)
+	}
+	if res := second.cli("delete", "demo", "--wait"); res.Code != 0 {
+		t.Fatalf("delete the second demo: %s", res)
+	}
+}
+
 // exampleDev is the README's first command, `clusterflow dev -f` with the example app, set
 // up in a fresh folder with free addresses; its agent and services are stopped at the end.
 type exampleDev struct {
