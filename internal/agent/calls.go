@@ -240,12 +240,12 @@ func (r *RemoteBackend) ReadLog(ctx context.Context, req backend.LogRequest) (ba
 	return chunk, r.do(ctx, callReadLog, req, &chunk)
 }
 
-// LaunchProgress implements backend.LaunchWatcher: the agent's backend knows, if any does.
 // RecheckMember implements backend.Rechecker.
 func (r *RemoteBackend) RecheckMember(ctx context.Context, m backend.MemberRef) error {
 	return r.do(ctx, callRecheckMember, m, nil)
 }
 
+// LaunchProgress implements backend.LaunchWatcher: the agent's backend knows, if any does.
 func (r *RemoteBackend) LaunchProgress(ctx context.Context, m backend.MemberRef) (string, error) {
 	var progress string
 	return progress, r.do(ctx, callLaunchProgress, m, &progress)

@@ -568,7 +568,6 @@ func (l *Backend) StopScript(ctx context.Context, stop backend.ScriptStop) error
 	return err
 }
 
-// RemoveMember implements Backend.
 // RecheckMember implements backend.Rechecker through the agent that checks the member.
 func (l *Backend) RecheckMember(_ context.Context, m backend.MemberRef) error {
 	if err := l.refuseElsewhere(m.Folder()); err != nil {
@@ -580,6 +579,7 @@ func (l *Backend) RecheckMember(_ context.Context, m backend.MemberRef) error {
 	return nil
 }
 
+// RemoveMember implements Backend.
 func (l *Backend) RemoveMember(ctx context.Context, m backend.MemberRef) error {
 	dir, err := l.memberDir(m)
 	if err != nil {
