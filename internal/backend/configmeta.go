@@ -26,17 +26,20 @@ type ConfigMetaNode struct {
 	Role    string `json:"role"`
 	Ordinal int    `json:"ordinal"`
 	State   string `json:"state"`
-	Dir     string `json:"dir,omitempty"`
+	// Bootstrap marks the member that forms the app's cluster, while its role is set up
+	// for the first time: the others join it.
+	Bootstrap bool   `json:"bootstrap,omitempty"`
+	Dir       string `json:"dir,omitempty"`
 	// Host holds the member, and Address is how other members reach it: the workflow
 	// sends its host's address, and the backend writing the file makes it the member's
 	// (Provisioner.MemberAddress). Both are empty in single-host mode.
 	Host    string `json:"host,omitempty"`
 	Address string `json:"address,omitempty"`
-	// Ports are the member's ports by name, when its role names any.
+	// Ports are the member's ports by name, when its role names any. Scripts find a
+	// member's fields with grep and sed in this order, some across neighbours (ordinal and
+	// state; address, ports and the line's end, as examples/etcd reads them): a field added
+	// later goes between state and dir, as bootstrap did.
 	Ports map[string]int `json:"ports,omitempty"`
-	// Bootstrap marks the member that forms the app's cluster, while its role is set up
-	// for the first time: the others join it.
-	Bootstrap bool `json:"bootstrap,omitempty"`
 }
 
 // Encode writes the JSON with each member on a line of its own, so that shell scripts
