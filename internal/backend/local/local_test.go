@@ -375,6 +375,7 @@ func TestAWorkerTouchesNothingAnotherNamespaceOwnsButWithItsKey(t *testing.T) {
 		"write with another key": workers["ns-b"].WriteClusterFiles(ctx, backend.ClusterFiles{Cluster: "c", Home: m.Home, FolderKey: "a guess"}),
 		"launch a script in it":  workers["ns-b"].LaunchScript(ctx, backend.ScriptRun{Member: m, Event: spec.EventConfigure}, backend.Completion{}),
 		"stop a script in it":    workers["ns-b"].StopScript(ctx, backend.ScriptStop{Member: m, Event: spec.EventConfigure}),
+		"recheck its member":     workers["ns-b"].RecheckMember(ctx, m),
 	} {
 		if !errors.As(err, &elsewhere) {
 			t.Errorf("ns-b may %s of ns-a's cluster: %v", what, err)
@@ -385,6 +386,9 @@ func TestAWorkerTouchesNothingAnotherNamespaceOwnsButWithItsKey(t *testing.T) {
 	}
 	if _, err := workers["ns-b"].ListMembers(ctx, key); !errors.As(err, &elsewhere) {
 		t.Errorf("ns-b may list ns-a's members: %v", err)
+	}
+	if err := workers["ns-a"].RecheckMember(ctx, m); err != nil {
+		t.Errorf("ns-a rechecking its own member: %v", err)
 	}
 	sandbox, _ := workers["ns-a"].memberDir(m)
 	if _, err := os.Stat(sandbox); err != nil {
