@@ -33,6 +33,7 @@ func TestWebUIShowsClustersInARealBrowser(t *testing.T) {
 	guard(t)
 	chromium := requireChromium(t)
 	example := newExampleDev(t)
+	logUIFailuresAtEnd(t, filepath.Join(example.dir, "dev.log"))
 	uiAddr := example.uiAddr
 	dev := startDev(t, example.dir, "dev-ui", example.args)
 	if err := dev.WaitFor("Phase:    ready", 2*time.Minute); err != nil {
@@ -100,7 +101,7 @@ func step(t *testing.T, ctx context.Context, dir, name string, actions ...chrome
 	}
 	if err != nil {
 		text, _ := browse(ctx, chromedp.Text(chromedp.CSS("body")))
-		t.Fatalf("%s: %v\npage text:\n%.2000s", name, err, text)
+		t.Fatalf("%s: %v; %s\npage text:\n%.2000s", name, err, summarizeBrowser(ctx), text)
 	}
 }
 
@@ -131,9 +132,11 @@ func open(u, selector, text string) chromedp.Action[chromedp.Void] {
 
 // untilShown waits, like waitText, until an element matching selector contains text. The
 // UI answers some page loads on a busy machine with its error page ("Uh oh. There's an
-// error."), which it never retries by itself, or leaves blank, so untilShown reloads such a
-// page, as a user would (an error page after two seconds, a blank one after ten), until the
-// step's deadline: after a navigation, and after a click that opens a page.
+// error."), which it never retries by itself, so untilShown reloads such a page, as a user
+// would, after two seconds, until the step's deadline: after a navigation, and after a
+// click that opens a page. A blank page is reloaded only once its requests have stopped
+// for five seconds: a busy machine takes long to load the UI's hundreds of scripts, and a
+// reload while they come in starts them all again.
 func untilShown(selector, text string) chromedp.Action[chromedp.Void] {
 	found := fmt.Sprintf(`[document, ...[...document.querySelectorAll("iframe")].map(f => f.contentDocument)]
 		.filter(d => d).some(d => [...d.querySelectorAll(%q)].some(e => e.innerText.includes(%q)))`, selector, text)
@@ -146,7 +149,8 @@ func untilShown(selector, text string) chromedp.Action[chromedp.Void] {
 			}
 			broken, _ := chromedp.Evaluate[bool](`document.body !== null && document.body.innerText.includes("There's an error")`)(ctx, target)
 			blank, _ := chromedp.Evaluate[bool](`document.body === null || document.body.innerText.trim() === ""`)(ctx, target)
-			if broken && time.Since(lastLoad) > 2*time.Second || blank && time.Since(lastLoad) > 10*time.Second {
+			stuck := blank && time.Since(lastLoad) > 10*time.Second && networkQuietFor(ctx) > 5*time.Second
+			if broken && time.Since(lastLoad) > 2*time.Second || stuck {
 				if _, err := chromedp.Reload()(ctx, target); err != nil {
 					return chromedp.Void{}, err
 				}
@@ -221,6 +225,10 @@ func newBrowser(t *testing.T, chromium string) context.Context {
 		cancelAlloc()
 		t.Fatal("Chromium did not start within a minute")
 	}
+	ctx, err := recordBrowser(ctx)
+	if err != nil {
+		t.Fatalf("record the browser's tab: %v", err)
+	}
 	return ctx
 }
 
@@ -291,6 +299,7 @@ func TestWebUIDecodesThroughTheCodecServerOnly(t *testing.T) {
 			t.Logf("dev's log:\n%s", tailOfFiles(filepath.Join(dir, "dev.log")))
 		}
 	})
+	logUIFailuresAtEnd(t, filepath.Join(dir, "dev.log"))
 	uiAddr, codecAddr := freeAddress(t), freeAddress(t)
 	args := []string{"dev", "-f", specFile, "--db", filepath.Join(dir, "dev.db"), "--data", data, "--address", freeAddress(t),
 		"--ui-address", uiAddr, "--no-gateway", "--log-file", filepath.Join(dir, "dev.log")}

@@ -58,9 +58,11 @@ func TestDevRunsTheExampleAndKeepsStateAcrossRestarts(t *testing.T) {
 	// The Web UI serves its pages, to the browser let in by the address dev printed, and
 	// lists the cluster's workflow.
 	ui := devUIClient(t, string(out), uiAddr)
-	if page := httpGetWith(t, ui, "http://"+uiAddr+"/namespaces/default/workflows"); !strings.Contains(page, "<html") {
+	page := httpGetWith(t, ui, "http://"+uiAddr+"/namespaces/default/workflows")
+	if !strings.Contains(page, "<html") {
 		t.Errorf("UI page is not HTML: %.200s", page)
 	}
+	checkUIAssetsCached(t, ui, uiAddr, page)
 	// The UI's list API filters on every cluster search attribute.
 	listAPI := func(query string) string {
 		return httpGetWith(t, ui, "http://"+uiAddr+"/api/v1/namespaces/default/workflows?query="+url.QueryEscape(query))
@@ -525,4 +527,26 @@ func statMode(fi os.FileInfo, err error) string {
 		return err.Error()
 	}
 	return fi.Mode().Perm().String()
+}
+
+// checkUIAssetsCached checks that the browser may keep the UI's content-named assets, which
+// the page loads by the hundred, and only those: the page itself is asked for afresh.
+func checkUIAssetsCached(t *testing.T, ui *http.Client, uiAddr, page string) {
+	t.Helper()
+	asset := regexp.MustCompile(`/_app/immutable/[^"']+\.js`).FindString(page)
+	if asset == "" {
+		t.Errorf("the UI page names no asset under /_app/immutable/: %.500s", page)
+		return
+	}
+	for path, want := range map[string]string{asset: "private, max-age=31536000, immutable", "/namespaces/default/workflows": ""} {
+		resp, err := ui.Get("http://" + uiAddr + path)
+		if err != nil {
+			t.Errorf("GET %s: %v", path, err)
+			continue
+		}
+		resp.Body.Close()
+		if got := resp.Header.Get("Cache-Control"); resp.StatusCode != http.StatusOK || got != want {
+			t.Errorf("GET %s: %d, Cache-Control %q, want 200 and %q", path, resp.StatusCode, got, want)
+		}
+	}
 }
