@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/testsuite"
 	"go.temporal.io/sdk/workflow"
@@ -18,6 +19,7 @@ import (
 	"github.com/clusterflow/clusterflow/internal/runner"
 	"github.com/clusterflow/clusterflow/spec"
 	"github.com/clusterflow/clusterflow/workflows"
+	"github.com/clusterflow/clusterflow/workflows/health"
 )
 
 // These tests skip time: replaceAfter, flapWindow and the timers behind them take no real
@@ -570,5 +572,56 @@ func TestAProbeReportIsRefusedWhenStaleOrChangingNothing(t *testing.T) {
 	m := memberIn(after, "c-worker-0")
 	if m == nil || m.Health == nil || m.Health.LastCheck == nil || m.Health.LastCheck.InARow != 3 || len(m.Health.Transitions) != 1 {
 		t.Fatalf("the member after one taken check: %+v", m)
+	}
+}
+
+// TestABurstOfDownsRechecksABoundedNumberOfMembersAtOnce: an alert that takes every member
+// of a checked role down asks their hosts to count their checks afresh, but never more at
+// once than health.RechecksAtOnce, whatever the number of members: the workflow's pending
+// activities stay under Temporal's 2,000. The members past the bound stay down.
+func TestABurstOfDownsRechecksABoundedNumberOfMembersAtOnce(t *testing.T) {
+	const members = health.RechecksAtOnce + 50
+	fake := newFakeBackend()
+	env := newEnv(t, fake)
+	var mu sync.Mutex
+	var running, most, asked int
+	recheck := func(ctx context.Context, m backend.MemberRef) error {
+		mu.Lock()
+		running++
+		asked++
+		most = max(most, running)
+		mu.Unlock()
+		// Each recheck is held until every member's down has arrived, or 3 s passed.
+		for deadline := time.Now().Add(3 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+			mu.Lock()
+			all := asked >= members
+			mu.Unlock()
+			if all {
+				break
+			}
+		}
+		mu.Lock()
+		running--
+		mu.Unlock()
+		return nil
+	}
+	env.RegisterActivityWithOptions(recheck, activity.RegisterOptions{Name: "RecheckMember", DisableAlreadyRegisteredCheck: true})
+	for i := range members {
+		signalAt(env, settled, fmt.Sprintf("c-db-%d", i), workflows.HealthDown)
+	}
+	var after workflows.ClusterStatus
+	queryAt(t, env, settled+time.Minute, &after)
+	env.ExecuteWorkflow(workflows.ClusterWorkflowName, workflows.ClusterInput{Spec: testSpec(t, fmt.Sprintf(`
+name: c
+roles:
+  - {name: db, members: %d, maxInFlight: 500, startscript: s.sh, events: [configure, addnodes, delnodes, teardown, check], replaceAfter: 24h}
+`, members))})
+
+	if most > health.RechecksAtOnce || asked < health.RechecksAtOnce {
+		t.Errorf("%d members down at once: %d rechecks asked, at most %d at once; want %d at once at most, and that many asked",
+			members, asked, most, health.RechecksAtOnce)
+	}
+	if down := after.Role("db").States[workflows.MemberDown]; down != members {
+		t.Errorf("%d of %d members down after the burst; want all", down, members)
 	}
 }

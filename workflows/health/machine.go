@@ -18,6 +18,12 @@ import (
 	"go.temporal.io/sdk/workflow"
 )
 
+// RechecksAtOnce bounds the rechecks (change.RecheckDown) one run has asked of hosts and
+// not heard back from: an alert that takes a whole large role down must not pass the
+// 2,000 activities Temporal lets a workflow have pending. A member past the bound stays
+// down, as before rechecks, until its checks change or replaceAfter.
+const RechecksAtOnce = 200
+
 // Machine is member health as the cluster workflow runs it: it feeds the events reported
 // of members, and those it raises itself (timers, reconciles, hosts lost), to each
 // member's state machine, and carries out what a transition asks: a replacement, a member
@@ -35,6 +41,8 @@ type Machine struct {
 	reconciles int
 	// listings counts this run's listings in children, which name them.
 	listings int
+	// rechecking counts the rechecks asked of hosts and not yet answered.
+	rechecking int
 }
 
 // Options are what a cluster's run decided when it started (see workflows/internal/change).
@@ -152,6 +160,13 @@ func (hm *Machine) Step(ctx workflow.Context, c Cluster, rs *plan.RoleState, m *
 // checks afresh (change.RecheckDown), without waiting for it: a host that cannot be
 // reached leaves the member down, as before, for replaceAfter to decide.
 func (hm *Machine) recheck(ctx workflow.Context, c Cluster, rs *plan.RoleState, m *plan.Member) {
+	// Asked only at the bound, which no history of before it reached.
+	if hm.rechecking >= RechecksAtOnce && workflow.GetVersion(ctx, change.BoundedRechecks, workflow.DefaultVersion, 1) >= 1 {
+		c.Logger().Warn("Too many members are being rechecked at once; this one stays down until its checks change or replaceAfter",
+			"Member", m.Name, "Rechecking", hm.rechecking)
+		return
+	}
+	hm.rechecking++
 	ctx = workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
 		StartToCloseTimeout: 30 * time.Second,
 		RetryPolicy:         &temporal.RetryPolicy{InitialInterval: time.Second, MaximumAttempts: 3},
@@ -160,6 +175,7 @@ func (hm *Machine) recheck(ctx workflow.Context, c Cluster, rs *plan.RoleState, 
 	f := workflow.ExecuteActivity(flow.OnHost(ctx, m.Host, flow.ClientTaskWait), flow.ActRecheckMember, memberRef(c.Folder(), rs.Name, m.Name))
 	name := m.Name
 	workflow.Go(ctx, func(ctx workflow.Context) {
+		defer func() { hm.rechecking-- }()
 		if err := f.Get(ctx, nil); err != nil {
 			c.Logger().Warn("Could not have a member's checks counted afresh; it stays down until its checks change or replaceAfter", "Member", name, "Error", err)
 		}

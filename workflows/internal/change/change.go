@@ -160,4 +160,9 @@ const (
 	// reports only changes of its check's result, and one that kept passing never reported
 	// the member up. Asked by each such step.
 	RecheckDown = "recheck-down"
+	// BoundedRechecks: a run asks at most health.RechecksAtOnce rechecks at once; a member
+	// taken down past the bound is not rechecked. A burst of downs on a large role asked
+	// one activity per member at once, past the 2,000 pending activities Temporal allows.
+	// Asked by a recheck at the bound.
+	BoundedRechecks = "bounded-rechecks"
 )
