@@ -3,6 +3,7 @@ package spec
 import (
 	"fmt"
 	"regexp"
+	"strings"
 )
 
 var dns1123Label = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`)
@@ -39,6 +40,17 @@ func CheckMemberName(name string) error {
 }
 
 var envName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+
+// CheckEnvName says what is wrong with name as a variable of a role's env, if anything.
+func CheckEnvName(name string) error {
+	switch {
+	case !envName.MatchString(name):
+		return fmt.Errorf("is not a valid environment variable name (letters, digits and '_', not starting with a digit)")
+	case strings.HasPrefix(name, ReservedEnvPrefix):
+		return fmt.Errorf("the %s prefix is reserved for variables clusterflow sets", ReservedEnvPrefix)
+	}
+	return nil
+}
 
 // ReservedEnvPrefix marks the variables clusterflow itself sets for startscripts.
 const ReservedEnvPrefix = "CLUSTERFLOW_"

@@ -110,11 +110,8 @@ func buildRole(path string, d draftRole, ps *problems) Role {
 		r.Events = checkEvents(path+".events", d.Events, ps)
 	}
 	for _, k := range sortedKeys(d.Env) {
-		switch {
-		case !envName.MatchString(k):
-			ps.add(path+".env."+k, "is not a valid environment variable name (letters, digits and '_', not starting with a digit)")
-		case strings.HasPrefix(k, ReservedEnvPrefix):
-			ps.add(path+".env."+k, "the %s prefix is reserved for variables clusterflow sets", ReservedEnvPrefix)
+		if err := CheckEnvName(k); err != nil {
+			ps.add(path+".env."+k, "%s", err)
 		}
 	}
 	if d.Timeout != nil {

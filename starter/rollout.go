@@ -51,19 +51,8 @@ func ClientIdentity() string {
 // cluster, changing nothing: the dry run.
 func (s *Starter) Preview(ctx context.Context, name string, c *spec.Cluster, counts []workflows.RoleCount) (workflows.Preview, error) {
 	var preview workflows.Preview
-	queryCtx, cancel := context.WithTimeout(ctx, queryTimeout)
-	defer cancel()
-	value, err := s.client.QueryWorkflow(queryCtx, workflows.ClusterWorkflowID(name), "", workflows.PreviewQuery, workflows.PreviewRequest{Spec: c, Counts: counts})
-	switch {
-	case isNotFound(err):
-		return preview, notFound(name)
-	case noAnswer(err):
-		return preview, noWorker(s.taskQueue, err)
-	case err != nil:
-		return preview, fmt.Errorf("preview the change to %s: %w", name, err)
-	}
-	if err := value.Get(&preview); err != nil {
-		return preview, fmt.Errorf("decode the preview of %s: %w", name, err)
+	if err := s.queryCluster(ctx, name, workflows.PreviewQuery, "preview the change to "+name, &preview, workflows.PreviewRequest{Spec: c, Counts: counts}); err != nil {
+		return preview, err
 	}
 	if preview.Refused != "" {
 		return preview, apperr.Errorf(apperr.Invalid, "%s", preview.Refused)

@@ -97,19 +97,8 @@ func (s *Starter) signResize(ctx context.Context, name string, req workflows.Res
 // manifestToSign asks the cluster for the manifest a change to req's counts would have,
 // with the generation it would make.
 func (s *Starter) manifestToSign(ctx context.Context, name string, req workflows.ResizeRequest) (signing.Manifest, error) {
-	queryCtx, cancel := context.WithTimeout(ctx, queryTimeout)
-	defer cancel()
-	resp, err := s.client.QueryWorkflow(queryCtx, workflows.ClusterWorkflowID(name), "", workflows.ManifestQuery, req)
 	var m signing.Manifest
-	switch {
-	case isNotFound(err):
-		return m, notFound(name)
-	case noAnswer(err):
-		return m, noWorker(s.taskQueue, err)
-	case err != nil:
-		return m, fmt.Errorf("ask cluster %s for the manifest to sign: %w", name, err)
-	}
-	if err := resp.Get(&m); err != nil {
+	if err := s.queryCluster(ctx, name, workflows.ManifestQuery, "ask cluster "+name+" for the manifest to sign", &m, req); err != nil {
 		return m, err
 	}
 	if m.Namespace != s.signer.namespace {

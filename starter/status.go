@@ -173,3 +173,23 @@ func noAnswer(err error) bool {
 	return errors.Is(err, context.DeadlineExceeded) || errors.As(err, &deadline) || errors.As(err, &notReady) ||
 		errors.As(err, &precondition) && strings.Contains(precondition.Error(), "no poller seen")
 }
+
+// queryCluster asks the cluster's workflow queryType with args and decodes the answer into
+// into; what names the question in errors ("preview the change to demo").
+func (s *Starter) queryCluster(ctx context.Context, name, queryType, what string, into any, args ...any) error {
+	queryCtx, cancel := context.WithTimeout(ctx, queryTimeout)
+	defer cancel()
+	value, err := s.client.QueryWorkflow(queryCtx, workflows.ClusterWorkflowID(name), "", queryType, args...)
+	switch {
+	case isNotFound(err):
+		return notFound(name)
+	case noAnswer(err):
+		return noWorker(s.taskQueue, err)
+	case err != nil:
+		return fmt.Errorf("%s: %w", what, err)
+	}
+	if err := value.Get(into); err != nil {
+		return fmt.Errorf("%s: decode the answer: %w", what, err)
+	}
+	return nil
+}

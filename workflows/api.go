@@ -4,6 +4,9 @@
 package workflows
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
@@ -41,6 +44,9 @@ const (
 	// to sign. (Named to sort after status, which the Web UI's Queries tab then offers
 	// first.)
 	ManifestQuery = "to-sign"
+	// SpecQuery returns the desired spec, with its hash (a DesiredSpec): what `clusterflow
+	// set` edits and applies again. (Named, as ManifestQuery, to sort after status.)
+	SpecQuery = "to-edit"
 	// CancelUpdate stops the operation in progress and returns the status once accepted.
 	CancelUpdate = "cancel"
 	// RoleProgressSignal carries member changes from a role child to its cluster.
@@ -154,6 +160,28 @@ type ApplyRequest struct {
 	Spec spec.Cluster `json:"spec"`
 	// By is the client identity applying it, which the revisions record.
 	By string `json:"by,omitempty"`
+	// IfSpec, when set, is the hash (DesiredSpec.Hash) of the desired spec Spec was made
+	// from: the apply is refused if the desired spec changed since, so that an edit of one
+	// setting never undoes a change that came between (a resize, another edit).
+	IfSpec string `json:"ifSpec,omitempty"`
+}
+
+// DesiredSpec is the answer of SpecQuery.
+type DesiredSpec struct {
+	Spec spec.Cluster `json:"spec"`
+	// Hash is SpecHash of Spec.
+	Hash string `json:"hash"`
+}
+
+// SpecHash names a desired spec by its content: the SHA-256 of its JSON (whose maps
+// encode in sorted order), in hex.
+func SpecHash(c spec.Cluster) (string, error) {
+	data, err := json.Marshal(c)
+	if err != nil {
+		return "", fmt.Errorf("encode spec %s: %w", c.Name, err)
+	}
+	sum := sha256.Sum256(data)
+	return hex.EncodeToString(sum[:]), nil
 }
 
 // ChangeResult says what an accepted resize or apply became.

@@ -2,6 +2,7 @@ package workflows_test
 
 import (
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -210,4 +211,69 @@ func memberNames(s workflows.ClusterStatus) []string {
 		}
 	}
 	return names
+}
+
+// TestAnApplyMadeFromAnOlderSpecIsRefused: an apply that names the spec it was made from
+// (IfSpec, as `clusterflow set` sends) is refused once another change came between, and
+// changes nothing; made from the current spec, it runs.
+func TestAnApplyMadeFromAnOlderSpecIsRefused(t *testing.T) {
+	env := newEnv(t, newFakeBackend())
+	var read, reread workflows.DesiredSpec
+	readSpec := func(into *workflows.DesiredSpec) {
+		v, err := env.QueryWorkflow(workflows.SpecQuery)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := v.Get(into); err != nil {
+			t.Fatal(err)
+		}
+	}
+	withEnv := func(d workflows.DesiredSpec, value string) spec.Cluster {
+		c := d.Spec
+		c.Roles = slices.Clone(c.Roles)
+		for i := range c.Roles {
+			if c.Roles[i].Name == "worker" {
+				c.Roles[i].Env = map[string]string{"VERSION": value}
+			}
+		}
+		return c
+	}
+	env.RegisterDelayedCallback(func() { readSpec(&read) }, time.Hour)
+	resize := updateAt(env, time.Hour+time.Minute, workflows.ResizeUpdate, workflows.ResizeRequest{Counts: []workflows.RoleCount{{Role: "worker", Members: 4}}})
+	var stale, current *outcome
+	env.RegisterDelayedCallback(func() {
+		stale = updateNow(env, workflows.ApplyUpdate, workflows.ApplyRequest{Spec: withEnv(read, "2"), IfSpec: read.Hash})
+	}, time.Hour+2*time.Minute)
+	env.RegisterDelayedCallback(func() { readSpec(&reread) }, time.Hour+3*time.Minute)
+	env.RegisterDelayedCallback(func() {
+		current = updateNow(env, workflows.ApplyUpdate, workflows.ApplyRequest{Spec: withEnv(reread, "2"), IfSpec: reread.Hash})
+	}, time.Hour+4*time.Minute)
+	var after workflows.ClusterStatus
+	queryAt(t, env, 2*time.Hour, &after)
+	env.ExecuteWorkflow(workflows.ClusterWorkflowName, workflows.ClusterInput{Spec: testSpec(t, threeLevels)})
+
+	if resize.refused != nil {
+		t.Fatalf("resize refused: %v", resize.refused)
+	}
+	if read.Hash == "" || read.Hash == reread.Hash {
+		t.Fatalf("the spec's hash did not change with the resize: %q, then %q", read.Hash, reread.Hash)
+	}
+	if stale.refused == nil || !strings.Contains(stale.refused.Error(), "the cluster's spec changed after it was read") {
+		t.Errorf("an apply from the spec before the resize: refused %v (result %+v)", stale.refused, stale.result)
+	}
+	if r, ok := current.result.(workflows.ChangeResult); current.refused != nil || !ok || !r.Changed || r.Revision != 2 {
+		t.Errorf("an apply from the current spec: refused %v, result %+v", current.refused, current.result)
+	}
+	if w := after.Role("worker"); w.Desired != 4 || after.Revision != 2 {
+		t.Errorf("after: worker desired %d (want the resize's 4 kept), revision %d", w.Desired, after.Revision)
+	}
+}
+
+// updateNow sends an update at once, from a delayed callback.
+func updateNow(env *testsuite.TestWorkflowEnvironment, update string, arg any) *outcome {
+	o := &outcome{}
+	env.UpdateWorkflow(update, fmt.Sprintf("%s-%p", update, o), &testsuite.TestUpdateCallback{
+		OnReject: func(err error) { o.refused = err }, OnAccept: func() {}, OnComplete: func(v any, _ error) { o.result = v },
+	}, arg)
+	return o
 }

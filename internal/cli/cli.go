@@ -32,6 +32,7 @@ var commands = []command{
 	{"deploy", "-f SPEC [--wait] [--sign-key F]", "deploy a new cluster", runDeploy},
 	{"resize", "NAME ROLE=N... [--wait] [--sign-key F]", "change the member count of roles", runResize},
 	{"apply", "-f SPEC [--wait] [--sign-key F]", "change an existing cluster to match a spec", runApply},
+	{"set", "NAME ROLE env NAME=VALUE|NAME-... [--dry-run] [--wait] [--sign-key F]", "change one role's env in the running spec, and roll it out as apply does", runSet},
 	{"cancel", "NAME [--wait]", "stop the operation in progress", runCancel},
 	{"retry", "NAME [MEMBER...] [--wait]", "run again the failed configure of members in config_error (default: all of them)", runRetry},
 	{"rollout", "status|pause|resume|undo NAME [--wait] [--to-revision N]", "follow, pause, resume or undo the rollout of a new revision", runRollout},

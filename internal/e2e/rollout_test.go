@@ -441,3 +441,61 @@ roles:
 	}
 	mustSucceed(t, "delete", n, "--wait")
 }
+
+// TestSetChangesOneRolesEnvWithoutASpecFile: `set NAME ROLE env` edits the cluster's
+// running spec, with no file to copy: a dry run names the revision and changes nothing;
+// the change rolls out as apply's would, and the scripts see it; a value set again changes
+// nothing; bad input is refused, naming the field, before anything changes.
+func TestSetChangesOneRolesEnvWithoutASpecFile(t *testing.T) {
+	t.Parallel()
+	guard(t)
+	n := "envset"
+	specPath, trace := writeCluster(t, rolloutSpec(n, "", "canaries: 1, maxInFlight: 4, watch: 0s"))
+	mustSucceed(t, "deploy", "-f", specPath, "--wait")
+	before := statusJSON(t, n)
+
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"set", n, "nope", "env", "A=1"}, `role "nope": cluster envset has no such role (its roles: controller, worker, edge)`},
+		{[]string{"set", n, "worker", "env", "CLUSTERFLOW_X=1", "1BAD=x"}, "roles[worker].env.CLUSTERFLOW_X: the CLUSTERFLOW_ prefix is reserved for variables clusterflow sets; roles[worker].env.1BAD: is not a valid environment variable name"},
+		{[]string{"set", n, "worker", "env", "NOT_SET-"}, "roles[worker].env.NOT_SET: the role does not set it, so it cannot be removed"},
+		{[]string{"set", n, "worker", "env", "junk"}, `"junk" is not NAME=VALUE, or NAME- to remove the variable`},
+		{[]string{"set", n, "worker", "limits", "cpu=1"}, "set limits: only env can be set"},
+		{[]string{"set", "no-such-cluster", "worker", "env", "A=1"}, "no-such-cluster"},
+	} {
+		if res := cli(t, tc.args...); res.Code != 2 || !strings.Contains(res.Stderr, tc.want) {
+			t.Errorf("%v: %s; want refused with %q", tc.args, res, tc.want)
+		}
+	}
+
+	dry := cli(t, "set", n, "worker", "env", "VERSION=2", "--dry-run")
+	if dry.Code != 0 || !strings.Contains(dry.Stdout, "revision 2") || !strings.Contains(dry.Stdout, "1. canary: "+n+"-worker-0") {
+		t.Fatalf("set --dry-run: %s", dry)
+	}
+	if after := statusJSON(t, n); after.Generation != before.Generation || after.Revision != 1 {
+		t.Fatalf("refusals or a dry run changed the cluster: generation %d → %d, revision %d", before.Generation, after.Generation, after.Revision)
+	}
+	if res := cli(t, "set", n, "worker", "env", "VERSION=2", "--wait", "--timeout", "2m"); res.Code != 0 || !strings.Contains(res.Stdout, "revision 2") {
+		t.Fatalf("set VERSION=2: %s", res)
+	}
+	workers := []string{n + "-worker-0", n + "-worker-1", n + "-worker-2", n + "-worker-3"}
+	expectRuns(t, readTrace(t, trace), "upgrade", "--upgrade --from-revision 1 --to-revision 2", workers...)
+	if res := cli(t, "set", n, "worker", "env", "VERSION=2"); res.Code != 0 || !strings.Contains(res.Stdout, "nothing to do") {
+		t.Errorf("set of the value it has: %s", res)
+	}
+	// The scripts run with what set gave them: told to fail its upgrade, the canary does.
+	if res := cli(t, "set", n, "worker", "env", "FAIL_EVENT=upgrade", "FAIL_MEMBER="+n+"-worker-0", "VERSION-"); res.Code != 0 || !strings.Contains(res.Stdout, "revision 3") {
+		t.Fatalf("set FAIL_EVENT: %s", res)
+	}
+	waitFor(t, "the canary's upgrade to revision 3 to fail", func() bool {
+		upgrades := runsOf(readTrace(t, trace), n+"-worker-0", "upgrade")
+		last := upgrades[len(upgrades)-1]
+		return last.Args == "--upgrade --from-revision 2 --to-revision 3" && last.Outcome == "failed"
+	})
+	if res := cli(t, "revisions", n); res.Code != 0 || strings.Count(res.Stdout, "worker: env") != 2 {
+		t.Errorf("revisions: %s", res)
+	}
+	mustSucceed(t, "delete", n, "--wait")
+}

@@ -108,6 +108,11 @@ func (u *updates) validateApply(req workflows.ApplyRequest) error {
 	if next.Name != u.w.spec.Name {
 		return flow.Refused(apperr.Invalid, "apply refused: the spec is for cluster %q, not %q", next.Name, u.w.spec.Name)
 	}
+	if req.IfSpec != "" {
+		if current, err := workflows.SpecHash(u.w.spec); err != nil || current != req.IfSpec {
+			return flow.Refused(apperr.Conflict, "apply refused: the cluster's spec changed after it was read (another apply, a resize or an undo came first); read it again")
+		}
+	}
 	if limits := spec.CheckLimits(next); len(limits) > 0 {
 		return flow.Refused(apperr.Invalid, "apply refused: %s", describeProblems(limits))
 	}

@@ -187,6 +187,12 @@ func (w *clusterWorkflow) setup(ctx workflow.Context) error {
 	}, workflow.QueryHandlerOptions{Description: "What an apply of {spec} or a resize to {counts} would do, changing nothing (the dry run)"}); err != nil {
 		return err
 	}
+	if err := workflow.SetQueryHandlerWithOptions(ctx, workflows.SpecQuery, func() (workflows.DesiredSpec, error) {
+		hash, err := workflows.SpecHash(w.spec)
+		return workflows.DesiredSpec{Spec: w.spec, Hash: hash}, err
+	}, workflow.QueryHandlerOptions{Description: "The desired spec and its hash, to edit and apply again with {ifSpec}: the hash"}); err != nil {
+		return err
+	}
 	if err := w.updates.setUpdateHandlers(ctx); err != nil {
 		return err
 	}
