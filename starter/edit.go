@@ -85,7 +85,7 @@ func (s *Starter) EditEnv(ctx context.Context, name, role string, changes []EnvC
 }
 
 // ApplyEdited applies an edited spec, refused (apperr.Conflict) if the desired spec changed
-// after it was read.
+// after it was read; with no From, whatever the desired spec is (Apply).
 func (s *Starter) ApplyEdited(ctx context.Context, e EditedSpec) (workflows.ChangeResult, error) {
 	var res workflows.ChangeResult
 	c, err := s.sign(ctx, e.Spec, false)

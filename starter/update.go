@@ -31,13 +31,7 @@ func (s *Starter) Resize(ctx context.Context, name string, counts []workflows.Ro
 // Apply makes c the desired spec of the existing cluster of the same name. The spec must
 // come from spec.Load or spec.Parse, which validated it.
 func (s *Starter) Apply(ctx context.Context, c spec.Cluster) (workflows.ChangeResult, error) {
-	var res workflows.ChangeResult
-	c, err := s.sign(ctx, c, false)
-	if err != nil {
-		return res, err
-	}
-	err = s.update(ctx, c.Name, workflows.ApplyUpdate, &res, workflows.ApplyRequest{Spec: c, By: ClientIdentity()})
-	return res, err
+	return s.ApplyEdited(ctx, EditedSpec{Spec: c})
 }
 
 // Retry runs again the failed configure of the named members in config_error (none: of
