@@ -381,7 +381,7 @@ roles:
 	env.ExecuteWorkflow(workflows.ClusterWorkflowName, workflows.ClusterInput{Spec: specFor("1")})
 
 	if after.Phase != workflows.PhaseReady || after.Revision != 2 || after.Rollout == nil || after.Rollout.State != workflows.RolloutDone {
-		t.Fatalf("phase %s (%s), revision %d, rollout %+v", after.Phase, after.Message, after.Revision, after.Rollout)
+		t.Fatalf("phase %s (%s), revision %d, rollout %+v; workflow error %v", after.Phase, after.Message, after.Revision, after.Rollout, env.GetWorkflowError())
 	}
 	upgraded := map[string]int{}
 	for _, c := range fake.Calls() {
