@@ -26,6 +26,8 @@ import (
 func registryEnv(t *testing.T) *testsuite.TestWorkflowEnvironment {
 	var suite testsuite.WorkflowTestSuite
 	env := suite.NewTestWorkflowEnvironment()
+	env.SetWorkerOptions(testWorkerOptions)
+	env.SetActivityTimeoutGracePeriod(activityWallClockGrace)
 	env.RegisterWorkflowWithOptions(hosts.Workflow, workflow.RegisterOptions{Name: workflows.HostsWorkflowName})
 	env.RegisterWorkflowWithOptions(hosts.ShardWorkflow, workflow.RegisterOptions{Name: workflows.HostShardWorkflowName})
 	// No host answers here: a check-in fails (this worker serves no host), and a lease
