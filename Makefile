@@ -31,7 +31,7 @@ E2E_PARALLEL ?= 4
 # the bench allowance of twice a test's three minutes (it took 80 to 140 s alone).
 FLEET_TEST := TestAFleetPastOneWorkflowsPendingActivitiesRegistersAndReplacesLostHosts
 
-.PHONY: test deps checks checks-beside vet unit fuzz e2e fleet bench
+.PHONY: test deps checks checks-beside vet unit fuzz e2e fleet bench build
 # The end-to-end suite is the long pole and mostly waits, so the other steps run beside it,
 # one after another, at a lower priority (nice): the two cores stay busy, only e2e builds
 # the Temporal server, and the end-to-end tests that take the machine alone (a thousand
@@ -44,6 +44,21 @@ test: deps
 	{ $(MAKE) -j2 e2e checks-beside && $(MAKE) fleet; } 2>&1 | tee "$$out"; code=$$?; \
 	if [ $$code -ne 0 ]; then $(GO) run ./internal/testlimit/failures < "$$out"; fi; \
 	exit $$code
+
+# A release's binaries (docs/releases.md), into BIN, named by the commit they are built from
+# (`clusterflow version`): COMMIT, by default the checkout's, with "-dirty" when it has
+# changes. The linker is told it, as the go command's VCS stamp is missing wherever GOFLAGS
+# holds -buildvcs=false.
+BIN ?= bin
+COMMANDS ?= ./cmd/clusterflow ./cmd/clusterflow-host
+COMMIT ?=
+build:
+	@commit='$(COMMIT)'; \
+	if [ -z "$$commit" ]; then \
+		commit=$$(git rev-parse HEAD) || { echo "make build: not a git checkout; name the commit with COMMIT=HASH" >&2; exit 1; }; \
+		git diff --quiet HEAD || commit=$$commit-dirty; \
+	fi; \
+	$(GO) build -ldflags "-X github.com/clusterflow/clusterflow/internal/version.commit=$$commit" -o $(BIN)/ $(COMMANDS)
 
 # What the tests need from Debian, installed if missing (as root; else it says how).
 deps:

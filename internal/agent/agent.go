@@ -18,6 +18,8 @@ import (
 	"time"
 
 	"go.uber.org/zap"
+
+	"github.com/clusterflow/clusterflow/internal/version"
 )
 
 // Options configure an agent.
@@ -145,7 +147,7 @@ func Serve(ctx context.Context, opts Options) error {
 		go a.exitWhenIdle(stop)
 	}
 	go a.reportHeartbeats(ctx)
-	a.log.Info("Agent serving", zap.String("dir", dir), zap.Int("adopted", len(a.runs)), zap.Int("probes", len(a.probes)))
+	a.log.Info("Agent serving", zap.Stringer("version", version.Get()), zap.Int("protocol", Protocol), zap.String("dir", dir), zap.Int("adopted", len(a.runs)), zap.Int("probes", len(a.probes)))
 	for {
 		conn, err := ln.Accept()
 		if err != nil {

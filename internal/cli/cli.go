@@ -56,6 +56,7 @@ var commands = []command{
 	{"import", "-f FILE [--dry-run]", "adopt exported clusters on this server, running no script (in maintenance)", runImport},
 	{"simulate", "--hosts N [--prefix P] [--host-timeout D]", "run N light hosts in this process, sharing one agent, to try the registry at thousands of hosts", runSimulate},
 	{"host", "cordon|uncordon|drain|forget NAME [--wait]", "keep new members off a host or allow them again, move its members elsewhere, or remove a lost or empty host", runHost},
+	{"version", "[-o json]", "print this binary's release and the commit it was built from", runVersion},
 }
 
 // Main runs the command line and returns the exit status. embedded serves `dev`; a binary

@@ -28,6 +28,7 @@ import (
 	"github.com/clusterflow/clusterflow/internal/logging"
 	"github.com/clusterflow/clusterflow/internal/render"
 	"github.com/clusterflow/clusterflow/internal/session"
+	"github.com/clusterflow/clusterflow/internal/version"
 	"github.com/clusterflow/clusterflow/spec"
 	"github.com/clusterflow/clusterflow/starter"
 	"github.com/clusterflow/clusterflow/worker"
@@ -402,7 +403,7 @@ func newDevWorkers(hf hostFlags, base hostSettings, com common, w agent.Worker, 
 			return nil, err
 		}
 		workers = append(workers, devWorker{members: members, host: &workflows.HostRegistration{
-			Name: name, Address: "127.0.0.1", Timeout: workflows.DefaultHostTimeout, BootID: bootID(),
+			Name: name, Address: "127.0.0.1", Timeout: workflows.DefaultHostTimeout, BootID: bootID(), Version: version.Get().String(),
 		}})
 	}
 	fmt.Printf("Hosts:            %d, sandboxes in %s\n", hosts, filepath.Join(filepath.Dir(base.Data), "hosts"))

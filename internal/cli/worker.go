@@ -18,6 +18,7 @@ import (
 	"github.com/clusterflow/clusterflow/internal/gateway"
 	"github.com/clusterflow/clusterflow/internal/metrics"
 	"github.com/clusterflow/clusterflow/internal/signing"
+	"github.com/clusterflow/clusterflow/internal/version"
 	"github.com/clusterflow/clusterflow/spec"
 	"github.com/clusterflow/clusterflow/starter"
 	"github.com/clusterflow/clusterflow/worker"
@@ -48,7 +49,7 @@ func hostInfo(fs *pflag.FlagSet, name, labels, address string, timeout time.Dura
 	if address == "" {
 		address = name
 	}
-	return &workflows.HostRegistration{Name: name, Address: address, Labels: parsed, Timeout: timeout, BootID: bootID()}, nil
+	return &workflows.HostRegistration{Name: name, Address: address, Labels: parsed, Timeout: timeout, BootID: bootID(), Version: version.Get().String()}, nil
 }
 
 // bootID tells one boot of the machine from the next; CLUSTERFLOW_BOOT_ID_FILE stands in
@@ -168,7 +169,7 @@ func runWorker(ctx context.Context, args []string) error {
 		slices.Sort(names)
 		return fmt.Errorf("namespace %q lacks the search attributes %s: run `clusterflow setup` once against it", co.Namespace, strings.Join(names, ", "))
 	}
-	logger.Info("Worker starting", zap.String("address", co.Address), zap.String("namespace", co.Namespace),
+	logger.Info("Worker starting", zap.Stringer("version", version.Get()), zap.String("address", co.Address), zap.String("namespace", co.Namespace),
 		zap.String("taskQueue", conn.taskQueue), zap.String("backend", settings.Backend), zap.String("data", backendOpts.Data), zap.String("agentSocket", *agentSocket),
 		zap.Strings("allowClusters", admission.Clusters), zap.Strings("allowNamespaces", admission.Namespaces), zap.Bool("allowEnvOverride", admission.EnvOverride),
 		zap.Strings("trustedKeys", slices.Sorted(maps.Keys(trusted))))

@@ -7,6 +7,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -16,6 +17,7 @@ import (
 
 	"github.com/clusterflow/clusterflow/internal/ports"
 	"github.com/clusterflow/clusterflow/internal/testenv"
+	"github.com/clusterflow/clusterflow/internal/version"
 	"github.com/clusterflow/clusterflow/starter"
 	"github.com/clusterflow/clusterflow/workflows"
 )
@@ -32,6 +34,8 @@ type fleet struct {
 	hosts map[string]*fleetHost
 	// timeout is the hosts' --host-timeout.
 	timeout time.Duration
+	// version is what `clusterflow version` says, once asked.
+	version string
 }
 
 type fleetHost struct {
@@ -127,12 +131,36 @@ func (f *fleet) hostList() []workflows.HostDocument {
 	if err := json.Unmarshal([]byte(res.Stdout), &hosts); err != nil {
 		f.t.Fatalf("hosts -o json: %v\n%s", err, res.Stdout)
 	}
+	want := f.binaryVersion()
 	for _, h := range hosts {
 		if _, err := time.ParseDuration(h.Timeout); h.State == "" || err != nil {
 			f.t.Fatalf("hosts -o json: host %s has no state or no readable timeout:\n%s", h.Name, res.Stdout)
 		}
+		if h.Version != want {
+			f.t.Fatalf("hosts -o json: host %s says its worker is version %q, and the binary it runs %q:\n%s", h.Name, h.Version, want, res.Stdout)
+		}
 	}
 	return hosts
+}
+
+// binaryVersion is the version the test's binaries give through `clusterflow version`, which
+// every host's worker reports to the registry: the release this code is, and its commit
+// when the build knew it.
+func (f *fleet) binaryVersion() string {
+	f.t.Helper()
+	if f.version != "" {
+		return f.version
+	}
+	res := f.cli("version", "-o", "json")
+	var v version.Info
+	if res.Code != 0 || json.Unmarshal([]byte(res.Stdout), &v) != nil {
+		f.t.Fatalf("version -o json: %s", res)
+	}
+	if v.Release != version.Release || v.Go != runtime.Version() {
+		f.t.Fatalf("version -o json says release %q built by %s; this code is %q, built by %s", v.Release, v.Go, version.Release, runtime.Version())
+	}
+	f.version = v.String()
+	return f.version
 }
 
 func (f *fleet) waitForHosts(what string, cond func([]workflows.HostDocument) bool) []workflows.HostDocument {

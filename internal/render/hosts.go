@@ -21,13 +21,13 @@ func Hosts(w io.Writer, hosts []workflows.Host, now time.Time) {
 		return
 	}
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "NAME\tSTATE\tMEMBERS\tLABELS\tADDRESS\tLAST-SEEN\tRUNS")
+	fmt.Fprintln(tw, "NAME\tSTATE\tMEMBERS\tLABELS\tADDRESS\tLAST-SEEN\tVERSION\tRUNS")
 	for _, h := range hosts {
 		seen := "within " + h.Timeout.String()
 		if h.Lost {
 			seen = Ago(h.LastSeen, now)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\t%s\n", h.Name, h.State(), h.Members, labels(h.Labels), h.Address, seen, admits(h.Admission))
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\n", h.Name, h.State(), h.Members, labels(h.Labels), h.Address, seen, orDash(h.Version), admits(h.Admission))
 	}
 	tw.Flush()
 }
@@ -88,4 +88,12 @@ func Orphans(w io.Writer, orphans []starter.Orphan) {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", o.Host, cluster, o.Workflow, members, removed)
 	}
 	tw.Flush()
+}
+
+// orDash shows what a host's worker did not say (one of before versions, say) as "-".
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
 }

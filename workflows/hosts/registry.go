@@ -179,8 +179,15 @@ func validateRegistration(reg plan.HostRegistration) error {
 	if reg.Timeout < time.Second {
 		return flow.Refused(apperr.Invalid, "host %s timeout: is %s; it must be at least 1s", reg.Name, reg.Timeout)
 	}
+	if len(reg.Version) > maxVersionBytes {
+		return flow.Refused(apperr.Invalid, "host %s version: is %d bytes; it may be at most %d", reg.Name, len(reg.Version), maxVersionBytes)
+	}
 	return nil
 }
+
+// maxVersionBytes bounds what a host's worker may say its version is, which every host's
+// entry in the registry's state carries ("0.1.0 (commit 1a2b3c4d5e6f-dirty)" is 34).
+const maxVersionBytes = 100
 
 // register adds a host, or refreshes what its worker says about it. The host is ready once
 // its worker takes the check-in from its queue, which a starting worker does at once.

@@ -20,6 +20,9 @@ type HostRegistration struct {
 	// Timeout is how long the host may go unheard of before it is lost.
 	Timeout time.Duration `json:"timeout"`
 	BootID  string        `json:"bootID,omitempty"`
+	// Version is the release and commit of the host's worker (clusterflow version), which an
+	// upgrade in place changes host by host.
+	Version string `json:"version,omitempty"`
 	// Admission is what the host lets run, which placement respects and the host enforces.
 	Admission
 }
@@ -115,6 +118,7 @@ type HostDocument struct {
 	LastSeen time.Time `json:"lastSeen"`
 	Timeout  string    `json:"timeout"`
 	BootID   string    `json:"bootID,omitempty"`
+	Version  string    `json:"version,omitempty"`
 	// Cordoned and Draining are the operator's marks, which a lost host keeps.
 	Cordoned bool `json:"cordoned,omitempty"`
 	Draining bool `json:"draining,omitempty"`
@@ -125,7 +129,7 @@ type HostDocument struct {
 func (h Host) Document() HostDocument {
 	return HostDocument{
 		Name: h.Name, State: h.State(), Address: h.Address, Labels: h.Labels, Members: h.Members,
-		LastSeen: h.LastSeen, Timeout: h.Timeout.String(), BootID: h.BootID,
+		LastSeen: h.LastSeen, Timeout: h.Timeout.String(), BootID: h.BootID, Version: h.Version,
 		Cordoned: h.Cordoned, Draining: h.Draining, Admission: h.Admission,
 	}
 }
