@@ -88,7 +88,8 @@ func (s *Starter) startCluster(ctx context.Context, c spec.Cluster, phase workfl
 			workflows.ClusterMembersKey.ValueSet(int64(c.TotalMembers())),
 		),
 		Memo:          map[string]any{"spec": c.Name, "origin": c.Origin},
-		StaticSummary: workflows.Summary(c),
+		// Static: the cluster as deployed. Its current details say what it is now.
+		StaticSummary: workflows.Summary(c) + ", as deployed",
 		StaticDetails: details(c),
 	}, workflows.ClusterWorkflowName, in)
 	var started *serviceerror.WorkflowExecutionAlreadyStarted
@@ -110,6 +111,7 @@ func details(c spec.Cluster) string {
 	if c.Origin != "" {
 		fmt.Fprintf(&b, " from `%s`", c.Origin)
 	}
+	b.WriteString(", as deployed (its current details show its roles now)")
 	b.WriteString("\n\n| role | members | cardinality | depends on | startscript |\n|---|---|---|---|---|\n")
 	for _, r := range c.Roles {
 		fmt.Fprintf(&b, "| %s | %d | %s | %s | `%s` |\n", r.Name, r.Members, r.Cardinality, strings.Join(r.DependsOn, ", "), r.Startscript)

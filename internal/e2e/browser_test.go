@@ -75,6 +75,7 @@ func TestWebUIShowsClustersInARealBrowser(t *testing.T) {
 		waitText("body", "demo: 3 roles, 5 members (controller → worker → edge)"),
 		waitText("body", "examples/registry/cluster.yaml"),
 		waitText("body", "members ready"),
+		waitText("body", "ready 3"), // the current details' table of roles as they are now
 	)
 	step(t, ctx, shots, "workflow-queries",
 		clickText("Queries"),

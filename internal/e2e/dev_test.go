@@ -266,6 +266,15 @@ func TestTwoDemosOfTwoDataFoldersComeUpSideBySide(t *testing.T) {
 	if res := second.cli("resize", "demo", "worker=4", "--wait"); res.Code != 0 {
 		t.Fatalf("the second demo's new worker could not register with its own controller: %s", res)
 	}
+	// The Web UI shows the cluster as it is now in its current details, and says that its
+	// summary is the cluster as deployed.
+	if details := currentDetails(t, second, workflows.ClusterWorkflowID("demo")); !strings.Contains(details, "| worker | 1 | 4 | ready 4 |") ||
+		!strings.Contains(details, "| controller | 0 | 1 | ready 1 |") {
+		t.Errorf("after a resize to 4 workers, the current details show:\n%s", details)
+	}
+	if summary := staticSummary(t, second, workflows.ClusterWorkflowID("demo")); summary != "demo: 3 roles, 5 members (controller → worker → edge), as deployed" {
+		t.Errorf("the static summary is %q", summary)
+	}
 	if res := second.cli("delete", "demo", "--wait"); res.Code != 0 {
 		t.Fatalf("delete the second demo: %s", res)
 	}

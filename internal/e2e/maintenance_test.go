@@ -13,6 +13,7 @@ import (
 
 	sdkpb "go.temporal.io/api/sdk/v1"
 	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/converter"
 
 	"github.com/clusterflow/clusterflow/internal/testenv"
 	"github.com/clusterflow/clusterflow/workflows"
@@ -52,6 +53,24 @@ func currentDetails(t *testing.T, s *stack, workflowID string) string {
 	c := s.dial()
 	defer c.Close()
 	return currentDetailsOf(t, c, workflowID)
+}
+
+// staticSummary is the summary a workflow was started with, which the Web UI shows at its top.
+func staticSummary(t *testing.T, s *stack, workflowID string) string {
+	t.Helper()
+	c := s.dial()
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	desc, err := c.DescribeWorkflowExecution(ctx, workflowID, "")
+	if err != nil {
+		t.Fatalf("describe %s: %v", workflowID, err)
+	}
+	var summary string
+	if err := converter.GetDefaultDataConverter().FromPayload(desc.GetExecutionConfig().GetUserMetadata().GetSummary(), &summary); err != nil {
+		t.Fatalf("the summary of %s: %v", workflowID, err)
+	}
+	return summary
 }
 
 // currentDetailsOf asks c for a workflow's current details.

@@ -2,6 +2,8 @@ package cluster
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 
 	"github.com/clusterflow/clusterflow/spec"
@@ -27,8 +29,41 @@ func rolloutDetails(s *workflows.ClusterState, desired spec.Cluster) string {
 	return text
 }
 
-// details is the workflow's current details: what is happening right now, in one line.
+// details is the workflow's current details, which the Web UI shows as Markdown: what is
+// happening right now, in one line, then each role as it is now (the workflow's static
+// summary and details are the cluster as deployed, and never change).
 func details(s *workflows.ClusterState, desired spec.Cluster) string {
+	return doing(s, desired) + "\n\n" + rolesNow(s)
+}
+
+// rolesNow is a table of the roles as they are now: members, the desired count where it
+// differs, and how many are in each state.
+func rolesNow(s *workflows.ClusterState) string {
+	var b strings.Builder
+	b.WriteString("| role | level | members | states |\n|---|---|---|---|\n")
+	for _, rs := range s.Roles {
+		count := map[plan.MemberState]int{}
+		for _, m := range rs.Members {
+			count[m.State]++
+		}
+		var states []string
+		for _, state := range slices.Sorted(maps.Keys(count)) {
+			states = append(states, fmt.Sprintf("%s %d", state, count[state]))
+		}
+		members := fmt.Sprint(len(rs.Members))
+		if rs.Desired != len(rs.Members) {
+			members += fmt.Sprintf(" (desired %d)", rs.Desired)
+		}
+		if rs.Paused != "" {
+			states = append(states, "replacements paused: "+rs.Paused)
+		}
+		fmt.Fprintf(&b, "| %s | %d | %s | %s |\n", rs.Name, rs.Level, members, strings.Join(states, ", "))
+	}
+	return b.String()
+}
+
+// doing is what the cluster is doing right now, in one line.
+func doing(s *workflows.ClusterState, desired spec.Cluster) string {
 	if s.ShownPhase() == workflows.PhaseMaintenance {
 		return "maintenance: " + s.MaintenanceDetail()
 	}
