@@ -6,8 +6,8 @@ import (
 	"fmt"
 	"maps"
 	"slices"
-	"sync"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 

@@ -25,7 +25,7 @@ var never = []struct {
 	{"worker", []string{"starter"}, "a worker registers its host through the workflows' contract, not the client library"},
 	{"workflows/", []string{"activities", "internal/agent", "internal/runner", "internal/devserver", "internal/backend/local"},
 		"workflows are deterministic code that names activities by contract, never their implementation"},
-	{"workflows", []string{"workflows/cluster", "workflows/role", "workflows/health", "workflows/hosts", "workflows/rollout", "workflows/announce", "workflows/maintenance", "workflows/internal/"},
+	{"workflows", []string{"workflows/cluster", "workflows/role", "workflows/health", "workflows/hosts", "workflows/rollout", "workflows/details", "workflows/announce", "workflows/maintenance", "workflows/internal/"},
 		"workflows/ itself is the contract (names, inputs, the types in histories) that every concept and client shares"},
 	{"workflows/role", []string{"workflows/cluster"}, "a concept reaches the entity only through the interface it declares (role.Cluster)"},
 	{"workflows/health", []string{"workflows/cluster", "workflows/rollout", "workflows/announce"}, "a concept reaches the entity only through the interface it declares (health.Cluster), which also tells a rollout's gate of reports"},

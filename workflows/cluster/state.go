@@ -7,6 +7,7 @@ import (
 
 	"github.com/clusterflow/clusterflow/spec"
 	"github.com/clusterflow/clusterflow/workflows"
+	"github.com/clusterflow/clusterflow/workflows/details"
 	"github.com/clusterflow/clusterflow/workflows/hosts"
 	"github.com/clusterflow/clusterflow/workflows/plan"
 	"github.com/clusterflow/clusterflow/workflows/rollout"
@@ -102,7 +103,7 @@ func (c *cluster) SetPhase(ctx workflow.Context, phase workflows.Phase, message 
 func (c *cluster) Touch(ctx workflow.Context) {
 	c.touches++
 	c.state.UpdatedAt = workflow.Now(ctx)
-	workflow.SetCurrentDetails(ctx, details(&c.state, c.spec))
+	workflow.SetCurrentDetails(ctx, details.Current(&c.state, c.spec))
 }
 
 // resultMembers bounds the members in the status that updates and the workflow return:

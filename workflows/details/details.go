@@ -1,4 +1,6 @@
-package cluster
+// Package details is what the Web UI shows as a cluster workflow's current details: what
+// the cluster is doing now, and its roles as they are. A pure projection of the state.
+package details
 
 import (
 	"fmt"
@@ -29,10 +31,10 @@ func rolloutDetails(s *workflows.ClusterState, desired spec.Cluster) string {
 	return text
 }
 
-// details is the workflow's current details, which the Web UI shows as Markdown: what is
+// Current is the workflow's current details, which the Web UI shows as Markdown: what is
 // happening right now, in one line, then each role as it is now (the workflow's static
 // summary and details are the cluster as deployed, and never change).
-func details(s *workflows.ClusterState, desired spec.Cluster) string {
+func Current(s *workflows.ClusterState, desired spec.Cluster) string {
 	return doing(s, desired) + "\n\n" + rolesNow(s)
 }
 
