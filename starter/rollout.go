@@ -50,8 +50,21 @@ func ClientIdentity() string {
 // Preview says what an apply of c (or, with c nil, a resize to counts) would do to the
 // cluster, changing nothing: the dry run.
 func (s *Starter) Preview(ctx context.Context, name string, c *spec.Cluster, counts []workflows.RoleCount) (workflows.Preview, error) {
+	return s.preview(ctx, name, workflows.PreviewRequest{Spec: c, Counts: counts})
+}
+
+// PreviewRemoving is what ResizeRemoving would do, changing nothing.
+func (s *Starter) PreviewRemoving(ctx context.Context, name string, counts []workflows.RoleCount, remove []string) (workflows.Preview, error) {
+	req, err := s.resizeRequest(ctx, name, counts, remove)
+	if err != nil {
+		return workflows.Preview{}, err
+	}
+	return s.preview(ctx, name, workflows.PreviewRequest{Counts: req.Counts, Remove: req.Remove})
+}
+
+func (s *Starter) preview(ctx context.Context, name string, req workflows.PreviewRequest) (workflows.Preview, error) {
 	var preview workflows.Preview
-	if err := s.queryCluster(ctx, name, workflows.PreviewQuery, "preview the change to "+name, &preview, workflows.PreviewRequest{Spec: c, Counts: counts}); err != nil {
+	if err := s.queryCluster(ctx, name, workflows.PreviewQuery, "preview the change to "+name, &preview, req); err != nil {
 		return preview, err
 	}
 	if preview.Refused != "" {

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 
 	"github.com/google/uuid"
@@ -19,13 +21,54 @@ import (
 // Resize sets the member count of the named roles. It returns once the cluster has
 // accepted the change, with the generation to wait for; a refusal is an *Error naming what was refused.
 func (s *Starter) Resize(ctx context.Context, name string, counts []workflows.RoleCount) (workflows.ChangeResult, error) {
+	return s.ResizeRemoving(ctx, name, counts, nil)
+}
+
+// ResizeRemoving is Resize that also takes the named members away (resize --remove): each
+// role they are in shrinks by as many, and those members are the ones that go. A role given
+// a count may not have members named too.
+func (s *Starter) ResizeRemoving(ctx context.Context, name string, counts []workflows.RoleCount, remove []string) (workflows.ChangeResult, error) {
 	var res workflows.ChangeResult
-	req, err := s.signResize(ctx, name, workflows.ResizeRequest{Counts: counts})
+	req, err := s.resizeRequest(ctx, name, counts, remove)
+	if err == nil {
+		req, err = s.signResize(ctx, name, req)
+	}
 	if err != nil {
 		return res, err
 	}
 	err = s.update(ctx, name, workflows.ResizeUpdate, &res, req)
 	return res, err
+}
+
+// resizeRequest adds to counts each named member's role at its desired count less the
+// members named in it. A name of no role of the cluster gets no count: the cluster refuses
+// it by name.
+func (s *Starter) resizeRequest(ctx context.Context, name string, counts []workflows.RoleCount, remove []string) (workflows.ResizeRequest, error) {
+	req := workflows.ResizeRequest{Counts: counts, Remove: remove}
+	if len(remove) == 0 {
+		return req, nil
+	}
+	desired, err := s.DesiredSpec(ctx, name)
+	if err != nil {
+		return req, err
+	}
+	leaving := map[string]int{}
+	for _, member := range remove {
+		if role, _, ok := spec.ParseMemberName(name, member); ok {
+			if _, known := desired.Spec.Role(role); known {
+				leaving[role]++
+			}
+		}
+	}
+	req.Counts = slices.Clone(counts)
+	for _, role := range slices.Sorted(maps.Keys(leaving)) {
+		if slices.ContainsFunc(counts, func(c workflows.RoleCount) bool { return c.Role == role }) {
+			return req, apperr.Errorf(apperr.Invalid, "%s=N and --remove of its members: give one or the other for role %s", role, role)
+		}
+		r, _ := desired.Spec.Role(role)
+		req.Counts = append(req.Counts, workflows.RoleCount{Role: role, Members: r.Members - leaving[role]})
+	}
+	return req, nil
 }
 
 // Apply makes c the desired spec of the existing cluster of the same name. The spec must

@@ -149,6 +149,10 @@ type RoleCount struct {
 // ResizeRequest sets the member count of some roles; the others keep theirs.
 type ResizeRequest struct {
 	Counts []RoleCount `json:"counts"`
+	// Remove names members to take away (resize --remove): they leave as any shrink's
+	// members do (decommission, removing, teardown), the others stay. Each one's role must
+	// be in Counts at its desired count less the members named in it.
+	Remove []string `json:"remove,omitempty"`
 	// Signature signs the resized spec's manifest (see ManifestQuery); without one the new
 	// generation is unsigned, and hosts that trust keys run what an earlier signed spec
 	// of theirs covers (the member count is not checked on hosts).

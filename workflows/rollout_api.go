@@ -106,6 +106,8 @@ const PreviewQuery = "what-if"
 type PreviewRequest struct {
 	Spec   *spec.Cluster `json:"spec,omitempty"`
 	Counts []RoleCount   `json:"counts,omitempty"`
+	// Remove names the members a resize takes away (ResizeRequest.Remove).
+	Remove []string `json:"remove,omitempty"`
 }
 
 // Preview is what a change would do.

@@ -30,7 +30,7 @@ var commands = []command{
 	{"container-exec", "--engine H --container C -- SCRIPT...", "run a startscript in a member's container (the agent does, on a docker host)", runContainerExec},
 	{"setup", "", "register clusterflow's search attributes on an existing Temporal server", runSetup},
 	{"deploy", "-f SPEC [--wait] [--sign-key F]", "deploy a new cluster", runDeploy},
-	{"resize", "NAME ROLE=N... [--wait] [--sign-key F]", "change the member count of roles", runResize},
+	{"resize", "NAME ROLE=N... [--remove MEMBER,...] [--wait] [--sign-key F]", "change the member count of roles, or take named members away", runResize},
 	{"apply", "-f SPEC [--wait] [--sign-key F]", "change an existing cluster to match a spec", runApply},
 	{"set", "NAME ROLE env NAME=VALUE|NAME-... [--dry-run] [--wait] [--sign-key F]", "change one role's env in the running spec, and roll it out as apply does", runSet},
 	{"cancel", "NAME [--wait]", "stop the operation in progress", runCancel},

@@ -12,18 +12,19 @@ import (
 )
 
 func runResize(ctx context.Context, args []string) error {
-	fs := newFlagSet("resize", "NAME ROLE=N [ROLE=N ...] [--wait] [--timeout D]")
+	fs := newFlagSet("resize", "NAME [ROLE=N ...] [--remove MEMBER,...] [--wait] [--timeout D]")
 	var conn connection
 	conn.register(fs, "warn")
 	signKeyFlag(fs, &conn.signKey)
 	wait, timeout := waitFlags(fs, "wait until the cluster reaches the new size (or fails), showing progress")
 	dryRun := fs.Bool("dry-run", false, "print what the resize would do, and change nothing")
+	remove := fs.StringSlice("remove", nil, "take these members away (comma-separated names): each one's role shrinks by as many, and they are the ones that leave")
 	if err := fs.Parse(args); err != nil {
 		return flagError(err)
 	}
-	if fs.NArg() < 2 {
+	if fs.NArg() < 1 || fs.NArg() < 2 && len(*remove) == 0 {
 		fs.Usage()
-		return apperr.Errorf(apperr.Invalid, "resize takes a cluster NAME and at least one ROLE=N")
+		return apperr.Errorf(apperr.Invalid, "resize takes a cluster NAME and at least one ROLE=N or --remove MEMBER")
 	}
 	counts, err := parseCounts(fs.Args()[1:])
 	if err != nil {
@@ -36,13 +37,13 @@ func runResize(ctx context.Context, args []string) error {
 	}
 	defer closeClient()
 	if *dryRun {
-		preview, err := st.Preview(ctx, name, nil, counts)
+		preview, err := st.PreviewRemoving(ctx, name, counts, *remove)
 		if err == nil {
 			render.Preview(os.Stdout, name, preview)
 		}
 		return err
 	}
-	res, err := st.Resize(ctx, name, counts)
+	res, err := st.ResizeRemoving(ctx, name, counts, *remove)
 	if err != nil {
 		return err
 	}

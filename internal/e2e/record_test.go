@@ -753,3 +753,18 @@ roles:
 	mustSucceed(t, "delete", n, "--wait")
 	recordOn(server.Client, "operator-down-up-by-checks", workflows.ClusterWorkflowID(n))
 }
+
+// TestRecordRemoveHistories records a resize that names the member to take away
+// (change.RemoveNamed):
+//
+//	CLUSTERFLOW_RECORD_HISTORIES=v29-remove-named go test ./internal/e2e -run TestRecordRemoveHistories
+func TestRecordRemoveHistories(t *testing.T) {
+	guard(t)
+	recordOn := recorder(t)
+	n := "rec-remove"
+	specPath, _ := writeCluster(t, threeLevelSpec(n, ""))
+	mustSucceed(t, "deploy", "-f", specPath, "--wait")
+	mustSucceed(t, "resize", n, "--remove", n+"-worker-0", "--wait")
+	mustSucceed(t, "delete", n, "--wait")
+	recordOn(server.Client, "resize-remove-named-then-delete", workflows.ClusterWorkflowID(n))
+}

@@ -501,3 +501,46 @@ roles:
 	mustSucceed(t, "apply", "-f", specPath, "--wait", "--timeout", "60s")
 	mustSucceed(t, "delete", "returning", "--wait")
 }
+
+// TestResizeRemoveTakesTheNamedMembersAway: resize --remove names the members that leave,
+// rather than the highest ordinals, through the same teardown and delnodes as any shrink;
+// its dry run names them; a shrink past the role's cardinality, or a count given for the
+// same role, is refused by name, changing nothing.
+func TestResizeRemoveTakesTheNamedMembersAway(t *testing.T) {
+	t.Parallel()
+	guard(t)
+	n := "removing"
+	specPath, trace := writeCluster(t, fmt.Sprintf(`
+name: %s
+roles:
+  - {name: controller, cardinality: "1", startscript: trace.sh, env: {TRACE: TRACE_FILE}}
+  - {name: worker, cardinality: "2+", members: 3, dependsOn: [controller], startscript: trace.sh, env: {TRACE: TRACE_FILE, DEPS: controller}}
+`, n))
+	mustSucceed(t, "deploy", "-f", specPath, "--wait")
+	first := n + "-worker-0"
+
+	if res := cli(t, "resize", n, "--remove", first, "--dry-run"); res.Code != 0 || !strings.Contains(res.Stdout, "worker 3 → 2") || !strings.Contains(res.Stdout, first) || strings.Contains(res.Stdout, n+"-worker-2") {
+		t.Errorf("the dry run does not name %s alone as leaving:\n%s", first, res)
+	}
+	if res := cli(t, "resize", n, "--remove", first+","+n+"-worker-1"); res.Code != 2 || !strings.Contains(res.Stderr, `--remove refused: role worker would keep 1 member, and its cardinality is "2+"`) {
+		t.Errorf("a removal past the role's cardinality was not refused by name: %s", res)
+	}
+	if res := cli(t, "resize", n, "worker=2", "--remove", first); res.Code != 2 || !strings.Contains(res.Stderr, "give one or the other for role worker") {
+		t.Errorf("a count and a removal for one role were not refused: %s", res)
+	}
+	if runs := readTrace(t, trace); len(runsOf(runs, "", "teardown")) != 0 {
+		t.Fatalf("a refused removal tore members down: %+v", runs)
+	}
+
+	res := cli(t, "resize", n, "--remove", first, "--wait", "--timeout", "90s")
+	if res.Code != 0 || !strings.Contains(res.Stdout, "worker 3 → 2 (generation 2)") {
+		t.Fatalf("resize --remove %s: %s", first, res)
+	}
+	runs := readTrace(t, trace)
+	expectRuns(t, runs, "teardown", "--teardown", first)
+	expectRuns(t, runs, "delnodes", fmt.Sprintf("--delnodes --role worker --nodes %s", first), n+"-controller-0", n+"-worker-1", n+"-worker-2")
+	if s := statusJSON(t, n); s.Phase != workflows.PhaseReady || !slices.Equal(memberStates(s, "worker"), []string{n + "-worker-1=ready", n + "-worker-2=ready"}) {
+		t.Errorf("after resize --remove %s: phase %s, workers %v", first, s.Phase, memberStates(s, "worker"))
+	}
+	mustSucceed(t, "delete", n, "--wait")
+}

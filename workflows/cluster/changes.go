@@ -54,11 +54,25 @@ func (u *updates) setUpdateHandlers(ctx workflow.Context) error {
 }
 
 func (u *updates) onResize(ctx workflow.Context, req workflows.ResizeRequest) (workflows.ChangeResult, error) {
+	if len(req.Remove) > 0 && workflow.GetVersion(ctx, change.RemoveNamed, workflow.DefaultVersion, 1) >= 1 {
+		markLeaving(u.w.state.Roles, req.Remove)
+	}
 	next := resized(u.w.spec, req)
 	next.Signature = req.Signature
 	result := u.change(ctx, next)
 	u.growActive(ctx)
 	return result, nil
+}
+
+// markLeaving marks the named members leaving: a shrink takes them first (SplitMembers).
+func markLeaving(roles []plan.RoleState, names []string) {
+	for i := range roles {
+		for _, name := range names {
+			if m := roles[i].Member(name); m != nil {
+				m.Leaving = true
+			}
+		}
+	}
 }
 
 // resized is the current spec with the resize's member counts.

@@ -1,6 +1,8 @@
 package cluster
 
 import (
+	"slices"
+
 	"github.com/clusterflow/clusterflow/spec"
 	"github.com/clusterflow/clusterflow/workflows"
 	"github.com/clusterflow/clusterflow/workflows/internal/flow"
@@ -19,7 +21,7 @@ func (u *updates) preview(req workflows.PreviewRequest) workflows.Preview {
 		err = u.validateApply(workflows.ApplyRequest{Spec: next})
 	default:
 		next = resized(u.w.spec, workflows.ResizeRequest{Counts: req.Counts})
-		err = u.validateResize(workflows.ResizeRequest{Counts: req.Counts})
+		err = u.validateResize(workflows.ResizeRequest{Counts: req.Counts, Remove: req.Remove})
 	}
 	if err != nil {
 		return workflows.Preview{Refused: flow.ErrorMessage(err)}
@@ -28,5 +30,14 @@ func (u *updates) preview(req workflows.PreviewRequest) workflows.Preview {
 	if summary == "" {
 		return workflows.Preview{}
 	}
-	return rollout.Preview(&u.w.state, u.w.spec, next, summary)
+	state := u.w.state
+	if len(req.Remove) > 0 {
+		// A copy: the query changes nothing.
+		state.Roles = slices.Clone(state.Roles)
+		for i := range state.Roles {
+			state.Roles[i].Members = slices.Clone(state.Roles[i].Members)
+		}
+		markLeaving(state.Roles, req.Remove)
+	}
+	return rollout.Preview(&state, u.w.spec, next, summary)
 }

@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 
@@ -41,6 +42,9 @@ func (u *updates) validateResize(req workflows.ResizeRequest) error {
 	if len(req.Counts) == 0 {
 		return flow.Refused(apperr.Invalid, "resize refused: give at least one ROLE=N")
 	}
+	if err := u.refuseRemoval(req); err != nil {
+		return err
+	}
 	var problems []string
 	seen := map[string]bool{}
 	for _, count := range req.Counts {
@@ -71,6 +75,59 @@ func (u *updates) validateResize(req workflows.ResizeRequest) error {
 		return flow.Refused(apperr.Invalid, "resize refused: it asks for %d members in all; a cluster has at most %d", total, spec.MaxClusterMembers)
 	}
 	return u.refuseUnplaceable("resize", next)
+}
+
+// refuseRemoval refuses a resize's members to take away (Remove) unless each is a member of
+// the cluster neither gone nor already going, named once, whose role keeps a count its
+// cardinality allows, and is given in Counts at its desired count less the members named.
+func (u *updates) refuseRemoval(req workflows.ResizeRequest) error {
+	if len(req.Remove) == 0 {
+		return nil
+	}
+	if len(req.Remove) > spec.MaxRoleMembers {
+		return flow.Refused(apperr.Invalid, "resize refused: it names %d members to remove; a role has at most %d", len(req.Remove), spec.MaxRoleMembers)
+	}
+	var problems []string
+	named := map[string]int{}
+	seen := map[string]bool{}
+	for _, name := range req.Remove {
+		refused := "--remove " + name + " refused: "
+		var m *plan.Member
+		role, _, ok := spec.ParseMemberName(u.w.state.Name, name)
+		if rs := u.w.state.Role(role); ok && rs != nil {
+			m = rs.Member(name)
+		}
+		switch {
+		case seen[name]:
+			problems = append(problems, refused+"it is named more than once")
+		case m == nil || m.State == plan.MemberDeleted:
+			problems = append(problems, refused+fmt.Sprintf("cluster %s has no member %q (see `clusterflow status %s`)", u.w.state.Name, name, u.w.state.Name))
+		case m.Leaving || m.State == plan.MemberDeleting || m.State == plan.MemberReplacing:
+			problems = append(problems, refused+fmt.Sprintf("it is already leaving (%s)", m.State))
+		default:
+			named[role]++
+		}
+		seen[name] = true
+	}
+	for _, role := range slices.Sorted(maps.Keys(named)) {
+		r, ok := u.w.spec.Role(role)
+		if !ok {
+			problems = append(problems, fmt.Sprintf("--remove refused: role %s is leaving the cluster with all its members", role))
+			continue
+		}
+		want := r.Members - named[role]
+		i := slices.IndexFunc(req.Counts, func(c workflows.RoleCount) bool { return c.Role == role })
+		switch {
+		case r.Cardinality.Allows(want) != nil:
+			problems = append(problems, fmt.Sprintf("--remove refused: role %s would keep %d %s, and its cardinality is %q", role, want, workflows.Plural(want, "member"), r.Cardinality))
+		case i < 0 || req.Counts[i].Members != want:
+			problems = append(problems, fmt.Sprintf("--remove refused: role %s has %d members, and %d named to go: give %s=%d, or no count for it", role, r.Members, named[role], role, want))
+		}
+	}
+	if len(problems) > 0 {
+		return flow.Refused(apperr.Invalid, "%s", strings.Join(problems, "; "))
+	}
+	return nil
 }
 
 // refuseSignedFor refuses a change whose signature says it is for another generation than

@@ -165,4 +165,8 @@ const (
 	// one activity per member at once, past the 2,000 pending activities Temporal allows.
 	// Asked by a recheck at the bound.
 	BoundedRechecks = "bounded-rechecks"
+	// RemoveNamed: a resize may name the members to take away (ResizeRequest.Remove),
+	// which are marked leaving as it is accepted, so that the shrink takes them rather than
+	// the highest ordinals. Asked by a resize that names any.
+	RemoveNamed = "remove-named"
 )
