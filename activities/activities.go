@@ -336,6 +336,17 @@ func (a *Activities) ReadMemberLog(ctx context.Context, req backend.LogRequest) 
 	return chunk, refuseElsewhere(err)
 }
 
+// DescribeMember says where a member lives on the host holding it, and what the host ran
+// for it.
+func (a *Activities) DescribeMember(ctx context.Context, m backend.MemberRef) (backend.MemberDescription, error) {
+	d, ok := a.Backend.(backend.Describer)
+	if !ok {
+		return backend.MemberDescription{}, temporal.NewNonRetryableApplicationError("this host's backend does not describe its members", "NotDescribed", nil)
+	}
+	desc, err := d.DescribeMember(ctx, m)
+	return desc, refuseElsewhere(err)
+}
+
 // ListHostClusters lists every cluster this worker's backend holds anything of, with the
 // members found there, for finding orphans.
 func (a *Activities) ListHostClusters(ctx context.Context) ([]workflows.HostCluster, error) {

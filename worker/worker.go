@@ -188,6 +188,7 @@ func RegisterWorkflows(r interface {
 	r.RegisterWorkflowWithOptions(hosts.Workflow, workflow.RegisterOptions{Name: workflows.HostsWorkflowName})
 	r.RegisterWorkflowWithOptions(hosts.ShardWorkflow, workflow.RegisterOptions{Name: workflows.HostShardWorkflowName})
 	r.RegisterWorkflowWithOptions(hosts.MemberLogWorkflow, workflow.RegisterOptions{Name: workflows.MemberLogWorkflowName})
+	r.RegisterWorkflowWithOptions(hosts.MemberDescribeWorkflow, workflow.RegisterOptions{Name: workflows.MemberDescribeWorkflowName})
 	r.RegisterWorkflowWithOptions(hosts.OrphansWorkflow, workflow.RegisterOptions{Name: workflows.OrphansWorkflowName})
 	r.RegisterWorkflowWithOptions(hosts.ListingWorkflow, workflow.RegisterOptions{Name: workflows.HostsListingWorkflowName})
 	r.RegisterWorkflowWithOptions(hosts.WritingWorkflow, workflow.RegisterOptions{Name: workflows.HostsWritingWorkflowName})

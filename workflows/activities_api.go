@@ -24,6 +24,7 @@ type ActivityContract interface {
 	RunStartscript(ctx context.Context, run backend.ScriptRun) (backend.ScriptResult, error)
 	StopScript(ctx context.Context, stop backend.ScriptStop) error
 	ReadMemberLog(ctx context.Context, req backend.LogRequest) (backend.LogChunk, error)
+	DescribeMember(ctx context.Context, m backend.MemberRef) (backend.MemberDescription, error)
 	ListHostClusters(ctx context.Context) ([]HostCluster, error)
 	SignalAll(ctx context.Context, b Broadcast) (int, error)
 	AssignPorts(ctx context.Context, req backend.PortRequest) (backend.PortAssignment, error)

@@ -17,6 +17,21 @@ func MemberLogWorkflowID(cluster, member, id string) string {
 	return "logs/" + cluster + "/" + member + "/" + id
 }
 
+// MemberDescribeWorkflowName asks the member's host where the member lives and what it
+// ran for it (status --member), as MemberLogWorkflowName reads its output.
+const MemberDescribeWorkflowName = "MemberDescribeWorkflow"
+
+// MemberDescribeInput names the host ("" in single-host mode) and the member.
+type MemberDescribeInput struct {
+	Host   string            `json:"host,omitempty"`
+	Member backend.MemberRef `json:"member"`
+}
+
+// MemberDescribeWorkflowID names one look at a member; id makes it unique.
+func MemberDescribeWorkflowID(cluster, member, id string) string {
+	return "describe/" + cluster + "/" + member + "/" + id
+}
+
 // OrphansWorkflowName lists the clusters with files on one host, after removing the ones
 // asked: the starter decides which are orphans (no running workflow), since that takes a
 // client. A short workflow is how a client runs work on another host.

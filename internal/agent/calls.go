@@ -52,6 +52,7 @@ const (
 	callReadLog           = "readLog"
 	callLaunchProgress    = "launchProgress"
 	callRecheckMember     = "recheckMember"
+	callDescribeMember    = "describeMember"
 )
 
 // launchArgs are LaunchScript's arguments.
@@ -112,6 +113,13 @@ func (a *Agent) call(ctx context.Context, c Call) (any, error) {
 		return with(c.Args, func(s backend.ScriptStop) (none, error) { return none{}, b.StopScript(ctx, s) })
 	case callReadLog:
 		return with(c.Args, func(req backend.LogRequest) (backend.LogChunk, error) { return b.ReadLog(ctx, req) })
+	case callDescribeMember:
+		return with(c.Args, func(m backend.MemberRef) (backend.MemberDescription, error) {
+			if d, ok := b.(backend.Describer); ok {
+				return d.DescribeMember(ctx, m)
+			}
+			return backend.MemberDescription{}, errors.New("this host's backend does not describe its members")
+		})
 	case callLaunchProgress:
 		return with(c.Args, func(m backend.MemberRef) (string, error) {
 			if w, ok := b.(backend.LaunchWatcher); ok {
@@ -238,6 +246,12 @@ func (r *RemoteBackend) StopScript(ctx context.Context, s backend.ScriptStop) er
 func (r *RemoteBackend) ReadLog(ctx context.Context, req backend.LogRequest) (backend.LogChunk, error) {
 	var chunk backend.LogChunk
 	return chunk, r.do(ctx, callReadLog, req, &chunk)
+}
+
+// DescribeMember implements backend.Describer.
+func (r *RemoteBackend) DescribeMember(ctx context.Context, m backend.MemberRef) (backend.MemberDescription, error) {
+	var d backend.MemberDescription
+	return d, r.do(ctx, callDescribeMember, m, &d)
 }
 
 // RecheckMember implements backend.Rechecker.

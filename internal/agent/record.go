@@ -2,12 +2,19 @@ package agent
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"time"
 
+	"go.temporal.io/sdk/temporal"
+
 	"github.com/clusterflow/clusterflow/internal/atomicfile"
+	"github.com/clusterflow/clusterflow/internal/backend"
 	"github.com/clusterflow/clusterflow/internal/runner"
 )
 
@@ -78,4 +85,50 @@ func (r *record) save(dir string) error {
 		return err
 	}
 	return atomicfile.Write(filepath.Join(dir, recordFile), data, 0o600)
+}
+
+// MemberRuns reads a member's runs from its records folder (layout.Records): the latest
+// backend.MaxDescribedRuns, oldest first. The records are what the agent trusts about its
+// runs, kept out of the sandbox, for as long as the member lives.
+func MemberRuns(records string) ([]backend.RunSummary, error) {
+	entries, err := os.ReadDir(records)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var runs []backend.RunSummary
+	for _, e := range entries {
+		if !e.IsDir() {
+			continue
+		}
+		rec, err := loadRecord(filepath.Join(records, e.Name()))
+		if err != nil {
+			continue // a launch refused before its record was saved
+		}
+		runs = append(runs, rec.summary())
+	}
+	slices.SortFunc(runs, func(a, b backend.RunSummary) int { return a.Started.Compare(b.Started) })
+	return runs[max(0, len(runs)-backend.MaxDescribedRuns):], nil
+}
+
+// summary is the run as status --member shows it.
+func (r record) summary() backend.RunSummary {
+	s := backend.RunSummary{Event: r.Event, Started: r.Started, Outcome: "running"}
+	switch r.state() {
+	case runLost:
+		s.Outcome = "lost"
+	case runExited:
+		s.Outcome, s.ExitCode, s.Duration = string(r.Result.Outcome), r.Result.ExitCode, r.Result.Duration
+		if err := ResultError(r.Event, r.Timeout, *r.Result); err != nil {
+			failure := err.Error()
+			var app *temporal.ApplicationError
+			if errors.As(err, &app) {
+				failure = app.Message() // without the SDK's "(type: …)"
+			}
+			s.Failure, _, _ = strings.Cut(failure, "\n")
+		}
+	}
+	return s
 }

@@ -337,3 +337,40 @@ type Progress struct {
 	Elapsed  string `json:"elapsed"`
 	LastLine string `json:"lastLine,omitempty"`
 }
+
+// Describer is a backend that can say where a member lives and what its host ran for it
+// (status --member).
+type Describer interface {
+	DescribeMember(ctx context.Context, m MemberRef) (MemberDescription, error)
+}
+
+// MemberDescription is a member as its host knows it.
+type MemberDescription struct {
+	// Dir is the member's sandbox on its host; Address, how its cluster's members reach it
+	// (as configmeta says). Missing says the host holds no such member (removed, or never
+	// made); its runs are gone with it.
+	Dir     string `json:"dir,omitempty"`
+	Address string `json:"address,omitempty"`
+	Missing bool   `json:"missing,omitempty"`
+	// Runs are the host's records of the member's script runs, oldest first: the latest
+	// MaxDescribedRuns of them.
+	Runs []RunSummary `json:"runs,omitempty"`
+}
+
+// MaxDescribedRuns bounds the runs a MemberDescription lists: an activity result, which a
+// member of many actions and restarts must not take past Temporal's limits.
+const MaxDescribedRuns = 50
+
+// RunSummary is one run of a member's script, as its host recorded it.
+type RunSummary struct {
+	Event   string    `json:"event"`
+	Started time.Time `json:"started"`
+	// Outcome is running, or how the run ended: exited, timed_out, canceled, not_ready, or
+	// lost (its process vanished without an exit status, and it ran again).
+	Outcome string `json:"outcome"`
+	// ExitCode and Duration are set once the run ended; Failure is the one line a failed
+	// run's activity failed with (its exit status and its last line of output).
+	ExitCode int           `json:"exitCode,omitempty"`
+	Duration time.Duration `json:"duration,omitempty"`
+	Failure  string        `json:"failure,omitempty"`
+}

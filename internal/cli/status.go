@@ -11,11 +11,12 @@ import (
 )
 
 func runStatus(ctx context.Context, args []string) error {
-	fs := newFlagSet("status", "NAME [-o json] [--members] [--wait [--timeout D]]")
+	fs := newFlagSet("status", "NAME [-o json] [--members | --member MEMBER] [--wait [--timeout D]]")
 	var conn connection
 	conn.register(fs, "warn")
 	out := outputFlag(fs)
 	allMembers := fs.Bool("members", false, "list every member, however many (by default a cluster of more than 50 lists those not ready)")
+	member := fs.String("member", "", "show this member alone: its state, where it lives on its host (dir, address, ports), and its runs as the host recorded them")
 	wait, timeout := waitFlags(fs, "first wait until the cluster is ready, failed or deleted, showing progress")
 	name, st, closeClient, err := clusterCommand(ctx, fs, &conn, args)
 	if err != nil {
@@ -30,6 +31,17 @@ func runStatus(ctx context.Context, args []string) error {
 		if err != nil {
 			return err
 		}
+	}
+	if *member != "" {
+		view, err := st.Member(ctx, name, *member)
+		if err != nil {
+			return err
+		}
+		if *out == "json" {
+			return printJSON(view)
+		}
+		render.Member(os.Stdout, view.MemberStatus, view.OnHost, time.Now())
+		return nil
 	}
 	status, err := st.Status(ctx, name)
 	if err != nil {

@@ -15,3 +15,11 @@ func MemberLogWorkflow(ctx workflow.Context, in workflows.MemberLogInput) (backe
 	err := workflow.ExecuteActivity(ctx, flow.ActReadMemberLog, in.Request).Get(ctx, &chunk)
 	return chunk, err
 }
+
+// MemberDescribeWorkflow runs DescribeMember on the member's host.
+func MemberDescribeWorkflow(ctx workflow.Context, in workflows.MemberDescribeInput) (backend.MemberDescription, error) {
+	ctx = flow.OnHost(flow.WithQuickActivity(ctx, "describe "+in.Member.Name), in.Host, flow.ClientTaskWait)
+	var d backend.MemberDescription
+	err := workflow.ExecuteActivity(ctx, flow.ActDescribeMember, in.Member).Get(ctx, &d)
+	return d, err
+}

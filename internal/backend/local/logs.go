@@ -11,6 +11,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/clusterflow/clusterflow/internal/agent"
 	"github.com/clusterflow/clusterflow/internal/backend"
 	"github.com/clusterflow/clusterflow/internal/layout"
 	"github.com/clusterflow/clusterflow/internal/runner"
@@ -166,4 +167,28 @@ func (l *Backend) keepRemovedLogs(m backend.MemberRef, sandbox string) error {
 		_ = os.RemoveAll(filepath.Join(removed, old.name))
 	}
 	return nil
+}
+
+// DescribeMember implements backend.Describer: where the member lives, how its cluster
+// reaches it, and its runs as the agent recorded them.
+func (l *Backend) DescribeMember(_ context.Context, m backend.MemberRef) (backend.MemberDescription, error) {
+	dir, err := l.memberDir(m)
+	if err != nil {
+		return backend.MemberDescription{}, err
+	}
+	if err := l.refuseElsewhere(m.Folder()); err != nil {
+		return backend.MemberDescription{}, err
+	}
+	if _, err := os.Lstat(dir); errors.Is(err, fs.ErrNotExist) {
+		return backend.MemberDescription{Missing: true}, nil
+	}
+	records, err := l.layout.Records(m.Folder(), m.Name)
+	if err != nil {
+		return backend.MemberDescription{}, err
+	}
+	runs, err := agent.MemberRuns(records)
+	if err != nil {
+		return backend.MemberDescription{}, err
+	}
+	return backend.MemberDescription{Dir: dir, Address: l.MemberAddress(m, l.hostAddress()), Runs: runs}, nil
 }

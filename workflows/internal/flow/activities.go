@@ -24,6 +24,7 @@ var (
 	ActRunStartscript     = activityName(workflows.ActivityContract.RunStartscript)
 	ActStopScript         = activityName(workflows.ActivityContract.StopScript)
 	ActReadMemberLog      = activityName(workflows.ActivityContract.ReadMemberLog)
+	ActDescribeMember     = activityName(workflows.ActivityContract.DescribeMember)
 	ActListHostClusters   = activityName(workflows.ActivityContract.ListHostClusters)
 	ActSignalAll          = activityName(workflows.ActivityContract.SignalAll)
 	ActRecheckMember      = activityName(workflows.ActivityContract.RecheckMember)
