@@ -387,6 +387,12 @@ func TestAWorkerTouchesNothingAnotherNamespaceOwnsButWithItsKey(t *testing.T) {
 	if _, err := workers["ns-b"].ListMembers(ctx, key); !errors.As(err, &elsewhere) {
 		t.Errorf("ns-b may list ns-a's members: %v", err)
 	}
+	if _, err := workers["ns-b"].DescribeMember(ctx, m); !errors.As(err, &elsewhere) {
+		t.Errorf("ns-b may describe ns-a's member: %v", err)
+	}
+	if d, err := workers["ns-a"].DescribeMember(ctx, m); err != nil || d.Missing || d.Dir == "" {
+		t.Errorf("ns-a describing its own member: %+v, %v", d, err)
+	}
 	if err := workers["ns-a"].RecheckMember(ctx, m); err != nil {
 		t.Errorf("ns-a rechecking its own member: %v", err)
 	}
