@@ -755,7 +755,7 @@ roles:
 }
 
 // TestRecordRemoveHistories records a resize that names the member to take away
-// (change.RemoveNamed):
+// (change.RemoveNamed), and a look at one member on its host (status --member):
 //
 //	CLUSTERFLOW_RECORD_HISTORIES=v29-remove-named go test ./internal/e2e -run TestRecordRemoveHistories
 func TestRecordRemoveHistories(t *testing.T) {
@@ -765,6 +765,13 @@ func TestRecordRemoveHistories(t *testing.T) {
 	specPath, _ := writeCluster(t, threeLevelSpec(n, ""))
 	mustSucceed(t, "deploy", "-f", specPath, "--wait")
 	mustSucceed(t, "resize", n, "--remove", n+"-worker-0", "--wait")
+	mustSucceed(t, "status", n, "--member", n+"-worker-1")
 	mustSucceed(t, "delete", n, "--wait")
 	recordOn(server.Client, "resize-remove-named-then-delete", workflows.ClusterWorkflowID(n))
+	var id string
+	waitFor(t, "the member's describe workflow in visibility", func() bool {
+		id = latestWorkflowID(t, server.Client, workflows.MemberDescribeWorkflowName)
+		return id != ""
+	})
+	recordOn(server.Client, "describe-member", id)
 }
