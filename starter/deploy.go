@@ -87,7 +87,7 @@ func (s *Starter) startCluster(ctx context.Context, c spec.Cluster, phase workfl
 			workflows.ClusterRolesKey.ValueSet(c.RoleNames()),
 			workflows.ClusterMembersKey.ValueSet(int64(c.TotalMembers())),
 		),
-		Memo:          map[string]any{"spec": c.Name, "origin": c.Origin},
+		Memo: map[string]any{"spec": c.Name, "origin": c.Origin},
 		// Static: the cluster as deployed. Its current details say what it is now.
 		StaticSummary: workflows.Summary(c) + ", as deployed",
 		StaticDetails: details(c),
