@@ -31,6 +31,12 @@ func (s *Starter) Status(ctx context.Context, name string) (workflows.ClusterSta
 	return status, err
 }
 
+// Counts is the cluster's status with its roles' counts of members by state but no member
+// lists: one small query whatever the cluster's size.
+func (s *Starter) Counts(ctx context.Context, name string) (workflows.ClusterStatus, error) {
+	return s.query(ctx, name, false)
+}
+
 // query asks the cluster's workflow for its status, as the status query answers it: with
 // every member, or (withMembers false) with the roles' counts alone. A workflow that did
 // not end cleanly (terminated from the Web UI, say) no longer manages its cluster,

@@ -75,6 +75,7 @@ func runWorker(ctx context.Context, args []string) error {
 	hf.register(fs, false)
 	agentSocket := fs.String("agent-socket", "", "call the agent the host runs as a service of its own at this socket (deploy/systemd/clusterflow-agent.service), which holds the members and runs their scripts; the host's flags are then the agent's (default: start an agent for --data as this worker's user)")
 	metricsAddress := fs.String("metrics-address", "", "serve Prometheus metrics at http://ADDRESS/metrics (default off)")
+	metricsClusters := fs.Bool("metrics-clusters", false, "with --metrics-address, also report every cluster's members by state, clusters by phase and hosts by state, read from Temporal when scraped (default: on without --host; in a fleet, turn it on for one worker)")
 	hostName := fs.String("host", "", "serve this host: its members' activities come to it alone (default: single-host mode, every member here)")
 	labels := fs.String("labels", "", "the host's labels, K=V,K=V, for placement selectors and spreadBy")
 	// --address already names the Temporal server, as for every other command.
@@ -131,12 +132,20 @@ func runWorker(ctx context.Context, args []string) error {
 	if host != nil {
 		backendOpts.Worker.Host, backendOpts.Worker.Address = host.Name, host.Address
 	}
+	if fs.Changed("metrics-clusters") && *metricsAddress == "" {
+		return apperr.Errorf(apperr.Invalid, "--metrics-clusters: only applies with --metrics-address")
+	}
+	if !fs.Changed("metrics-clusters") {
+		*metricsClusters = host == nil
+	}
+	var endpoint *metrics.Endpoint
 	if *metricsAddress != "" {
 		// Served until the process exits, so that the worker's shutdown is reported too.
-		if conn.metrics, err = metrics.Serve(context.WithoutCancel(ctx), *metricsAddress); err != nil {
+		if endpoint, err = metrics.Serve(context.WithoutCancel(ctx), *metricsAddress); err != nil {
 			return apperr.Wrap(apperr.Invalid, err)
 		}
-		logger.Info("Serving metrics", zap.String("url", "http://"+*metricsAddress+"/metrics"))
+		conn.metrics = endpoint.SDK()
+		logger.Info("Serving metrics", zap.String("url", "http://"+*metricsAddress+"/metrics"), zap.Bool("clusters", *metricsClusters))
 	}
 	c, co, err := conn.connect(ctx, logger)
 	if err != nil {
@@ -151,6 +160,9 @@ func runWorker(ctx context.Context, args []string) error {
 			zap.String("address", co.Address))
 	}
 	st := starter.New(c, conn.taskQueue)
+	if *metricsClusters {
+		endpoint.ReportState(st, logger)
+	}
 	backendOpts.Worker.Namespace = co.Namespace
 	if backendOpts.Worker.Owner, err = st.NamespaceID(ctx, co.Namespace); err != nil {
 		// Without it, folders would carry no owner, and this worker's orphan removal could

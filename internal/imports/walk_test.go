@@ -37,14 +37,14 @@ func TestOnePassReadsFromTheExecutorsFiles(t *testing.T) {
 // TestADownReportIsHealthsAndThePlanners walks a report of a member's health from
 // health.Machine.Report, through what the state machine does with it, up to the start of a
 // replacement (a new generation the pass then carries out): it calls into no concept but
-// the planner, and the contract's types. Setting a member that is being set up elsewhere
-// (rehome, for a host lost) is another walk: it stops the member's run (the role runner)
-// and asks the hosts' view whether its old host is reachable.
+// the planner, the contract's types and the metrics it records. Setting a member that is
+// being set up elsewhere (rehome, for a host lost) is another walk: it stops the member's
+// run (the role runner) and asks the hosts' view whether its old host is reachable.
 func TestADownReportIsHealthsAndThePlanners(t *testing.T) {
 	w := walkFrom(t, "workflows/health", "Machine", "Report", "rehome")
 	for _, p := range w.calledPackages {
 		switch strings.TrimPrefix(p, module+"/") {
-		case "workflows", "workflows/plan", "workflows/internal/flow", "workflows/internal/change", "spec":
+		case "workflows", "workflows/plan", "workflows/internal/flow", "workflows/internal/change", "workflows/internal/metric", "spec":
 		default:
 			if strings.HasPrefix(p, module) {
 				t.Errorf("a down report's walk calls into %s", p)

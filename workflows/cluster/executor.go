@@ -13,6 +13,7 @@ import (
 	"github.com/clusterflow/clusterflow/workflows/hosts"
 	"github.com/clusterflow/clusterflow/workflows/internal/change"
 	"github.com/clusterflow/clusterflow/workflows/internal/flow"
+	"github.com/clusterflow/clusterflow/workflows/internal/metric"
 	"github.com/clusterflow/clusterflow/workflows/plan"
 	"github.com/clusterflow/clusterflow/workflows/rollout"
 )
@@ -61,8 +62,15 @@ func (e *executor) converge(ctx workflow.Context) {
 func (e *executor) convergeOnce(ctx workflow.Context) (again bool) {
 	generation := e.w.state.Generation
 	at, seen := plan.Cursor{Stage: plan.StageBegin}, stageOutcome{}
+	began, kind := workflow.Now(ctx), metric.KindUpdate
+	if e.w.state.ReachedGeneration == 0 {
+		kind = metric.KindDeploy
+	}
 	for {
 		d := plan.Decide(at, e.view(ctx, generation, seen))
+		if d.End != plan.GoOn {
+			metric.Operation(ctx, e.w.state.Name, kind, metric.PassResult(d.End, d.Held), began)
+		}
 		switch d.End {
 		case plan.GoOn:
 			at, seen = d.Take, e.take(ctx, d)
@@ -234,6 +242,7 @@ func (e *executor) removeUnwanted(ctx workflow.Context, replacedToo bool) {
 // runs on a disconnected context: once started, nothing can stop it halfway and leave debris.
 func (e *executor) delete(parent workflow.Context) {
 	ctx, _ := workflow.NewDisconnectedContext(parent)
+	began := workflow.Now(ctx)
 	e.w.state.Operations++
 	e.w.SetPhase(ctx, workflows.PhaseDeleting, "")
 	e.w.state.Installed = nil // teardown scripts must be there, whatever became of the hosts' files
@@ -249,7 +258,9 @@ func (e *executor) delete(parent workflow.Context) {
 	if e.w.state.OnHosts {
 		hosts.ReportPlacement(ctx, e.w, workflows.ClusterPlacement{Cluster: e.w.state.Name, Gone: true})
 	}
-	e.w.SetPhase(ctx, workflows.PhaseDeleted, e.leftovers(hosts.DescribeFailures(failed)))
+	left := e.leftovers(hosts.DescribeFailures(failed))
+	metric.Operation(ctx, e.w.state.Name, metric.KindDelete, metric.DeleteResult(left), began)
+	e.w.SetPhase(ctx, workflows.PhaseDeleted, left)
 }
 
 // leftovers says what could not be removed, so a user knows what to clean by hand.

@@ -12,6 +12,7 @@ import (
 	"github.com/clusterflow/clusterflow/spec"
 	"github.com/clusterflow/clusterflow/workflows"
 	"github.com/clusterflow/clusterflow/workflows/internal/change"
+	"github.com/clusterflow/clusterflow/workflows/internal/metric"
 	"github.com/clusterflow/clusterflow/workflows/internal/flow"
 	"github.com/clusterflow/clusterflow/workflows/plan"
 	"github.com/clusterflow/clusterflow/workflows/role"
@@ -141,8 +142,10 @@ func (hm *Machine) Step(ctx workflow.Context, c Cluster, rs *plan.RoleState, m *
 		return result
 	}
 	c.Logger().Info("Member health", "Member", m.Name, "From", result.From, "To", result.To, "Event", ev.Event, "Reason", ev.Reason, "Source", ev.Source)
+	metric.Transition(ctx, c.State().Name, rs.Name, result.From, result.To, ev.Event, ev.Source)
 	switch result.To {
 	case plan.MemberReplacing:
+		metric.Replacement(ctx, c.State().Name, rs.Name, ev.Event)
 		hm.replace(c, rs, m, ev)
 	case plan.MemberPending:
 		hm.rehome(ctx, c, rs, m, result.From, ev)

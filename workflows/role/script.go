@@ -11,6 +11,7 @@ import (
 	"github.com/clusterflow/clusterflow/spec"
 	"github.com/clusterflow/clusterflow/workflows/internal/change"
 	"github.com/clusterflow/clusterflow/workflows/internal/flow"
+	"github.com/clusterflow/clusterflow/workflows/internal/metric"
 )
 
 // runScript runs one event's startscript on a member, through its host's agent, and
@@ -60,13 +61,16 @@ func (r *roleWorkflow) runScript(ctx workflow.Context, i int, event spec.Event) 
 		}
 	}
 	var res backend.ScriptResult
+	began := workflow.Now(ctx)
 	f := workflow.ExecuteActivity(flow.OnMemberHost(flow.WithScriptActivity(ctx, r.in.Role, event, m.Name), m.Host), flow.ActRunStartscript, run)
 	if workflow.GetVersion(ctx, change.StopScriptsAtOnce, workflow.DefaultVersion, 1) >= 1 {
 		if abandoned := r.stopWhenCanceled(ctx, f, backend.ScriptStop{Member: run.Member, Event: event, WorkflowID: workflow.GetInfo(ctx).WorkflowExecution.ID}, m.Host); abandoned {
+			metric.Script(ctx, r.in.Cluster, r.in.Role.Name, event, "abandoned", began)
 			return res, ctx.Err()
 		}
 	}
 	err := f.Get(ctx, &res)
+	metric.Script(ctx, r.in.Cluster, r.in.Role.Name, event, metric.ScriptResult(res, err), began)
 	return res, err
 }
 
