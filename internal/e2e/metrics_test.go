@@ -89,17 +89,17 @@ roles:
 	// What happened, each counted once: a deploy of 4 members, a resize by one, the replaced
 	// member's check taking it down, its replacement after replaceAfter, the teardown.
 	counted := map[string]float64{
-		`sum(clusterflow_operation_seconds_count{cluster="%s",kind="deploy",result="ok"})`:                          1,
-		`sum(clusterflow_script_seconds_count{cluster="%s",role="svc",event="configure",result="ok"})`:              5,
-		`sum(clusterflow_script_seconds_count{cluster="%s",role="front",event="configure",result="ok"})`:            1,
-		`sum(clusterflow_script_seconds_count{cluster="%s",role="svc",event="teardown",result="ok"})`:               1,
-		`sum(clusterflow_member_transitions_total{cluster="%s",from="ready",to="down",reporter="probe"})`:           1,
-		`sum(clusterflow_member_transitions_total{cluster="%s",from="down",to="replacing",event="timeout"})`:        1,
-		`sum(clusterflow_member_replacements_total{cluster="%s",role="svc",event="timeout"})`:                       1,
-		`sum(clusterflow_operation_seconds_count{cluster="%s",kind="update",result="ok"}) >= bool 2`:                1,
-		`sum(clusterflow_operation_seconds_count{cluster="%s",result!~"ok|superseded"}) or vector(0)`:               0,
-		`sum(clusterflow_script_seconds_count{cluster="%s",result!="ok"}) or vector(0)`:                            0,
-		`histogram_quantile(0.5, sum by (le) (clusterflow_script_seconds_bucket{cluster="%s"})) < bool 60`:          1,
+		`sum(clusterflow_operation_seconds_count{cluster="%s",kind="deploy",result="ok"})`:                                           1,
+		`sum(clusterflow_script_seconds_count{cluster="%s",role="svc",event="configure",result="ok"})`:                               5,
+		`sum(clusterflow_script_seconds_count{cluster="%s",role="front",event="configure",result="ok"})`:                             1,
+		`sum(clusterflow_script_seconds_count{cluster="%s",role="svc",event="teardown",result="ok"})`:                                1,
+		`sum(clusterflow_member_transitions_total{cluster="%s",from="ready",to="down",reporter="probe"})`:                            1,
+		`sum(clusterflow_member_transitions_total{cluster="%s",from="down",to="replacing",event="timeout"})`:                         1,
+		`sum(clusterflow_member_replacements_total{cluster="%s",role="svc",event="timeout"})`:                                        1,
+		`sum(clusterflow_operation_seconds_count{cluster="%s",kind="update",result="ok"}) >= bool 2`:                                 1,
+		`sum(clusterflow_operation_seconds_count{cluster="%s",result!~"ok|superseded"}) or vector(0)`:                                0,
+		`sum(clusterflow_script_seconds_count{cluster="%s",result!="ok"}) or vector(0)`:                                              0,
+		`histogram_quantile(0.5, sum by (le) (clusterflow_script_seconds_bucket{cluster="%s"})) < bool 60`:                           1,
 		`sum(clusterflow_script_seconds_count{cluster="%s"}) == bool sum(clusterflow_script_seconds_bucket{cluster="%s",le="+Inf"})`: 1,
 	}
 	scalar := func(expr string) float64 {
