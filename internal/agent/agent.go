@@ -222,6 +222,19 @@ func (a *Agent) refuse(req request, uid int) error {
 	return req.Call.Worker.Connection.refuseNamedFiles()
 }
 
+// counts says what the agent looks after now: a run counts until its script has ended.
+func (a *Agent) counts() Counts {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	c := Counts{Probes: len(a.probes)}
+	for _, r := range a.runs {
+		if !r.snapshot().state().finished() {
+			c.Running++
+		}
+	}
+	return c
+}
+
 // stop cancels the runs the request names that are still running; it returns how many.
 func (a *Agent) stop(s Stop) int {
 	// The run to stop may be starting right now, outside the lock: wait for the launches

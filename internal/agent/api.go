@@ -210,3 +210,11 @@ const (
 	ErrScriptTimedOut = "ScriptTimedOut"
 	ErrScriptLost     = "ScriptLost"
 )
+
+// Counts is what an agent looks after now, for its workers' metrics: the scripts running
+// and the members it checks, the whole host's, whichever worker launched them (numbers
+// only: no caller learns whose).
+type Counts struct {
+	Running int `json:"running"`
+	Probes  int `json:"probes"`
+}

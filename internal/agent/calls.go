@@ -53,6 +53,9 @@ const (
 	callLaunchProgress    = "launchProgress"
 	callRecheckMember     = "recheckMember"
 	callDescribeMember    = "describeMember"
+	// callCounts asks what the agent looks after (Counts): no backend's method, so an
+	// agent that holds no backend answers it too.
+	callCounts = "counts"
 )
 
 // launchArgs are LaunchScript's arguments.
@@ -66,6 +69,9 @@ type none struct{}
 
 // call runs a worker's call on the host's backend.
 func (a *Agent) call(ctx context.Context, c Call) (any, error) {
+	if c.Method == callCounts {
+		return a.counts(), nil
+	}
 	if a.opts.Host == nil {
 		return nil, &RefusedError{Reason: "this agent holds no backend; it takes launches only"}
 	}
@@ -263,6 +269,12 @@ func (r *RemoteBackend) RecheckMember(ctx context.Context, m backend.MemberRef) 
 func (r *RemoteBackend) LaunchProgress(ctx context.Context, m backend.MemberRef) (string, error) {
 	var progress string
 	return progress, r.do(ctx, callLaunchProgress, m, &progress)
+}
+
+// AgentCounts is what the host's agent looks after now.
+func (r *RemoteBackend) AgentCounts(ctx context.Context) (Counts, error) {
+	var counts Counts
+	return counts, r.do(ctx, callCounts, none{}, &counts)
 }
 
 // MemberAddress implements backend.Backend.

@@ -190,6 +190,12 @@ func runWorker(ctx context.Context, args []string) error {
 	if err != nil {
 		return apperr.Wrap(apperr.Invalid, err)
 	}
+	if a, ok := members.(*agent.RemoteBackend); ok && endpoint != nil {
+		endpoint.ReportAgent(func(ctx context.Context) (int, int, error) {
+			counts, err := a.AgentCounts(ctx)
+			return counts.Running, counts.Probes, err
+		}, logger)
+	}
 	err = worker.Run(ctx, c, worker.Options{
 		TaskQueue: conn.taskQueue, Backend: members, StopTimeout: *stopTimeout, Host: host, Logger: logger,
 		Admission: admission, Trusted: trusted, NamespaceID: backendOpts.Worker.Owner,

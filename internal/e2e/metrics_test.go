@@ -125,7 +125,12 @@ roles:
 	}
 
 	// The shipped rules load and evaluate without error.
-	waitFor(t, "the shipped alert rules evaluated", func() bool { return prom.rulesEvaluated(t) == 8 })
+	shipped, err := os.ReadFile(rules)
+	if err != nil {
+		t.Fatal(err)
+	}
+	alerts := strings.Count(string(shipped), "- alert: ")
+	waitFor(t, fmt.Sprintf("the %d shipped alert rules evaluated", alerts), func() bool { return prom.rulesEvaluated(t) == alerts })
 
 	// Every metric the rules and the dashboard name is one the worker serves, and every
 	// dashboard expression is valid PromQL.
@@ -336,7 +341,8 @@ func (p *prometheus) rulesEvaluated(t *testing.T) int {
 // A worker that takes over a cluster replays its history before it goes on: what the
 // history holds was counted by the worker that made it, and the new one counts only what
 // happens after. Here a worker of the test's own deploys a cluster and is killed; the next
-// resizes it, and its metrics count the resize alone.
+// resizes it, and its metrics count the resize alone. Its agent, a host's own, says what
+// it runs: the new member's configure while it runs, and the members it checks.
 func TestAWorkerThatReplaysACountsNothingAgain(t *testing.T) {
 	t.Parallel()
 	guard(t)
@@ -360,8 +366,8 @@ func TestAWorkerThatReplaysACountsNothingAgain(t *testing.T) {
 	specPath, _ := writeCluster(t, fmt.Sprintf(`
 name: %s
 roles:
-  - {name: worker, members: 1, startscript: trace.sh, env: {TRACE: TRACE_FILE}}
-`, n))
+  - {name: worker, members: 1, startscript: trace.sh, env: {TRACE: TRACE_FILE, HOLD: %s}, events: [configure, teardown, check], probe: {every: 1s}}
+`, n, filepath.Join(dir, "hold")))
 	first, firstMetrics := startWorker(1)
 	mustSucceed(t, "deploy", "-f", specPath, "--task-queue", queue, "--wait")
 	count := func(page, name string, labels ...string) float64 {
@@ -393,7 +399,25 @@ roles:
 		t.Fatal(err)
 	}
 	_, secondMetrics := startWorker(2)
-	mustSucceed(t, "resize", n, "worker=2", "--task-queue", queue, "--wait")
+	if err := os.WriteFile(filepath.Join(dir, "hold"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	mustSucceed(t, "resize", n, "worker=2", "--task-queue", queue)
+	agent := func(name string) float64 {
+		m := regexp.MustCompile(`(?m)^` + name + ` (\S+)$`).FindStringSubmatch(httpGet(t, secondMetrics))
+		if m == nil {
+			return -1
+		}
+		v, _ := strconv.ParseFloat(m[1], 64)
+		return v
+	}
+	waitFor(t, "the agent to run the new member's configure", func() bool { return agent("clusterflow_agent_running_scripts") == 1 })
+	if err := os.Remove(filepath.Join(dir, "hold")); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the agent to run nothing and check both members", func() bool {
+		return agent("clusterflow_agent_running_scripts") == 0 && agent("clusterflow_agent_probes") == 2 && agent("clusterflow_agent_up") == 1
+	})
 	waitFor(t, "the second worker to count the resize", func() bool {
 		page = httpGet(t, secondMetrics)
 		return count(page, "clusterflow_operation_seconds_count", `kind="update"`) == 1
