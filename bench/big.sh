@@ -7,13 +7,14 @@
 # runs addnodes, then delnodes, about the 1,000), times `status` and `status -o json`, and
 # deletes it. The floor is the same number of the same script run by a shell with the same
 # parallelism (xargs -P 500), each in a sandbox folder of its own, measured in the same
-# run. Then it checks, from the scripts' own trace, that every event ran exactly once per
-# member and that every member that stayed was told exactly once, and from the server the
-# bounds of every workflow (bench/histories: events and bytes of a history, the largest
+# run, in turn with the deploy: PAIRS pairs, on a quiet machine. Then it checks, from the
+# scripts' own trace, that every event ran exactly once per member and that every member
+# that stayed was told exactly once, and from the server the bounds of every workflow
+# (bench/histories: events and bytes of a history, the largest
 # event and the largest workflow task). Targets: deploy at most 2x the floor, peak PSS at
 # most 1 GiB.
 #
-#   bench/big.sh          # MEMBERS=2000 bench/big.sh for a quicker run; PROFILE=1 to profile;
+#   bench/big.sh          # MEMBERS=2000 PAIRS=3 bench/big.sh for a quicker run; PROFILE=1 to profile;
 #                         # ROLE_LEN=40 for member names that clusterflow before 2026-12 took
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -80,9 +81,16 @@ phase() {
 }
 declare -A runs twice told
 
+require_quiet
+# The ratio takes PAIRS pairs (default 5) of a floor and then a deploy: the first deploy is
+# the whole scenario's, the others deploy clusters of their own and delete them, untimed.
+pairs=${PAIRS:-5}
+: > "$tmp/floor.ms"; : > "$tmp/deploy.ms"
+xargs_floor "$members" "$tmp/note.sh" "$tmp/floor.trace" >> "$tmp/floor.ms"
 pss_start
 profile_start "${PROFILE_SECONDS:-30}"
 timed deploy deploy -f "$tmp/big.yaml" --wait --timeout 60m
+echo "${took[deploy]}" >> "$tmp/deploy.ms"
 pss_stop
 phase deploy
 timed grow resize big "$role=$((workers + change))" --wait --timeout 30m
@@ -97,12 +105,22 @@ timed delete delete big --wait --timeout 30m
 phase delete
 "$tmp/histories" > "$tmp/histories.out" && bounds=ok || bounds=EXCEEDED
 
-floor_ms=$(xargs_floor "$members" "$tmp/note.sh" "$tmp/floor.trace")
+for i in $(seq 2 "$pairs"); do
+  xargs_floor "$members" "$tmp/note.sh" "$tmp/floor.trace" >> "$tmp/floor.ms"
+  sed -e "s/^name: big$/name: big-$i/" -e "s|$tmp/big.trace|$tmp/big-$i.trace|" "$tmp/big.yaml" > "$tmp/big-$i.yaml"
+  timed "deploy-$i" deploy -f "$tmp/big-$i.yaml" --wait --timeout 60m
+  echo "${took[deploy-$i]}" >> "$tmp/deploy.ms"
+  configured=$(grep -c " configure " "$tmp/big-$i.trace" || true)
+  dup=$(cut -d' ' -f1,2 "$tmp/big-$i.trace" | sort | uniq -d | wc -l)
+  [ "$configured" = "$members" ] && [ "$dup" = 0 ] || { echo "FAIL: pair $i configured $configured of $members members, $dup twice" >&2; exit 1; }
+  "$cf" delete "big-$i" --wait --timeout 30m > /dev/null
+done
+floor_ms=$(median < "$tmp/floor.ms")
 
 read -r _ pss _ < "$tmp/rss"
 echo "$members members (1 controller, $workers workers of a role named by $role_len characters with a 32 KiB env, maxInFlight 500, 0 s scripts) over 4 hosts, on the embedded default"
-printf '  floor, %d scripts by xargs -P 500:    %7d ms\n' "$members" "$floor_ms"
-printf '  deploy --wait:                       %7d ms   %s the floor\n' "${took[deploy]}" "$(ratio "${took[deploy]}" "$floor_ms")"
+printf '  floor, %d scripts by xargs -P 500:    %7d ms median (%s)\n' "$members" "$floor_ms" "$(tr '\n' ' ' < "$tmp/floor.ms")"
+printf '  deploy --wait:                       %7d ms median   %s%s\n' "$(median < "$tmp/deploy.ms")" "$(pair_ratios "$tmp/floor.ms" "$tmp/deploy.ms")" "$loaded"
 printf '  resize +%d --wait:                 %7d ms\n' "$change" "${took[grow]}"
 printf '  resize -%d --wait:                 %7d ms\n' "$change" "${took[shrink]}"
 printf '  status / -o json / --members:        %7d / %d / %d ms (json lists %d members)\n' "${took[status]}" "${took[status_json]}" "${took[status_members]}" "$json_members"

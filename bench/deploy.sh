@@ -4,7 +4,8 @@
 # Deploys a 3-level cluster (1 controller -> 8 workers -> 2 edge) whose startscripts do
 # nothing, through `clusterflow dev`, and in the same run times the same script run
 # directly by a shell, level by level (each level's members in parallel). Prints both,
-# their ratio, and the overhead per level. Target: at most 100 ms per level.
+# their ratio (the median of the rounds' ratios, each round a pair, and their spread), and
+# the overhead per level, on a quiet machine (require_quiet). Target: at most 100 ms per level.
 #
 #   bench/deploy.sh            # 5 rounds; RUNS=20 bench/deploy.sh for more
 set -euo pipefail
@@ -28,7 +29,9 @@ run_level() {
 # Warm up the worker and server once before measuring.
 levels_spec warmup > "$tmp/warmup.yaml"
 "$cf" deploy -f "$tmp/warmup.yaml" --wait > /dev/null
+require_quiet
 
+# Each round is a pair: the deploy, then its floor, the shell's levels.
 : > "$tmp/cli"; : > "$tmp/workflow"; : > "$tmp/shell"
 for i in $(seq "$runs"); do
   levels_spec "bench-$i" > "$tmp/bench-$i.yaml"
@@ -47,6 +50,7 @@ workflow=$(median < "$tmp/workflow")
 cli=$(median < "$tmp/cli")
 echo "3 levels (1 -> 8 -> 2 members), no-op startscripts, median of $runs runs"
 printf '  shell, level by level:         %5d ms\n' "$shell"
-printf '  clusterflow (workflow clock):  %5d ms   ratio %.1fx   overhead %d ms/level\n' "$workflow" \
-  "$(echo "$workflow / ($shell + 0.001)" | bc -l)" $(( (workflow - shell) / levels ))
-printf '  clusterflow deploy --wait:     %5d ms   (adds CLI start-up and status polling)\n' "$cli"
+printf '  clusterflow (workflow clock):  %5d ms   %s   overhead %d ms/level%s\n' "$workflow" \
+  "$(pair_ratios "$tmp/shell" "$tmp/workflow")" $(( (workflow - shell) / levels )) "$loaded"
+printf '  clusterflow deploy --wait:     %5d ms   %s   (adds CLI start-up and status polling: %d ms over the workflow clock)%s\n' "$cli" \
+  "$(pair_ratios "$tmp/shell" "$tmp/cli")" $(( cli - workflow )) "$loaded"

@@ -79,6 +79,41 @@ xargs_floor() {
     sh -c 'mkdir -p "$0/m$1" && cd "$0/m$1" && CLUSTERFLOW_MEMBER=m$1 exec "$2"' "$tmp/floor" {} "$2"
   echo $(( $(ms) - start ))
 }
+# require_quiet waits up to QUIET_WAIT seconds (default 120) for the load average to fall
+# under 1, and refuses to measure if it does not: a loaded machine slows the floor more than
+# clusterflow, so every ratio it gives flatters clusterflow. With ALLOW_LOAD=1 it measures
+# anyway, and $loaded marks every ratio printed.
+loaded=""
+require_quiet() {
+  local load waited=0
+  while load=$(cut -d' ' -f1 /proc/loadavg) && awk -v l="$load" 'BEGIN {exit !(l >= 1)}'; do
+    if [ "$waited" -ge "${QUIET_WAIT:-120}" ]; then
+      if [ -z "${ALLOW_LOAD:-}" ]; then
+        echo "refusing to measure: the load average is $load (at least 1) after ${waited}s; a loaded machine's floor flatters every ratio. Stop what runs, or ALLOW_LOAD=1 to measure anyway, marked" >&2
+        exit 2
+      fi
+      loaded="   LOADED (load average $load at the start): this ratio flatters clusterflow"
+      echo "WARNING: measuring with the load average at $load" >&2
+      return
+    fi
+    sleep 5
+    waited=$((waited + 5))
+  done
+  echo "load average $load: quiet enough to measure" >&2
+}
+
+# pair_ratios FLOOR-FILE MEASURE-FILE: the ratio of each pair (line i of each, taken one
+# after the other in the same run), as "median 1.23x (1.10x-1.40x over 5 pairs)".
+pair_ratios() {
+  python3 - "$1" "$2" <<'PY'
+import statistics, sys
+floor = [float(x) for x in open(sys.argv[1]).read().split()]
+measure = [float(x) for x in open(sys.argv[2]).read().split()]
+ratios = sorted(m / f for f, m in zip(floor, measure))
+print(f"median {statistics.median(ratios):.2f}x ({ratios[0]:.2f}x-{ratios[-1]:.2f}x over {len(ratios)} pairs)")
+PY
+}
+
 median() { sort -n | awk '{a[NR]=$1} END {printf "%d\n", (NR % 2) ? a[(NR+1)/2] : (a[NR/2] + a[NR/2+1]) / 2}'; }
 
 # A startscript that does nothing, and the 3-level cluster of them that bench/deploy.sh and
