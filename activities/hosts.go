@@ -10,6 +10,7 @@ import (
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/temporal"
 
+	"github.com/clusterflow/clusterflow/internal/backend"
 	"github.com/clusterflow/clusterflow/workflows"
 )
 
@@ -22,7 +23,24 @@ func (a *Activities) CheckInHost(ctx context.Context) (workflows.HostRegistratio
 	if a.Host == nil {
 		return workflows.HostRegistration{}, errNotAHost
 	}
-	return *a.Host, nil
+	return WithAgentVersion(ctx, *a.Host, a.Backend), nil
+}
+
+// agentVersionWait bounds the question to the host's agent: a registration goes on
+// without its version rather than wait for an agent that does not answer.
+const agentVersionWait = 10 * time.Second
+
+// WithAgentVersion is the host's registration with its agent's version, when the backend
+// has an agent and it answered.
+func WithAgentVersion(ctx context.Context, reg workflows.HostRegistration, b backend.Backend) workflows.HostRegistration {
+	if r, ok := b.(backend.AgentReporter); ok {
+		ctx, cancel := context.WithTimeout(ctx, agentVersionWait)
+		defer cancel()
+		if v, err := r.AgentVersion(ctx); err == nil {
+			reg.AgentVersion = v
+		}
+	}
+	return reg
 }
 
 // HoldHostLease heartbeats for the lease's term, once a beat (workflows.LeaseBeatOf: the

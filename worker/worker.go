@@ -125,7 +125,7 @@ func register(ctx context.Context, c client.Client, opts Options) {
 // registerOnce registers the host with its shard of the registry, starting what is not
 // running yet.
 func registerOnce(ctx context.Context, c client.Client, opts Options) error {
-	_, err := (&Registrar{Client: c, TaskQueue: opts.TaskQueue}).Register(ctx, *opts.Host)
+	_, err := (&Registrar{Client: c, TaskQueue: opts.TaskQueue}).Register(ctx, activities.WithAgentVersion(ctx, *opts.Host, opts.Backend))
 	return err
 }
 

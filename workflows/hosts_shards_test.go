@@ -285,24 +285,30 @@ func TestALeaseBeatsEveryQuarterOfItsHostTimeout(t *testing.T) {
 	}
 }
 
-// A worker says its version when it registers its host: the registry keeps it in every
-// host's entry, so a version past its bound is refused by name, before anything is kept.
+// A worker says its version and its agent's when it registers its host: the registry keeps
+// them in every host's entry, so a version past its bound is refused by name, before
+// anything is kept.
 func TestARegistrationOfAnOverlongVersionIsRefused(t *testing.T) {
 	env := registryEnv(t)
 	env.OnSignalExternalWorkflow(mock.Anything, mock.Anything, "", mock.Anything, mock.Anything).Return(nil) // the shard tells the directory
 	reg := workflows.HostRegistration{Name: "h1", Timeout: 10 * time.Second, Version: strings.Repeat("v", 101)}
 	long := updateAt(env, time.Second, workflows.RegisterHostUpdate, reg)
-	reg.Version = "0.1.0 (commit 1a2b3c4d5e6f-dirty)"
-	fine := updateAt(env, 2*time.Second, workflows.RegisterHostUpdate, reg)
-	env.RegisterDelayedCallback(env.CancelWorkflow, 3*time.Second)
+	reg.Version, reg.AgentVersion = "0.1.0 (commit 1a2b3c4d5e6f-dirty)", strings.Repeat("a", 101)
+	longAgent := updateAt(env, 2*time.Second, workflows.RegisterHostUpdate, reg)
+	reg.AgentVersion = "0.1.0 (commit 0f0f0f0f0f0f)"
+	fine := updateAt(env, 3*time.Second, workflows.RegisterHostUpdate, reg)
+	env.RegisterDelayedCallback(env.CancelWorkflow, 4*time.Second)
 	env.ExecuteWorkflow(workflows.HostShardWorkflowName, workflows.HostsInput{Shard: workflows.HostShard("h1")})
 	if long.refused == nil || !strings.Contains(long.refused.Error(), "host h1 version: is 101 bytes; it may be at most 100") {
 		t.Errorf("an overlong version was not refused by name: %v", long.refused)
 	}
+	if longAgent.refused == nil || !strings.Contains(longAgent.refused.Error(), "host h1 agentVersion: is 101 bytes; it may be at most 100") {
+		t.Errorf("an overlong agent version was not refused by name: %v", longAgent.refused)
+	}
 	if fine.refused != nil {
 		t.Fatalf("a version of 34 bytes was refused: %v", fine.refused)
 	}
-	if h, ok := fine.result.(workflows.Host); !ok || h.Version != reg.Version {
-		t.Errorf("the registry kept %+v, want version %q", fine.result, reg.Version)
+	if h, ok := fine.result.(workflows.Host); !ok || h.Version != reg.Version || h.AgentVersion != reg.AgentVersion {
+		t.Errorf("the registry kept %+v, want version %q and agent version %q", fine.result, reg.Version, reg.AgentVersion)
 	}
 }

@@ -222,11 +222,11 @@ func (a *Agent) refuse(req request, uid int) error {
 	return req.Call.Worker.Connection.refuseNamedFiles()
 }
 
-// counts says what the agent looks after now: a run counts until its script has ended.
-func (a *Agent) counts() Counts {
+// status says what the agent is and looks after now: a run counts until its script has ended.
+func (a *Agent) status() Status {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	c := Counts{Probes: len(a.probes)}
+	c := Status{Version: version.Get().String(), Protocol: Protocol, Probes: len(a.probes)}
 	for _, r := range a.runs {
 		if !r.snapshot().state().finished() {
 			c.Running++

@@ -211,10 +211,13 @@ const (
 	ErrScriptLost     = "ScriptLost"
 )
 
-// Counts is what an agent looks after now, for its workers' metrics: the scripts running
-// and the members it checks, the whole host's, whichever worker launched them (numbers
-// only: no caller learns whose).
-type Counts struct {
-	Running int `json:"running"`
-	Probes  int `json:"probes"`
+// Status is what an agent says of itself: its release (clusterflow version) and protocol,
+// for the host's registration, and what it looks after now, for its workers' metrics: the
+// scripts running and the members it checks, the whole host's, whichever worker launched
+// them (numbers only: no caller learns whose).
+type Status struct {
+	Version  string `json:"version"`
+	Protocol int    `json:"protocol"`
+	Running  int    `json:"running"`
+	Probes   int    `json:"probes"`
 }

@@ -53,9 +53,9 @@ const (
 	callLaunchProgress    = "launchProgress"
 	callRecheckMember     = "recheckMember"
 	callDescribeMember    = "describeMember"
-	// callCounts asks what the agent looks after (Counts): no backend's method, so an
-	// agent that holds no backend answers it too.
-	callCounts = "counts"
+	// callStatus asks what the agent is and looks after (Status): no backend's method, so
+	// an agent that holds no backend answers it too.
+	callStatus = "status"
 )
 
 // launchArgs are LaunchScript's arguments.
@@ -69,8 +69,8 @@ type none struct{}
 
 // call runs a worker's call on the host's backend.
 func (a *Agent) call(ctx context.Context, c Call) (any, error) {
-	if c.Method == callCounts {
-		return a.counts(), nil
+	if c.Method == callStatus {
+		return a.status(), nil
 	}
 	if a.opts.Host == nil {
 		return nil, &RefusedError{Reason: "this agent holds no backend; it takes launches only"}
@@ -271,10 +271,16 @@ func (r *RemoteBackend) LaunchProgress(ctx context.Context, m backend.MemberRef)
 	return progress, r.do(ctx, callLaunchProgress, m, &progress)
 }
 
-// AgentCounts is what the host's agent looks after now.
-func (r *RemoteBackend) AgentCounts(ctx context.Context) (Counts, error) {
-	var counts Counts
-	return counts, r.do(ctx, callCounts, none{}, &counts)
+// AgentStatus is what the host's agent is and looks after now.
+func (r *RemoteBackend) AgentStatus(ctx context.Context) (Status, error) {
+	var status Status
+	return status, r.do(ctx, callStatus, none{}, &status)
+}
+
+// AgentVersion implements backend.AgentReporter.
+func (r *RemoteBackend) AgentVersion(ctx context.Context) (string, error) {
+	status, err := r.AgentStatus(ctx)
+	return status.Version, err
 }
 
 // MemberAddress implements backend.Backend.

@@ -338,6 +338,13 @@ type Progress struct {
 	LastLine string `json:"lastLine,omitempty"`
 }
 
+// AgentReporter is a backend whose scripts an agent of its own runs: AgentVersion says
+// which release that agent is (clusterflow version), which the host registers beside its
+// worker's, since the two are upgraded apart.
+type AgentReporter interface {
+	AgentVersion(ctx context.Context) (string, error)
+}
+
 // Describer is a backend that can say where a member lives and what its host ran for it
 // (status --member).
 type Describer interface {

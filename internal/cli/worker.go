@@ -14,6 +14,7 @@ import (
 
 	"github.com/clusterflow/clusterflow/internal/agent"
 	"github.com/clusterflow/clusterflow/internal/apperr"
+	"github.com/clusterflow/clusterflow/internal/backend"
 	"github.com/clusterflow/clusterflow/internal/backend/factory"
 	"github.com/clusterflow/clusterflow/internal/gateway"
 	"github.com/clusterflow/clusterflow/internal/metrics"
@@ -190,11 +191,8 @@ func runWorker(ctx context.Context, args []string) error {
 	if err != nil {
 		return apperr.Wrap(apperr.Invalid, err)
 	}
-	if a, ok := members.(*agent.RemoteBackend); ok && endpoint != nil {
-		endpoint.ReportAgent(func(ctx context.Context) (int, int, error) {
-			counts, err := a.AgentCounts(ctx)
-			return counts.Running, counts.Probes, err
-		}, logger)
+	if endpoint != nil {
+		reportAgent(endpoint, members, logger)
 	}
 	err = worker.Run(ctx, c, worker.Options{
 		TaskQueue: conn.taskQueue, Backend: members, StopTimeout: *stopTimeout, Host: host, Logger: logger,
@@ -202,4 +200,14 @@ func runWorker(ctx context.Context, args []string) error {
 	})
 	logger.Info("Worker stopped")
 	return err
+}
+
+// reportAgent adds what the host's agent runs to the metrics, when members has an agent.
+func reportAgent(endpoint *metrics.Endpoint, members backend.Backend, logger *zap.Logger) {
+	if a, ok := members.(*agent.RemoteBackend); ok {
+		endpoint.ReportAgent(func(ctx context.Context) (int, int, error) {
+			status, err := a.AgentStatus(ctx)
+			return status.Running, status.Probes, err
+		}, logger)
+	}
 }

@@ -136,8 +136,8 @@ func (f *fleet) hostList() []workflows.HostDocument {
 		if _, err := time.ParseDuration(h.Timeout); h.State == "" || err != nil {
 			f.t.Fatalf("hosts -o json: host %s has no state or no readable timeout:\n%s", h.Name, res.Stdout)
 		}
-		if h.Version != want {
-			f.t.Fatalf("hosts -o json: host %s says its worker is version %q, and the binary it runs %q:\n%s", h.Name, h.Version, want, res.Stdout)
+		if h.Version != want || h.AgentVersion != want {
+			f.t.Fatalf("hosts -o json: host %s says its worker is version %q and its agent %q, and the binary they run %q:\n%s", h.Name, h.Version, h.AgentVersion, want, res.Stdout)
 		}
 	}
 	return hosts

@@ -21,15 +21,24 @@ func Hosts(w io.Writer, hosts []workflows.Host, now time.Time) {
 		return
 	}
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "NAME\tSTATE\tMEMBERS\tLABELS\tADDRESS\tLAST-SEEN\tVERSION\tRUNS")
+	fmt.Fprintln(tw, "NAME\tSTATE\tMEMBERS\tLABELS\tADDRESS\tLAST-SEEN\tVERSION\tAGENT\tRUNS")
 	for _, h := range hosts {
 		seen := "within " + h.Timeout.String()
 		if h.Lost {
 			seen = Ago(h.LastSeen, now)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\n", h.Name, h.State(), h.Members, labels(h.Labels), h.Address, seen, orDash(h.Version), admits(h.Admission))
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\n", h.Name, h.State(), h.Members, labels(h.Labels), h.Address, seen, orDash(h.Version), agentVersion(h.HostRegistration), admits(h.Admission))
 	}
 	tw.Flush()
+}
+
+// agentVersion is the host's agent's version: "same" when it is its worker's, as after an
+// install of one release, so that a host upgraded halfway stands out.
+func agentVersion(h workflows.HostRegistration) string {
+	if h.AgentVersion != "" && h.AgentVersion == h.Version {
+		return "same"
+	}
+	return orDash(h.AgentVersion)
 }
 
 // admits says what a host's allow-lists let it run: "any" without them.

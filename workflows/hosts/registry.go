@@ -182,6 +182,9 @@ func validateRegistration(reg plan.HostRegistration) error {
 	if len(reg.Version) > maxVersionBytes {
 		return flow.Refused(apperr.Invalid, "host %s version: is %d bytes; it may be at most %d", reg.Name, len(reg.Version), maxVersionBytes)
 	}
+	if len(reg.AgentVersion) > maxVersionBytes {
+		return flow.Refused(apperr.Invalid, "host %s agentVersion: is %d bytes; it may be at most %d", reg.Name, len(reg.AgentVersion), maxVersionBytes)
+	}
 	return nil
 }
 

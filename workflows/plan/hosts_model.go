@@ -23,6 +23,10 @@ type HostRegistration struct {
 	// Version is the release and commit of the host's worker (clusterflow version), which an
 	// upgrade in place changes host by host.
 	Version string `json:"version,omitempty"`
+	// AgentVersion is the release and commit of the host's agent, which runs its scripts and
+	// may be upgraded apart from its worker (the shipped systemd units); empty when the
+	// worker could not ask it.
+	AgentVersion string `json:"agentVersion,omitempty"`
 	// Admission is what the host lets run, which placement respects and the host enforces.
 	Admission
 }
@@ -119,6 +123,8 @@ type HostDocument struct {
 	Timeout  string    `json:"timeout"`
 	BootID   string    `json:"bootID,omitempty"`
 	Version  string    `json:"version,omitempty"`
+	// AgentVersion is the host's agent's (HostRegistration.AgentVersion).
+	AgentVersion string `json:"agentVersion,omitempty"`
 	// Cordoned and Draining are the operator's marks, which a lost host keeps.
 	Cordoned bool `json:"cordoned,omitempty"`
 	Draining bool `json:"draining,omitempty"`
@@ -129,7 +135,7 @@ type HostDocument struct {
 func (h Host) Document() HostDocument {
 	return HostDocument{
 		Name: h.Name, State: h.State(), Address: h.Address, Labels: h.Labels, Members: h.Members,
-		LastSeen: h.LastSeen, Timeout: h.Timeout.String(), BootID: h.BootID, Version: h.Version,
+		LastSeen: h.LastSeen, Timeout: h.Timeout.String(), BootID: h.BootID, Version: h.Version, AgentVersion: h.AgentVersion,
 		Cordoned: h.Cordoned, Draining: h.Draining, Admission: h.Admission,
 	}
 }
