@@ -2,13 +2,9 @@ package cli
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
-	"net"
 	"os"
 	"path/filepath"
-	"strings"
 	"time"
 
 	"go.temporal.io/api/enums/v1"
@@ -16,22 +12,17 @@ import (
 	"go.temporal.io/sdk/contrib/envconfig"
 	"go.uber.org/zap"
 
-	"github.com/clusterflow/clusterflow/internal/agent"
 	"github.com/clusterflow/clusterflow/internal/apperr"
-	"github.com/clusterflow/clusterflow/internal/backend"
-	"github.com/clusterflow/clusterflow/internal/backend/factory"
 	"github.com/clusterflow/clusterflow/internal/codec"
-	"github.com/clusterflow/clusterflow/internal/codecserver"
 	"github.com/clusterflow/clusterflow/internal/devbinary"
 	"github.com/clusterflow/clusterflow/internal/gateway"
 	"github.com/clusterflow/clusterflow/internal/localca"
 	"github.com/clusterflow/clusterflow/internal/logging"
+	"github.com/clusterflow/clusterflow/internal/metrics"
 	"github.com/clusterflow/clusterflow/internal/render"
 	"github.com/clusterflow/clusterflow/internal/session"
-	"github.com/clusterflow/clusterflow/internal/version"
 	"github.com/clusterflow/clusterflow/spec"
 	"github.com/clusterflow/clusterflow/starter"
-	"github.com/clusterflow/clusterflow/worker"
 	"github.com/clusterflow/clusterflow/workflows"
 )
 
@@ -87,6 +78,7 @@ type devFlags struct {
 	host                                                      hostFlags
 	file, db, namespace                                       *string
 	address, uiAddress, gatewayAddress, codecAddress, logFile *string
+	metricsAddress                                            *string
 	noUI, noGateway, noWorker                                 *bool
 	hosts                                                     *int
 	codecKeyFile                                              string
@@ -109,6 +101,7 @@ func parseDevFlags(args []string) (devFlags, error) {
 	f.gatewayAddress = fs.String("gateway-address", "127.0.0.1:8088", "health gateway listen address (HTTP; its token is kept beside --db, in gateway-token)")
 	f.noGateway = fs.Bool("no-gateway", false, "do not serve the health gateway")
 	f.gf.register(fs)
+	f.metricsAddress = fs.String("metrics-address", "", "serve Prometheus metrics at http://ADDRESS/metrics: the workers', what the workflows count, every cluster's members by state and, in single-host mode, the agent's (default off)")
 	f.noWorker = fs.Bool("no-worker", false, "do not run a worker (run `clusterflow worker` separately)")
 	f.hosts = fs.Int("hosts", 0, "run N hosts in this process, host-1 … host-N, each a worker with its own data folder beside --data, so members are placed on hosts (0: single-host mode)")
 	f.namespace = fs.String("namespace", "default", "Temporal namespace to create and use")
@@ -212,6 +205,14 @@ func runDev(ctx context.Context, args []string, embedded *Embedded) error {
 		return err
 	}
 	co.Logger = logging.SDK(logger)
+	var endpoint *metrics.Endpoint
+	if *f.metricsAddress != "" {
+		// Served until the process exits, so that the workers' shutdown is reported too.
+		if endpoint, err = metrics.Serve(context.WithoutCancel(ctx), *f.metricsAddress); err != nil {
+			return apperr.Wrap(apperr.Invalid, err)
+		}
+		co.MetricsHandler = endpoint.SDK()
+	}
 	if err := codec.Apply(&co, f.codecKeyFile); err != nil {
 		return apperr.Wrap(apperr.Invalid, err)
 	}
@@ -229,6 +230,10 @@ func runDev(ctx context.Context, args []string, embedded *Embedded) error {
 	logger.Info("Temporal HTTP API serving", zap.String("address", srv.HTTPAddress()))
 	if *f.logFile != "" {
 		fmt.Printf("Logs:             %s\n", *f.logFile)
+	}
+	if endpoint != nil {
+		endpoint.ReportState(st, logger)
+		fmt.Printf("Metrics:          http://%s/metrics\n", *f.metricsAddress)
 	}
 	if !*f.noUI {
 		tokenFile := filepath.Join(filepath.Dir(*f.db), "ui-token")
@@ -256,7 +261,7 @@ func runDev(ctx context.Context, args []string, embedded *Embedded) error {
 	if err := prepareDevData(f); err != nil {
 		return err
 	}
-	waitForWorkers, err := startDevWorkers(ctx, f, c, st, profile, logger)
+	waitForWorkers, err := startDevWorkers(ctx, f, c, st, profile, endpoint, logger)
 	if err != nil {
 		return err
 	}
@@ -268,169 +273,6 @@ func runDev(ctx context.Context, args []string, embedded *Embedded) error {
 	<-ctx.Done()
 	fmt.Println("\nStopping.")
 	return waitForWorkers()
-}
-
-// startDevWorkers starts dev's workers (none with --no-worker), in single-host mode or as
-// --hosts hosts, once they are registered, and returns the wait for them to end after ctx
-// has, which says whose member agents carry on.
-func startDevWorkers(ctx context.Context, f devFlags, c client.Client, st *starter.Starter, profile envconfig.ClientConfigProfile, logger *zap.Logger) (wait func() error, err error) {
-	conn := agent.Connection{ClientConfigProfile: profile, CodecKeyFile: f.codecKeyFile}
-	owner, err := st.NamespaceID(ctx, *f.namespace)
-	if err != nil {
-		return nil, err
-	}
-	var workers []devWorker
-	if !*f.noWorker {
-		settings, err := f.host.settings(logger)
-		if err != nil {
-			return nil, err
-		}
-		if workers, err = newDevWorkers(f.host, settings, f.com, agent.Worker{Owner: owner, Namespace: *f.namespace, Connection: conn}, *f.hosts); err != nil {
-			return nil, err
-		}
-	}
-	workerDone := make(chan error, len(workers))
-	for _, w := range workers {
-		opts := worker.Options{TaskQueue: f.com.taskQueue, Backend: w.members, Host: w.host, Logger: logger}
-		go func() { workerDone <- worker.Run(ctx, c, opts) }()
-	}
-	if *f.hosts > 0 {
-		// A deploy before the hosts are registered would place nothing on them.
-		if err := waitForHosts(ctx, st, *f.hosts); err != nil {
-			return nil, err
-		}
-	}
-	return func() error {
-		var err error
-		for range workers {
-			if werr := <-workerDone; werr != nil && err == nil {
-				err = werr
-			}
-		}
-		for _, w := range workers {
-			if agent, ok := w.members.(interface{ AgentPID() (int, bool) }); !ok {
-				continue
-			} else if pid, ok := agent.AgentPID(); ok {
-				// Detached on purpose, so that stopping dev never kills a script mid-run.
-				fmt.Printf("The member agent (pid %d) carries on with any running scripts; it exits after 10 minutes with nothing to do.\n", pid)
-			}
-		}
-		return err
-	}, nil
-}
-
-// devDataHome is where a root dev keeps its members when their users could not reach the
-// default data folder (below root's home, say): a folder of its own per state folder.
-const devDataHome = "/var/lib/clusterflow"
-
-// prepareDevData lets the users of a root dev's clusters reach their sandboxes. The state
-// folder lets them through to the data kept in it and shows them nothing (0711: they can
-// neither list it nor read what is in it, all of it 0600 or 0700). When a folder above it
-// does not let them through (root's home, mode 0700), the members go to a folder of their
-// own under /var/lib/clusterflow instead, unless --data was given, which is then refused
-// saying why (hostFlags.settings).
-func prepareDevData(f devFlags) error {
-	s := f.host.scripts
-	if os.Geteuid() != 0 || (s.allowRoot && s.user == "" && s.uids == "") {
-		return nil
-	}
-	state, err := filepath.Abs(filepath.Dir(*f.db))
-	if err != nil {
-		return err
-	}
-	data, err := filepath.Abs(*f.host.data)
-	if err != nil {
-		return err
-	}
-	if rel, err := filepath.Rel(state, data); err == nil && !strings.HasPrefix(rel, "..") {
-		if err := os.Chmod(state, 0o711); err != nil {
-			return err
-		}
-	}
-	if f.dataGiven || traversable(data) == nil {
-		return nil
-	}
-	sum := sha256.Sum256([]byte(state))
-	home := filepath.Join(devDataHome, "dev-"+hex.EncodeToString(sum[:6]))
-	for _, dir := range []string{devDataHome, home} {
-		if err := os.MkdirAll(dir, 0o711); err != nil {
-			return err
-		}
-		if err := os.Chmod(dir, 0o711); err != nil {
-			return err
-		}
-	}
-	*f.host.data = filepath.Join(home, "data")
-	fmt.Printf("Clusters run as users of their own, who cannot pass through a folder above %s: their sandboxes are kept in %s.\n", data, *f.host.data)
-	return nil
-}
-
-// maxDevHosts keeps dev's hosts to what one machine makes sense of.
-const maxDevHosts = 16
-
-// devWorker is one of dev's workers: single-host (host nil) or one host of --hosts.
-type devWorker struct {
-	members backend.Backend
-	host    *workflows.HostRegistration
-}
-
-// newDevWorkers makes dev's workers: one in single-host mode, keeping members in the data
-// folder, or one per host, each with a data folder (and agent) of its own beside it.
-func newDevWorkers(hf hostFlags, base hostSettings, com common, w agent.Worker, hosts int) ([]devWorker, error) {
-	open := func(s hostSettings, w agent.Worker) (backend.Backend, error) {
-		o, err := hf.agentOptions(s, "", com)
-		if err != nil {
-			return nil, err
-		}
-		o.Worker = w
-		return factory.Open(s.Backend, o)
-	}
-	if hosts == 0 {
-		members, err := open(base, w)
-		if err != nil {
-			return nil, err
-		}
-		fmt.Printf("Member sandboxes: %s\n", base.Data)
-		return []devWorker{{members: members}}, nil
-	}
-	var workers []devWorker
-	for i := 1; i <= hosts; i++ {
-		name := fmt.Sprintf("host-%d", i)
-		s, hw := base, w
-		s.Data, hw.Host, hw.Address = filepath.Join(filepath.Dir(base.Data), "hosts", name), name, "127.0.0.1"
-		members, err := open(s, hw)
-		if err != nil {
-			return nil, err
-		}
-		workers = append(workers, devWorker{members: members, host: &workflows.HostRegistration{
-			Name: name, Address: "127.0.0.1", Timeout: workflows.DefaultHostTimeout, BootID: bootID(), Version: version.Get().String(),
-		}})
-	}
-	fmt.Printf("Hosts:            %d, sandboxes in %s\n", hosts, filepath.Join(filepath.Dir(base.Data), "hosts"))
-	return workers, nil
-}
-
-// waitForHosts waits, up to a minute, until n hosts are ready.
-func waitForHosts(ctx context.Context, st *starter.Starter, n int) error {
-	ctx, cancel := context.WithTimeout(ctx, time.Minute)
-	defer cancel()
-	for {
-		hosts, err := st.Hosts(ctx)
-		ready := 0
-		for _, h := range hosts {
-			if h.State() == workflows.HostReady {
-				ready++
-			}
-		}
-		if err == nil && ready >= n {
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("dev's %d hosts did not all become ready within a minute (%d are): %v", n, ready, err)
-		case <-time.After(200 * time.Millisecond):
-		}
-	}
 }
 
 // deployAndWatch deploys the spec given to dev, or picks up the cluster if a previous run
@@ -460,126 +302,4 @@ func deployAndWatch(ctx context.Context, st *starter.Starter, c spec.Cluster) {
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "clusterflow:", err)
 	}
-}
-
-// devLogger writes the logs of dev's server and worker to logFile, or to stderr when it is
-// empty: the terminal is for what a newcomer watches, progress and status.
-func devLogger(com common, logFile string) (*zap.Logger, func(), error) {
-	l, err := com.logger() // checks --log-format and --log-level
-	if err != nil || logFile == "" {
-		return l, func() {}, err
-	}
-	l, err = logging.NewFile(com.logFormat, com.logLevel, logFile)
-	if err != nil {
-		return nil, nil, apperr.Errorf(apperr.Invalid, "--log-file %s: %w", logFile, err)
-	}
-	return l, func() { _ = l.Sync() }, nil
-}
-
-// serverLogger keeps the embedded server's own logs to warnings and above: its info logs
-// are about Temporal's internals, not the user's clusters.
-func serverLogger(l *zap.Logger) *zap.Logger {
-	return l.Named("temporal").WithOptions(zap.IncreaseLevel(zap.WarnLevel))
-}
-
-func stopLogged(l *zap.Logger, what string, stop func() error) {
-	if err := stop(); err != nil {
-		l.Warn("Stopping "+what, zap.Error(err))
-	}
-}
-
-// serveDevGateway serves the health gateway beside the embedded server, with one token
-// (every scope, every cluster: the developer's own) kept in tokenFile, and says where. It returns a function that stops it,
-// letting requests in flight finish.
-func serveDevGateway(ctx context.Context, address, tokenFile string, opts gateway.Options, st *starter.Starter, logger *zap.Logger) (func(), error) {
-	secret, err := gateway.LocalToken(tokenFile)
-	if err != nil {
-		return nil, fmt.Errorf("gateway token in %s: %w", tokenFile, err)
-	}
-	opts.Tokens = gateway.Tokens{gateway.TokenFor("dev", []gateway.Scope{gateway.ScopeEvents, gateway.ScopeReplace, gateway.ScopeRead}, gateway.AllClusters, secret)}
-	opts.Logger = logger
-	g, err := gateway.New(opts, st)
-	if err != nil {
-		return nil, err
-	}
-	ln, err := net.Listen("tcp", address)
-	if err != nil {
-		return nil, apperr.Errorf(apperr.Invalid, "--gateway-address %s: %w (choose another, or --no-gateway)", address, err)
-	}
-	if !gateway.IsLoopback(address) {
-		fmt.Fprintf(os.Stderr, "WARNING: the health gateway listens on %s without TLS: its token crosses the network in the clear.\n", address)
-	}
-	ctx, cancel := context.WithCancel(ctx)
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		if err := gateway.Serve(ctx, ln, g, "", ""); err != nil {
-			logger.Error("Health gateway stopped", zap.Error(err))
-		}
-	}()
-	fmt.Printf("Health gateway:   http://%s  (token in %s)\n", ln.Addr(), tokenFile)
-	return func() { cancel(); <-done }, nil
-}
-
-// startDevUI serves the Web UI and, with keys, the codec server it decodes payloads
-// through, which answers the UI's origin only, and the UI's session alone. It returns what
-// stops both.
-func startDevUI(ctx context.Context, embedded *Embedded, o EmbeddedUIOptions, keys *codec.Keys, codecAddress string, logger *zap.Logger) (func(), error) {
-	if keys == nil {
-		ui, err := embedded.StartUI(o)
-		if err != nil {
-			return nil, err
-		}
-		fmt.Printf("Temporal Web UI:  %s\n", o.Session.LoginURL(fmt.Sprintf("%s/namespaces/%s/workflows", ui.URL(), o.Namespace)))
-		return ui.Stop, nil
-	}
-	// The UI is told the codec's address before it starts, and the codec the UI's origin after.
-	ln, err := net.Listen("tcp", codecAddress)
-	if err != nil {
-		return nil, apperr.Errorf(apperr.Invalid, "--codec-address %s: %w", codecAddress, err)
-	}
-	o.CodecEndpoint = "http://" + ln.Addr().String()
-	ui, err := embedded.StartUI(o)
-	if err != nil {
-		ln.Close()
-		return nil, err
-	}
-	endpoint := o.CodecEndpoint
-	opts := codecserver.Options{AllowedOrigins: browserOrigins(ui.URL()), Session: &o.Session, Logger: logger.Named("codec")}
-	ctx, cancel := context.WithCancel(ctx)
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		if err := gateway.Serve(ctx, ln, codecserver.Handler(keys, opts), "", ""); err != nil {
-			logger.Error("Codec server stopped", zap.Error(err))
-		}
-	}()
-	fmt.Printf("Temporal Web UI:  %s  (decoding through %s)\n", o.Session.LoginURL(fmt.Sprintf("%s/namespaces/%s/workflows", ui.URL(), o.Namespace)), endpoint)
-	return func() { cancel(); <-done; ui.Stop() }, nil
-}
-
-// dialAddresses are the addresses clients reach a server listening on address by: a
-// wildcard's loopback one first.
-func dialAddresses(address string) []string {
-	host, port, err := net.SplitHostPort(address)
-	if err != nil {
-		return []string{address}
-	}
-	if ip := net.ParseIP(host); ip != nil && ip.IsUnspecified() {
-		return []string{net.JoinHostPort("127.0.0.1", port), net.JoinHostPort("localhost", port), address}
-	}
-	if host == "127.0.0.1" {
-		return []string{address, net.JoinHostPort("localhost", port)}
-	}
-	return []string{address}
-}
-
-// browserOrigins are the origins a browser sends for the UI at url: a UI on 127.0.0.1 is
-// also opened as localhost.
-func browserOrigins(url string) []string {
-	origins := []string{url}
-	if rest, ok := strings.CutPrefix(url, "http://127.0.0.1:"); ok {
-		origins = append(origins, "http://localhost:"+rest)
-	}
-	return origins
 }

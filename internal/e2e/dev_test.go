@@ -55,6 +55,32 @@ func TestDevRunsTheExampleAndKeepsStateAcrossRestarts(t *testing.T) {
 	if s := gatewayStatus(t, example.gatewayAddr, token, "demo"); s.Phase != workflows.PhaseReady {
 		t.Errorf("the gateway's status of demo: %q, want ready", s.Phase)
 	}
+	// dev serves its metrics where it says: the demo's members as status counts them, its
+	// deploy, and the agent running its members' checks.
+	if !strings.Contains(string(out), "Metrics:          http://"+example.metricsAddr+"/metrics") {
+		t.Errorf("dev output does not say where its metrics are:\n%s", out)
+	}
+	wantMetrics := []string{
+		`clusterflow_members{cluster="demo",role="controller",state="ready"} 1`,
+		`clusterflow_members{cluster="demo",role="worker",state="ready"} 3`,
+		`clusterflow_members{cluster="demo",role="edge",state="ready"} 1`,
+		`clusterflow_cluster_phase{cluster="demo",phase="ready"} 1`,
+		`clusterflow_agent_up 1`,
+	}
+	var metrics string
+	// The state is read in the background, every 10 s at most while scraped.
+	waitFor(t, "dev's metrics to show the demo ready", func() bool {
+		metrics = httpGet(t, "http://"+example.metricsAddr+"/metrics")
+		for _, want := range wantMetrics {
+			if !strings.Contains(metrics, want+"\n") {
+				return false
+			}
+		}
+		return true
+	})
+	if !regexp.MustCompile(`(?m)^clusterflow_operation_seconds_count\{[^}]*cluster="demo"[^}]*kind="deploy"[^}]*result="ok"[^}]*\} 1$`).MatchString(metrics) {
+		t.Errorf("dev's metrics do not count the demo's deploy:\n%s", metrics)
+	}
 	// The Web UI serves its pages, to the browser let in by the address dev printed, and
 	// lists the cluster's workflow.
 	ui := devUIClient(t, string(out), uiAddr)
@@ -283,8 +309,8 @@ func TestTwoDemosOfTwoDataFoldersComeUpSideBySide(t *testing.T) {
 // exampleDev is the README's first command, `clusterflow dev -f` with the example app, set
 // up in a fresh folder with free addresses; its agent and services are stopped at the end.
 type exampleDev struct {
-	dir, data, grpcAddr, uiAddr, gatewayAddr string
-	args                                     []string
+	dir, data, grpcAddr, uiAddr, gatewayAddr, metricsAddr string
+	args                                                  []string
 }
 
 func newExampleDev(t *testing.T) exampleDev {
@@ -293,7 +319,7 @@ func newExampleDev(t *testing.T) exampleDev {
 	if err != nil {
 		t.Fatal(err)
 	}
-	d := exampleDev{dir: t.TempDir(), grpcAddr: freeAddress(t), uiAddr: freeAddress(t), gatewayAddr: freeAddress(t)}
+	d := exampleDev{dir: t.TempDir(), grpcAddr: freeAddress(t), uiAddr: freeAddress(t), gatewayAddr: freeAddress(t), metricsAddr: freeAddress(t)}
 	d.data = filepath.Join(d.dir, "data")
 	testenv.StopAllAtEnd(t, d.data)
 	t.Cleanup(func() {
@@ -302,7 +328,7 @@ func newExampleDev(t *testing.T) exampleDev {
 		}
 	})
 	d.args = []string{"dev", "-f", filepath.Join(root, "examples/registry/cluster.yaml"),
-		"--db", filepath.Join(d.dir, "dev.db"), "--data", d.data, "--address", d.grpcAddr, "--ui-address", d.uiAddr, "--gateway-address", d.gatewayAddr}
+		"--db", filepath.Join(d.dir, "dev.db"), "--data", d.data, "--address", d.grpcAddr, "--ui-address", d.uiAddr, "--gateway-address", d.gatewayAddr, "--metrics-address", d.metricsAddr}
 	return d
 }
 

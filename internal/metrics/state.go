@@ -22,11 +22,18 @@ import (
 
 // stateReadEvery bounds how often the state is read, however often it is scraped; a read
 // takes one list of the clusters, one small status query each (counts, no members) and
-// one query of the host registry.
+// one query of the host registry. A scrape never waits for a read: it gets the latest one,
+// and one that finds it older than this starts the next in the background. A cluster whose
+// workflow no worker serves holds its query until its timeout, which a scrape (often
+// limited to its interval) would not outlast.
 const stateReadEvery = 10 * time.Second
 
-// stateReadTimeout bounds one read; what did not answer in time is left out, and counted.
-const stateReadTimeout = 10 * time.Second
+// statusQueryTimeout bounds one cluster's status query, and stateReadTimeout the whole
+// read; what did not answer in time is left out, and counted.
+const (
+	statusQueryTimeout = 5 * time.Second
+	stateReadTimeout   = 30 * time.Second
+)
 
 // statusQueriesAtOnce bounds the status queries one read has in flight.
 const statusQueriesAtOnce = 8
@@ -46,20 +53,26 @@ var (
 		"What the latest read of the state could not read: clusters whose status did not answer, or the list of clusters or hosts (what=list, hosts).", []string{"what"}, nil)
 )
 
-// stateCollector reads the clusters' and hosts' state for each scrape, at most every
-// stateReadEvery.
+// stateCollector serves the latest read of the clusters' and hosts' state, and reads it
+// again in the background when a scrape finds it older than stateReadEvery.
 type stateCollector struct {
 	st  *starter.Starter
 	log *zap.Logger
 
-	mu     sync.Mutex
-	readAt time.Time
-	last   []prometheus.Metric
+	mu      sync.Mutex
+	readAt  time.Time
+	reading bool
+	last    []prometheus.Metric
+	// failing are the clusters the latest read could not read (one read at a time uses it).
+	failing map[string]bool
 }
 
-// ReportState adds the clusters' and hosts' state, read through st, to the metrics.
+// ReportState adds the clusters' and hosts' state, read through st, to the metrics; the
+// first read starts now.
 func (e *Endpoint) ReportState(st *starter.Starter, log *zap.Logger) {
-	e.registry.MustRegister(&stateCollector{st: st, log: log})
+	c := &stateCollector{st: st, log: log, reading: true}
+	go c.refresh()
+	e.registry.MustRegister(c)
 }
 
 // Describe sends nothing: the collector is unchecked, its label values known only when read.
@@ -67,15 +80,25 @@ func (c *stateCollector) Describe(chan<- *prometheus.Desc) {}
 
 func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 	c.mu.Lock()
-	defer c.mu.Unlock()
-	if time.Since(c.readAt) >= stateReadEvery {
-		ctx, cancel := context.WithTimeout(context.Background(), stateReadTimeout)
-		c.last, c.readAt = c.read(ctx), time.Now()
-		cancel()
+	if !c.reading && time.Since(c.readAt) >= stateReadEvery {
+		c.reading = true
+		go c.refresh()
 	}
-	for _, m := range c.last {
+	last := c.last
+	c.mu.Unlock()
+	for _, m := range last {
 		ch <- m
 	}
+}
+
+// refresh reads the state and keeps it for the scrapes to come.
+func (c *stateCollector) refresh() {
+	ctx, cancel := context.WithTimeout(context.Background(), stateReadTimeout)
+	defer cancel()
+	read := c.read(ctx)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.last, c.readAt, c.reading = read, time.Now(), false
 }
 
 // read reads the state once.
@@ -132,24 +155,36 @@ func (c *stateCollector) read(ctx context.Context) []prometheus.Metric {
 	return out
 }
 
-// counts asks each cluster for its counts, a few at a time; nil for one that did not answer.
+// counts asks each cluster for its counts, a few at a time; nil for one that did not
+// answer. A cluster that did not answer is logged when it stops answering, not at every read.
 func (c *stateCollector) counts(ctx context.Context, clusters []starter.ClusterSummary) []*workflows.ClusterStatus {
 	out := make([]*workflows.ClusterStatus, len(clusters))
+	errs := make([]error, len(clusters))
 	slots := make(chan struct{}, statusQueriesAtOnce)
 	var wg sync.WaitGroup
 	for i, cl := range clusters {
 		slots <- struct{}{}
 		wg.Go(func() {
 			defer func() { <-slots }()
+			ctx, cancel := context.WithTimeout(ctx, statusQueryTimeout)
+			defer cancel()
 			s, err := c.st.Counts(ctx, cl.Name)
-			if err != nil {
-				c.log.Warn("Metrics: could not read a cluster's status", zap.String("cluster", cl.Name), zap.Error(err))
-				return
+			if errs[i] = err; err == nil {
+				out[i] = &s
 			}
-			out[i] = &s
 		})
 	}
 	wg.Wait()
+	failing := map[string]bool{}
+	for i, err := range errs {
+		if err != nil {
+			failing[clusters[i].Name] = true
+			if !c.failing[clusters[i].Name] {
+				c.log.Warn("Metrics: could not read a cluster's status; it is left out until it answers", zap.String("cluster", clusters[i].Name), zap.Error(err))
+			}
+		}
+	}
+	c.failing = failing
 	return out
 }
 
