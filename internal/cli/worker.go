@@ -137,7 +137,7 @@ func runWorker(ctx context.Context, args []string) error {
 		return apperr.Errorf(apperr.Invalid, "--metrics-clusters: only applies with --metrics-address")
 	}
 	if !fs.Changed("metrics-clusters") {
-		*metricsClusters = host == nil
+		*metricsClusters = host == nil && *metricsAddress != ""
 	}
 	var endpoint *metrics.Endpoint
 	if *metricsAddress != "" {
