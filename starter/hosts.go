@@ -113,19 +113,27 @@ const registryPatience = 15 * time.Second
 
 // queryRegistry asks one of the registry's workflows a query, again for up to
 // registryPatience (or the context's deadline, if sooner) while the server says that no
-// worker polled lately or refuses for load; other errors, and a query that timed out
-// (it waited already), are returned at once, as a missing worker is.
+// worker polled lately or refuses for load. A query that timed out is asked once more: the
+// worker that held the workflow may have been cut off with its poll still open, which the
+// server gave the query to (a fleet test saw `hosts` fail so while one of two hosts was
+// cut); the next goes to a worker that polls. Other errors, and a second silence, are
+// returned at once, as a missing worker is.
 func (s *Starter) queryRegistry(ctx context.Context, workflowID, query string) (converter.EncodedValue, error) {
 	giveUp := time.Now().Add(registryPatience)
+	askedAgain := false
 	for delay := 250 * time.Millisecond; ; delay = min(2*delay, 2*time.Second) {
 		resp, err := s.client.QueryWorkflow(ctx, workflowID, "", query)
 		switch {
 		case err == nil || isNotFound(err):
 			return resp, err
-		case !busyServer(err) || time.Now().Add(delay).After(giveUp):
-			if noAnswer(err) {
-				return nil, noWorker(s.taskQueue, fmt.Errorf("list hosts: %w", err))
-			}
+		case busyServer(err) && !time.Now().Add(delay).After(giveUp):
+			// asked again below
+		case noAnswer(err) && !askedAgain && ctx.Err() == nil:
+			askedAgain = true
+			continue
+		case noAnswer(err):
+			return nil, noWorker(s.taskQueue, fmt.Errorf("list hosts: %w", err))
+		default:
 			return nil, fmt.Errorf("list hosts: %w", err)
 		}
 		select {
