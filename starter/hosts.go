@@ -6,13 +6,10 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 
 	"go.temporal.io/api/enums/v1"
-	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
-	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/clusterflow/clusterflow/internal/apperr"
@@ -20,147 +17,6 @@ import (
 	"github.com/clusterflow/clusterflow/workflows"
 	"github.com/clusterflow/clusterflow/workflows/plan"
 )
-
-// Hosts lists the registered hosts, sorted by name; none in single-host mode. A sharded
-// registry's shards are asked all at once.
-func (s *Starter) Hosts(ctx context.Context) ([]workflows.Host, error) {
-	info, err := s.registry(ctx)
-	if err != nil || !info.Sharded {
-		if err != nil || !info.found {
-			return nil, err
-		}
-		return s.queryHosts(ctx, workflows.HostsWorkflowID)
-	}
-	parts := make([][]workflows.Host, len(info.Shards))
-	errs := make([]error, len(info.Shards))
-	var wg sync.WaitGroup
-	for i, shard := range info.Shards {
-		wg.Go(func() { parts[i], errs[i] = s.queryHosts(ctx, workflows.HostShardWorkflowID(shard)) })
-	}
-	wg.Wait()
-	if err := errors.Join(errs...); err != nil {
-		return nil, err
-	}
-	hosts := slices.Concat(parts...)
-	slices.SortFunc(hosts, func(a, b workflows.Host) int { return strings.Compare(a.Name, b.Name) })
-	return hosts, nil
-}
-
-// host is one registered host, from the registry workflow that keeps it: its shard, or the
-// registry itself before shards.
-func (s *Starter) host(ctx context.Context, name string) (workflows.Host, bool, error) {
-	info, err := s.registry(ctx)
-	if err != nil || !info.found {
-		return workflows.Host{}, false, err
-	}
-	keeper := workflows.HostsWorkflowID
-	if info.Sharded {
-		keeper = workflows.HostShardWorkflowID(workflows.HostShard(name))
-	}
-	hosts, err := s.queryHosts(ctx, keeper)
-	if err != nil {
-		return workflows.Host{}, false, err
-	}
-	i := slices.IndexFunc(hosts, func(h workflows.Host) bool { return h.Name == name })
-	if i < 0 {
-		return workflows.Host{}, false, nil
-	}
-	return hosts[i], true, nil
-}
-
-// registryInfo is the registry's RegistryInfo, and whether it runs at all.
-type registryInfo struct {
-	workflows.RegistryInfo
-	found bool
-}
-
-// registry asks the registry whether it is sharded; none running is no host registered.
-func (s *Starter) registry(ctx context.Context) (registryInfo, error) {
-	resp, err := s.queryRegistry(ctx, workflows.HostsWorkflowID, workflows.RegistryQuery)
-	switch {
-	case isNotFound(err):
-		return registryInfo{}, nil // no worker ever registered a host
-	case err != nil:
-		return registryInfo{}, err
-	}
-	info := registryInfo{found: true}
-	if err := resp.Get(&info.RegistryInfo); err != nil {
-		return registryInfo{}, fmt.Errorf("list hosts: %w", err)
-	}
-	return info, nil
-}
-
-// queryHosts lists the hosts one registry workflow keeps; a shard that is gone keeps none.
-func (s *Starter) queryHosts(ctx context.Context, workflowID string) ([]workflows.Host, error) {
-	resp, err := s.queryRegistry(ctx, workflowID, workflows.HostsQuery)
-	switch {
-	case isNotFound(err):
-		return nil, nil
-	case err != nil:
-		return nil, err
-	}
-	var hosts []workflows.Host
-	if err := resp.Get(&hosts); err != nil {
-		return nil, fmt.Errorf("list hosts: %w", err)
-	}
-	return hosts, nil
-}
-
-// registryPatience is how long a registry workflow that cannot answer for now is asked
-// again: on a server busy with a fleet of 10,000 hosts, the worker's polls failed for
-// seconds at a time, and a deploy was refused because the server had seen no poller lately.
-const registryPatience = 15 * time.Second
-
-// queryRegistry asks one of the registry's workflows a query, again for up to
-// registryPatience (or the context's deadline, if sooner) while the server says that no
-// worker polled lately or refuses for load, or the query goes unanswered. Each attempt has
-// a deadline of its own, from queryAttempt up: a worker cut off from the server with its
-// polls still open takes a query for each of them and never answers (a fleet test saw
-// `hosts` fail so while one of two hosts was cut, its shard's workflow held by its own
-// worker), and only once those are spent does the server send it to a worker that polls.
-// Other errors are returned at once; silence to the end, as a missing worker.
-func (s *Starter) queryRegistry(ctx context.Context, workflowID, query string) (converter.EncodedValue, error) {
-	giveUp := time.Now().Add(registryPatience)
-	attempt := queryAttempt
-	for delay := 250 * time.Millisecond; ; delay = min(2*delay, 2*time.Second) {
-		actx, cancel := context.WithTimeout(ctx, attempt)
-		resp, err := s.client.QueryWorkflow(actx, workflowID, "", query)
-		cancel()
-		if err == nil || isNotFound(err) {
-			return resp, err
-		}
-		silent := noAnswer(err) && !busyServer(err) && ctx.Err() == nil
-		wait := delay
-		if silent {
-			wait, attempt = 0, attempt*3/2
-		}
-		if (!silent && !busyServer(err)) || ctx.Err() != nil || time.Now().Add(wait).After(giveUp) {
-			if noAnswer(err) {
-				return nil, noWorker(s.taskQueue, fmt.Errorf("list hosts: %w", err))
-			}
-			return nil, fmt.Errorf("list hosts: %w", err)
-		}
-		select {
-		case <-ctx.Done():
-			return nil, fmt.Errorf("list hosts: %w", err)
-		case <-time.After(wait):
-		}
-	}
-}
-
-// queryAttempt is the first attempt's deadline for a registry query; each unanswered
-// attempt gives the next half as long again.
-const queryAttempt = 3 * time.Second
-
-// busyServer recognises a call the server did not carry out for now: no worker polled the
-// queue lately (its polls may be failing for load), or the server refused it for load.
-func busyServer(err error) bool {
-	var unavailable *serviceerror.Unavailable
-	var exhausted *serviceerror.ResourceExhausted
-	var precondition *serviceerror.FailedPrecondition
-	return errors.As(err, &unavailable) || errors.As(err, &exhausted) ||
-		errors.As(err, &precondition) && strings.Contains(precondition.Error(), "no poller seen")
-}
 
 const registrySummary = "clusterflow host registry"
 
