@@ -22,7 +22,7 @@ func (s *Starter) addLastLines(ctx context.Context, status *workflows.ClusterSta
 	if len(running) == 0 {
 		return
 	}
-	ctx, cancel := context.WithTimeout(ctx, queryTimeout)
+	ctx, cancel := context.WithTimeout(ctx, queryPatience)
 	defer cancel()
 	cluster, err := s.client.DescribeWorkflowExecution(ctx, workflows.ClusterWorkflowID(status.Name), "")
 	if err != nil {

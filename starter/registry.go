@@ -11,7 +11,6 @@ import (
 	"sync"
 	"time"
 
-	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/converter"
 
 	"github.com/clusterflow/clusterflow/workflows"
@@ -107,53 +106,19 @@ func (s *Starter) queryHosts(ctx context.Context, workflowID string) ([]workflow
 // seconds at a time, and a deploy was refused because the server had seen no poller lately.
 const registryPatience = 15 * time.Second
 
-// queryRegistry asks one of the registry's workflows a query, again for up to
-// registryPatience (or the context's deadline, if sooner) while the server says that no
-// worker polled lately or refuses for load, or the query goes unanswered. Each attempt has
-// a deadline of its own, from queryAttempt up: a worker cut off from the server with its
-// polls still open takes a query for each of them and never answers (a fleet test saw
-// `hosts` fail so while one of two hosts was cut, its shard's workflow held by its own
-// worker), and only once those are spent does the server send it to a worker that polls.
-// Other errors are returned at once; silence to the end, as a missing worker.
+// queryRegistry asks one of the registry's workflows a query, patiently (askPatiently);
+// silence to the end is a missing worker.
 func (s *Starter) queryRegistry(ctx context.Context, workflowID, query string) (converter.EncodedValue, error) {
-	giveUp := time.Now().Add(registryPatience)
-	attempt := queryAttempt
-	for delay := 250 * time.Millisecond; ; delay = min(2*delay, 2*time.Second) {
-		actx, cancel := context.WithTimeout(ctx, attempt)
-		resp, err := s.client.QueryWorkflow(actx, workflowID, "", query)
-		cancel()
-		if err == nil || isNotFound(err) {
-			return resp, err
-		}
-		silent := noAnswer(err) && !busyServer(err) && ctx.Err() == nil
-		wait := delay
-		if silent {
-			wait, attempt = 0, attempt*3/2
-		}
-		if (!silent && !busyServer(err)) || ctx.Err() != nil || time.Now().Add(wait).After(giveUp) {
-			if noAnswer(err) {
-				return nil, noWorker(s.taskQueue, fmt.Errorf("list hosts: %w", err))
-			}
-			return nil, fmt.Errorf("list hosts: %w", err)
-		}
-		select {
-		case <-ctx.Done():
-			return nil, fmt.Errorf("list hosts: %w", err)
-		case <-time.After(wait):
-		}
+	var resp converter.EncodedValue
+	err := askPatiently(ctx, registryPatience, func(actx context.Context) (err error) {
+		resp, err = s.client.QueryWorkflow(actx, workflowID, "", query)
+		return err
+	})
+	switch {
+	case err == nil || isNotFound(err):
+		return resp, err
+	case noAnswer(err):
+		return nil, noWorker(s.taskQueue, fmt.Errorf("list hosts: %w", err))
 	}
-}
-
-// queryAttempt is the first attempt's deadline for a registry query; each unanswered
-// attempt gives the next half as long again.
-const queryAttempt = 3 * time.Second
-
-// busyServer recognises a call the server did not carry out for now: no worker polled the
-// queue lately (its polls may be failing for load), or the server refused it for load.
-func busyServer(err error) bool {
-	var unavailable *serviceerror.Unavailable
-	var exhausted *serviceerror.ResourceExhausted
-	var precondition *serviceerror.FailedPrecondition
-	return errors.As(err, &unavailable) || errors.As(err, &exhausted) ||
-		errors.As(err, &precondition) && strings.Contains(precondition.Error(), "no poller seen")
+	return nil, fmt.Errorf("list hosts: %w", err)
 }

@@ -4,18 +4,19 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/converter"
 
 	"github.com/clusterflow/clusterflow/workflows"
 )
 
-// queryTimeout bounds a status query, which needs a running worker to answer.
-const queryTimeout = 15 * time.Second
+// queryPatience bounds a query of a cluster's workflow, which needs a running worker to
+// answer; it is asked patiently (askPatiently) within it.
+const queryPatience = 30 * time.Second
 
 // statusPageMembers is how many members one status query asks for: about 500 KiB of
 // answer, well within what Temporal lets a query return (2 MiB).
@@ -136,21 +137,13 @@ func (s *Starter) resultOfCompleted(ctx context.Context, name string, err error)
 func (s *Starter) queryPage(ctx context.Context, name string, reject enums.QueryRejectCondition, page workflows.StatusPage) (workflows.ClusterStatus, error) {
 	var status workflows.ClusterStatus
 	var resp *client.QueryWorkflowWithOptionsResponse
-	var err error
-	// A query goes to the worker that has the workflow cached. When that worker has just
-	// died (its host lost, say), the server still counts its poller for a few seconds and
-	// the query waits there in vain; asked again, the server sends it to a live worker.
-	for attempt := 1; attempt <= 2; attempt++ {
-		queryCtx, cancel := context.WithTimeout(ctx, queryTimeout)
-		resp, err = s.client.QueryWorkflowWithOptions(queryCtx, &client.QueryWorkflowWithOptionsRequest{
+	err := askPatiently(ctx, queryPatience, func(actx context.Context) (err error) {
+		resp, err = s.client.QueryWorkflowWithOptions(actx, &client.QueryWorkflowWithOptionsRequest{
 			WorkflowID: workflows.ClusterWorkflowID(name), QueryType: workflows.StatusQuery, QueryRejectCondition: reject,
 			Args: []any{page},
 		})
-		cancel()
-		if !noAnswer(err) || ctx.Err() != nil {
-			break
-		}
-	}
+		return err
+	})
 	switch {
 	case err != nil && ctx.Err() != nil:
 		return status, ctx.Err()
@@ -170,22 +163,14 @@ func (s *Starter) queryPage(ctx context.Context, name string, reject enums.Query
 	return status, nil
 }
 
-// noAnswer recognises a query that no worker picked up in time, or that the server did not
-// even dispatch because no worker has polled lately (say, right after a server restart).
-func noAnswer(err error) bool {
-	var deadline *serviceerror.DeadlineExceeded
-	var notReady *serviceerror.WorkflowNotReady
-	var precondition *serviceerror.FailedPrecondition
-	return errors.Is(err, context.DeadlineExceeded) || errors.As(err, &deadline) || errors.As(err, &notReady) ||
-		errors.As(err, &precondition) && strings.Contains(precondition.Error(), "no poller seen")
-}
-
 // queryCluster asks the cluster's workflow queryType with args and decodes the answer into
 // into; what names the question in errors ("preview the change to demo").
 func (s *Starter) queryCluster(ctx context.Context, name, queryType, what string, into any, args ...any) error {
-	queryCtx, cancel := context.WithTimeout(ctx, queryTimeout)
-	defer cancel()
-	value, err := s.client.QueryWorkflow(queryCtx, workflows.ClusterWorkflowID(name), "", queryType, args...)
+	var value converter.EncodedValue
+	err := askPatiently(ctx, queryPatience, func(actx context.Context) (err error) {
+		value, err = s.client.QueryWorkflow(actx, workflows.ClusterWorkflowID(name), "", queryType, args...)
+		return err
+	})
 	switch {
 	case isNotFound(err):
 		return notFound(name)
