@@ -33,7 +33,7 @@ case ${SERVER:-dev} in
     ;;
   postgres)
     start_pgserver
-    export TEMPORAL_ADDRESS=$pg_address
+    export "${pg_env[@]}" # its address and client certificate, for every command below
     server_pid=$pg_server_pid
     "$cf" setup > /dev/null
     (cd "$tmp" && exec "$cf" worker --data "$tmp/data" --log-level warn > "$tmp/worker.log" 2>&1) &

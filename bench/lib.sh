@@ -41,8 +41,10 @@ start_bg() {
 }
 
 # start_pgserver builds and starts bench/pgserver (Temporal's own server on PostgreSQL,
-# configured as docker-compose.yml configures it) and sets $pg_address to its frontend and
-# $pg_server_pid to the Temporal server's process.
+# configured as docker-compose.yml configures it) and sets $pg_address to its frontend,
+# $pg_server_pid to the Temporal server's process, and the array pg_env to a client's
+# environment (its client certificate, as the compose file's hosts have theirs): run a
+# clusterflow command against it as env "${pg_env[@]}" clusterflow ….
 start_pgserver() {
   echo "building the production server (bench/pgserver)..." >&2
   (cd "$root" && go build -o "$tmp/pgserver" ./bench/pgserver)
@@ -53,6 +55,8 @@ start_pgserver() {
   grep -q "^Ready" "$tmp/pgserver.log" || { cat "$tmp/pgserver.log" >&2; exit 1; }
   pg_address=$(awk '/^Address:/ {print $2}' "$tmp/pgserver.log")
   pg_server_pid=$(awk '/^Server PID:/ {print $3}' "$tmp/pgserver.log")
+  mapfile -t pg_env < <(awk '/^Env:/ {print $2}' "$tmp/pgserver.log")
+  pg_env+=("TEMPORAL_ADDRESS=$pg_address")
 }
 
 ms() { date +%s%3N; }

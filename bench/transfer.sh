@@ -19,11 +19,10 @@ src=$TEMPORAL_ADDRESS
 start_bg dev "^Ready" dev --hosts 2 --no-ui --no-gateway --db "$tmp/dev.db" --data "$tmp/data" --address "$src" --log-level warn
 
 start_pgserver
-dst=$pg_address
-on_dst() { TEMPORAL_ADDRESS=$dst "$cf" "$@"; }
+on_dst() { env "${pg_env[@]}" "$cf" "$@"; }
 on_dst setup > /dev/null
 for h in host-1 host-2; do
-  (cd "$tmp" && TEMPORAL_ADDRESS=$dst exec "$cf" worker --host "$h" --host-address 127.0.0.1 --data "$tmp/hosts/$h" --log-level warn > "$tmp/worker-$h.log" 2>&1) &
+  (cd "$tmp" && exec env "${pg_env[@]}" "$cf" worker --host "$h" --host-address 127.0.0.1 --data "$tmp/hosts/$h" --log-level warn > "$tmp/worker-$h.log" 2>&1) &
   bg_pids+=("$!")
 done
 for _ in $(seq 600); do [ "$(on_dst hosts | grep -c ready)" = 2 ] && break; sleep 0.1; done
@@ -45,15 +44,15 @@ for i in $(seq "$clusters"); do
   printf 'name: c%03d\nroles:\n  - {name: worker, members: 10, startscript: %s}\n' "$i" "$tmp/noop.sh" > "$tmp/c$i.yaml"
 done
 seq "$clusters" | xargs -P 2 -I{} "$cf" deploy -f "$tmp/c{}.yaml" > /dev/null
-count_phase() { # SERVER PHASE: how many running clusters list shows in PHASE
-  TEMPORAL_ADDRESS=$1 "$cf" list -o json | python3 -c "import json,sys; print(sum(1 for c in json.load(sys.stdin) if c['phase'] == '$2'))"
+count_phase() { # src|dst PHASE: how many running clusters list shows in PHASE
+  if [ "$1" = dst ]; then on_dst list -o json; else "$cf" list -o json; fi | python3 -c "import json,sys; print(sum(1 for c in json.load(sys.stdin) if c['phase'] == '$2'))"
 }
-until [ "$(count_phase "$src" ready)" = "$clusters" ]; do sleep 1; done
+until [ "$(count_phase src ready)" = "$clusters" ]; do sleep 1; done
 
 start=$(ms)
 "$cf" maintenance on --reason bench > "$tmp/maintenance-on"
 told=$(( $(ms) - start ))
-until [ "$(count_phase "$src" maintenance)" = "$clusters" ]; do sleep 0.05; done
+until [ "$(count_phase src maintenance)" = "$clusters" ]; do sleep 0.05; done
 shown=$(( $(ms) - start ))
 
 start=$(ms); "$cf" export --all -o "$tmp/clusters.json" 2> /dev/null; export_ms=$(( $(ms) - start ))
@@ -61,7 +60,7 @@ on_dst maintenance on --reason adopting > /dev/null
 start=$(ms); on_dst import -f "$tmp/clusters.json" > /dev/null; import_ms=$(( $(ms) - start ))
 start=$(ms)
 on_dst maintenance off > /dev/null
-until [ "$(count_phase "$dst" ready)" = "$clusters" ]; do sleep 0.1; done
+until [ "$(count_phase dst ready)" = "$clusters" ]; do sleep 0.1; done
 resumed=$(( $(ms) - start ))
 start=$(ms); "$cf" export --retire $(seq -f 'c%03g' "$clusters") > /dev/null; retire_ms=$(( $(ms) - start ))
 

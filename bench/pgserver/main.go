@@ -1,7 +1,9 @@
 // Command pgserver runs the production path for the benchmarks: Temporal's own server on a
 // private PostgreSQL, configured as docker-compose.yml configures it (the same code as the
-// e2e tests, internal/testenv). It prints the server's address and process ID, then
-// "Ready.", and runs until it gets SIGINT or SIGTERM; everything it started goes with it.
+// e2e tests, internal/testenv). It prints the server's address and process ID, a client's
+// environment as "Env: NAME=VALUE" lines (the compose file's hosts' client certificate),
+// then "Ready.", and runs until it gets SIGINT or SIGTERM; everything it started goes with
+// it.
 //
 //	go run ./bench/pgserver -dir DIR
 package main
@@ -43,6 +45,9 @@ func run(dir string) error {
 	defer proc.Stop()
 	fmt.Println("Address:", server.Address)
 	fmt.Println("Server PID:", proc.Pid())
+	for _, kv := range server.ClientEnv {
+		fmt.Println("Env:", kv)
+	}
 	fmt.Println("Ready.")
 	stop := make(chan os.Signal, 1)
 	signal.Notify(stop, syscall.SIGINT, syscall.SIGTERM)

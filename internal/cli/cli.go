@@ -29,6 +29,7 @@ var commands = []command{
 	{"agent", "", "run the member agent (workers start it when needed)", runAgent},
 	{"container-exec", "--engine H --container C -- SCRIPT...", "run a startscript in a member's container (the agent does, on a docker host)", runContainerExec},
 	{"setup", "", "register clusterflow's search attributes on an existing Temporal server", runSetup},
+	{"certs", "--ca-dir DIR --server DIR=OWNER --client DIR=OWNER...", "make or keep the certificates of a stack whose Temporal server demands client certificates", runCerts},
 	{"deploy", "-f SPEC [--wait] [--sign-key F]", "deploy a new cluster", runDeploy},
 	{"resize", "NAME ROLE=N... [--remove MEMBER,...] [--wait] [--sign-key F]", "change the member count of roles, or take named members away", runResize},
 	{"apply", "-f SPEC [--wait] [--sign-key F]", "change an existing cluster to match a spec", runApply},

@@ -63,6 +63,7 @@ func TestComposeFileStructure(t *testing.T) {
 		"temporal":           "temporalio/server:" + server,
 		"temporal-namespace": "temporalio/admin-tools:" + server,
 		"temporal-ui":        "temporalio/ui:" + ui,
+		"clusterflow-certs":  "clusterflow:",
 		"clusterflow-setup":  "clusterflow:",
 		"clusterflow-host-1": "clusterflow:",
 		"clusterflow-host-2": "clusterflow:",
@@ -79,7 +80,7 @@ func TestComposeFileStructure(t *testing.T) {
 	// Each service starts only once what it needs is ready or done.
 	wantDeps := map[string]map[string]string{
 		"temporal-schema":    {"postgresql": "service_healthy"},
-		"temporal":           {"temporal-schema": "service_completed_successfully"},
+		"temporal":           {"temporal-schema": "service_completed_successfully", "clusterflow-certs": "service_completed_successfully"},
 		"temporal-namespace": {"temporal": "service_healthy"},
 		"temporal-ui":        {"temporal": "service_healthy"},
 		"clusterflow-setup":  {"temporal-namespace": "service_completed_successfully"},
@@ -101,10 +102,10 @@ func TestComposeFileStructure(t *testing.T) {
 	if !slices.ContainsFunc(c.Services["postgresql"].Volumes, func(v string) bool { return strings.HasPrefix(v, "postgres-data:") }) || c.Volumes == nil {
 		t.Errorf("PostgreSQL keeps its data in no named volume: %v", c.Services["postgresql"].Volumes)
 	}
-	if c.Services["clusterflow-setup"].Build == nil {
-		t.Error("clusterflow-setup does not build the image from the Dockerfile")
+	if c.Services["clusterflow-certs"].Build == nil {
+		t.Error("clusterflow-certs, the first to run, does not build the image from the Dockerfile")
 	}
-	// Each worker is a host of its own, with a volume no other service mounts: two
+	// Each worker is a host of its own, with a data volume no other service mounts: two
 	// containers must never share one agent's run records.
 	hostVolumes := map[string]string{}
 	for _, name := range []string{"clusterflow-host-1", "clusterflow-host-2"} {
@@ -122,7 +123,10 @@ func TestComposeFileStructure(t *testing.T) {
 		}
 		hostVolumes[w.Command[i+1]] = name
 		for _, v := range w.Volumes {
-			src, _, _ := strings.Cut(v, ":")
+			src, dst, _ := strings.Cut(v, ":")
+			if dst != "/var/lib/clusterflow" {
+				continue
+			}
 			for other, s := range c.Services {
 				if other != name && slices.ContainsFunc(s.Volumes, func(v string) bool { return strings.HasPrefix(v, src+":") }) {
 					t.Errorf("%s shares its volume %s with %s", name, src, other)
@@ -162,11 +166,14 @@ func TestComposeFileStructure(t *testing.T) {
 			t.Errorf("%s: clusterflow-host %v is refused: %v\n%s", name, s.Command, err, out)
 		}
 	}
-	// Files the services mount exist.
+	// Files the services mount exist, but for the folder the certificate job fills.
 	for name, s := range c.Services {
 		for _, v := range s.Volumes {
-			if src, _, _ := strings.Cut(v, ":"); strings.HasPrefix(src, "./") {
-				readRepoFile(t, src)
+			src, _, _ := strings.Cut(v, ":")
+			if strings.HasPrefix(src, "./") {
+				if name != "clusterflow-certs" {
+					readRepoFile(t, src)
+				}
 			} else if _, ok := c.Volumes[src]; !ok && !strings.HasPrefix(src, "/") {
 				t.Errorf("%s mounts undeclared volume %q", name, src)
 			}
@@ -342,7 +349,111 @@ func TestComposeExposesNothingByDefault(t *testing.T) {
 	if !regexp.MustCompile(`(?m)^POSTGRES_PASSWORD=$`).MatchString(example) {
 		t.Errorf(".env.example must leave POSTGRES_PASSWORD empty, for the operator to choose:\n%s", example)
 	}
+	if _, err := testenv.InterpolateCompose(strings.Join(c.Services["clusterflow-certs"].Command, " "), map[string]string{}); err == nil ||
+		!regexp.MustCompile(`(?m)^OPERATOR_UID=$`).MatchString(example) {
+		t.Error("the certificate job must refuse to start without the operator's OPERATOR_UID from .env, which .env.example leaves empty")
+	}
+	if !regexp.MustCompile(`(?m)^/temporal-tls/$`).MatchString(readRepoFile(t, ".gitignore")) {
+		t.Error(".gitignore does not keep the operator's client certificate (temporal-tls/) out of version control")
+	}
 	if !regexp.MustCompile(`(?m)^/\.env$`).MatchString(readRepoFile(t, ".gitignore")) {
 		t.Error(".gitignore does not keep .env out of version control")
+	}
+}
+
+// The compose file's frontend demands a client certificate of the stack's own CA, and only
+// the parts that need one have it: the CA's key is in a volume only the certificate job
+// mounts; the server's key in one only the server has; the hosts' key is the worker's user's
+// (members run as users of their clusters'); every client of the frontend presents its
+// certificate and checks the server's. The hosts share a network with the Temporal server
+// alone, not with PostgreSQL or the Web UI. The production tests run the job and the server
+// as this file says (TestAMemberReachesNoControlEndpointOfTheComposeStack).
+func TestComposeFrontendDemandsAClientCertificate(t *testing.T) {
+	t.Parallel()
+	guard(t)
+	c := readCompose(t)
+	server := c.Services["temporal"].Environment
+	if server["TEMPORAL_TLS_REQUIRE_CLIENT_AUTH"] != "true" {
+		t.Errorf("the server's TEMPORAL_TLS_REQUIRE_CLIENT_AUTH is %q, want true", server["TEMPORAL_TLS_REQUIRE_CLIENT_AUTH"])
+	}
+	for _, k := range []string{"TEMPORAL_TLS_FRONTEND_CERT", "TEMPORAL_TLS_FRONTEND_KEY", "TEMPORAL_TLS_CLIENT1_CA_CERT", "TEMPORAL_TLS_SERVER_CERT", "TEMPORAL_TLS_SERVER_KEY", "TEMPORAL_TLS_SERVER_CA_CERT"} {
+		if !strings.HasPrefix(server[k], "/etc/temporal/tls/") {
+			t.Errorf("the server's %s is %q, want a file of its certificates' volume", k, server[k])
+		}
+	}
+	// Which services mount each volume of certificates.
+	mounts := map[string][]string{}
+	for name, s := range c.Services {
+		for _, v := range s.Volumes {
+			if src, _, _ := strings.Cut(v, ":"); strings.HasPrefix(src, "temporal-") || src == "./temporal-tls" {
+				mounts[src] = append(mounts[src], name)
+			}
+		}
+	}
+	for src := range mounts {
+		slices.Sort(mounts[src])
+	}
+	want := map[string][]string{
+		"temporal-ca":          {"clusterflow-certs"},
+		"temporal-tls-server":  {"clusterflow-certs", "temporal"},
+		"temporal-tls-control": {"clusterflow-certs", "temporal-namespace", "temporal-ui"},
+		"temporal-tls-hosts":   {"clusterflow-certs", "clusterflow-host-1", "clusterflow-host-2", "clusterflow-setup"},
+		"./temporal-tls":       {"clusterflow-certs"},
+	}
+	for src, services := range want {
+		if !slices.Equal(mounts[src], services) {
+			t.Errorf("%s is mounted by %v, want %v alone", src, mounts[src], services)
+		}
+	}
+	// The job gives the hosts' folder to the user the image's host runs its worker as.
+	certs := strings.Join(c.Services["clusterflow-certs"].Command, " ")
+	for _, part := range []string{"--server /certs/temporal=1000:1000", "--client /certs/control=1000:1000", "--client /certs/hosts=clusterflow", "--ca-dir /certs/ca", "--server-name temporal"} {
+		if !strings.Contains(certs, part) {
+			t.Errorf("the certificate job's command %q lacks %q", certs, part)
+		}
+	}
+	if !strings.Contains(readRepoFile(t, "deploy/docker/host.sh"), "user=${CLUSTERFLOW_WORKER_USER:-clusterflow}") {
+		t.Error("the image's host no longer runs its worker as clusterflow, the owner of the hosts' certificates")
+	}
+	if c.Services["clusterflow-certs"].NetworkMode != "none" {
+		t.Error("the certificate job needs no network")
+	}
+	// Every client of the frontend presents a certificate and checks the server's name.
+	for _, name := range []string{"clusterflow-setup", "clusterflow-host-1", "clusterflow-host-2"} {
+		env := c.Services[name].Environment
+		for _, k := range []string{"TEMPORAL_TLS_CLIENT_CERT_PATH", "TEMPORAL_TLS_CLIENT_KEY_PATH", "TEMPORAL_TLS_SERVER_CA_CERT_PATH"} {
+			if !strings.HasPrefix(env[k], "/etc/clusterflow/tls/") {
+				t.Errorf("%s: %s is %q, want a file of the hosts' certificates", name, k, env[k])
+			}
+		}
+		if env["TEMPORAL_TLS_SERVER_NAME"] != "temporal" {
+			t.Errorf("%s: TEMPORAL_TLS_SERVER_NAME %q", name, env["TEMPORAL_TLS_SERVER_NAME"])
+		}
+	}
+	ui := c.Services["temporal-ui"].Environment
+	if ui["TEMPORAL_TLS_CERT"] == "" || ui["TEMPORAL_TLS_KEY"] == "" || ui["TEMPORAL_TLS_CA"] == "" || ui["TEMPORAL_TLS_ENABLE_HOST_VERIFICATION"] != "true" {
+		t.Errorf("the Web UI reaches the frontend without a certificate or without checking the server's: %v", ui)
+	}
+	if ns := strings.Join(c.Services["temporal-namespace"].Command, " "); strings.Count(ns, "$$tls") != 3 || !strings.Contains(ns, "--tls-cert-path") {
+		t.Errorf("the namespace job does not give its certificate to each call: %s", ns)
+	}
+	// Networks: every service is on the ones named, the hosts on the server's alone.
+	members := map[string][]string{}
+	for name, s := range c.Services {
+		if s.NetworkMode == "none" {
+			continue
+		}
+		if len(s.Networks) == 0 {
+			t.Errorf("%s is on compose's default network; name its networks", name)
+		}
+		for _, n := range s.Networks {
+			members[n] = append(members[n], name)
+		}
+	}
+	for n := range members {
+		slices.Sort(members[n])
+	}
+	if got, want := members["hosts"], []string{"clusterflow-host-1", "clusterflow-host-2", "clusterflow-setup", "temporal"}; !slices.Equal(got, want) {
+		t.Errorf("the hosts' network holds %v, want %v: a member reaches every service on it", got, want)
 	}
 }

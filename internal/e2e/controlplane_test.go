@@ -180,3 +180,113 @@ func TestAWorkerSaysLoudlyWhenTemporalDemandsNoCredential(t *testing.T) {
 		t.Errorf("the worker did not warn of a server that demands no credential:\n%s", out)
 	}
 }
+
+// composeHostileScript tries, as a member of a host of the compose stack, to reach the
+// frontend: through the CLI with the host's certificate (list, and delete another cluster),
+// by reading every key the certificate job made, without a client certificate, in the
+// clear, and with a certificate of a CA of its own making.
+const composeHostileScript = `#!/bin/sh
+[ "$CLUSTERFLOW_EVENT" = configure ] || exit 0
+out="$CLUSTERFLOW_MEMBER_DIR/network.log"
+try() { name=$1; shift; if "$@" >/dev/null 2>&1; then echo "$name leaked" >> "$out"; else echo "$name refused" >> "$out"; fi; }
+export TEMPORAL_ADDRESS="$FRONTEND" HOME="$CLUSTERFLOW_MEMBER_DIR"
+hosts() {
+  TEMPORAL_TLS_CLIENT_CERT_PATH="$VOLUMES/temporal-tls-hosts/client.pem" TEMPORAL_TLS_CLIENT_KEY_PATH="$VOLUMES/temporal-tls-hosts/client-key.pem" \
+  TEMPORAL_TLS_SERVER_CA_CERT_PATH="$VOLUMES/temporal-tls-hosts/ca.pem" TEMPORAL_TLS_SERVER_NAME=temporal "$@"
+}
+try cli-list-as-the-host hosts "$CLI" list
+try cli-delete-another-as-the-host hosts "$CLI" delete "$VICTIM"
+for key in temporal-ca/ca-key.pem temporal-tls-server/server-key.pem temporal-tls-control/client-key.pem temporal-tls-hosts/client-key.pem temporal-tls/client-key.pem; do
+  try "read-$key" cat "$VOLUMES/$key"
+done
+try cli-list-without-a-certificate env TEMPORAL_TLS=true TEMPORAL_TLS_DISABLE_HOST_VERIFICATION=true "$CLI" list
+try cli-list-in-the-clear "$CLI" list
+"$CLI" certs --ca-dir "$HOME/ca" --server "$HOME/server=$(id -u)" --client "$HOME/mine=$(id -u)" >/dev/null 2>&1
+try cli-list-with-its-own-ca env TEMPORAL_TLS_CLIENT_CERT_PATH="$HOME/mine/client.pem" TEMPORAL_TLS_CLIENT_KEY_PATH="$HOME/mine/client-key.pem" \
+  TEMPORAL_TLS_DISABLE_HOST_VERIFICATION=true "$CLI" list
+echo done >> "$out"
+`
+
+// The compose stack as its file says, without Docker (testenv.ProductionServer): its
+// certificate job, its Temporal server demanding a client certificate, and a worker that
+// reaches it as the compose file's hosts do, giving each cluster a user of its own. A
+// hostile member beside another cluster tries the frontend every way it has; every try is
+// refused, the other cluster stays ready, and the worker does not warn of a server that
+// demands nothing.
+func TestAMemberReachesNoControlEndpointOfTheComposeStack(t *testing.T) {
+	t.Parallel()
+	guard(t)
+	if os.Geteuid() != 0 {
+		t.Fatal("members run as users of their own as root: this test needs root, as CI has")
+	}
+	s := newProductionStack(t)
+	data := scriptUserData(t)
+	worker := s.startWith(testenv.StartIn, "", append(slices.Clone(s.env), "CLUSTERFLOW_ALLOW_ROOT_SCRIPTS="), "worker", 1, "Worker starting", "worker", "--data", data)
+	shared := sharedDir(t, "cf-bin-", 0o755)
+	bin, err := testenv.Binary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cliCopy := filepath.Join(shared, "clusterflow")
+	if out, err := exec.Command("cp", bin, cliCopy).CombinedOutput(); err != nil {
+		t.Fatalf("copy the CLI: %v\n%s", err, out)
+	}
+	victim := "victim"
+	deploy := func(name, script, vars string) {
+		t.Helper()
+		specDir := t.TempDir()
+		path := filepath.Join(specDir, "s.sh")
+		if err := os.WriteFile(path, []byte(script), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		specPath := filepath.Join(specDir, name+".yaml")
+		body := fmt.Sprintf("name: %s\nroles:\n  - {name: m, members: 1, startscript: %s, env: {%s}}\n", name, path, vars)
+		if err := os.WriteFile(specPath, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if res := s.cli("deploy", "-f", specPath, "--wait"); res.Code != 0 {
+			t.Fatalf("deploy %s: %s", name, res)
+		}
+	}
+	deploy(victim, "#!/bin/sh\n", "")
+	deploy("hostile", composeHostileScript, fmt.Sprintf("CLI: %q, FRONTEND: %q, VICTIM: %q, VOLUMES: %q", cliCopy, s.address, victim, filepath.Join(s.dir, "volumes")))
+
+	member := filepath.Join(clusterDir(data, "hostile"), "hostile-m-0")
+	out, err := os.ReadFile(filepath.Join(member, "network.log"))
+	if err != nil || !strings.HasSuffix(string(out), "done\n") {
+		t.Fatalf("the hostile member did not finish its tries: %q, %v", out, err)
+	}
+	refused, leaked := 0, 0
+	for _, line := range strings.Split(strings.TrimSuffix(strings.TrimSpace(string(out)), "done"), "\n") {
+		switch {
+		case strings.HasSuffix(line, " refused"):
+			refused++
+		case strings.HasSuffix(line, " leaked"):
+			leaked++
+			t.Errorf("a member of the compose stack reached the frontend: %s", line)
+		}
+	}
+	if want := 10; refused+leaked != want {
+		t.Errorf("%d tries, want %d:\n%s", refused+leaked, want, out)
+	}
+	// Its own CA's certificate was made: the server refused it for its CA, not for lack of it.
+	if _, err := os.Stat(filepath.Join(member, "mine", "client.pem")); err != nil {
+		t.Errorf("the member made no certificate of its own CA to try: %v", err)
+	}
+	if fileUID(t, member) == 0 {
+		t.Error("the hostile member ran as root")
+	}
+	if st := statusWith(t, s.env, victim); st.Phase != workflows.PhaseReady {
+		t.Errorf("the other cluster is %s after the hostile member's tries", st.Phase)
+	}
+	if strings.Contains(worker.Output(), "Connected to Temporal with no credential") {
+		t.Errorf("the worker says the compose stack's server demanded no credential:\n%s", worker.Output())
+	}
+	// bench/hostile.sh reports this line.
+	t.Logf("hostile member's tries at the compose stack's frontend: %d tried, %d refused, %d leaked", refused+leaked, refused, leaked)
+	for _, n := range []string{victim, "hostile"} {
+		if res := s.cli("delete", n, "--wait"); res.Code != 0 {
+			t.Errorf("delete %s: %s", n, res)
+		}
+	}
+}

@@ -22,14 +22,18 @@ import (
 // `clusterflow setup` run against it and no clusterflow worker yet.
 func newProductionStack(t *testing.T) *stack {
 	t.Helper()
-	dir := t.TempDir()
+	// Members pass through it to nothing of the server's: the certificates' folders are
+	// their users' alone, as in the compose file's volumes.
+	dir := sharedDir(t, "cf-compose-", 0o711)
 	server, err := testenv.NewProductionServer(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(server.Stop)
 	s := &stack{t: t, dir: dir, data: filepath.Join(dir, "data"), address: server.Address}
-	s.env = []string{"TEMPORAL_ADDRESS=" + s.address, "TEMPORAL_NAMESPACE=default"}
+	// Its clients are as the compose file's hosts: with their client certificate.
+	s.env = append([]string{"TEMPORAL_ADDRESS=" + s.address, "TEMPORAL_NAMESPACE=default"}, server.ClientEnv...)
+	s.connect = server.Dial
 	s.serve = func(n int) *testenv.Process {
 		p, err := server.Start("temporal-server-" + strconv.Itoa(n))
 		if err != nil {

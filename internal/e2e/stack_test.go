@@ -33,6 +33,9 @@ type stack struct {
 	// serve starts the stack's server for the nth time: `clusterflow dev`, or Temporal's own
 	// server on PostgreSQL.
 	serve func(n int) *testenv.Process
+	// connect, when set, connects to the server as its clients do (a production stack's,
+	// with the hosts' certificate); otherwise dev's client profile is.
+	connect func() (client.Client, error)
 }
 
 func newStack(t *testing.T) *stack {
@@ -139,7 +142,11 @@ func (s *stack) namespaceID() string {
 
 func (s *stack) dial() client.Client {
 	s.t.Helper()
-	c, err := testenv.Dial(s.address)
+	connect := s.connect
+	if connect == nil {
+		connect = func() (client.Client, error) { return testenv.Dial(s.address) }
+	}
+	c, err := connect()
 	if err != nil {
 		s.t.Fatal(err)
 	}

@@ -3,6 +3,8 @@
 // names the server is reached by, and a client certificate, in a folder that is the user's
 // alone. Whoever cannot read the folder (a member's script, which runs as a user of its
 // cluster's) cannot reach the server, which demands a client certificate of this CA.
+// EnsureStack does the same for a stack of services (docker-compose.yml's): a folder per
+// part, each its own user's.
 package localca
 
 import (
@@ -108,7 +110,7 @@ func newCA(files Files) (*x509.Certificate, *ecdsa.PrivateKey, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	t := template("clusterflow dev CA", caLifetime)
+	t := template("clusterflow CA", caLifetime)
 	t.IsCA, t.BasicConstraintsValid = true, true
 	t.KeyUsage = x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature
 	der, err := x509.CreateCertificate(rand.Reader, t, t, &key.PublicKey, key)

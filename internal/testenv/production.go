@@ -3,25 +3,32 @@ package testenv
 import (
 	"context"
 	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"os"
 	"os/exec"
+	"os/user"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
 
 	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/api/workflowservice/v1"
+	"go.temporal.io/sdk/client"
 	"go.yaml.in/yaml/v3"
 	"google.golang.org/protobuf/types/known/durationpb"
 )
 
 // The production path of docker-compose.yml, run without Docker: PostgreSQL, the schema job
-// (deploy/temporal-schema.sh with the server's own SQL tool), the Temporal server's official
-// entry point with the environment the compose file gives the temporalio/server image, and
-// the namespace job. The tests and the benchmarks both run it.
+// (deploy/temporal-schema.sh with the server's own SQL tool), the certificate job (the
+// clusterflow binary with the job's command), the Temporal server's official entry point
+// with the environment the compose file gives the temporalio/server image, and the
+// namespace job. A volume is a folder of the server's own; a file the compose file mounts
+// from the checkout is read there. The tests and the benchmarks both run it.
 
 // ComposeFile is the part of docker-compose.yml the tests read.
 type ComposeFile struct {
@@ -43,6 +50,8 @@ type ComposeService struct {
 	CapAdd      []string                     `yaml:"cap_add"`
 	User        string                       `yaml:"user"`
 	SecurityOpt []string                     `yaml:"security_opt"`
+	Networks    []string                     `yaml:"networks"`
+	NetworkMode string                       `yaml:"network_mode"`
 	Healthcheck *struct {
 		Test []string `yaml:"test"`
 	} `yaml:"healthcheck"`
@@ -86,8 +95,9 @@ func ReadComposeRaw() (ComposeFile, error) {
 }
 
 // ComposeVars stand for the operator's .env: a password of the tests' own, made afresh in
-// each test process, as the compose file asks every operator to choose one.
-var ComposeVars = map[string]string{"POSTGRES_PASSWORD": rand.Text()}
+// each test process, as the compose file asks every operator to choose one, and the user
+// running the tests as the operator.
+var ComposeVars = map[string]string{"POSTGRES_PASSWORD": rand.Text(), "OPERATOR_UID": strconv.Itoa(os.Getuid())}
 
 // InterpolateCompose fills in compose's ${NAME}, ${NAME:-default} and ${NAME:?error} from
 // vars, as compose does from .env; ${NAME:?error} with NAME unset or empty is the error.
@@ -131,10 +141,16 @@ var ComposeOverrides = map[string]string{
 type ProductionServer struct {
 	// Address is the frontend's gRPC address.
 	Address string
-	dir     string
-	tools   TemporalTools
-	pg      *Postgres
-	env     []string
+	// ClientEnv is how the compose file's hosts reach the server (TEMPORAL_TLS_*), with the
+	// files of their volume: a client of the stack.
+	ClientEnv []string
+	dir       string
+	tools     TemporalTools
+	pg        *Postgres
+	env       []string
+	// control and hosts are the client certificates' folders of the compose file's
+	// namespace job and of its hosts.
+	control, hosts string
 }
 
 // NewProductionServer starts PostgreSQL in a folder under dir and runs the compose file's
@@ -158,10 +174,23 @@ func NewProductionServer(dir string) (*ProductionServer, error) {
 		pg.Stop()
 		return nil, err
 	}
+	if err := p.runCertsJob(compose); err != nil {
+		pg.Stop()
+		return nil, err
+	}
 	if p.env, err = p.serverEnv(compose); err != nil {
 		pg.Stop()
 		return nil, err
 	}
+	host := compose.Services["clusterflow-host-1"]
+	for k, v := range host.Environment {
+		if strings.HasPrefix(k, "TEMPORAL_TLS_") {
+			p.ClientEnv = append(p.ClientEnv, k+"="+p.local(host, v))
+		}
+	}
+	slices.Sort(p.ClientEnv)
+	p.control = p.local(compose.Services["temporal-namespace"], "/etc/temporal/tls")
+	p.hosts = filepath.Dir(p.local(host, host.Environment["TEMPORAL_TLS_CLIENT_CERT_PATH"]))
 	p.Address = "127.0.0.1:" + envValue(p.env, "FRONTEND_GRPC_PORT")
 	return p, nil
 }
@@ -192,24 +221,27 @@ func (p *ProductionServer) runSchemaJob(compose ComposeFile) error {
 // serverEnv is the compose file's environment for the temporal service, with
 // ComposeOverrides applied and every port the server opens reserved.
 func (p *ProductionServer) serverEnv(compose ComposeFile) ([]string, error) {
-	root, err := ModuleRoot()
-	if err != nil {
-		return nil, err
-	}
 	service := compose.Services["temporal"]
 	values := map[string]string{}
 	for k, v := range service.Environment {
 		values[k] = v
 	}
-	// The dynamic config file is the one the compose file mounts where it points the server.
+	// The dynamic config file is the one the compose file mounts where it points the server;
+	// the certificates, the certificate job's in the server's volume.
+	config := values["DYNAMIC_CONFIG_FILE_PATH"]
 	mounted := ""
 	for _, v := range service.Volumes {
-		if src, dst, ok := strings.Cut(v, ":"); ok && strings.HasSuffix(strings.TrimSuffix(dst, ":ro"), values["DYNAMIC_CONFIG_FILE_PATH"]) {
-			mounted = filepath.Join(root, src)
+		if _, dst, ok := strings.Cut(v, ":"); ok && strings.HasSuffix(strings.TrimSuffix(dst, ":ro"), config) {
+			mounted = p.local(service, strings.TrimSuffix(dst, ":ro"))
 		}
 	}
 	if mounted == "" {
-		return nil, fmt.Errorf("docker-compose.yml mounts no file at DYNAMIC_CONFIG_FILE_PATH %q", values["DYNAMIC_CONFIG_FILE_PATH"])
+		return nil, fmt.Errorf("docker-compose.yml mounts no file at DYNAMIC_CONFIG_FILE_PATH %q", config)
+	}
+	for k, v := range values {
+		if strings.HasPrefix(k, "TEMPORAL_TLS_") {
+			values[k] = p.local(service, v)
+		}
 	}
 	values["POSTGRES_SEEDS"], values["DB_PORT"], values["BIND_ON_IP"] = "127.0.0.1", strconv.Itoa(p.pg.Port), "127.0.0.1"
 	values["DYNAMIC_CONFIG_FILE_PATH"] = mounted
@@ -227,6 +259,73 @@ func (p *ProductionServer) serverEnv(compose ComposeFile) ([]string, error) {
 	}
 	return env, nil
 }
+
+// local is where a path in service's container is here: under the volume or mount that
+// holds it, a file of the checkout (./…), or else a folder of this server's (a named
+// volume, or a folder the certificate job fills in). Other paths are as they are.
+func (p *ProductionServer) local(service ComposeService, path string) string {
+	for _, v := range service.Volumes {
+		parts := strings.Split(v, ":")
+		if len(parts) < 2 {
+			continue
+		}
+		rest, ok := strings.CutPrefix(path, parts[1])
+		if !ok || (rest != "" && rest[0] != '/') {
+			continue
+		}
+		if src, ok := strings.CutPrefix(parts[0], "./"); ok {
+			if root, err := ModuleRoot(); err == nil {
+				if fi, err := os.Stat(filepath.Join(root, src)); err == nil && fi.Mode().IsRegular() {
+					return filepath.Join(root, src) + rest
+				}
+			}
+		}
+		return filepath.Join(p.dir, "volumes", strings.TrimPrefix(parts[0], "./")) + rest
+	}
+	return path
+}
+
+// runCertsJob runs the compose file's certificate job: its command, with the clusterflow
+// binary, its folders mapped to this server's volumes. As root, the owners are the job's,
+// but the image's clusterflow user where this machine has none (the uid the shipped-host
+// tests give the worker); as another user, every folder is that user's.
+func (p *ProductionServer) runCertsJob(compose ComposeFile) error {
+	service := compose.Services["clusterflow-certs"]
+	bin, err := Binary()
+	if err != nil {
+		return err
+	}
+	var args []string
+	for _, a := range service.Command {
+		if a, err = InterpolateCompose(a, ComposeVars); err != nil {
+			return fmt.Errorf("docker-compose.yml: clusterflow-certs: %w", err)
+		}
+		if dir, owner, ok := strings.Cut(a, "="); ok && strings.HasPrefix(dir, "/") {
+			if os.Geteuid() != 0 {
+				owner = strconv.Itoa(os.Getuid())
+			} else if _, err := user.Lookup(owner); owner == "clusterflow" && err != nil {
+				owner = strconv.Itoa(ImageWorkerUID)
+			}
+			a = p.local(service, dir) + "=" + owner
+		} else if strings.HasPrefix(a, "/") {
+			a = p.local(service, a)
+		}
+		args = append(args, a)
+	}
+	if err := os.MkdirAll(filepath.Join(p.dir, "volumes"), 0o755); err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, bin, args...).CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("the certificate job (clusterflow %s): %v\n%s", strings.Join(args, " "), err, out)
+	}
+	return nil
+}
+
+// ImageWorkerUID stands for the image's clusterflow user on a machine that has none.
+const ImageWorkerUID = 60990
 
 func envValue(env []string, key string) string {
 	for _, kv := range env {
@@ -247,7 +346,7 @@ func (p *ProductionServer) Start(name string) (*Process, error) {
 	}
 	deadline := time.Now().Add(2 * time.Minute)
 	for {
-		err := createNamespace(p.Address)
+		err := p.createNamespace()
 		if err == nil {
 			return proc, nil
 		}
@@ -263,8 +362,24 @@ func (p *ProductionServer) Start(name string) (*Process, error) {
 	}
 }
 
-func createNamespace(address string) error {
-	c, err := Dial(address)
+// Dial connects to the server as the compose file's hosts do, with their certificate.
+func (p *ProductionServer) Dial() (client.Client, error) { return p.dialWith(p.hosts) }
+
+// dialWith connects with the client certificate in the folder dir.
+func (p *ProductionServer) dialWith(dir string) (client.Client, error) {
+	co, err := ClientOptions(p.Address)
+	if err != nil {
+		return nil, err
+	}
+	if co.ConnectionOptions.TLS, err = clientTLS(dir, "temporal"); err != nil {
+		return nil, err
+	}
+	return client.Dial(co)
+}
+
+// createNamespace does what the namespace job does, with its client certificate.
+func (p *ProductionServer) createNamespace() error {
+	c, err := p.dialWith(p.control)
 	if err != nil {
 		return err
 	}
@@ -281,6 +396,24 @@ func createNamespace(address string) error {
 	// The namespace is usable once the frontend's cache has it.
 	_, err = c.WorkflowService().DescribeNamespace(ctx, &workflowservice.DescribeNamespaceRequest{Namespace: "default"})
 	return err
+}
+
+// clientTLS is a client's TLS configuration from the files of a folder the certificate job
+// made (client.pem, client-key.pem, ca.pem), verifying the server as serverName.
+func clientTLS(dir, serverName string) (*tls.Config, error) {
+	pair, err := tls.LoadX509KeyPair(filepath.Join(dir, "client.pem"), filepath.Join(dir, "client-key.pem"))
+	if err != nil {
+		return nil, err
+	}
+	ca, err := os.ReadFile(filepath.Join(dir, "ca.pem"))
+	if err != nil {
+		return nil, err
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(ca) {
+		return nil, fmt.Errorf("%s holds no certificate", filepath.Join(dir, "ca.pem"))
+	}
+	return &tls.Config{Certificates: []tls.Certificate{pair}, RootCAs: pool, ServerName: serverName}, nil
 }
 
 // Logs names the files the database and the server write.
