@@ -89,19 +89,7 @@ func TestAMemberReachesNoControlEndpointOfDev(t *testing.T) {
 	victim := "victim"
 	deploy := func(name, script, vars string) {
 		t.Helper()
-		specDir := t.TempDir()
-		path := filepath.Join(specDir, "s.sh")
-		if err := os.WriteFile(path, []byte(script), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		specPath := filepath.Join(specDir, name+".yaml")
-		body := fmt.Sprintf("name: %s\nroles:\n  - {name: m, members: 1, startscript: %s, env: {%s}}\n", name, path, vars)
-		if err := os.WriteFile(specPath, []byte(body), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		if res := run(t, env, "deploy", "-f", specPath, "--wait"); res.Code != 0 {
-			t.Fatalf("deploy %s: %s\ndev: %s", name, res, p.Output())
-		}
+		deployScripted(t, func(args ...string) testenv.Result { return run(t, env, args...) }, name, script, vars, p.Output)
 	}
 	// The other cluster's user is a user of the system: named, with a home, as its
 	// scripts are told.
@@ -109,24 +97,7 @@ func TestAMemberReachesNoControlEndpointOfDev(t *testing.T) {
 	deploy("hostile", networkHostileScript, fmt.Sprintf("CLI: %q, FRONTEND: %q, VICTIM: %q, STATE: %q, PROFILES: %q, UI: %q, HTTP_API: %q, GATEWAY: %q, CODEC: %q",
 		cliCopy, frontend, victim, dir, profiles, ui, string(m[1]), gateway, codec))
 
-	out, err := os.ReadFile(filepath.Join(clusterDir(data, "hostile"), "hostile-m-0", "network.log"))
-	if err != nil || !strings.HasSuffix(string(out), "done\n") {
-		t.Fatalf("the hostile member did not finish its tries: %q, %v", out, err)
-	}
-	tries := strings.Split(strings.TrimSuffix(strings.TrimSpace(string(out)), "done"), "\n")
-	refused, leaked := 0, 0
-	for _, line := range tries {
-		switch {
-		case strings.HasSuffix(line, " refused"):
-			refused++
-		case strings.HasSuffix(line, " leaked"):
-			leaked++
-			t.Errorf("a member of dev reached a control endpoint: %s", line)
-		}
-	}
-	if want := 11; refused+leaked != want {
-		t.Errorf("%d tries, want %d:\n%s", refused+leaked, want, out)
-	}
+	refused, leaked := hostileTriesOf(t, filepath.Join(clusterDir(data, "hostile"), "hostile-m-0", "network.log"), "a member of dev reached a control endpoint", 11)
 	st := statusWith(t, env, victim)
 	if st.Phase != workflows.PhaseReady {
 		t.Errorf("the other cluster is %s after the hostile member's tries", st.Phase)
@@ -234,41 +205,13 @@ func TestAMemberReachesNoControlEndpointOfTheComposeStack(t *testing.T) {
 	victim := "victim"
 	deploy := func(name, script, vars string) {
 		t.Helper()
-		specDir := t.TempDir()
-		path := filepath.Join(specDir, "s.sh")
-		if err := os.WriteFile(path, []byte(script), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		specPath := filepath.Join(specDir, name+".yaml")
-		body := fmt.Sprintf("name: %s\nroles:\n  - {name: m, members: 1, startscript: %s, env: {%s}}\n", name, path, vars)
-		if err := os.WriteFile(specPath, []byte(body), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		if res := s.cli("deploy", "-f", specPath, "--wait"); res.Code != 0 {
-			t.Fatalf("deploy %s: %s", name, res)
-		}
+		deployScripted(t, s.cli, name, script, vars, worker.Output)
 	}
 	deploy(victim, "#!/bin/sh\n", "")
 	deploy("hostile", composeHostileScript, fmt.Sprintf("CLI: %q, FRONTEND: %q, VICTIM: %q, VOLUMES: %q", cliCopy, s.address, victim, filepath.Join(s.dir, "volumes")))
 
 	member := filepath.Join(clusterDir(data, "hostile"), "hostile-m-0")
-	out, err := os.ReadFile(filepath.Join(member, "network.log"))
-	if err != nil || !strings.HasSuffix(string(out), "done\n") {
-		t.Fatalf("the hostile member did not finish its tries: %q, %v", out, err)
-	}
-	refused, leaked := 0, 0
-	for _, line := range strings.Split(strings.TrimSuffix(strings.TrimSpace(string(out)), "done"), "\n") {
-		switch {
-		case strings.HasSuffix(line, " refused"):
-			refused++
-		case strings.HasSuffix(line, " leaked"):
-			leaked++
-			t.Errorf("a member of the compose stack reached the frontend: %s", line)
-		}
-	}
-	if want := 10; refused+leaked != want {
-		t.Errorf("%d tries, want %d:\n%s", refused+leaked, want, out)
-	}
+	refused, leaked := hostileTriesOf(t, filepath.Join(member, "network.log"), "a member of the compose stack reached the frontend", 10)
 	// Its own CA's certificate was made: the server refused it for its CA, not for lack of it.
 	if _, err := os.Stat(filepath.Join(member, "mine", "client.pem")); err != nil {
 		t.Errorf("the member made no certificate of its own CA to try: %v", err)
@@ -282,6 +225,14 @@ func TestAMemberReachesNoControlEndpointOfTheComposeStack(t *testing.T) {
 	if strings.Contains(worker.Output(), "Connected to Temporal with no credential") {
 		t.Errorf("the worker says the compose stack's server demanded no credential:\n%s", worker.Output())
 	}
+	// The operator, as the compose file's header says: the three paths into ./temporal-tls,
+	// the frontend at 127.0.0.1, no server name.
+	operator := filepath.Join(s.dir, "volumes", "temporal-tls")
+	if res := run(t, []string{"TEMPORAL_ADDRESS=" + s.address, "TEMPORAL_TLS_CLIENT_CERT_PATH=" + filepath.Join(operator, "client.pem"),
+		"TEMPORAL_TLS_CLIENT_KEY_PATH=" + filepath.Join(operator, "client-key.pem"), "TEMPORAL_TLS_SERVER_CA_CERT_PATH=" + filepath.Join(operator, "ca.pem"),
+	}, "list"); res.Code != 0 || !strings.Contains(res.Stdout, victim) {
+		t.Errorf("the operator's certificate, as the compose file says to use it: %s", res)
+	}
 	// bench/hostile.sh reports this line.
 	t.Logf("hostile member's tries at the compose stack's frontend: %d tried, %d refused, %d leaked", refused+leaked, refused, leaked)
 	for _, n := range []string{victim, "hostile"} {
@@ -289,4 +240,47 @@ func TestAMemberReachesNoControlEndpointOfTheComposeStack(t *testing.T) {
 			t.Errorf("delete %s: %s", n, res)
 		}
 	}
+}
+
+// deployScripted deploys a cluster of one member running script, with vars (a YAML flow
+// mapping's body) as its env, through cli, and waits for it to be ready; on failure it
+// shows what more() says (the server's or worker's output).
+func deployScripted(t *testing.T, cli func(args ...string) testenv.Result, name, script, vars string, more func() string) {
+	t.Helper()
+	specDir := t.TempDir()
+	path := filepath.Join(specDir, "s.sh")
+	if err := os.WriteFile(path, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	specPath := filepath.Join(specDir, name+".yaml")
+	body := fmt.Sprintf("name: %s\nroles:\n  - {name: m, members: 1, startscript: %s, env: {%s}}\n", name, path, vars)
+	if err := os.WriteFile(specPath, []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if res := cli("deploy", "-f", specPath, "--wait"); res.Code != 0 {
+		t.Fatalf("deploy %s: %s\n%s", name, res, more())
+	}
+}
+
+// hostileTriesOf reads a hostile member's log (a "NAME refused" or "NAME leaked" line per
+// try, then "done"), reports each leak as what says, and checks that it made want tries.
+func hostileTriesOf(t *testing.T, log, what string, want int) (refused, leaked int) {
+	t.Helper()
+	out, err := os.ReadFile(log)
+	if err != nil || !strings.HasSuffix(string(out), "done\n") {
+		t.Fatalf("the hostile member did not finish its tries: %q, %v", out, err)
+	}
+	for _, line := range strings.Split(strings.TrimSuffix(strings.TrimSpace(string(out)), "done"), "\n") {
+		switch {
+		case strings.HasSuffix(line, " refused"):
+			refused++
+		case strings.HasSuffix(line, " leaked"):
+			leaked++
+			t.Errorf("%s: %s", what, line)
+		}
+	}
+	if refused+leaked != want {
+		t.Errorf("%d tries, want %d:\n%s", refused+leaked, want, out)
+	}
+	return refused, leaked
 }
