@@ -58,15 +58,7 @@ func TestAMemberReachesNoControlEndpointOfDev(t *testing.T) {
 	}
 	dir := t.TempDir()
 	data := scriptUserData(t)
-	shared := sharedDir(t, "cf-bin-", 0o755)
-	bin, err := testenv.Binary()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cliCopy := filepath.Join(shared, "clusterflow")
-	if out, err := exec.Command("cp", bin, cliCopy).CombinedOutput(); err != nil {
-		t.Fatalf("copy the CLI: %v\n%s", err, out)
-	}
+	cliCopy := sharedCLI(t)
 	frontend, ui, gateway, codec := freeAddress(t), freeAddress(t), freeAddress(t), freeAddress(t)
 	keys := filepath.Join(dir, "codec.keys")
 	writeKeyFile(t, keys, newKeyLine(t, "dev"))
@@ -193,15 +185,7 @@ func TestAMemberReachesNoControlEndpointOfTheComposeStack(t *testing.T) {
 	s := newProductionStack(t)
 	data := scriptUserData(t)
 	worker := s.startWith(testenv.StartIn, "", append(slices.Clone(s.env), "CLUSTERFLOW_ALLOW_ROOT_SCRIPTS="), "worker", 1, "Worker starting", "worker", "--data", data)
-	shared := sharedDir(t, "cf-bin-", 0o755)
-	bin, err := testenv.Binary()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cliCopy := filepath.Join(shared, "clusterflow")
-	if out, err := exec.Command("cp", bin, cliCopy).CombinedOutput(); err != nil {
-		t.Fatalf("copy the CLI: %v\n%s", err, out)
-	}
+	cliCopy := sharedCLI(t)
 	victim := "victim"
 	deploy := func(name, script, vars string) {
 		t.Helper()
@@ -283,4 +267,19 @@ func hostileTriesOf(t *testing.T, log, what string, want int) (refused, leaked i
 		t.Errorf("%d tries, want %d:\n%s", refused+leaked, want, out)
 	}
 	return refused, leaked
+}
+
+// sharedCLI is a copy of the clusterflow binary that members, as users of their own, may
+// run: the test's own is in a folder of root's.
+func sharedCLI(t *testing.T) string {
+	t.Helper()
+	bin, err := testenv.Binary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cliCopy := filepath.Join(sharedDir(t, "cf-bin-", 0o755), "clusterflow")
+	if out, err := exec.Command("cp", bin, cliCopy).CombinedOutput(); err != nil {
+		t.Fatalf("copy the CLI: %v\n%s", err, out)
+	}
+	return cliCopy
 }
