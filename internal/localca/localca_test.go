@@ -130,7 +130,13 @@ func TestEnsureStackGivesEachPartItsOwnFolder(t *testing.T) {
 		{Dir: filepath.Join(root, "ui"), UID: other, GID: other},
 		{Dir: filepath.Join(root, "hosts"), UID: uid, GID: gid},
 	}
+	// Each folder is there already, as a volume's mount point is: the engine's, mode 0755.
 	caDir := filepath.Join(root, "ca")
+	for _, dir := range []string{caDir, parts[0].Dir, parts[1].Dir, parts[2].Dir} {
+		if err := os.Mkdir(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
 	if err := EnsureStack(caDir, parts); err != nil {
 		t.Fatal(err)
 	}
@@ -155,6 +161,9 @@ func TestEnsureStackGivesEachPartItsOwnFolder(t *testing.T) {
 		if fi, err := os.Stat(p.Dir); err != nil || fi.Mode().Perm() != 0o700 || fi.Sys().(*syscall.Stat_t).Uid != uint32(p.UID) {
 			t.Errorf("%s: %v, %v", p.Dir, fi.Mode(), err)
 		}
+	}
+	if fi, err := os.Stat(caDir); err != nil || fi.Mode().Perm() != 0o700 {
+		t.Errorf("the CA's folder: %v, %v; want it closed to others", fi.Mode(), err)
 	}
 	for _, client := range []Files{ui, hosts} {
 		if err := handshake(client.CA, server.ServerCert, server.ServerKey, client.ClientCert, client.ClientKey, "temporal"); err != nil {

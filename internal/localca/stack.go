@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"syscall"
 	"time"
 
 	"github.com/clusterflow/clusterflow/internal/atomicfile"
@@ -36,7 +37,7 @@ type Part struct {
 // does at every start, and gives each part its owner again.
 func EnsureStack(caDir string, parts []Part) error {
 	files := FilesIn(caDir)
-	if err := atomicfile.PrivateDir(caDir); err != nil {
+	if err := ownFolder(caDir); err != nil {
 		return fmt.Errorf("the CA's folder %s: %w", caDir, err)
 	}
 	ca, caKey, err := loadPair(files.CA, files.CAKey)
@@ -55,6 +56,25 @@ func EnsureStack(caDir string, parts []Part) error {
 		}
 	}
 	return nil
+}
+
+// ownFolder makes dir this user's alone: a volume's mount point is there already, made
+// by the engine with mode 0755, and is closed to others; one of another user is refused.
+func ownFolder(dir string) error {
+	if err := os.Mkdir(dir, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
+		return err
+	}
+	fi, err := os.Lstat(dir)
+	if err != nil {
+		return err
+	}
+	if st, ok := fi.Sys().(*syscall.Stat_t); !fi.IsDir() || !ok || int(st.Uid) != os.Getuid() {
+		return errors.New("not a folder of this user's")
+	}
+	if err := os.Chmod(dir, 0o700); err != nil {
+		return err
+	}
+	return atomicfile.PrivateDir(dir)
 }
 
 func ensurePart(p Part, ca *x509.Certificate, caKey *ecdsa.PrivateKey, caPEM []byte) error {

@@ -214,8 +214,14 @@ func (p *ProductionServer) runCertsJob(compose ComposeFile) error {
 		}
 		args = append(args, a)
 	}
-	if err := os.MkdirAll(filepath.Join(p.dir, "volumes"), 0o755); err != nil {
-		return err
+	// Each volume's mount point is there before the job runs, root's with mode 0755, as
+	// the engine makes it.
+	for _, v := range service.Volumes {
+		if _, dst, ok := strings.Cut(v, ":"); ok {
+			if err := os.MkdirAll(p.local(service, strings.TrimSuffix(dst, ":ro")), 0o755); err != nil {
+				return err
+			}
+		}
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
