@@ -101,7 +101,9 @@ func ensurePart(p Part, ca *x509.Certificate, caKey *ecdsa.PrivateKey, caPEM []b
 			return err
 		}
 	}
-	if err := os.WriteFile(f.CA, caPEM, 0o600); err != nil {
+	// Written beside and renamed, as the pairs are: a link planted in the folder is replaced,
+	// never followed.
+	if err := atomicfile.Write(f.CA, caPEM, 0o600); err != nil {
 		return err
 	}
 	for _, path := range []string{f.CA, cert, key, p.Dir} {
