@@ -44,13 +44,14 @@ func newShippedHost(t *testing.T) *shippedHost {
 	if os.Geteuid() != 0 {
 		t.Fatal("the shipped host runs its agent as root, so this test needs root, as CI has")
 	}
-	h := &shippedHost{data: scriptUserData(t), workerUID: 60990, workerGID: 60990, workerUser: "60990"}
+	worker := testenv.ImageWorkerUID
+	h := &shippedHost{data: scriptUserData(t), workerUID: worker, workerGID: worker, workerUser: strconv.Itoa(worker)}
 	if u, err := user.Lookup("clusterflow"); err == nil {
 		h.workerUID, _ = strconv.Atoi(u.Uid)
 		h.workerGID, _ = strconv.Atoi(u.Gid)
 		h.workerUser = "clusterflow"
-	} else if _, err := user.LookupId("60990"); err == nil {
-		t.Fatal("uid 60990, which this test gives the worker, is taken on this machine")
+	} else if _, err := user.LookupId(h.workerUser); err == nil {
+		t.Fatalf("uid %d, which this test gives the worker, is taken on this machine", worker)
 	}
 	// Folders others pass through (the worker to its socket and binary).
 	shared := func(prefix string) string { return sharedDir(t, prefix, 0o755) }

@@ -2,8 +2,6 @@ package testenv
 
 import (
 	"context"
-	"crypto/tls"
-	"crypto/x509"
 	"errors"
 	"fmt"
 	"os"
@@ -18,6 +16,7 @@ import (
 	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/contrib/envconfig"
 	"google.golang.org/protobuf/types/known/durationpb"
 )
 
@@ -203,9 +202,10 @@ func (p *ProductionServer) runCertsJob(compose ComposeFile) error {
 			return fmt.Errorf("docker-compose.yml: clusterflow-certs: %w", err)
 		}
 		if dir, owner, ok := strings.Cut(a, "="); ok && strings.HasPrefix(dir, "/") {
-			if os.Geteuid() != 0 {
+			switch {
+			case os.Geteuid() != 0:
 				owner = strconv.Itoa(os.Getuid())
-			} else if _, err := user.Lookup(owner); owner == "clusterflow" && err != nil {
+			case owner == "clusterflow" && !userExists(owner):
 				owner = strconv.Itoa(ImageWorkerUID)
 			}
 			a = p.local(service, dir) + "=" + owner
@@ -232,8 +232,14 @@ func (p *ProductionServer) runCertsJob(compose ComposeFile) error {
 	return nil
 }
 
-// ImageWorkerUID stands for the image's clusterflow user on a machine that has none.
+// ImageWorkerUID stands for the image's clusterflow user on a machine that has none: the
+// certificate job's owner of the hosts' folder, and the shipped-host tests' worker.
 const ImageWorkerUID = 60990
+
+func userExists(name string) bool {
+	_, err := user.Lookup(name)
+	return err == nil
+}
 
 func envValue(env []string, key string) string {
 	for _, kv := range env {
@@ -273,15 +279,18 @@ func (p *ProductionServer) Start(name string) (*Process, error) {
 // Dial connects to the server as the compose file's hosts do, with their certificate.
 func (p *ProductionServer) Dial() (client.Client, error) { return p.dialWith(p.hosts) }
 
-// dialWith connects with the client certificate in the folder dir.
+// dialWith connects with the client certificate in the folder dir (client.pem,
+// client-key.pem, ca.pem), checking the server by its compose service name.
 func (p *ProductionServer) dialWith(dir string) (client.Client, error) {
-	co, err := ClientOptions(p.Address)
+	profile := envconfig.ClientConfigProfile{Address: p.Address, Namespace: "default", TLS: &envconfig.ClientConfigTLS{
+		ClientCertPath: filepath.Join(dir, "client.pem"), ClientKeyPath: filepath.Join(dir, "client-key.pem"),
+		ServerCACertPath: filepath.Join(dir, "ca.pem"), ServerName: "temporal",
+	}}
+	co, err := profile.ToClientOptions(envconfig.ToClientOptionsRequest{})
 	if err != nil {
 		return nil, err
 	}
-	if co.ConnectionOptions.TLS, err = clientTLS(dir, "temporal"); err != nil {
-		return nil, err
-	}
+	co.Logger = quietLogger{}
 	return client.Dial(co)
 }
 
@@ -304,24 +313,6 @@ func (p *ProductionServer) createNamespace() error {
 	// The namespace is usable once the frontend's cache has it.
 	_, err = c.WorkflowService().DescribeNamespace(ctx, &workflowservice.DescribeNamespaceRequest{Namespace: "default"})
 	return err
-}
-
-// clientTLS is a client's TLS configuration from the files of a folder the certificate job
-// made (client.pem, client-key.pem, ca.pem), verifying the server as serverName.
-func clientTLS(dir, serverName string) (*tls.Config, error) {
-	pair, err := tls.LoadX509KeyPair(filepath.Join(dir, "client.pem"), filepath.Join(dir, "client-key.pem"))
-	if err != nil {
-		return nil, err
-	}
-	ca, err := os.ReadFile(filepath.Join(dir, "ca.pem"))
-	if err != nil {
-		return nil, err
-	}
-	pool := x509.NewCertPool()
-	if !pool.AppendCertsFromPEM(ca) {
-		return nil, fmt.Errorf("%s holds no certificate", filepath.Join(dir, "ca.pem"))
-	}
-	return &tls.Config{Certificates: []tls.Certificate{pair}, RootCAs: pool, ServerName: serverName}, nil
 }
 
 // Logs names the files the database and the server write.
