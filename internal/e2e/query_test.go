@@ -14,6 +14,7 @@ import (
 	sdkworker "go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
 
+	"github.com/clusterflow/clusterflow/internal/testenv"
 	"github.com/clusterflow/clusterflow/workflows"
 )
 
@@ -82,13 +83,15 @@ func TestStatusOutlastsTheOpenPollsOfAWorkerCutOff(t *testing.T) {
 	defer wg.Wait()
 	defer cancel()
 
-	answer := make(chan string, 1)
+	// The goroutine only runs the CLI: the test judges its result, so nothing logs after
+	// the test ends.
+	answer := make(chan testenv.Result, 1)
 	go func() {
-		res := cli(t, "status", name)
-		answer <- res.String()
-		if res.Code != 0 || !strings.Contains(res.Stdout, "answered by a worker that polls") {
-			t.Errorf("status while a cut-off worker's polls were open: %s", res)
+		res, err := testenv.Run(ctx, t.TempDir(), cliEnv, "status", name)
+		if err != nil {
+			res = testenv.Result{Code: -1, Stderr: err.Error()}
 		}
+		answer <- res
 	}()
 	for range polls {
 		select {
@@ -104,7 +107,10 @@ func TestStatusOutlastsTheOpenPollsOfAWorkerCutOff(t *testing.T) {
 	}
 	defer answering().Stop()
 	select {
-	case <-answer:
+	case res := <-answer:
+		if res.Code != 0 || !strings.Contains(res.Stdout, "answered by a worker that polls") {
+			t.Errorf("status while a cut-off worker's polls were open: %s", res)
+		}
 	case <-ctx.Done():
 		t.Fatal("status did not return within 2 minutes")
 	}
